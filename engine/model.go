@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// ModelFormat is the value of a model file's "format" field.
+const ModelFormat = "activation-model"
+
+// ModelVersion is the only model file version this engine reads.
+const ModelVersion = 1
+
+// Limits on what a model file may hold. They keep a hostile or mistaken file
+// from exhausting memory; the largest benchmark network (about 950k weights)
+// fits well within them.
+const (
+	// MaxParameters is the largest number of weights plus biases a model may have.
+	MaxParameters = 4 << 20
+	// MaxLayerWidth is the widest layer (inputs included) a model may have.
+	MaxLayerWidth = 8192
+	// MaxLayers is the most layers (hidden and output) a model may have.
+	MaxLayers = 64
+	// MaxModelBytes is the largest model file Load reads.
+	MaxModelBytes = 128 << 20
+)
+
+// Defaults for the two thresholds that say when a node holds data.
+const (
+	// DefaultInputEpsilon: an input node holds data when |x| > InputEpsilon.
+	DefaultInputEpsilon = 1e-9
+	// DefaultOutputThreshold: an output node holds data when its activation
+	// is >= OutputThreshold.
+	DefaultOutputThreshold = 0.5
+)
+
+// Activation names accepted in a layer's "activation" field.
+const (
+	ActivationReLU     = "relu"
+	ActivationSigmoid  = "sigmoid"
+	ActivationIdentity = "identity"
+	ActivationTanh     = "tanh"
+)
+
+// Model is a processor as stored on disk: a feed-forward network with at
+// least one hidden layer, its input schema, which inputs and outputs are
+// countable slots, the two data thresholds and its provenance.
+//
+// Layer l maps the previous layer (the inputs for l = 0) to its own nodes:
+// Weights[j][i] is the weight of the edge from node i of the previous layer
+// to node j of this layer. A zero weight is no edge.
+type Model struct {
+	Format          string     `json:"format"`
+	Version         int        `json:"version"`
+	Name            string     `json:"name"`
+	Description     string     `json:"description,omitempty"`
+	Inputs          []Node     `json:"inputs"`
+	Layers          []Layer    `json:"layers"`
+	Outputs         []Node     `json:"outputs"`
+	InputEpsilon    *float64   `json:"input_epsilon,omitempty"`
+	OutputThreshold *float64   `json:"output_threshold,omitempty"`
+	Provenance      Provenance `json:"provenance"`
+}
+
+// Node names one input or output node; Countable marks it as a slot.
+type Node struct {
+	Name      string `json:"name"`
+	Countable bool   `json:"countable,omitempty"`
+}
+
+// Layer is one weighted layer.
+type Layer struct {
+	Activation string      `json:"activation"`
+	Weights    [][]float64 `json:"weights"`
+	Biases     []float64   `json:"biases"`
+}
+
+// Provenance says how a model was made and from what.
+type Provenance struct {
+	Method    string            `json:"method"`
+	Generator string            `json:"generator,omitempty"`
+	Data      []string          `json:"data,omitempty"`
+	Settings  map[string]string `json:"settings,omitempty"`
+	Metrics   map[string]string `json:"metrics,omitempty"`
+}
+
+// ModelError is a validation failure: Field names the offending field in the
+// model file (for example "layers[1].weights[3][7]") and Reason says why.
+type ModelError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ModelError) Error() string {
+	if e.Field == "" {
+		return "model: " + e.Reason
+	}
+	return fmt.Sprintf("model: %s: %s", e.Field, e.Reason)
+}
+
+func modelErr(field, format string, args ...any) error {
+	return &ModelError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Epsilon returns the input threshold in force (the default when unset).
+func (m *Model) Epsilon() float64 {
+	if m.InputEpsilon == nil {
+		return DefaultInputEpsilon
+	}
+	return *m.InputEpsilon
+}
+
+// Threshold returns the output threshold in force (the default when unset).
+func (m *Model) Threshold() float64 {
+	if m.OutputThreshold == nil {
+		return DefaultOutputThreshold
+	}
+	return *m.OutputThreshold
+}
+
+// LayerSizes returns the width of every layer, inputs first.
+func (m *Model) LayerSizes() []int {
+	out := make([]int, 0, len(m.Layers)+1)
+	out = append(out, len(m.Inputs))
+	for _, l := range m.Layers {
+		out = append(out, len(l.Biases))
+	}
+	return out
+}
+
+// Parameters returns the number of weights and biases.
+func (m *Model) Parameters() int {
+	n := 0
+	prev := len(m.Inputs)
+	for _, l := range m.Layers {
+		n += prev*len(l.Biases) + len(l.Biases)
+		prev = len(l.Biases)
+	}
+	return n
+}
+
+// ParseModel decodes and validates a model file's bytes. Unknown fields are
+// an error, so a misspelt field never passes silently.
+func ParseModel(data []byte) (*Model, error) {
+	if len(data) > MaxModelBytes {
+		return nil, modelErr("", "file is %d bytes, more than the limit of %d", len(data), MaxModelBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var m Model
+	if err := dec.Decode(&m); err != nil {
+		return nil, modelErr("", "not a valid model document: %v", err)
+	}
+	if dec.More() {
+		return nil, modelErr("", "trailing data after the model document")
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// LoadModelFile reads and validates a model file.
+func LoadModelFile(path string) (*Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxModelBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", path, err)
+	}
+	m, err := ParseModel(data)
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Validate checks every rule a model must meet and names the first field
+// that breaks one.
+func (m *Model) Validate() error {
+	if m.Format != ModelFormat {
+		return modelErr("format", "is %q, want %q", m.Format, ModelFormat)
+	}
+	if m.Version != ModelVersion {
+		return modelErr("version", "unknown version %d (this engine reads version %d)", m.Version, ModelVersion)
+	}
+	if m.Name == "" {
+		return modelErr("name", "must not be empty")
+	}
+	if len(m.Inputs) == 0 {
+		return modelErr("inputs", "must list at least one input node")
+	}
+	if len(m.Inputs) > MaxLayerWidth {
+		return modelErr("inputs", "has %d nodes, more than the limit of %d", len(m.Inputs), MaxLayerWidth)
+	}
+	if err := checkNodes("inputs", m.Inputs); err != nil {
+		return err
+	}
+	if len(m.Layers) < 2 {
+		return modelErr("layers", "has %d layers; a processor needs at least one hidden layer and an output layer", len(m.Layers))
+	}
+	if len(m.Layers) > MaxLayers {
+		return modelErr("layers", "has %d layers, more than the limit of %d", len(m.Layers), MaxLayers)
+	}
+	// Count parameters before looking at values, so the limit is said first.
+	params := 0
+	prev := len(m.Inputs)
+	for l, layer := range m.Layers {
+		w := len(layer.Biases)
+		if w == 0 {
+			return modelErr(fmt.Sprintf("layers[%d].biases", l), "empty layer: a layer needs at least one node")
+		}
+		if w > MaxLayerWidth {
+			return modelErr(fmt.Sprintf("layers[%d].biases", l), "layer has %d nodes, more than the limit of %d", w, MaxLayerWidth)
+		}
+		params += prev*w + w
+		if params > MaxParameters {
+			return modelErr("layers", "more than %d parameters (the limit) by layer %d", MaxParameters, l)
+		}
+		prev = w
+	}
+	prev = len(m.Inputs)
+	for l, layer := range m.Layers {
+		field := fmt.Sprintf("layers[%d]", l)
+		switch layer.Activation {
+		case ActivationReLU, ActivationSigmoid, ActivationIdentity, ActivationTanh:
+		default:
+			return modelErr(field+".activation", "unknown activation %q (want relu, sigmoid, tanh or identity)", layer.Activation)
+		}
+		if len(layer.Weights) != len(layer.Biases) {
+			return modelErr(field+".weights", "has %d rows but the layer has %d biases (one row per node)", len(layer.Weights), len(layer.Biases))
+		}
+		for j, row := range layer.Weights {
+			if len(row) != prev {
+				return modelErr(fmt.Sprintf("%s.weights[%d]", field, j), "dimension mismatch: has %d weights, the previous layer has %d nodes", len(row), prev)
+			}
+			for i, w := range row {
+				if math.IsNaN(w) || math.IsInf(w, 0) {
+					return modelErr(fmt.Sprintf("%s.weights[%d][%d]", field, j, i), "weight is %v; weights must be finite", w)
+				}
+			}
+		}
+		for j, b := range layer.Biases {
+			if math.IsNaN(b) || math.IsInf(b, 0) {
+				return modelErr(fmt.Sprintf("%s.biases[%d]", field, j), "bias is %v; biases must be finite", b)
+			}
+		}
+		prev = len(layer.Biases)
+	}
+	if len(m.Outputs) != prev {
+		return modelErr("outputs", "lists %d nodes but the last layer has %d", len(m.Outputs), prev)
+	}
+	if err := checkNodes("outputs", m.Outputs); err != nil {
+		return err
+	}
+	if m.InputEpsilon != nil {
+		if e := *m.InputEpsilon; math.IsNaN(e) || math.IsInf(e, 0) || e < 0 {
+			return modelErr("input_epsilon", "is %v; it must be a finite number >= 0", e)
+		}
+	}
+	if m.OutputThreshold != nil {
+		if t := *m.OutputThreshold; math.IsNaN(t) || math.IsInf(t, 0) {
+			return modelErr("output_threshold", "is %v; it must be finite", t)
+		}
+	}
+	if m.Provenance.Method == "" {
+		return modelErr("provenance.method", "must say how the model was made")
+	}
+	return nil
+}
+
+func checkNodes(field string, nodes []Node) error {
+	seen := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if n.Name == "" {
+			return modelErr(fmt.Sprintf("%s[%d].name", field, i), "must not be empty")
+		}
+		if j, dup := seen[n.Name]; dup {
+			return modelErr(fmt.Sprintf("%s[%d].name", field, i), "%q repeats %s[%d]", n.Name, field, j)
+		}
+		seen[n.Name] = i
+	}
+	return nil
+}
+
+// Canonical returns the model's canonical JSON form: fields in a fixed order,
+// no insignificant white space, numbers in Go's shortest round-trip form, the
+// two thresholds written out even when they were defaulted. Two files that
+// describe the same model have the same canonical form.
+func (m *Model) Canonical() ([]byte, error) {
+	c := *m
+	eps, thr := m.Epsilon(), m.Threshold()
+	c.InputEpsilon, c.OutputThreshold = &eps, &thr
+	return json.Marshal(&c)
+}
+
+// Digest returns "sha256:" and the hex SHA-256 of the canonical form.
+func (m *Model) Digest() (string, error) {
+	b, err := m.Canonical()
+	if err != nil {
+		return "", fmt.Errorf("model %s: canonical form: %w", m.Name, err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// WriteModelFile validates m and writes it to path atomically: the bytes go
+// to a temporary file in the same directory which is synced and renamed over
+// path, so a reader never sees a partial model and a failure leaves any
+// existing file as it was.
+func WriteModelFile(path string, m *Model) error {
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("writing model %s: %w", path, err)
+	}
+	data, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return fmt.Errorf("writing model %s: %w", path, err)
+	}
+	data = append(data, '\n')
+	return writeFileAtomic(path, data)
+}
+
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,226 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func validModelJSON(t *testing.T) map[string]any {
+	t.Helper()
+	m := testModel(
+		[]Node{{Name: "x0", Countable: true}, {Name: "x1"}},
+		[]Node{{Name: "o0", Countable: true}},
+		0.1, 0.5,
+		Layer{Activation: ActivationReLU, Weights: [][]float64{{1, 2}, {0, -1}}, Biases: []float64{0, 0.5}},
+		Layer{Activation: ActivationSigmoid, Weights: [][]float64{{1, 1}}, Biases: []float64{-0.25}},
+	)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func TestParseModelErrorsNameTheField(t *testing.T) {
+	layer := func(doc map[string]any, l int) map[string]any {
+		return doc["layers"].([]any)[l].(map[string]any)
+	}
+	tests := []struct {
+		name   string
+		edit   func(doc map[string]any)
+		raw    func(doc string) string // edits the marshalled document as text when set
+		field  string
+		reason string
+	}{
+		{name: "unknown version", edit: func(d map[string]any) { d["version"] = 2 }, field: "version", reason: "unknown version 2"},
+		{name: "wrong format", edit: func(d map[string]any) { d["format"] = "onnx" }, field: "format", reason: `"onnx"`},
+		{name: "no name", edit: func(d map[string]any) { d["name"] = "" }, field: "name", reason: "empty"},
+		{name: "dimension mismatch", edit: func(d map[string]any) {
+			layer(d, 1)["weights"] = []any{[]any{1.0, 1.0, 1.0}}
+		}, field: "layers[1].weights[0]", reason: "dimension mismatch"},
+		{name: "rows and biases differ", edit: func(d map[string]any) {
+			layer(d, 0)["biases"] = []any{0.0}
+		}, field: "layers[0].weights", reason: "2 rows but the layer has 1 biases"},
+		{name: "NaN weight", raw: func(s string) string { return strings.Replace(s, `[1,2]`, `[NaN,2]`, 1) }, field: "", reason: "not a valid model document"},
+		{name: "weight out of range", raw: func(s string) string { return strings.Replace(s, `[0,-1]`, `[1e400,-1]`, 1) }, field: "", reason: "not a valid model document"},
+		{name: "unknown activation", edit: func(d map[string]any) { layer(d, 0)["activation"] = "gelu" }, field: "layers[0].activation", reason: `unknown activation "gelu"`},
+		{name: "empty layer", edit: func(d map[string]any) {
+			layer(d, 0)["weights"] = []any{}
+			layer(d, 0)["biases"] = []any{}
+		}, field: "layers[0].biases", reason: "empty layer"},
+		{name: "no hidden layer", edit: func(d map[string]any) { d["layers"] = d["layers"].([]any)[1:] }, field: "layers", reason: "at least one hidden layer"},
+		{name: "outputs do not match", edit: func(d map[string]any) { d["outputs"] = []any{} }, field: "outputs", reason: "lists 0 nodes but the last layer has 1"},
+		{name: "duplicate input", edit: func(d map[string]any) {
+			d["inputs"] = []any{map[string]any{"name": "x0"}, map[string]any{"name": "x0"}}
+		}, field: "inputs[1].name", reason: "repeats"},
+		{name: "negative epsilon", edit: func(d map[string]any) { d["input_epsilon"] = -1 }, field: "input_epsilon", reason: ">= 0"},
+		{name: "no provenance", edit: func(d map[string]any) { d["provenance"] = map[string]any{} }, field: "provenance.method", reason: "how the model was made"},
+		{name: "unknown field", edit: func(d map[string]any) { d["wieghts"] = 1 }, field: "", reason: "unknown field"},
+		{name: "too many parameters", edit: func(d map[string]any) {
+			big := make([]any, 3000)
+			for i := range big {
+				big[i] = 0.0
+			}
+			var rows []any
+			for j := 0; j < 1500; j++ {
+				rows = append(rows, big)
+			}
+			in := make([]any, 3000)
+			for i := range in {
+				in[i] = map[string]any{"name": "x" + itoa(i)}
+			}
+			d["inputs"] = in
+			layer(d, 0)["weights"] = rows
+			layer(d, 0)["biases"] = make([]any, 1500)
+			for i := range layer(d, 0)["biases"].([]any) {
+				layer(d, 0)["biases"].([]any)[i] = 0.0
+			}
+		}, field: "layers", reason: "parameters"},
+		{name: "trailing data", raw: func(s string) string { return s + " {}" }, field: "", reason: "trailing data"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := validModelJSON(t)
+			if tc.edit != nil {
+				tc.edit(doc)
+			}
+			data, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.raw != nil {
+				edited := tc.raw(string(data))
+				if edited == string(data) {
+					t.Fatal("the text edit did not apply")
+				}
+				data = []byte(edited)
+			}
+			m, err := ParseModel(data)
+			if err == nil {
+				t.Fatalf("model accepted: %+v", m)
+			}
+			var me *ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("error %v is not a *ModelError", err)
+			}
+			if me.Field != tc.field || !strings.Contains(me.Reason, tc.reason) {
+				t.Fatalf("got field %q reason %q, want field %q and a reason containing %q", me.Field, me.Reason, tc.field, tc.reason)
+			}
+		})
+	}
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+func TestDigestIsCanonical(t *testing.T) {
+	doc := validModelJSON(t)
+	a, _ := json.Marshal(doc)
+	b, _ := json.MarshalIndent(doc, "", "    ")
+	ma, err := ParseModel(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := ParseModel(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, _ := ma.Digest()
+	db, _ := mb.Digest()
+	if da != db || !strings.HasPrefix(da, "sha256:") || len(da) != len("sha256:")+64 {
+		t.Fatalf("digests %s and %s of the same model differ or are malformed", da, db)
+	}
+	// Leaving a threshold at its default gives the same digest as writing
+	// the default out.
+	delete(doc, "output_threshold")
+	c, _ := json.Marshal(doc)
+	mc, err := ParseModel(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dc, _ := mc.Digest(); dc != da {
+		t.Fatalf("defaulted threshold changed the digest: %s vs %s", dc, da)
+	}
+	mb.Layers[0].Weights[0][0] = 1.0000001
+	if d2, _ := mb.Digest(); d2 == da {
+		t.Fatal("changing a weight did not change the digest")
+	}
+}
+
+func TestWriteModelFileIsAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.json")
+	doc := validModelJSON(t)
+	data, _ := json.Marshal(doc)
+	m, err := ParseModel(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteModelFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	back, err := LoadModelFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, _ := m.Digest()
+	d2, _ := back.Digest()
+	if d1 != d2 {
+		t.Fatal("model changed on a round trip through a file")
+	}
+	// An invalid model is refused and the file on disk is left as it was,
+	// with no temporary files behind.
+	bad := *m
+	bad.Version = 9
+	if err := WriteModelFile(path, &bad); err == nil {
+		t.Fatal("invalid model written")
+	}
+	after, _ := os.ReadFile(path)
+	if string(before) != string(after) {
+		t.Fatal("failed write changed the existing file")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("left %d files in the directory, want 1", len(entries))
+	}
+	// A directory that cannot be written: error, nothing created.
+	if err := WriteModelFile(filepath.Join(dir, "missing", "m.json"), m); err == nil {
+		t.Fatal("write into a missing directory succeeded")
+	}
+}
+
+func TestBuiltinModelsLoad(t *testing.T) {
+	for _, name := range []string{BuiltinAdmission, BuiltinCapacity} {
+		p, err := LoadSource(BuiltinPrefix + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := p.Model()
+		if !strings.HasPrefix(m.Provenance.Method, "trained") || len(m.Provenance.Data) == 0 {
+			t.Errorf("%s: provenance does not say it was trained from data: %+v", name, m.Provenance)
+		}
+		if p.CountableInputs() == 0 && p.CountableOutputs() == 0 {
+			t.Errorf("%s has no countable slots", name)
+		}
+	}
+	if _, err := LoadSource("builtin:nope"); err == nil || !strings.Contains(err.Error(), "admission") {
+		t.Fatalf("unknown built-in: %v", err)
+	}
+	if _, err := LoadSource(""); err == nil {
+		t.Fatal("empty source accepted")
+	}
+	if _, err := LoadSource(filepath.Join(t.TempDir(), "none.json")); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}

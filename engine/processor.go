@@ -1,0 +1,547 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/bits"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+type activationKind uint8
+
+const (
+	actReLU activationKind = iota
+	actSigmoid
+	actIdentity
+	actTanh
+)
+
+func parseActivation(s string) activationKind {
+	switch s {
+	case ActivationSigmoid:
+		return actSigmoid
+	case ActivationIdentity:
+		return actIdentity
+	case ActivationTanh:
+		return actTanh
+	default:
+		return actReLU
+	}
+}
+
+// Processor is a validated model compiled for repeated analysis. It is
+// immutable and safe for concurrent use; each goroutine brings its own
+// Workspace.
+type Processor struct {
+	model  *Model
+	digest string
+	eps    float64
+	thr    float64
+	layers []compiledLayer
+	// indices of the countable input and output nodes
+	countableIn  []int
+	countableOut []int
+	inputIndex   map[string]int
+	features     featureMap
+	featuresErr  error // why the inputs cannot be read from an observation
+	nodeNames    [][]string
+	poolHolder
+}
+
+type compiledLayer struct {
+	in, out int
+	act     activationKind
+	w       blas64.General // out x in, row-major: w.Data[v*in+u] is u -> v
+	b       []float64
+	words   int      // 64-bit words in a bitset over this layer's nodes
+	pos     []uint64 // pos[u*words:(u+1)*words]: targets v with w(u,v) > 0
+	neg     []uint64 // neg[u*words:(u+1)*words]: targets v with w(u,v) < 0
+}
+
+// NewProcessor validates m and compiles it.
+func NewProcessor(m *Model) (*Processor, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	digest, err := m.Digest()
+	if err != nil {
+		return nil, err
+	}
+	fm, fmErr := newFeatureMap(m)
+	p := &Processor{
+		features:    fm,
+		featuresErr: fmErr,
+		model:       m,
+		digest:      digest,
+		eps:         m.Epsilon(),
+		thr:         m.Threshold(),
+		inputIndex:  make(map[string]int, len(m.Inputs)),
+	}
+	for i, n := range m.Inputs {
+		p.inputIndex[n.Name] = i
+		if n.Countable {
+			p.countableIn = append(p.countableIn, i)
+		}
+	}
+	for i, n := range m.Outputs {
+		if n.Countable {
+			p.countableOut = append(p.countableOut, i)
+		}
+	}
+	p.nodeNames = make([][]string, len(m.Layers)+1)
+	for _, n := range m.Inputs {
+		p.nodeNames[0] = append(p.nodeNames[0], n.Name)
+	}
+	for l := 0; l < len(m.Layers)-1; l++ {
+		for j := range m.Layers[l].Biases {
+			p.nodeNames[l+1] = append(p.nodeNames[l+1], fmt.Sprintf("h%d[%d]", l+1, j))
+		}
+	}
+	for _, n := range m.Outputs {
+		p.nodeNames[len(m.Layers)] = append(p.nodeNames[len(m.Layers)], n.Name)
+	}
+	in := len(m.Inputs)
+	for _, l := range m.Layers {
+		out := len(l.Biases)
+		cl := compiledLayer{
+			in:    in,
+			out:   out,
+			act:   parseActivation(l.Activation),
+			w:     blas64.General{Rows: out, Cols: in, Stride: in, Data: make([]float64, out*in)},
+			b:     append([]float64(nil), l.Biases...),
+			words: (out + 63) / 64,
+		}
+		cl.pos = make([]uint64, in*cl.words)
+		cl.neg = make([]uint64, in*cl.words)
+		for v, row := range l.Weights {
+			copy(cl.w.Data[v*in:(v+1)*in], row)
+			for u, w := range row {
+				switch {
+				case w > 0:
+					cl.pos[u*cl.words+v/64] |= 1 << (v % 64)
+				case w < 0:
+					cl.neg[u*cl.words+v/64] |= 1 << (v % 64)
+				}
+			}
+		}
+		p.layers = append(p.layers, cl)
+		in = out
+	}
+	return p, nil
+}
+
+// Model returns the model the processor was compiled from. Callers must not
+// change it.
+func (p *Processor) Model() *Model { return p.model }
+
+// Digest returns the model's canonical SHA-256 digest.
+func (p *Processor) Digest() string { return p.digest }
+
+// NumInputs returns the width of the input layer.
+func (p *Processor) NumInputs() int { return len(p.model.Inputs) }
+
+// InputIndex returns the position of the named input feature.
+func (p *Processor) InputIndex(name string) (int, bool) {
+	i, ok := p.inputIndex[name]
+	return i, ok
+}
+
+// Analysis is what one pass of a processor over one input vector found. It
+// lives in the Workspace that produced it and is overwritten by the next
+// call with that workspace.
+type Analysis struct {
+	// Outputs are the output layer's activations.
+	Outputs []float64
+	// InputAmount is A_in: countable input nodes that start at least one
+	// activated branch.
+	InputAmount int
+	// OutputAmount is A_out: countable output nodes that end at least one
+	// activated branch.
+	OutputAmount int
+	// ActivatedInputs and ActivatedOutputs are the indices of the countable
+	// nodes counted in InputAmount and OutputAmount, ascending.
+	ActivatedInputs  []int
+	ActivatedOutputs []int
+	// Total is the number of activated branches when it fits in 64 bits.
+	// When it does not, Overflow is true and TotalBig holds the exact value.
+	Total    uint64
+	Overflow bool
+	TotalBig *big.Int
+}
+
+// TotalString returns the exact activated-branch total in decimal.
+func (a *Analysis) TotalString() string {
+	if a.Overflow {
+		return a.TotalBig.String()
+	}
+	return fmt.Sprint(a.Total)
+}
+
+// Workspace holds every buffer one analysis needs, so that repeated calls
+// allocate nothing. A Workspace belongs to one Processor and one goroutine.
+type Workspace struct {
+	p     *Processor
+	act   [][]float64 // activations per layer, inputs first (NaN inputs read as 0)
+	holds [][]uint64  // bitsets: node holds data
+	back  [][]uint64  // bitsets: node starts an activated partial path to an output
+	cnt   [][]uint64  // activated partial paths from the inputs ending at each node
+	an    Analysis
+
+	// strongest-branch search (allocated on first use)
+	score [][]float64
+	from  [][]int32
+}
+
+// NewWorkspace returns a workspace sized for p.
+func NewWorkspace(p *Processor) *Workspace {
+	ws := &Workspace{p: p}
+	sizes := []int{len(p.model.Inputs)}
+	for _, l := range p.layers {
+		sizes = append(sizes, l.out)
+	}
+	for _, n := range sizes {
+		words := (n + 63) / 64
+		ws.act = append(ws.act, make([]float64, n))
+		ws.holds = append(ws.holds, make([]uint64, words))
+		ws.back = append(ws.back, make([]uint64, words))
+		ws.cnt = append(ws.cnt, make([]uint64, n))
+	}
+	ws.an.ActivatedInputs = make([]int, 0, len(p.countableIn))
+	ws.an.ActivatedOutputs = make([]int, 0, len(p.countableOut))
+	return ws
+}
+
+// Analyze runs the forward pass on x (one value per input node; NaN marks a
+// missing value, which holds no data and feeds 0 forward) and the activation
+// analysis of the design note: which nodes hold data, which edges carry data,
+// A_in, A_out and the exact activated-branch total, by dynamic programming
+// layer by layer. The result lives in ws.
+func (p *Processor) Analyze(x []float64, ws *Workspace) (*Analysis, error) {
+	if ws == nil || ws.p != p {
+		return nil, fmt.Errorf("analyze %s: workspace belongs to another processor", p.model.Name)
+	}
+	if len(x) != len(p.model.Inputs) {
+		return nil, fmt.Errorf("analyze %s: input vector has %d values, the model has %d inputs", p.model.Name, len(x), len(p.model.Inputs))
+	}
+	for i, v := range x {
+		if math.IsInf(v, 0) {
+			return nil, fmt.Errorf("analyze %s: input %q is %v", p.model.Name, p.model.Inputs[i].Name, v)
+		}
+	}
+	p.forward(x, ws)
+	p.branches(ws)
+	return &ws.an, nil
+}
+
+// forward computes the activations and which nodes hold data.
+func (p *Processor) forward(x []float64, ws *Workspace) {
+	in := ws.act[0]
+	h := ws.holds[0]
+	clear(h)
+	for i, v := range x {
+		if math.IsNaN(v) {
+			in[i] = 0
+			continue
+		}
+		in[i] = v
+		if math.Abs(v) > p.eps {
+			h[i/64] |= 1 << (i % 64)
+		}
+	}
+	last := len(p.layers) - 1
+	for l := range p.layers {
+		cl := &p.layers[l]
+		y := ws.act[l+1]
+		copy(y, cl.b)
+		blas64.Gemv(blas.NoTrans, 1, cl.w, blas64.Vector{N: cl.in, Inc: 1, Data: ws.act[l]}, 1, blas64.Vector{N: cl.out, Inc: 1, Data: y})
+		applyActivation(cl.act, y)
+		hb := ws.holds[l+1]
+		clear(hb)
+		if l == last {
+			for v, a := range y {
+				if a >= p.thr {
+					hb[v/64] |= 1 << (v % 64)
+				}
+			}
+		} else {
+			for v, a := range y {
+				if a > 0 {
+					hb[v/64] |= 1 << (v % 64)
+				}
+			}
+		}
+	}
+}
+
+func applyActivation(k activationKind, y []float64) {
+	switch k {
+	case actReLU:
+		for i, v := range y {
+			if v < 0 {
+				y[i] = 0
+			}
+		}
+	case actSigmoid:
+		for i, v := range y {
+			y[i] = 1 / (1 + math.Exp(-v))
+		}
+	case actTanh:
+		for i, v := range y {
+			y[i] = math.Tanh(v)
+		}
+	}
+}
+
+// liveTargets returns the bitset of targets that node u of the layer below cl
+// pushes up: positive weights when a(u) > 0, negative ones when a(u) < 0.
+func (cl *compiledLayer) liveTargets(u int, a float64) []uint64 {
+	if a > 0 {
+		return cl.pos[u*cl.words : (u+1)*cl.words]
+	}
+	return cl.neg[u*cl.words : (u+1)*cl.words]
+}
+
+func hasBit(b []uint64, i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+
+// branches computes the backward reach (for A_in), the forward path counts
+// (for A_out and the total) and fills ws.an.
+func (p *Processor) branches(ws *Workspace) {
+	L := len(p.layers)
+	// Backward: a node reaches an output holding data along carrying edges.
+	copy(ws.back[L], ws.holds[L])
+	for l := L - 1; l >= 0; l-- {
+		cl := &p.layers[l]
+		hb, bk, up, act := ws.holds[l], ws.back[l], ws.back[l+1], ws.act[l]
+		clear(bk)
+		for w, word := range hb {
+			for word != 0 {
+				t := bits.TrailingZeros64(word)
+				word &= word - 1
+				u := w*64 + t
+				live := cl.liveTargets(u, act[u])
+				for k, m := range live {
+					if m&up[k] != 0 {
+						bk[u/64] |= 1 << (u % 64)
+						break
+					}
+				}
+			}
+		}
+	}
+	an := &ws.an
+	an.ActivatedInputs = an.ActivatedInputs[:0]
+	for _, i := range p.countableIn {
+		if hasBit(ws.back[0], i) {
+			an.ActivatedInputs = append(an.ActivatedInputs, i)
+		}
+	}
+	an.InputAmount = len(an.ActivatedInputs)
+
+	// Forward counts, restricted to nodes on some activated branch (back),
+	// so the total and every output count are exact path counts.
+	overflow := false
+	c0 := ws.cnt[0]
+	for i := range c0 {
+		if hasBit(ws.back[0], i) {
+			c0[i] = 1
+		} else {
+			c0[i] = 0
+		}
+	}
+	for l := 0; l < L && !overflow; l++ {
+		cl := &p.layers[l]
+		src, dst, act, up := ws.cnt[l], ws.cnt[l+1], ws.act[l], ws.back[l+1]
+		clear(dst)
+		for u, c := range src {
+			if c == 0 {
+				continue
+			}
+			live := cl.liveTargets(u, act[u])
+			for k, m := range live {
+				m &= up[k]
+				for m != 0 {
+					t := bits.TrailingZeros64(m)
+					m &= m - 1
+					v := k*64 + t
+					s, carry := bits.Add64(dst[v], c, 0)
+					if carry != 0 {
+						overflow = true
+					}
+					dst[v] = s
+				}
+			}
+		}
+	}
+	an.Outputs = ws.act[L]
+	an.Overflow = false
+	an.TotalBig = nil
+	an.Total = 0
+	var outBig []*big.Int
+	if !overflow {
+		var total uint64
+		for _, c := range ws.cnt[L] {
+			var carry uint64
+			total, carry = bits.Add64(total, c, 0)
+			if carry != 0 {
+				overflow = true
+				break
+			}
+		}
+		an.Total = total
+	}
+	if overflow {
+		an.Overflow = true
+		an.TotalBig, outBig = p.bigCounts(ws)
+	}
+	an.ActivatedOutputs = an.ActivatedOutputs[:0]
+	for _, o := range p.countableOut {
+		ends := ws.cnt[L][o] != 0
+		if overflow {
+			ends = outBig[o].Sign() != 0
+		}
+		if ends {
+			an.ActivatedOutputs = append(an.ActivatedOutputs, o)
+		}
+	}
+	an.OutputAmount = len(an.ActivatedOutputs)
+}
+
+// bigCounts recomputes the path counts with arbitrary precision; it runs only
+// when a 64-bit count overflowed, so its allocations stay off the usual path.
+// It returns the total and the count at each output node.
+func (p *Processor) bigCounts(ws *Workspace) (*big.Int, []*big.Int) {
+	L := len(p.layers)
+	cur := make([]*big.Int, len(ws.act[0]))
+	for i := range cur {
+		cur[i] = new(big.Int)
+		if hasBit(ws.back[0], i) {
+			cur[i].SetInt64(1)
+		}
+	}
+	for l := 0; l < L; l++ {
+		cl := &p.layers[l]
+		next := make([]*big.Int, cl.out)
+		for v := range next {
+			next[v] = new(big.Int)
+		}
+		for u, c := range cur {
+			if c.Sign() == 0 {
+				continue
+			}
+			live := cl.liveTargets(u, ws.act[l][u])
+			for k, m := range live {
+				m &= ws.back[l+1][k]
+				for m != 0 {
+					t := bits.TrailingZeros64(m)
+					m &= m - 1
+					next[k*64+t].Add(next[k*64+t], c)
+				}
+			}
+		}
+		cur = next
+	}
+	total := new(big.Int)
+	for _, c := range cur {
+		total.Add(total, c)
+	}
+	return total, cur
+}
+
+// Branch is one activated branch: a node index per layer, inputs first.
+type Branch struct {
+	Nodes []int
+	// Strength is the product of the edge contributions w(u,v)*a(u) along
+	// the branch, in log form (larger is stronger).
+	LogStrength float64
+}
+
+// Strongest returns up to k activated branches ending at distinct output
+// nodes, the strongest first: for each output holding data, the branch with
+// the largest product of edge contributions (found by a max-product dynamic
+// programme, not by enumeration). Call it after Analyze with the same ws.
+func (p *Processor) Strongest(ws *Workspace, k int) []Branch {
+	L := len(p.layers)
+	if ws.score == nil {
+		for l := 0; l <= L; l++ {
+			ws.score = append(ws.score, make([]float64, len(ws.act[l])))
+			ws.from = append(ws.from, make([]int32, len(ws.act[l])))
+		}
+	}
+	negInf := math.Inf(-1)
+	for i := range ws.score[0] {
+		if hasBit(ws.back[0], i) {
+			ws.score[0][i] = 0
+		} else {
+			ws.score[0][i] = negInf
+		}
+	}
+	for l := 0; l < L; l++ {
+		cl := &p.layers[l]
+		src, dst, from, act := ws.score[l], ws.score[l+1], ws.from[l+1], ws.act[l]
+		for v := range dst {
+			dst[v] = negInf
+			from[v] = -1
+		}
+		for u, s := range src {
+			if math.IsInf(s, -1) {
+				continue
+			}
+			live := cl.liveTargets(u, act[u])
+			for kk, m := range live {
+				m &= ws.back[l+1][kk]
+				for m != 0 {
+					t := bits.TrailingZeros64(m)
+					m &= m - 1
+					v := kk*64 + t
+					c := s + math.Log(cl.w.Data[v*cl.in+u]*act[u])
+					if c > dst[v] {
+						dst[v] = c
+						from[v] = int32(u)
+					}
+				}
+			}
+		}
+	}
+	var out []Branch
+	used := make([]bool, len(ws.score[L]))
+	for len(out) < k {
+		best, bestS := -1, negInf
+		for o, s := range ws.score[L] {
+			if !used[o] && s > bestS {
+				best, bestS = o, s
+			}
+		}
+		if best < 0 {
+			break
+		}
+		used[best] = true
+		nodes := make([]int, L+1)
+		nodes[L] = best
+		for l := L; l > 0; l-- {
+			nodes[l-1] = int(ws.from[l][nodes[l]])
+		}
+		out = append(out, Branch{Nodes: nodes, LogStrength: bestS})
+	}
+	return out
+}
+
+// HoldsData reports whether node i of layer l (0 = inputs) held data in the
+// last analysis with ws.
+func (ws *Workspace) HoldsData(l, i int) bool { return hasBit(ws.holds[l], i) }
+
+// CarriesData reports whether the edge from node u of layer l to node v of
+// layer l+1 carried data in the last analysis with ws.
+func (p *Processor) CarriesData(ws *Workspace, l, u, v int) bool {
+	cl := &p.layers[l]
+	if !hasBit(ws.holds[l], u) || !hasBit(ws.holds[l+1], v) {
+		return false
+	}
+	return cl.w.Data[v*cl.in+u]*ws.act[l][u] > 0
+}
+
+// Activation returns node i of layer l's value in the last analysis with ws
+// (inputs as fed forward: a missing input reads 0).
+func (ws *Workspace) Activation(l, i int) float64 { return ws.act[l][i] }

@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+)
+
+// The hand-worked network of these tests:
+//
+//	inputs x0, x1 (countable), x2 (context); input_epsilon 0.1
+//	h0 = relu( x0 + x1        )
+//	h1 = relu(-x0      + 2 x2 - 1)      (x1 -> h1 and x2 -> h0 are no edges)
+//	o0 = h0                      (identity, countable); output_threshold 0.5
+//	o1 = h0 + h1 - 0.5           (identity, countable)
+func handNet(t *testing.T) *Processor {
+	t.Helper()
+	m := testModel(
+		[]Node{{Name: "x0", Countable: true}, {Name: "x1", Countable: true}, {Name: "x2"}},
+		[]Node{{Name: "o0", Countable: true}, {Name: "o1", Countable: true}},
+		0.1, 0.5,
+		Layer{Activation: ActivationReLU, Weights: [][]float64{{1, 1, 0}, {-1, 0, 2}}, Biases: []float64{0, -1}},
+		Layer{Activation: ActivationIdentity, Weights: [][]float64{{1, 0}, {1, 1}}, Biases: []float64{0, -0.5}},
+	)
+	p, err := NewProcessor(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestHandWorkedNetwork(t *testing.T) {
+	p := handNet(t)
+	tests := []struct {
+		name       string
+		x          []float64
+		ain, aout  int
+		total      uint64
+		inputs     []int
+		outputs    []int
+		carries    [][3]int // layer, u, v edges that must carry data
+		notCarries [][3]int
+	}{
+		{
+			// h0 = 3 holds, h1 = relu(-1-1) = 0 is a dead hidden node;
+			// branches x0-h0-o0, x0-h0-o1, x1-h0-o0, x1-h0-o1.
+			name: "dead hidden node", x: []float64{1, 2, 0},
+			ain: 2, aout: 2, total: 4, inputs: []int{0, 1}, outputs: []int{0, 1},
+			carries:    [][3]int{{0, 0, 0}, {0, 1, 0}, {1, 0, 0}, {1, 0, 1}},
+			notCarries: [][3]int{{0, 0, 1}, {1, 1, 1}},
+		},
+		{
+			// x2 = 1.5: h1 = relu(-1+3-1) = 1 holds; x2-h1-o1 is a fifth
+			// branch; x1 -> h1 has weight 0, so it is no edge though both
+			// ends hold data; x0 -> h1 has w*a = -1 and carries nothing.
+			name: "sparse layer and context branch", x: []float64{1, 2, 1.5},
+			ain: 2, aout: 2, total: 5, inputs: []int{0, 1}, outputs: []int{0, 1},
+			carries:    [][3]int{{0, 2, 1}, {1, 1, 1}},
+			notCarries: [][3]int{{0, 1, 1}, {0, 0, 1}},
+		},
+		{
+			// x0 = -1 holds data (|x| > eps). x0 -> h0: 1 * -1 < 0 does not
+			// carry; x0 -> h1: -1 * -1 > 0 does. h0 = 1, h1 = relu(1+1-1) = 1.
+			// Branches: x1-h0-o0, x1-h0-o1, x0-h1-o1, x2-h1-o1.
+			name: "negative edge", x: []float64{-1, 2, 0.5},
+			ain: 2, aout: 2, total: 4, inputs: []int{0, 1}, outputs: []int{0, 1},
+			carries:    [][3]int{{0, 0, 1}},
+			notCarries: [][3]int{{0, 0, 0}},
+		},
+		{
+			// x1 = 0.1 equals input_epsilon: no data (|x| must exceed it),
+			// though it still feeds 0.1 forward; nothing is activated.
+			name: "input exactly at epsilon", x: []float64{0, 0.1, 0},
+			ain: 0, aout: 0, total: 0,
+		},
+		{
+			// o0 = 0.5 equals output_threshold: it holds data (>=);
+			// o1 = 0.5 - 0.5 = 0 does not.
+			name: "output exactly at threshold", x: []float64{0.5, 0, 0},
+			ain: 1, aout: 1, total: 1, inputs: []int{0}, outputs: []int{0},
+		},
+		{
+			// A missing (NaN) input holds no data and feeds 0 forward.
+			name: "missing input", x: []float64{nan, 2, 0},
+			ain: 1, aout: 2, total: 2, inputs: []int{1}, outputs: []int{0, 1},
+		},
+	}
+	ws := NewWorkspace(p)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			an, err := p.Analyze(tc.x, ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if an.InputAmount != tc.ain || an.OutputAmount != tc.aout || an.Total != tc.total || an.Overflow {
+				t.Fatalf("A_in=%d A_out=%d total=%d overflow=%v, want %d %d %d false", an.InputAmount, an.OutputAmount, an.Total, an.Overflow, tc.ain, tc.aout, tc.total)
+			}
+			if !equalInts(an.ActivatedInputs, tc.inputs) || !equalInts(an.ActivatedOutputs, tc.outputs) {
+				t.Fatalf("activated inputs %v outputs %v, want %v %v", an.ActivatedInputs, an.ActivatedOutputs, tc.inputs, tc.outputs)
+			}
+			for _, e := range tc.carries {
+				if !p.CarriesData(ws, e[0], e[1], e[2]) {
+					t.Errorf("edge layer %d %d->%d should carry data", e[0], e[1], e[2])
+				}
+			}
+			for _, e := range tc.notCarries {
+				if p.CarriesData(ws, e[0], e[1], e[2]) {
+					t.Errorf("edge layer %d %d->%d should not carry data", e[0], e[1], e[2])
+				}
+			}
+		})
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Two hidden layers: with all weights 1 there are 2*2*2 = 8 paths; zeroing
+// a0 -> b1... here W2 = [[1,0],[1,1]] leaves b0 <- a0 and b1 <- a0, a1, so
+// paths = 2 (to a0) * 1 + 2 * 2 = 6.
+func TestDeeperNetwork(t *testing.T) {
+	m := testModel(nodes("x", 2, true), nodes("o", 1, true), 0, 0.5,
+		Layer{Activation: ActivationReLU, Weights: [][]float64{{1, 1}, {1, 1}}, Biases: []float64{0, 0}},
+		Layer{Activation: ActivationReLU, Weights: [][]float64{{1, 0}, {1, 1}}, Biases: []float64{0, 0}},
+		Layer{Activation: ActivationIdentity, Weights: [][]float64{{1, 1}}, Biases: []float64{0}},
+	)
+	p, err := NewProcessor(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	an, err := p.Analyze([]float64{1, 1}, NewWorkspace(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if an.Total != 6 || an.InputAmount != 2 || an.OutputAmount != 1 {
+		t.Fatalf("total %d A_in %d A_out %d, want 6 2 1", an.Total, an.InputAmount, an.OutputAmount)
+	}
+	// The strongest branch: contributions x->a (1*1), a->b (1*2), b->o
+	// (1*4 through b1, 1*2 through b0), so x?-a?-b1-o.
+	br := p.Strongest(NewWorkspaceAnalyzed(t, p, []float64{1, 1}), 1)
+	if len(br) != 1 || br[0].Nodes[2] != 1 {
+		t.Fatalf("strongest branch %+v, want one through b1", br)
+	}
+}
+
+func NewWorkspaceAnalyzed(t *testing.T, p *Processor, x []float64) *Workspace {
+	t.Helper()
+	ws := NewWorkspace(p)
+	if _, err := p.Analyze(x, ws); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+// A deep, all-positive network has 16^21 = 2^84 activated branches, past
+// 64 bits: the total must stay exact.
+func TestBranchTotalPast64Bits(t *testing.T) {
+	const width, hidden = 16, 20
+	ones := func(rows, cols int) [][]float64 {
+		w := make([][]float64, rows)
+		for i := range w {
+			w[i] = make([]float64, cols)
+			for j := range w[i] {
+				w[i][j] = 1
+			}
+		}
+		return w
+	}
+	var layers []Layer
+	for l := 0; l < hidden; l++ {
+		layers = append(layers, Layer{Activation: ActivationReLU, Weights: ones(width, width), Biases: make([]float64, width)})
+	}
+	layers = append(layers, Layer{Activation: ActivationSigmoid, Weights: ones(1, width), Biases: []float64{0}})
+	p, err := NewProcessor(testModel(nodes("x", width, true), nodes("o", 1, true), 0, 0.5, layers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, width)
+	for i := range x {
+		x[i] = 1e-3
+	}
+	an, err := p.Analyze(x, NewWorkspace(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := new(big.Int).Lsh(big.NewInt(1), 84)
+	if !an.Overflow || an.TotalBig.Cmp(want) != 0 || an.TotalString() != want.String() {
+		t.Fatalf("total %s overflow %v, want %s", an.TotalString(), an.Overflow, want)
+	}
+	if an.InputAmount != width || an.OutputAmount != 1 {
+		t.Fatalf("A_in %d A_out %d, want %d 1", an.InputAmount, an.OutputAmount, width)
+	}
+}
+
+// bruteForce recomputes everything from the definitions, independently of
+// the engine: its own forward pass, then every path enumerated.
+func bruteForce(m *Model, x []float64) (ain, aout int, total *big.Int) {
+	eps, thr := m.Epsilon(), m.Threshold()
+	acts := [][]float64{make([]float64, len(x))}
+	holds := [][]bool{make([]bool, len(x))}
+	for i, v := range x {
+		if !math.IsNaN(v) {
+			acts[0][i] = v
+			holds[0][i] = math.Abs(v) > eps
+		}
+	}
+	for li, l := range m.Layers {
+		prev := acts[len(acts)-1]
+		a := make([]float64, len(l.Biases))
+		h := make([]bool, len(l.Biases))
+		for j := range a {
+			z := l.Biases[j]
+			for i, w := range l.Weights[j] {
+				z += w * prev[i]
+			}
+			switch l.Activation {
+			case ActivationReLU:
+				z = math.Max(z, 0)
+			case ActivationSigmoid:
+				z = 1 / (1 + math.Exp(-z))
+			case ActivationTanh:
+				z = math.Tanh(z)
+			}
+			a[j] = z
+			if li == len(m.Layers)-1 {
+				h[j] = z >= thr
+			} else {
+				h[j] = z > 0
+			}
+		}
+		acts = append(acts, a)
+		holds = append(holds, h)
+	}
+	total = new(big.Int)
+	startIn := make([]bool, len(x))
+	endOut := make([]bool, len(m.Outputs))
+	var walk func(l, u, start int)
+	walk = func(l, u, start int) {
+		if l == len(m.Layers) {
+			total.Add(total, big.NewInt(1))
+			startIn[start] = true
+			endOut[u] = true
+			return
+		}
+		for v, row := range m.Layers[l].Weights {
+			if holds[l+1][v] && row[u]*acts[l][u] > 0 {
+				walk(l+1, v, start)
+			}
+		}
+	}
+	for i := range x {
+		if holds[0][i] {
+			walk(0, i, i)
+		}
+	}
+	for i, n := range m.Inputs {
+		if n.Countable && startIn[i] {
+			ain++
+		}
+	}
+	for o, n := range m.Outputs {
+		if n.Countable && endOut[o] {
+			aout++
+		}
+	}
+	return ain, aout, total
+}
+
+func randomModel(r *rand.Rand) *Model {
+	depth := 2 + r.IntN(3)
+	in := 1 + r.IntN(5)
+	acts := []string{ActivationReLU, ActivationSigmoid, ActivationIdentity, ActivationTanh}
+	m := testModel(nil, nil, 0.05, 0.3+0.4*r.Float64())
+	for i := 0; i < in; i++ {
+		m.Inputs = append(m.Inputs, Node{Name: "x" + string(rune('a'+i)), Countable: r.IntN(3) > 0})
+	}
+	prev := in
+	for l := 0; l < depth; l++ {
+		w := 1 + r.IntN(5)
+		layer := Layer{Activation: ActivationReLU, Biases: make([]float64, w)}
+		if l == depth-1 {
+			layer.Activation = acts[r.IntN(len(acts))]
+		} else if r.IntN(4) == 0 {
+			layer.Activation = acts[r.IntN(len(acts))]
+		}
+		for j := 0; j < w; j++ {
+			row := make([]float64, prev)
+			for i := range row {
+				if r.IntN(3) > 0 { // a third of the weights are zero: sparse
+					row[i] = r.NormFloat64()
+				}
+			}
+			layer.Weights = append(layer.Weights, row)
+			layer.Biases[j] = 0.3 * r.NormFloat64()
+		}
+		m.Layers = append(m.Layers, layer)
+		prev = w
+	}
+	for o := 0; o < prev; o++ {
+		m.Outputs = append(m.Outputs, Node{Name: "o" + string(rune('a'+o)), Countable: r.IntN(3) > 0})
+	}
+	return m
+}
+
+func TestDynamicProgrammeMatchesEnumeration(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	checked, nonzero := 0, 0
+	for n := 0; n < 3000; n++ {
+		m := randomModel(r)
+		p, err := NewProcessor(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := NewWorkspace(p)
+		for k := 0; k < 3; k++ {
+			x := make([]float64, len(m.Inputs))
+			for i := range x {
+				switch r.IntN(6) {
+				case 0:
+					x[i] = nan
+				case 1:
+					x[i] = 0
+				default:
+					x[i] = 2 * r.NormFloat64()
+				}
+			}
+			an, err := p.Analyze(x, ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ain, aout, total := bruteForce(m, x)
+			if an.InputAmount != ain || an.OutputAmount != aout || an.TotalString() != total.String() {
+				t.Fatalf("model %d input %v: engine A_in %d A_out %d total %s; enumeration %d %d %s", n, x, an.InputAmount, an.OutputAmount, an.TotalString(), ain, aout, total)
+			}
+			checked++
+			if total.Sign() > 0 {
+				nonzero++
+			}
+		}
+	}
+	// The random networks must exercise real branches, not only empty ones.
+	if nonzero < checked/5 {
+		t.Fatalf("only %d of %d random cases had activated branches", nonzero, checked)
+	}
+}
+
+func TestAnalyzeRejectsBadInput(t *testing.T) {
+	p := handNet(t)
+	if _, err := p.Analyze([]float64{1, 2}, NewWorkspace(p)); err == nil {
+		t.Fatal("short input vector accepted")
+	}
+	if _, err := p.Analyze([]float64{1, math.Inf(1), 0}, NewWorkspace(p)); err == nil {
+		t.Fatal("infinite input accepted")
+	}
+	other := handNet(t)
+	if _, err := p.Analyze([]float64{1, 2, 0}, NewWorkspace(other)); err == nil {
+		t.Fatal("another processor's workspace accepted")
+	}
+}
