@@ -251,7 +251,9 @@ func (fw *featureWork) compute(o *Observation) {
 	for i, s := range o.Samples {
 		h := s.CPUMHz / capCPU
 		hostSum += h
-		hostMax = math.Max(hostMax, h)
+		if h > hostMax {
+			hostMax = h
+		}
 		if o.RunningReplicas > 0 {
 			pr[i] = h / float64(o.RunningReplicas)
 		} else {
@@ -327,7 +329,9 @@ func meanOf(xs []float64) float64 {
 func maxOf(xs []float64) float64 {
 	m := xs[0]
 	for _, v := range xs[1:] {
-		m = math.Max(m, v)
+		if v > m {
+			m = v
+		}
 	}
 	return m
 }

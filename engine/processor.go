@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"sync"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -48,6 +49,7 @@ type Processor struct {
 	features     featureMap
 	featuresErr  error // why the inputs cannot be read from an observation
 	nodeNames    [][]string
+	logOnce      sync.Once // guards the layers' logAbsW
 	poolHolder
 }
 
@@ -59,6 +61,8 @@ type compiledLayer struct {
 	words   int      // 64-bit words in a bitset over this layer's nodes
 	pos     []uint64 // pos[u*words:(u+1)*words]: targets v with w(u,v) > 0
 	neg     []uint64 // neg[u*words:(u+1)*words]: targets v with w(u,v) < 0
+	// logAbsW[v*in+u] = log|w(u,v)|, built on the first Strongest call.
+	logAbsW []float64
 }
 
 // NewProcessor validates m and compiles it.
@@ -478,6 +482,15 @@ func (p *Processor) Strongest(ws *Workspace, k int) []Branch {
 			ws.score[0][i] = negInf
 		}
 	}
+	p.logOnce.Do(func() {
+		for l := range p.layers {
+			cl := &p.layers[l]
+			cl.logAbsW = make([]float64, len(cl.w.Data))
+			for i, w := range cl.w.Data {
+				cl.logAbsW[i] = math.Log(math.Abs(w))
+			}
+		}
+	})
 	for l := 0; l < L; l++ {
 		cl := &p.layers[l]
 		src, dst, from, act := ws.score[l], ws.score[l+1], ws.from[l+1], ws.act[l]
@@ -489,6 +502,8 @@ func (p *Processor) Strongest(ws *Workspace, k int) []Branch {
 			if math.IsInf(s, -1) {
 				continue
 			}
+			// A carrying edge has w*a(u) > 0, so log(w*a) = log|w| + log|a|.
+			s += math.Log(math.Abs(act[u]))
 			live := cl.liveTargets(u, act[u])
 			for kk, m := range live {
 				m &= ws.back[l+1][kk]
@@ -496,7 +511,7 @@ func (p *Processor) Strongest(ws *Workspace, k int) []Branch {
 					t := bits.TrailingZeros64(m)
 					m &= m - 1
 					v := kk*64 + t
-					c := s + math.Log(cl.w.Data[v*cl.in+u]*act[u])
+					c := s + cl.logAbsW[v*cl.in+u]
 					if c > dst[v] {
 						dst[v] = c
 						from[v] = int32(u)

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The project's whole test run (`make test`). It builds or finds every real
+# tool the tests need (OpenTofu, the nomad-autoscaler agent), and fails loudly
+# when it cannot: no acceptance or end-to-end test may skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log=$(mktemp -t activation-test.XXXXXX)
+trap 'rm -f "$log"' EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "gofmt"
+make -s fmtcheck
+step "go vet"
+go vet ./...
+
+step "OpenTofu (real CLI for the acceptance tests)"
+tofu=$(tools/build-tofu.sh)
+"$tofu" version | head -n 1
+step "nomad-autoscaler (real agent for the end-to-end test)"
+autoscaler=$(tools/build-autoscaler.sh)
+"$autoscaler" -version 2>&1 | head -n 1 || true
+
+export TF_ACC=1
+export TF_ACC_TERRAFORM_PATH="$tofu"
+export TF_ACC_PROVIDER_HOST=registry.opentofu.org
+export TF_ACC_PROVIDER_NAMESPACE=activation-scheduler
+export ACTIVATION_TOFU_PATH="$tofu"
+export ACTIVATION_AUTOSCALER_PATH="$autoscaler"
+# Never let a developer's own CLI configuration leak into the tests.
+export TF_CLI_CONFIG_FILE=/dev/null
+
+step "docs are current"
+tools/docs.sh check
+
+step "go test -race (every test, acceptance and end-to-end included)"
+set +e
+go test -race -count=1 -v -timeout 45m ./... 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+
+step "fuzz (brief)"
+go test -run '^$' -fuzz '^FuzzLoadModel$' -fuzztime 10s ./engine
+go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 10s ./engine
+
+step "summary"
+pass=$(grep -cE '^\s*--- PASS' "$log" || true)
+fail=$(grep -cE '^\s*--- FAIL' "$log" || true)
+skip=$(grep -cE '^\s*--- SKIP' "$log" || true)
+if grep -qE '^\s*--- SKIP' "$log"; then
+  echo "skipped tests:"; grep -E '^\s*--- SKIP' "$log"
+fi
+if grep -qE '^\s*--- SKIP: Test(Acc|E2E)' "$log"; then
+  echo "error: an acceptance or end-to-end test skipped; under make test none may" >&2
+  status=1
+fi
+for kind in Acc E2E; do
+  if ! grep -qE "^\s*--- PASS: Test$kind" "$log"; then
+    echo "error: no Test$kind... test passed: the acceptance/end-to-end suites did not run" >&2
+    status=1
+  fi
+done
+echo "$pass passed, $fail failed, $skip skipped"
+exit "$status"
