@@ -359,6 +359,20 @@ func (p *Processor) branches(ws *Workspace) {
 		cl := &p.layers[l]
 		src, dst, act, up := ws.cnt[l], ws.cnt[l+1], ws.act[l], ws.back[l+1]
 		clear(dst)
+		// When no sum can pass 64 bits (largest count x sources), add
+		// without carry checks; otherwise check every addition.
+		var maxC uint64
+		sources := uint64(0)
+		for _, c := range src {
+			if c != 0 {
+				sources++
+				maxC = max(maxC, c)
+			}
+		}
+		if sources == 0 {
+			continue
+		}
+		safe := maxC <= math.MaxUint64/sources
 		for u, c := range src {
 			if c == 0 {
 				continue
@@ -366,10 +380,19 @@ func (p *Processor) branches(ws *Workspace) {
 			live := cl.liveTargets(u, act[u])
 			for k, m := range live {
 				m &= up[k]
+				base := k * 64
+				if safe {
+					for m != 0 {
+						t := bits.TrailingZeros64(m)
+						m &= m - 1
+						dst[base+t] += c
+					}
+					continue
+				}
 				for m != 0 {
 					t := bits.TrailingZeros64(m)
 					m &= m - 1
-					v := k*64 + t
+					v := base + t
 					s, carry := bits.Add64(dst[v], c, 0)
 					if carry != 0 {
 						overflow = true
