@@ -1,0 +1,265 @@
+// Package e2e runs the real nomad-autoscaler agent (v0.4.6) with the
+// activation-quota strategy and host-quota target plugins against the Nomad
+// API stand-in. `make test` builds the agent (tools/build-autoscaler.sh) and
+// sets ACTIVATION_AUTOSCALER_PATH; without it the tests fail.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// autoscalerPath is the agent binary; the test fails when it is not given.
+func autoscalerPath(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("ACTIVATION_AUTOSCALER_PATH")
+	if p == "" {
+		t.Fatal("ACTIVATION_AUTOSCALER_PATH is not set: run `make test`, or " +
+			"`ACTIVATION_AUTOSCALER_PATH=$(tools/build-autoscaler.sh) go test ./e2e/`")
+	}
+	if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		t.Fatalf("ACTIVATION_AUTOSCALER_PATH=%s is not an executable file (%v): rebuild it with tools/build-autoscaler.sh", p, err)
+	}
+	return p
+}
+
+// moduleRoot is the repository root (this file is in e2e/).
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+var plugins struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// pluginDir builds both plugins once per test binary into a temporary
+// plugin_dir, each under its driver name.
+func pluginDir(t testing.TB) string {
+	t.Helper()
+	plugins.once.Do(func() {
+		dir, err := os.MkdirTemp("", "activation-plugins-")
+		if err != nil {
+			plugins.err = err
+			return
+		}
+		for _, name := range []string{"activation-quota", "host-quota"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+			cmd.Dir = moduleRoot()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				plugins.err = fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
+				return
+			}
+		}
+		plugins.dir = dir
+	})
+	if plugins.err != nil {
+		t.Fatal(plugins.err)
+	}
+	return plugins.dir
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// agent is a running nomad-autoscaler.
+type agent struct {
+	cmd     *exec.Cmd
+	logPath string
+	port    int
+	done    chan error
+}
+
+// startAgent runs `nomad-autoscaler agent -config cfg` plus extra flags,
+// logging to a file, and waits for its health endpoint.
+func startAgent(t testing.TB, dir, configHCL string, extra ...string) *agent {
+	t.Helper()
+	bin := autoscalerPath(t)
+	cfgPath := filepath.Join(dir, "agent.hcl")
+	if err := os.WriteFile(cfgPath, []byte(configHCL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := &agent{logPath: filepath.Join(dir, "agent.log"), port: freePort(t), done: make(chan error, 1)}
+	logf, err := os.Create(a.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"agent", "-config", cfgPath, "-http-bind-address", "127.0.0.1", "-http-bind-port", fmt.Sprint(a.port)}, extra...)
+	a.cmd = exec.Command(bin, args...)
+	a.cmd.Stdout, a.cmd.Stderr = logf, logf
+	a.cmd.Dir = dir
+	// The agent and its plugins get no NOMAD_* from the test's environment.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NOMAD_") {
+			a.cmd.Env = append(a.cmd.Env, kv)
+		}
+	}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { a.done <- a.cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		a.stop(t)
+		if t.Failed() {
+			keep := filepath.Join(os.TempDir(), fmt.Sprintf("e2e-agent-%d.log", time.Now().UnixNano()))
+			_ = os.WriteFile(keep, a.log(t), 0o600)
+			t.Logf("agent log kept at %s; last lines:\n%s", keep, tail(a.log(t), 30))
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-a.done:
+			a.done <- err
+			t.Fatalf("the agent exited at start (%v); log:\n%s", err, tail(a.log(t), 40))
+		default:
+		}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/health", a.port))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return a
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not become healthy in 60s; log:\n%s", tail(a.log(t), 40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (a *agent) stop(t testing.TB) {
+	if a.cmd.Process == nil {
+		return
+	}
+	select {
+	case err := <-a.done:
+		a.done <- err
+		return
+	default:
+	}
+	_ = a.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-a.done:
+		a.done <- err
+	case <-time.After(15 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+		t.Logf("the agent did not stop on SIGINT within 15s; killed")
+	}
+}
+
+func (a *agent) pid() int { return a.cmd.Process.Pid }
+
+func (a *agent) log(t testing.TB) []byte {
+	b, err := os.ReadFile(a.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// logEntry is one JSON log line of the agent (its plugins' lines are
+// re-logged by the agent with their fields).
+type logEntry map[string]any
+
+func (e logEntry) str(k string) string { s, _ := e[k].(string); return s }
+
+// entries parses the agent's JSON log lines.
+func (a *agent) entries(t testing.TB) []logEntry {
+	var out []logEntry
+	sc := bufio.NewScanner(bytes.NewReader(a.log(t)))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var e logEntry
+		if json.Unmarshal(line, &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// requests returns the engine requests the strategy logged, by digest,
+// and the digests of each check in log order.
+func (a *agent) requests(t testing.TB) (map[string]*engine.Request, map[string][]string) {
+	byDigest := map[string]*engine.Request{}
+	byCheck := map[string][]string{}
+	for _, e := range a.entries(t) {
+		if e.str("@message") != "decision request" {
+			continue
+		}
+		var r engine.Request
+		if err := json.Unmarshal([]byte(e.str("request")), &r); err != nil {
+			t.Fatalf("logged decision request does not parse: %v", err)
+		}
+		d := e.str("digest")
+		byDigest[d] = &r
+		byCheck[e.str("check")] = append(byCheck[e.str("check")], d)
+	}
+	return byDigest, byCheck
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	last := ""
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not reached in %s: %s", what, timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// TestMain removes the plugin_dir built for the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if plugins.dir != "" {
+		_ = os.RemoveAll(plugins.dir)
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,37 @@
+# Nomad Autoscaler agent (v0.4.6) with the activation plugins.
+#
+#   nomad-autoscaler agent -config agent.hcl
+#
+# Build the plugins into ./plugins first:
+#   go build -o plugins/activation-quota ./cmd/activation-quota
+#   go build -o plugins/host-quota       ./cmd/host-quota
+#
+# The token is best given as NOMAD_TOKEN in the agent's environment (or
+# -nomad-token); the plugins inherit it and never log it.
+
+log_level  = "INFO"
+plugin_dir = "./plugins"
+
+nomad {
+  address = "http://127.0.0.1:4646"
+}
+
+policy {
+  # File policies: the split mode (one policy, host-quota target) in
+  # policies/split; the per-host mode (two policies, built-in Nomad target)
+  # in policies/per-host. Use one folder per job, never both.
+  dir                         = "./policies/split"
+  default_evaluation_interval = "10s"
+  default_cooldown            = "30s"
+
+  # Scaling blocks in job specs stay enabled: the jobspec's groups carry
+  # min/max bounds that Nomad itself enforces on every scale request.
+}
+
+strategy "activation-quota" {
+  driver = "activation-quota"
+}
+
+target "host-quota" {
+  driver = "host-quota"
+}

@@ -1,0 +1,407 @@
+package nomadstandin
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// fixture is a stand-in with two nodes and a job with one group on each.
+type fixture struct {
+	s             *Server
+	c             *api.Client
+	first, second string
+	job, g1, g2   string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	f := &fixture{s: s, job: "web", g1: "front", g2: "back"}
+	if f.first, err = s.AddNode(NodeSpec{Name: "host-a", CPUMHz: 8000, MemoryMB: 16384, ReservedCPUMHz: 500, ReservedMemoryMB: 1024, NodeClass: "big", NodePool: "edge"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.second, err = s.AddNode(NodeSpec{Name: "host-b", CPUMHz: 4000, MemoryMB: 8192}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.AddJob(JobSpec{ID: f.job, Groups: []GroupSpec{
+		{Name: f.g1, Count: 2, CPUMHz: 500, MemoryMB: 256, NodeID: f.first},
+		{Name: f.g2, Count: 1, CPUMHz: 300, MemoryMB: 128, NodeID: f.second},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.c, err = s.Client(""); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func statusOf(err error) int {
+	var ue api.UnexpectedResponseError
+	if errors.As(err, &ue) {
+		return ue.StatusCode()
+	}
+	return 0
+}
+
+func TestNodesAndStats(t *testing.T) {
+	f := newFixture(t)
+	stubs, meta, err := f.c.Nodes().List(&api.QueryOptions{Params: map[string]string{"resources": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stubs) != 2 || meta.LastIndex == 0 {
+		t.Fatalf("got %d nodes, index %d; want 2 nodes and an index", len(stubs), meta.LastIndex)
+	}
+	for _, n := range stubs {
+		if n.NodeResources == nil || n.NodeResources.Cpu.CpuShares == 0 {
+			t.Errorf("node %s: resources=true gave no NodeResources", n.Name)
+		}
+	}
+	plain, _, err := f.c.Nodes().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain[0].NodeResources != nil {
+		t.Errorf("without resources=true the list carries NodeResources")
+	}
+	n, _, err := f.c.Nodes().Info(f.first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Name != "host-a" || n.NodeResources.Cpu.CpuShares != 8000 || n.ReservedResources.Cpu.CpuShares != 500 || n.NodePool != "edge" || n.NodeClass != "big" {
+		t.Errorf("node info = %+v", n)
+	}
+	if _, _, err := f.c.Nodes().Info("nope", nil); statusOf(err) != 404 || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("unknown node: err = %v, want 404 not found", err)
+	}
+
+	ids := f.s.AllocIDs("", f.job, f.g1)
+	if len(ids) != 2 {
+		t.Fatalf("group %s runs %d allocations, want 2", f.g1, len(ids))
+	}
+	if err := f.s.SetGroupUsage("", f.job, f.g1, 120, 64); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.SetAllocUsage(ids[1], 200, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.SetNodeUsage(f.first, 50, 500); err != nil {
+		t.Fatal(err)
+	}
+	allocs, _, err := f.c.Nodes().Allocations(f.first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allocs) != 2 || allocs[0].AllocatedResources.Tasks["app"].Cpu.CpuShares != 500 || allocs[0].Job == nil {
+		t.Fatalf("node allocations = %d, first %+v", len(allocs), allocs[0])
+	}
+	var cpu float64
+	for _, a := range allocs {
+		st, err := f.c.Allocations().Stats(a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpu += st.ResourceUsage.CpuStats.TotalTicks
+	}
+	if cpu != 320 {
+		t.Errorf("allocation CPU sum = %v, want 120+200", cpu)
+	}
+	hs, err := f.c.Nodes().Stats(f.first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs.CPUTicksConsumed != 370 || hs.Memory.Used != uint64(664*mib) {
+		t.Errorf("host stats cpu %v mem %v, want 370 MHz and 664 MiB", hs.CPUTicksConsumed, hs.Memory.Used)
+	}
+	if _, err := f.c.Nodes().Stats("nope", nil); statusOf(err) != 404 {
+		t.Errorf("stats of unknown node: %v, want 404", err)
+	}
+	if _, err := f.c.Allocations().Stats(&api.Allocation{ID: "nope"}, nil); statusOf(err) != 404 {
+		t.Errorf("stats of unknown alloc: %v, want 404", err)
+	}
+}
+
+func TestScaleEventsAndDeployment(t *testing.T) {
+	f := newFixture(t)
+	three := 3
+	if _, _, err := f.c.Jobs().Scale(f.job, f.g1, &three, "more", false, map[string]any{"k": 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := f.c.Jobs().ScaleStatus(f.job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := st.TaskGroups[f.g1]
+	if g.Desired != 3 || g.Running != 3 || len(g.Events) != 1 || *g.Events[0].Count != 3 || g.Events[0].PreviousCount != 2 || g.Events[0].Message != "more" {
+		t.Fatalf("after scale: %+v", g)
+	}
+	// Count null: an event only.
+	if _, _, err := f.c.Jobs().Scale(f.job, f.g1, nil, "dry run", false, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	gs, _ := f.s.Group("", f.job, f.g1)
+	if gs.Count != 3 || len(gs.Events) != 2 || gs.Events[0].Count != nil || gs.Events[0].Message != "dry run" {
+		t.Fatalf("after null-count scale: %+v", gs)
+	}
+	if gs.Events[0].Time < gs.Events[1].Time {
+		t.Errorf("events not newest first")
+	}
+	// A scale down stops allocations; they stay listed as terminal.
+	one := 1
+	if _, _, err := f.c.Jobs().Scale(f.job, f.g1, &one, "less", false, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	allocs, _, _ := f.c.Nodes().Allocations(f.first, nil)
+	running := 0
+	for _, a := range allocs {
+		if a.ClientStatus == api.AllocClientStatusRunning {
+			running++
+		}
+	}
+	if len(allocs) != 3 || running != 1 {
+		t.Errorf("after scale to 1: %d allocations listed, %d running; want 3 and 1", len(allocs), running)
+	}
+	// Deployment in progress blocks a count change, not an event.
+	if err := f.s.SetDeploymentActive("", f.job, true); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := f.c.Jobs().LatestDeployment(f.job, nil)
+	if err != nil || d == nil || d.Status != api.DeploymentStatusRunning {
+		t.Fatalf("latest deployment = %+v, %v", d, err)
+	}
+	_, _, err = f.c.Jobs().Scale(f.job, f.g1, &three, "blocked", false, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "job scaling blocked due to active deployment") {
+		t.Fatalf("scale during deployment: %v", err)
+	}
+	if _, _, err := f.c.Jobs().Scale(f.job, f.g1, nil, "event", false, nil, nil); err != nil {
+		t.Fatalf("event during deployment: %v", err)
+	}
+	_ = f.s.SetDeploymentActive("", f.job, false)
+	if _, _, err := f.c.Jobs().Scale(f.job, f.g1, &three, "after", false, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Errors.
+	cases := []struct {
+		name, job, group string
+		count            int
+		code             int
+		text             string
+	}{
+		{"unknown job", "nope", f.g1, 1, 404, "not found"},
+		{"unknown group", f.job, "nope", 1, 400, "does not exist"},
+		{"negative", f.job, f.g1, -1, 400, "negative"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := f.c.Jobs().Scale(c.job, c.group, &c.count, "", false, nil, nil)
+			if statusOf(err) != c.code || !strings.Contains(err.Error(), c.text) {
+				t.Errorf("err = %v, want %d %q", err, c.code, c.text)
+			}
+		})
+	}
+	if _, _, err := f.c.Jobs().Info("nope", nil); statusOf(err) != 404 {
+		t.Errorf("job info of unknown job: %v", err)
+	}
+	j, _, err := f.c.Jobs().Info(f.job, nil)
+	if err != nil || *j.TaskGroups[0].Count != 3 || *j.TaskGroups[0].Tasks[0].Resources.CPU != 500 {
+		t.Fatalf("job info: %+v %v", j, err)
+	}
+	if err := f.s.SetJobStopped("", f.job, true); err != nil {
+		t.Fatal(err)
+	}
+	st, _, _ = f.c.Jobs().ScaleStatus(f.job, nil)
+	if !st.JobStopped || st.TaskGroups[f.g1].Running != 0 {
+		t.Errorf("stopped job: %+v", st)
+	}
+}
+
+func TestScalingPolicyBounds(t *testing.T) {
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n, _ := s.AddNode(NodeSpec{CPUMHz: 1000, MemoryMB: 1000})
+	lo, hi := int64(1), int64(4)
+	if err := s.AddJob(JobSpec{ID: "j", Groups: []GroupSpec{{Name: "g", Count: 1, CPUMHz: 100, NodeID: n, ScalingMin: &lo, ScalingMax: &hi}}}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := s.Client("")
+	five := 5
+	if _, _, err := c.Jobs().Scale("j", "g", &five, "", false, nil, nil); statusOf(err) != 400 || !strings.Contains(err.Error(), "maximum") {
+		t.Errorf("scale above max: %v", err)
+	}
+}
+
+func TestBlockingQuery(t *testing.T) {
+	f := newFixture(t)
+	_, meta, err := f.c.Jobs().ScaleStatus(f.job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing changes: the query holds for the wait and answers the same index.
+	start := time.Now()
+	_, m2, err := f.c.Jobs().ScaleStatus(f.job, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond || m2.LastIndex != meta.LastIndex {
+		t.Errorf("idle blocking query returned after %v with index %d (asked %d)", d, m2.LastIndex, meta.LastIndex)
+	}
+	// A change releases it early with a higher index.
+	done := make(chan uint64, 1)
+	go func() {
+		_, m, err := f.c.Jobs().ScaleStatus(f.job, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 10 * time.Second})
+		if err != nil {
+			done <- 0
+			return
+		}
+		done <- m.LastIndex
+	}()
+	time.Sleep(100 * time.Millisecond)
+	four := 4
+	if _, _, err := f.c.Jobs().Scale(f.job, f.g2, &four, "", false, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case idx := <-done:
+		if idx <= meta.LastIndex {
+			t.Errorf("released blocking query has index %d, want > %d", idx, meta.LastIndex)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("blocking query not released by a change")
+	}
+}
+
+func TestACL(t *testing.T) {
+	f := newFixture(t)
+	f.s.RequireToken("secret-rw", TokenPolicy{Write: true})
+	f.s.RequireToken("secret-ro", TokenPolicy{})
+	one := 1
+	cases := []struct {
+		name, token string
+		readOK      bool
+		writeOK     bool
+	}{
+		{"none", "", false, false},
+		{"wrong", "bogus", false, false},
+		{"read-only", "secret-ro", true, false},
+		{"read-write", "secret-rw", true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl, err := f.s.Client(c.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = cl.Nodes().List(nil)
+			if (err == nil) != c.readOK {
+				t.Errorf("read: err = %v, want ok=%v", err, c.readOK)
+			}
+			if err != nil && (statusOf(err) != 403 || !strings.Contains(err.Error(), "Permission denied")) {
+				t.Errorf("read refused with %v, want 403 Permission denied", err)
+			}
+			_, _, err = cl.Jobs().Scale(f.job, f.g1, &one, "", false, nil, nil)
+			if (err == nil) != c.writeOK {
+				t.Errorf("write: err = %v, want ok=%v", err, c.writeOK)
+			}
+		})
+	}
+	for _, r := range f.s.Requests() {
+		if strings.Contains(r.Query, "secret") {
+			t.Errorf("token leaked into the query string: %s", r.Query)
+		}
+	}
+}
+
+func TestFaults(t *testing.T) {
+	f := newFixture(t)
+	// Two 503s on reads, then normal answers.
+	f.s.InjectFault(Fault{Method: http.MethodGet, Path: "/v1/job/*", Status: 503, Times: 2})
+	for i := 0; i < 2; i++ {
+		if _, _, err := f.c.Jobs().ScaleStatus(f.job, nil); statusOf(err) != 503 {
+			t.Errorf("read %d: %v, want 503", i, err)
+		}
+	}
+	if _, _, err := f.c.Jobs().ScaleStatus(f.job, nil); err != nil {
+		t.Errorf("after the fault ran out: %v", err)
+	}
+	// The second scale write of group g2 fails, others pass.
+	f.s.InjectFault(Fault{Method: http.MethodPut, Path: "/v1/job/web/scale", Group: f.g2, Skip: 1, Times: 1, Status: 500})
+	two := 2
+	for i, want := range []int{0, 500, 0} {
+		_, _, err := f.c.Jobs().Scale(f.job, f.g2, &two, "", false, nil, nil)
+		if statusOf(err) != want {
+			t.Errorf("write %d: %v, want status %d", i, err, want)
+		}
+	}
+	// 404 injected.
+	f.s.InjectFault(Fault{Path: "/v1/node/" + f.first, Status: 404, Times: 1})
+	if _, _, err := f.c.Nodes().Info(f.first, nil); statusOf(err) != 404 || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("injected 404: %v", err)
+	}
+	// Slow answer.
+	f.s.InjectFault(Fault{Path: "/v1/nodes", Delay: 200 * time.Millisecond, Times: 1})
+	start := time.Now()
+	if _, _, err := f.c.Nodes().List(nil); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < 180*time.Millisecond {
+		t.Errorf("slow fault answered in %v", time.Since(start))
+	}
+	f.s.InjectFault(Fault{Status: 500})
+	f.s.ClearFaults()
+	if _, _, err := f.c.Nodes().List(nil); err != nil {
+		t.Errorf("after ClearFaults: %v", err)
+	}
+}
+
+func TestRestart(t *testing.T) {
+	f := newFixture(t)
+	url := f.s.URL()
+	done := make(chan error, 1)
+	_, meta, _ := f.c.Jobs().ScaleStatus(f.job, nil)
+	go func() {
+		_, _, err := f.c.Jobs().ScaleStatus(f.job, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 30 * time.Second})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	f.s.Stop()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("blocking query survived a stop without error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not end a blocking query")
+	}
+	if _, _, err := f.c.Nodes().List(nil); err == nil {
+		t.Errorf("a stopped stand-in answered")
+	}
+	if err := f.s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if f.s.URL() != url {
+		t.Errorf("restarted on %s, want %s", f.s.URL(), url)
+	}
+	st, _, err := f.c.Jobs().ScaleStatus(f.job, nil)
+	if err != nil || st.TaskGroups[f.g1].Running != 2 {
+		t.Errorf("after restart: %+v, %v", st, err)
+	}
+	if err := f.s.Restart(50 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.c.Nodes().List(nil); err != nil {
+		t.Errorf("after Restart: %v", err)
+	}
+}

@@ -1,0 +1,421 @@
+package nomadusage
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+)
+
+// cluster is what a test reads: the stand-in, or the real cluster named by
+// NOMAD_ADDR (with NOMAD_TOKEN, NOMAD_NAMESPACE... as the Nomad CLI reads
+// them). On a real cluster the tests assert what can be asserted there.
+type cluster struct {
+	real   bool
+	s      *nomadstandin.Server // nil on a real cluster
+	client *api.Client
+	// stand-in fixture
+	nodeA, nodeB string
+	// real cluster: one ready node to read, a pool shared by several nodes
+	// (if any) and a running allocation on the node (if any)
+	node       *api.NodeListStub
+	sharedPool string
+	alloc      *api.Allocation
+}
+
+const (
+	jobID     = "web"
+	groupA    = "front"
+	groupB    = "back"
+	taskToken = "s3cr3t-token-value"
+)
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	if os.Getenv("NOMAD_ADDR") != "" {
+		c, err := api.NewClient(api.DefaultConfig())
+		if err != nil {
+			t.Fatalf("client for NOMAD_ADDR: %v", err)
+		}
+		stubs, _, err := c.Nodes().List(nil)
+		if err != nil {
+			t.Fatalf("list nodes of the real cluster at NOMAD_ADDR: %v", err)
+		}
+		cl := &cluster{real: true, client: c}
+		for _, n := range stubs {
+			if n.Status == api.NodeStatusReady {
+				cl.node = n
+				break
+			}
+		}
+		if cl.node == nil {
+			t.Fatalf("the real cluster at NOMAD_ADDR has no ready node")
+		}
+		pools := map[string]int{}
+		for _, n := range stubs {
+			if pools[n.NodePool]++; pools[n.NodePool] == 2 {
+				cl.sharedPool = n.NodePool
+			}
+		}
+		allocs, _, err := c.Nodes().Allocations(cl.node.ID, nil)
+		if err != nil {
+			t.Fatalf("list allocations of node %s: %v", cl.node.Name, err)
+		}
+		for _, a := range allocs {
+			if a.ClientStatus == api.AllocClientStatusRunning {
+				cl.alloc = a
+				break
+			}
+		}
+		return cl
+	}
+	s, err := nomadstandin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	cl := &cluster{s: s}
+	if cl.nodeA, err = s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 8000, MemoryMB: 16384, ReservedCPUMHz: 1000, ReservedMemoryMB: 2048, NodePool: "edge", NodeClass: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	if cl.nodeB, err = s.AddNode(nomadstandin.NodeSpec{Name: "host-b", CPUMHz: 4000, MemoryMB: 8192, NodePool: "edge", NodeClass: "small"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = s.AddNode(nomadstandin.NodeSpec{Name: "host-down", CPUMHz: 4000, MemoryMB: 8192, Status: "down"}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.AddJob(nomadstandin.JobSpec{ID: jobID, Groups: []nomadstandin.GroupSpec{
+		{Name: groupA, Count: 3, CPUMHz: 500, MemoryMB: 256, NodeID: cl.nodeA},
+		{Name: groupB, Count: 2, CPUMHz: 250, MemoryMB: 128, NodeID: cl.nodeB},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetGroupUsage("", jobID, groupA, 120, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetGroupUsage("", jobID, groupB, 60, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetNodeUsage(cl.nodeA, 400, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if cl.client, err = s.Client(""); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// anyNode is a query any cluster can answer: the whole node, with a given
+// replica demand.
+func (c *cluster) anyNode() Query {
+	if c.real {
+		return Query{Host: HostSelector{NodeID: c.node.ID}, ReplicaCPUDemandMHz: 100}
+	}
+	return Query{Host: HostSelector{NodeID: c.nodeA}, ReplicaCPUDemandMHz: 100}
+}
+
+func TestRead(t *testing.T) {
+	cases := []struct {
+		name string
+		// standinOnly cases need the stand-in's programming or faults.
+		standinOnly string
+		query       func(c *cluster) Query
+		prepare     func(t *testing.T, c *cluster) *api.Client
+		wantErr     error
+		// check runs on success; on the stand-in the values are known.
+		check func(t *testing.T, c *cluster, r *Reading)
+	}{
+		{
+			name:  "whole node by ID",
+			query: func(c *cluster) Query { return c.anyNode() },
+			check: func(t *testing.T, c *cluster, r *Reading) {
+				o := r.Observation
+				if c.real {
+					if r.NodeID != c.node.ID || o.Host != c.node.Name {
+						t.Errorf("read node %s (%s), want %s", r.NodeID, o.Host, c.node.ID)
+					}
+					return
+				}
+				want := engine.Observation{Host: "host-a", CPUCapacityMHz: 7000, MemoryCapacityMB: 14336,
+					Samples:         []engine.Sample{{Time: r.Time.Unix(), CPUMHz: 400 + 3*120, MemoryMB: 1000 + 3*100}},
+					RequestedCPUMHz: 1500, RequestedMemoryMB: 768, RunningReplicas: 3, ReplicaCPUDemandMHz: 100}
+				equalObs(t, o, want)
+			},
+		},
+		{
+			name:        "job group by name",
+			standinOnly: "needs a known job",
+			query: func(c *cluster) Query {
+				return Query{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA, WantedReplicas: 5}
+			},
+			check: func(t *testing.T, c *cluster, r *Reading) {
+				want := engine.Observation{Host: "host-a", CPUCapacityMHz: 7000, MemoryCapacityMB: 14336,
+					Samples:         []engine.Sample{{Time: r.Time.Unix(), CPUMHz: 360, MemoryMB: 300}},
+					RequestedCPUMHz: 1500, RequestedMemoryMB: 768, RunningReplicas: 3,
+					ReplicaCPUDemandMHz: 500, ReplicaMemoryDemandMB: 256, WantedReplicas: 5}
+				equalObs(t, r.Observation, want)
+				if r.Group != groupA || r.Namespace != "default" {
+					t.Errorf("reading covers %s/%s", r.Namespace, r.Group)
+				}
+			},
+		},
+		{
+			name: "running allocation's job and group",
+			query: func(c *cluster) Query {
+				if c.real {
+					return Query{Host: HostSelector{NodeID: c.node.ID}, Namespace: c.alloc.Namespace, Job: c.alloc.JobID, Group: c.alloc.TaskGroup, ReplicaCPUDemandMHz: 1}
+				}
+				return Query{Host: HostSelector{NodeID: c.nodeB}, Job: jobID, Group: groupB, ReplicaCPUDemandMHz: 1}
+			},
+			prepare: func(t *testing.T, c *cluster) *api.Client {
+				if c.real && c.alloc == nil {
+					t.Skipf("no running allocation on node %s of the real cluster", c.node.Name)
+				}
+				return nil
+			},
+			check: func(t *testing.T, c *cluster, r *Reading) {
+				if r.Observation.RunningReplicas < 1 {
+					t.Errorf("a running allocation's group shows %d replicas", r.Observation.RunningReplicas)
+				}
+				if !c.real && (r.Observation.RunningReplicas != 2 || r.Observation.Samples[0].CPUMHz != 120) {
+					t.Errorf("group %s: %+v", groupB, r.Observation)
+				}
+			},
+		},
+		{
+			name:        "pool and class, demand given, label",
+			standinOnly: "needs known pools",
+			query: func(c *cluster) Query {
+				return Query{Host: HostSelector{Pool: "edge", Class: "small"}, Job: jobID, Group: groupB, ReplicaCPUDemandMHz: 90, Label: "second"}
+			},
+			check: func(t *testing.T, c *cluster, r *Reading) {
+				want := engine.Observation{Host: "second", CPUCapacityMHz: 4000, MemoryCapacityMB: 8192,
+					Samples:         []engine.Sample{{Time: r.Time.Unix(), CPUMHz: 120, MemoryMB: 100}},
+					RequestedCPUMHz: 500, RequestedMemoryMB: 256, RunningReplicas: 2,
+					ReplicaCPUDemandMHz: 90, ReplicaMemoryDemandMB: 128}
+				equalObs(t, r.Observation, want)
+			},
+		},
+		{
+			name: "missing node ID",
+			query: func(c *cluster) Query {
+				return Query{Host: HostSelector{NodeID: "00000000-dead-beef-0000-000000000000"}, ReplicaCPUDemandMHz: 1}
+			},
+			wantErr: ErrNodeNotFound,
+		},
+		{
+			name: "missing node name",
+			query: func(c *cluster) Query {
+				return Query{Host: HostSelector{Name: "no-such-node-activation-test"}, ReplicaCPUDemandMHz: 1}
+			},
+			wantErr: ErrNodeNotFound,
+		},
+		{
+			name:    "no selector",
+			query:   func(c *cluster) Query { return Query{ReplicaCPUDemandMHz: 1} },
+			wantErr: ErrNoSelector,
+		},
+		{
+			name:    "missing job",
+			query:   func(c *cluster) Query { q := c.anyNode(); q.Job = "no-such-job-activation-test"; return q },
+			wantErr: ErrJobNotFound,
+		},
+		{
+			name: "several match",
+			query: func(c *cluster) Query {
+				if c.real {
+					return Query{Host: HostSelector{Pool: c.sharedPool}, ReplicaCPUDemandMHz: 1}
+				}
+				return Query{Host: HostSelector{Pool: "edge"}, ReplicaCPUDemandMHz: 1}
+			},
+			prepare: func(t *testing.T, c *cluster) *api.Client {
+				if c.real && c.sharedPool == "" {
+					t.Skip("no node pool of the real cluster holds two nodes")
+				}
+				return nil
+			},
+			wantErr: ErrAmbiguous,
+		},
+		{
+			name:        "node down",
+			standinOnly: "needs a down node",
+			query:       func(c *cluster) Query { return Query{Host: HostSelector{Name: "host-down"}, ReplicaCPUDemandMHz: 1} },
+			wantErr:     ErrNodeNotReady,
+		},
+		{
+			name:  "forbidden token",
+			query: func(c *cluster) Query { return c.anyNode() },
+			prepare: func(t *testing.T, c *cluster) *api.Client {
+				if c.real {
+					if os.Getenv("NOMAD_TOKEN") == "" {
+						t.Skip("the real cluster's ACLs are on only when NOMAD_TOKEN is set; without it a bad token proves nothing")
+					}
+					cfg := api.DefaultConfig()
+					cfg.SecretID = taskToken
+					cl, err := api.NewClient(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return cl
+				}
+				c.s.RequireToken("the-right-one", nomadstandin.TokenPolicy{})
+				cl, err := c.s.Client(taskToken)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cl
+			},
+			wantErr: errForbidden,
+		},
+		{
+			name:        "5xx",
+			standinOnly: "fault injection",
+			query:       func(c *cluster) Query { return Query{Host: HostSelector{NodeID: c.nodeA}, Job: jobID, Group: groupA} },
+			prepare: func(t *testing.T, c *cluster) *api.Client {
+				c.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Status: 503, Skip: 1, Times: 1})
+				return nil
+			},
+			wantErr: errStatus(503),
+		},
+		{
+			name:        "allocation gone between list and stats",
+			standinOnly: "fault injection",
+			query:       func(c *cluster) Query { return Query{Host: HostSelector{NodeID: c.nodeA}, Job: jobID, Group: groupA} },
+			prepare: func(t *testing.T, c *cluster) *api.Client {
+				c.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Status: 404, Times: 1})
+				return nil
+			},
+			check: func(t *testing.T, c *cluster, r *Reading) {
+				if r.Observation.RunningReplicas != 2 || r.Observation.Samples[0].CPUMHz != 240 || r.Observation.RequestedCPUMHz != 1000 {
+					t.Errorf("with one allocation gone: %+v", r.Observation)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			if c.real && tc.standinOnly != "" {
+				t.Skipf("stand-in only: %s", tc.standinOnly)
+			}
+			client := c.client
+			if tc.prepare != nil {
+				if cl := tc.prepare(t, c); cl != nil {
+					client = cl
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			r, err := Read(ctx, client, tc.query(c))
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("no error, want %v; got %+v", tc.wantErr, r)
+				}
+				if !matchErr(err, tc.wantErr) {
+					t.Fatalf("error %q, want %v", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), taskToken) {
+					t.Fatalf("the error shows the token: %q", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Observation.Validate("test"); err != nil {
+				t.Fatalf("reading is not a valid observation: %v", err)
+			}
+			if len(r.Observation.Samples) != 1 {
+				t.Fatalf("a one-shot read gave %d samples", len(r.Observation.Samples))
+			}
+			tc.check(t, c, r)
+		})
+	}
+}
+
+var errForbidden = errors.New("403 Permission denied")
+
+type errStatus int
+
+func (e errStatus) Error() string { return http.StatusText(int(e)) }
+
+func matchErr(err, want error) bool {
+	var ue api.UnexpectedResponseError
+	switch w := want.(type) {
+	case errStatus:
+		return errors.As(err, &ue) && ue.StatusCode() == int(w)
+	}
+	if want == errForbidden {
+		return errors.As(err, &ue) && ue.StatusCode() == 403
+	}
+	return errors.Is(err, want)
+}
+
+func equalObs(t *testing.T, got, want engine.Observation) {
+	t.Helper()
+	if len(got.Samples) != len(want.Samples) {
+		t.Fatalf("samples %v, want %v", got.Samples, want.Samples)
+	}
+	for i := range got.Samples {
+		g, w := got.Samples[i], want.Samples[i]
+		if g.Time != w.Time || !near(g.CPUMHz, w.CPUMHz) || !near(g.MemoryMB, w.MemoryMB) {
+			t.Errorf("sample %d = %+v, want %+v", i, g, w)
+		}
+	}
+	got.Samples, want.Samples = nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("observation\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func near(a, b float64) bool {
+	d := a - b
+	return d < 1e-6 && d > -1e-6
+}
+
+// TestReaderRemembersResolution: a name selector lists nodes once; a node
+// that stops matching (here: goes down) is resolved afresh.
+func TestReaderRemembersResolution(t *testing.T) {
+	c := newCluster(t)
+	if c.real {
+		t.Skip("stand-in only: counts requests and takes a node down")
+	}
+	rd := &Reader{Client: c.client}
+	q := Query{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA}
+	lists := func() int {
+		n := 0
+		for _, r := range c.s.Requests() {
+			if r.Path == "/v1/nodes" {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := rd.Read(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := lists(); n != 1 {
+		t.Errorf("three reads listed nodes %d times, want 1", n)
+	}
+	if err := c.s.SetNodeStatus(c.nodeA, "down"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rd.Read(context.Background(), q); !errors.Is(err, ErrNodeNotReady) {
+		t.Errorf("read of a node gone down: %v, want ErrNodeNotReady", err)
+	}
+	if n := lists(); n != 2 {
+		t.Errorf("a node gone down was not resolved afresh (%d listings)", n)
+	}
+}

@@ -1,0 +1,169 @@
+package nomadusage
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// ErrStale: the window holds no sample younger than its max age.
+var ErrStale = errors.New("usage is stale")
+
+// ErrEmpty: nothing was added to the window yet.
+var ErrEmpty = errors.New("no usage read yet")
+
+// StaleError says how old the newest sample is.
+type StaleError struct {
+	Host   string
+	Age    time.Duration
+	MaxAge time.Duration
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("host %s: usage is stale: newest sample is %s old, max age %s", e.Host, e.Age.Round(time.Millisecond), e.MaxAge)
+}
+
+// Is makes errors.Is(err, ErrStale) true.
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+type entry struct {
+	at       time.Time
+	sample   engine.Sample
+	replicas int
+}
+
+// Window accumulates the readings of one host into a usage window: a ring
+// of at most Size samples, none older than MaxAge when an observation is
+// taken. It is safe for concurrent use.
+//
+// Each sample is the workload's usage summed over the replicas running when
+// it was read. When the replica count changed inside the window, older
+// samples are rescaled to the current count (sample x now / then), so that
+// the engine's per-replica features (sample / running replicas) stay the
+// per-replica usage that was observed; samples read while no replica ran
+// carry no per-replica usage and are left out while replicas run.
+//
+// Reading the same node twice within one Unix second replaces the earlier
+// sample (engine samples have one-second timestamps that must increase).
+// A reading of a different node (the selector now resolves elsewhere)
+// starts the window afresh.
+type Window struct {
+	size   int
+	maxAge time.Duration
+
+	mu     sync.Mutex
+	nodeID string
+	ring   []entry
+	start  int // index of the oldest entry
+	n      int
+	latest *Reading
+}
+
+// NewWindow returns a window of size samples (>= 1) and a max age (> 0).
+func NewWindow(size int, maxAge time.Duration) (*Window, error) {
+	if size < 1 {
+		return nil, fmt.Errorf("%w: window size is %d; it must be >= 1", ErrBadQuery, size)
+	}
+	if maxAge <= 0 {
+		return nil, fmt.Errorf("%w: window max age is %s; it must be > 0", ErrBadQuery, maxAge)
+	}
+	return &Window{size: size, maxAge: maxAge, ring: make([]entry, size)}, nil
+}
+
+// Size is the window's capacity in samples; MaxAge its max sample age.
+func (w *Window) Size() int             { return w.size }
+func (w *Window) MaxAge() time.Duration { return w.maxAge }
+
+// Len is the number of samples held.
+func (w *Window) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+// Reset empties the window.
+func (w *Window) Reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.resetLocked()
+}
+
+func (w *Window) resetLocked() {
+	w.start, w.n, w.latest, w.nodeID = 0, 0, nil, ""
+}
+
+// Add appends a reading's sample. A reading without exactly one sample, or
+// older than the newest one held, is refused.
+func (w *Window) Add(r *Reading) error {
+	if r == nil || len(r.Observation.Samples) != 1 {
+		return fmt.Errorf("%w: a reading must carry exactly one usage sample", ErrBadQuery)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.nodeID != r.NodeID {
+		w.resetLocked()
+		w.nodeID = r.NodeID
+	}
+	e := entry{at: r.Time, sample: r.Observation.Samples[0], replicas: r.Observation.RunningReplicas}
+	if w.n > 0 {
+		last := &w.ring[(w.start+w.n-1)%w.size]
+		switch {
+		case e.at.Before(last.at):
+			return fmt.Errorf("%w: reading at %s is older than the newest sample (%s)", ErrBadQuery, e.at.Format(time.RFC3339Nano), last.at.Format(time.RFC3339Nano))
+		case e.sample.Time <= last.sample.Time:
+			*last = e
+			w.latest = r
+			return nil
+		}
+	}
+	if w.n < w.size {
+		w.ring[(w.start+w.n)%w.size] = e
+		w.n++
+	} else {
+		w.ring[w.start] = e
+		w.start = (w.start + 1) % w.size
+	}
+	w.latest = r
+	return nil
+}
+
+// Observation returns the host's observation at now: the latest reading's
+// capacity, requests, replicas and demand with every sample younger than
+// MaxAge, oldest first. It fails with ErrEmpty when nothing was added and
+// with a *StaleError when every sample is too old.
+func (w *Window) Observation(now time.Time) (engine.Observation, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == 0 || w.latest == nil {
+		return engine.Observation{}, ErrEmpty
+	}
+	o := w.latest.Observation
+	newest := w.ring[(w.start+w.n-1)%w.size]
+	if age := now.Sub(newest.at); age > w.maxAge {
+		return engine.Observation{}, &StaleError{Host: o.Host, Age: age, MaxAge: w.maxAge}
+	}
+	cur := o.RunningReplicas
+	cutoff := now.Add(-w.maxAge)
+	samples := make([]engine.Sample, 0, w.n)
+	for i := 0; i < w.n; i++ {
+		e := &w.ring[(w.start+i)%w.size]
+		if e.at.Before(cutoff) {
+			continue
+		}
+		s := e.sample
+		if cur > 0 && e.replicas != cur {
+			if e.replicas == 0 {
+				continue
+			}
+			f := float64(cur) / float64(e.replicas)
+			s.CPUMHz *= f
+			s.MemoryMB *= f
+		}
+		samples = append(samples, s)
+	}
+	o.Samples = samples
+	return o, nil
+}

@@ -1,0 +1,126 @@
+package nomadusage
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+func reading(node string, at time.Time, cpu float64, replicas int) *Reading {
+	return &Reading{NodeID: node, NodeName: node, Time: at, Observation: engine.Observation{
+		Host: node, CPUCapacityMHz: 1000, RunningReplicas: replicas, ReplicaCPUDemandMHz: 10,
+		RequestedCPUMHz: float64(10 * replicas),
+		Samples:         []engine.Sample{{Time: at.Unix(), CPUMHz: cpu}},
+	}}
+}
+
+func cpus(o engine.Observation) []float64 {
+	out := make([]float64, len(o.Samples))
+	for i, s := range o.Samples {
+		out[i] = s.CPUMHz
+	}
+	return out
+}
+
+func TestWindow(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	cases := []struct {
+		name    string
+		size    int
+		maxAge  time.Duration
+		adds    []*Reading
+		now     time.Time
+		want    []float64
+		wantErr error
+	}{
+		{"empty", 3, time.Minute, nil, sec(0), nil, ErrEmpty},
+		{"keeps the last size samples", 3, time.Minute,
+			[]*Reading{reading("a", sec(0), 1, 1), reading("a", sec(1), 2, 1), reading("a", sec(2), 3, 1), reading("a", sec(3), 4, 1)},
+			sec(3), []float64{2, 3, 4}, nil},
+		{"same second replaces", 3, time.Minute,
+			[]*Reading{reading("a", sec(0), 1, 1), reading("a", sec(1), 2, 1), reading("a", sec(1).Add(500*time.Millisecond), 5, 1)},
+			sec(2), []float64{1, 5}, nil},
+		{"old samples drop out", 5, 10 * time.Second,
+			[]*Reading{reading("a", sec(0), 1, 1), reading("a", sec(8), 2, 1), reading("a", sec(15), 3, 1)},
+			sec(15), []float64{2, 3}, nil},
+		{"stale", 5, 10 * time.Second,
+			[]*Reading{reading("a", sec(0), 1, 1), reading("a", sec(1), 2, 1)},
+			sec(12), nil, ErrStale},
+		{"new node starts afresh", 5, time.Minute,
+			[]*Reading{reading("a", sec(0), 1, 1), reading("b", sec(1), 2, 1)},
+			sec(1), []float64{2}, nil},
+		{"rescaled to the current replicas", 5, time.Minute,
+			[]*Reading{reading("a", sec(0), 10, 2), reading("a", sec(1), 0, 0), reading("a", sec(2), 40, 4)},
+			sec(2), []float64{20, 40}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewWindow(tc.size, tc.maxAge)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range tc.adds {
+				if err := w.Add(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o, err := w.Observation(tc.now)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cpus(o)
+			if len(got) != len(tc.want) {
+				t.Fatalf("samples %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("samples %v, want %v", got, tc.want)
+				}
+			}
+			if err := o.Validate("test"); err != nil {
+				t.Fatalf("window observation invalid: %v", err)
+			}
+			last := tc.adds[len(tc.adds)-1].Observation
+			if o.RunningReplicas != last.RunningReplicas || o.Host != last.Host {
+				t.Errorf("observation fields not from the latest reading: %+v", o)
+			}
+		})
+	}
+}
+
+func TestWindowRefuses(t *testing.T) {
+	if _, err := NewWindow(0, time.Second); err == nil {
+		t.Error("size 0 accepted")
+	}
+	if _, err := NewWindow(1, 0); err == nil {
+		t.Error("max age 0 accepted")
+	}
+	w, _ := NewWindow(3, time.Minute)
+	t0 := time.Unix(1_700_000_000, 0)
+	if err := w.Add(reading("a", t0, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(reading("a", t0.Add(-time.Second), 1, 1)); err == nil {
+		t.Error("an older reading was accepted")
+	}
+	if err := w.Add(&Reading{NodeID: "a", Time: t0.Add(time.Second)}); err == nil {
+		t.Error("a reading without a sample was accepted")
+	}
+	if w.Len() != 1 {
+		t.Errorf("refused readings changed the window: len %d", w.Len())
+	}
+	var se *StaleError
+	_, err := w.Observation(t0.Add(2 * time.Minute))
+	if !errors.As(err, &se) || se.MaxAge != time.Minute {
+		t.Errorf("stale error = %v", err)
+	}
+}
