@@ -1,0 +1,206 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// Environment of the acceptance tests. `make test` sets envTerraformPath to
+// the OpenTofu that tools/build-tofu.sh builds.
+const (
+	envTerraformPath     = "TF_ACC_TERRAFORM_PATH"
+	envProviderHost      = "TF_ACC_PROVIDER_HOST"
+	envProviderNamespace = "TF_ACC_PROVIDER_NAMESPACE"
+	envCLIConfig         = "TF_CLI_CONFIG_FILE"
+	howToRun             = "acceptance tests run a real OpenTofu: run `make test`, or set " +
+		"TF_ACC_TERRAFORM_PATH=$(tools/build-tofu.sh) (TF_ACC=1 and the OpenTofu registry host/namespace are then set by TestMain)"
+)
+
+// accSetupErr is why the acceptance environment is not usable, or "".
+var accSetupErr string
+
+func TestMain(m *testing.M) {
+	accSetupErr = prepareAccEnv()
+	os.Exit(m.Run())
+}
+
+// prepareAccEnv fills in the environment terraform-plugin-testing needs to
+// drive OpenTofu, when a tofu binary is given. It never downloads anything.
+func prepareAccEnv() string {
+	tf := os.Getenv(envTerraformPath)
+	if tf == "" {
+		return envTerraformPath + " is not set; " + howToRun
+	}
+	if st, err := os.Stat(tf); err != nil || st.IsDir() {
+		return fmt.Sprintf("%s=%s is not an executable file; %s", envTerraformPath, tf, howToRun)
+	}
+	setDefault := func(k, v string) {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
+	setDefault("TF_ACC", "1")
+	setDefault(envProviderHost, "registry.opentofu.org")
+	setDefault(envProviderNamespace, "activation-scheduler")
+	// A CLI config that points at a missing file makes tofu fail; give it
+	// an empty one of ours (nothing is written in $HOME).
+	if c := os.Getenv(envCLIConfig); c == "" || !fileExists(c) {
+		f, err := os.CreateTemp("", "activation-acc-*.tfrc")
+		if err != nil {
+			return "cannot create an empty CLI config: " + err.Error()
+		}
+		f.Close()
+		os.Setenv(envCLIConfig, f.Name())
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// accPreCheck fails the test, loudly, when OpenTofu is not available: an
+// acceptance test must never skip silently.
+func accPreCheck(t *testing.T) {
+	t.Helper()
+	if accSetupErr != "" {
+		t.Fatal(accSetupErr)
+	}
+}
+
+// accTest runs tc against the real OpenTofu, in parallel with the others.
+func accTest(t *testing.T, tc resource.TestCase) {
+	t.Helper()
+	accPreCheck(t)
+	t.Parallel()
+	tc.PreCheck = func() { accPreCheck(t) }
+	stepFactories := false
+	for _, s := range tc.Steps {
+		stepFactories = stepFactories || s.ProtoV6ProviderFactories != nil
+	}
+	if tc.ProtoV6ProviderFactories == nil && !stepFactories {
+		tc.ProtoV6ProviderFactories = providerFactories
+	}
+	resource.Test(t, tc)
+}
+
+var providerFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	TypeName: providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// ---- HCL rendering helpers ----
+
+func hclNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// hclString quotes s as an HCL string literal with no interpolation.
+func hclString(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q, "${", "$${")
+	return strings.ReplaceAll(q, "%{", "%%{")
+}
+
+// hclObject renders attrs (name -> raw HCL expression) as an object
+// constructor, in name order.
+func hclObject(attrs map[string]string) string {
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("{\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "    %s = %s\n", k, attrs[k])
+	}
+	b.WriteString("  }")
+	return b.String()
+}
+
+// observationHCL returns every attribute of o as raw HCL, optional ones
+// included only when non-zero (as their JSON form does).
+func observationHCL(o engine.Observation) map[string]string {
+	a := map[string]string{
+		obsCPUCapacityMHz:      hclNum(o.CPUCapacityMHz),
+		obsRequestedCPUMHz:     hclNum(o.RequestedCPUMHz),
+		obsRunningReplicas:     strconv.Itoa(o.RunningReplicas),
+		obsReplicaCPUDemandMHz: hclNum(o.ReplicaCPUDemandMHz),
+	}
+	if o.Host != "" {
+		a[obsHost] = hclString(o.Host)
+	}
+	if o.MemoryCapacityMB != 0 {
+		a[obsMemoryCapacityMB] = hclNum(o.MemoryCapacityMB)
+	}
+	if o.RequestedMemoryMB != 0 {
+		a[obsRequestedMemoryMB] = hclNum(o.RequestedMemoryMB)
+	}
+	if o.ReplicaMemoryDemandMB != 0 {
+		a[obsReplicaMemoryDemandMB] = hclNum(o.ReplicaMemoryDemandMB)
+	}
+	if o.WantedReplicas != 0 {
+		a[obsWantedReplicas] = strconv.Itoa(o.WantedReplicas)
+	}
+	var b strings.Builder
+	b.WriteString("[\n")
+	for _, s := range o.Samples {
+		fmt.Fprintf(&b, "      { time = %d, cpu_mhz = %s", s.Time, hclNum(s.CPUMHz))
+		if s.MemoryMB != 0 {
+			fmt.Fprintf(&b, ", memory_mb = %s", hclNum(s.MemoryMB))
+		}
+		b.WriteString(" },\n")
+	}
+	b.WriteString("    ]")
+	a[obsUsageSamples] = b.String()
+	return a
+}
+
+func quotaHCL(q engine.Quota) map[string]string {
+	return map[string]string{
+		quotaMin: strconv.Itoa(q.Min), quotaMax: strconv.Itoa(q.Max),
+		quotaPerBranch: hclNum(q.PerBranch), quotaRounding: hclString(q.Rounding),
+	}
+}
+
+// countsConfig renders an activation_container_counts data source "test"
+// from its attributes (name -> raw HCL), after any extra blocks.
+func countsConfig(attrs map[string]string, extra string) string {
+	return extra + dataConfig("activation_container_counts", "test", attrs)
+}
+
+// dataConfig renders a data source block from its attributes (raw HCL).
+func dataConfig(typ, name string, attrs map[string]string) string {
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\ndata %q %q {\n", typ, name)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %s = %s\n", k, attrs[k])
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// writeFile writes data to name in dir and returns its path.
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,474 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
+)
+
+const (
+	usageJob    = "web"
+	usageFront  = "front"
+	usageBack   = "back"
+	secretToken = "0b5c7e2a-5f2e-4c55-9d7e-activation-secret"
+)
+
+// usageFixture is a stand-in with three nodes: host-a and host-b in pool
+// "edge" (classes big and small), host-c in pool "core"; job web has group
+// front (3 allocations) on host-a and back (2) on host-b.
+type usageFixture struct {
+	s                   *nomadstandin.Server
+	client              *api.Client
+	nodeA, nodeB, nodeC string
+}
+
+func newUsageFixture(t *testing.T) *usageFixture {
+	t.Helper()
+	s, err := nomadstandin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	f := &usageFixture{s: s}
+	must := func(id string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	f.nodeA = must(s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 8000, MemoryMB: 16384, ReservedCPUMHz: 500, ReservedMemoryMB: 1024, NodePool: "edge", NodeClass: "big"}))
+	f.nodeB = must(s.AddNode(nomadstandin.NodeSpec{Name: "host-b", CPUMHz: 4000, MemoryMB: 8192, NodePool: "edge", NodeClass: "small"}))
+	f.nodeC = must(s.AddNode(nomadstandin.NodeSpec{Name: "host-c", CPUMHz: 4000, MemoryMB: 8192, NodePool: "core"}))
+	if err := s.AddJob(nomadstandin.JobSpec{ID: usageJob, Groups: []nomadstandin.GroupSpec{
+		{Name: usageFront, Count: 3, CPUMHz: 500, MemoryMB: 256, NodeID: f.nodeA},
+		{Name: usageBack, Count: 2, CPUMHz: 300, MemoryMB: 128, NodeID: f.nodeB},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []error{
+		s.SetGroupUsage("", usageJob, usageFront, 180, 100),
+		s.SetGroupUsage("", usageJob, usageBack, 90, 40),
+		s.SetNodeUsage(f.nodeA, 300, 1024),
+		s.SetNodeUsage(f.nodeB, 150, 512),
+	} {
+		if e != nil {
+			t.Fatal(e)
+		}
+	}
+	if f.client, err = s.Client(""); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// providerHCL points the provider at the stand-in, with an optional token.
+func (f *usageFixture) providerHCL(token string) string {
+	tok := ""
+	if token != "" {
+		tok = "\n    token = " + hclString(token)
+	}
+	return fmt.Sprintf("provider \"activation\" {\n  nomad {\n    address = %s%s\n  }\n}\n", hclString(f.s.URL()), tok)
+}
+
+// usageConfig renders a data source "test" with attrs (raw HCL).
+func usageConfig(name string, attrs map[string]string) string {
+	return dataConfig("activation_host_usage", name, attrs)
+}
+
+// observationCheck is the exact state of observation o, except the sample
+// times, which must fall within [from, to] and increase.
+func observationCheck(o engine.Observation, from, to time.Time) knownvalue.Check {
+	samples := make([]knownvalue.Check, len(o.Samples))
+	for i, s := range o.Samples {
+		samples[i] = knownvalue.ObjectExact(map[string]knownvalue.Check{
+			sampleTime: knownvalue.Int64Func(func(v int64) error {
+				if v < from.Unix() || v > to.Unix() {
+					return fmt.Errorf("sample time %d outside the test's read window [%d, %d]", v, from.Unix(), to.Unix())
+				}
+				return nil
+			}),
+			sampleCPUMHz:   knownvalue.Float64Exact(s.CPUMHz),
+			sampleMemoryMB: knownvalue.Float64Exact(s.MemoryMB),
+		})
+	}
+	host := knownvalue.Check(knownvalue.Null())
+	if o.Host != "" {
+		host = knownvalue.StringExact(o.Host)
+	}
+	return knownvalue.ObjectExact(map[string]knownvalue.Check{
+		obsHost:                  host,
+		obsCPUCapacityMHz:        knownvalue.Float64Exact(o.CPUCapacityMHz),
+		obsMemoryCapacityMB:      knownvalue.Float64Exact(o.MemoryCapacityMB),
+		obsUsageSamples:          knownvalue.ListExact(samples),
+		obsRequestedCPUMHz:       knownvalue.Float64Exact(o.RequestedCPUMHz),
+		obsRequestedMemoryMB:     knownvalue.Float64Exact(o.RequestedMemoryMB),
+		obsRunningReplicas:       knownvalue.Int64Exact(int64(o.RunningReplicas)),
+		obsReplicaCPUDemandMHz:   knownvalue.Float64Exact(o.ReplicaCPUDemandMHz),
+		obsReplicaMemoryDemandMB: knownvalue.Float64Exact(o.ReplicaMemoryDemandMB),
+		obsWantedReplicas:        knownvalue.Int64Exact(int64(o.WantedReplicas)),
+	})
+}
+
+// expectedReading reads q directly with nomadusage: what the data source
+// must return (its usage values are fixed in the stand-in).
+func expectedReading(t *testing.T, c *api.Client, q nomadusage.Query) *nomadusage.Reading {
+	t.Helper()
+	rd, err := nomadusage.Read(context.Background(), c, q)
+	if err != nil {
+		t.Fatalf("direct read: %v", err)
+	}
+	return rd
+}
+
+// ---- unit tests ----
+
+func TestHostUsageSchema(t *testing.T) {
+	ctx := context.Background()
+	s := dataSourceSchema(t, NewHostUsageDataSource())
+	if diags := s.ValidateImplementation(ctx); diags.HasError() {
+		t.Fatalf("ValidateImplementation: %v", diags)
+	}
+	checkSchemaDescriptions(t, s)
+}
+
+// readUsageInProcess runs Read with the provider's Nomad settings n.
+func readUsageInProcess(t *testing.T, n *nomadModel, m hostUsageModel) (hostUsageModel, string) {
+	t.Helper()
+	ctx := context.Background()
+	ds := &hostUsageDataSource{data: &providerData{Nomad: resolveNomadSettings(n, func(string) (string, bool) { return "", false })}}
+	sch := dataSourceSchema(t, ds)
+	cfg := tfsdk.State{Schema: sch}
+	if diags := cfg.Set(ctx, &m); diags.HasError() {
+		t.Fatal(diags)
+	}
+	resp := datasource.ReadResponse{State: tfsdk.State{Schema: sch, Raw: tftypes.NewValue(sch.Type().TerraformType(ctx), nil)}}
+	ds.Read(ctx, datasource.ReadRequest{Config: tfsdk.Config{Raw: cfg.Raw, Schema: sch}}, &resp)
+	var b strings.Builder
+	for _, d := range resp.Diagnostics {
+		fmt.Fprintf(&b, "%s: %s\n", d.Summary(), d.Detail())
+	}
+	var out hostUsageModel
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(resp.State.Get(ctx, &out)...)
+	}
+	return out, b.String()
+}
+
+func nullUsageModel() hostUsageModel {
+	return hostUsageModel{
+		NodeID: types.StringNull(), NodeName: types.StringNull(), NodePool: types.StringNull(), NodeClass: types.StringNull(),
+		Namespace: types.StringNull(), Job: types.StringNull(), Group: types.StringNull(),
+		ReplicaCPUDemandMHz: types.Float64Null(), ReplicaMemoryDemandMB: types.Float64Null(), WantedReplicas: types.Int64Null(),
+		Label: types.StringNull(), Samples: types.Int64Null(), SampleInterval: types.Int64Null(),
+		Observation: types.ObjectNull(observationAttrTypes), ReadAt: types.StringNull(),
+	}
+}
+
+// TestHostUsageTokenNeverShown: a refused token and a server error give
+// diagnostics that never contain the token.
+func TestHostUsageTokenNeverShown(t *testing.T) {
+	f := newUsageFixture(t)
+	f.s.RequireToken("the-right-token", nomadstandin.TokenPolicy{})
+	m := nullUsageModel()
+	m.NodeName = types.StringValue("host-a")
+	m.Job = types.StringValue(usageJob)
+	n := &nomadModel{Address: types.StringValue(f.s.URL()), Token: types.StringValue(secretToken)}
+	_, diags := readUsageInProcess(t, n, m)
+	if !strings.Contains(diags, "403") {
+		t.Fatalf("want a 403 diagnostic, got %q", diags)
+	}
+	if strings.Contains(diags, secretToken) {
+		t.Fatalf("diagnostic shows the token: %q", diags)
+	}
+	f.s.RequireToken(secretToken, nomadstandin.TokenPolicy{})
+	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/nodes", Status: 500, Message: "boom " + secretToken})
+	_, diags = readUsageInProcess(t, n, m)
+	if !strings.Contains(diags, "500") || strings.Contains(diags, secretToken) {
+		t.Fatalf("want a 500 diagnostic without the token, got %q", diags)
+	}
+	for _, r := range f.s.Requests() {
+		if !r.HadToken {
+			t.Errorf("request %s %s went without the token", r.Method, r.Path)
+		}
+	}
+}
+
+func TestHostUsageReadInProcess(t *testing.T) {
+	f := newUsageFixture(t)
+	m := nullUsageModel()
+	m.NodeID = types.StringValue(f.nodeB)
+	m.ReplicaCPUDemandMHz = types.Float64Value(250)
+	got, diags := readUsageInProcess(t, &nomadModel{Address: types.StringValue(f.s.URL())}, m)
+	if diags != "" {
+		t.Fatal(diags)
+	}
+	want := expectedReading(t, f.client, nomadusage.Query{Host: nomadusage.HostSelector{NodeID: f.nodeB}, ReplicaCPUDemandMHz: 250})
+	if got.NodeName.ValueString() != "host-b" || got.NodeID.ValueString() != f.nodeB {
+		t.Errorf("node %v %v, want host-b %s", got.NodeName, got.NodeID, f.nodeB)
+	}
+	var om observationModel
+	if d := got.Observation.As(context.Background(), &om, basetypes.ObjectAsOptions{}); d.HasError() {
+		t.Fatal(d)
+	}
+	o := om.toEngine()
+	o.Samples[0].Time = want.Observation.Samples[0].Time
+	if fmt.Sprint(o) != fmt.Sprint(want.Observation) {
+		t.Errorf("observation\n%+v\nwant\n%+v", o, want.Observation)
+	}
+}
+
+// ---- acceptance tests against the stand-in ----
+
+func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
+	f := newUsageFixture(t)
+	qa := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-a"}, Job: usageJob, Group: usageFront}
+	qb := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-b"}, Job: usageJob, Group: usageBack, WantedReplicas: 4}
+	wa, wb := expectedReading(t, f.client, qa), expectedReading(t, f.client, qb)
+	want := mustDecide(t, &engine.Request{First: wa.Observation, Second: wb.Observation})
+	cfg := f.providerHCL("") +
+		usageConfig("a", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}) +
+		usageConfig("b", map[string]string{huNodeName: `"host-b"`, huJob: `"web"`, huGroup: `"back"`, huWantedReplicas: "4"}) +
+		countsConfig(map[string]string{
+			attrFirst:  "data.activation_host_usage.a.observation",
+			attrSecond: "data.activation_host_usage.b.observation",
+		}, "")
+	from := time.Now()
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		Config: cfg,
+		ConfigStateChecks: append([]statecheck.StateCheck{
+			statecheck.ExpectKnownValue("data.activation_host_usage.a", tfjsonpath.New(huObservation), observationCheck(wa.Observation, from, time.Now().Add(10*time.Minute))),
+			statecheck.ExpectKnownValue("data.activation_host_usage.b", tfjsonpath.New(huObservation), observationCheck(wb.Observation, from, time.Now().Add(10*time.Minute))),
+			statecheck.ExpectKnownValue("data.activation_host_usage.a", tfjsonpath.New(huNodeID), knownvalue.StringExact(f.nodeA)),
+			statecheck.ExpectKnownValue("data.activation_host_usage.a", tfjsonpath.New(huNamespace), knownvalue.StringExact("default")),
+		}, decisionChecks(countsAddr, want)...),
+	}}})
+}
+
+func TestAccHostUsage_wholeNodeByIDSeveralSamples(t *testing.T) {
+	f := newUsageFixture(t)
+	q := nomadusage.Query{Host: nomadusage.HostSelector{NodeID: f.nodeB}, ReplicaCPUDemandMHz: 250, Label: "second"}
+	w := expectedReading(t, f.client, q).Observation
+	w.Samples = []engine.Sample{w.Samples[0], w.Samples[0]} // usage is steady in the stand-in
+	from := time.Now()
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		Config: f.providerHCL("") + usageConfig("test", map[string]string{
+			huNodeID: hclString(f.nodeB), huReplicaCPU: "250", huLabel: `"second"`, huSamples: "2", huSampleInterval: "1",
+		}),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huObservation), observationCheck(w, from, time.Now().Add(10*time.Minute))),
+			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huNodeName), knownvalue.StringExact("host-b")),
+			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huObservation).AtMapKey(obsUsageSamples).AtSliceIndex(1).AtMapKey(sampleTime),
+				knownvalue.Int64Func(func(v int64) error {
+					if v <= from.Unix() {
+						return fmt.Errorf("second sample at %d is not after the first read began (%d)", v, from.Unix())
+					}
+					return nil
+				})),
+		},
+	}}})
+}
+
+func TestAccHostUsage_poolAndClass(t *testing.T) {
+	f := newUsageFixture(t)
+	q := nomadusage.Query{Host: nomadusage.HostSelector{Pool: "edge", Class: "big"}, Job: usageJob, Group: usageFront}
+	w := expectedReading(t, f.client, q)
+	from := time.Now()
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		Config: f.providerHCL("") + usageConfig("test", map[string]string{huNodePool: `"edge"`, huNodeClass: `"big"`, huJob: `"web"`, huGroup: `"front"`}),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huNodeName), knownvalue.StringExact("host-a")),
+			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huGroup), knownvalue.StringExact(usageFront)),
+			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huObservation), observationCheck(w.Observation, from, time.Now().Add(10*time.Minute))),
+		},
+	}}})
+}
+
+// TestAccHostUsage_cluster reads a node of the real cluster named by
+// NOMAD_ADDR (NOMAD_TOKEN... as the Nomad CLI reads them) when it is set,
+// else of the stand-in, and checks what holds on any cluster: the node
+// found, its capacity, one non-negative sample, an observation the engine
+// accepts.
+func TestAccHostUsage_cluster(t *testing.T) {
+	var client *api.Client
+	provider := ""
+	if os.Getenv("NOMAD_ADDR") != "" {
+		c, err := api.NewClient(api.DefaultConfig())
+		if err != nil {
+			t.Fatalf("client for NOMAD_ADDR: %v", err)
+		}
+		client = c // the provider falls back to the same NOMAD_* variables
+	} else {
+		f := newUsageFixture(t)
+		client, provider = f.client, f.providerHCL("")
+	}
+	stubs, _, err := client.Nodes().List(nil)
+	if err != nil {
+		t.Fatalf("list nodes: %v", err)
+	}
+	var node *api.NodeListStub
+	for _, n := range stubs {
+		if n.Status == api.NodeStatusReady {
+			node = n
+			break
+		}
+	}
+	if node == nil {
+		t.Fatal("the cluster has no ready node to read")
+	}
+	q := nomadusage.Query{Host: nomadusage.HostSelector{NodeID: node.ID}, ReplicaCPUDemandMHz: 100}
+	w := expectedReading(t, client, q).Observation
+	addr := "data.activation_host_usage.test"
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		Config: provider + usageConfig("test", map[string]string{huNodeID: hclString(node.ID), huReplicaCPU: "100"}),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huNodeName), knownvalue.StringExact(node.Name)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsCPUCapacityMHz), knownvalue.Float64Exact(w.CPUCapacityMHz)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsMemoryCapacityMB), knownvalue.Float64Exact(w.MemoryCapacityMB)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsUsageSamples), knownvalue.ListSizeExact(1)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsUsageSamples).AtSliceIndex(0).AtMapKey(sampleCPUMHz),
+				knownvalue.Float64Func(func(v float64) error {
+					if v < 0 {
+						return fmt.Errorf("negative CPU usage %v", v)
+					}
+					return nil
+				})),
+		},
+	}}})
+}
+
+func TestAccHostUsage_errors(t *testing.T) {
+	type fixtureCase struct {
+		name  string
+		setup func(f *usageFixture) (token string)
+		attrs func(f *usageFixture) map[string]string
+		want  string
+	}
+	byName := func(name string) func(f *usageFixture) map[string]string {
+		return func(*usageFixture) map[string]string {
+			return map[string]string{huNodeName: hclString(name), huJob: `"web"`}
+		}
+	}
+	cases := []fixtureCase{
+		{"missing node by name", nil, byName("host-zz"), `Attribute node_name: host name="host-zz": no node matches`},
+		{"missing node by id", nil, func(*usageFixture) map[string]string {
+			return map[string]string{huNodeID: `"4f1c0000-0000-0000-0000-000000000000"`, huReplicaCPU: "100"}
+		}, `Attribute node_id: .*no node matches`},
+		{"several nodes match", nil, func(*usageFixture) map[string]string {
+			return map[string]string{huNodePool: `"edge"`, huReplicaCPU: "100"}
+		}, `Attribute node_pool: .*several nodes match: host-a .* host-b`},
+		{"node not ready", func(f *usageFixture) string {
+			if err := f.s.SetNodeStatus(f.nodeA, api.NodeStatusDown); err != nil {
+				panic(err)
+			}
+			return ""
+		}, byName("host-a"), `Attribute node_name: .*not ready`},
+		{"unknown job", nil, func(*usageFixture) map[string]string {
+			return map[string]string{huNodeName: `"host-a"`, huJob: `"nope"`}
+		}, `Attribute job: read job "nope"`},
+		{"unknown group", nil, func(*usageFixture) map[string]string {
+			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"middle"`}
+		}, `Attribute group: .*no task group "middle"`},
+		{"job with several groups needs one", nil, byName("host-a"), `Attribute group: .*has 2 groups`},
+		{"forbidden token", func(f *usageFixture) string {
+			f.s.RequireToken("the-right-token", nomadstandin.TokenPolicy{})
+			return secretToken
+		}, func(*usageFixture) map[string]string {
+			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}
+		}, `Nomad refused the request.*answered 403`},
+		{"missing token", func(f *usageFixture) string {
+			f.s.RequireToken(secretToken, nomadstandin.TokenPolicy{})
+			return ""
+		}, func(*usageFixture) map[string]string {
+			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}
+		}, `answered 403`},
+		{"server error", func(f *usageFixture) string {
+			f.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Status: 500, Message: "stats backend down"})
+			return ""
+		}, func(*usageFixture) map[string]string {
+			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}
+		}, `answered HTTP 500 .*stats backend down`},
+		{"server unreachable", func(f *usageFixture) string { f.s.Stop(); return "" },
+			byName("host-a"), `Cannot read the host's usage from Nomad`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newUsageFixture(t)
+			token := ""
+			if c.setup != nil {
+				token = c.setup(f)
+			}
+			accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+				Config:      f.providerHCL(token) + usageConfig("test", c.attrs(f)),
+				ExpectError: errRegexp(c.want),
+			}}})
+		})
+	}
+}
+
+func TestAccHostUsage_validationErrors(t *testing.T) {
+	cfg := func(provider string, attrs map[string]string) func(t *testing.T) string {
+		return func(*testing.T) string {
+			if provider == "" {
+				provider = "provider \"activation\" {\n  nomad {\n    address = \"http://127.0.0.1:1\"\n  }\n}\n"
+			}
+			return provider + usageConfig("test", attrs)
+		}
+	}
+	ok := map[string]string{huNodeName: `"host-a"`, huJob: `"web"`}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range ok {
+			m[a] = b
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	nomad := func(body string) string { return "provider \"activation\" {\n  nomad {\n" + body + "\n  }\n}\n" }
+	runErrorCases(t, []errorCase{
+		{"no selector", cfg("", map[string]string{huJob: `"web"`}), `At least one of these attributes must be configured: \[node_id,node_name,node_pool,node_class\]`},
+		{"group without job", cfg("", map[string]string{huNodeName: `"host-a"`, huGroup: `"front"`, huReplicaCPU: "10"}), `Attribute "job" must be specified when "group" is specified`},
+		{"no job and no demand", cfg("", with(huJob, "")), `Attribute replica_cpu_demand_mhz must be set when no job is named`},
+		{"demand zero", cfg("", with(huReplicaCPU, "0")), `Attribute replica_cpu_demand_mhz is 0; it must be a finite number greater than 0`},
+		{"memory demand negative", cfg("", with(huReplicaMemory, "-1")), `Attribute replica_memory_demand_mb value must be between`},
+		{"samples zero", cfg("", with(huSamples, "0")), `Attribute samples value must be between 1 and 60`},
+		{"interval too long", cfg("", with(huSampleInterval, "11")), `Attribute sample_interval_seconds value must be between 1 and 10`},
+		{"wanted replicas negative", cfg("", with(huWantedReplicas, "-1")), `Attribute wanted_replicas value must be between`},
+		{"empty label", cfg("", with(huLabel, `""`)), `Attribute label string length must be between 1 and`},
+		{"empty node name", cfg("", with(huNodeName, `""`)), `Attribute node_name string length must be between 1 and`},
+		{"empty namespace", cfg("", with(huNamespace, `""`)), `Attribute namespace string length must be between 1 and`},
+		{"provider address not a URL", cfg(nomad(`    address = "ftp://nomad:4646"`), ok), `Attribute nomad\.address: "ftp://nomad:4646" has scheme "ftp"`},
+		{"provider address without host", cfg(nomad(`    address = "http://"`), ok), `Attribute nomad\.address: "http://" has no host`},
+		{"provider empty token", cfg(nomad(`    token = ""`), ok), `Attribute nomad\.token string length must be between 1 and`},
+		{"provider cert without key", cfg(nomad(`    cert_file = "/etc/nomad/cli.pem"`), ok), `Client certificate without a key`},
+		{"provider key without cert", cfg(nomad(`    key_file = "/etc/nomad/cli-key.pem"`), ok), `Client key without a certificate`},
+		{"provider ca file and pem", cfg(nomad("    ca_file = \"/etc/nomad/ca.pem\"\n    ca_pem = \"-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\""), ok),
+			`Attribute "nomad\.ca_pem" cannot be specified when "nomad\.ca_file" is specified`},
+		{"provider pem not pem", cfg(nomad(`    cert_pem = "not a certificate"`+"\n"+`    key_file = "/k.pem"`), ok), `Attribute nomad\.cert_pem does not hold PEM text`},
+		{"provider skip verify with ca", cfg(nomad("    ca_file = \"/etc/nomad/ca.pem\"\n    skip_verify = true"), ok),
+			`Attribute "nomad\.(ca_file|skip_verify)" cannot be specified when "nomad\.(ca_file|skip_verify)" is specified`},
+		{"provider region empty", cfg(nomad(`    region = ""`), ok), `Attribute nomad\.region string length must be between 1 and`},
+	})
+}

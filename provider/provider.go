@@ -1,0 +1,149 @@
+// Package provider is the Terraform/OpenTofu provider `activation`: data
+// sources that compute the first and second host's container counts with the
+// activation engine, describe a model, and read a Nomad node's real usage.
+// Every data source is a thin adapter: it builds the engine's input from the
+// configuration, makes one engine call and maps the answer back.
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// TypeName is the provider's type name: the prefix of every data source.
+const TypeName = "activation"
+
+// Address is the provider's registry address.
+const Address = "registry.terraform.io/activation-scheduler/activation"
+
+var (
+	_ provider.Provider                   = (*activationProvider)(nil)
+	_ provider.ProviderWithValidateConfig = (*activationProvider)(nil)
+)
+
+// New returns a constructor of the provider at version.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &activationProvider{version: version} }
+}
+
+type activationProvider struct {
+	version string
+}
+
+// providerModel is the provider's configuration.
+type providerModel struct {
+	DefaultFirstModel  types.String `tfsdk:"default_first_model"`
+	DefaultSecondModel types.String `tfsdk:"default_second_model"`
+	Nomad              *nomadModel  `tfsdk:"nomad"`
+}
+
+// providerData is what Configure hands to every data source.
+type providerData struct {
+	// DefaultFirstModel and DefaultSecondModel are model sources used when
+	// a data source names none; empty means the engine's built-ins.
+	DefaultFirstModel  string
+	DefaultSecondModel string
+	// Nomad is how to reach Nomad (block then NOMAD_* fallbacks);
+	// NomadErr says why it cannot be used, when it cannot.
+	Nomad nomadSettings
+}
+
+func (p *activationProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = TypeName
+	resp.Version = p.version
+}
+
+func (p *activationProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Computes how many containers a **first host** and a **second host** run with the " +
+			"activation method: the first host's count is the activated-branch amount at the input layer of an " +
+			"admission processor, the second host's the amount at the output layer of a capacity processor, both " +
+			"read from real usage rather than from the sum of requested resources. The counts are known at `plan` " +
+			"time and match the Nomad Autoscaler plugins' for the same observations.\n\n" +
+			"All configuration is optional. The `nomad` block is only needed by `activation_host_usage`.",
+		Attributes: map[string]schema.Attribute{
+			"default_first_model": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Model source for the first host (admission processor) when a data source names none: " +
+					"`builtin:<name>` or the path of a model file. Defaults to `" + engine.DefaultFirstModel + "`.",
+				Validators: modelSourceValidators(),
+			},
+			"default_second_model": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Model source for the second host (capacity processor) when a data source names none: " +
+					"`builtin:<name>` or the path of a model file. Defaults to `" + engine.DefaultSecondModel + "`.",
+				Validators: modelSourceValidators(),
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"nomad": nomadBlockSchema(),
+		},
+	}
+}
+
+func (p *activationProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	validateNomadTLSPairs(ctx, req.Config, resp)
+}
+
+func (p *activationProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	data := &providerData{}
+	if v := cfg.DefaultFirstModel; !v.IsNull() && !v.IsUnknown() {
+		data.DefaultFirstModel = v.ValueString()
+	} else if v.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("default_first_model"), "Unknown model source",
+			"default_first_model must be known when the provider is configured: it cannot come from a value computed during apply.")
+	}
+	if v := cfg.DefaultSecondModel; !v.IsNull() && !v.IsUnknown() {
+		data.DefaultSecondModel = v.ValueString()
+	} else if v.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("default_second_model"), "Unknown model source",
+			"default_second_model must be known when the provider is configured: it cannot come from a value computed during apply.")
+	}
+	data.Nomad = resolveNomadSettings(cfg.Nomad, lookupEnv)
+	tflog.Debug(ctx, "activation provider configured", map[string]any{
+		"default_first_model":  data.DefaultFirstModel,
+		"default_second_model": data.DefaultSecondModel,
+		"nomad_address":        data.Nomad.Config.Address,
+		"nomad_token_set":      data.Nomad.Config.SecretID != "",
+	})
+	resp.DataSourceData = data
+	resp.ResourceData = data
+}
+
+func (p *activationProvider) Resources(context.Context) []func() resource.Resource { return nil }
+
+func (p *activationProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{
+		NewContainerCountsDataSource,
+		NewModelDataSource,
+		NewHostUsageDataSource,
+	}
+}
+
+// configureData extracts the provider's data in a data source's Configure.
+func configureData(req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) *providerData {
+	if req.ProviderData == nil {
+		return nil // not configured yet (validation)
+	}
+	d, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected provider data",
+			"The activation provider handed this data source something other than its own configuration; this is a bug in the provider.")
+		return nil
+	}
+	return d
+}
