@@ -7,18 +7,35 @@ set -euo pipefail
 version="${TOFU_VERSION:-v1.10.6}"
 cache="${ACTIVATION_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-activation}"
 bin="$cache/tofu/$version/tofu"
-if [ -x "$bin" ] && "$bin" version >/dev/null 2>&1; then
-  echo "$bin"; exit 0
-fi
+
+have() { [ -x "$bin" ] && TF_CLI_CONFIG_FILE=/dev/null "$bin" version 2>/dev/null | head -n 1 | grep -qx "OpenTofu ${version}"; }
+if have; then echo "$bin"; exit 0; fi
+
 mkdir -p "$(dirname "$bin")"
+# One build at a time (parallel test runs, the demo and the tests).
+exec 9>"$(dirname "$bin")/.lock"
+flock 9
+if have; then echo "$bin"; exit 0; fi
+
 echo "building OpenTofu $version (about 5 minutes on 2 cores) into $bin" >&2
-dir=$(go mod download -json "github.com/opentofu/opentofu@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+# Download from an empty directory with workspaces off, so this never reads
+# or touches the project's go.mod.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+dir=$(cd "$scratch" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "github.com/opentofu/opentofu@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
 if [ -z "$dir" ] || [ ! -d "$dir" ]; then
   echo "error: could not download github.com/opentofu/opentofu@$version through the Go module proxy" >&2
   exit 1
 fi
 tmp="$bin.tmp.$$"
-( cd "$dir" && GOFLAGS=-mod=mod go build -trimpath -o "$tmp" ./cmd/tofu ) || { rm -f "$tmp"; echo "error: building OpenTofu $version failed" >&2; exit 1; }
+if ! (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go build -trimpath -ldflags "-X github.com/opentofu/opentofu/version.dev=no" -o "$tmp" ./cmd/tofu); then
+  rm -f "$tmp"
+  echo "error: building OpenTofu $version failed" >&2
+  exit 1
+fi
 mv -f "$tmp" "$bin"
-"$bin" version >&2
+if ! have; then
+  echo "error: $bin does not report OpenTofu $version" >&2
+  exit 1
+fi
 echo "$bin"
