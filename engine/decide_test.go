@@ -222,3 +222,47 @@ func TestFeatureVector(t *testing.T) {
 		t.Fatalf("memory feature without memory capacity: %v", err)
 	}
 }
+
+// A processor's very first decisions may come from many goroutines at once
+// (the race detector checks that nothing is set up lazily without care).
+func TestFreshProcessorConcurrentFirstUse(t *testing.T) {
+	b, err := Builtin(BuiltinCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Builtin(BuiltinAdmission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capy, err := NewProcessor(b.Model())
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := NewProcessor(a.Model())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := seriesObservation(t, "series3", 3000, 60, 4, 0.1)
+	second := seriesObservation(t, "series5", 3000, 60, 4, 0.1)
+	cfg := Config{Admission: adm, Capacity: capy, FirstQuota: DefaultQuota(10), SecondQuota: DefaultQuota(10)}
+	var wg sync.WaitGroup
+	results := make([]*Decision, 4)
+	for g := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := Decide(&first, &second, cfg)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[g] = d
+		}()
+	}
+	wg.Wait()
+	for _, d := range results[1:] {
+		if !reflect.DeepEqual(d, results[0]) {
+			t.Fatal("concurrent first decisions differ")
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
-	"sync"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -49,7 +48,6 @@ type Processor struct {
 	features     featureMap
 	featuresErr  error // why the inputs cannot be read from an observation
 	nodeNames    [][]string
-	logOnce      sync.Once // guards the layers' logAbsW
 	poolHolder
 }
 
@@ -61,7 +59,7 @@ type compiledLayer struct {
 	words   int      // 64-bit words in a bitset over this layer's nodes
 	pos     []uint64 // pos[u*words:(u+1)*words]: targets v with w(u,v) > 0
 	neg     []uint64 // neg[u*words:(u+1)*words]: targets v with w(u,v) < 0
-	// logAbsW[v*in+u] = log|w(u,v)|, built on the first Strongest call.
+	// logAbsW[v*in+u] = log|w(u,v)|, for the strongest-branch search.
 	logAbsW []float64
 }
 
@@ -118,11 +116,13 @@ func NewProcessor(m *Model) (*Processor, error) {
 			b:     append([]float64(nil), l.Biases...),
 			words: (out + 63) / 64,
 		}
+		cl.logAbsW = make([]float64, out*in)
 		cl.pos = make([]uint64, in*cl.words)
 		cl.neg = make([]uint64, in*cl.words)
 		for v, row := range l.Weights {
 			copy(cl.w.Data[v*in:(v+1)*in], row)
 			for u, w := range row {
+				cl.logAbsW[v*in+u] = math.Log(math.Abs(w))
 				switch {
 				case w > 0:
 					cl.pos[u*cl.words+v/64] |= 1 << (v % 64)
@@ -203,8 +203,8 @@ type Workspace struct {
 func NewWorkspace(p *Processor) *Workspace {
 	ws := &Workspace{p: p}
 	sizes := []int{len(p.model.Inputs)}
-	for _, l := range p.layers {
-		sizes = append(sizes, l.out)
+	for i := range p.layers {
+		sizes = append(sizes, p.layers[i].out)
 	}
 	for _, n := range sizes {
 		words := (n + 63) / 64
@@ -505,15 +505,6 @@ func (p *Processor) Strongest(ws *Workspace, k int) []Branch {
 			ws.score[0][i] = negInf
 		}
 	}
-	p.logOnce.Do(func() {
-		for l := range p.layers {
-			cl := &p.layers[l]
-			cl.logAbsW = make([]float64, len(cl.w.Data))
-			for i, w := range cl.w.Data {
-				cl.logAbsW[i] = math.Log(math.Abs(w))
-			}
-		}
-	})
 	for l := 0; l < L; l++ {
 		cl := &p.layers[l]
 		src, dst, from, act := ws.score[l], ws.score[l+1], ws.from[l+1], ws.act[l]

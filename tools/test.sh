@@ -16,10 +16,10 @@ go vet ./...
 
 step "OpenTofu (real CLI for the acceptance tests)"
 tofu=$(tools/build-tofu.sh)
-"$tofu" version | head -n 1
+TF_CLI_CONFIG_FILE=/dev/null "$tofu" version 2>&1 | sed -n 1p
 step "nomad-autoscaler (real agent for the end-to-end test)"
 autoscaler=$(tools/build-autoscaler.sh)
-"$autoscaler" -version 2>&1 | head -n 1 || true
+"$autoscaler" version 2>&1 | sed -n 1p
 
 export TF_ACC=1
 export TF_ACC_TERRAFORM_PATH="$tofu"
