@@ -6,15 +6,29 @@
 // host (total usage <= capacity) at any sample of the next Horizon samples.
 // Requested resources never enter the labels.
 //
-// The capacity processor (second host, read at its output layer) is a dense
-// network from usage features to ordinal outputs: output k holds data when the
-// host can safely run k+1 replicas. The admission processor (first host, read
-// at its input layer) has one demand slot per replica that wants to run; slot
-// k feeds its own block of hidden nodes, which feeds output k ("admit replica
-// k"), and the usage context feeds every hidden node. Training keeps hidden
-// and output biases <= 0 and the slot edges positive, so that an output holds
-// data only through a live edge from an input that holds data: the activated
-// branches are exactly the evidence for each admitted or safe replica.
+// Both processors share one learned estimate, a max-of-predictors peak
+// predictor (Bashir et al., EuroSys 2021) written in fit space: g, how many
+// replicas fit, is the minimum over six window statistics of the fit
+// features (replicas of the observed size that fit by the window's mean,
+// p95, p99, max, max of the last 5 and of the last 20 samples), each scaled
+// by a learned factor. Output k is sigmoid(alpha (g / (k+1) - 1)): the
+// probability that k+1 replicas fit. The model is ordinal (cumulative link),
+// so outputs are ordered, and scale-free: g is positively homogeneous in the
+// fit features, so a replica twice as large gives half the count, and one
+// output threshold is one relative safety margin on every series:
+// count = floor(g / (1 + logit(threshold) / alpha)). The min is exact in the
+// network: min(a, b) = relu(a) - relu(a - b) for a, b >= 0, one hidden layer
+// per pairwise halving.
+//
+// The capacity processor (second host, read at its output layer) is that
+// network. The admission processor (first host, read at its input layer)
+// has one demand slot per replica that wants to run; slot k passes through
+// the hidden layers on its own chain of nodes into its block, relu(g +
+// tiny x slot_k), which feeds only output k ("admit replica k"). All biases
+// are 0 except the outputs' -alpha, and slot edges are positive, so an
+// output holds data only through a live edge from an input that holds data:
+// the activated branches are exactly the evidence for each admitted or safe
+// replica.
 package train
 
 import (
@@ -29,20 +43,22 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/traces"
 )
 
-// Settings control training. Start from DefaultSettings and change what you
-// need; zero sizes and rates take the defaults, seeds are taken as they are.
+// Settings control training. Zero fields take the defaults of DefaultSettings.
 type Settings struct {
-	Seed          uint64
-	Window        int     // samples read at each decision
-	Horizon       int     // samples a decision must hold for
-	Step          int     // samples between decisions
-	Slots         int     // countable slots: admission inputs, capacity outputs
-	Hidden        int     // hidden nodes of the capacity processor
-	HiddenPerSlot int     // hidden nodes per slot of the admission processor
-	Epochs        int     //
-	BatchSize     int     //
-	LearningRate  float64 //
-	L2            float64 // weight decay
+	Seed         uint64
+	Window       int     // samples read at each decision
+	Horizon      int     // samples a decision must hold for
+	Step         int     // samples between decisions
+	Slots        int     // countable slots: admission inputs, capacity outputs
+	Epochs       int     //
+	BatchSize    int     //
+	LearningRate float64 //
+	L2           float64 // weight decay
+	// OverloadWeight weighs the loss of labels where k+1 replicas would
+	// have overloaded the host against those where they fit: an overload
+	// costs more than an idle slot, so the estimate learns to stay below
+	// the peaks (a high conditional quantile rather than the median).
+	OverloadWeight float64
 	// A replica's p99 usage, as a share of host capacity, is drawn
 	// log-uniformly from [ScaleMin, ScaleMax] for each example, so the
 	// processors learn shapes rather than one scale.
@@ -56,11 +72,13 @@ type Settings struct {
 	SplitSeed    uint64
 }
 
-// DefaultSettings are the settings of the embedded default models.
+// DefaultSettings are the settings of the embedded default models. Slots
+// is 110, Kubernetes' default pod limit per node, so that the processors
+// can count as many replicas as a host may run.
 func DefaultSettings() Settings {
 	return Settings{
-		Seed: 1, Window: 120, Horizon: 5, Step: 5, Slots: 48, Hidden: 32, HiddenPerSlot: 4,
-		Epochs: 20, BatchSize: 256, LearningRate: 5e-3, L2: 1e-5,
+		Seed: 1, Window: 120, Horizon: 5, Step: 5, Slots: 110,
+		Epochs: 8, BatchSize: 256, LearningRate: 1e-2, L2: 0, OverloadWeight: 5,
 		ScaleMin: 0.02, ScaleMax: 0.25, TrainFraction: 0.8, HeldOutShare: 0.34, SplitSeed: 1,
 	}
 }
@@ -81,12 +99,10 @@ func (s Settings) withDefaults() Settings {
 	setI(&s.Horizon, d.Horizon)
 	setI(&s.Step, d.Step)
 	setI(&s.Slots, d.Slots)
-	setI(&s.Hidden, d.Hidden)
-	setI(&s.HiddenPerSlot, d.HiddenPerSlot)
 	setI(&s.Epochs, d.Epochs)
 	setI(&s.BatchSize, d.BatchSize)
 	setF(&s.LearningRate, d.LearningRate)
-	setF(&s.L2, d.L2)
+	setF(&s.OverloadWeight, d.OverloadWeight)
 	setF(&s.ScaleMin, d.ScaleMin)
 	setF(&s.ScaleMax, d.ScaleMax)
 	setF(&s.TrainFraction, d.TrainFraction)
@@ -104,19 +120,33 @@ func (s Settings) validate() error {
 		return fmt.Errorf("step: %d, need at least 1", s.Step)
 	case s.Slots < 1 || s.Slots > 1024:
 		return fmt.Errorf("slots: %d, need 1 to 1024", s.Slots)
+	case s.Epochs < 1:
+		return fmt.Errorf("epochs: %d, need at least 1", s.Epochs)
+	case s.BatchSize < 1:
+		return fmt.Errorf("batch size: %d, need at least 1", s.BatchSize)
+	case !(s.LearningRate > 0) || math.IsInf(s.LearningRate, 0):
+		return fmt.Errorf("learning rate: %v, need a finite number > 0", s.LearningRate)
+	case !(s.OverloadWeight > 0) || math.IsInf(s.OverloadWeight, 0):
+		return fmt.Errorf("overload weight: %v, need a finite number > 0", s.OverloadWeight)
+	case !(s.L2 >= 0) || math.IsInf(s.L2, 0):
+		return fmt.Errorf("l2: %v, need a finite number >= 0", s.L2)
 	case !(s.ScaleMin > 0 && s.ScaleMax >= s.ScaleMin && s.ScaleMax < 1):
 		return fmt.Errorf("scale: [%v, %v] must satisfy 0 < min <= max < 1", s.ScaleMin, s.ScaleMax)
 	case !(s.TrainFraction > 0 && s.TrainFraction < 1):
 		return fmt.Errorf("train fraction: %v, need (0, 1)", s.TrainFraction)
+	case !(s.HeldOutShare >= 0 && s.HeldOutShare < 1):
+		return fmt.Errorf("held-out share: %v, need [0, 1)", s.HeldOutShare)
 	}
 	return nil
 }
 
-// ContextFeatures are the usage features both processors read.
+// ContextFeatures are the usage features both processors read: how many
+// replicas of the observed size fit, by six statistics of the window. All
+// are positively homogeneous of degree -1 in the replica's size, which is
+// what makes the estimate scale-free.
 var ContextFeatures = []string{
 	engine.FeatCPUFitMean, engine.FeatCPUFitP95, engine.FeatCPUFitP99, engine.FeatCPUFitMax,
 	engine.FeatCPUFitMaxLast5, engine.FeatCPUFitMaxLast20,
-	engine.FeatCPUReplicaStd, engine.FeatCPUReplicaTrend, engine.FeatCPUReplicaMax, engine.FeatCPUReplicaMaxLast5,
 }
 
 // Progress is reported after every epoch.
@@ -138,12 +168,22 @@ type Result struct {
 	Examples, ValExamples int
 }
 
-// dataset is a design matrix of examples.
+// dataset holds examples: x are the context features (rows x width), peak
+// the per-replica peak share over the horizon, from which every slot's
+// label follows: slot k fits when (k+1) x peak <= 1.
 type dataset struct {
-	x     []float64 // rows x width
-	y     []float64 // rows x slots
+	x     []float64
+	peak  []float64
 	rows  int
 	width int
+}
+
+// label is slot k's label for row r.
+func (d *dataset) label(r, k int) float64 {
+	if float64(k+1)*d.peak[r] <= 1 {
+		return 1
+	}
+	return 0
 }
 
 // Train trains both processors on the training split of series.
@@ -164,56 +204,52 @@ func Train(all []traces.Series, s Settings, progress func(Progress)) (*Result, e
 		res.HeldOut = append(res.HeldOut, t.Name)
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x61637469766174))
-	ctxTrain, slotTrain, err := examples(trainSet, s, rng, true)
+	trainData, err := examples(trainSet, s, rng, true)
 	if err != nil {
 		return nil, err
 	}
-	ctxVal, slotVal, err := examples(trainSet, s, rng, false)
+	valData, err := examples(trainSet, s, rng, false)
 	if err != nil {
 		return nil, err
 	}
-	if ctxTrain.rows < s.BatchSize {
-		return nil, fmt.Errorf("train: only %d examples, fewer than a batch of %d: series too short for window %d", ctxTrain.rows, s.BatchSize, s.Window)
+	if trainData.rows < s.BatchSize {
+		return nil, fmt.Errorf("train: only %d examples, fewer than a batch of %d: series too short for window %d", trainData.rows, s.BatchSize, s.Window)
 	}
-	res.Examples, res.ValExamples = ctxTrain.rows, ctxVal.rows
+	res.Examples, res.ValExamples = trainData.rows, valData.rows
 
-	capNet, capScale := capacityNet(ctxTrain, s, rng)
-	capLoss, err := fit(capNet, ctxTrain, capScale, s, rng, engine.BuiltinCapacity, progress)
+	m := newPeakNet(s, trainData)
+	trainLoss, err := m.fit(trainData, s, rng, progress)
 	if err != nil {
 		return nil, err
 	}
-	admNet, admScale := admissionNet(slotTrain, s, rng)
-	admLoss, err := fit(admNet, slotTrain, admScale, s, rng, engine.BuiltinAdmission, progress)
-	if err != nil {
-		return nil, err
+	valLoss := math.NaN()
+	if valData.rows > 0 {
+		valLoss = m.loss(valData, s.OverloadWeight)
 	}
-	capVal := capNet.predictLoss(scaled(ctxVal, capScale), ctxVal.y, ctxVal.rows, ctxVal.width)
-	admVal := admNet.predictLoss(scaled(slotVal, admScale), slotVal.y, slotVal.rows, slotVal.width)
 
-	prov := func(kind string, trainLoss, valLoss float64) engine.Provenance {
+	metrics := map[string]string{
+		"train_examples":  strconv.Itoa(trainData.rows),
+		"val_examples":    strconv.Itoa(valData.rows),
+		"train_bce":       strconv.FormatFloat(trainLoss, 'f', 5, 64),
+		"val_bce":         strconv.FormatFloat(valLoss, 'f', 5, 64),
+		"alpha":           strconv.FormatFloat(m.alpha(), 'g', 6, 64),
+		"feature_scales":  m.scales(),
+		"held_out_series": fmt.Sprint(res.HeldOut),
+	}
+	prov := func(method string) engine.Provenance {
 		return engine.Provenance{
-			Method:    "trained: " + kind + " network, Adam on binary cross-entropy against replay labels (k+1 replicas fit when (k+1) x per-replica usage <= capacity over the next horizon); hidden and output biases kept <= 0",
+			Method:    method,
 			Generator: "go generate ./engine (activation train)",
 			Data:      append([]string{"crane real CPU usage series (Apache-2.0), training split by series:"}, res.TrainSeries...),
 			Settings:  settingsMap(s),
-			Metrics: map[string]string{
-				"train_examples":  strconv.Itoa(ctxTrain.rows),
-				"val_examples":    strconv.Itoa(ctxVal.rows),
-				"train_bce":       strconv.FormatFloat(trainLoss, 'f', 5, 64),
-				"val_bce":         strconv.FormatFloat(valLoss, 'f', 5, 64),
-				"held_out_series": fmt.Sprint(res.HeldOut),
-			},
+			Metrics:   metrics,
 		}
 	}
-	res.Capacity = export(capNet, capScale, contextNodes(), slotNodes("safe_", s.Slots, true), engine.BuiltinCapacity,
-		"Second-host capacity processor: reads the host's real usage and holds data at output safe_k when the host can safely run k+1 replicas. A_out is the safe replica count.",
-		prov("dense ReLU", capLoss, capVal))
-	res.Admission = export(admNet, admScale, append(slotNodes(engine.SlotPrefix, s.Slots, true), contextNodes()...), slotNodes("admit_", s.Slots, false), engine.BuiltinAdmission,
-		"First-host admission processor: slot_k holds the expected demand of the k-th replica that wants to run; the slot starts an activated branch when the processor admits that replica given the host's real usage. A_in is the number of admitted replicas.",
-		prov("slot-structured sparse ReLU", admLoss, admVal))
-	for _, m := range []*engine.Model{res.Capacity, res.Admission} {
-		if err := m.Validate(); err != nil {
-			return nil, fmt.Errorf("train: exported model %s is invalid: %w", m.Name, err)
+	res.Capacity = m.exportCapacity(prov("trained: ordinal max-of-predictors network: g = min over the fit features of a learned factor x the feature (exact ReLU min tree), output k = sigmoid(alpha (g/(k+1) - 1)); Adam on binary cross-entropy, overload labels weighted, against replay labels (k+1 replicas fit when (k+1) x per-replica usage <= capacity over the next horizon)"))
+	res.Admission = m.exportAdmission(prov("trained: the capacity processor's network (same learned factors and alpha) with one pass-through chain per demand slot into its own block relu(g + 1e-6 x slot_k), which feeds admit_k only; labels as for the capacity processor"))
+	for _, mod := range []*engine.Model{res.Capacity, res.Admission} {
+		if err := mod.Validate(); err != nil {
+			return nil, fmt.Errorf("train: exported model %s is invalid: %w", mod.Name, err)
 		}
 	}
 	return res, nil
@@ -223,41 +259,25 @@ func settingsMap(s Settings) map[string]string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	return map[string]string{
 		"seed": strconv.FormatUint(s.Seed, 10), "window": strconv.Itoa(s.Window), "horizon": strconv.Itoa(s.Horizon),
-		"step": strconv.Itoa(s.Step), "slots": strconv.Itoa(s.Slots), "hidden": strconv.Itoa(s.Hidden),
-		"hidden_per_slot": strconv.Itoa(s.HiddenPerSlot), "epochs": strconv.Itoa(s.Epochs),
-		"batch_size": strconv.Itoa(s.BatchSize), "learning_rate": f(s.LearningRate), "l2": f(s.L2),
+		"step": strconv.Itoa(s.Step), "slots": strconv.Itoa(s.Slots),
+		"epochs": strconv.Itoa(s.Epochs), "batch_size": strconv.Itoa(s.BatchSize),
+		"learning_rate": f(s.LearningRate), "l2": f(s.L2), "overload_weight": f(s.OverloadWeight),
 		"scale_min": f(s.ScaleMin), "scale_max": f(s.ScaleMax), "train_fraction": f(s.TrainFraction),
 		"held_out_share": f(s.HeldOutShare), "split_seed": strconv.FormatUint(s.SplitSeed, 10),
 		"normalisation": "each series scaled so its p99 is 1, then by a per-example p99 share drawn from [scale_min, scale_max]",
 	}
 }
 
-func contextNodes() []engine.Node {
-	out := make([]engine.Node, len(ContextFeatures))
-	for i, n := range ContextFeatures {
-		out[i] = engine.Node{Name: n}
-	}
-	return out
-}
-
-func slotNodes(prefix string, n int, countable bool) []engine.Node {
-	out := make([]engine.Node, n)
-	for i := range out {
-		out[i] = engine.Node{Name: prefix + strconv.Itoa(i), Countable: countable}
-	}
-	return out
-}
-
-// examples builds the capacity (context features) and admission (slots +
-// context) data sets from the training or validation part of each series.
-func examples(set []traces.Series, s Settings, rng *rand.Rand, trainPart bool) (ctx, slot dataset, err error) {
-	nc := len(ContextFeatures)
-	ctx.width, slot.width = nc, s.Slots+nc
+// examples builds the data set from the training or validation part (by
+// time) of each series.
+func examples(set []traces.Series, s Settings, rng *rand.Rand, trainPart bool) (dataset, error) {
+	d := dataset{width: len(ContextFeatures)}
 	const capMHz = 1000.0
+	samples := make([]engine.Sample, s.Window)
 	for _, ser := range set {
 		norm, err := traces.Normalize(ser, 1)
 		if err != nil {
-			return ctx, slot, fmt.Errorf("train: %w", err)
+			return d, fmt.Errorf("train: %w", err)
 		}
 		v := norm.Values
 		cut := int(float64(len(v)) * s.TrainFraction)
@@ -266,7 +286,6 @@ func examples(set []traces.Series, s Settings, rng *rand.Rand, trainPart bool) (
 			lo, hi = cut+s.Window, len(v)-s.Horizon
 		}
 		reqShare := traces.Quantile(v[:len(v)/2], 0.99) // careful operator: p99 of the first half
-		samples := make([]engine.Sample, s.Window)
 		for t := lo; t <= hi; t += s.Step {
 			r := s.ScaleMin * math.Pow(s.ScaleMax/s.ScaleMin, rng.Float64())
 			for i := range samples {
@@ -279,200 +298,16 @@ func examples(set []traces.Series, s Settings, rng *rand.Rand, trainPart bool) (
 			}
 			fx, err := engine.FeatureVector(&obs, "training", ContextFeatures)
 			if err != nil {
-				return ctx, slot, fmt.Errorf("train: series %s at %d: %w", ser.Name, t, err)
+				return d, fmt.Errorf("train: series %s at %d: %w", ser.Name, t, err)
 			}
 			peak := 0.0
 			for _, u := range v[t : t+s.Horizon] {
 				peak = math.Max(peak, u*r)
 			}
-			demand := obs.ReplicaCPUDemandMHz / capMHz
-			ctx.x = append(ctx.x, fx...)
-			for k := 0; k < s.Slots; k++ {
-				slot.x = append(slot.x, demand)
-			}
-			slot.x = append(slot.x, fx...)
-			for k := 0; k < s.Slots; k++ {
-				y := 0.0
-				if float64(k+1)*peak <= 1 {
-					y = 1
-				}
-				ctx.y = append(ctx.y, y)
-				slot.y = append(slot.y, y)
-			}
-			ctx.rows++
-			slot.rows++
+			d.x = append(d.x, fx...)
+			d.peak = append(d.peak, peak)
+			d.rows++
 		}
 	}
-	return ctx, slot, nil
-}
-
-// inputScale returns 1/rms of each column, so that the network trains on
-// inputs of unit size; export folds it into the first layer's weights.
-// Scaling without centring keeps an input's sign, and so which edges carry
-// data.
-func inputScale(d dataset) []float64 {
-	sc := make([]float64, d.width)
-	for c := 0; c < d.width; c++ {
-		var ss float64
-		for r := 0; r < d.rows; r++ {
-			x := d.x[r*d.width+c]
-			ss += x * x
-		}
-		rms := math.Sqrt(ss / float64(d.rows))
-		if rms > 0 {
-			sc[c] = 1 / rms
-		} else {
-			sc[c] = 1
-		}
-	}
-	return sc
-}
-
-func scaled(d dataset, sc []float64) []float64 {
-	out := make([]float64, len(d.x))
-	for i, x := range d.x {
-		out[i] = x * sc[i%d.width]
-	}
-	return out
-}
-
-func ones(n int) []float64 {
-	m := make([]float64, n)
-	for i := range m {
-		m[i] = 1
-	}
-	return m
-}
-
-func capacityNet(d dataset, s Settings, rng *rand.Rand) (*net, []float64) {
-	h := newLayer(d.width, s.Hidden, ones(d.width*s.Hidden), rng, false)
-	o := newLayer(s.Hidden, s.Slots, ones(s.Hidden*s.Slots), rng, true)
-	// Outputs for larger counts start less likely.
-	for k := range o.b {
-		o.b[k] = -0.1 * float64(k)
-	}
-	h.project()
-	o.project()
-	return &net{layers: []*layer{h, o}}, inputScale(d)
-}
-
-func admissionNet(d dataset, s Settings, rng *rand.Rand) (*net, []float64) {
-	hid := s.Slots * s.HiddenPerSlot
-	m1 := make([]float64, d.width*hid)
-	for j := 0; j < hid; j++ {
-		slot := j / s.HiddenPerSlot
-		m1[j*d.width+slot] = 1 // slot k feeds its own block only
-		for c := s.Slots; c < d.width; c++ {
-			m1[j*d.width+c] = 1 // the usage context feeds every hidden node
-		}
-	}
-	m2 := make([]float64, hid*s.Slots)
-	for k := 0; k < s.Slots; k++ {
-		for b := 0; b < s.HiddenPerSlot; b++ {
-			m2[k*hid+k*s.HiddenPerSlot+b] = 1 // block k feeds output k only
-		}
-	}
-	h := newLayer(d.width, hid, m1, rng, false)
-	for j := 0; j < hid; j++ {
-		i := j*d.width + j/s.HiddenPerSlot
-		h.wMin[i] = 0.05 // a slot edge always carries the slot's data
-		h.w[i] = math.Abs(h.w[i]) + 0.05
-	}
-	o := newLayer(hid, s.Slots, m2, rng, true)
-	for k := range o.b {
-		o.b[k] = -0.1 * float64(k)
-	}
-	h.project()
-	o.project()
-	return &net{layers: []*layer{h, o}}, inputScale(d)
-}
-
-// fit trains n on d with Adam, shuffling each epoch, and returns the last
-// epoch's mean training loss.
-func fit(n *net, d dataset, sc []float64, s Settings, rng *rand.Rand, name string, progress func(Progress)) (float64, error) {
-	x := scaled(d, sc)
-	outW := n.layers[len(n.layers)-1].out
-	perm := make([]int, d.rows)
-	for i := range perm {
-		perm[i] = i
-	}
-	bx := make([]float64, s.BatchSize*d.width)
-	by := make([]float64, s.BatchSize*outW)
-	start := time.Now()
-	t := 0
-	var last float64
-	for epoch := 1; epoch <= s.Epochs; epoch++ {
-		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-		lr := s.LearningRate * (0.5 + 0.5*math.Cos(math.Pi*float64(epoch-1)/float64(s.Epochs)))
-		var sum float64
-		batches := 0
-		for b := 0; b+s.BatchSize <= d.rows; b += s.BatchSize {
-			for r := 0; r < s.BatchSize; r++ {
-				src := perm[b+r]
-				copy(bx[r*d.width:(r+1)*d.width], x[src*d.width:(src+1)*d.width])
-				copy(by[r*outW:(r+1)*outW], d.y[src*outW:(src+1)*outW])
-			}
-			sum += n.step(bx, by, s.BatchSize)
-			t++
-			for _, l := range n.layers {
-				l.adam(lr, t, s.BatchSize, s.L2)
-			}
-			batches++
-		}
-		last = sum / float64(batches)
-		if math.IsNaN(last) || math.IsInf(last, 0) {
-			return 0, fmt.Errorf("train %s: loss diverged at epoch %d", name, epoch)
-		}
-		if progress != nil {
-			el := time.Since(start)
-			progress(Progress{Model: name, Epoch: epoch, Epochs: s.Epochs, Loss: last, Elapsed: el,
-				Remaining: time.Duration(float64(el) / float64(epoch) * float64(s.Epochs-epoch))})
-		}
-	}
-	return last, nil
-}
-
-// export turns a trained net into an engine model, folding the input scale
-// into the first layer so that the model reads raw features.
-func export(n *net, sc []float64, inputs, outputs []engine.Node, name, desc string, prov engine.Provenance) *engine.Model {
-	m := &engine.Model{
-		Format: engine.ModelFormat, Version: engine.ModelVersion, Name: name, Description: desc,
-		Inputs: inputs, Outputs: outputs, Provenance: prov,
-	}
-	eps, thr := engine.DefaultInputEpsilon, engine.DefaultOutputThreshold
-	m.InputEpsilon, m.OutputThreshold = &eps, &thr
-	for li, l := range n.layers {
-		act := engine.ActivationReLU
-		if l.sigmoid {
-			act = engine.ActivationSigmoid
-		}
-		layer := engine.Layer{Activation: act, Biases: round(l.b)}
-		for j := 0; j < l.out; j++ {
-			row := make([]float64, l.in)
-			for i := 0; i < l.in; i++ {
-				w := l.w[j*l.in+i]
-				if li == 0 {
-					w *= sc[i]
-				}
-				row[i] = w
-			}
-			layer.Weights = append(layer.Weights, round(row))
-		}
-		m.Layers = append(m.Layers, layer)
-	}
-	return m
-}
-
-// round keeps 9 significant digits, so model files stay readable and
-// diff-friendly; signs (and so which edges carry data) are kept.
-func round(xs []float64) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		if x == 0 {
-			continue
-		}
-		r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 9, 64), 64)
-		out[i] = r
-	}
-	return out
+	return d, nil
 }

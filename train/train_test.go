@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -24,7 +25,7 @@ func synthetic(name string, n int, seed uint64) traces.Series {
 
 func smallSettings() Settings {
 	s := DefaultSettings()
-	s.Epochs, s.Slots, s.Hidden, s.HiddenPerSlot, s.Window = 3, 8, 8, 2, 30
+	s.Epochs, s.Slots, s.Window = 3, 8, 30
 	return s
 }
 
@@ -63,7 +64,7 @@ func TestTrainIsReproducible(t *testing.T) {
 
 // The trained models must keep the structure the method relies on: hidden
 // and output biases <= 0, admission slot edges positive, and admission
-// slot k connected to output k only.
+// slot k connected (through any path) to output k only.
 func TestTrainedModelStructure(t *testing.T) {
 	all := []traces.Series{synthetic("a", 3000, 1), synthetic("b", 3000, 2), synthetic("c", 3000, 3)}
 	s := smallSettings()
@@ -81,30 +82,120 @@ func TestTrainedModelStructure(t *testing.T) {
 		}
 	}
 	adm := res.Admission
-	for j, row := range adm.Layers[0].Weights {
-		slot := j / s.HiddenPerSlot
-		for k := 0; k < s.Slots; k++ {
-			if k == slot && !(row[k] > 0) {
-				t.Errorf("slot %d -> hidden %d weight %v, want > 0", k, j, row[k])
+	if got := len(adm.Outputs); got != s.Slots {
+		t.Fatalf("admission has %d outputs, want %d", got, s.Slots)
+	}
+	for k := 0; k < s.Slots; k++ {
+		if !adm.Inputs[k].Countable || adm.Inputs[k].Name != engine.SlotPrefix+strconv.Itoa(k) {
+			t.Fatalf("input %d is %+v, want countable slot_%d", k, adm.Inputs[k], k)
+		}
+		// Follow every edge out of slot k: all must be positive, and the
+		// only output reached must be admit_k.
+		reach := map[int]bool{k: true}
+		for l, layer := range adm.Layers {
+			next := map[int]bool{}
+			for v, row := range layer.Weights {
+				for u := range reach {
+					if w := row[u]; w != 0 {
+						if w < 0 {
+							t.Errorf("slot %d: layers[%d] edge %d -> %d has weight %v < 0", k, l, u, v, w)
+						}
+						next[v] = true
+					}
+				}
 			}
-			if k != slot && row[k] != 0 {
-				t.Errorf("slot %d -> hidden %d of slot %d has weight %v, want no edge", k, j, slot, row[k])
-			}
+			reach = next
+		}
+		if len(reach) != 1 || !reach[k] {
+			t.Errorf("slot %d reaches outputs %v, want only admit_%d", k, reach, k)
 		}
 	}
-	for k, row := range adm.Layers[1].Weights {
-		for j, w := range row {
-			if j/s.HiddenPerSlot != k && w != 0 {
-				t.Errorf("hidden %d -> admit_%d weight %v, want no edge", j, k, w)
+	for k := 0; k < s.Slots; k++ {
+		if !res.Capacity.Outputs[k].Countable {
+			t.Errorf("capacity output %d is not countable", k)
+		}
+	}
+}
+
+// The exported networks compute the trained estimate exactly: output k is
+// sigmoid(alpha (g/(k+1) - 1)) with g the min of the scaled fit features,
+// in the capacity processor and in every admission slot block.
+func TestExportedNetworkIsTheEstimate(t *testing.T) {
+	s := DefaultSettings()
+	s.Slots = 20
+	rng := rand.New(rand.NewPCG(7, 7))
+	d := dataset{width: len(ContextFeatures), rows: 1}
+	d.x = make([]float64, d.width)
+	for f := range d.x {
+		d.x[f] = 10
+	}
+	m := newPeakNet(s, d)
+	for f := range m.theta {
+		m.theta[f] = rng.NormFloat64()
+	}
+	m.logAlpha = math.Log(6)
+	prov := engine.Provenance{Method: "test"}
+	capy, err := engine.NewProcessor(m.exportCapacity(prov))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := engine.NewProcessor(m.exportAdmission(prov))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cws, aws := engine.NewWorkspace(capy), engine.NewWorkspace(adm)
+	for trial := 0; trial < 200; trial++ {
+		x := make([]float64, d.width)
+		for f := range x {
+			x[f] = math.Exp(rng.Float64() * 5) // 1 to 150 replicas fit
+		}
+		g, _ := m.estimate(x)
+		want := make([]float64, s.Slots)
+		for k := range want {
+			want[k] = sigmoid(m.alpha() * (g/float64(k+1) - 1))
+		}
+		an, err := capy.Analyze(x, cws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, p := range an.Outputs {
+			if math.Abs(p-want[k]) > 1e-6 {
+				t.Fatalf("trial %d: capacity output %d = %v, want %v (g %v)", trial, k, p, want[k], g)
 			}
+		}
+		ax := make([]float64, s.Slots+d.width)
+		for k := 0; k < s.Slots; k++ {
+			ax[k] = 0.1 // every slot holds a replica's demand
+		}
+		copy(ax[s.Slots:], x)
+		aan, err := adm.Analyze(ax, aws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, p := range aan.Outputs {
+			if math.Abs(p-want[k]) > 1e-5 {
+				t.Fatalf("trial %d: admission output %d = %v, want %v (g %v)", trial, k, p, want[k], g)
+			}
+		}
+		if aan.InputAmount != an.OutputAmount {
+			t.Fatalf("trial %d: A_in %d, A_out %d: the two processors disagree", trial, aan.InputAmount, an.OutputAmount)
+		}
+		held := 0
+		for _, p := range want {
+			if p >= engine.DefaultOutputThreshold {
+				held++
+			}
+		}
+		if an.OutputAmount != held {
+			t.Fatalf("trial %d: A_out %d, want the %d outputs at or above the threshold", trial, an.OutputAmount, held)
 		}
 	}
 }
 
 // Labels come from replay: k+1 replicas fit when (k+1) x the per-replica
 // peak over the horizon stays within capacity. On a flat series the peak is
-// the per-replica share r itself (read back from the cpu_replica_max
-// feature), so every label is known.
+// the per-replica share r itself, and the fit features are all 1/r, so
+// every label is known from the features.
 func TestTrainLabelsFromReplay(t *testing.T) {
 	s := smallSettings()
 	s.Slots, s.Window, s.Horizon, s.Step = 12, 3, 2, 1
@@ -113,28 +204,29 @@ func TestTrainLabelsFromReplay(t *testing.T) {
 		flat.Times = append(flat.Times, int64(i))
 		flat.Values = append(flat.Values, 1)
 	}
-	ctx, _, err := examples([]traces.Series{flat}, s, rand.New(rand.NewPCG(1, 1)), true)
+	d, err := examples([]traces.Series{flat}, s, rand.New(rand.NewPCG(1, 1)), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	maxCol := -1
-	for i, f := range ContextFeatures {
-		if f == engine.FeatCPUReplicaMax {
-			maxCol = i
-		}
+	if d.rows == 0 {
+		t.Fatal("no examples")
 	}
 	ones, zeros := 0, 0
-	for r := 0; r < ctx.rows; r++ {
-		share := ctx.x[r*ctx.width+maxCol]
+	for r := 0; r < d.rows; r++ {
+		fit := d.x[r*d.width] // cpu_fit_mean = 1 / share
+		share := 1 / fit
+		if math.Abs(d.peak[r]-share) > 1e-9*share {
+			t.Fatalf("row %d: peak %v, want the share %v", r, d.peak[r], share)
+		}
 		for k := 0; k < s.Slots; k++ {
 			want := 0.0
-			if float64(k+1)*share <= 1 {
+			if float64(k+1)*d.peak[r] <= 1 {
 				want = 1
 				ones++
 			} else {
 				zeros++
 			}
-			if got := ctx.y[r*s.Slots+k]; got != want {
+			if got := d.label(r, k); got != want {
 				t.Fatalf("row %d (share %v) slot %d: label %v, want %v", r, share, k, got, want)
 			}
 		}
@@ -158,5 +250,20 @@ func TestTrainRejectsBadSettings(t *testing.T) {
 	s.Window = 1
 	if _, err := Train(all, s, nil); err == nil {
 		t.Fatal("window of 1 accepted")
+	}
+}
+
+// BenchmarkTrainDefault trains both default processors on the bundled
+// series with the default settings, as `go generate ./engine` does. Goal:
+// under 2 minutes per op on the project's 2-core machine.
+func BenchmarkTrainDefault(b *testing.B) {
+	all, err := traces.LoadDir(filepath.Join("..", "engine", "testdata", "traces", "crane"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if _, err := Train(all, DefaultSettings(), nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// maxRequestBytes bounds what explain reads.
+const maxRequestBytes = 64 << 20
+
+func cmdExplain(args []string, e env) error {
+	fs := newFlags("explain", e)
+	path := fs.String("request", "", "engine request JSON file, or - for stdin (required)")
+	format := fs.String("format", "text", "output: text (the explanation) or json (the decision)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *path == "" {
+		return usagef("--request: required: a request JSON file or - for stdin")
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("--format: %q; want text or json", *format)
+	}
+	var r io.Reader
+	name := *path
+	if *path == "-" {
+		r, name = e.stdin, "stdin"
+	} else {
+		f, err := os.Open(*path)
+		if err != nil {
+			return fmt.Errorf("--request: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	req, err := readRequest(r)
+	if err != nil {
+		return fmt.Errorf("request %s: %w", name, err)
+	}
+	dec, err := engine.DecideRequest(req)
+	if err != nil {
+		return fmt.Errorf("request %s: %w", name, err)
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(dec)
+	}
+	_, err = io.WriteString(e.stdout, dec.Explain())
+	return err
+}
+
+// readRequest decodes one engine request. Unknown fields, wrong types,
+// trailing data and an empty document are errors that name the field.
+func readRequest(r io.Reader) (*engine.Request, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxRequestBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxRequestBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxRequestBytes)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty: want a JSON object with \"first\" and \"second\" observations")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var req engine.Request
+	if err := dec.Decode(&req); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("field %s: %s is not a valid %s", te.Field, te.Value, te.Type)
+		case errors.As(err, &se):
+			return nil, fmt.Errorf("not valid JSON at byte %d: %v", se.Offset, se)
+		}
+		return nil, fmt.Errorf("not a valid request: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the request object")
+	}
+	return &req, nil
+}

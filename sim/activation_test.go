@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// Every count the activation policy sets is what engine.DecideRequest
+// decides for the same two observations and quotas.
+func TestActivationIsTheEngineDecision(t *testing.T) {
+	all := loadCrane(t)
+	r, err := Prepare(all[0], Shifted(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Activation(ActivationConfig{Values: []float64{0.5, 0.9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := p.New(r, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy of each built-in model with threshold 0.9, written to files:
+	// the request names them like any user's model.
+	dir := t.TempDir()
+	var paths []string
+	for _, name := range []string{engine.BuiltinAdmission, engine.BuiltinCapacity} {
+		b, err := engine.Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := *b.Model()
+		thr := 0.9
+		m.OutputThreshold = &thr
+		path := dir + "/" + name + ".json"
+		if err := engine.WriteModelFile(path, &m); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	q := engine.Quota{Min: 0, Max: r.MaxReplicas(), PerBranch: 1, Rounding: engine.RoundNearest}
+	prev := []int{0, 37}
+	out := make([]int, 2)
+	for d := 0; d < r.Decisions(); d += 301 {
+		if err := dec.Decide(d, prev, out); err != nil {
+			t.Fatal(err)
+		}
+		req := &engine.Request{FirstModel: paths[0], SecondModel: paths[1], FirstQuota: &q, SecondQuota: &q}
+		r.Observation(d, prev[0], "first", &req.First)
+		r.Observation(d, prev[1], "second", &req.Second)
+		want, err := engine.DecideRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0] != want.First.Containers || out[1] != want.Second.Containers {
+			t.Fatalf("decision %d: policy %v, engine %d and %d", d, out, want.First.Containers, want.Second.Containers)
+		}
+		prev[0], prev[1] = out[1], out[0]
+	}
+}
+
+// maxWindowModels are processors written by hand to implement max-window
+// with no margin: output k holds data when fit_max >= k+1, that is when
+// k+1 replicas of the window's peak fit. Through the engine they must set
+// exactly max-window's counts: a check of the simulator's engine path.
+func maxWindowModels(t *testing.T, slots int) (adm, capy *engine.Processor) {
+	t.Helper()
+	const alpha = 50.0
+	mk := func(name string, inputs []engine.Node, hidden engine.Layer, outRow func(k int) []float64, outputs []engine.Node) *engine.Processor {
+		out := engine.Layer{Activation: engine.ActivationSigmoid, Biases: make([]float64, slots)}
+		for k := 0; k < slots; k++ {
+			out.Weights = append(out.Weights, outRow(k))
+			out.Biases[k] = -alpha
+		}
+		m := &engine.Model{Format: engine.ModelFormat, Version: engine.ModelVersion, Name: name,
+			Inputs: inputs, Outputs: outputs, Layers: []engine.Layer{hidden, out},
+			Provenance: engine.Provenance{Method: "hand-written for a test: max-window with no margin"}}
+		p, err := engine.NewProcessor(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var slotIn, safe, admit []engine.Node
+	for k := 0; k < slots; k++ {
+		slotIn = append(slotIn, engine.Node{Name: engine.SlotPrefix + strconv.Itoa(k), Countable: true})
+		safe = append(safe, engine.Node{Name: "safe_" + strconv.Itoa(k), Countable: true})
+		admit = append(admit, engine.Node{Name: "admit_" + strconv.Itoa(k)})
+	}
+	fit := engine.Node{Name: engine.FeatCPUFitMax}
+	capy = mk("maxwindow-capacity", []engine.Node{fit},
+		engine.Layer{Activation: engine.ActivationReLU, Weights: [][]float64{{1}}, Biases: []float64{0}},
+		func(k int) []float64 { return []float64{alpha / float64(k+1)} }, safe)
+	hid := engine.Layer{Activation: engine.ActivationReLU, Biases: make([]float64, slots)}
+	for k := 0; k < slots; k++ {
+		row := make([]float64, slots+1)
+		row[k] = 1e-9 // the slot's edge into its block
+		row[slots] = 1
+		hid.Weights = append(hid.Weights, row)
+	}
+	adm = mk("maxwindow-admission", append(slotIn, fit), hid, func(k int) []float64 {
+		row := make([]float64, slots)
+		row[k] = alpha / float64(k+1)
+		return row
+	}, admit)
+	return adm, capy
+}
+
+func TestHandWrittenEngineModelIsMaxWindow(t *testing.T) {
+	all := loadCrane(t)
+	sc := Shifted()
+	adm, capy := maxWindowModels(t, sc.MaxReplicas)
+	act, err := Activation(ActivationConfig{Admission: adm, Capacity: capy, Values: []float64{0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), all[:4], sc, []Policy{act, MaxWindow()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := rep.Curve(PolicyActivation).PerSeries[0]
+	m := rep.Curve(PolicyMaxWindow).PerSeries[0] // margin 0
+	for s := range a {
+		if a[s].Replicas != m[s].Replicas || a[s].Violations != m[s].Violations {
+			t.Errorf("%s: engine max-window %v replicas %d violations, policy %v %d", rep.Series[s], a[s].Replicas, a[s].Violations, m[s].Replicas, m[s].Violations)
+		}
+	}
+}
+
+func TestActivationConfigErrors(t *testing.T) {
+	if _, err := Activation(ActivationConfig{Knob: "margin"}); err == nil || !strings.Contains(err.Error(), "margin") {
+		t.Errorf("unknown knob: %v", err)
+	}
+	if _, err := Activation(ActivationConfig{Knob: KnobPerBranch, Values: []float64{-1}}); err == nil || !strings.Contains(err.Error(), "per_branch") {
+		t.Errorf("negative per-branch scale: %v", err)
+	}
+	p, err := Activation(ActivationConfig{Values: []float64{0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := loadCrane(t)
+	sc := Shifted()
+	sc.Hosts = 3
+	r, err := Prepare(all[0], sc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.New(r, 0.5); err == nil || !strings.Contains(err.Error(), "even") {
+		t.Errorf("odd host count: %v", err)
+	}
+	sc.Hosts = 2
+	if r, err = Prepare(all[0], sc, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.New(r, 0.7); err == nil {
+		t.Error("a knob value outside the sweep accepted")
+	}
+}
+
+// The per-branch knob scales the engine's amounts through its quota.
+func TestActivationPerBranch(t *testing.T) {
+	all := loadCrane(t)
+	r, err := Prepare(all[0], Shifted(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Activation(ActivationConfig{Knob: KnobPerBranch, Values: []float64{0.5, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half, _ := p.New(r, 0.5)
+	one, _ := p.New(r, 1)
+	a, b := make([]int, 2), make([]int, 2)
+	for d := 0; d < r.Decisions(); d += 503 {
+		prev := []int{10, 10}
+		if err := half.Decide(d, prev, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := one.Decide(d, prev, b); err != nil {
+			t.Fatal(err)
+		}
+		for h := range a {
+			if want := b[h] / 2; a[h] != want { // floor(amount x 0.5)
+				t.Fatalf("decision %d host %d: per_branch 0.5 gives %d, per_branch 1 gives %d", d, h, a[h], b[h])
+			}
+		}
+	}
+}

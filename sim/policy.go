@@ -1,0 +1,142 @@
+package sim
+
+import "math"
+
+// Knob is a policy's one setting, swept over Values so that the policy draws
+// a curve of density against violation rate. A policy with no setting has
+// one value (and an empty Name).
+type Knob struct {
+	Name   string
+	Values []float64
+}
+
+// Sweep returns the values from lo to hi (inclusive) in steps of step,
+// rounded to the step's precision so that 0.1+0.2 prints as 0.3.
+func Sweep(lo, hi, step float64) []float64 {
+	var out []float64
+	n := int(math.Round((hi - lo) / step))
+	for i := 0; i <= n; i++ {
+		v := lo + float64(i)*step
+		out = append(out, math.Round(v*1e9)/1e9)
+	}
+	return out
+}
+
+// Policy sets replica counts. New is called once per replay and knob value
+// (from one goroutine at a time per Decider, but concurrently for different
+// replays), so a Policy must be safe for concurrent use.
+type Policy interface {
+	Name() string
+	Knob() Knob
+	New(r *Replay, knob float64) (Decider, error)
+}
+
+// Decider makes one replay's decisions in order. At decision d, prev holds
+// each host's count in force until now; Decide writes the new counts to out.
+type Decider interface {
+	Decide(d int, prev, out []int) error
+}
+
+// estimator is a baseline: one per-replica usage estimate for every host
+// from the window statistics, n = floor(1 / estimate).
+type estimator struct {
+	name string
+	knob Knob
+	est  func(r *Replay, st *WindowStats, k float64) float64
+}
+
+func (p *estimator) Name() string { return p.name }
+func (p *estimator) Knob() Knob   { return p.knob }
+func (p *estimator) New(r *Replay, k float64) (Decider, error) {
+	return &estimateDecider{r: r, k: k, est: p.est}, nil
+}
+
+type estimateDecider struct {
+	r   *Replay
+	k   float64
+	est func(r *Replay, st *WindowStats, k float64) float64
+}
+
+func (e *estimateDecider) Decide(d int, _, out []int) error {
+	n := e.r.CountFor(e.est(e.r, e.r.Stats(d), e.k))
+	for h := range out {
+		out[h] = n
+	}
+	return nil
+}
+
+// Names of the baseline policies.
+const (
+	PolicyRequestSum     = "request-sum"
+	PolicyP95Window      = "p95-window"
+	PolicyMaxWindow      = "max-window"
+	PolicyNSigma         = "n-sigma"
+	PolicyUsageThreshold = "usage-threshold"
+	PolicyOracle         = "oracle"
+	PolicyActivation     = "activation"
+	PolicyLinear         = "linear"
+)
+
+// RequestSum is request-sum admission: replicas are admitted while the sum
+// of their requests stays within k x capacity (Kubernetes, Nomad, Borg
+// without overcommit at k = 1).
+func RequestSum() Policy {
+	return &estimator{name: PolicyRequestSum, knob: Knob{"k", Sweep(0.02, 4, 0.01)},
+		est: func(r *Replay, _ *WindowStats, k float64) float64 { return r.Request / k }}
+}
+
+// P95Window is a moving-window percentile recommender (Autopilot-like):
+// the p95 of the window's per-replica usage plus a margin m.
+func P95Window() Policy {
+	return &estimator{name: PolicyP95Window, knob: Knob{"m", Sweep(0, 2, 0.01)},
+		est: func(_ *Replay, st *WindowStats, m float64) float64 { return st.P95 * (1 + m) }}
+}
+
+// MaxWindow is the window's peak per-replica usage plus a margin m.
+func MaxWindow() Policy {
+	return &estimator{name: PolicyMaxWindow, knob: Knob{"m", Sweep(0, 2, 0.01)},
+		est: func(_ *Replay, st *WindowStats, m float64) float64 { return st.Max * (1 + m) }}
+}
+
+// NSigma is the N-sigma peak predictor of Bashir et al. (EuroSys 2021),
+// max(mean + N std, p90) of the window's per-replica usage. With the
+// replicas of a host following one series, the sum of the per-replica p90s
+// is n times the p90.
+func NSigma() Policy {
+	return &estimator{name: PolicyNSigma, knob: Knob{"N", Sweep(0, 10, 0.1)},
+		est: func(_ *Replay, st *WindowStats, n float64) float64 { return math.Max(st.Mean+n*st.Std, st.P90) }}
+}
+
+// UsageThreshold is a load-aware filter (Koordinator-like): replicas are
+// admitted while the host's recent usage (the mean of the last 5 samples)
+// stays under a threshold share theta of capacity.
+func UsageThreshold() Policy {
+	return &estimator{name: PolicyUsageThreshold, knob: Knob{"theta", Sweep(0.05, 1, 0.01)},
+		est: func(_ *Replay, st *WindowStats, th float64) float64 { return st.MeanLast5 / th }}
+}
+
+// Oracle knows the next block's usage: the most replicas that never
+// overload the host. It is the upper bound.
+func Oracle() Policy { return oraclePolicy{} }
+
+type oraclePolicy struct{}
+
+func (oraclePolicy) Name() string { return PolicyOracle }
+func (oraclePolicy) Knob() Knob   { return Knob{Values: []float64{0}} }
+func (oraclePolicy) New(r *Replay, _ float64) (Decider, error) {
+	return oracleDecider{r}, nil
+}
+
+type oracleDecider struct{ r *Replay }
+
+func (o oracleDecider) Decide(d int, _, out []int) error {
+	for h := range out {
+		out[h] = o.r.Oracle(h, d)
+	}
+	return nil
+}
+
+// Baselines returns the baseline policies and the oracle.
+func Baselines() []Policy {
+	return []Policy{RequestSum(), P95Window(), MaxWindow(), NSigma(), UsageThreshold(), Oracle()}
+}

@@ -1,0 +1,153 @@
+// Package sim replays real usage series on simulated hosts so that
+// replica-count policies can be compared on the same footing: request-sum
+// admission, window-percentile and peak-predictor baselines, the activation
+// engine and the oracle. A host has capacity 1; each of its replicas follows
+// a normalised usage series; every decision interval a policy sets each
+// host's replica count from a window of past usage, and usage is checked at
+// every sample.
+//
+// The package has no Terraform or Nomad imports; the activation policy calls
+// the engine through its public API only.
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Scenario fixes how series become hosts and replicas.
+type Scenario struct {
+	// Name identifies the scenario on the command line and in reports.
+	Name string `json:"name"`
+	// Description says in one sentence what the scenario models.
+	Description string `json:"description"`
+	// P99 is a replica's p99 usage over the whole series, as a share of a
+	// host's capacity (each series is normalised to it).
+	P99 float64 `json:"p99"`
+	// Window is how many past samples a policy reads at each decision.
+	Window int `json:"window"`
+	// Interval is how many samples pass between decisions.
+	Interval int `json:"interval"`
+	// Hosts is the number of hosts per series. The activation policy pairs
+	// them: host 2i is a first host (admission processor), host 2i+1 a
+	// second host (capacity processor).
+	Hosts int `json:"hosts"`
+	// MaxReplicas caps a host's replica count (a pod limit); 0 means no cap
+	// beyond what the arithmetic gives.
+	MaxReplicas int `json:"max_replicas"`
+	// Correlated: every replica follows the series exactly (no
+	// multiplexing). Otherwise replica j of a host follows the series
+	// shifted by a seeded random number of samples in [0, MaxShift] and
+	// scaled by a seeded factor in [1-ScaleJitter, 1+ScaleJitter].
+	Correlated  bool    `json:"correlated"`
+	MaxShift    int     `json:"max_shift,omitempty"`
+	ScaleJitter float64 `json:"scale_jitter,omitempty"`
+	// RequestQuantile is the quantile of the first half of the series a
+	// replica's request is set to (what a careful operator sets from
+	// observed peaks).
+	RequestQuantile float64 `json:"request_quantile"`
+	// TargetSlack, when > 0, scales every request by one factor, common to
+	// all series of a run, chosen so that the median slack (request minus
+	// usage, over request) of the replay equals it.
+	TargetSlack float64 `json:"target_slack,omitempty"`
+	// Seed drives the replica shifts and scales.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// Names of the built-in scenarios.
+const (
+	ScenarioYardstick = "yardstick"
+	ScenarioShifted   = "shifted"
+)
+
+// Yardstick is the setup of the independent yardstick replay
+// (shared/design/benchmark-yardstick.md): perfectly correlated replicas,
+// request = p99 of the first half, no cap.
+func Yardstick() Scenario {
+	return Scenario{
+		Name:            ScenarioYardstick,
+		Description:     "yardstick setup: perfectly correlated replicas, p99 per replica 0.1 of a host, request = p99 of the first half",
+		P99:             0.1,
+		Window:          120,
+		Interval:        5,
+		Hosts:           2,
+		Correlated:      true,
+		RequestQuantile: 0.99,
+	}
+}
+
+// Shifted is the issue's scenario: replicas phase-shifted and scaled
+// against each other (some statistical multiplexing, as replicas of one
+// service behind a balancer show), requests set from observed peaks with one
+// factor so that median slack is 46% (Autopilot's hand-set limits), and a
+// pod limit per host.
+func Shifted() Scenario {
+	return Scenario{
+		Name:            ScenarioShifted,
+		Description:     "replicas phase-shifted by up to 30 samples and scaled by +-10%, p99 per replica 0.1 of a host, requests from first-half p99 calibrated to 46% median slack, at most 110 replicas per host",
+		P99:             0.1,
+		Window:          120,
+		Interval:        5,
+		Hosts:           2,
+		MaxReplicas:     110,
+		Correlated:      false,
+		MaxShift:        30,
+		ScaleJitter:     0.1,
+		RequestQuantile: 0.99,
+		TargetSlack:     0.46,
+		Seed:            1,
+	}
+}
+
+// Scenarios returns the built-in scenarios by name.
+func Scenarios() map[string]Scenario {
+	return map[string]Scenario{
+		ScenarioYardstick: Yardstick(),
+		ScenarioShifted:   Shifted(),
+	}
+}
+
+// ScenarioByName returns a built-in scenario.
+func ScenarioByName(name string) (Scenario, error) {
+	all := Scenarios()
+	if s, ok := all[name]; ok {
+		return s, nil
+	}
+	names := make([]string, 0, len(all))
+	for n := range all {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return Scenario{}, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(names, ", "))
+}
+
+// Validate checks the scenario and names the field that is wrong.
+func (s Scenario) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("scenario %s: %s: %s", s.Name, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case !(s.P99 > 0 && s.P99 <= 1):
+		return bad("p99", "is %v; it must be in (0, 1]", s.P99)
+	case s.Window < 2:
+		return bad("window", "is %d; at least 2 samples are needed", s.Window)
+	case s.Interval < 1:
+		return bad("interval", "is %d; it must be >= 1", s.Interval)
+	case s.Hosts < 1:
+		return bad("hosts", "is %d; at least one host per series", s.Hosts)
+	case s.MaxReplicas < 0:
+		return bad("max_replicas", "is %d; it must be >= 0 (0: no cap)", s.MaxReplicas)
+	case !s.Correlated && s.MaxReplicas == 0:
+		return bad("max_replicas", "uncorrelated replicas need a cap on the replica count")
+	case s.MaxShift < 0:
+		return bad("max_shift", "is %d; it must be >= 0", s.MaxShift)
+	case !(s.ScaleJitter >= 0 && s.ScaleJitter < 1):
+		return bad("scale_jitter", "is %v; it must be in [0, 1)", s.ScaleJitter)
+	case !(s.RequestQuantile > 0 && s.RequestQuantile <= 1):
+		return bad("request_quantile", "is %v; it must be in (0, 1]", s.RequestQuantile)
+	case !(s.TargetSlack >= 0 && s.TargetSlack < 1):
+		return bad("target_slack", "is %v; it must be in [0, 1)", s.TargetSlack)
+	}
+	return nil
+}

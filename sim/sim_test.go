@@ -1,0 +1,395 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/activation-scheduler/terraform-provider-activation/traces"
+)
+
+// handReplay builds a replay from per-replica usage given directly (no
+// normalisation), one sample a minute.
+func handReplay(t *testing.T, usage []float64, sc Scenario, request float64) *Replay {
+	t.Helper()
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := &Replay{Name: "hand", Scenario: sc, Usage: usage, Request: request, maxRepl: sc.MaxReplicas}
+	if r.maxRepl == 0 {
+		r.maxRepl = noCap
+	}
+	for i := range usage {
+		r.Times = append(r.Times, int64(60*i))
+	}
+	r.buildHosts()
+	r.buildStats()
+	r.buildOracle()
+	return r
+}
+
+func handScenario(window, interval int) Scenario {
+	return Scenario{Name: "hand", P99: 0.1, Window: window, Interval: interval, Hosts: 2, Correlated: true, RequestQuantile: 0.99}
+}
+
+// seq sets every host to counts[d] at decision d.
+type seq struct{ counts []int }
+
+func (s seq) Name() string { return "seq" }
+func (s seq) Knob() Knob   { return Knob{Values: []float64{0}} }
+func (s seq) New(*Replay, float64) (Decider, error) {
+	return s, nil
+}
+func (s seq) Decide(d int, _, out []int) error {
+	for h := range out {
+		out[h] = s.counts[d]
+	}
+	return nil
+}
+
+func TestCountFor(t *testing.T) {
+	for _, c := range []struct {
+		est   float64
+		limit int
+		want  int
+	}{
+		{0.1, noCap, 10},
+		{0.3, noCap, 3},
+		{1.0 / 3, noCap, 3},
+		{0.5, noCap, 2},
+		{2, noCap, 0},
+		{0, 110, 110},
+		{1e-12, 110, 110},
+		{0.001, 110, 110},
+		{math.NaN(), 110, 0},
+		{-1, 110, 110},
+	} {
+		if got := countFor(c.est, c.limit); got != c.want {
+			t.Errorf("countFor(%v, %d) = %d, want %d", c.est, c.limit, got, c.want)
+		}
+	}
+}
+
+// Window 2, interval 2: decisions at samples 2, 4 and 6 govern the blocks
+// (0.2, 0.5), (0.25, 0.1) and (0.3, 0.3). The oracle runs 2, 4 and 3.
+func TestMetricsOnHandSeries(t *testing.T) {
+	usage := []float64{0.1, 0.1, 0.2, 0.5, 0.25, 0.1, 0.3, 0.3}
+	r := handReplay(t, usage, handScenario(2, 2), 0.1)
+	if r.Decisions() != 3 {
+		t.Fatalf("%d decisions, want 3", r.Decisions())
+	}
+	for d, want := range []int{2, 4, 3} {
+		for h := 0; h < 2; h++ {
+			if got := r.Oracle(h, d); got != want {
+				t.Errorf("oracle host %d decision %d = %d, want %d", h, d, got, want)
+			}
+		}
+	}
+	// 0.1 h of trace (6 samples a minute apart) on 2 hosts.
+	if got := r.Hours(); math.Abs(got-0.1) > 1e-12 {
+		t.Errorf("hours %v, want 0.1", got)
+	}
+	for _, c := range []struct {
+		name                         string
+		counts                       []int
+		density, viol, sev, changesH float64
+	}{
+		// 3 everywhere: usage 0.6 1.5 | 0.75 0.3 | 0.9 0.9 per host: one
+		// violation of 0.5 per host; mean 3 = the oracle's mean 3.
+		{"steady", []int{3, 3, 3}, 1, 2.0 / 12, 0.5, 0},
+		// 3, 1, 3: two changes per host in 0.2 host-hours; mean 7/3.
+		{"changing", []int{3, 1, 3}, (14.0 / 6) / 3, 2.0 / 12, 0.5, 20},
+		// The oracle's own counts: no violation.
+		{"oracle", []int{2, 4, 3}, 1, 0, 0, 20},
+		// 5, 5, 5: 1.0 2.5 | 1.25 0.5 | 1.5 1.5: 1.0 is not over capacity.
+		{"heavy", []int{5, 5, 5}, 5.0 / 3, 8.0 / 12, (1.5 + 0.25 + 0.5 + 0.5) / 4, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tl, err := Evaluate(r, seq{c.counts}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tl.HostSamples != 12 {
+				t.Errorf("host-samples %d, want 12", tl.HostSamples)
+			}
+			check := func(what string, got, want float64) {
+				t.Helper()
+				if math.Abs(got-want) > 1e-9 {
+					t.Errorf("%s = %v, want %v", what, got, want)
+				}
+			}
+			check("density", tl.Density(), c.density)
+			check("violation rate", tl.ViolationRate(), c.viol)
+			check("severity", tl.Severity(), c.sev)
+			check("changes per hour", tl.ChangesPerHour(), c.changesH)
+		})
+	}
+}
+
+// Per-replica window 0.1 0.2 0.3 0.4: mean 0.25, std sqrt(0.0125), p90
+// 0.37, p95 0.385, max 0.4 (quantiles interpolate between order statistics).
+func TestBaselinesOnHandWindow(t *testing.T) {
+	r := handReplay(t, []float64{0.1, 0.2, 0.3, 0.4, 0.05}, handScenario(4, 1), 0.125)
+	st := r.Stats(0)
+	want := WindowStats{Mean: 0.25, Std: math.Sqrt(0.0125), P50: 0.25, P90: 0.37, P95: 0.385, P99: 0.397, Max: 0.4, MeanLast5: 0.25, MaxLast5: 0.4}
+	got := []float64{st.Mean, st.Std, st.P50, st.P90, st.P95, st.P99, st.Max, st.MeanLast5, st.MaxLast5}
+	exp := []float64{want.Mean, want.Std, want.P50, want.P90, want.P95, want.P99, want.Max, want.MeanLast5, want.MaxLast5}
+	for i := range got {
+		if math.Abs(got[i]-exp[i]) > 1e-12 {
+			t.Fatalf("window stats %+v, want %+v", *st, want)
+		}
+	}
+	for _, c := range []struct {
+		p    Policy
+		knob float64
+		want int
+	}{
+		{RequestSum(), 1, 8},       // 1 / 0.125
+		{RequestSum(), 0.5, 4},     // 0.5 / 0.125
+		{P95Window(), 0, 2},        // 1 / 0.385 = 2.6
+		{P95Window(), 1, 1},        // 1 / 0.77
+		{MaxWindow(), 0, 2},        // 1 / 0.4 = 2.5
+		{MaxWindow(), 0.25, 2},     // 1 / 0.5 = 2 exactly
+		{MaxWindow(), 2, 0},        // 1 / 1.2
+		{NSigma(), 0, 2},           // max(0.25, p90 0.37)
+		{NSigma(), 10, 0},          // 0.25 + 1.118
+		{NSigma(), 1, 2},           // 0.25 + 0.1118 < p90: p90
+		{UsageThreshold(), 0.5, 2}, // 0.25 / 0.5
+		{UsageThreshold(), 1, 4},   // 0.25
+	} {
+		d, err := c.p.New(r, c.knob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []int{-1, -1}
+		if err := d.Decide(0, []int{0, 0}, out); err != nil {
+			t.Fatal(err)
+		}
+		if out[0] != c.want || out[1] != c.want {
+			t.Errorf("%s knob %g: counts %v, want %d on both hosts", c.p.Name(), c.knob, out, c.want)
+		}
+	}
+}
+
+// The oracle's count fits every sample of its block, and one replica more
+// would not, on phase-shifted replicas of a real series.
+func TestOracleIsTheLargestSafeCount(t *testing.T) {
+	all := loadCrane(t)
+	r, err := Prepare(all[6], Shifted(), 1) // series3: the shortest window of variety
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h := 0; h < r.Hosts(); h++ {
+		for d := 0; d < r.Decisions(); d += 7 {
+			n := r.Oracle(h, d)
+			lo, hi := r.Block(d)
+			over := func(n int) bool {
+				for s := lo; s < hi; s++ {
+					if r.HostUsage(h, n, s) > 1 {
+						return true
+					}
+				}
+				return false
+			}
+			if over(n) {
+				t.Fatalf("host %d decision %d: oracle %d overloads", h, d, n)
+			}
+			if n < r.MaxReplicas() && !over(n+1) {
+				t.Fatalf("host %d decision %d: oracle %d, but %d fit", h, d, n, n+1)
+			}
+		}
+	}
+}
+
+// With phase-shifted replicas, replica n's usage is the series, shifted by
+// at most MaxShift samples and scaled within ScaleJitter.
+func TestShiftedReplicasFollowTheSeries(t *testing.T) {
+	all := loadCrane(t)
+	sc := Shifted()
+	r, err := Prepare(all[0], sc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h := 0; h < r.Hosts(); h++ {
+		for s := sc.MaxShift; s < len(r.Usage); s += 97 {
+			lo, hi := math.Inf(1), 0.0
+			for _, v := range r.Usage[s-sc.MaxShift : s+1] {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+			for n := 1; n <= r.MaxReplicas(); n++ {
+				one := r.HostUsage(h, n, s) - r.HostUsage(h, n-1, s)
+				if one < (1-sc.ScaleJitter)*lo*(1-1e-5)-1e-5 || one > (1+sc.ScaleJitter)*hi*(1+1e-5)+1e-5 {
+					t.Fatalf("host %d sample %d replica %d uses %v, outside [%v, %v]", h, s, n, one, (1-sc.ScaleJitter)*lo, (1+sc.ScaleJitter)*hi)
+				}
+			}
+		}
+	}
+}
+
+func TestCalibratedSlack(t *testing.T) {
+	all := loadCrane(t)
+	sc := Shifted()
+	f, err := CalibrateRequests(all, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []*Replay
+	for _, s := range all {
+		r, err := Prepare(s, sc, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	med, _ := SlackStats(rs)
+	if math.Abs(med-sc.TargetSlack) > 1e-3 {
+		t.Fatalf("median slack %v after calibration (factor %v), want %v", med, f, sc.TargetSlack)
+	}
+}
+
+func TestRunIsDeterministicAcrossWorkers(t *testing.T) {
+	all := loadCrane(t)[:3]
+	pols := []Policy{RequestSum(), NSigma(), Oracle()}
+	a, err := Run(context.Background(), all, Shifted(), pols, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(context.Background(), all, Shifted(), pols, Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a.Curves, b.Curves) {
+		t.Fatal("one worker and two workers gave different curves")
+	}
+}
+
+func TestTraceAgreesWithEvaluate(t *testing.T) {
+	all := loadCrane(t)
+	r, err := Prepare(all[0], Shifted(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := Evaluate(r, NSigma(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hosts, err := Trace(r, NSigma(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	viol := 0
+	for _, h := range hosts {
+		for i, n := range h.Counts {
+			sum += float64(n)
+			if h.Usage[i] > 1 {
+				viol++
+			}
+		}
+	}
+	if sum != tl.Replicas || viol != tl.Violations {
+		t.Fatalf("trace: %v replicas, %d violations; evaluate: %v, %d", sum, viol, tl.Replicas, tl.Violations)
+	}
+}
+
+func TestScenarioValidation(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		edit  func(*Scenario)
+	}{
+		{"p99", func(s *Scenario) { s.P99 = 0 }},
+		{"window", func(s *Scenario) { s.Window = 1 }},
+		{"interval", func(s *Scenario) { s.Interval = 0 }},
+		{"hosts", func(s *Scenario) { s.Hosts = 0 }},
+		{"max_replicas", func(s *Scenario) { s.MaxReplicas = 0 }},
+		{"max_shift", func(s *Scenario) { s.MaxShift = -1 }},
+		{"scale_jitter", func(s *Scenario) { s.ScaleJitter = 1 }},
+		{"request_quantile", func(s *Scenario) { s.RequestQuantile = 0 }},
+		{"target_slack", func(s *Scenario) { s.TargetSlack = 1 }},
+	} {
+		s := Shifted()
+		c.edit(&s)
+		err := s.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s: error %v, want one naming the field", c.field, err)
+		}
+	}
+	if _, err := ScenarioByName("nope"); err == nil || !strings.Contains(err.Error(), "shifted") {
+		t.Errorf("unknown scenario: %v", err)
+	}
+	if err := Yardstick().Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	pt := func(d, v float64) []Point {
+		return []Point{{Density: d, ViolationRate: v}, {Density: d + 0.5, ViolationRate: 0.5}}
+	}
+	rep := &Report{Curves: []Curve{
+		{Policy: PolicyRequestSum, Points: pt(0.3, 0.001)},
+		{Policy: PolicyP95Window, Points: pt(0.6, 0.009)},
+		{Policy: PolicyMaxWindow, Points: pt(0.5, 0.0)},
+		{Policy: PolicyNSigma, Points: pt(0.9, 0.02)}, // nothing within 1%
+		{Policy: PolicyOracle, Points: []Point{{Density: 1}}},
+		{Policy: PolicyActivation, Points: pt(0.7, 0.01)},
+		{Policy: PolicyLinear, Points: pt(0.95, 0.0)}, // not a baseline
+	}}
+	s := rep.Summarize(0.01)
+	if s.BestBaseline != PolicyP95Window || s.BestBaselineDensity != 0.6 || s.RequestSumDensity != 0.3 || s.ActivationDensity != 0.7 || s.OracleDensity != 1 {
+		t.Fatalf("summary %+v", s)
+	}
+	for what, c := range map[string]struct {
+		got  *float64
+		want float64
+	}{
+		"gain vs request-sum":   {s.GainVsRequestSum, 0.7/0.3 - 1},
+		"gain vs best baseline": {s.GainVsBestBaseline, 0.7/0.6 - 1},
+		"gap closed":            {s.GapClosed, 0.25},
+	} {
+		if c.got == nil || math.Abs(*c.got-c.want) > 1e-12 {
+			t.Errorf("%s = %v, want %v", what, c.got, c.want)
+		}
+	}
+	// With no request-sum setting within budget the gain is undefined.
+	rep.Curves[0].Points = pt(0.3, 0.5)
+	if s := rep.Summarize(0.01); s.GainVsRequestSum != nil {
+		t.Errorf("gain vs request-sum %v with request-sum at density 0, want undefined", *s.GainVsRequestSum)
+	}
+}
+
+func TestBestWithinBudget(t *testing.T) {
+	c := Curve{Points: []Point{
+		{Knob: 1, Density: 0.5, ViolationRate: 0.001},
+		{Knob: 2, Density: 0.7, ViolationRate: 0.01},
+		{Knob: 3, Density: 0.7, ViolationRate: 0.005},
+		{Knob: 4, Density: 0.9, ViolationRate: 0.0101},
+	}}
+	for _, tc := range []struct {
+		budget float64
+		knob   float64
+		ok     bool
+	}{{0.01, 3, true}, {0.002, 1, true}, {0.0005, 0, false}, {0.02, 4, true}} {
+		p, _, ok := c.Best(tc.budget)
+		if ok != tc.ok || (ok && p.Knob != tc.knob) {
+			t.Errorf("budget %g: knob %g ok %v, want knob %g ok %v", tc.budget, p.Knob, ok, tc.knob, tc.ok)
+		}
+	}
+}
+
+func TestPrepareRejectsShortAndFlatSeries(t *testing.T) {
+	short := traces.Series{Name: "short", Times: []int64{1, 2, 3}, Values: []float64{1, 2, 3}}
+	if _, err := Prepare(short, Shifted(), 1); err == nil || !strings.Contains(err.Error(), "window") {
+		t.Errorf("short series: %v", err)
+	}
+	flat := traces.Series{Name: "zero"}
+	for i := 0; i < 200; i++ {
+		flat.Times = append(flat.Times, int64(i))
+		flat.Values = append(flat.Values, 0)
+	}
+	if _, err := Prepare(flat, Shifted(), 1); err == nil {
+		t.Error("all-zero series accepted")
+	}
+}
