@@ -304,7 +304,9 @@ func (fw *featureWork) compute(o *Observation) {
 	if o.MemoryCapacityMB > 0 {
 		var memMax float64
 		for _, s := range o.Samples {
-			memMax = math.Max(memMax, s.MemoryMB/o.MemoryCapacityMB)
+			if m := s.MemoryMB / o.MemoryCapacityMB; m > memMax {
+				memMax = m
+			}
 		}
 		f[fMemHostMax] = memMax
 		f[fMemReplicaDemand] = o.ReplicaMemoryDemandMB / o.MemoryCapacityMB

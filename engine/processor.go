@@ -61,6 +61,57 @@ type compiledLayer struct {
 	neg     []uint64 // neg[u*words:(u+1)*words]: targets v with w(u,v) < 0
 	// logAbsW[v*in+u] = log|w(u,v)|, for the strongest-branch search.
 	logAbsW []float64
+	// A layer with few edges also keeps them in compressed sparse rows and
+	// its forward pass reads only those (a dense BLAS product otherwise).
+	sparse bool
+	rowPtr []int32 // edges of node v: rowPtr[v]..rowPtr[v+1]
+	colIdx []int32
+	vals   []float64
+}
+
+// sparseDensity is the share of nonzero weights below which a layer's
+// forward pass uses its sparse rows instead of a dense product.
+const sparseDensity = 0.15
+
+func (cl *compiledLayer) compress() {
+	nz := 0
+	for _, w := range cl.w.Data {
+		if w != 0 {
+			nz++
+		}
+	}
+	if float64(nz) >= sparseDensity*float64(len(cl.w.Data)) {
+		return
+	}
+	cl.sparse = true
+	cl.rowPtr = make([]int32, cl.out+1)
+	cl.colIdx = make([]int32, 0, nz)
+	cl.vals = make([]float64, 0, nz)
+	for v := 0; v < cl.out; v++ {
+		for u, w := range cl.w.Data[v*cl.in : (v+1)*cl.in] {
+			if w != 0 {
+				cl.colIdx = append(cl.colIdx, int32(u))
+				cl.vals = append(cl.vals, w)
+			}
+		}
+		cl.rowPtr[v+1] = int32(len(cl.colIdx))
+	}
+}
+
+// product sets y = W x + b.
+func (cl *compiledLayer) product(x, y []float64) {
+	if cl.sparse {
+		for v := range y {
+			sum := cl.b[v]
+			for k := cl.rowPtr[v]; k < cl.rowPtr[v+1]; k++ {
+				sum += cl.vals[k] * x[cl.colIdx[k]]
+			}
+			y[v] = sum
+		}
+		return
+	}
+	copy(y, cl.b)
+	blas64.Gemv(blas.NoTrans, 1, cl.w, blas64.Vector{N: cl.in, Inc: 1, Data: x}, 1, blas64.Vector{N: cl.out, Inc: 1, Data: y})
 }
 
 // NewProcessor validates m and compiles it.
@@ -131,6 +182,7 @@ func NewProcessor(m *Model) (*Processor, error) {
 				}
 			}
 		}
+		cl.compress()
 		p.layers = append(p.layers, cl)
 		in = out
 	}
@@ -259,8 +311,7 @@ func (p *Processor) forward(x []float64, ws *Workspace) {
 	for l := range p.layers {
 		cl := &p.layers[l]
 		y := ws.act[l+1]
-		copy(y, cl.b)
-		blas64.Gemv(blas.NoTrans, 1, cl.w, blas64.Vector{N: cl.in, Inc: 1, Data: ws.act[l]}, 1, blas64.Vector{N: cl.out, Inc: 1, Data: y})
+		cl.product(ws.act[l], y)
 		applyActivation(cl.act, y)
 		hb := ws.holds[l+1]
 		clear(hb)

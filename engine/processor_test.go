@@ -284,6 +284,12 @@ func randomModel(r *rand.Rand) *Model {
 	for i := 0; i < in; i++ {
 		m.Inputs = append(m.Inputs, Node{Name: "x" + string(rune('a'+i)), Countable: r.IntN(3) > 0})
 	}
+	// Most models keep a third of their weights zero (dense products);
+	// some keep nine in ten zero, which exercises the sparse forward pass.
+	zeroShare := 1.0 / 3
+	if r.IntN(4) == 0 {
+		zeroShare = 0.9
+	}
 	prev := in
 	for l := 0; l < depth; l++ {
 		w := 1 + r.IntN(5)
@@ -296,7 +302,7 @@ func randomModel(r *rand.Rand) *Model {
 		for j := 0; j < w; j++ {
 			row := make([]float64, prev)
 			for i := range row {
-				if r.IntN(3) > 0 { // a third of the weights are zero: sparse
+				if r.Float64() >= zeroShare {
 					row[i] = r.NormFloat64()
 				}
 			}
@@ -314,12 +320,19 @@ func randomModel(r *rand.Rand) *Model {
 
 func TestDynamicProgrammeMatchesEnumeration(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
-	checked, nonzero := 0, 0
+	checked, nonzero, sparseLayers, denseLayers := 0, 0, 0, 0
 	for n := 0; n < 3000; n++ {
 		m := randomModel(r)
 		p, err := NewProcessor(m)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i := range p.layers {
+			if p.layers[i].sparse {
+				sparseLayers++
+			} else {
+				denseLayers++
+			}
 		}
 		ws := NewWorkspace(p)
 		for k := 0; k < 3; k++ {
@@ -348,8 +361,12 @@ func TestDynamicProgrammeMatchesEnumeration(t *testing.T) {
 			}
 		}
 	}
-	// The random networks must exercise real branches, not only empty ones.
-	if nonzero < checked/5 {
+	// The random networks must exercise real branches, not only empty ones,
+	// through both forward products.
+	if sparseLayers == 0 || denseLayers == 0 {
+		t.Fatalf("forward products exercised: %d sparse layers, %d dense", sparseLayers, denseLayers)
+	}
+	if nonzero < checked/6 {
 		t.Fatalf("only %d of %d random cases had activated branches", nonzero, checked)
 	}
 }
