@@ -8,7 +8,12 @@ version="${TOFU_VERSION:-v1.10.6}"
 cache="${ACTIVATION_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-activation}"
 bin="$cache/tofu/$version/tofu"
 
-have() { [ -x "$bin" ] && TF_CLI_CONFIG_FILE=/dev/null "$bin" version 2>/dev/null | head -n 1 | grep -qx "OpenTofu ${version}"; }
+have() {
+  [ -x "$bin" ] || return 1
+  local v
+  v=$(TF_CLI_CONFIG_FILE=/dev/null CHECKPOINT_DISABLE=1 "$bin" version 2>/dev/null) || return 1
+  [ "${v%%$'\n'*}" = "OpenTofu $version" ]
+}
 if have; then echo "$bin"; exit 0; fi
 
 mkdir -p "$(dirname "$bin")"
