@@ -30,20 +30,72 @@ const (
 // accSetupErr is why the acceptance environment is not usable, or "".
 var accSetupErr string
 
+// clusterEnv holds the NOMAD_* variables the tests were started with. They
+// are taken out of the process environment so that nothing talking to the
+// stand-in (the provider, a Nomad API client) can pick up a developer's
+// token, namespace, region or TLS files; only the real-cluster test reads
+// them from here, and only when NOMAD_ADDR is set.
+var clusterEnv nomadEnv
+
 func TestMain(m *testing.M) {
-	accSetupErr = prepareAccEnv()
-	os.Exit(m.Run())
+	clusterEnv = takeNomadEnv()
+	var tmp string
+	accSetupErr, tmp = prepareAccEnv()
+	code := m.Run()
+	if tmp != "" {
+		if err := os.Remove(tmp); err != nil {
+			fmt.Fprintf(os.Stderr, "removing the acceptance tests' CLI config: %v\n", err)
+		}
+	}
+	os.Exit(code)
 }
+
+// nomadEnv is a set of NOMAD_* environment variables.
+type nomadEnv map[string]string
+
+// lookup reads e as os.LookupEnv reads the environment.
+func (e nomadEnv) lookup(name string) (string, bool) {
+	v, ok := e[name]
+	return v, ok
+}
+
+// realCluster reports whether the tests were started with NOMAD_ADDR: the
+// real-cluster test then reads that cluster instead of the stand-in.
+func (e nomadEnv) realCluster() bool { return e[envNomadAddr] != "" }
+
+// takeNomadEnv removes every NOMAD_* variable from the process
+// environment and returns them. Without NOMAD_ADDR (stand-in mode) there is
+// no real cluster, so none of them is kept at all.
+func takeNomadEnv() nomadEnv {
+	e := nomadEnv{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "NOMAD_") {
+			e[k] = v
+			os.Unsetenv(k)
+		}
+	}
+	if !e.realCluster() {
+		return nomadEnv{}
+	}
+	return e
+}
+
+// noEnv is an empty environment: what the stand-in tests' provider falls
+// back to, whatever the process environment holds.
+func noEnv(string) (string, bool) { return "", false }
 
 // prepareAccEnv fills in the environment terraform-plugin-testing needs to
 // drive OpenTofu, when a tofu binary is given. It never downloads anything.
-func prepareAccEnv() string {
+// It returns why the environment is not usable ("" when it is) and the
+// temporary file it created, to remove after the tests ("" for none).
+func prepareAccEnv() (setupErr, tmp string) {
 	tf := os.Getenv(envTerraformPath)
 	if tf == "" {
-		return envTerraformPath + " is not set; " + howToRun
+		return envTerraformPath + " is not set; " + howToRun, ""
 	}
 	if st, err := os.Stat(tf); err != nil || st.IsDir() {
-		return fmt.Sprintf("%s=%s is not an executable file; %s", envTerraformPath, tf, howToRun)
+		return fmt.Sprintf("%s=%s is not an executable file; %s", envTerraformPath, tf, howToRun), ""
 	}
 	setDefault := func(k, v string) {
 		if os.Getenv(k) == "" {
@@ -58,12 +110,15 @@ func prepareAccEnv() string {
 	if c := os.Getenv(envCLIConfig); c == "" || !fileExists(c) {
 		f, err := os.CreateTemp("", "activation-acc-*.tfrc")
 		if err != nil {
-			return "cannot create an empty CLI config: " + err.Error()
+			return "cannot create an empty CLI config: " + err.Error(), ""
 		}
-		f.Close()
-		os.Setenv(envCLIConfig, f.Name())
+		tmp = f.Name()
+		if err := f.Close(); err != nil {
+			return "cannot create an empty CLI config: " + err.Error(), tmp
+		}
+		os.Setenv(envCLIConfig, tmp)
 	}
-	return ""
+	return "", tmp
 }
 
 func fileExists(p string) bool {
@@ -96,8 +151,17 @@ func accTest(t *testing.T, tc resource.TestCase) {
 	resource.Test(t, tc)
 }
 
-var providerFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	TypeName: providerserver.NewProtocol6WithError(New("test")()),
+// providerFactories serve the provider with no NOMAD_* fallbacks: the
+// tests that use them talk to the stand-in, which must never receive a
+// token (or namespace, region, TLS files) from the environment.
+var providerFactories = factoriesWithEnv(noEnv)
+
+// factoriesWithEnv serve the provider with its NOMAD_* fallbacks read
+// through getenv.
+func factoriesWithEnv(getenv func(string) (string, bool)) map[string]func() (tfprotov6.ProviderServer, error) {
+	return map[string]func() (tfprotov6.ProviderServer, error){
+		TypeName: providerserver.NewProtocol6WithError(newWithEnv("test", getenv)()),
+	}
 }
 
 // ---- HCL rendering helpers ----

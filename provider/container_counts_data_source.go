@@ -182,8 +182,29 @@ func (d *containerCountsDataSource) ValidateConfig(_ context.Context, req dataso
 		validateQuotaBounds(top[root], path.Root(root), &resp.Diagnostics)
 	}
 	for _, root := range []string{attrFirst, attrSecond} {
+		if m := knownAttrs(top[root]); m != nil {
+			for _, name := range []string{obsRunningReplicas, obsWantedReplicas} {
+				checkWholeNumber(m[name], path.Root(root).AtName(name), &resp.Diagnostics)
+			}
+		}
 		validateSampleOrder(top[root], path.Root(root).AtName(obsUsageSamples), &resp.Diagnostics)
 	}
+}
+
+// checkWholeNumber adds a diagnostic on p when v is a known number with a
+// fraction, for an integer attribute. The framework rejects such a value
+// too, but with a conversion error that names neither the attribute nor
+// the reason; this one runs first and says both.
+func checkWholeNumber(v tftypes.Value, p path.Path, diags *diag.Diagnostics) {
+	if !v.IsKnown() || v.IsNull() || !v.Type().Is(tftypes.Number) {
+		return
+	}
+	var bf big.Float
+	if v.As(&bf) != nil || bf.IsInt() {
+		return
+	}
+	diags.AddAttributeError(p, "Not a whole number",
+		fmt.Sprintf("Attribute %s is %s; it must be a whole number.", p, bf.Text('g', -1)))
 }
 
 // knownInt is v as an integer when it is a known whole number.
@@ -208,12 +229,14 @@ func knownAttrs(v tftypes.Value) map[string]tftypes.Value {
 	return m
 }
 
-// validateQuotaBounds: min <= max.
+// validateQuotaBounds: min <= max, both whole numbers.
 func validateQuotaBounds(quota tftypes.Value, p path.Path, diags *diag.Diagnostics) {
 	m := knownAttrs(quota)
 	if m == nil {
 		return
 	}
+	checkWholeNumber(m[quotaMin], p.AtName(quotaMin), diags)
+	checkWholeNumber(m[quotaMax], p.AtName(quotaMax), diags)
 	lo, okLo := knownInt(m[quotaMin])
 	hi, okHi := knownInt(m[quotaMax])
 	if okLo && okHi && lo > hi {
@@ -223,7 +246,8 @@ func validateQuotaBounds(quota tftypes.Value, p path.Path, diags *diag.Diagnosti
 	}
 }
 
-// validateSampleOrder: sample times strictly increase, oldest first.
+// validateSampleOrder: sample times are whole numbers that strictly
+// increase, oldest first.
 func validateSampleOrder(observation tftypes.Value, p path.Path, diags *diag.Diagnostics) {
 	m := knownAttrs(observation)
 	if m == nil {
@@ -235,7 +259,9 @@ func validateSampleOrder(observation tftypes.Value, p path.Path, diags *diag.Dia
 	}
 	prev, havePrev := int64(0), false
 	for i, el := range samples {
-		t, ok := knownInt(knownAttrs(el)[sampleTime])
+		tv := knownAttrs(el)[sampleTime]
+		checkWholeNumber(tv, p.AtListIndex(i).AtName(sampleTime), diags)
+		t, ok := knownInt(tv)
 		if !ok {
 			havePrev = false
 			continue

@@ -590,7 +590,11 @@ func TestAccContainerCounts_validationErrors(t *testing.T) {
 		{"requested cpu negative", mutated(set(attrSecond, obsRequestedCPUMHz, "-5")), `Attribute second\.requested_cpu_mhz value must be between`},
 		{"requested memory negative", mutated(set(attrFirst, obsRequestedMemoryMB, "-5")), `Attribute first\.requested_memory_mb value must be between`},
 		{"running replicas negative", mutated(set(attrFirst, obsRunningReplicas, "-1")), `Attribute first\.running_replicas value must be between 0 and`},
-		{"running replicas fractional", mutated(set(attrFirst, obsRunningReplicas, "1.5")), `running_replicas`},
+		{"running replicas fractional", mutated(set(attrFirst, obsRunningReplicas, "1.5")), `Attribute first\.running_replicas is 1\.5; it must be a whole number`},
+		{"wanted replicas fractional", mutated(set(attrSecond, obsWantedReplicas, "2.25")), `Attribute second\.wanted_replicas is 2\.25; it must be a whole number`},
+		{"sample time fractional", mutated(set(attrFirst, obsUsageSamples, samplesHCL(60, 100, 120.5, 110))),
+			`Attribute first\.usage_samples\[1\]\.time is 120\.5; it must be a whole number`},
+		{"quota min fractional", mutated(top(attrFirstQuota, "{ min = 0.5, max = 4 }")), `Attribute first_quota\.min is 0\.5; it must be a whole number`},
 		{"replica demand zero", mutated(set(attrSecond, obsReplicaCPUDemandMHz, "0")), `Attribute second\.replica_cpu_demand_mhz is 0; it must be a finite number greater than 0`},
 		{"replica memory negative", mutated(set(attrSecond, obsReplicaMemoryDemandMB, "-1")), `Attribute second\.replica_memory_demand_mb value must be between`},
 		{"wanted replicas negative", mutated(set(attrSecond, obsWantedReplicas, "-2")), `Attribute second\.wanted_replicas value must be between 0 and`},
@@ -872,6 +876,13 @@ func TestContainerCountsValidateConfig(t *testing.T) {
 		{"unknown time", func(top map[string]tftypes.Value) {
 			setSampleTime(top, attrFirst, 1, unknown)
 		}, nil},
+		{"fractional counts", func(top map[string]tftypes.Value) {
+			half := tftypes.NewValue(tftypes.Number, big.NewFloat(2.5))
+			top[attrFirst] = withAttr(t, top[attrFirst], obsRunningReplicas, half)
+			top[attrSecond] = withAttr(t, top[attrSecond], obsWantedReplicas, half)
+			top[attrFirstQuota] = withAttr(t, top[attrFirstQuota], quotaMax, half)
+			setSampleTime(top, attrSecond, 2, tftypes.NewValue(tftypes.Number, big.NewFloat(float64(testSecond(t).Samples[2].Time)+0.5)))
+		}, []string{"first_quota.max", "first.running_replicas", "second.wanted_replicas", "second.usage_samples[2].time"}},
 		{"unknown observation", func(top map[string]tftypes.Value) {
 			top[attrFirst] = tftypes.NewValue(top[attrFirst].Type(), tftypes.UnknownValue)
 		}, nil},

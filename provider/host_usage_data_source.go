@@ -15,9 +15,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
@@ -143,7 +145,7 @@ func (d *hostUsageDataSource) ConfigValidators(context.Context) []datasource.Con
 }
 
 // ValidateConfig: without a job there is no task group to take the replica
-// demand from, so it must be given.
+// demand from, so it must be given; counts are whole numbers.
 func (d *hostUsageDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	var job types.String
 	var demand types.Float64
@@ -155,6 +157,12 @@ func (d *hostUsageDataSource) ValidateConfig(ctx context.Context, req datasource
 	if job.IsNull() && demand.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root(huReplicaCPU), "Replica demand needed",
 			"Attribute replica_cpu_demand_mhz must be set when no job is named: the demand of one replica is otherwise taken from the job's task group.")
+	}
+	var top map[string]tftypes.Value // the configuration's own map: read only
+	if req.Config.Raw.As(&top) == nil {
+		for _, name := range []string{huWantedReplicas, huSamples, huSampleInterval} {
+			checkWholeNumber(top[name], path.Root(name), &resp.Diagnostics)
+		}
 	}
 }
 
@@ -305,16 +313,17 @@ func (m *hostUsageModel) selectorPath() path.Path {
 }
 
 // addNomadError turns a usage read error into a diagnostic on the
-// attribute at fault, or a general one saying what Nomad answered.
-func addNomadError(diags interface {
-	AddAttributeError(path.Path, string, string)
-	AddError(string, string)
-}, m *hostUsageModel, s *nomadSettings, err error) {
+// attribute at fault, or a general one saying what Nomad answered. The
+// attribute comes from the error's nomadusage sentinel and from which
+// attributes m sets, never from the error's text.
+func addNomadError(diags *diag.Diagnostics, m *hostUsageModel, s *nomadSettings, err error) {
 	msg := redact(err.Error(), s.Config.SecretID)
 	var ue api.UnexpectedResponseError
 	hasStatus := errors.As(err, &ue) && ue.HasStatusCode()
+	jobSet := !m.Job.IsNull()
 	switch {
-	case errors.Is(err, nomadusage.ErrNodeNotFound), errors.Is(err, nomadusage.ErrAmbiguous), errors.Is(err, nomadusage.ErrNodeNotReady):
+	case errors.Is(err, nomadusage.ErrNodeNotFound), errors.Is(err, nomadusage.ErrAmbiguous),
+		errors.Is(err, nomadusage.ErrNodeNotReady), errors.Is(err, nomadusage.ErrNoSelector):
 		p := m.selectorPath()
 		diags.AddAttributeError(p, "Cannot find the host", fmt.Sprintf("Attribute %s: %s.", p, msg))
 	case errors.Is(err, nomadusage.ErrJobNotFound):
@@ -323,10 +332,19 @@ func addNomadError(diags interface {
 			p = path.Root(huGroup) // the job exists, the group does not
 		}
 		diags.AddAttributeError(p, "Cannot find the workload", fmt.Sprintf("Attribute %s: %s.", p, msg))
-	case errors.Is(err, nomadusage.ErrBadQuery) && strings.Contains(msg, "groups"):
-		diags.AddAttributeError(path.Root(huGroup), "Task group needed", fmt.Sprintf("Attribute group: %s.", msg))
-	case errors.Is(err, nomadusage.ErrMissingData) && strings.Contains(msg, huReplicaCPU):
-		diags.AddAttributeError(path.Root(huReplicaCPU), "Replica demand needed", fmt.Sprintf("Attribute %s: %s.", huReplicaCPU, msg))
+	case errors.Is(err, nomadusage.ErrBadQuery) && jobSet && m.Group.IsNull():
+		// The schema's validators rule out every other bad query: with a
+		// job and no group, the job has several groups to choose from.
+		diags.AddAttributeError(path.Root(huGroup), "Task group needed", fmt.Sprintf("Attribute %s: %s.", huGroup, msg))
+	case errors.Is(err, nomadusage.ErrBadQuery):
+		diags.AddError("Invalid usage query", msg)
+	case errors.Is(err, nomadusage.ErrMissingData) && jobSet && m.ReplicaCPUDemandMHz.IsNull():
+		// The demand was to come from the task group's CPU request.
+		diags.AddAttributeError(path.Root(huReplicaCPU), "Nomad did not report everything the read needs",
+			fmt.Sprintf("Attribute %s is unset, so the demand of one replica comes from the task group's CPU request: %s. "+
+				"If the task group requests no CPU, set %s.", huReplicaCPU, msg, huReplicaCPU))
+	case errors.Is(err, nomadusage.ErrMissingData):
+		diags.AddError("Nomad did not report everything the read needs", fmt.Sprintf("Nomad at %s: %s.", s.Config.Address, msg))
 	case hasStatus && ue.StatusCode() == http.StatusForbidden:
 		diags.AddError("Nomad refused the request",
 			fmt.Sprintf("Nomad at %s answered 403 (permission denied): the ACL token in the provider's nomad.token (or NOMAD_TOKEN) is missing, unknown or may not read nodes and allocations. %s", s.Config.Address, msg))

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
@@ -303,19 +305,23 @@ func TestAccHostUsage_poolAndClass(t *testing.T) {
 }
 
 // TestAccHostUsage_cluster reads a node of the real cluster named by
-// NOMAD_ADDR (NOMAD_TOKEN... as the Nomad CLI reads them) when it is set,
-// else of the stand-in, and checks what holds on any cluster: the node
-// found, its capacity, one non-negative sample, an observation the engine
-// accepts.
+// NOMAD_ADDR (with NOMAD_TOKEN... as the tests were started with them) when
+// it is set, else of the stand-in, and checks what holds on any cluster:
+// the node found, its capacity, one non-negative sample, an observation the
+// engine accepts.
 func TestAccHostUsage_cluster(t *testing.T) {
 	var client *api.Client
 	provider := ""
-	if os.Getenv("NOMAD_ADDR") != "" {
-		c, err := api.NewClient(api.DefaultConfig())
+	factories := providerFactories
+	if clusterEnv.realCluster() {
+		// The provider and this test's client resolve the same NOMAD_*
+		// variables, the way the provider does for its users.
+		settings := resolveNomadSettings(nil, clusterEnv.lookup)
+		c, err := settings.client()
 		if err != nil {
 			t.Fatalf("client for NOMAD_ADDR: %v", err)
 		}
-		client = c // the provider falls back to the same NOMAD_* variables
+		client, factories = c, factoriesWithEnv(clusterEnv.lookup)
 	} else {
 		f := newUsageFixture(t)
 		client, provider = f.client, f.providerHCL("")
@@ -337,7 +343,7 @@ func TestAccHostUsage_cluster(t *testing.T) {
 	q := nomadusage.Query{Host: nomadusage.HostSelector{NodeID: node.ID}, ReplicaCPUDemandMHz: 100}
 	w := expectedReading(t, client, q).Observation
 	addr := "data.activation_host_usage.test"
-	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+	accTest(t, resource.TestCase{ProtoV6ProviderFactories: factories, Steps: []resource.TestStep{{
 		Config: provider + usageConfig("test", map[string]string{huNodeID: hclString(node.ID), huReplicaCPU: "100"}),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huNodeName), knownvalue.StringExact(node.Name)),
@@ -355,10 +361,51 @@ func TestAccHostUsage_cluster(t *testing.T) {
 	}}})
 }
 
+// TestAccHostUsage_standInIgnoresNomadEnv: whatever NOMAD_* variables the
+// process has, the provider the stand-in tests run never falls back to
+// them, so a developer's token, namespace or region never reaches the
+// stand-in. Not parallel: it sets the environment, which the parallel tests
+// only see restored (they resume after every sequential test has ended).
+func TestAccHostUsage_standInIgnoresNomadEnv(t *testing.T) {
+	accPreCheck(t)
+	const namespace, region = "elsewhere-ns", "elsewhere-region"
+	t.Setenv(envNomadToken, secretToken)
+	t.Setenv(envNomadNamespace, namespace)
+	t.Setenv(envNomadRegion, region)
+	// The variables are really set: a provider reading the process's
+	// environment (as users run it) would send them.
+	if got := resolveNomadSettings(nil, os.LookupEnv); got.Config.SecretID != secretToken || got.Config.Namespace != namespace {
+		t.Fatalf("the environment does not hold the test's NOMAD_* variables: %+v", got.Config)
+	}
+	f := newUsageFixture(t)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { accPreCheck(t) },
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config: f.providerHCL("") + usageConfig("test", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huNamespace), knownvalue.StringExact("default")),
+			},
+		}},
+	})
+	reqs := f.s.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the stand-in received no request")
+	}
+	for _, r := range reqs {
+		if r.HadToken {
+			t.Errorf("request %s %s carried a token from the environment", r.Method, r.Path)
+		}
+		if strings.Contains(r.Query, namespace) || strings.Contains(r.Query, region) {
+			t.Errorf("request %s %s?%s carried NOMAD_NAMESPACE or NOMAD_REGION", r.Method, r.Path, r.Query)
+		}
+	}
+}
+
 func TestAccHostUsage_errors(t *testing.T) {
 	type fixtureCase struct {
 		name  string
-		setup func(f *usageFixture) (token string)
+		setup func(t *testing.T, f *usageFixture) (token string)
 		attrs func(f *usageFixture) map[string]string
 		want  string
 	}
@@ -375,9 +422,9 @@ func TestAccHostUsage_errors(t *testing.T) {
 		{"several nodes match", nil, func(*usageFixture) map[string]string {
 			return map[string]string{huNodePool: `"edge"`, huReplicaCPU: "100"}
 		}, `Attribute node_pool: .*several nodes match: host-a .* host-b`},
-		{"node not ready", func(f *usageFixture) string {
+		{"node not ready", func(t *testing.T, f *usageFixture) string {
 			if err := f.s.SetNodeStatus(f.nodeA, api.NodeStatusDown); err != nil {
-				panic(err)
+				t.Fatal(err)
 			}
 			return ""
 		}, byName("host-a"), `Attribute node_name: .*not ready`},
@@ -388,25 +435,35 @@ func TestAccHostUsage_errors(t *testing.T) {
 			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"middle"`}
 		}, `Attribute group: .*no task group "middle"`},
 		{"job with several groups needs one", nil, byName("host-a"), `Attribute group: .*has 2 groups`},
-		{"forbidden token", func(f *usageFixture) string {
+		{"task group requests no CPU", func(t *testing.T, f *usageFixture) string {
+			if err := f.s.AddJob(nomadstandin.JobSpec{ID: "idle", Groups: []nomadstandin.GroupSpec{
+				{Name: "main", Count: 1, MemoryMB: 64, NodeID: f.nodeC},
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}, func(*usageFixture) map[string]string {
+			return map[string]string{huNodeName: `"host-c"`, huJob: `"idle"`}
+		}, `Attribute replica_cpu_demand_mhz is unset, so the demand of one replica comes from the task group's CPU request`},
+		{"forbidden token", func(_ *testing.T, f *usageFixture) string {
 			f.s.RequireToken("the-right-token", nomadstandin.TokenPolicy{})
 			return secretToken
 		}, func(*usageFixture) map[string]string {
 			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}
 		}, `Nomad refused the request.*answered 403`},
-		{"missing token", func(f *usageFixture) string {
+		{"missing token", func(_ *testing.T, f *usageFixture) string {
 			f.s.RequireToken(secretToken, nomadstandin.TokenPolicy{})
 			return ""
 		}, func(*usageFixture) map[string]string {
 			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}
 		}, `answered 403`},
-		{"server error", func(f *usageFixture) string {
+		{"server error", func(_ *testing.T, f *usageFixture) string {
 			f.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Status: 500, Message: "stats backend down"})
 			return ""
 		}, func(*usageFixture) map[string]string {
 			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}
 		}, `answered HTTP 500 .*stats backend down`},
-		{"server unreachable", func(f *usageFixture) string { f.s.Stop(); return "" },
+		{"server unreachable", func(_ *testing.T, f *usageFixture) string { f.s.Stop(); return "" },
 			byName("host-a"), `Cannot read the host's usage from Nomad`},
 	}
 	for _, c := range cases {
@@ -414,7 +471,7 @@ func TestAccHostUsage_errors(t *testing.T) {
 			f := newUsageFixture(t)
 			token := ""
 			if c.setup != nil {
-				token = c.setup(f)
+				token = c.setup(t, f)
 			}
 			accTest(t, resource.TestCase{Steps: []resource.TestStep{{
 				Config:      f.providerHCL(token) + usageConfig("test", c.attrs(f)),
@@ -456,6 +513,7 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		{"samples zero", cfg("", with(huSamples, "0")), `Attribute samples value must be between 1 and 60`},
 		{"interval too long", cfg("", with(huSampleInterval, "11")), `Attribute sample_interval_seconds value must be between 1 and 10`},
 		{"wanted replicas negative", cfg("", with(huWantedReplicas, "-1")), `Attribute wanted_replicas value must be between`},
+		{"samples fractional", cfg("", with(huSamples, "2.5")), `Attribute samples is 2\.5; it must be a whole number`},
 		{"empty label", cfg("", with(huLabel, `""`)), `Attribute label string length must be between 1 and`},
 		{"empty node name", cfg("", with(huNodeName, `""`)), `Attribute node_name string length must be between 1 and`},
 		{"empty namespace", cfg("", with(huNamespace, `""`)), `Attribute namespace string length must be between 1 and`},
@@ -471,4 +529,108 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 			`Attribute "nomad\.(ca_file|skip_verify)" cannot be specified when "nomad\.(ca_file|skip_verify)" is specified`},
 		{"provider region empty", cfg(nomad(`    region = ""`), ok), `Attribute nomad\.region string length must be between 1 and`},
 	})
+}
+
+// TestAddNomadError: the attribute a read error lands on follows from its
+// nomadusage sentinel and the attributes the configuration sets, not from
+// the error's wording.
+func TestAddNomadError(t *testing.T) {
+	settings := &nomadSettings{Config: api.Config{Address: "http://nomad.test:4646", SecretID: secretToken}}
+	model := func(set func(m *hostUsageModel)) *hostUsageModel {
+		m := nullUsageModel()
+		set(&m)
+		return &m
+	}
+	byName := model(func(m *hostUsageModel) { m.NodeName = types.StringValue("h") })
+	jobOnly := model(func(m *hostUsageModel) { m.NodeName = types.StringValue("h"); m.Job = types.StringValue("j") })
+	jobGroup := model(func(m *hostUsageModel) {
+		m.NodeName = types.StringValue("h")
+		m.Job = types.StringValue("j")
+		m.Group = types.StringValue("g")
+	})
+	noJob := model(func(m *hostUsageModel) {
+		m.NodePool = types.StringValue("p")
+		m.ReplicaCPUDemandMHz = types.Float64Value(10)
+	})
+	jobDemand := model(func(m *hostUsageModel) {
+		m.NodeName = types.StringValue("h")
+		m.Job = types.StringValue("j")
+		m.ReplicaCPUDemandMHz = types.Float64Value(10)
+	})
+	notFound, forbidden, serverError := nomadErrors(t)
+	cases := []struct {
+		name    string
+		m       *hostUsageModel
+		err     error
+		path    string // "" for a diagnostic on no attribute
+		summary string
+	}{
+		{"node not found by name", byName, fmt.Errorf("x: %w", nomadusage.ErrNodeNotFound), huNodeName, "Cannot find the host"},
+		{"ambiguous pool", noJob, fmt.Errorf("x: %w", nomadusage.ErrAmbiguous), huNodePool, "Cannot find the host"},
+		{"no selector", byName, fmt.Errorf("%w: %w", nomadusage.ErrBadQuery, nomadusage.ErrNoSelector), huNodeName, "Cannot find the host"},
+		{"job 404", jobGroup, fmt.Errorf("%w: %w", nomadusage.ErrJobNotFound, notFound), huJob, "Cannot find the workload"},
+		{"group missing", jobGroup, fmt.Errorf("x: %w", nomadusage.ErrJobNotFound), huGroup, "Cannot find the workload"},
+		{"several groups, any wording", jobOnly, fmt.Errorf("%w: pick one", nomadusage.ErrBadQuery), huGroup, "Task group needed"},
+		{"bad query naming groups without a job", noJob, fmt.Errorf("%w: groups", nomadusage.ErrBadQuery), "", "Invalid usage query"},
+		{"bad query with a group set", jobGroup, fmt.Errorf("%w: groups", nomadusage.ErrBadQuery), "", "Invalid usage query"},
+		{"missing data, demand from the group", jobOnly, fmt.Errorf("%w: no CPU", nomadusage.ErrMissingData), huReplicaCPU, "Nomad did not report everything the read needs"},
+		{"missing data naming the demand, demand given", jobDemand, fmt.Errorf("%w: %s", nomadusage.ErrMissingData, huReplicaCPU), "", "Nomad did not report everything the read needs"},
+		{"missing data without a job", noJob, fmt.Errorf("%w: Memory", nomadusage.ErrMissingData), "", "Nomad did not report everything the read needs"},
+		{"forbidden", byName, forbidden, "", "Nomad refused the request"},
+		{"server error", byName, fmt.Errorf("list: %w", serverError), "", "Nomad answered with an error"},
+		{"transport", byName, errors.New("dial tcp: connection refused"), "", "Cannot read the host's usage from Nomad"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var diags diag.Diagnostics
+			addNomadError(&diags, c.m, settings, c.err)
+			if len(diags) != 1 || diags.ErrorsCount() != 1 {
+				t.Fatalf("want one error, got %v", diags)
+			}
+			d := diags[0]
+			if d.Summary() != c.summary {
+				t.Errorf("summary %q, want %q", d.Summary(), c.summary)
+			}
+			var got string
+			if wp, ok := d.(diag.DiagnosticWithPath); ok {
+				got = wp.Path().String()
+			}
+			if got != c.path {
+				t.Errorf("path %q, want %q", got, c.path)
+			}
+			if strings.Contains(d.Detail(), secretToken) {
+				t.Errorf("detail shows the token: %q", d.Detail())
+			}
+		})
+	}
+}
+
+// nomadErrors returns the errors the Nomad API client gives for a 404, a
+// 403 and a 500 (from the stand-in).
+func nomadErrors(t *testing.T) (notFound, forbidden, serverError error) {
+	t.Helper()
+	f := newUsageFixture(t)
+	_, _, notFound = f.client.Jobs().Info("nope", nil)
+	f.s.RequireToken("the-right-token", nomadstandin.TokenPolicy{})
+	wrong, err := f.s.Client(secretToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, forbidden = wrong.Nodes().List(nil)
+	right, err := f.s.Client("the-right-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/nodes", Status: 500, Message: "boom"})
+	_, _, serverError = right.Nodes().List(nil)
+	for _, c := range []struct {
+		err    error
+		status int
+	}{{notFound, 404}, {forbidden, 403}, {serverError, 500}} {
+		var ue api.UnexpectedResponseError
+		if !errors.As(c.err, &ue) || ue.StatusCode() != c.status {
+			t.Fatalf("want an HTTP %d error from the stand-in, got %v", c.status, c.err)
+		}
+	}
+	return notFound, forbidden, serverError
 }

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/hashicorp/nomad/api"
@@ -181,8 +180,6 @@ func validateNomadTLSPairs(ctx context.Context, cfg tfsdk.Config, resp *provider
 			"A client key (key_file or key_pem) needs its certificate: set cert_file or cert_pem as well.")
 	}
 }
-
-func lookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
 
 // resolveNomadSettings merges the nomad block with the NOMAD_* environment
 // variables: a value set in the block wins; an unset one falls back to its

@@ -7,6 +7,7 @@ package provider
 
 import (
 	"context"
+	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -30,13 +31,22 @@ var (
 	_ provider.ProviderWithValidateConfig = (*activationProvider)(nil)
 )
 
-// New returns a constructor of the provider at version.
+// New returns a constructor of the provider at version. Its nomad block
+// falls back to the process's NOMAD_* environment variables.
 func New(version string) func() provider.Provider {
-	return func() provider.Provider { return &activationProvider{version: version} }
+	return newWithEnv(version, os.LookupEnv)
+}
+
+// newWithEnv is New with the environment the nomad block falls back to
+// given by getenv (tests give the stand-in an environment without NOMAD_*).
+func newWithEnv(version string, getenv func(string) (string, bool)) func() provider.Provider {
+	return func() provider.Provider { return &activationProvider{version: version, getenv: getenv} }
 }
 
 type activationProvider struct {
 	version string
+	// getenv reads the NOMAD_* fallbacks of the nomad block.
+	getenv func(string) (string, bool)
 }
 
 // providerModel is the provider's configuration.
@@ -52,8 +62,8 @@ type providerData struct {
 	// a data source names none; empty means the engine's built-ins.
 	DefaultFirstModel  string
 	DefaultSecondModel string
-	// Nomad is how to reach Nomad (block then NOMAD_* fallbacks);
-	// NomadErr says why it cannot be used, when it cannot.
+	// Nomad is how to reach Nomad (block then NOMAD_* fallbacks); its Err
+	// says why it cannot be used, when it cannot.
 	Nomad nomadSettings
 }
 
@@ -113,7 +123,7 @@ func (p *activationProvider) Configure(ctx context.Context, req provider.Configu
 		resp.Diagnostics.AddAttributeError(path.Root("default_second_model"), "Unknown model source",
 			"default_second_model must be known when the provider is configured: it cannot come from a value computed during apply.")
 	}
-	data.Nomad = resolveNomadSettings(cfg.Nomad, lookupEnv)
+	data.Nomad = resolveNomadSettings(cfg.Nomad, p.getenv)
 	tflog.Debug(ctx, "activation provider configured", map[string]any{
 		"default_first_model":  data.DefaultFirstModel,
 		"default_second_model": data.DefaultSecondModel,

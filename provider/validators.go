@@ -78,10 +78,11 @@ func modelSourceValidators() []validator.String {
 	return []validator.String{stringvalidator.LengthBetween(1, 4096), modelSource{}}
 }
 
-// urlValidator accepts an http, https or unix URL with a host (or a socket
+// urlString accepts an http, https or unix URL with a host (or a socket
 // path), as the Nomad API client does.
 type urlString struct{}
 
+// urlValidator checks that a string is a URL the Nomad API client accepts.
 func urlValidator() validator.String { return urlString{} }
 
 func (urlString) Description(context.Context) string {
@@ -109,9 +110,10 @@ func (urlString) ValidateString(_ context.Context, req validator.StringRequest, 
 	}
 }
 
-// pemValidator accepts text holding at least one PEM block.
+// pemString accepts text holding at least one PEM block.
 type pemString struct{}
 
+// pemValidator checks that a string holds PEM text.
 func pemValidator() validator.String { return pemString{} }
 
 func (pemString) Description(context.Context) string {
