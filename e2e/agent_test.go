@@ -5,11 +5,11 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,6 +93,14 @@ type agent struct {
 	logPath string
 	port    int
 	done    chan error
+
+	// The JSON log, parsed incrementally: offset is how far the file has
+	// been read (whole lines only).
+	mu       sync.Mutex
+	offset   int64
+	parsed   []logEntry
+	byDigest map[string]*engine.Request
+	byCheck  map[string][]string
 }
 
 // startAgent runs `nomad-autoscaler agent -config cfg` plus extra flags,
@@ -112,6 +121,9 @@ func startAgent(t testing.TB, dir, configHCL string, extra ...string) *agent {
 	a.cmd = exec.Command(bin, args...)
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	a.cmd.Dir = dir
+	// Its own process group (the plugins it starts join it), killed as a
+	// whole on stop, and SIGKILL if the test binary dies first.
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// The agent and its plugins get no NOMAD_* from the test's environment.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NOMAD_") {
@@ -130,6 +142,7 @@ func startAgent(t testing.TB, dir, configHCL string, extra ...string) *agent {
 			t.Logf("agent log kept at %s; last lines:\n%s", keep, tail(a.log(t), 30))
 		}
 	})
+	hc := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
@@ -138,7 +151,7 @@ func startAgent(t testing.TB, dir, configHCL string, extra ...string) *agent {
 			t.Fatalf("the agent exited at start (%v); log:\n%s", err, tail(a.log(t), 40))
 		default:
 		}
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/health", a.port))
+		resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/health", a.port))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -152,24 +165,30 @@ func startAgent(t testing.TB, dir, configHCL string, extra ...string) *agent {
 	}
 }
 
+// stop interrupts the agent, kills its process group (the agent and its
+// plugins) if it has not stopped within 15s, and then kills whatever of
+// the group is left.
 func (a *agent) stop(t testing.TB) {
 	if a.cmd.Process == nil {
 		return
 	}
+	pgid := a.cmd.Process.Pid
+	defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }()
 	select {
 	case err := <-a.done:
 		a.done <- err
 		return
 	default:
 	}
-	_ = a.cmd.Process.Signal(os.Interrupt)
+	_ = syscall.Kill(-pgid, syscall.SIGINT)
 	select {
 	case err := <-a.done:
 		a.done <- err
 	case <-time.After(15 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-		t.Logf("the agent did not stop on SIGINT within 15s; killed")
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		err := <-a.done
+		a.done <- err
+		t.Logf("the agent did not stop on SIGINT within 15s; killed its process group")
 	}
 }
 
@@ -197,30 +216,40 @@ type logEntry map[string]any
 
 func (e logEntry) str(k string) string { s, _ := e[k].(string); return s }
 
-// entries parses the agent's JSON log lines.
-func (a *agent) entries(t testing.TB) []logEntry {
-	var out []logEntry
-	sc := bufio.NewScanner(bytes.NewReader(a.log(t)))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
+// scan parses the log lines written since the last scan.
+func (a *agent) scan(t testing.TB) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.byDigest == nil {
+		a.byDigest, a.byCheck = map[string]*engine.Request{}, map[string][]string{}
+	}
+	f, err := os.Open(a.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := bytes.LastIndexByte(b, '\n')
+	if end < 0 {
+		return
+	}
+	a.offset += int64(end + 1)
+	for _, line := range bytes.Split(b[:end], []byte("\n")) {
 		if len(line) == 0 || line[0] != '{' {
 			continue
 		}
 		var e logEntry
-		if json.Unmarshal(line, &e) == nil {
-			out = append(out, e)
+		if json.Unmarshal(line, &e) != nil {
+			continue
 		}
-	}
-	return out
-}
-
-// requests returns the engine requests the strategy logged, by digest,
-// and the digests of each check in log order.
-func (a *agent) requests(t testing.TB) (map[string]*engine.Request, map[string][]string) {
-	byDigest := map[string]*engine.Request{}
-	byCheck := map[string][]string{}
-	for _, e := range a.entries(t) {
+		a.parsed = append(a.parsed, e)
 		if e.str("@message") != "decision request" {
 			continue
 		}
@@ -229,8 +258,32 @@ func (a *agent) requests(t testing.TB) (map[string]*engine.Request, map[string][
 			t.Fatalf("logged decision request does not parse: %v", err)
 		}
 		d := e.str("digest")
-		byDigest[d] = &r
-		byCheck[e.str("check")] = append(byCheck[e.str("check")], d)
+		a.byDigest[d] = &r
+		a.byCheck[e.str("check")] = append(a.byCheck[e.str("check")], d)
+	}
+}
+
+// entries returns the agent's JSON log lines parsed so far, after a scan.
+func (a *agent) entries(t testing.TB) []logEntry {
+	a.scan(t)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.parsed[:len(a.parsed):len(a.parsed)]
+}
+
+// requests returns the engine requests the strategy logged, by digest,
+// and the digests of each check in log order (copies).
+func (a *agent) requests(t testing.TB) (map[string]*engine.Request, map[string][]string) {
+	a.scan(t)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	byDigest := make(map[string]*engine.Request, len(a.byDigest))
+	for k, v := range a.byDigest {
+		byDigest[k] = v
+	}
+	byCheck := make(map[string][]string, len(a.byCheck))
+	for k, v := range a.byCheck {
+		byCheck[k] = append([]string(nil), v...)
 	}
 	return byDigest, byCheck
 }
@@ -255,8 +308,14 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 	}
 }
 
-// TestMain removes the plugin_dir built for the run.
+// TestMain clears NOMAD_* (a developer's token or namespace must not leak
+// into stand-in runs) and removes the plugin_dir built for the run.
 func TestMain(m *testing.M) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "NOMAD_") {
+			os.Unsetenv(k)
+		}
+	}
 	code := m.Run()
 	if plugins.dir != "" {
 		_ = os.RemoveAll(plugins.dir)

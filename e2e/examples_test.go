@@ -5,9 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadplugin"
 )
@@ -50,6 +52,9 @@ func copyTree(t testing.TB, src, dst string) {
 func TestE2EExamples(t *testing.T) {
 	autoscalerPath(t)
 	pdir := pluginDir(t)
+	a3, b9 := loadSeries(t, "series3"), loadSeries(t, "series9")
+	const step = 3000
+	start := exampleStart(t, [2]float64{a3[step], b9[step]})
 	for _, tc := range []struct {
 		name      string
 		policyDir string // "" = the config's own
@@ -64,16 +69,24 @@ func TestE2EExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			a1, _ := s.AddNode(nomadstandin.NodeSpec{Name: "n1", CPUMHz: hostCPU, MemoryMB: hostMem, NodePool: "activation-first"})
-			a2, _ := s.AddNode(nomadstandin.NodeSpec{Name: "n2", CPUMHz: hostCPU, MemoryMB: hostMem, NodePool: "activation-second"})
+			a1, err := s.AddNode(nomadstandin.NodeSpec{Name: "n1", CPUMHz: hostCPU, MemoryMB: hostMem, NodePool: "activation-first"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a2, err := s.AddNode(nomadstandin.NodeSpec{Name: "n2", CPUMHz: hostCPU, MemoryMB: hostMem, NodePool: "activation-second"})
+			if err != nil {
+				t.Fatal(err)
+			}
 			lo, hi := int64(0), int64(48)
 			if err := s.AddJob(nomadstandin.JobSpec{ID: "web", Groups: []nomadstandin.GroupSpec{
-				{Name: "front", Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: a1, ScalingMin: &lo, ScalingMax: &hi},
-				{Name: "back", Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: a2, ScalingMin: &lo, ScalingMax: &hi},
+				{Name: "front", Count: start[0], CPUMHz: reqCPU, MemoryMB: reqMem, NodeID: a1, ScalingMin: &lo, ScalingMax: &hi},
+				{Name: "back", Count: start[1], CPUMHz: reqCPU, MemoryMB: reqMem, NodeID: a2, ScalingMin: &lo, ScalingMax: &hi},
 			}}); err != nil {
 				t.Fatal(err)
 			}
-			rp := &replay{s: s, a: loadSeries(t, "series3"), b: loadSeries(t, "series9"), burst: 1, idx: 3000,
+			// Frozen: the first evaluation's decision is the one exampleStart
+			// computed.
+			rp := &replay{s: s, a: a3, b: b9, burst: 1, idx: step, frozen: true,
 				groups: [2][][2]string{{{"web", "front"}}, {{"web", "back"}}}}
 			rp.start(time.Second)
 			defer rp.close()
@@ -116,4 +129,48 @@ func TestE2EExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// exampleStart returns start counts for which the engine, on the first
+// evaluation's observation (one sample of per-replica usage v), changes
+// both groups under both example configurations: the split policy's quotas
+// (first_max 48, second_max 48, second_rounding floor; the sum changes too,
+// or the split would take two evaluations 30 s apart) and the per-host
+// policies' defaults. It fails when no such counts exist.
+func exampleStart(t testing.TB, v [2]float64) [2]int {
+	t.Helper()
+	split := func(r *engine.Request) *engine.Request {
+		for h, model := range []string{r.FirstModel, r.SecondModel} {
+			p, err := engine.LoadSource(model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slots := p.CountableInputs()
+			if h == 1 {
+				slots = p.CountableOutputs()
+			}
+			q := engine.DefaultQuota(slots)
+			q.Max = 48
+			if h == 0 {
+				r.FirstQuota = &q
+			} else {
+				q.Rounding = "floor"
+				r.SecondQuota = &q
+			}
+		}
+		return r
+	}
+	times := [2][]int64{{1_700_000_000}, {1_700_000_000}}
+	var tried []string
+	for _, c := range [][2]int{{2, 2}, {1, 1}, {4, 4}, {8, 8}, {1, 6}, {6, 1}, {12, 12}, {30, 30}} {
+		ds := decide(t, split(expectedRequest(v, c, times)))
+		dd := decide(t, expectedRequest(v, c, times))
+		tried = append(tried, fmt.Sprintf("%v -> split %v, per-host %v", c, ds, dd))
+		if ds[0] != c[0] && ds[1] != c[1] && ds[0]+ds[1] != c[0]+c[1] && min(dd[0], 48) != c[0] && min(dd[1], 48) != c[1] {
+			t.Logf("example start counts %v: %s", c, tried[len(tried)-1])
+			return c
+		}
+	}
+	t.Fatalf("no start counts make the engine change both groups under the example policies; tried:\n%s", strings.Join(tried, "\n"))
+	return [2]int{}
 }

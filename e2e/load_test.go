@@ -135,9 +135,15 @@ target "host-quota" { driver = "host-quota" }
 			return n
 		}
 		procs := children(a.pid())
+		// procs and cpu0 are keyed by the process's comm (its name cut
+		// at 15 bytes).
 		cpu0 := map[string]time.Duration{}
-		for name, pid := range procs {
-			cpu0[name], _, _ = procStat(pid)
+		for comm, pid := range procs {
+			c, _, err := procStat(pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cpu0[comm] = c
 		}
 		n0, t0 := count(), time.Now()
 		b.ResetTimer()
@@ -146,7 +152,8 @@ target "host-quota" { driver = "host-quota" }
 		n1, el := count(), time.Since(t0)
 		b.ReportMetric(float64(n1-n0)/el.Seconds(), "evals/s")
 		for _, name := range []string{"activation-quota", "host-quota"} {
-			pid, ok := procs[name[:min(len(name), 15)]] // comm is cut at 15 bytes
+			comm := name[:min(len(name), 15)]
+			pid, ok := procs[comm]
 			if !ok {
 				b.Fatalf("plugin process %s not found among the agent's children %v", name, procs)
 			}
@@ -154,7 +161,7 @@ target "host-quota" { driver = "host-quota" }
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(cpu-cpu0[name])/float64(el), name+"-cpu-cores")
+			b.ReportMetric(float64(cpu-cpu0[comm])/float64(el), name+"-cpu-cores")
 			b.ReportMetric(float64(rss)/(1<<20), name+"-peak-MiB")
 		}
 		_, arss, err := procStat(a.pid())

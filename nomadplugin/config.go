@@ -33,7 +33,8 @@ const (
 	// evaluation). Default 60.
 	KeyWindow = "window"
 	// KeyMaxAge: samples older than this leave the window; when the newest
-	// is older, usage is stale and nothing scales. Go duration. Default 5m.
+	// is older, or a Nomad reading's stats Timestamp is, usage is stale and
+	// nothing scales. Go duration. Default 5m.
 	KeyMaxAge = "max_age"
 
 	// PrefixFirst and PrefixSecond start every per-host key.
@@ -297,7 +298,7 @@ func parseQuota(m map[string]string, prefix, role string, proc *engine.Processor
 			return err
 		}
 	} else if q.Max < q.Min {
-		q.Max = q.Min
+		return cfgErr(prefix+KeyMin, "is %d, above the model's default %s of %d: set %s as well", q.Min, prefix+KeyMax, q.Max, prefix+KeyMax)
 	}
 	if hasPB {
 		v := strings.TrimSpace(m[prefix+KeyPerBranch])
@@ -313,7 +314,7 @@ func parseQuota(m map[string]string, prefix, role string, proc *engine.Processor
 		if errors.As(err, &qe) {
 			return cfgErr(prefix+qe.Field, "%s", qe.Reason)
 		}
-		return cfgErr(prefix+KeyMin, "%v", err)
+		return cfgErr(fmt.Sprintf("%s%s/%s%s/%s%s/%s%s", prefix, KeyMin, prefix, KeyMax, prefix, KeyPerBranch, prefix, KeyRounding), "%v", err)
 	}
 	h.quota = &q
 	return nil

@@ -3,8 +3,11 @@ package nomadplugin
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad-autoscaler/sdk"
@@ -12,6 +15,19 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
+
+// TestMain removes NOMAD_* from the environment: the plugin tests program
+// jobs, usage and faults on the stand-in, and a developer's NOMAD_TOKEN or
+// NOMAD_NAMESPACE must not leak into them (nomadusage's tests cover a real
+// cluster).
+func TestMain(m *testing.M) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "NOMAD_") {
+			os.Unsetenv(k)
+		}
+	}
+	os.Exit(m.Run())
+}
 
 // memReader serves readings from memory: for each host (by the query's
 // label, "first" or "second") an observation template and a list of

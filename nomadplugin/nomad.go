@@ -1,13 +1,13 @@
 package nomadplugin
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
 // Keys the agent passes to every plugin's SetConfig: the agent's own Nomad
@@ -27,59 +27,36 @@ const (
 	AgentKeyNomadBlockWait  = "nomad_block-query-wait-time"
 )
 
-// nomadClient builds a Nomad API client from the agent's config map. It
-// starts from api.DefaultConfig (so NOMAD_* in the plugin's environment
-// fill what the agent does not pass) and applies the agent's keys.
-func nomadClient(m map[string]string) (*api.Client, string, error) {
-	cfg := api.DefaultConfig()
-	if v := m[AgentKeyNomadAddress]; v != "" {
-		cfg.Address = v
-	}
-	if v := m[AgentKeyNomadRegion]; v != "" {
-		cfg.Region = v
-	}
-	if v := m[AgentKeyNomadNamespace]; v != "" {
-		cfg.Namespace = v
-	}
-	if v := m[AgentKeyNomadToken]; v != "" {
-		cfg.SecretID = v
-	}
-	if v := m[AgentKeyNomadHTTPAuth]; v != "" {
-		user, pass, _ := strings.Cut(v, ":")
-		cfg.HttpAuth = &api.HttpBasicAuth{Username: user, Password: pass}
-	}
-	if cfg.TLSConfig == nil {
-		cfg.TLSConfig = &api.TLSConfig{}
-	}
-	for key, dst := range map[string]*string{
-		AgentKeyNomadCACert: &cfg.TLSConfig.CACert, AgentKeyNomadCAPath: &cfg.TLSConfig.CAPath,
-		AgentKeyNomadClientCert: &cfg.TLSConfig.ClientCert, AgentKeyNomadClientKey: &cfg.TLSConfig.ClientKey,
-		AgentKeyNomadTLSServer: &cfg.TLSConfig.TLSServerName,
-	} {
-		if v := m[key]; v != "" {
-			*dst = v
-		}
+// nomadClient builds a Nomad API client from the agent's config map
+// through nomadconn: the agent's keys win, NOMAD_* in the plugin's
+// environment fill what the agent does not pass. It returns the client,
+// the namespace and the token (for redaction only).
+func nomadClient(m map[string]string) (*api.Client, string, string, error) {
+	s := nomadconn.Settings{
+		Address: m[AgentKeyNomadAddress], Region: m[AgentKeyNomadRegion], Namespace: m[AgentKeyNomadNamespace],
+		Token: m[AgentKeyNomadToken], HTTPAuth: m[AgentKeyNomadHTTPAuth],
+		CACert: m[AgentKeyNomadCACert], CAPath: m[AgentKeyNomadCAPath],
+		ClientCert: m[AgentKeyNomadClientCert], ClientKey: m[AgentKeyNomadClientKey], TLSServerName: m[AgentKeyNomadTLSServer],
 	}
 	if v := m[AgentKeyNomadSkipVerify]; v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, "", cfgErr(AgentKeyNomadSkipVerify, "is %q; it must be true or false", v)
+			return nil, "", "", cfgErr(AgentKeyNomadSkipVerify, "is %q; it must be true or false", v)
 		}
-		cfg.TLSConfig.Insecure = b
+		s.SkipVerify = &b
 	}
 	if v := m[AgentKeyNomadBlockWait]; v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil {
-			return nil, "", cfgErr(AgentKeyNomadBlockWait, "is %q; it must be a Go duration", v)
+		if err != nil || d <= 0 {
+			return nil, "", "", cfgErr(AgentKeyNomadBlockWait, "is %q; it must be a positive Go duration", v)
 		}
-		cfg.WaitTime = d
+		s.BlockWait = d
 	}
-	c, err := api.NewClient(cfg)
+	c, cfg, err := nomadconn.NewClient(s)
 	if err != nil {
-		// The error names the address, never the token.
-		return nil, "", fmt.Errorf("Nomad API client for %s: %w", cfg.Address, err)
+		return nil, "", "", err
 	}
-	return c, cfg.Namespace, nil
+	return c, cfg.Namespace, cfg.SecretID, nil
 }
 
 // safeKeys lists a config map's keys, never its values, for logs.

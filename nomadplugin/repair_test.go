@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad-autoscaler/sdk"
@@ -59,12 +60,53 @@ func splitConfig() map[string]string {
 // When the second write fails, the first group already has its new count;
 // the next evaluation brings the second group to its count.
 func TestFailureBetweenWritesIsRepaired(t *testing.T) {
-	w := newWorld(t, 1, 1)
-	// Light replicas: both hosts can take more than one.
-	if err := w.s.SetGroupUsage("", wJob, wFirst, 600, 200); err != nil {
+	cfg := splitConfig()
+	// The premise: the first evaluation changes both groups and their sum
+	// (a split at an unchanged sum is applied in two evaluations, one
+	// write each). Find start counts and usage for which the engine's
+	// decision does that, whatever the models are.
+	type fixture struct {
+		start    [2]int
+		cpu      [2]float64
+		decision [2]int
+	}
+	var fx *fixture
+	var tried []string
+search:
+	for _, cpu := range [][2]float64{{600, 500}, {300, 300}, {1500, 1200}, {100, 100}, {3000, 2500}} {
+		for _, start := range [][2]int{{1, 1}, {2, 2}, {4, 4}, {1, 4}, {4, 1}, {8, 8}} {
+			w := newWorld(t, start[0], start[1])
+			if err := w.s.SetGroupUsage("", wJob, wFirst, cpu[0], 200); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.s.SetGroupUsage("", wJob, wSecond, cpu[1], 200); err != nil {
+				t.Fatal(err)
+			}
+			probe := NewStrategy(hclog.NewNullLogger())
+			if err := probe.SetConfig(w.agentConfig); err != nil {
+				t.Fatal(err)
+			}
+			ev, err := probe.Run(newEval("probe", cfg), int64(start[0]+start[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := [2]int{ev.Action.Meta[MetaFirstDecided].(int), ev.Action.Meta[MetaSecondDecided].(int)}
+			tried = append(tried, fmt.Sprintf("start %v cpu %v -> %v", start, cpu, d))
+			if d[0] != start[0] && d[1] != start[1] && d[0]+d[1] != start[0]+start[1] && d[0]+d[1] <= 100 {
+				fx = &fixture{start, cpu, d}
+				break search
+			}
+		}
+	}
+	if fx == nil {
+		t.Fatalf("no start counts and usage make the engine change both groups and their sum in one evaluation; the test cannot show a failure between two writes. Tried:\n%s", strings.Join(tried, "\n"))
+	}
+	t.Logf("start %v, usage %v MHz per replica: the engine decides %v", fx.start, fx.cpu, fx.decision)
+	w := newWorld(t, fx.start[0], fx.start[1])
+	if err := w.s.SetGroupUsage("", wJob, wFirst, fx.cpu[0], 200); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.s.SetGroupUsage("", wJob, wSecond, 500, 200); err != nil {
+	if err := w.s.SetGroupUsage("", wJob, wSecond, fx.cpu[1], 200); err != nil {
 		t.Fatal(err)
 	}
 	st := NewStrategy(hclog.NewNullLogger())
@@ -72,21 +114,12 @@ func TestFailureBetweenWritesIsRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := w.target(t)
-	cfg := splitConfig()
 
-	// Which group grows? The growing one is written first, so the fault
-	// goes on the other group's write.
-	probe, err := st.Run(newEval("probe", cfg), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, s := probe.Action.Meta[MetaFirstCount].(int), probe.Action.Meta[MetaSecondCount].(int)
-	if f == 1 || s == 1 {
-		t.Fatalf("the decision %d + %d leaves a group at 1: this test needs both groups to change; change the usage", f, s)
-	}
-	second := wSecond
-	if s-1 > f-1 {
-		second = wFirst
+	// The growing group is written first, so the fault goes on the
+	// other group's write.
+	second, secondIdx := wSecond, 1
+	if fx.decision[1]-fx.start[1] > fx.decision[0]-fx.start[0] {
+		second, secondIdx = wFirst, 0
 	}
 	w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: "/v1/job/" + wJob + "/scale", Group: second, Times: 1, Status: 500, Message: "injected: raft apply failed"})
 
@@ -94,18 +127,14 @@ func TestFailureBetweenWritesIsRepaired(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the scale with a failing second write returned no error (action %+v)", a)
 	}
-	got := w.counts(t)
-	changed := 0
-	for i, g := range []string{wFirst, wSecond} {
-		if got[i] != 1 {
-			changed++
-			if g == second {
-				t.Errorf("group %s changed although its write failed", g)
-			}
-		}
+	if !strings.Contains(err.Error(), "already changed") {
+		t.Errorf("the error does not say a group was already changed: %v", err)
 	}
-	if changed != 1 {
-		t.Fatalf("after the failure %d groups changed (%v), want exactly the first-written one", changed, got)
+	got := w.counts(t)
+	want := fx.decision
+	want[secondIdx] = fx.start[secondIdx]
+	if got != want {
+		t.Fatalf("after the failure the groups are %v, want %v: the first-written group at its decided count, %s still at %d", got, want, second, fx.start[secondIdx])
 	}
 
 	// The next evaluation repairs.
@@ -113,7 +142,13 @@ func TestFailureBetweenWritesIsRepaired(t *testing.T) {
 	if err != nil {
 		t.Fatalf("repairing evaluation: %v", err)
 	}
-	want := [2]int{int(a.Meta[MetaFirstDecided].(float64)), int(a.Meta[MetaSecondDecided].(float64))}
+	for i, k := range []string{MetaFirstDecided, MetaSecondDecided} {
+		n, ok, err := metaInt(a.Meta, k)
+		if err != nil || !ok {
+			t.Fatalf("repairing action meta %s: %v (present %v)", k, err, ok)
+		}
+		want[i] = int(n)
+	}
 	if got := w.counts(t); got != want {
 		t.Errorf("after the repairing evaluation the groups are %v, the decision %v", got, want)
 	}
@@ -149,8 +184,12 @@ func TestTokenNeverLogged(t *testing.T) {
 	if err := tg.SetConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	_ = w.s.SetGroupUsage("", wJob, wFirst, 600, 200)
-	_ = w.s.SetGroupUsage("", wJob, wSecond, 500, 200)
+	if err := w.s.SetGroupUsage("", wJob, wFirst, 600, 200); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.s.SetGroupUsage("", wJob, wSecond, 500, 200); err != nil {
+		t.Fatal(err)
+	}
 	a, err := agentEval(t, st, tg, splitConfig(), 0, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -158,8 +197,12 @@ func TestTokenNeverLogged(t *testing.T) {
 	// A refused token: the errors and reasons do not show it either.
 	bad := map[string]string{AgentKeyNomadAddress: w.s.URL(), AgentKeyNomadToken: "wrong-" + token}
 	st2, tg2 := NewStrategy(logger), NewTarget(logger)
-	_ = st2.SetConfig(bad)
-	_ = tg2.SetConfig(bad)
+	if err := st2.SetConfig(bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg2.SetConfig(bad); err != nil {
+		t.Fatal(err)
+	}
 	ev, err := st2.Run(newEval("bad-token", splitConfig()), 2)
 	if err != nil {
 		t.Fatal(err)
@@ -171,13 +214,54 @@ func TestTokenNeverLogged(t *testing.T) {
 	if !strings.Contains(ev.Action.Reason, "Permission denied") {
 		t.Errorf("reason with a wrong token: %q", ev.Action.Reason)
 	}
+	// Nomad answers 500 with the token in the body (a proxy echoing the
+	// request, say): neither the strategy's reason nor the target's errors
+	// carry it.
+	w.s.InjectFault(nomadstandin.Fault{Status: 500, Message: "upstream failed for X-Nomad-Token: " + token})
+	ev500, err := st.Run(newEval("echo", splitConfig()), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ev500.Action.Reason, "no scaling: ") || !strings.Contains(ev500.Action.Reason, "upstream failed") {
+		t.Errorf("reason for a 500: %q, want a no-scaling reason quoting Nomad's error", ev500.Action.Reason)
+	}
+	_, status500 := tg.Status(tcfg)
+	scale500 := tg.Scale(sdk.ScalingAction{Count: 3, Meta: map[string]any{MetaFirstCount: 2, MetaSecondCount: 1}}, tcfg)
+	if status500 == nil || scale500 == nil || !strings.Contains(status500.Error()+scale500.Error(), "upstream failed") {
+		t.Errorf("status and scale under a 500: %v; %v; want errors quoting Nomad's answer", status500, scale500)
+	}
+	w.s.ClearFaults()
+	// A reason and meta carrying the token (a strategy that did not
+	// redact) never reach Nomad's scaling events.
+	leaky := sdk.ScalingAction{Count: 5, Reason: "reason " + token, Meta: map[string]any{MetaFirstCount: 3, MetaSecondCount: 2, "note": "meta " + token}}
+	if err := tg.Scale(leaky, tcfg); err != nil {
+		t.Fatal(err)
+	}
+	events := 0
+	for _, g := range []string{wFirst, wSecond} {
+		gs, err := w.s.Group("", wJob, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range gs.Events {
+			events++
+			if strings.Contains(e.Message+fmt.Sprint(e.Meta), token) {
+				t.Errorf("the token appears in a scaling event of %s: %q %v", g, e.Message, e.Meta)
+			}
+		}
+	}
+	if events == 0 {
+		t.Fatalf("no scaling events were written: the event check proves nothing")
+	}
+
 	mu.Lock()
 	logs := buf.String()
 	mu.Unlock()
 	if !strings.Contains(logs, "decision request") {
 		t.Fatalf("no trace logs were written: the check proves nothing")
 	}
-	for what, text := range map[string]string{"logs": logs, "reason": a.Reason + ev.Action.Reason, "error": fmt.Sprint(statusErr)} {
+	for what, text := range map[string]string{"logs": logs, "reason": a.Reason + ev.Action.Reason + ev500.Action.Reason,
+		"error": fmt.Sprint(statusErr) + fmt.Sprint(status500) + fmt.Sprint(scale500)} {
 		if strings.Contains(text, token) {
 			t.Errorf("the token appears in the %s", what)
 		}
@@ -195,3 +279,44 @@ func TestTokenNeverLogged(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestStaleNomadStats: usage = "nomad" takes the sample time from Nomad's
+// stats Timestamp; stats older than max_age scale nothing, and the reason
+// says why.
+func TestStaleNomadStats(t *testing.T) {
+	w := newWorld(t, 2, 2)
+	st := NewStrategy(hclog.NewNullLogger())
+	if err := st.SetConfig(w.agentConfig); err != nil {
+		t.Fatal(err)
+	}
+	cfg := splitConfig()
+	cfg[KeyMaxAge] = "5m"
+	for _, tc := range []struct {
+		name  string
+		age   time.Duration
+		stale bool
+	}{
+		{"a minute old", time.Minute, false},
+		{"fresh", 0, false},
+		{"older than max_age", 10 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w.s.SetStatsAge(tc.age)
+			ev, err := st.Run(newEval("stale-"+tc.name, cfg), 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := ev.Action.Reason
+			isStale := strings.HasPrefix(r, "no scaling: ") && strings.Contains(r, "usage is stale") && strings.Contains(r, KeyMaxAge)
+			if isStale != tc.stale {
+				t.Errorf("stats %s old, max_age 5m: reason %q (stale: %v, want %v)", tc.age, r, isStale, tc.stale)
+			}
+			if !tc.stale && strings.HasPrefix(r, "no scaling: ") {
+				t.Errorf("stats %s old: %q", tc.age, r)
+			}
+			if tc.stale && ev.Action.Direction != sdk.ScaleDirectionNone {
+				t.Errorf("stale usage scaled %s", ev.Action.Direction)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
@@ -38,6 +39,13 @@ const (
 	MetaSecondDecided = "activation.second.decided"
 	MetaFirstReason   = "activation.first.reason"
 	MetaSecondReason  = "activation.second.reason"
+	// MetaFirstMin, MetaFirstMax, MetaSecondMin and MetaSecondMax are each
+	// host's quota bounds, so that the host-quota target keeps each group
+	// within its quota when the agent clamped the sum.
+	MetaFirstMin  = "activation.first.min"
+	MetaFirstMax  = "activation.first.max"
+	MetaSecondMin = "activation.second.min"
+	MetaSecondMax = "activation.second.max"
 	// MetaStep is set to "1/2" when a split whose sum does not change is
 	// applied in two evaluations (the agent skips an action whose count
 	// equals the current one): first the growing group, then the other.
@@ -67,6 +75,7 @@ type Strategy struct {
 	mu        sync.Mutex
 	reader    UsageReader
 	namespace string // the agent's nomad_namespace
+	token     string // the agent's nomad_token, kept only to redact it
 	configs   map[string]*strategyConfig
 	windows   map[string]*windowEntry
 }
@@ -108,7 +117,7 @@ func (s *Strategy) PluginInfo() (*base.PluginInfo, error) {
 // config, and builds the Nomad API client.
 func (s *Strategy) SetConfig(config map[string]string) error {
 	s.logger.Debug("set config", "keys", safeKeys(config))
-	client, ns, err := nomadClient(config)
+	client, ns, token, err := nomadClient(config)
 	if err != nil {
 		return fmt.Errorf("%s: %w", StrategyName, err)
 	}
@@ -119,7 +128,7 @@ func (s *Strategy) SetConfig(config map[string]string) error {
 	if _, isNomad := s.reader.(*nomadusage.Reader); s.reader == nil || isNomad {
 		s.reader = &nomadusage.Reader{Client: client, Now: s.now}
 	}
-	s.namespace = ns
+	s.namespace, s.token = ns, token
 	s.configs = map[string]*strategyConfig{}
 	return nil
 }
@@ -170,6 +179,8 @@ func (s *Strategy) window(key string, c *strategyConfig, now time.Time) *nomadus
 
 // noScale returns the evaluation with no action and says why.
 func (s *Strategy) noScale(eval *sdk.ScalingCheckEvaluation, count int64, reason string) (*sdk.ScalingCheckEvaluation, error) {
+	// Nomad's error texts may echo request details: never pass the token on.
+	reason = nomadconn.RedactString(reason, s.tokenValue())
 	s.logger.Warn("no scaling", "check", eval.Check.Name, "reason", reason)
 	eval.Action.Count = count
 	eval.Action.Direction = sdk.ScaleDirectionNone
@@ -177,9 +188,20 @@ func (s *Strategy) noScale(eval *sdk.ScalingCheckEvaluation, count int64, reason
 	return eval, nil
 }
 
+func (s *Strategy) tokenValue() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.token
+}
+
 // Run implements strategy.Strategy: read both hosts' usage, make one
 // engine.DecideRequest call, and return the role's count.
 func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.ScalingCheckEvaluation, error) {
+	out, err := s.run(eval, count)
+	return out, nomadconn.Redact(err, s.tokenValue())
+}
+
+func (s *Strategy) run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.ScalingCheckEvaluation, error) {
 	if eval == nil || eval.Check == nil || eval.Check.Strategy == nil {
 		return nil, fmt.Errorf("%s: evaluation without a check strategy", StrategyName)
 	}
@@ -253,6 +275,12 @@ func (s *Strategy) observe(ctx context.Context, checkKey string, c *strategyConf
 	if h.usage == UsageAPM {
 		return apmObservation(h, c, r, metrics, now)
 	}
+	// The reading's time is when Nomad took the stats (the oldest
+	// allocation's, or the node's): old stats are no usage to decide on.
+	if age := now.Sub(r.Time); age > c.maxAge {
+		return engine.Observation{}, fmt.Sprintf("%s host (%s): usage is stale: Nomad's stats were taken at %s, %s ago, beyond %s = %s",
+			h.role, h.query.Host, r.Time.UTC().Format(time.RFC3339), age.Round(time.Second), KeyMaxAge, c.maxAge)
+	}
 	if err := r.Observation.Validate(h.role); err != nil {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s) usage refused: %v", h.role, h.query.Host, err)
 	}
@@ -309,6 +337,8 @@ func (s *Strategy) act(eval *sdk.ScalingCheckEvaluation, c *strategyConfig, d *e
 	a.Meta[MetaSecondDecided] = sc
 	a.Meta[MetaFirstReason] = firstReason
 	a.Meta[MetaSecondReason] = secondReason
+	a.Meta[MetaFirstMin], a.Meta[MetaFirstMax] = d.First.Quota.Min, d.First.Quota.Max
+	a.Meta[MetaSecondMin], a.Meta[MetaSecondMax] = d.Second.Quota.Min, d.Second.Quota.Max
 	applyF, applyS := f, sc
 	switch c.role {
 	case RoleFirst:

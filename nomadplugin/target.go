@@ -2,7 +2,6 @@ package nomadplugin
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"github.com/hashicorp/nomad-autoscaler/plugins/target"
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
 // TargetName is the target plugin's name.
@@ -63,6 +64,7 @@ type Target struct {
 	mu        sync.Mutex
 	client    *api.Client
 	namespace string
+	token     string // the agent's nomad_token, kept only to redact it
 }
 
 // NewTarget returns the target; logger is the one the plugin SDK gives.
@@ -82,12 +84,12 @@ func (t *Target) PluginInfo() (*base.PluginInfo, error) {
 // agent's inherited nomad_* settings.
 func (t *Target) SetConfig(config map[string]string) error {
 	t.logger.Debug("set config", "keys", safeKeys(config))
-	c, ns, err := nomadClient(config)
+	c, ns, token, err := nomadClient(config)
 	if err != nil {
 		return fmt.Errorf("%s: %w", TargetName, err)
 	}
 	t.mu.Lock()
-	t.client, t.namespace = c, ns
+	t.client, t.namespace, t.token = c, ns, token
 	t.mu.Unlock()
 	return nil
 }
@@ -148,10 +150,14 @@ func (t *Target) parseConfig(m map[string]string) (*targetConfig, *api.Client, e
 	return c, client, nil
 }
 
-func isStatus(err error, code int) bool {
-	var ue api.UnexpectedResponseError
-	return errors.As(err, &ue) && ue.StatusCode() == code
+func (t *Target) tokenValue() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.token
 }
+
+// groupKeys are the config keys naming the two groups, by index.
+var groupKeys = [2]string{TargetKeyFirstGroup, TargetKeySecondGroup}
 
 // activeDeployment reports whether d is a deployment still in progress.
 func activeDeployment(d *api.Deployment) bool {
@@ -171,6 +177,12 @@ func activeDeployment(d *api.Deployment) bool {
 // allocations; the newest scaling event of either group drives cooldown.
 // An unknown job is no target (nil).
 func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
+	st, err := t.status(config)
+	// Nomad's error texts may echo request details: never pass the token on.
+	return st, nomadconn.Redact(err, t.tokenValue())
+}
+
+func (t *Target) status(config map[string]string) (*sdk.TargetStatus, error) {
 	c, client, err := t.parseConfig(config)
 	if err != nil {
 		return nil, err
@@ -178,7 +190,7 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	q := &api.QueryOptions{Namespace: c.namespace}
 	st, _, err := client.Jobs().ScaleStatus(c.job, q)
 	if err != nil {
-		if isStatus(err, http.StatusNotFound) {
+		if nomadconn.IsStatus(err, http.StatusNotFound) {
 			t.logger.Debug("job not found: no target", "job", c.job)
 			return nil, nil
 		}
@@ -190,10 +202,10 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	}
 	out := &sdk.TargetStatus{Ready: !st.JobStopped && !activeDeployment(dep), Meta: map[string]string{}}
 	var last uint64
-	for _, g := range c.groups {
+	for i, g := range c.groups {
 		gs, ok := st.TaskGroups[g]
 		if !ok {
-			return nil, fmt.Errorf("%s: job %q has no task group %q", TargetName, c.job, g)
+			return nil, fmt.Errorf("%s: config %q: job %q has no task group %q", TargetName, groupKeys[i], c.job, g)
 		}
 		out.Count += int64(gs.Running)
 		out.Meta[MetaGroupRunningPrefix+g] = strconv.Itoa(gs.Running)
@@ -255,12 +267,39 @@ func checkCount(key string, n int64) error {
 	return nil
 }
 
+// bounds are a host's quota [min, max] from action meta; without them a
+// group may take any count >= 0.
+func bounds(meta map[string]any, minKey, maxKey string) ([2]int64, error) {
+	b := [2]int64{0, math.MaxInt32}
+	lo, okLo, err := metaInt(meta, minKey)
+	if err != nil {
+		return b, err
+	}
+	hi, okHi, err := metaInt(meta, maxKey)
+	if err != nil {
+		return b, err
+	}
+	if okLo {
+		b[0] = lo
+	}
+	if okHi {
+		b[1] = hi
+	}
+	if b[0] > b[1] {
+		return b, fmt.Errorf("meta %q is %d, above %q %d", minKey, b[0], maxKey, b[1])
+	}
+	return b, nil
+}
+
 // Split returns the two group counts for the agent's final count total:
-// the strategy's split from meta when its sum is total; otherwise (the
+// the strategy's split from meta when its sum is total. Otherwise (the
 // agent clamped the sum to the policy's min/max, or the action came from
-// the agent itself with no split) the total shared in proportion to the
-// split, or else to the groups' current counts, the first group taking
-// the rounding; evenly when both are zero.
+// the agent itself with no split) the total is shared in proportion to the
+// split, or else to the groups' current counts, the first group taking the
+// rounding (evenly when both are zero); then each group is kept within its
+// host's quota (MetaFirstMin/Max, MetaSecondMin/Max, when the action
+// carries them), the remainder moving to the other group. When no split
+// of total fits both quotas it returns an error and no counts.
 func Split(total int64, meta map[string]any, current [2]int64) ([2]int64, string, error) {
 	f, okF, err := metaInt(meta, MetaFirstCount)
 	if err != nil {
@@ -268,6 +307,13 @@ func Split(total int64, meta map[string]any, current [2]int64) ([2]int64, string
 	}
 	s, okS, err := metaInt(meta, MetaSecondCount)
 	if err != nil {
+		return [2]int64{}, "", err
+	}
+	var q [2][2]int64
+	if q[0], err = bounds(meta, MetaFirstMin, MetaFirstMax); err != nil {
+		return [2]int64{}, "", err
+	}
+	if q[1], err = bounds(meta, MetaSecondMin, MetaSecondMax); err != nil {
 		return [2]int64{}, "", err
 	}
 	basis, how := [2]int64{f, s}, "strategy split"
@@ -278,7 +324,11 @@ func Split(total int64, meta map[string]any, current [2]int64) ([2]int64, string
 		return basis, how, nil
 	}
 	if okF && okS {
-		how = fmt.Sprintf("agent count %d differs from the split %d + %d: proportional", total, f, s)
+		how = fmt.Sprintf("agent count %d differs from the split %d + %d: proportional within each host's quota", total, f, s)
+	}
+	if total < q[0][0]+q[1][0] || total > q[0][1]+q[1][1] {
+		return [2]int64{}, "", fmt.Errorf("agent count %d cannot be split within the hosts' quotas (first [%d, %d], second [%d, %d]): "+
+			"set the policy's min and max within [%d, %d]; no group was changed", total, q[0][0], q[0][1], q[1][0], q[1][1], q[0][0]+q[1][0], q[0][1]+q[1][1])
 	}
 	sum := basis[0] + basis[1]
 	var first int64
@@ -287,8 +337,13 @@ func Split(total int64, meta map[string]any, current [2]int64) ([2]int64, string
 	} else {
 		first = int64(math.Round(float64(total) * float64(basis[0]) / float64(sum)))
 	}
-	first = min(max(first, 0), total)
-	return [2]int64{first, total - first}, how, nil
+	// Keep the first group in its quota, then the second in its quota by
+	// moving the remainder; the range check above makes both fit.
+	first = min(max(first, q[0][0]), q[0][1])
+	second := total - first
+	second = min(max(second, q[1][0]), q[1][1])
+	first = total - second
+	return [2]int64{first, second}, how, nil
 }
 
 // Scale implements target.Target. It applies the split to the two groups,
@@ -301,6 +356,24 @@ func Split(total int64, meta map[string]any, current [2]int64) ([2]int64, string
 // no-op. With dry_run (or the agent's dry-run) it records one event per
 // group with a null count and the count it would have set.
 func (t *Target) Scale(action sdk.ScalingAction, config map[string]string) error {
+	token := t.tokenValue()
+	// The action comes from the strategy, which redacts; redact again so
+	// that no scaling event written to Nomad can carry the token.
+	action.Reason = nomadconn.RedactString(action.Reason, token)
+	if token != "" {
+		m := make(map[string]any, len(action.Meta))
+		for k, v := range action.Meta {
+			if str, ok := v.(string); ok {
+				v = nomadconn.RedactString(str, token)
+			}
+			m[k] = v
+		}
+		action.Meta = m
+	}
+	return nomadconn.Redact(t.scale(action, config), token)
+}
+
+func (t *Target) scale(action sdk.ScalingAction, config map[string]string) error {
 	c, client, err := t.parseConfig(config)
 	if err != nil {
 		return err
@@ -314,7 +387,7 @@ func (t *Target) Scale(action sdk.ScalingAction, config map[string]string) error
 	for i, g := range c.groups {
 		gs, ok := st.TaskGroups[g]
 		if !ok {
-			return fmt.Errorf("%s: job %q has no task group %q", TargetName, c.job, g)
+			return fmt.Errorf("%s: config %q: job %q has no task group %q", TargetName, groupKeys[i], c.job, g)
 		}
 		current[i] = int64(gs.Desired)
 	}

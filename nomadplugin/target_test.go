@@ -5,7 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +31,6 @@ const (
 
 func newWorld(t *testing.T, first, second int) *world {
 	t.Helper()
-	if os.Getenv("NOMAD_ADDR") != "" {
-		t.Logf("NOMAD_ADDR is set, but the plugin tests program jobs, usage and faults, so they run on the stand-in only (nomadusage's tests cover the real cluster)")
-	}
 	s, err := nomadstandin.New()
 	if err != nil {
 		t.Fatal(err)
@@ -112,23 +109,44 @@ func TestTargetStatus(t *testing.T) {
 	if err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: map[string]any{MetaFirstCount: 4, MetaSecondCount: 2}, Reason: "r"}, tcfg); err != nil {
 		t.Fatal(err)
 	}
-	st, _ = tg.Status(tcfg)
-	if last := st.Meta[sdk.TargetStatusMetaKeyLastEvent]; last == "" || last < "1" || !(st.Count == 6) {
-		t.Errorf("after scaling: %+v", st)
-	} else if l, _ := parseUint(last); l < before {
-		t.Errorf("last event %d is before the scale (%d)", l, before)
+	st, err = tg.Status(tcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Count != 6 {
+		t.Errorf("after scaling: count %d, want 6 (%+v)", st.Count, st)
+	}
+	last, err := strconv.ParseUint(st.Meta[sdk.TargetStatusMetaKeyLastEvent], 10, 64)
+	if err != nil {
+		t.Errorf("after scaling: last event meta %q: %v", st.Meta[sdk.TargetStatusMetaKeyLastEvent], err)
+	} else if last < before {
+		t.Errorf("last event %d is before the scale (%d)", last, before)
 	}
 	// Deployment in progress: not ready. Stopped job: not ready.
-	_ = w.s.SetDeploymentActive("", wJob, true)
-	if st, _ := tg.Status(tcfg); st.Ready {
+	status := func(what string) *sdk.TargetStatus {
+		t.Helper()
+		st, err := tg.Status(tcfg)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return st
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.s.SetDeploymentActive("", wJob, true))
+	if status("deployment").Ready {
 		t.Errorf("ready during a deployment")
 	}
-	_ = w.s.SetDeploymentActive("", wJob, false)
-	if st, _ := tg.Status(tcfg); !st.Ready {
+	must(w.s.SetDeploymentActive("", wJob, false))
+	if !status("after the deployment").Ready {
 		t.Errorf("not ready after the deployment")
 	}
-	_ = w.s.SetJobStopped("", wJob, true)
-	if st, _ := tg.Status(tcfg); st.Ready || st.Count != 0 {
+	must(w.s.SetJobStopped("", wJob, true))
+	if st := status("stopped"); st.Ready || st.Count != 0 {
 		t.Errorf("stopped job: %+v", st)
 	}
 	// Unknown job: no target.
@@ -143,17 +161,6 @@ func TestTargetStatus(t *testing.T) {
 	if _, err := tg.Status(tcfg); err == nil {
 		t.Errorf("5xx gave no error")
 	}
-}
-
-func parseUint(s string) (uint64, error) {
-	var n uint64
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, errors.New("not a number")
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, nil
 }
 
 func TestTargetConfigErrors(t *testing.T) {
@@ -275,6 +282,12 @@ func TestTargetWriteOrder(t *testing.T) {
 	}
 }
 
+// quotaMeta is a split f + s with each host's quota [fMin, fMax], [sMin, sMax].
+func quotaMeta(f, s, fMin, fMax, sMin, sMax int) map[string]any {
+	return map[string]any{MetaFirstCount: float64(f), MetaSecondCount: float64(s),
+		MetaFirstMin: float64(fMin), MetaFirstMax: float64(fMax), MetaSecondMin: float64(sMin), MetaSecondMax: float64(sMax)}
+}
+
 func TestSplit(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -295,6 +308,14 @@ func TestSplit(t *testing.T) {
 		{"negative refused", 7, map[string]any{MetaFirstCount: -1.0, MetaSecondCount: 8.0}, [2]int64{}, [2]int64{}, ">= 0"},
 		{"NaN refused", 7, map[string]any{MetaFirstCount: math.NaN(), MetaSecondCount: 8.0}, [2]int64{}, [2]int64{}, "whole number"},
 		{"wrong type refused", 7, map[string]any{MetaFirstCount: true, MetaSecondCount: 8.0}, [2]int64{}, [2]int64{}, "want a number"},
+		// The agent clamped the sum; each group stays within its host's quota.
+		{"clamped down, first at its min", 5, quotaMeta(1, 9, 4, 8, 0, 8), [2]int64{}, [2]int64{4, 1}, ""},
+		{"clamped down, second at its min", 5, quotaMeta(8, 1, 0, 8, 3, 8), [2]int64{}, [2]int64{2, 3}, ""},
+		{"clamped up, first at its max", 12, quotaMeta(2, 2, 0, 4, 0, 10), [2]int64{}, [2]int64{4, 8}, ""},
+		{"clamped up, second at its max", 13, quotaMeta(6, 6, 0, 12, 0, 2), [2]int64{}, [2]int64{11, 2}, ""},
+		{"below both mins", 3, quotaMeta(4, 4, 2, 8, 2, 8), [2]int64{}, [2]int64{}, "within [4, 16]"},
+		{"above both maxes", 20, quotaMeta(4, 4, 0, 8, 0, 8), [2]int64{}, [2]int64{}, "within [0, 16]"},
+		{"min above max refused", 5, quotaMeta(4, 4, 9, 8, 0, 8), [2]int64{}, [2]int64{}, MetaFirstMin},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -99,8 +100,11 @@ func (q *Query) Validate() error {
 	if q.Job == "" && q.ReplicaCPUDemandMHz <= 0 {
 		return fmt.Errorf("%w: replica_cpu_demand_mhz must be > 0 when no job is named (there is no task group to take the request from)", ErrBadQuery)
 	}
-	if q.ReplicaCPUDemandMHz < 0 || q.ReplicaMemoryDemandMB < 0 {
-		return fmt.Errorf("%w: replica demand must be >= 0 (0 = the task group's request)", ErrBadQuery)
+	if q.ReplicaCPUDemandMHz < 0 {
+		return fmt.Errorf("%w: replica_cpu_demand_mhz is %v; it must be >= 0 (0 = the task group's request)", ErrBadQuery, q.ReplicaCPUDemandMHz)
+	}
+	if q.ReplicaMemoryDemandMB < 0 {
+		return fmt.Errorf("%w: replica_memory_demand_mb is %v; it must be >= 0 (0 = the task group's request)", ErrBadQuery, q.ReplicaMemoryDemandMB)
 	}
 	if q.WantedReplicas < 0 {
 		return fmt.Errorf("%w: wanted_replicas must be >= 0", ErrBadQuery)
@@ -115,8 +119,11 @@ type Reading struct {
 	// Namespace, Job and Group are what the usage covers (empty for the
 	// whole node).
 	Namespace, Job, Group string
-	// Time is when the read was made; Observation.Samples[0].Time is its
-	// Unix second.
+	// Time is when Nomad took the stats the sample comes from: the oldest
+	// Timestamp of the allocations' stats, or the node's client stats
+	// Timestamp without a job; the read's own time when Nomad gives none
+	// (no running allocation, or a zero Timestamp).
+	// Observation.Samples[0].Time is its Unix second.
 	Time        time.Time
 	Observation engine.Observation
 }
@@ -224,7 +231,10 @@ func (r *Reader) Read(ctx context.Context, q Query) (*Reading, error) {
 			o.RequestedMemoryMB += mem
 			o.RunningReplicas++
 		}
-		hs, err := r.Client.Nodes().Stats(node.ID, qo)
+		// Nomad's answer carries the stats' Timestamp (Unix ns), which
+		// api.HostStats does not decode: read it alongside.
+		var hs hostStats
+		_, err = r.Client.Raw().Query("/v1/client/stats?node_id="+url.QueryEscape(node.ID), &hs, qo)
 		if err != nil {
 			return nil, fmt.Errorf("read client stats of node %s (%s): %w", node.Name, node.ID, err)
 		}
@@ -233,6 +243,10 @@ func (r *Reader) Read(ctx context.Context, q Query) (*Reading, error) {
 		}
 		sample.CPUMHz = hs.CPUTicksConsumed
 		sample.MemoryMB = float64(hs.Memory.Used) / mib
+		if hs.Timestamp > 0 {
+			rd.Time = time.Unix(0, int64(hs.Timestamp))
+		}
+		sample.Time = rd.Time.Unix()
 		o.Samples = []engine.Sample{sample}
 		return rd, nil
 	}
@@ -273,6 +287,7 @@ func (r *Reader) Read(ctx context.Context, q Query) (*Reading, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list allocations of job %q: %w", q.Job, err)
 	}
+	var oldest int64 // the oldest allocation stats Timestamp, Unix ns
 	for _, a := range stubs {
 		if a.ClientStatus != api.AllocClientStatusRunning || a.NodeID != node.ID || a.TaskGroup != rd.Group {
 			continue
@@ -291,6 +306,9 @@ func (r *Reader) Read(ctx context.Context, q Query) (*Reading, error) {
 		}
 		if st.ResourceUsage == nil || st.ResourceUsage.CpuStats == nil {
 			return nil, fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats", a.ID, node.Name, ErrMissingData)
+		}
+		if st.Timestamp > 0 && (oldest == 0 || st.Timestamp < oldest) {
+			oldest = st.Timestamp
 		}
 		sample.CPUMHz += st.ResourceUsage.CpuStats.TotalTicks
 		if ms := st.ResourceUsage.MemoryStats; ms != nil {
@@ -312,11 +330,21 @@ func (r *Reader) Read(ctx context.Context, q Query) (*Reading, error) {
 		}
 		o.RunningReplicas++
 	}
+	if oldest > 0 {
+		rd.Time = time.Unix(0, oldest)
+	}
+	sample.Time = rd.Time.Unix()
 	o.Samples = []engine.Sample{sample}
 	return rd, nil
 }
 
 const mib = 1024 * 1024
+
+// hostStats is a node's client stats with the Timestamp Nomad sends.
+type hostStats struct {
+	api.HostStats
+	Timestamp uint64
+}
 
 func isNotFound(err error) bool {
 	var ue api.UnexpectedResponseError

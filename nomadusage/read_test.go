@@ -39,9 +39,28 @@ const (
 	taskToken = "s3cr3t-token-value"
 )
 
+// realEnv holds the NOMAD_* variables the tests were started with.
+// TestMain removes them from the environment, so that no stand-in run can
+// pick up a developer's token, namespace or address; only the real-cluster
+// path (NOMAD_ADDR set) puts them back, for its own test.
+var realEnv = map[string]string{}
+
+func TestMain(m *testing.M) {
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "NOMAD_") {
+			realEnv[k] = v
+			os.Unsetenv(k)
+		}
+	}
+	os.Exit(m.Run())
+}
+
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	if os.Getenv("NOMAD_ADDR") != "" {
+	if realEnv["NOMAD_ADDR"] != "" {
+		for k, v := range realEnv {
+			t.Setenv(k, v)
+		}
 		c, err := api.NewClient(api.DefaultConfig())
 		if err != nil {
 			t.Fatalf("client for NOMAD_ADDR: %v", err)
@@ -257,7 +276,7 @@ func TestRead(t *testing.T) {
 			query: func(c *cluster) Query { return c.anyNode() },
 			prepare: func(t *testing.T, c *cluster) *api.Client {
 				if c.real {
-					if os.Getenv("NOMAD_TOKEN") == "" {
+					if realEnv["NOMAD_TOKEN"] == "" {
 						t.Skip("the real cluster's ACLs are on only when NOMAD_TOKEN is set; without it a bad token proves nothing")
 					}
 					cfg := api.DefaultConfig()
@@ -417,5 +436,53 @@ func TestReaderRemembersResolution(t *testing.T) {
 	}
 	if n := lists(); n != 2 {
 		t.Errorf("a node gone down was not resolved afresh (%d listings)", n)
+	}
+}
+
+// TestReadingTimeIsStatsTime: a reading is stamped with the time Nomad took
+// the stats (the allocations' oldest Timestamp, or the node's), not the
+// time of the read, so that stale stats can be told apart.
+func TestReadingTimeIsStatsTime(t *testing.T) {
+	s, err := nomadstandin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	node, err := s.AddNode(nomadstandin.NodeSpec{Name: "h", CPUMHz: 4000, MemoryMB: 8192})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddJob(nomadstandin.JobSpec{ID: jobID, Groups: []nomadstandin.GroupSpec{{Name: groupA, Count: 2, CPUMHz: 500, MemoryMB: 256, NodeID: node}}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Client("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		q    Query
+		age  time.Duration
+	}{
+		{"allocation stats, fresh", Query{Host: HostSelector{NodeID: node}, Job: jobID}, 0},
+		{"allocation stats, 10 minutes old", Query{Host: HostSelector{NodeID: node}, Job: jobID}, 10 * time.Minute},
+		{"client stats, 1 hour old", Query{Host: HostSelector{NodeID: node}, ReplicaCPUDemandMHz: 500}, time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.SetStatsAge(tc.age)
+			before := time.Now()
+			r, err := (&Reader{Client: c}).Read(context.Background(), tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := time.Now()
+			lo, hi := before.Add(-tc.age), after.Add(-tc.age)
+			if r.Time.Before(lo) || r.Time.After(hi) {
+				t.Errorf("reading time %s, want within [%s, %s] (stats %s old)", r.Time, lo, hi, tc.age)
+			}
+			if got := r.Observation.Samples[0].Time; got != r.Time.Unix() {
+				t.Errorf("sample time %d, reading time %d", got, r.Time.Unix())
+			}
+		})
 	}
 }

@@ -21,9 +21,16 @@ if ! grep -q "github.com/hashicorp/nomad-autoscaler $version" "$wrapper/go.mod";
   exit 1
 fi
 mkdir -p "$(dirname "$bin")"
+# One build at a time (parallel test runs); the one that waited finds the
+# binary built.
+exec 9>"$(dirname "$bin")/.lock"
+flock 9
+if [ -x "$bin" ] && [ "$("$bin" version 2>/dev/null)" = "Nomad Autoscaler $version" ]; then
+  echo "$bin"; exit 0
+fi
 echo "building nomad-autoscaler $version (about 3 minutes on 2 cores) into $bin" >&2
 tmp="$bin.tmp.$$"
-if ! ( cd "$wrapper" && GOWORK=off GOFLAGS=-mod=mod go build -trimpath \
+if ! ( cd "$wrapper" && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath \
     -ldflags "-X github.com/hashicorp/nomad-autoscaler/version.GitDescribe=$version" \
     -o "$tmp" github.com/hashicorp/nomad-autoscaler ); then
   rm -f "$tmp"

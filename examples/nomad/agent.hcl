@@ -24,8 +24,9 @@ policy {
   default_evaluation_interval = "10s"
   default_cooldown            = "30s"
 
-  # Scaling blocks in job specs stay enabled: the jobspec's groups carry
-  # min/max bounds that Nomad itself enforces on every scale request.
+  # The jobspec's scaling blocks are disabled (enabled = false: these file
+  # policies drive the groups, not the Nomad policy source), but Nomad still
+  # enforces their min/max bounds on every scale request.
 }
 
 strategy "activation-quota" {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,9 +83,9 @@ func (n *node) resources() (*api.NodeResources, *api.NodeReservedResources) {
 func (n *node) attributes() map[string]string {
 	return map[string]string{
 		"kernel.name":       "linux",
-		"cpu.numcores":      itoa(n.spec.Cores),
-		"cpu.totalcompute":  itoa64(n.spec.CPUMHz),
-		"memory.totalbytes": itoa64(n.spec.MemoryMB * 1024 * 1024),
+		"cpu.numcores":      strconv.Itoa(n.spec.Cores),
+		"cpu.totalcompute":  strconv.FormatInt(n.spec.CPUMHz, 10),
+		"memory.totalbytes": strconv.FormatInt(n.spec.MemoryMB*1024*1024, 10),
 		"unique.hostname":   n.spec.Name,
 		"nomad.version":     "1.10.0",
 	}
@@ -236,11 +237,18 @@ func (s *Server) jobAllocs(w http.ResponseWriter, r *http.Request, stop chan str
 
 const mib = 1024 * 1024
 
+// hostStats is client stats as Nomad sends them: api.HostStats does not
+// decode the Timestamp (Unix ns) Nomad includes.
+type hostStats struct {
+	api.HostStats
+	Timestamp uint64
+}
+
 func (s *Server) clientStats(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("node_id")
 	s.mu.Lock()
 	n, ok := s.nodes[id]
-	var stats *api.HostStats
+	var stats *hostStats
 	if ok {
 		cpu, mem := n.cpuMHz, n.memMB
 		for _, a := range s.allocs {
@@ -254,14 +262,14 @@ func (s *Server) clientStats(w http.ResponseWriter, r *http.Request) {
 		busy := 100 * cpu / float64(n.spec.CPUMHz)
 		cpus := make([]*api.HostCPUStats, n.spec.Cores)
 		for i := range cpus {
-			cpus[i] = &api.HostCPUStats{CPU: "cpu" + itoa(i), User: busy * 0.8, System: busy * 0.2, Idle: max(0, 100-busy)}
+			cpus[i] = &api.HostCPUStats{CPU: "cpu" + strconv.Itoa(i), User: busy * 0.8, System: busy * 0.2, Idle: max(0, 100-busy)}
 		}
-		stats = &api.HostStats{
+		stats = &hostStats{HostStats: api.HostStats{
 			Memory:           &api.HostMemoryStats{Total: total, Used: used, Available: total - used, Free: total - used},
 			CPU:              cpus,
 			Uptime:           3600,
 			CPUTicksConsumed: cpu,
-		}
+		}, Timestamp: uint64(time.Now().Add(-s.statsAge).UnixNano())}
 	}
 	idx := s.index
 	s.mu.Unlock()
@@ -281,7 +289,7 @@ func (s *Server) allocStats(w http.ResponseWriter, id string) {
 	a, ok := s.allocs[id]
 	var usage *api.AllocResourceUsage
 	if ok && a.clientStatus == api.AllocClientStatusRunning {
-		now := time.Now().UnixNano()
+		now := time.Now().Add(-s.statsAge).UnixNano()
 		cores := 4
 		var coreMHz float64 = 1
 		if n, ok := s.nodes[a.nodeID]; ok {
@@ -490,7 +498,7 @@ func (s *Server) scaleLocked(ns, id, groupName string, req *api.ScalingRequest) 
 	resp := &api.JobRegisterResponse{}
 	if req.Count != nil {
 		s.seq++
-		evalID := new(strings.Repeat("e", 8) + "-" + itoa64(int64(s.seq)))
+		evalID := new(strings.Repeat("e", 8) + "-" + strconv.FormatUint(s.seq, 10))
 		ev.EvalID = evalID
 		g.count = int(*req.Count)
 		j.version++

@@ -77,6 +77,9 @@ type Server struct {
 	faults  []*Fault
 	log     []Request
 	hook    func(method, path string)
+	// statsAge makes client and allocation stats carry a Timestamp this
+	// far in the past (stale stats).
+	statsAge time.Duration
 	// lifecycle
 	addr string
 	hs   *httptest.Server
@@ -199,6 +202,15 @@ func (s *Server) SetHook(f func(method, path string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hook = f
+}
+
+// SetStatsAge makes node client stats and allocation stats carry a
+// Timestamp age before the time of the answer (0: now), as a Nomad client
+// whose stats collection stalled would.
+func (s *Server) SetStatsAge(age time.Duration) {
+	s.mu.Lock()
+	s.statsAge = age
+	s.mu.Unlock()
 }
 
 // InjectFault adds a fault; faults are checked in the order added.

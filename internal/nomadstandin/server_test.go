@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,32 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// arrival returns a channel closed when the next request with this method
+// and path reaches the stand-in (its hook runs before the handler).
+func (f *fixture) arrival(method, path string) chan struct{} {
+	ch := make(chan struct{})
+	var once sync.Once
+	f.s.SetHook(func(m, p string) {
+		if m == method && p == path {
+			once.Do(func() { close(ch) })
+		}
+	})
+	return ch
+}
+
+// await waits for an arrival; it fails after 5s. A change made after the
+// arrival but before the handler blocks still answers the query (its index
+// is then already past WaitIndex), so the tests hold either way.
+func (f *fixture) await(t *testing.T, ch chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+		f.s.SetHook(nil)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the blocking request did not reach the stand-in in 5s")
+	}
 }
 
 func statusOf(err error) int {
@@ -260,6 +287,7 @@ func TestBlockingQuery(t *testing.T) {
 	}
 	// A change releases it early with a higher index.
 	done := make(chan uint64, 1)
+	arrived := f.arrival(http.MethodGet, "/v1/job/"+f.job+"/scale")
 	go func() {
 		_, m, err := f.c.Jobs().ScaleStatus(f.job, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 10 * time.Second})
 		if err != nil {
@@ -268,7 +296,7 @@ func TestBlockingQuery(t *testing.T) {
 		}
 		done <- m.LastIndex
 	}()
-	time.Sleep(100 * time.Millisecond)
+	f.await(t, arrived)
 	four := 4
 	if _, _, err := f.c.Jobs().Scale(f.job, f.g2, &four, "", false, nil, nil); err != nil {
 		t.Fatal(err)
@@ -371,11 +399,12 @@ func TestRestart(t *testing.T) {
 	url := f.s.URL()
 	done := make(chan error, 1)
 	_, meta, _ := f.c.Jobs().ScaleStatus(f.job, nil)
+	arrived := f.arrival(http.MethodGet, "/v1/job/"+f.job+"/scale")
 	go func() {
 		_, _, err := f.c.Jobs().ScaleStatus(f.job, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 30 * time.Second})
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	f.await(t, arrived)
 	f.s.Stop()
 	select {
 	case err := <-done:

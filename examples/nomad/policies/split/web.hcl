@@ -1,8 +1,10 @@
 # Split mode: one policy scales both groups of job "web". The strategy
 # returns first + second; the host-quota target applies each count to its
-# group. The policy's max must be at least first_max + second_max, or the
-# agent clamps the sum (the target then splits the clamped sum in
-# proportion).
+# group. Keep the policy's min/max within
+# [first_min + second_min, first_max + second_max] (here [0, 96]): when the
+# agent clamps the sum, the target splits the clamped sum in proportion,
+# keeping each group within its host's quota; a sum no split can reach is
+# refused and changes nothing.
 scaling "web-split" {
   enabled = true
   type    = "horizontal"
