@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -216,7 +216,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	settings := &d.data.Nomad
 	client, err := settings.client()
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot use the Nomad settings", redact(err.Error(), settings.Config.SecretID))
+		resp.Diagnostics.AddError("Cannot use the Nomad settings", nomadconn.RedactString(err.Error(), settings.Config.SecretID))
 		return
 	}
 	samples, interval := int64(1), int64(1)
@@ -291,14 +291,6 @@ func stringOrNull(s string) types.String {
 	return types.StringValue(s)
 }
 
-// redact removes the token from text, should any error ever carry it.
-func redact(text, token string) string {
-	if token == "" {
-		return text
-	}
-	return strings.ReplaceAll(text, token, "<redacted>")
-}
-
 // selectorPath is the selector attribute a node-matching error is about.
 func (m *hostUsageModel) selectorPath() path.Path {
 	for _, c := range []struct {
@@ -317,7 +309,7 @@ func (m *hostUsageModel) selectorPath() path.Path {
 // attribute comes from the error's nomadusage sentinel and from which
 // attributes m sets, never from the error's text.
 func addNomadError(diags *diag.Diagnostics, m *hostUsageModel, s *nomadSettings, err error) {
-	msg := redact(err.Error(), s.Config.SecretID)
+	msg := nomadconn.RedactString(err.Error(), s.Config.SecretID)
 	var ue api.UnexpectedResponseError
 	hasStatus := errors.As(err, &ue) && ue.HasStatusCode()
 	jobSet := !m.Job.IsNull()

@@ -154,15 +154,6 @@ func TestResolveNomadSettings(t *testing.T) {
 	})
 }
 
-func TestRedact(t *testing.T) {
-	if got := redact("token abc in abc", "abc"); got != "token <redacted> in <redacted>" {
-		t.Fatal(got)
-	}
-	if got := redact("nothing", ""); got != "nothing" {
-		t.Fatal(got)
-	}
-}
-
 func TestErrorPath(t *testing.T) {
 	cases := []struct {
 		err  error

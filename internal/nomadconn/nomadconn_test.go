@@ -80,3 +80,16 @@ func TestRedact(t *testing.T) {
 		})
 	}
 }
+
+func TestRedactString(t *testing.T) {
+	tests := []struct{ in, token, want string }{
+		{"token abc in abc", "abc", "token " + Redacted + " in " + Redacted},
+		{"nothing", "", "nothing"},
+		{"no match", "abc", "no match"},
+	}
+	for _, tc := range tests {
+		if got := RedactString(tc.in, tc.token); got != tc.want {
+			t.Errorf("RedactString(%q, %q) = %q, want %q", tc.in, tc.token, got, tc.want)
+		}
+	}
+}
