@@ -22,17 +22,9 @@ cleanup() {
 trap cleanup EXIT
 
 echo "==> building the provider" >&2
-mkdir -p "$work/bin"
-(cd "$root" && go build -o "$work/bin/terraform-provider-activation" .)
-
-cat >"$work/tofu.tfrc" <<TFRC
-provider_installation {
-  dev_overrides {
-    "activation-scheduler/activation" = "$work/bin"
-  }
-  direct {}
-}
-TFRC
+. "$root/tools/dev-provider.sh"
+echo "==> building the provider" >&2
+dev_provider "$work"
 
 cp -R "$root/examples/demo" "$work/demo"
 rm -rf "$work/demo/.terraform" "$work/demo"/terraform.tfstate* "$work/demo/.terraform.lock.hcl"

@@ -23,19 +23,10 @@ tofu="$("$root/tools/build-tofu.sh")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/activation-docs.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-mkdir -p "$work/bin"
-(cd "$root" && go build -o "$work/bin/terraform-provider-activation" .)
+. "$root/tools/dev-provider.sh"
+dev_provider "$work"
 # tfplugindocs at the version pinned in tools/go.mod.
 (cd "$root/tools" && go build -o "$work/tfplugindocs" github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs)
-
-cat >"$work/tofu.tfrc" <<TFRC
-provider_installation {
-  dev_overrides {
-    "activation-scheduler/activation" = "$work/bin"
-  }
-  direct {}
-}
-TFRC
 mkdir -p "$work/schema"
 cat >"$work/schema/main.tf" <<'TF'
 terraform {

@@ -17,16 +17,8 @@ tofu="$("$root/tools/build-tofu.sh")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/activation-plan-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-mkdir -p "$work/bin"
-(cd "$root" && go build -o "$work/bin/terraform-provider-activation" .)
-cat >"$work/tofu.tfrc" <<TFRC
-provider_installation {
-  dev_overrides {
-    "activation-scheduler/activation" = "$work/bin"
-  }
-  direct {}
-}
-TFRC
+. "$root/tools/dev-provider.sh"
+dev_provider "$work"
 export TF_CLI_CONFIG_FILE="$work/tofu.tfrc" TF_IN_AUTOMATION=1 CHECKPOINT_DISABLE=1
 unset TF_CLI_ARGS TF_CLI_ARGS_plan 2>/dev/null || true
 
