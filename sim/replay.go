@@ -33,6 +33,13 @@ type Replay struct {
 	// Request is a replica's CPU request, a share of capacity.
 	Request float64
 
+	// observed[t] is the per-replica usage the policies see at sample t:
+	// the mean over the hosts' replicas of their own (shifted) usage at t.
+	// It holds nothing from after t, so no policy reads a replica's future
+	// (a replica lagging the series must not be judged by the series'
+	// present). In the correlated scenario it is Usage.
+	observed []float64
+
 	hosts   []hostTrace
 	stats   []WindowStats
 	oracle  [][]int // [host][decision]
@@ -82,11 +89,12 @@ func (r *Replay) Block(d int) (lo, hi int) {
 	return lo, min(lo+r.Scenario.Interval, len(r.Usage))
 }
 
-// Window returns the per-replica usage window of decision d (shared; do not
-// modify) and its timestamps.
+// Window returns the per-replica usage window of decision d as the hosts'
+// replicas showed it up to the decision (shared; do not modify) and its
+// timestamps.
 func (r *Replay) Window(d int) ([]int64, []float64) {
 	at := r.At(d)
-	return r.Times[at-r.Scenario.Window : at], r.Usage[at-r.Scenario.Window : at]
+	return r.Times[at-r.Scenario.Window : at], r.observed[at-r.Scenario.Window : at]
 }
 
 // Stats returns the window statistics of decision d.
@@ -169,6 +177,7 @@ func (r *Replay) buildHosts() {
 		for h := range r.hosts {
 			r.hosts[h] = hostTrace{correlated: true, u: r.Usage}
 		}
+		r.observed = r.Usage
 		return
 	}
 	// Seed from the scenario and the series name only, so a series replays
@@ -192,6 +201,13 @@ func (r *Replay) buildHosts() {
 			}
 		}
 		r.hosts[h] = ht
+	}
+	r.observed = make([]float64, T)
+	for h := range r.hosts {
+		all := r.hosts[h].cum[(M-1)*T : M*T]
+		for t, v := range all {
+			r.observed[t] += float64(v) / float64(M*len(r.hosts))
+		}
 	}
 }
 

@@ -228,6 +228,53 @@ func TestShiftedReplicasFollowTheSeries(t *testing.T) {
 	}
 }
 
+// Policies must see what the hosts' replicas showed up to the decision, not
+// the unshifted series: replicas lag the series by up to MaxShift samples,
+// so the series' present is some replicas' future. On a step series, just
+// after the step the observed window has not yet risen to the new level,
+// and every observed value is the replicas' own mean usage at that sample.
+func TestPoliciesSeeOnlyThePast(t *testing.T) {
+	sc := Shifted()
+	step := traces.Series{Name: "step"}
+	const n, at = 600, 400
+	for i := 0; i < n; i++ {
+		step.Times = append(step.Times, int64(60*i))
+		v := 1.0
+		if i >= at {
+			v = 3
+		}
+		step.Values = append(step.Values, v)
+	}
+	r, err := Prepare(step, sc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	M := r.MaxReplicas()
+	for d := 0; d < r.Decisions(); d++ {
+		_, w := r.Window(d)
+		end := r.At(d)
+		for i, v := range w {
+			tt := end - len(w) + i
+			var want float64
+			for h := 0; h < r.Hosts(); h++ {
+				want += r.HostUsage(h, M, tt) / float64(M*r.Hosts())
+			}
+			if math.Abs(v-want) > 1e-6*want {
+				t.Fatalf("decision %d sample %d: window shows %v, the replicas used %v", d, tt, v, want)
+			}
+		}
+	}
+	// Right after the step most replicas still lag: the newest observed
+	// value is well below the series' new level (3 x the old one).
+	d := (at-sc.Window)/sc.Interval + 1
+	_, w := r.Window(d)
+	last := w[len(w)-1]
+	high := r.Usage[at]
+	if r.At(d) <= at || last > 0.5*high {
+		t.Fatalf("at decision %d (sample %d) the newest observed value is %v against the series' %v: the window leaks the lagging replicas' future", d, r.At(d), last, high)
+	}
+}
+
 func TestCalibratedSlack(t *testing.T) {
 	all := loadCrane(t)
 	sc := Shifted()
