@@ -48,6 +48,12 @@ type Observation struct {
 	WantedReplicas int `json:"wanted_replicas,omitempty"`
 }
 
+// MaxUsageRatio bounds usage, requests and demand at this many times the
+// host's capacity: beyond it the numbers are not usage of this host (wrong
+// units, most likely), and the derived features would leave floating-point
+// range.
+const MaxUsageRatio = 1e6
+
 // ObservationError names the field of an observation that is wrong and why.
 type ObservationError struct {
 	Host   string // "first" or "second" (or the caller's label)
@@ -76,9 +82,13 @@ func (o *Observation) Validate(role string) error {
 	if len(o.Samples) == 0 {
 		return obsErr(role, "usage_samples", "empty window: at least one usage sample is needed")
 	}
+	limit := MaxUsageRatio * o.CPUCapacityMHz
 	for i, s := range o.Samples {
 		if badNumber(s.CPUMHz) || s.CPUMHz < 0 {
 			return obsErr(role, fmt.Sprintf("usage_samples[%d].cpu_mhz", i), "is %v; usage must be a finite number >= 0", s.CPUMHz)
+		}
+		if s.CPUMHz > limit {
+			return obsErr(role, fmt.Sprintf("usage_samples[%d].cpu_mhz", i), "is %v, more than %g times the host's CPU capacity (%v): check the units", s.CPUMHz, float64(MaxUsageRatio), o.CPUCapacityMHz)
 		}
 		if badNumber(s.MemoryMB) || s.MemoryMB < 0 {
 			return obsErr(role, fmt.Sprintf("usage_samples[%d].memory_mb", i), "is %v; usage must be a finite number >= 0", s.MemoryMB)
@@ -98,6 +108,12 @@ func (o *Observation) Validate(role string) error {
 	}
 	if badNumber(o.ReplicaCPUDemandMHz) || o.ReplicaCPUDemandMHz <= 0 {
 		return obsErr(role, "replica_cpu_demand_mhz", "is %v; it must be a finite number > 0", o.ReplicaCPUDemandMHz)
+	}
+	if o.ReplicaCPUDemandMHz > limit {
+		return obsErr(role, "replica_cpu_demand_mhz", "is %v, more than %g times the host's CPU capacity (%v): check the units", o.ReplicaCPUDemandMHz, float64(MaxUsageRatio), o.CPUCapacityMHz)
+	}
+	if o.RequestedCPUMHz > limit {
+		return obsErr(role, "requested_cpu_mhz", "is %v, more than %g times the host's CPU capacity (%v): check the units", o.RequestedCPUMHz, float64(MaxUsageRatio), o.CPUCapacityMHz)
 	}
 	if badNumber(o.ReplicaMemoryDemandMB) || o.ReplicaMemoryDemandMB < 0 {
 		return obsErr(role, "replica_memory_demand_mb", "is %v; it must be a finite number >= 0", o.ReplicaMemoryDemandMB)

@@ -619,7 +619,10 @@ func (p *Processor) CarriesData(ws *Workspace, l, u, v int) bool {
 	if !hasBit(ws.holds[l], u) || !hasBit(ws.holds[l+1], v) {
 		return false
 	}
-	return cl.w.Data[v*cl.in+u]*ws.act[l][u] > 0
+	// w*a > 0 is decided by the signs, exactly as the analysis does, so an
+	// edge whose product underflows to 0 in floating point still carries.
+	w, a := cl.w.Data[v*cl.in+u], ws.act[l][u]
+	return (w > 0 && a > 0) || (w < 0 && a < 0)
 }
 
 // Activation returns node i of layer l's value in the last analysis with ws

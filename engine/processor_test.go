@@ -371,6 +371,32 @@ func TestDynamicProgrammeMatchesEnumeration(t *testing.T) {
 	}
 }
 
+// An edge carries data when w*a > 0 in exact arithmetic: a product that
+// underflows to 0 in floating point still carries, for the analysis and
+// for CarriesData alike.
+func TestUnderflowingEdgeCarries(t *testing.T) {
+	m := testModel([]Node{{Name: "x", Countable: true}}, []Node{{Name: "o", Countable: true}}, 0, 0,
+		Layer{Activation: ActivationReLU, Weights: [][]float64{{1e-320}}, Biases: []float64{1}},
+		Layer{Activation: ActivationIdentity, Weights: [][]float64{{1}}, Biases: []float64{0}},
+	)
+	p, err := NewProcessor(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := NewWorkspace(p)
+	an, err := p.Analyze([]float64{1e-5}, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, x := m.Layers[0].Weights[0][0], 1e-5
+	if w*x != 0 {
+		t.Fatal("the product was meant to underflow")
+	}
+	if an.Total != 1 || an.InputAmount != 1 || !p.CarriesData(ws, 0, 0, 0) {
+		t.Fatalf("total %d A_in %d carries %v, want 1 1 true", an.Total, an.InputAmount, p.CarriesData(ws, 0, 0, 0))
+	}
+}
+
 func TestAnalyzeRejectsBadInput(t *testing.T) {
 	p := handNet(t)
 	if _, err := p.Analyze([]float64{1, 2}, NewWorkspace(p)); err == nil {

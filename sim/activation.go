@@ -152,28 +152,7 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 		a.values[v] = i
 	}
 	a.knob = Knob{Name: a.kind, Values: vals}
-	for i := range a.adm {
-		if err := warm(a.adm[i], a.capy[i]); err != nil {
-			return nil, fmt.Errorf("activation policy: %w", err)
-		}
-	}
 	return a, nil
-}
-
-// warm makes one decision with the two processors before the replay uses
-// them from several goroutines: a processor's first explanation fills a
-// lazily computed table, and the engine's workspace constructor reads the
-// same layer structs without synchronisation (a data race the race
-// detector reports when two goroutines make a processor's first decisions
-// at once). After one decision the table is built and only read.
-func warm(adm, capy *engine.Processor) error {
-	o := engine.Observation{
-		CPUCapacityMHz: HostMHz, RunningReplicas: 1, ReplicaCPUDemandMHz: 0.1 * HostMHz,
-		Samples: []engine.Sample{{Time: 1, CPUMHz: 0.05 * HostMHz}, {Time: 2, CPUMHz: 0.1 * HostMHz}},
-	}
-	q1, q2 := engine.DefaultQuota(adm.CountableInputs()), engine.DefaultQuota(capy.CountableOutputs())
-	_, err := engine.Decide(&o, &o, engine.Config{Admission: adm, Capacity: capy, FirstQuota: q1, SecondQuota: q2})
-	return err
 }
 
 // withThreshold compiles a copy of p's model whose output threshold is thr.

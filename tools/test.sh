@@ -35,10 +35,12 @@ tools/docs.sh check
 
 step "go test -race (every test, acceptance and end-to-end included)"
 set +e
-go test -race -count=1 -v -timeout 45m ./... 2>&1 | tee "$log"
+go test -race -count=1 -v -timeout 25m ./... 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 
+# Fuzzing is random by nature: a crasher it finds fails the run, and its
+# input lands in engine/testdata/fuzz to be kept as a regression seed.
 step "fuzz (brief)"
 go test -run '^$' -fuzz '^FuzzLoadModel$' -fuzztime 10s ./engine
 go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 10s ./engine

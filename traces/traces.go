@@ -92,7 +92,9 @@ func parseTime(s string) (int64, error) {
 		return i, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+	// int64 holds every time below 2^63; a float at or past it (or NaN)
+	// would convert to an implementation-defined value.
+	if err != nil || !(f > -(1<<63) && f < 1<<63) {
 		return 0, fmt.Errorf("%q is not a Unix time in seconds", s)
 	}
 	return int64(f), nil

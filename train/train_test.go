@@ -267,3 +267,29 @@ func BenchmarkTrainDefault(b *testing.B) {
 		}
 	}
 }
+
+// The models embedded in the engine must be the ones this trainer makes
+// from the bundled series with the default settings (go generate ./engine).
+func TestEmbeddedModelsAreTheTrainedOnes(t *testing.T) {
+	all, err := traces.LoadDir(filepath.Join("..", "engine", "testdata", "traces", "crane"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Train(all, DefaultSettings(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*engine.Model{res.Admission, res.Capacity} {
+		p, err := engine.Builtin(m.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := m.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != p.Digest() {
+			t.Errorf("built-in %s is %s, training with the defaults gives %s: run go generate ./engine", m.Name, p.Digest(), d)
+		}
+	}
+}

@@ -92,10 +92,20 @@ func TestGoldenVectors(t *testing.T) {
 	}
 	stored, err := Load(Path())
 	if err != nil {
-		t.Fatalf("%v (run: go test ./engine -run TestGoldenVectors -update)", err)
+		t.Fatalf("%v (run: go test ./engine/golden -run TestGoldenVectors -update)", err)
 	}
 	if len(stored) != len(vs) {
 		t.Fatalf("golden file has %d vectors, the test builds %d: run with -update", len(stored), len(vs))
+	}
+	// The clamp cases must keep exercising the clamp whatever the models
+	// are: a regenerated model that stops clamping them fails here.
+	for _, v := range stored {
+		switch v.Name {
+		case "clamped to max", "clamped to min":
+			if !v.Want.First.Clamped || !v.Want.Second.Clamped {
+				t.Errorf("%s: the golden decision does not clamp both hosts (%+v, %+v): choose quotas that do", v.Name, v.Want.First.Quota, v.Want.Second.Quota)
+			}
+		}
 	}
 	distinct := map[int]bool{}
 	for i, v := range stored {
