@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 )
 
 // ModelFormat is the value of a model file's "format" field.
@@ -331,11 +332,55 @@ func WriteModelFile(path string, m *Model) error {
 	return writeFileAtomic(path, data)
 }
 
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// WriteModelFiles writes several models as one change: every model is
+// validated and written to a synced temporary file beside its path first,
+// and only then are the files renamed into place, so a validation or write
+// failure leaves every existing file as it was (a set of models, such as
+// the admission and capacity pair, is never left half new, half old).
+func WriteModelFiles(models map[string]*Model) (err error) {
+	type staged struct{ tmp, path string }
+	var done []staged
+	defer func() {
+		if err != nil {
+			for _, st := range done {
+				os.Remove(st.tmp)
+			}
+		}
+	}()
+	paths := make([]string, 0, len(models))
+	for path := range models {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		m := models[path]
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("writing model %s: %w", path, err)
+		}
+		data, err := json.MarshalIndent(m, "", " ")
+		if err != nil {
+			return fmt.Errorf("writing model %s: %w", path, err)
+		}
+		tmp, err := writeTemp(path, append(data, '\n'))
+		if err != nil {
+			return err
+		}
+		done = append(done, staged{tmp, path})
+	}
+	for _, st := range done {
+		if err := os.Rename(st.tmp, st.path); err != nil {
+			return fmt.Errorf("writing %s: %w", st.path, err)
+		}
+	}
+	return nil
+}
+
+// writeTemp writes data to a synced temporary file in path's directory and
+// returns its name.
+func writeTemp(path string, data []byte) (name string, err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -344,18 +389,27 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		}
 	}()
 	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	return tmp.Name(), nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := writeTemp(path, data)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -224,3 +224,35 @@ func TestBuiltinModelsLoad(t *testing.T) {
 		t.Fatal("missing file accepted")
 	}
 }
+
+func TestWriteModelFilesIsAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	doc := validModelJSON(t)
+	data, _ := json.Marshal(doc)
+	good, err := ParseModel(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	if err := WriteModelFiles(map[string]*Model{a: good, b: good}); err != nil {
+		t.Fatal(err)
+	}
+	beforeA, _ := os.ReadFile(a)
+	beforeB, _ := os.ReadFile(b)
+	changed := *good
+	changed.Name = "changed"
+	bad := *good
+	bad.Version = 7
+	// One invalid model: neither file changes, no temporary files remain.
+	if err := WriteModelFiles(map[string]*Model{a: &changed, b: &bad}); err == nil {
+		t.Fatal("a set with an invalid model was written")
+	}
+	afterA, _ := os.ReadFile(a)
+	afterB, _ := os.ReadFile(b)
+	if string(afterA) != string(beforeA) || string(afterB) != string(beforeB) {
+		t.Fatal("a failed set changed a file")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("%d files in the directory, want 2", len(entries))
+	}
+}

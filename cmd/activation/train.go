@@ -70,15 +70,22 @@ func cmdTrain(args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	var lines []string
-	for _, f := range []struct {
+	pair := []struct {
 		name string
 		m    *engine.Model
-	}{{admissionFile, res.Admission}, {capacityFile, res.Capacity}} {
+	}{{admissionFile, res.Admission}, {capacityFile, res.Capacity}}
+	files := map[string]*engine.Model{}
+	for _, f := range pair {
+		files[filepath.Join(*out, f.name)] = f.m
+	}
+	// Both models or neither: never a new admission model beside an old
+	// capacity model.
+	if err := engine.WriteModelFiles(files); err != nil {
+		return err
+	}
+	var lines []string
+	for _, f := range pair {
 		path := filepath.Join(*out, f.name)
-		if err := engine.WriteModelFile(path, f.m); err != nil {
-			return err
-		}
 		d, err := f.m.Digest()
 		if err != nil {
 			return err
