@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"io"
 	"net"
 	"net/http"
@@ -311,11 +312,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 // TestMain clears NOMAD_* (a developer's token or namespace must not leak
 // into stand-in runs) and removes the plugin_dir built for the run.
 func TestMain(m *testing.M) {
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "NOMAD_") {
-			os.Unsetenv(k)
-		}
-	}
+	nomadconn.TakeEnv()
 	code := m.Run()
 	if plugins.dir != "" {
 		_ = os.RemoveAll(plugins.dir)

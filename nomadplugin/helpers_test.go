@@ -3,9 +3,9 @@ package nomadplugin
 import (
 	"context"
 	"fmt"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,11 +21,7 @@ import (
 // NOMAD_NAMESPACE must not leak into them (nomadusage's tests cover a real
 // cluster).
 func TestMain(m *testing.M) {
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "NOMAD_") {
-			os.Unsetenv(k)
-		}
-	}
+	nomadconn.TakeEnv()
 	os.Exit(m.Run())
 }
 

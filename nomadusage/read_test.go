@@ -3,6 +3,7 @@ package nomadusage
 import (
 	"context"
 	"errors"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"net/http"
 	"os"
 	"reflect"
@@ -46,12 +47,7 @@ const (
 var realEnv = map[string]string{}
 
 func TestMain(m *testing.M) {
-	for _, kv := range os.Environ() {
-		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "NOMAD_") {
-			realEnv[k] = v
-			os.Unsetenv(k)
-		}
-	}
+	realEnv = nomadconn.TakeEnv()
 	os.Exit(m.Run())
 }
 

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"os"
 	"path/filepath"
 	"sort"
@@ -67,14 +68,7 @@ func (e nomadEnv) realCluster() bool { return e[envNomadAddr] != "" }
 // environment and returns them. Without NOMAD_ADDR (stand-in mode) there is
 // no real cluster, so none of them is kept at all.
 func takeNomadEnv() nomadEnv {
-	e := nomadEnv{}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "NOMAD_") {
-			e[k] = v
-			os.Unsetenv(k)
-		}
-	}
+	e := nomadEnv(nomadconn.TakeEnv())
 	if !e.realCluster() {
 		return nomadEnv{}
 	}

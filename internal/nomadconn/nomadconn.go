@@ -5,6 +5,7 @@ package nomadconn
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -113,4 +114,19 @@ var _ interface{ Unwrap() error } = (*redactedError)(nil)
 func IsStatus(err error, code int) bool {
 	var ue api.UnexpectedResponseError
 	return errors.As(err, &ue) && ue.StatusCode() == code
+}
+
+// TakeEnv removes every NOMAD_* variable from the process environment and
+// returns them. Tests against the stand-in call it first, so a developer's
+// NOMAD_TOKEN or NOMAD_NAMESPACE never reaches the stand-in; a test that
+// runs against a real cluster (when NOMAD_ADDR was set) uses what it returns.
+func TakeEnv() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "NOMAD_") {
+			env[k] = v
+			os.Unsetenv(k)
+		}
+	}
+	return env
 }

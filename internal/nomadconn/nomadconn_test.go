@@ -4,17 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 )
 
 func TestMain(m *testing.M) {
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "NOMAD_") {
-			os.Unsetenv(k)
-		}
-	}
+	TakeEnv()
 	os.Exit(m.Run())
 }
 
