@@ -218,6 +218,11 @@ func TestFeatureVector(t *testing.T) {
 			t.Errorf("%s = %v, want %v", names[i], x[i], want[i])
 		}
 	}
+	// A sample of -0 is zero usage, the smallest, not the largest.
+	o.Samples[0].CPUMHz = math.Copysign(0, -1)
+	if x, err := FeatureVector(&o, "first", []string{FeatCPUReplicaMax}); err != nil || x[0] != 0.2 {
+		t.Fatalf("max with a -0 sample: %v, %v; want 0.2", x, err)
+	}
 	if _, err := FeatureVector(&o, "first", []string{"cpu_replica_bogus"}); err == nil {
 		t.Fatal("unknown feature accepted")
 	}
