@@ -106,6 +106,23 @@ type agent struct {
 
 // startAgent runs `nomad-autoscaler agent -config cfg` plus extra flags,
 // logging to a file, and waits for its health endpoint.
+// agentConfig is the agent configuration of the tests without ACLs: JSON
+// logs at level, the plugins in pluginDir, the stand-in at nomadAddr, file
+// policies from policyDir and the Nomad policy source disabled.
+func agentConfig(level, pluginDir, nomadAddr, policyDir string) string {
+	return fmt.Sprintf(`log_level = %q
+log_json = true
+plugin_dir = %q
+nomad { address = %q }
+policy {
+  dir = %q
+  source "nomad" { enabled = false }
+}
+strategy "activation-quota" { driver = "activation-quota" }
+target "host-quota" { driver = "host-quota" }
+`, level, pluginDir, nomadAddr, policyDir)
+}
+
 func startAgent(t testing.TB, dir, configHCL string, extra ...string) *agent {
 	t.Helper()
 	bin := autoscalerPath(t)

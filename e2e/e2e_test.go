@@ -945,17 +945,7 @@ func TestE2EGoldenDryRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pol, "golden.hcl"), []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := startAgent(t, dir, fmt.Sprintf(`log_level = "TRACE"
-log_json = true
-plugin_dir = %q
-nomad { address = %q }
-policy {
-  dir = %q
-  source "nomad" { enabled = false }
-}
-strategy "activation-quota" { driver = "activation-quota" }
-target "host-quota" { driver = "host-quota" }
-`, pdir, s.URL(), pol))
+	a := startAgent(t, dir, agentConfig("TRACE", pdir, s.URL(), pol))
 
 	same := func(got, want []engine.Sample) bool {
 		if len(got) != len(want) {

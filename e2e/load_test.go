@@ -113,17 +113,7 @@ func BenchmarkAgent100Policies(b *testing.B) {
 		}
 		rp := &replay{s: s, a: series[0], b: series[1], burst: 1, idx: 3000, groups: groups}
 		rp.start(time.Second)
-		a := startAgent(b, dir, fmt.Sprintf(`log_level = "DEBUG"
-log_json = true
-plugin_dir = %q
-nomad { address = %q }
-policy {
-  dir = %q
-  source "nomad" { enabled = false }
-}
-strategy "activation-quota" { driver = "activation-quota" }
-target "host-quota" { driver = "host-quota" }
-`, pdir, s.URL(), pol))
+		a := startAgent(b, dir, agentConfig("DEBUG", pdir, s.URL(), pol))
 		time.Sleep(10 * time.Second)
 		count := func() int {
 			n := 0
