@@ -9,28 +9,6 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
-func BenchmarkDecideDefault(b *testing.B) {
-	first := seriesObservation(b, "series3", 3000, 120, 6, 0.1)
-	second := seriesObservation(b, "series5", 4000, 120, 6, 0.1)
-	adm, err := Builtin(BuiltinAdmission)
-	if err != nil {
-		b.Fatal(err)
-	}
-	capy, err := Builtin(BuiltinCapacity)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := Config{Admission: adm, Capacity: capy,
-		FirstQuota: DefaultQuota(adm.CountableInputs()), SecondQuota: DefaultQuota(capy.CountableOutputs())}
-	b.ReportAllocs()
-	for b.Loop() {
-		d, err := Decide(&first, &second, cfg)
-		if err != nil || d.First.Containers < 0 {
-			b.Fatal(err)
-		}
-	}
-}
-
 // largeModel is the seeded random network of the benchmarks: 256 inputs,
 // four hidden layers of 512, 64 outputs, half the weights zero.
 func largeModel() *Model {

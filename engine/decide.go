@@ -2,9 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Layers the two hosts are read at.
@@ -22,16 +22,20 @@ const (
 // StrongestBranches is how many branches an explanation names per host.
 const StrongestBranches = 3
 
-// Config is what Decide needs besides the two observations.
-type Config struct {
-	// Admission is the first host's processor, read at its input layer;
-	// Capacity is the second host's, read at its output layer. Nil means
-	// the built-in default.
-	Admission *Processor
-	Capacity  *Processor
-	// FirstQuota and SecondQuota turn the two amounts into counts.
-	FirstQuota  Quota
-	SecondQuota Quota
+// HostInput is everything one host's decision needs.
+type HostInput struct {
+	// Observation is the host's observation; required.
+	Observation *Observation
+	// Model is the host's processor; nil is the role's built-in model
+	// (the admission processor for the first host, the capacity processor
+	// for the second).
+	Model *Processor
+	// Quota turns the amount into a count; nil is every default (see
+	// QuotaSpec.Resolve).
+	Quota *QuotaSpec
+	// MinSamples is the fewest usage samples the host's window must hold
+	// for a decision; 0 is DefaultMinSamples.
+	MinSamples int
 }
 
 // Decision is the method's answer for the two hosts.
@@ -39,6 +43,19 @@ type Decision struct {
 	First  HostDecision `json:"first"`
 	Second HostDecision `json:"second"`
 }
+
+// Limits: what bounded a host's amount (before the quota).
+const (
+	// LimitCPU: the host's CPU, by its predicted usage.
+	LimitCPU = "cpu"
+	// LimitMemory: the host's memory, by its peak.
+	LimitMemory = "memory"
+	// LimitDemand: every replica that wants to run was admitted (first
+	// host): nothing more was asked.
+	LimitDemand = "demand"
+	// LimitSlots: every countable slot of the model holds data.
+	LimitSlots = "slots"
+)
 
 // HostDecision is one host's count and how it came about.
 type HostDecision struct {
@@ -55,6 +72,14 @@ type HostDecision struct {
 	// says whether the clamp changed it.
 	Unclamped int  `json:"unclamped"`
 	Clamped   bool `json:"clamped"`
+	// Limit is what bounded the amount: "cpu", "memory", "demand" or
+	// "slots" (see the Limit constants).
+	Limit string `json:"limit"`
+	// Refused is the first host's first refused replica (nil when every
+	// replica that wants to run was admitted, and for the second host).
+	Refused *RefusedSlot `json:"refused,omitempty"`
+	// Evidence says how the usage window was read.
+	Evidence Evidence `json:"evidence"`
 	// BranchTotal is the exact number of activated branches, in decimal.
 	BranchTotal string   `json:"branch_total"`
 	Quota       Quota    `json:"quota"`
@@ -64,6 +89,21 @@ type HostDecision struct {
 	// Strongest are the strongest activated branches, node names from the
 	// input to the output.
 	Strongest []BranchPath `json:"strongest"`
+	// Placement says how the count meets the scheduler's placement by
+	// requested resources.
+	Placement Placement `json:"placement"`
+}
+
+// RefusedSlot is the first replica the admission processor refused.
+type RefusedSlot struct {
+	Slot     int     `json:"slot"`
+	Name     string  `json:"name"`
+	Running  bool    `json:"running"`
+	CPUMHz   float64 `json:"cpu_mhz"`
+	MemoryMB float64 `json:"memory_mb,omitempty"`
+	// Resource is "cpu" or "memory": the one that refused it.
+	Resource string `json:"resource"`
+	Reason   string `json:"reason"`
 }
 
 // ModelRef identifies the model that made a decision.
@@ -91,6 +131,10 @@ func (h *HostDecision) Reason() string {
 		amountName = "A_out"
 	}
 	fmt.Fprintf(&b, " from %s=%d at the %s layer of %s (%s)", amountName, h.Amount, h.Layer, h.Model.Name, shortDigest(h.Model.Digest))
+	fmt.Fprintf(&b, ", bound by %s", h.Limit)
+	if h.Refused != nil {
+		fmt.Fprintf(&b, " (%s refused: %s)", h.Refused.Name, h.Refused.Resource)
+	}
 	fmt.Fprintf(&b, "; %s activated branches", h.BranchTotal)
 	if h.Clamped {
 		fmt.Fprintf(&b, "; clamped from %d", h.Unclamped)
@@ -111,107 +155,99 @@ func (d *Decision) Explain() string {
 	for _, h := range []*HostDecision{&d.First, &d.Second} {
 		b.WriteString(h.Reason())
 		b.WriteString("\n")
+		fmt.Fprintf(&b, "  usage: %s\n", h.Evidence.Note)
 		what := "admitted demand slots"
 		if h.Layer == LayerOutput {
 			what = "safe-count outputs"
 		}
 		fmt.Fprintf(&b, "  %s (%d): %s\n", what, len(h.Activated), strings.Join(h.Activated, " "))
+		if r := h.Refused; r != nil {
+			fmt.Fprintf(&b, "  first refused: %s\n", r.Reason)
+		}
 		for i, br := range h.Strongest {
 			fmt.Fprintf(&b, "  strongest branch %d: %s (log strength %.3f)\n", i+1, strings.Join(br.Nodes, " -> "), br.LogStrength)
 		}
+		fmt.Fprintf(&b, "  placement: %s\n", h.Placement.Summary(h.Containers))
 	}
 	return b.String()
 }
 
-// decideWork is one goroutine's scratch space for one processor.
-type decideWork struct {
-	ws *Workspace
-	fw featureWork
-	x  []float64
-}
-
-func (p *Processor) getWork() *decideWork {
-	if w, ok := p.pool.Get().(*decideWork); ok {
-		return w
-	}
-	return &decideWork{ws: NewWorkspace(p), x: make([]float64, len(p.model.Inputs))}
-}
-
-// Decide is the method: the first host's count from the activated-branch
-// amount at the input layer of the admission processor, the second host's
-// from the amount at the output layer of the capacity processor, each through
-// its quota. It is deterministic and safe for concurrent use. Any invalid
-// input is an error naming the field, and then there is no decision.
-func Decide(first, second *Observation, cfg Config) (*Decision, error) {
-	if first == nil || second == nil {
-		return nil, fmt.Errorf("decide: both host observations are required")
-	}
-	adm, capy := cfg.Admission, cfg.Capacity
-	var err error
-	if adm == nil {
-		if adm, err = Builtin(BuiltinAdmission); err != nil {
-			return nil, err
-		}
-	}
-	if capy == nil {
-		if capy, err = Builtin(BuiltinCapacity); err != nil {
-			return nil, err
-		}
-	}
-	if err := first.Validate(RoleFirst); err != nil {
-		return nil, err
-	}
-	if err := second.Validate(RoleSecond); err != nil {
-		return nil, err
-	}
-	if err := cfg.FirstQuota.Validate(RoleFirst); err != nil {
-		return nil, err
-	}
-	if err := cfg.SecondQuota.Validate(RoleSecond); err != nil {
-		return nil, err
-	}
+// Decide is the method, the one entry point every front end calls: the
+// first host's count from the activated-branch amount at the input layer of
+// its admission processor, the second host's from the amount at the output
+// layer of its capacity processor, each through its quota. Defaults (the
+// built-in models, the quota defaults, the sample minimum) are filled here
+// and nowhere else. It is deterministic and safe for concurrent use. Any
+// invalid input is an error naming the field (*ObservationError,
+// *QuotaError, *ModelSourceError), and then there is no decision.
+func Decide(first, second HostInput) (*Decision, error) {
 	d := &Decision{}
-	if err := adm.decideHost(first, RoleFirst, LayerInput, cfg.FirstQuota, &d.First); err != nil {
+	if err := decideHost(&first, RoleFirst, &d.First); err != nil {
 		return nil, err
 	}
-	if err := capy.decideHost(second, RoleSecond, LayerOutput, cfg.SecondQuota, &d.Second); err != nil {
+	if err := decideHost(&second, RoleSecond, &d.Second); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
-func (p *Processor) decideHost(o *Observation, role, layer string, q Quota, h *HostDecision) error {
-	if p.featuresErr != nil {
-		return fmt.Errorf("%s host: model %s cannot read an observation: %w", role, p.model.Name, p.featuresErr)
+func decideHost(in *HostInput, role string, h *HostDecision) error {
+	o := in.Observation
+	if o == nil {
+		return obsErr(role, "", "the host's observation is required")
 	}
-	if layer == LayerInput && len(p.countableIn) == 0 {
-		return fmt.Errorf("%s host: model %s has no countable inputs to read at the input layer", role, p.model.Name)
-	}
-	if layer == LayerOutput && len(p.countableOut) == 0 {
-		return fmt.Errorf("%s host: model %s has no countable outputs to read at the output layer", role, p.model.Name)
-	}
-	w := p.getWork()
-	defer p.pool.Put(w)
-	w.fw.compute(o)
-	if err := p.features.fill(p.model, &w.fw, o, role, w.x); err != nil {
+	if err := o.Validate(role); err != nil {
 		return err
 	}
+	minSamples := in.MinSamples
+	if minSamples == 0 {
+		minSamples = DefaultMinSamples
+	}
+	if minSamples < 0 || minSamples > MaxSamples {
+		return obsErr(role, "min_samples", "is %d; it must be from 1 to %d", minSamples, MaxSamples)
+	}
+	if err := o.checkEvidence(role, minSamples); err != nil {
+		return err
+	}
+	p := in.Model
+	if p == nil {
+		var err error
+		if p, err = Models.LoadFor(role, ""); err != nil {
+			return err
+		}
+	} else if err := p.canServe(role); err != nil {
+		return &ModelSourceError{Host: role, Source: p.model.Name, Err: err}
+	}
+	q, err := in.Quota.Resolve(role, p.Slots(role))
+	if err != nil {
+		return err
+	}
+	return p.decideHost(o, role, q, h)
+}
+
+func (p *Processor) decideHost(o *Observation, role string, q Quota, h *HostDecision) error {
+	w := p.getWork()
+	defer p.putWork(w)
+	w.fw.compute(o)
+	p.features.fill(&w.fw, o, w.x)
 	an, err := p.Analyze(w.x, w.ws)
 	if err != nil {
 		return fmt.Errorf("%s host: %w", role, err)
 	}
-	var counted []int
-	var names []Node
-	if layer == LayerInput {
-		h.Amount, counted, names = an.InputAmount, an.ActivatedInputs, p.model.Inputs
-	} else {
-		h.Amount, counted, names = an.OutputAmount, an.ActivatedOutputs, p.model.Outputs
+	layer := LayerOutput
+	counted, names := an.ActivatedOutputs, p.model.Outputs
+	h.Amount = an.OutputAmount
+	if role == RoleFirst {
+		layer = LayerInput
+		counted, names = an.ActivatedInputs, p.model.Inputs
+		h.Amount = an.InputAmount
 	}
 	h.Role, h.Host, h.Layer, h.Quota = role, o.Host, layer, q
 	h.Containers, h.Clamped = q.Apply(h.Amount)
 	h.Unclamped = q.Unclamped(h.Amount)
 	h.BranchTotal = an.TotalString()
 	h.Model = ModelRef{Name: p.model.Name, Digest: p.digest}
+	h.Evidence = w.fw.ev
 	h.Activated = make([]string, len(counted))
 	for i, c := range counted {
 		h.Activated[i] = names[c].Name
@@ -225,8 +261,116 @@ func (p *Processor) decideHost(o *Observation, role, layer string, q Quota, h *H
 		}
 		h.Strongest[i] = BranchPath{Nodes: nodes, LogStrength: b.LogStrength}
 	}
+	// What bound the amount. Strongest is done with ws, so the
+	// counterfactual analysis (memory not judged) may reuse it.
+	if role == RoleFirst {
+		p.admissionLimit(o, w, h)
+	} else {
+		p.capacityLimit(w, h)
+	}
+	h.Placement = placement(o, &w.fw, h.Containers)
 	return nil
 }
 
-// poolHolder is embedded in Processor.
-type poolHolder struct{ pool sync.Pool }
+// capacityLimit names what bound the second host's amount: the model's
+// slots, memory (the amount rises when memory is not judged) or CPU.
+func (p *Processor) capacityLimit(w *decideWork, h *HostDecision) {
+	switch {
+	case h.Amount >= len(p.countableOut):
+		h.Limit = LimitSlots
+	case w.fw.ev.MemoryJudged && p.readsMemory():
+		p.withoutMemory(w.x, w.cf)
+		an, err := p.Analyze(w.cf, w.ws)
+		if err == nil && an.OutputAmount > h.Amount {
+			h.Limit = LimitMemory
+			return
+		}
+		h.Limit = LimitCPU
+	default:
+		h.Limit = LimitCPU
+	}
+}
+
+// admissionLimit names what bound the first host's amount and its first
+// refused replica.
+func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecision) {
+	fw := &w.fw
+	admitted := make(map[int]bool, h.Amount)
+	refused := -1
+	an := &w.ws.an
+	for _, i := range an.ActivatedInputs {
+		admitted[i] = true
+	}
+	// The countable inputs are the CPU slots; find the lowest slot that
+	// holds a replica and was not admitted.
+	for _, i := range p.countableIn {
+		k := p.features.slot[i]
+		if p.features.feature[i] != slotCPUSource || k < 0 || k >= fw.slotsFilled || admitted[i] {
+			continue
+		}
+		if refused < 0 || k < p.features.slot[refused] {
+			refused = i
+		}
+	}
+	if refused < 0 {
+		h.Limit = LimitDemand
+		if fw.slotsFilled >= len(p.countableIn) {
+			h.Limit = LimitSlots
+		}
+		return
+	}
+	k := p.features.slot[refused]
+	roomCPU, roomMem := o.room()
+	r := &RefusedSlot{Slot: k, Name: p.model.Inputs[refused].Name, Running: fw.slotRun[k] == 1,
+		CPUMHz: fw.slotCPU[k] * roomCPU}
+	if o.MemoryCapacityMB > 0 {
+		r.MemoryMB = fw.slotMem[k] * roomMem
+	}
+	r.Resource = LimitCPU
+	if fw.ev.MemoryJudged && p.readsMemory() {
+		p.withoutMemory(w.x, w.cf)
+		if cf, err := p.Analyze(w.cf, w.ws); err == nil {
+			for _, i := range cf.ActivatedInputs {
+				if i == refused {
+					r.Resource = LimitMemory
+				}
+			}
+		}
+	}
+	what := "new replica"
+	if r.Running {
+		what = "running replica"
+	}
+	if r.Resource == LimitMemory {
+		var used float64
+		for i := 0; i < k; i++ {
+			used += fw.slotMem[i]
+		}
+		r.Reason = fmt.Sprintf("%s (%s, %.0f MB): memory: the memory peak of the replicas before it, %.0f MB of the %.0f MB this workload may use, leaves too little",
+			r.Name, what, r.MemoryMB, used*roomMem, roomMem)
+	} else {
+		r.Reason = fmt.Sprintf("%s (%s, %.0f MHz): cpu: the processor's predicted usage of the replicas before it leaves less than it needs of the %.0f MHz this workload may use",
+			r.Name, what, r.CPUMHz, roomCPU)
+	}
+	h.Refused = r
+	h.Limit = r.Resource
+}
+
+// readsMemory says whether any input of the model is memory.
+func (p *Processor) readsMemory() bool {
+	for _, src := range p.features.feature {
+		switch src {
+		case fMemFit, fMemReplicaMax, fMemHostMax, fMemReplicaDemand, slotMemSource:
+			return true
+		}
+	}
+	return false
+}
+
+// nanOrZero is 0 for NaN.
+func nanOrZero(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return x
+}

@@ -1,26 +1,37 @@
-package engine
+package engine_test
 
 import (
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+
+	. "github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
-func quota(min, max int, per float64, rounding string) *Quota {
-	return &Quota{Min: min, Max: max, PerBranch: per, Rounding: rounding}
+var seriesObservation = testsupport.SeriesObservation
+
+var quotaSpec = testsupport.Quota
+
+func decideRequest(t testing.TB, r *Request) *Decision {
+	t.Helper()
+	d, err := r.Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func TestDecideSemantics(t *testing.T) {
 	busy := seriesObservation(t, "series3", 3000, 120, 6, 0.1)
 	req := Request{First: busy, Second: busy}
-	d, err := DecideRequest(&req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := decideRequest(t, &req)
 	if d.First.Layer != LayerInput || d.Second.Layer != LayerOutput {
 		t.Fatalf("layers %s/%s", d.First.Layer, d.Second.Layer)
 	}
@@ -36,15 +47,11 @@ func TestDecideSemantics(t *testing.T) {
 	for _, wanted := range []int{1, 2, 5} {
 		r := req
 		r.First.WantedReplicas = wanted
-		dw, err := DecideRequest(&r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if dw.First.Amount > wanted {
+		if dw := decideRequest(t, &r); dw.First.Amount > wanted {
 			t.Fatalf("wanted %d replicas but %d slots were admitted", wanted, dw.First.Amount)
 		}
 	}
-	// More usage never raises the second host's safe count on this model.
+	// More usage never raises the second host's safe count.
 	heavier := busy
 	heavier.Samples = append([]Sample(nil), busy.Samples...)
 	for i := range heavier.Samples {
@@ -52,23 +59,16 @@ func TestDecideSemantics(t *testing.T) {
 	}
 	r := req
 	r.Second = heavier
-	dh, err := DecideRequest(&r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dh.Second.Amount >= d.Second.Amount {
+	if dh := decideRequest(t, &r); dh.Second.Amount >= d.Second.Amount {
 		t.Fatalf("tripling usage gave safe count %d, before %d", dh.Second.Amount, d.Second.Amount)
 	}
-	// Deterministic.
-	again, err := DecideRequest(&req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(d, again) {
+	if again := decideRequest(t, &req); !reflect.DeepEqual(d, again) {
 		t.Fatal("the same request gave two decisions")
 	}
-	if !strings.Contains(d.Explain(), "A_in=") || !strings.Contains(d.Second.Reason(), "A_out=") {
-		t.Fatalf("explanation lacks the amounts:\n%s", d.Explain())
+	for _, want := range []string{"A_in=", "A_out=", "bound by", "usage: observed", "placement:"} {
+		if !strings.Contains(d.Explain(), want) {
+			t.Fatalf("explanation lacks %q:\n%s", want, d.Explain())
+		}
 	}
 }
 
@@ -79,73 +79,62 @@ func TestDecideRejectsBadInput(t *testing.T) {
 			Second: seriesObservation(t, "series3", 3000, 30, 2, 0.1),
 		}
 	}
-	tests := []struct {
-		name  string
-		edit  func(r *Request)
-		host  string
-		field string
-	}{
-		{"NaN usage", func(r *Request) { r.First.Samples[3].CPUMHz = math.NaN() }, "first", "usage_samples[3].cpu_mhz"},
-		{"negative usage", func(r *Request) { r.Second.Samples[0].CPUMHz = -1 }, "second", "usage_samples[0].cpu_mhz"},
-		{"infinite memory", func(r *Request) { r.Second.Samples[2].MemoryMB = math.Inf(1) }, "second", "usage_samples[2].memory_mb"},
-		{"out of order", func(r *Request) { r.First.Samples[5].Time = r.First.Samples[4].Time }, "first", "usage_samples[5].time"},
-		{"empty window", func(r *Request) { r.Second.Samples = nil }, "second", "usage_samples"},
-		{"zero capacity", func(r *Request) { r.First.CPUCapacityMHz = 0 }, "first", "cpu_capacity_mhz"},
-		{"negative replicas", func(r *Request) { r.First.RunningReplicas = -1 }, "first", "running_replicas"},
-		{"no demand", func(r *Request) { r.Second.ReplicaCPUDemandMHz = 0 }, "second", "replica_cpu_demand_mhz"},
-		{"negative request", func(r *Request) { r.First.RequestedCPUMHz = -5 }, "first", "requested_cpu_mhz"},
-		{"negative wanted", func(r *Request) { r.First.WantedReplicas = -2 }, "first", "wanted_replicas"},
-		{"usage beyond any host", func(r *Request) { r.First.Samples[1].CPUMHz = 1e200 }, "first", "usage_samples[1].cpu_mhz"},
-		{"demand beyond any host", func(r *Request) { r.Second.ReplicaCPUDemandMHz = 1e300 }, "second", "replica_cpu_demand_mhz"},
-		{"request beyond any host", func(r *Request) { r.Second.RequestedCPUMHz = 1e300 }, "second", "requested_cpu_mhz"},
-		{"min above max", func(r *Request) { r.FirstQuota = quota(5, 4, 1, RoundNearest) }, "first", "max"},
-		{"negative min", func(r *Request) { r.SecondQuota = quota(-1, 4, 1, RoundNearest) }, "second", "min"},
-		{"NaN per branch", func(r *Request) { r.SecondQuota = quota(0, 4, math.NaN(), RoundNearest) }, "second", "per_branch"},
-		{"unknown rounding", func(r *Request) { r.FirstQuota = quota(0, 4, 1, "banker") }, "first", "rounding"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range testsupport.InvalidInputs() {
+		t.Run(tc.Name, func(t *testing.T) {
 			r := good()
-			tc.edit(&r)
-			d, err := DecideRequest(&r)
+			tc.Edit(&r)
+			d, err := r.Decide()
 			if err == nil || d != nil {
 				t.Fatalf("got decision %v and error %v, want only an error", d, err)
 			}
-			var oe *ObservationError
-			var qe *QuotaError
-			switch {
-			case errors.As(err, &oe):
-				if oe.Host != tc.host || oe.Field != tc.field {
-					t.Fatalf("error names %s/%s, want %s/%s: %v", oe.Host, oe.Field, tc.host, tc.field, err)
-				}
-			case errors.As(err, &qe):
-				if qe.Host != tc.host || qe.Field != tc.field {
-					t.Fatalf("error names %s/%s, want %s/%s: %v", qe.Host, qe.Field, tc.host, tc.field, err)
-				}
-			default:
-				t.Fatalf("error %v names no field", err)
+			host, part, field, ok := FieldOf(err)
+			if !ok || host != tc.Host || part != tc.Part || field != tc.Field {
+				t.Fatalf("error names %s/%s/%s (%v), want %s/%s/%s: %v", host, part, field, ok, tc.Host, tc.Part, tc.Field, err)
+			}
+			if Reason(err) == "" || strings.Contains(Reason(err), tc.Field+": ") {
+				t.Fatalf("reason %q should say why without repeating the field", Reason(err))
 			}
 		})
 	}
 	// Model sources that cannot be read.
-	r := good()
-	r.FirstModel = "builtin:missing"
-	if _, err := DecideRequest(&r); err == nil || !strings.HasPrefix(err.Error(), "first_model:") {
-		t.Fatalf("bad first model: %v", err)
+	fifo := filepath.Join(t.TempDir(), "model.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	bad := good()
-	bad.SecondModel = os.DevNull
-	if _, err := DecideRequest(&bad); err == nil || !strings.HasPrefix(err.Error(), "second_model:") {
-		t.Fatalf("bad second model: %v", err)
+	for _, src := range []struct{ first, second, host string }{
+		{"builtin:missing", "", RoleFirst},
+		{"", os.DevNull, RoleSecond},
+		{"", fifo, RoleSecond},
+		{"", "builtin:admission", RoleSecond}, // no countable outputs to read
+		{"builtin:capacity", "", RoleFirst},   // no countable inputs to read
+	} {
+		r := good()
+		r.FirstModel, r.SecondModel = src.first, src.second
+		_, err := r.Decide()
+		var me *ModelSourceError
+		if !errors.As(err, &me) || me.Host != src.host {
+			t.Fatalf("model sources %q/%q: %v, want a model error on the %s host", src.first, src.second, err, src.host)
+		}
+	}
+}
+
+func TestTooFewSamplesIsNoDecision(t *testing.T) {
+	o := seriesObservation(t, "series3", 3000, 2, 2, 0.1)
+	_, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+	if !errors.Is(err, ErrTooFewSamples) {
+		t.Fatalf("two samples with the default minimum of %d: %v", DefaultMinSamples, err)
+	}
+	if _, _, field, _ := FieldOf(err); field != "usage_samples" {
+		t.Fatalf("error names %q, want usage_samples", field)
+	}
+	if _, err := Decide(HostInput{Observation: &o, MinSamples: 2}, HostInput{Observation: &o, MinSamples: 2}); err != nil {
+		t.Fatalf("two samples with min_samples 2: %v", err)
 	}
 }
 
 func TestDecideConcurrent(t *testing.T) {
 	req := Request{First: seriesObservation(t, "series3", 3000, 120, 6, 0.1), Second: seriesObservation(t, "series5", 4000, 120, 6, 0.1)}
-	want, err := DecideRequest(&req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := decideRequest(t, &req)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := 0; g < 8; g++ {
@@ -153,7 +142,7 @@ func TestDecideConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				d, err := DecideRequest(&req)
+				d, err := req.Decide()
 				if err != nil {
 					errs <- err
 					return
@@ -201,18 +190,48 @@ func TestQuotaApply(t *testing.T) {
 	}
 }
 
+func TestQuotaDefaults(t *testing.T) {
+	three, half, floor := 3, 0.5, RoundFloor
+	tests := []struct {
+		name string
+		spec *QuotaSpec
+		want Quota
+		err  string
+	}{
+		{"nil is every default", nil, Quota{0, 110, 1, RoundNearest}, ""},
+		{"min only", &QuotaSpec{Min: &three}, Quota{3, 110, 1, RoundNearest}, ""},
+		{"per_branch and rounding", &QuotaSpec{PerBranch: &half, Rounding: &floor}, Quota{0, 110, 0.5, RoundFloor}, ""},
+		{"max only", &QuotaSpec{Max: &three}, Quota{0, 3, 1, RoundNearest}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.spec.Resolve(RoleFirst, 110)
+			if err != nil || got != tc.want {
+				t.Fatalf("Resolve = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+	big := 200
+	if _, err := (&QuotaSpec{Min: &big}).Resolve(RoleSecond, 110); err == nil {
+		t.Fatal("min above the default max accepted")
+	}
+}
+
 func TestFeatureVector(t *testing.T) {
 	// Two replicas on a 1000 MHz host; per-replica shares are usage/2/1000.
 	o := Observation{CPUCapacityMHz: 1000, RunningReplicas: 2, ReplicaCPUDemandMHz: 100, RequestedCPUMHz: 300}
 	for i, u := range []float64{100, 300, 200, 400} {
 		o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: u})
 	}
-	names := []string{FeatCPUReplicaMean, FeatCPUReplicaMax, FeatCPUReplicaLast, FeatCPUFitMax, FeatCPUReplicaRequest, FeatCPUHostMax, FeatCPUReplicaTrend, "slot_0"}
+	names := []string{FeatCPUReplicaMean, FeatCPUReplicaMax, FeatCPUReplicaLast, FeatCPUFitMax, FeatCPUReplicaRequest, FeatCPUHostMax, FeatCPUReplicaTrend,
+		"slot_0", "slot_1_running", "slot_2", "slot_2_running", FeatMemFit, FeatMemReplicaMax}
 	x, err := FeatureVector(&o, "first", names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []float64{0.125, 0.2, 0.2, 5, 0.15, 0.4, 0.15, 0.1}
+	// slots 0 and 1 are the running replicas (their request share 0.15),
+	// slot 2 a new one at its demand (0.1); memory is not judged.
+	want := []float64{0.125, 0.2, 0.2, 5, 0.15, 0.4, 0.15, 0.15, 1, 0.1, 0, MaxFit, 0}
 	for i := range want {
 		if math.Abs(x[i]-want[i]) > 1e-12 {
 			t.Errorf("%s = %v, want %v", names[i], x[i], want[i])
@@ -223,11 +242,10 @@ func TestFeatureVector(t *testing.T) {
 	if x, err := FeatureVector(&o, "first", []string{FeatCPUReplicaMax}); err != nil || x[0] != 0.2 {
 		t.Fatalf("max with a -0 sample: %v, %v; want 0.2", x, err)
 	}
-	if _, err := FeatureVector(&o, "first", []string{"cpu_replica_bogus"}); err == nil {
-		t.Fatal("unknown feature accepted")
-	}
-	if _, err := FeatureVector(&o, "first", []string{FeatMemReplicaMax}); err == nil || !strings.Contains(err.Error(), "memory_capacity_mb") {
-		t.Fatalf("memory feature without memory capacity: %v", err)
+	for _, bad := range []string{"cpu_replica_bogus", "slot_x", "slot_01", "slot_1_disk", "slot_-1"} {
+		if _, err := FeatureVector(&o, "first", []string{bad}); err == nil {
+			t.Errorf("unknown feature %q accepted", bad)
+		}
 	}
 }
 
@@ -252,14 +270,14 @@ func TestFreshProcessorConcurrentFirstUse(t *testing.T) {
 	}
 	first := seriesObservation(t, "series3", 3000, 60, 4, 0.1)
 	second := seriesObservation(t, "series5", 3000, 60, 4, 0.1)
-	cfg := Config{Admission: adm, Capacity: capy, FirstQuota: DefaultQuota(10), SecondQuota: DefaultQuota(10)}
+	q := quotaSpec(0, 10, 1, RoundNearest)
 	var wg sync.WaitGroup
 	results := make([]*Decision, 4)
 	for g := range results {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := Decide(&first, &second, cfg)
+			d, err := Decide(HostInput{Observation: &first, Model: adm, Quota: q}, HostInput{Observation: &second, Model: capy, Quota: q})
 			if err != nil {
 				t.Error(err)
 				return

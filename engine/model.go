@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -77,11 +76,114 @@ type Node struct {
 	Countable bool   `json:"countable,omitempty"`
 }
 
-// Layer is one weighted layer.
+// Layer is one weighted layer. Its edges are given either densely, as
+// Weights (Weights[j][i] is the edge from node i of the previous layer to
+// node j, 0 = no edge), or sparsely, as Edges (only the edges that exist).
+// A layer gives exactly one of the two; Biases gives its width.
 type Layer struct {
 	Activation string      `json:"activation"`
-	Weights    [][]float64 `json:"weights"`
+	Weights    [][]float64 `json:"weights,omitempty"`
+	Edges      []Edge      `json:"edges,omitempty"`
 	Biases     []float64   `json:"biases"`
+	// sparse records that the layer was read with an "edges" field (which
+	// may be empty: a layer with no edges at all).
+	sparse bool
+}
+
+// Edge is one weighted edge of a sparse layer, written [to, from, weight]:
+// from node From of the previous layer to node To of this layer.
+type Edge struct {
+	To, From int
+	W        float64
+}
+
+// MarshalJSON writes the edge as [to, from, weight].
+func (e Edge) MarshalJSON() ([]byte, error) {
+	return json.Marshal([3]any{e.To, e.From, e.W})
+}
+
+// UnmarshalJSON reads [to, from, weight].
+func (e *Edge) UnmarshalJSON(b []byte) error {
+	var raw []json.Number
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("an edge is [to, from, weight]: %w", err)
+	}
+	if len(raw) != 3 {
+		return fmt.Errorf("an edge is [to, from, weight]: got %d numbers", len(raw))
+	}
+	to, err1 := raw[0].Int64()
+	from, err2 := raw[1].Int64()
+	w, err3 := raw[2].Float64()
+	if err1 != nil || err2 != nil || err3 != nil || to < 0 || from < 0 || to > math.MaxInt32 || from > math.MaxInt32 {
+		return fmt.Errorf("an edge is [to, from, weight] with whole node indices >= 0: got %s", b)
+	}
+	e.To, e.From, e.W = int(to), int(from), w
+	return nil
+}
+
+// UnmarshalJSON reads a layer, noting whether it gave "edges".
+func (l *Layer) UnmarshalJSON(b []byte) error {
+	type plain Layer
+	var aux struct {
+		plain
+		Edges *[]Edge `json:"edges"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&aux); err != nil {
+		return err
+	}
+	*l = Layer(aux.plain)
+	if aux.Edges != nil {
+		l.Edges = *aux.Edges
+		l.sparse = true
+	}
+	return nil
+}
+
+// MarshalJSON writes "edges" for a sparse layer (even an empty one) and
+// "weights" for a dense one.
+func (l Layer) MarshalJSON() ([]byte, error) {
+	if l.IsSparse() {
+		edges := l.Edges
+		if edges == nil {
+			edges = []Edge{}
+		}
+		return json.Marshal(struct {
+			Activation string    `json:"activation"`
+			Edges      []Edge    `json:"edges"`
+			Biases     []float64 `json:"biases"`
+		}{l.Activation, edges, l.Biases})
+	}
+	return json.Marshal(struct {
+		Activation string      `json:"activation"`
+		Weights    [][]float64 `json:"weights"`
+		Biases     []float64   `json:"biases"`
+	}{l.Activation, l.Weights, l.Biases})
+}
+
+// IsSparse reports whether the layer gives its edges as Edges.
+func (l *Layer) IsSparse() bool { return l.sparse || (l.Weights == nil && l.Edges != nil) }
+
+// SparseLayer returns a layer with the given edges (a model builder's
+// constructor: the layer is written with "edges" even when it has none).
+func SparseLayer(activation string, edges []Edge, biases []float64) Layer {
+	return Layer{Activation: activation, Edges: edges, Biases: biases, sparse: true}
+}
+
+// dense returns the layer's weights as rows (to x from), in. l must be valid.
+func (l *Layer) dense(in int) [][]float64 {
+	if !l.IsSparse() {
+		return l.Weights
+	}
+	rows := make([][]float64, len(l.Biases))
+	for j := range rows {
+		rows[j] = make([]float64, in)
+	}
+	for _, e := range l.Edges {
+		rows[e.To][e.From] = e.W
+	}
+	return rows
 }
 
 // Provenance says how a model was made and from what.
@@ -169,24 +271,6 @@ func ParseModel(data []byte) (*Model, error) {
 	return &m, nil
 }
 
-// LoadModelFile reads and validates a model file.
-func LoadModelFile(path string) (*Model, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("loading model %s: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxModelBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("loading model %s: %w", path, err)
-	}
-	m, err := ParseModel(data)
-	if err != nil {
-		return nil, fmt.Errorf("loading model %s: %w", path, err)
-	}
-	return m, nil
-}
-
 // Validate checks every rule a model must meet and names the first field
 // that breaks one.
 func (m *Model) Validate() error {
@@ -239,18 +323,8 @@ func (m *Model) Validate() error {
 		default:
 			return modelErr(field+".activation", "unknown activation %q (want relu, sigmoid, tanh or identity)", layer.Activation)
 		}
-		if len(layer.Weights) != len(layer.Biases) {
-			return modelErr(field+".weights", "has %d rows but the layer has %d biases (one row per node)", len(layer.Weights), len(layer.Biases))
-		}
-		for j, row := range layer.Weights {
-			if len(row) != prev {
-				return modelErr(fmt.Sprintf("%s.weights[%d]", field, j), "dimension mismatch: has %d weights, the previous layer has %d nodes", len(row), prev)
-			}
-			for i, w := range row {
-				if math.IsNaN(w) || math.IsInf(w, 0) {
-					return modelErr(fmt.Sprintf("%s.weights[%d][%d]", field, j, i), "weight is %v; weights must be finite", w)
-				}
-			}
+		if err := checkEdges(field, layer, prev); err != nil {
+			return err
 		}
 		for j, b := range layer.Biases {
 			if math.IsNaN(b) || math.IsInf(b, 0) {
@@ -271,12 +345,77 @@ func (m *Model) Validate() error {
 		}
 	}
 	if m.OutputThreshold != nil {
-		if t := *m.OutputThreshold; math.IsNaN(t) || math.IsInf(t, 0) {
+		t := *m.OutputThreshold
+		if math.IsNaN(t) || math.IsInf(t, 0) {
 			return modelErr("output_threshold", "is %v; it must be finite", t)
+		}
+		// A threshold at or below the least value the output activation can
+		// take would make every output hold data.
+		switch act := m.Layers[len(m.Layers)-1].Activation; act {
+		case ActivationSigmoid:
+			if t <= 0 || t >= 1 {
+				return modelErr("output_threshold", "is %v; with sigmoid outputs (values in (0, 1)) it must be in (0, 1)", t)
+			}
+		case ActivationTanh:
+			if t <= -1 || t >= 1 {
+				return modelErr("output_threshold", "is %v; with tanh outputs (values in (-1, 1)) it must be in (-1, 1)", t)
+			}
+		case ActivationReLU:
+			if t <= 0 {
+				return modelErr("output_threshold", "is %v; with relu outputs (values >= 0) it must be > 0", t)
+			}
 		}
 	}
 	if m.Provenance.Method == "" {
 		return modelErr("provenance.method", "must say how the model was made")
+	}
+	return nil
+}
+
+// checkEdges validates a layer's weights or edges against the width of the
+// previous layer.
+func checkEdges(field string, layer Layer, prev int) error {
+	if layer.IsSparse() {
+		if layer.Weights != nil {
+			return modelErr(field, "gives both weights and edges; give one")
+		}
+		seen := make(map[[2]int]int, len(layer.Edges))
+		for k, e := range layer.Edges {
+			f := fmt.Sprintf("%s.edges[%d]", field, k)
+			if e.To >= len(layer.Biases) {
+				return modelErr(f, "goes to node %d, but the layer has %d nodes", e.To, len(layer.Biases))
+			}
+			if e.From >= prev {
+				return modelErr(f, "comes from node %d, but the previous layer has %d nodes", e.From, prev)
+			}
+			if math.IsNaN(e.W) || math.IsInf(e.W, 0) {
+				return modelErr(f, "weight is %v; weights must be finite", e.W)
+			}
+			if e.W == 0 {
+				return modelErr(f, "weight is 0: a zero weight is no edge, leave it out")
+			}
+			if j, dup := seen[[2]int{e.To, e.From}]; dup {
+				return modelErr(f, "repeats %s.edges[%d] (%d <- %d)", field, j, e.To, e.From)
+			}
+			seen[[2]int{e.To, e.From}] = k
+		}
+		return nil
+	}
+	if layer.Weights == nil {
+		return modelErr(field, "gives neither weights nor edges")
+	}
+	if len(layer.Weights) != len(layer.Biases) {
+		return modelErr(field+".weights", "has %d rows but the layer has %d biases (one row per node)", len(layer.Weights), len(layer.Biases))
+	}
+	for j, row := range layer.Weights {
+		if len(row) != prev {
+			return modelErr(fmt.Sprintf("%s.weights[%d]", field, j), "dimension mismatch: has %d weights, the previous layer has %d nodes", len(row), prev)
+		}
+		for i, w := range row {
+			if math.IsNaN(w) || math.IsInf(w, 0) {
+				return modelErr(fmt.Sprintf("%s.weights[%d][%d]", field, j, i), "weight is %v; weights must be finite", w)
+			}
+		}
 	}
 	return nil
 }
@@ -297,13 +436,35 @@ func checkNodes(field string, nodes []Node) error {
 
 // Canonical returns the model's canonical JSON form: fields in a fixed order,
 // no insignificant white space, numbers in Go's shortest round-trip form, the
-// two thresholds written out even when they were defaulted. Two files that
+// two thresholds written out even when they were defaulted, and every layer
+// as sparse edges ordered by target then source. Two files that
 // describe the same model have the same canonical form.
 func (m *Model) Canonical() ([]byte, error) {
 	c := *m
 	eps, thr := m.Epsilon(), m.Threshold()
 	c.InputEpsilon, c.OutputThreshold = &eps, &thr
+	c.Layers = make([]Layer, len(m.Layers))
+	prev := len(m.Inputs)
+	for l := range m.Layers {
+		c.Layers[l] = m.Layers[l].canonical(prev)
+		prev = len(m.Layers[l].Biases)
+	}
 	return json.Marshal(&c)
+}
+
+// canonical returns the layer in sparse form, edges ordered by target then
+// source, so that a dense and a sparse layer with the same edges agree.
+func (l *Layer) canonical(in int) Layer {
+	rows := l.dense(in)
+	var edges []Edge
+	for j, row := range rows {
+		for i, w := range row {
+			if w != 0 {
+				edges = append(edges, Edge{To: j, From: i, W: w})
+			}
+		}
+	}
+	return SparseLayer(l.Activation, edges, l.Biases)
 }
 
 // Digest returns "sha256:" and the hex SHA-256 of the canonical form.
@@ -324,11 +485,10 @@ func WriteModelFile(path string, m *Model) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("writing model %s: %w", path, err)
 	}
-	data, err := json.MarshalIndent(m, "", " ")
+	data, err := EncodeModel(m)
 	if err != nil {
 		return fmt.Errorf("writing model %s: %w", path, err)
 	}
-	data = append(data, '\n')
 	return writeFileAtomic(path, data)
 }
 
@@ -357,11 +517,11 @@ func WriteModelFiles(models map[string]*Model) (err error) {
 		if err := m.Validate(); err != nil {
 			return fmt.Errorf("writing model %s: %w", path, err)
 		}
-		data, err := json.MarshalIndent(m, "", " ")
+		data, err := EncodeModel(m)
 		if err != nil {
 			return fmt.Errorf("writing model %s: %w", path, err)
 		}
-		tmp, err := writeTemp(path, append(data, '\n'))
+		tmp, err := writeTemp(path, data)
 		if err != nil {
 			return err
 		}
@@ -373,6 +533,111 @@ func WriteModelFiles(models map[string]*Model) (err error) {
 		}
 	}
 	return nil
+}
+
+// EncodeModel is a model file's text: indented JSON in which each weight
+// row, each edge and each bias list takes one line, so that a model file is
+// readable and diffs well however large its layers are.
+func EncodeModel(m *Model) ([]byte, error) {
+	var b bytes.Buffer
+	field := func(name string, v any, last bool) error {
+		data, err := json.MarshalIndent(v, " ", " ")
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Fprintf(&b, " %q: %s", name, data)
+		if !last {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+		return nil
+	}
+	compact := func(v any) (string, error) {
+		data, err := json.Marshal(v)
+		return string(data), err
+	}
+	b.WriteString("{\n")
+	for _, f := range []struct {
+		name string
+		v    any
+		skip bool
+	}{
+		{"format", m.Format, false}, {"version", m.Version, false}, {"name", m.Name, false},
+		{"description", m.Description, m.Description == ""},
+		{"inputs", m.Inputs, false},
+	} {
+		if f.skip {
+			continue
+		}
+		if err := field(f.name, f.v, false); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteString(" \"layers\": [\n")
+	for l := range m.Layers {
+		layer := &m.Layers[l]
+		act, _ := compact(layer.Activation)
+		biases, err := compact(layer.Biases)
+		if err != nil {
+			return nil, fmt.Errorf("layers[%d].biases: %w", l, err)
+		}
+		fmt.Fprintf(&b, "  {\n   \"activation\": %s,\n   \"biases\": %s,\n", act, biases)
+		rows := []string{}
+		key := "weights"
+		if layer.IsSparse() {
+			key = "edges"
+			for _, e := range layer.Edges {
+				r, err := compact(e)
+				if err != nil {
+					return nil, fmt.Errorf("layers[%d].edges: %w", l, err)
+				}
+				rows = append(rows, r)
+			}
+		} else {
+			for _, w := range layer.Weights {
+				r, err := compact(w)
+				if err != nil {
+					return nil, fmt.Errorf("layers[%d].weights: %w", l, err)
+				}
+				rows = append(rows, r)
+			}
+		}
+		fmt.Fprintf(&b, "   %q: [", key)
+		for i, r := range rows {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("\n    ")
+			b.WriteString(r)
+		}
+		if len(rows) > 0 {
+			b.WriteString("\n   ")
+		}
+		b.WriteString("]\n  }")
+		if l < len(m.Layers)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(" ],\n")
+	if err := field("outputs", m.Outputs, false); err != nil {
+		return nil, err
+	}
+	if m.InputEpsilon != nil {
+		if err := field("input_epsilon", *m.InputEpsilon, false); err != nil {
+			return nil, err
+		}
+	}
+	if m.OutputThreshold != nil {
+		if err := field("output_threshold", *m.OutputThreshold, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := field("provenance", m.Provenance, true); err != nil {
+		return nil, err
+	}
+	b.WriteString("}\n")
+	return b.Bytes(), nil
 }
 
 // writeTemp writes data to a synced temporary file in path's directory and

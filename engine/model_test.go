@@ -3,11 +3,25 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
+
+func validModel(t *testing.T) *Model {
+	t.Helper()
+	return testModel(
+		[]Node{{Name: "slot_0", Countable: true}, {Name: "cpu_fit_max"}},
+		[]Node{{Name: "o0", Countable: true}},
+		0.1, 0.5,
+		Layer{Activation: ActivationReLU, Weights: [][]float64{{1, 2}, {0, -1}}, Biases: []float64{0, 0.5}},
+		Layer{Activation: ActivationSigmoid, Weights: [][]float64{{1, 1}}, Biases: []float64{-0.25}},
+	)
+}
 
 func validModelJSON(t *testing.T) map[string]any {
 	t.Helper()
@@ -202,7 +216,7 @@ func TestWriteModelFileIsAtomic(t *testing.T) {
 
 func TestBuiltinModelsLoad(t *testing.T) {
 	for _, name := range []string{BuiltinAdmission, BuiltinCapacity} {
-		p, err := LoadSource(BuiltinPrefix + name)
+		p, err := Models.Load(BuiltinPrefix + name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,13 +228,13 @@ func TestBuiltinModelsLoad(t *testing.T) {
 			t.Errorf("%s has no countable slots", name)
 		}
 	}
-	if _, err := LoadSource("builtin:nope"); err == nil || !strings.Contains(err.Error(), "admission") {
+	if _, err := Models.Load("builtin:nope"); err == nil || !strings.Contains(err.Error(), "admission") {
 		t.Fatalf("unknown built-in: %v", err)
 	}
-	if _, err := LoadSource(""); err == nil {
+	if _, err := Models.Load(""); err == nil {
 		t.Fatal("empty source accepted")
 	}
-	if _, err := LoadSource(filepath.Join(t.TempDir(), "none.json")); err == nil {
+	if _, err := Models.Load(filepath.Join(t.TempDir(), "none.json")); err == nil {
 		t.Fatal("missing file accepted")
 	}
 }
@@ -254,5 +268,123 @@ func TestWriteModelFilesIsAllOrNothing(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Fatalf("%d files in the directory, want 2", len(entries))
+	}
+}
+
+func TestSparseAndDenseLayersAreOneModel(t *testing.T) {
+	in := []Node{{Name: "cpu_fit_max"}, {Name: "cpu_fit_mean"}}
+	out := []Node{{Name: "o", Countable: true}}
+	dense := testModel(in, out, DefaultInputEpsilon, 0.5,
+		Layer{Activation: ActivationReLU, Weights: [][]float64{{1, 0}, {0, -2}}, Biases: []float64{0, 0.5}},
+		Layer{Activation: ActivationSigmoid, Weights: [][]float64{{3, 0}}, Biases: []float64{-1}})
+	sparse := testModel(in, out, DefaultInputEpsilon, 0.5,
+		SparseLayer(ActivationReLU, []Edge{{To: 1, From: 1, W: -2}, {To: 0, From: 0, W: 1}}, []float64{0, 0.5}),
+		SparseLayer(ActivationSigmoid, []Edge{{To: 0, From: 0, W: 3}}, []float64{-1}))
+	dd, err := dense.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd, err := sparse.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dd != sd {
+		t.Fatalf("the same edges dense and sparse give digests %s and %s", dd, sd)
+	}
+	// Written and read back, the sparse model is the same model.
+	data, err := EncodeModel(sparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseModel(data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if bd, _ := back.Digest(); bd != sd {
+		t.Fatalf("round trip changed the digest: %s -> %s", sd, bd)
+	}
+	x := []float64{2, 0.1}
+	for _, m := range []*Model{dense, back} {
+		p, err := NewProcessor(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		an, err := p.Analyze(x, NewWorkspace(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := an.Outputs[0]; math.Abs(got-1/(1+math.Exp(-5))) > 1e-12 {
+			t.Fatalf("output %v", got)
+		}
+	}
+}
+
+func TestSparseLayerErrorsNameTheEdge(t *testing.T) {
+	base := `{"format":"activation-model","version":1,"name":"m","inputs":[{"name":"cpu_fit_max"}],
+	"layers":[%s,{"activation":"sigmoid","edges":[[0,0,1]],"biases":[0]}],
+	"outputs":[{"name":"o","countable":true}],"provenance":{"method":"test"}}`
+	tests := []struct{ layer, field string }{
+		{`{"activation":"relu","edges":[[1,0,1]],"biases":[0]}`, "layers[0].edges[0]"},
+		{`{"activation":"relu","edges":[[0,3,1]],"biases":[0]}`, "layers[0].edges[0]"},
+		{`{"activation":"relu","edges":[[0,0,0]],"biases":[0]}`, "layers[0].edges[0]"},
+		{`{"activation":"relu","edges":[[0,0,1],[0,0,2]],"biases":[0]}`, "layers[0].edges[1]"},
+		{`{"activation":"relu","edges":[[0,0,1]],"weights":[[1]],"biases":[0]}`, "layers[0]"},
+		{`{"activation":"relu","biases":[0]}`, "layers[0]"},
+	}
+	for _, tc := range tests {
+		_, err := ParseModel([]byte(fmt.Sprintf(base, tc.layer)))
+		var me *ModelError
+		if !errors.As(err, &me) || me.Field != tc.field {
+			t.Errorf("%s: %v, want an error on %s", tc.layer, err, tc.field)
+		}
+	}
+	if _, err := ParseModel([]byte(fmt.Sprintf(base, `{"activation":"relu","edges":[[0,0,"x"]],"biases":[0]}`))); err == nil {
+		t.Error("a non-numeric edge accepted")
+	}
+}
+
+func TestOutputThresholdMustLeaveOutputsEmpty(t *testing.T) {
+	for _, thr := range []float64{-1, 0, 1, 2} {
+		m := testModel([]Node{{Name: "cpu_fit_max"}}, []Node{{Name: "o", Countable: true}}, DefaultInputEpsilon, thr,
+			Layer{Activation: ActivationReLU, Weights: [][]float64{{1}}, Biases: []float64{0}},
+			Layer{Activation: ActivationSigmoid, Weights: [][]float64{{1}}, Biases: []float64{0}})
+		var me *ModelError
+		if err := m.Validate(); !errors.As(err, &me) || me.Field != "output_threshold" {
+			t.Errorf("sigmoid outputs with threshold %v: %v", thr, err)
+		}
+	}
+}
+
+func TestModelCacheReloadsOnlyChangedFiles(t *testing.T) {
+	c := &ModelCache{}
+	path := filepath.Join(t.TempDir(), "m.json")
+	m := validModel(t)
+	if err := WriteModelFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	p1, err := c.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2, _ := c.Load(path); p2 != p1 {
+		t.Fatal("an unchanged file was compiled again")
+	}
+	// Same content rewritten (new modification time): same processor.
+	time.Sleep(10 * time.Millisecond)
+	if err := WriteModelFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	if p3, _ := c.Load(path); p3 != p1 {
+		t.Fatal("a file rewritten with the same content was compiled again")
+	}
+	// New content: a new processor.
+	m2 := *m
+	m2.Name = "changed"
+	if err := WriteModelFile(path, &m2); err != nil {
+		t.Fatal(err)
+	}
+	p4, err := c.Load(path)
+	if err != nil || p4 == p1 || p4.Model().Name != "changed" {
+		t.Fatalf("a changed file was not reloaded: %v, %v", p4, err)
 	}
 }

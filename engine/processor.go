@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"sync"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -48,7 +49,8 @@ type Processor struct {
 	features     featureMap
 	featuresErr  error // why the inputs cannot be read from an observation
 	nodeNames    [][]string
-	poolHolder
+	// pool holds decideWork scratch spaces for Decide.
+	pool sync.Pool
 }
 
 type compiledLayer struct {
@@ -157,7 +159,8 @@ func NewProcessor(m *Model) (*Processor, error) {
 		p.nodeNames[len(m.Layers)] = append(p.nodeNames[len(m.Layers)], n.Name)
 	}
 	in := len(m.Inputs)
-	for _, l := range m.Layers {
+	for li := range m.Layers {
+		l := &m.Layers[li]
 		out := len(l.Biases)
 		cl := compiledLayer{
 			in:    in,
@@ -170,7 +173,7 @@ func NewProcessor(m *Model) (*Processor, error) {
 		cl.logAbsW = make([]float64, out*in)
 		cl.pos = make([]uint64, in*cl.words)
 		cl.neg = make([]uint64, in*cl.words)
-		for v, row := range l.Weights {
+		for v, row := range l.dense(in) {
 			copy(cl.w.Data[v*in:(v+1)*in], row)
 			for u, w := range row {
 				cl.logAbsW[v*in+u] = math.Log(math.Abs(w))
@@ -187,6 +190,91 @@ func NewProcessor(m *Model) (*Processor, error) {
 		in = out
 	}
 	return p, nil
+}
+
+// canServe says whether the processor can decide for a host of role: it
+// must read observations and have countable nodes where the role reads its
+// amount (inputs for the first host, outputs for the second).
+func (p *Processor) canServe(role string) error {
+	if p.featuresErr != nil {
+		return fmt.Errorf("model %s cannot read an observation: %w", p.model.Name, p.featuresErr)
+	}
+	if role == RoleFirst && len(p.countableIn) == 0 {
+		return fmt.Errorf("model %s has no countable inputs to read at the input layer (the first host's amount)", p.model.Name)
+	}
+	if role != RoleFirst && len(p.countableOut) == 0 {
+		return fmt.Errorf("model %s has no countable outputs to read at the output layer (the second host's amount)", p.model.Name)
+	}
+	return nil
+}
+
+// CountableInputs is the number of countable input nodes (the first host's
+// largest possible amount).
+func (p *Processor) CountableInputs() int { return len(p.countableIn) }
+
+// CountableOutputs is the number of countable output nodes (the second
+// host's largest possible amount).
+func (p *Processor) CountableOutputs() int { return len(p.countableOut) }
+
+// Slots is the number of countable nodes a host of role reads.
+func (p *Processor) Slots(role string) int {
+	if role == RoleFirst {
+		return len(p.countableIn)
+	}
+	return len(p.countableOut)
+}
+
+// decideWork is one goroutine's scratch space for one processor.
+type decideWork struct {
+	ws *Workspace
+	fw featureWork
+	x  []float64
+	cf []float64 // the counterfactual input (memory not judged)
+}
+
+func (p *Processor) getWork() *decideWork {
+	if w, ok := p.pool.Get().(*decideWork); ok {
+		return w
+	}
+	return &decideWork{ws: NewWorkspace(p), x: make([]float64, len(p.model.Inputs)), cf: make([]float64, len(p.model.Inputs))}
+}
+
+func (p *Processor) putWork(w *decideWork) { p.pool.Put(w) }
+
+// Features returns the model's input vector for o, by input node, for
+// tools that explain or train. It validates o first.
+func (p *Processor) Features(o *Observation, role string) ([]float64, error) {
+	if p.featuresErr != nil {
+		return nil, fmt.Errorf("model %s cannot read an observation: %w", p.model.Name, p.featuresErr)
+	}
+	if err := o.Validate(role); err != nil {
+		return nil, err
+	}
+	var fw featureWork
+	fw.compute(o)
+	x := make([]float64, len(p.model.Inputs))
+	p.features.fill(&fw, o, x)
+	return x, nil
+}
+
+// withoutMemory writes into cf the input x with memory not judged: memory
+// features at their neutral values (shares 0, mem_fit MaxFit) and every
+// slot's memory 0. Decide compares the two analyses to say whether memory
+// bound a count.
+func (p *Processor) withoutMemory(x, cf []float64) {
+	copy(cf, x)
+	for i, src := range p.features.feature {
+		switch src {
+		case fMemFit:
+			cf[i] = MaxFit
+		case fMemReplicaMax, fMemHostMax, fMemReplicaDemand:
+			cf[i] = 0
+		case slotMemSource:
+			if !math.IsNaN(cf[i]) {
+				cf[i] = 0
+			}
+		}
+	}
 }
 
 // Model returns the model the processor was compiled from. Callers must not
@@ -293,7 +381,10 @@ func (p *Processor) Analyze(x []float64, ws *Workspace) (*Analysis, error) {
 }
 
 // forward computes the activations and which nodes hold data.
-func (p *Processor) forward(x []float64, ws *Workspace) {
+func (p *Processor) forward(x []float64, ws *Workspace) { p.forwardAt(x, ws, p.thr) }
+
+// forwardAt is forward with thr as the output threshold.
+func (p *Processor) forwardAt(x []float64, ws *Workspace, thr float64) {
 	in := ws.act[0]
 	h := ws.holds[0]
 	clear(h)
@@ -317,7 +408,7 @@ func (p *Processor) forward(x []float64, ws *Workspace) {
 		clear(hb)
 		if l == last {
 			for v, a := range y {
-				if a >= p.thr {
+				if a >= thr {
 					hb[v/64] |= 1 << (v % 64)
 				}
 			}

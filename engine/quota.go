@@ -19,7 +19,8 @@ const MaxQuotaCount = 1 << 20
 const MaxPerBranch = 1 << 20
 
 // Quota turns an activated-branch amount into a container count:
-// clamp(Min, Max, round(amount * PerBranch)).
+// clamp(Min, Max, round(amount * PerBranch)). It is the resolved form, every
+// field set; QuotaSpec is what a front end gives.
 type Quota struct {
 	Min       int     `json:"min"`
 	Max       int     `json:"max"`
@@ -27,20 +28,48 @@ type Quota struct {
 	Rounding  string  `json:"rounding"`
 }
 
+// QuotaSpec is a quota as configured: every field optional. Resolve fills
+// the defaults, the same in every front end: min 0, max the model's number
+// of countable slots, per_branch 1, rounding "nearest".
+type QuotaSpec struct {
+	Min       *int     `json:"min,omitempty"`
+	Max       *int     `json:"max,omitempty"`
+	PerBranch *float64 `json:"per_branch,omitempty"`
+	Rounding  *string  `json:"rounding,omitempty"`
+}
+
 // DefaultQuota is one container per activated branch, from 0 to max.
 func DefaultQuota(max int) Quota {
 	return Quota{Min: 0, Max: max, PerBranch: 1, Rounding: RoundNearest}
 }
 
-// QuotaError names the quota field that is wrong and why.
-type QuotaError struct {
-	Host   string
-	Field  string
-	Reason string
+// Spec returns q as a spec with every field given.
+func (q Quota) Spec() *QuotaSpec {
+	return &QuotaSpec{Min: &q.Min, Max: &q.Max, PerBranch: &q.PerBranch, Rounding: &q.Rounding}
 }
 
-func (e *QuotaError) Error() string {
-	return fmt.Sprintf("%s host quota: %s: %s", e.Host, e.Field, e.Reason)
+// Resolve fills the spec's unset fields with the defaults for a model with
+// slots countable slots and validates the result; role labels the host in
+// errors. A nil spec is every default.
+func (s *QuotaSpec) Resolve(role string, slots int) (Quota, error) {
+	q := DefaultQuota(min(slots, MaxQuotaCount))
+	if s != nil {
+		if s.Min != nil {
+			q.Min = *s.Min
+		}
+		if s.Max != nil {
+			q.Max = *s.Max
+		} else if q.Min > q.Max {
+			return Quota{}, &QuotaError{Host: role, Field: "min", Reason: fmt.Sprintf("is %d, above the default max (the model's %d slots): set max as well", q.Min, q.Max)}
+		}
+		if s.PerBranch != nil {
+			q.PerBranch = *s.PerBranch
+		}
+		if s.Rounding != nil {
+			q.Rounding = *s.Rounding
+		}
+	}
+	return q, q.Validate(role)
 }
 
 // Validate checks the quota; role labels the host in errors.
@@ -48,11 +77,11 @@ func (q Quota) Validate(role string) error {
 	bad := func(field, format string, args ...any) error {
 		return &QuotaError{Host: role, Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
-	if q.Min < 0 {
-		return bad("min", "is %d; it must be >= 0", q.Min)
+	if q.Min < 0 || q.Min > MaxQuotaCount {
+		return bad("min", "is %d; it must be a whole number from 0 to %d", q.Min, MaxQuotaCount)
 	}
-	if q.Max > MaxQuotaCount {
-		return bad("max", "is %d; it must be <= %d", q.Max, MaxQuotaCount)
+	if q.Max < 0 || q.Max > MaxQuotaCount {
+		return bad("max", "is %d; it must be a whole number from 0 to %d", q.Max, MaxQuotaCount)
 	}
 	if q.Max < q.Min {
 		return bad("max", "is %d, below min %d", q.Max, q.Min)

@@ -1,65 +1,41 @@
 package engine
 
-import "fmt"
-
-// Request is one decision asked for in data: the two observations, the model
-// sources and the quotas. The command line, the Terraform data source and the
-// Nomad strategy all build a Request and call DecideRequest, so the same
-// inputs give the same decision whichever front end asks.
+// Request is one decision asked for in data, as the command line reads it
+// and the golden vectors hold it: the two observations, the model sources
+// and the quotas. Front ends that hold their inputs in other forms build
+// HostInputs directly; Inputs is the one place a Request is resolved.
 type Request struct {
 	First  Observation `json:"first"`
 	Second Observation `json:"second"`
 	// FirstModel and SecondModel are model sources ("builtin:<name>" or a
-	// file path); empty means the built-in defaults.
+	// file path); empty means the role's built-in model.
 	FirstModel  string `json:"first_model,omitempty"`
 	SecondModel string `json:"second_model,omitempty"`
-	// FirstQuota and SecondQuota default to DefaultQuota of the model's
-	// countable slot count when nil.
-	FirstQuota  *Quota `json:"first_quota,omitempty"`
-	SecondQuota *Quota `json:"second_quota,omitempty"`
+	// FirstQuota and SecondQuota: unset fields take the defaults (see
+	// QuotaSpec.Resolve).
+	FirstQuota  *QuotaSpec `json:"first_quota,omitempty"`
+	SecondQuota *QuotaSpec `json:"second_quota,omitempty"`
+	// MinSamples is the fewest usage samples each host's window must hold
+	// (0: DefaultMinSamples).
+	MinSamples int `json:"min_samples,omitempty"`
 }
 
-// Defaults for the model sources.
-const (
-	DefaultFirstModel  = BuiltinPrefix + BuiltinAdmission
-	DefaultSecondModel = BuiltinPrefix + BuiltinCapacity
-)
-
-// DecideRequest resolves the request's models and quotas and calls Decide.
-func DecideRequest(r *Request) (*Decision, error) {
-	firstSrc, secondSrc := r.FirstModel, r.SecondModel
-	if firstSrc == "" {
-		firstSrc = DefaultFirstModel
+// Inputs resolves the request's model sources through the model cache.
+func (r *Request) Inputs() (first, second HostInput, err error) {
+	first = HostInput{Observation: &r.First, Quota: r.FirstQuota, MinSamples: r.MinSamples}
+	second = HostInput{Observation: &r.Second, Quota: r.SecondQuota, MinSamples: r.MinSamples}
+	if first.Model, err = Models.LoadFor(RoleFirst, r.FirstModel); err != nil {
+		return
 	}
-	if secondSrc == "" {
-		secondSrc = DefaultSecondModel
-	}
-	adm, err := LoadSource(firstSrc)
-	if err != nil {
-		return nil, fmt.Errorf("first_model: %w", err)
-	}
-	capy, err := LoadSource(secondSrc)
-	if err != nil {
-		return nil, fmt.Errorf("second_model: %w", err)
-	}
-	cfg := Config{Admission: adm, Capacity: capy}
-	if r.FirstQuota != nil {
-		cfg.FirstQuota = *r.FirstQuota
-	} else {
-		cfg.FirstQuota = DefaultQuota(len(adm.countableIn))
-	}
-	if r.SecondQuota != nil {
-		cfg.SecondQuota = *r.SecondQuota
-	} else {
-		cfg.SecondQuota = DefaultQuota(len(capy.countableOut))
-	}
-	return Decide(&r.First, &r.Second, cfg)
+	second.Model, err = Models.LoadFor(RoleSecond, r.SecondModel)
+	return
 }
 
-// CountableInputs is the number of countable input nodes (the first host's
-// largest possible amount).
-func (p *Processor) CountableInputs() int { return len(p.countableIn) }
-
-// CountableOutputs is the number of countable output nodes (the second
-// host's largest possible amount).
-func (p *Processor) CountableOutputs() int { return len(p.countableOut) }
+// Decide resolves the request and decides.
+func (r *Request) Decide() (*Decision, error) {
+	first, second, err := r.Inputs()
+	if err != nil {
+		return nil, err
+	}
+	return Decide(first, second)
+}

@@ -6,29 +6,24 @@
 // host (total usage <= capacity) at any sample of the next Horizon samples.
 // Requested resources never enter the labels.
 //
-// Both processors share one learned estimate, a max-of-predictors peak
-// predictor (Bashir et al., EuroSys 2021) written in fit space: g, how many
-// replicas fit, is the minimum over six window statistics of the fit
-// features (replicas of the observed size that fit by the window's mean,
-// p95, p99, max, max of the last 5 and of the last 20 samples), each scaled
-// by a learned factor. Output k is sigmoid(alpha (g / (k+1) - 1)): the
-// probability that k+1 replicas fit. The model is ordinal (cumulative link),
-// so outputs are ordered, and scale-free: g is positively homogeneous in the
-// fit features, so a replica twice as large gives half the count, and one
-// output threshold is one relative safety margin on every series:
-// count = floor(g / (1 + logit(threshold) / alpha)). The min is exact in the
-// network: min(a, b) = relu(a) - relu(a - b) for a, b >= 0, one hidden layer
-// per pairwise halving.
+// Both processors are built on one form of learned estimate, a
+// max-of-predictors peak predictor (Bashir et al., EuroSys 2021): a
+// replica's predicted peak is the largest of several window statistics
+// (mean, p95, p99, max, recent maxima...), each scaled by a learned factor.
+// Each processor learns its own factors from its own labels:
 //
-// The capacity processor (second host, read at its output layer) is that
-// network. The admission processor (first host, read at its input layer)
-// has one demand slot per replica that wants to run; slot k passes through
-// the hidden layers on its own chain of nodes into its block, relu(g +
-// tiny x slot_k), which feeds only output k ("admit replica k"). All biases
-// are 0 except the outputs' -alpha, and slot edges are positive, so an
-// output holds data only through a live edge from an input that holds data:
-// the activated branches are exactly the evidence for each admitted or safe
-// replica.
+//   - the capacity processor (second host, read at its output layer) from
+//     "k+1 replicas of this workload fit": output k is
+//     sigmoid(alpha (g/(k+1) - 1)) with g = 1/peak the replicas that fit,
+//     gated by memory (k+1 replicas' memory peak must fit, a hard limit);
+//   - the admission processor (first host, read at its input layer) from
+//     "admitting the queue up to slot k keeps the host within capacity":
+//     the running replicas at their future peak plus the new replicas at
+//     their demand, with memory a hard gate.
+//
+// The networks compute these estimates exactly (min and max are exact in
+// ReLU layers), so the activated branches are the evidence for each
+// admitted or safe replica; see network.go.
 package train
 
 import (
@@ -37,6 +32,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -70,7 +66,13 @@ type Settings struct {
 	// (traces.SplitByName); held-out series are never trained on.
 	HeldOutShare float64
 	SplitSeed    uint64
+	// Statistics names the window statistics the estimate reads (see
+	// Statistics); nil is the default set.
+	Statistics []string
 }
+
+// DefaultStatistics are the statistics of the embedded models.
+var DefaultStatistics = []string{"mean", "p95", "p99", "max", "max_last5", "max_last20"}
 
 // DefaultSettings are the settings of the embedded default models. Slots
 // is 110, Kubernetes' default pod limit per node, so that the processors
@@ -107,6 +109,9 @@ func (s Settings) withDefaults() Settings {
 	setF(&s.ScaleMax, d.ScaleMax)
 	setF(&s.TrainFraction, d.TrainFraction)
 	setF(&s.HeldOutShare, d.HeldOutShare)
+	if s.Statistics == nil {
+		s.Statistics = DefaultStatistics
+	}
 	return s
 }
 
@@ -140,15 +145,6 @@ func (s Settings) validate() error {
 	return nil
 }
 
-// ContextFeatures are the usage features both processors read: how many
-// replicas of the observed size fit, by six statistics of the window. All
-// are positively homogeneous of degree -1 in the replica's size, which is
-// what makes the estimate scale-free.
-var ContextFeatures = []string{
-	engine.FeatCPUFitMean, engine.FeatCPUFitP95, engine.FeatCPUFitP99, engine.FeatCPUFitMax,
-	engine.FeatCPUFitMaxLast5, engine.FeatCPUFitMaxLast20,
-}
-
 // Progress is reported after every epoch.
 type Progress struct {
 	Model     string
@@ -168,28 +164,57 @@ type Result struct {
 	Examples, ValExamples int
 }
 
-// dataset holds examples: x are the context features (rows x width), peak
-// the per-replica peak share over the horizon, from which every slot's
-// label follows: slot k fits when (k+1) x peak <= 1.
+// dataset holds examples. fit and use are the statistics in their two
+// forms (rows x width); peak is the per-replica peak share over the
+// horizon; for the admission processor every row also has a queue: running
+// replicas of the workload and new ones that each demand demand (a share
+// of the host).
 type dataset struct {
-	x     []float64
-	peak  []float64
-	rows  int
-	width int
+	fit, use []float64
+	peak     []float64
+	running  []int
+	demand   []float64
+	rows     int
+	width    int
 }
 
-// label is slot k's label for row r.
-func (d *dataset) label(r, k int) float64 {
+// capacityLabel is slot k's capacity label for row r: k+1 replicas fit.
+func (d *dataset) capacityLabel(r, k int) float64 {
 	if float64(k+1)*d.peak[r] <= 1 {
 		return 1
 	}
 	return 0
 }
 
+// admissionCost is the host's CPU with the queue up to slot k admitted,
+// when a running replica peaks at p.
+func (d *dataset) admissionCost(r, k int, p float64) float64 {
+	n := d.running[r]
+	if k < n {
+		return float64(k+1) * p
+	}
+	return float64(n)*p + float64(k-n+1)*d.demand[r]
+}
+
+// admissionLabel is slot k's admission label for row r.
+func (d *dataset) admissionLabel(r, k int) float64 {
+	if d.admissionCost(r, k, d.peak[r]) <= 1 {
+		return 1
+	}
+	return 0
+}
+
+func (d *dataset) fitRow(r int) []float64 { return d.fit[r*d.width : (r+1)*d.width] }
+func (d *dataset) useRow(r int) []float64 { return d.use[r*d.width : (r+1)*d.width] }
+
 // Train trains both processors on the training split of series.
 func Train(all []traces.Series, s Settings, progress func(Progress)) (*Result, error) {
 	s = s.withDefaults()
 	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("train settings: %w", err)
+	}
+	stats, err := statisticsByName(s.Statistics)
+	if err != nil {
 		return nil, fmt.Errorf("train settings: %w", err)
 	}
 	trainSet, heldOut := traces.SplitByName(all, s.HeldOutShare, s.SplitSeed)
@@ -204,11 +229,11 @@ func Train(all []traces.Series, s Settings, progress func(Progress)) (*Result, e
 		res.HeldOut = append(res.HeldOut, t.Name)
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x61637469766174))
-	trainData, err := examples(trainSet, s, rng, true)
+	trainData, err := examples(trainSet, s, stats, rng, true)
 	if err != nil {
 		return nil, err
 	}
-	valData, err := examples(trainSet, s, rng, false)
+	valData, err := examples(trainSet, s, stats, rng, false)
 	if err != nil {
 		return nil, err
 	}
@@ -217,36 +242,46 @@ func Train(all []traces.Series, s Settings, progress func(Progress)) (*Result, e
 	}
 	res.Examples, res.ValExamples = trainData.rows, valData.rows
 
-	m := newPeakNet(s, trainData)
-	trainLoss, err := m.fit(trainData, s, rng, progress)
+	capE := newEstimate(len(stats), initTheta(trainData))
+	capLoss, err := fit(capE, trainData, s, rng, capacityLoss, "capacity", progress)
 	if err != nil {
 		return nil, err
 	}
-	valLoss := math.NaN()
-	if valData.rows > 0 {
-		valLoss = m.loss(valData, s.OverloadWeight)
+	admE := newEstimate(len(stats), initTheta(trainData))
+	admLoss, err := fit(admE, trainData, s, rng, admissionLoss, "admission", progress)
+	if err != nil {
+		return nil, err
 	}
-
-	metrics := map[string]string{
-		"train_examples":  strconv.Itoa(trainData.rows),
-		"val_examples":    strconv.Itoa(valData.rows),
-		"train_bce":       strconv.FormatFloat(trainLoss, 'f', 5, 64),
-		"val_bce":         strconv.FormatFloat(valLoss, 'f', 5, 64),
-		"alpha":           strconv.FormatFloat(m.alpha(), 'g', 6, 64),
-		"feature_scales":  m.scales(),
-		"held_out_series": fmt.Sprint(res.HeldOut),
+	metrics := func(e *estimate, lossFn lossFunc, trainLoss float64) map[string]string {
+		val := math.NaN()
+		if valData.rows > 0 {
+			val = meanLoss(e, valData, s, lossFn)
+		}
+		return map[string]string{
+			"train_examples":  strconv.Itoa(trainData.rows),
+			"val_examples":    strconv.Itoa(valData.rows),
+			"train_bce":       strconv.FormatFloat(trainLoss, 'f', 5, 64),
+			"val_bce":         strconv.FormatFloat(val, 'f', 5, 64),
+			"alpha":           strconv.FormatFloat(e.alpha(), 'g', 6, 64),
+			"feature_scales":  e.scales(stats),
+			"held_out_series": fmt.Sprint(res.HeldOut),
+		}
 	}
-	prov := func(method string) engine.Provenance {
+	prov := func(method string, m map[string]string) engine.Provenance {
 		return engine.Provenance{
 			Method:    method,
 			Generator: "go generate ./engine (activation train)",
-			Data:      append([]string{"crane real CPU usage series (Apache-2.0), training split by series:"}, res.TrainSeries...),
+			Data:      append([]string{"real CPU usage series, training split by series:"}, res.TrainSeries...),
 			Settings:  settingsMap(s),
-			Metrics:   metrics,
+			Metrics:   m,
 		}
 	}
-	res.Capacity = m.exportCapacity(prov("trained: ordinal max-of-predictors network: g = min over the fit features of a learned factor x the feature (exact ReLU min tree), output k = sigmoid(alpha (g/(k+1) - 1)); Adam on binary cross-entropy, overload labels weighted, against replay labels (k+1 replicas fit when (k+1) x per-replica usage <= capacity over the next horizon)"))
-	res.Admission = m.exportAdmission(prov("trained: the capacity processor's network (same learned factors and alpha) with one pass-through chain per demand slot into its own block relu(g + 1e-6 x slot_k), which feeds admit_k only; labels as for the capacity processor"))
+	res.Capacity = exportCapacity(capE, stats, s.Slots, prov(
+		"trained: ordinal max-of-predictors network: g = min over the fit statistics of a learned factor x the statistic (exact ReLU min tree), output k = sigmoid(alpha (g/(k+1) - 1)) gated by memory ((k+1) x the replica's memory peak must fit); Adam on binary cross-entropy, overload labels weighted, against replay labels (k+1 replicas fit when (k+1) x per-replica usage <= capacity over the next horizon)",
+		metrics(capE, capacityLoss, capLoss)))
+	res.Admission = exportAdmission(admE, stats, s.Slots, prov(
+		"trained: queue admission network: a running replica costs p = max over the usage statistics of the statistic / a learned factor (exact ReLU max tree), a new replica its demand; slot k is admitted when the costs of slots 0..k fit the host's CPU (output sigmoid(alpha (1 - cost))) and their memory peaks fit its memory (a hard gate); Adam on binary cross-entropy against its own replay labels (the running replicas' future peak plus the new replicas' demand within capacity)",
+		metrics(admE, admissionLoss, admLoss)))
 	for _, mod := range []*engine.Model{res.Capacity, res.Admission} {
 		if err := mod.Validate(); err != nil {
 			return nil, fmt.Errorf("train: exported model %s is invalid: %w", mod.Name, err)
@@ -264,14 +299,22 @@ func settingsMap(s Settings) map[string]string {
 		"learning_rate": f(s.LearningRate), "l2": f(s.L2), "overload_weight": f(s.OverloadWeight),
 		"scale_min": f(s.ScaleMin), "scale_max": f(s.ScaleMax), "train_fraction": f(s.TrainFraction),
 		"held_out_share": f(s.HeldOutShare), "split_seed": strconv.FormatUint(s.SplitSeed, 10),
+		"statistics":    strings.Join(s.Statistics, " "),
 		"normalisation": "each series scaled so its p99 is 1, then by a per-example p99 share drawn from [scale_min, scale_max]",
 	}
 }
 
 // examples builds the data set from the training or validation part (by
 // time) of each series.
-func examples(set []traces.Series, s Settings, rng *rand.Rand, trainPart bool) (dataset, error) {
-	d := dataset{width: len(ContextFeatures)}
+func examples(set []traces.Series, s Settings, stats []Statistic, rng *rand.Rand, trainPart bool) (dataset, error) {
+	d := dataset{width: len(stats)}
+	names := make([]string, 0, 2*len(stats))
+	for _, st := range stats {
+		names = append(names, st.Fit)
+	}
+	for _, st := range stats {
+		names = append(names, st.Usage)
+	}
 	const capMHz = 1000.0
 	samples := make([]engine.Sample, s.Window)
 	for _, ser := range set {
@@ -285,7 +328,7 @@ func examples(set []traces.Series, s Settings, rng *rand.Rand, trainPart bool) (
 		if !trainPart {
 			lo, hi = cut+s.Window, len(v)-s.Horizon
 		}
-		reqShare := traces.Quantile(v[:len(v)/2], 0.99) // careful operator: p99 of the first half
+		reqShare := stats1(v[:len(v)/2]) // careful operator: p99 of the first half
 		for t := lo; t <= hi; t += s.Step {
 			r := s.ScaleMin * math.Pow(s.ScaleMax/s.ScaleMin, rng.Float64())
 			for i := range samples {
@@ -296,7 +339,7 @@ func examples(set []traces.Series, s Settings, rng *rand.Rand, trainPart bool) (
 				CPUCapacityMHz: capMHz, Samples: samples, RunningReplicas: 1,
 				RequestedCPUMHz: reqShare * r * capMHz, ReplicaCPUDemandMHz: math.Max(reqShare*r*capMHz, 1e-6),
 			}
-			fx, err := engine.FeatureVector(&obs, "training", ContextFeatures)
+			fx, err := engine.FeatureVector(&obs, "training", names)
 			if err != nil {
 				return d, fmt.Errorf("train: series %s at %d: %w", ser.Name, t, err)
 			}
@@ -304,10 +347,152 @@ func examples(set []traces.Series, s Settings, rng *rand.Rand, trainPart bool) (
 			for _, u := range v[t : t+s.Horizon] {
 				peak = math.Max(peak, u*r)
 			}
-			d.x = append(d.x, fx...)
+			d.fit = append(d.fit, fx[:len(stats)]...)
+			d.use = append(d.use, fx[len(stats):]...)
 			d.peak = append(d.peak, peak)
+			// The admission queue: some replicas of the workload running
+			// (from one to half again as many as fit at the window's
+			// mean), the rest new, each demanding the replica's request.
+			mean := math.Max(fx[len(stats)], 1e-3)
+			maxRun := max(1, min(s.Slots, int(math.Ceil(1.5/mean))))
+			d.running = append(d.running, 1+rng.IntN(maxRun))
+			d.demand = append(d.demand, math.Max(reqShare*r, 1e-6))
 			d.rows++
 		}
 	}
 	return d, nil
+}
+
+func stats1(v []float64) float64 { return traces.Quantile(v, 0.99) }
+
+// initTheta starts every statistic equally likely to be the binding one:
+// each is scaled to the mean of the first statistic (fit space).
+func initTheta(d dataset) []float64 {
+	means := make([]float64, d.width)
+	for r := 0; r < d.rows; r++ {
+		for f, x := range d.fitRow(r) {
+			means[f] += x / float64(d.rows)
+		}
+	}
+	theta := make([]float64, d.width)
+	ref := means[0]
+	for f := range theta {
+		if means[f] > 0 && ref > 0 {
+			theta[f] = math.Log(ref / means[f])
+		}
+	}
+	return theta
+}
+
+// lossFunc adds one row's loss (weighted binary cross-entropy summed over
+// the slots) and, when grad is not nil, its gradient (theta..., logAlpha).
+type lossFunc func(e *estimate, d *dataset, r int, s Settings, grad []float64) float64
+
+// capacityLoss: output k = sigmoid(alpha (g/(k+1) - 1)) against "k+1 fit".
+func capacityLoss(e *estimate, d *dataset, r int, s Settings, grad []float64) float64 {
+	alpha := e.alpha()
+	g, arg := e.fitCount(d.fitRow(r))
+	var loss, dg, dAlpha float64
+	for k := 0; k < s.Slots; k++ {
+		q := g / float64(k+1)
+		p := sigmoid(alpha * (q - 1))
+		y := d.capacityLabel(r, k)
+		c := 1.0
+		if y == 0 {
+			c = s.OverloadWeight
+		}
+		loss += c * bce(p, y)
+		dz := c * (p - y)
+		dg += dz * alpha / float64(k+1)
+		dAlpha += dz * (q - 1)
+	}
+	if grad != nil {
+		grad[arg] += dg * g // dg/dtheta = g for the binding statistic
+		grad[len(grad)-1] += dAlpha * alpha
+	}
+	return loss
+}
+
+// admissionLoss: slot k = sigmoid(alpha (1 - C_k)) against "the queue up
+// to k fits".
+func admissionLoss(e *estimate, d *dataset, r int, s Settings, grad []float64) float64 {
+	alpha := e.alpha()
+	p, arg := e.peak(d.useRow(r))
+	n := d.running[r]
+	var loss, dp, dAlpha float64
+	for k := 0; k < s.Slots; k++ {
+		cost := d.admissionCost(r, k, p)
+		q := sigmoid(alpha * (1 - cost))
+		y := d.admissionLabel(r, k)
+		c := 1.0
+		if y == 0 {
+			c = s.OverloadWeight
+		}
+		loss += c * bce(q, y)
+		dz := c * (q - y)
+		dp += dz * -alpha * float64(min(k+1, n))
+		dAlpha += dz * (1 - cost)
+	}
+	if grad != nil {
+		grad[arg] += dp * -p // dp/dtheta = -p for the binding statistic
+		grad[len(grad)-1] += dAlpha * alpha
+	}
+	return loss
+}
+
+func meanLoss(e *estimate, d dataset, s Settings, lossFn lossFunc) float64 {
+	var sum float64
+	for r := 0; r < d.rows; r++ {
+		sum += lossFn(e, &d, r, s, nil)
+	}
+	return sum / float64(d.rows*s.Slots)
+}
+
+// fit trains e with Adam on shuffled mini-batches and a cosine learning
+// rate, and returns the last epoch's mean training loss.
+func fit(e *estimate, d dataset, s Settings, rng *rand.Rand, lossFn lossFunc, name string, progress func(Progress)) (float64, error) {
+	perm := make([]int, d.rows)
+	for i := range perm {
+		perm[i] = i
+	}
+	grad := make([]float64, d.width+1)
+	params := e.params()
+	start := time.Now()
+	var last float64
+	for epoch := 1; epoch <= s.Epochs; epoch++ {
+		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		lr := s.LearningRate * (0.5 + 0.5*math.Cos(math.Pi*float64(epoch-1)/float64(s.Epochs)))
+		var sum float64
+		batches := 0
+		for b := 0; b+s.BatchSize <= d.rows; b += s.BatchSize {
+			clear(grad)
+			var bl float64
+			for _, r := range perm[b : b+s.BatchSize] {
+				bl += lossFn(e, &d, r, s, grad)
+			}
+			norm := 1 / float64(s.BatchSize*s.Slots)
+			for i := range grad {
+				grad[i] *= norm
+			}
+			for f := range e.theta {
+				grad[f] += s.L2 * e.theta[f]
+			}
+			e.step(params, grad, lr)
+			for f := range e.theta {
+				e.theta[f] = math.Max(math.Min(e.theta[f], math.Log(maxScale)), -math.Log(maxScale))
+			}
+			sum += bl * norm
+			batches++
+		}
+		last = sum / float64(batches)
+		if math.IsNaN(last) || math.IsInf(last, 0) {
+			return 0, fmt.Errorf("train %s: loss diverged at epoch %d", name, epoch)
+		}
+		if progress != nil {
+			el := time.Since(start)
+			progress(Progress{Model: name, Epoch: epoch, Epochs: s.Epochs, Loss: last, Elapsed: el,
+				Remaining: time.Duration(float64(el) / float64(epoch) * float64(s.Epochs-epoch))})
+		}
+	}
+	return last, nil
 }

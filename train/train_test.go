@@ -24,7 +24,7 @@ func synthetic(name string, n int, seed uint64) traces.Series {
 }
 
 func smallSettings() Settings {
-	s := DefaultSettings()
+	s := DefaultSettings().withDefaults()
 	s.Epochs, s.Slots, s.Window = 3, 8, 30
 	return s
 }
@@ -62,9 +62,9 @@ func TestTrainIsReproducible(t *testing.T) {
 	}
 }
 
-// The trained models must keep the structure the method relies on: hidden
-// and output biases <= 0, admission slot edges positive, and admission
-// slot k connected (through any path) to output k only.
+// The trained models are read where the method reads them: the admission
+// processor's countable nodes are its CPU demand slots (inputs), the
+// capacity processor's its safe-count outputs.
 func TestTrainedModelStructure(t *testing.T) {
 	all := []traces.Series{synthetic("a", 3000, 1), synthetic("b", 3000, 2), synthetic("c", 3000, 3)}
 	s := smallSettings()
@@ -72,122 +72,133 @@ func TestTrainedModelStructure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []*engine.Model{res.Admission, res.Capacity} {
-		for l, layer := range m.Layers {
-			for j, b := range layer.Biases {
-				if b > 0 {
-					t.Errorf("%s layers[%d].biases[%d] = %v > 0", m.Name, l, j, b)
-				}
+	adm, capy := res.Admission, res.Capacity
+	countable := 0
+	for k, n := range adm.Inputs {
+		if n.Countable {
+			countable++
+			if n.Name != engine.SlotPrefix+strconv.Itoa(k) {
+				t.Errorf("admission input %d %q is countable; only the CPU slots are", k, n.Name)
 			}
 		}
 	}
-	adm := res.Admission
-	if got := len(adm.Outputs); got != s.Slots {
-		t.Fatalf("admission has %d outputs, want %d", got, s.Slots)
+	if countable != s.Slots {
+		t.Fatalf("admission has %d countable inputs, want %d slots", countable, s.Slots)
 	}
-	for k := 0; k < s.Slots; k++ {
-		if !adm.Inputs[k].Countable || adm.Inputs[k].Name != engine.SlotPrefix+strconv.Itoa(k) {
-			t.Fatalf("input %d is %+v, want countable slot_%d", k, adm.Inputs[k], k)
-		}
-		// Follow every edge out of slot k: all must be positive, and the
-		// only output reached must be admit_k.
-		reach := map[int]bool{k: true}
-		for l, layer := range adm.Layers {
-			next := map[int]bool{}
-			for v, row := range layer.Weights {
-				for u := range reach {
-					if w := row[u]; w != 0 {
-						if w < 0 {
-							t.Errorf("slot %d: layers[%d] edge %d -> %d has weight %v < 0", k, l, u, v, w)
-						}
-						next[v] = true
-					}
-				}
-			}
-			reach = next
-		}
-		if len(reach) != 1 || !reach[k] {
-			t.Errorf("slot %d reaches outputs %v, want only admit_%d", k, reach, k)
+	for _, o := range adm.Outputs {
+		if o.Countable {
+			t.Fatalf("admission output %s is countable: the first host is read at the input layer", o.Name)
 		}
 	}
-	for k := 0; k < s.Slots; k++ {
-		if !res.Capacity.Outputs[k].Countable {
-			t.Errorf("capacity output %d is not countable", k)
+	if len(capy.Outputs) != s.Slots {
+		t.Fatalf("capacity has %d outputs, want %d", len(capy.Outputs), s.Slots)
+	}
+	for k, o := range capy.Outputs {
+		if !o.Countable || o.Name != "safe_"+strconv.Itoa(k) {
+			t.Fatalf("capacity output %d is %+v", k, o)
+		}
+	}
+	for _, m := range []*engine.Model{adm, capy} {
+		if _, err := engine.NewProcessor(m); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
 		}
 	}
 }
 
-// The exported networks compute the trained estimate exactly: output k is
-// sigmoid(alpha (g/(k+1) - 1)) with g the min of the scaled fit features,
-// in the capacity processor and in every admission slot block.
+// The exported networks compute the trained estimates exactly: capacity
+// output k is sigmoid(alpha (g/(k+1) - 1)) with g the min of the scaled fit
+// statistics, while memory does not bind; admission output k is
+// sigmoid(alpha (1 - C_k)) with C_k the cost of the queue up to slot k.
 func TestExportedNetworkIsTheEstimate(t *testing.T) {
-	s := DefaultSettings()
-	s.Slots = 20
-	rng := rand.New(rand.NewPCG(7, 7))
-	d := dataset{width: len(ContextFeatures), rows: 1}
-	d.x = make([]float64, d.width)
-	for f := range d.x {
-		d.x[f] = 10
-	}
-	m := newPeakNet(s, d)
-	for f := range m.theta {
-		m.theta[f] = rng.NormFloat64()
-	}
-	m.logAlpha = math.Log(6)
-	prov := engine.Provenance{Method: "test"}
-	capy, err := engine.NewProcessor(m.exportCapacity(prov))
+	const slots = 20
+	stats, err := statisticsByName(DefaultStatistics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm, err := engine.NewProcessor(m.exportAdmission(prov))
+	rng := rand.New(rand.NewPCG(7, 7))
+	e := newEstimate(len(stats), nil)
+	for f := range e.theta {
+		e.theta[f] = 0.5 * rng.NormFloat64()
+	}
+	e.logAlpha = math.Log(6)
+	prov := engine.Provenance{Method: "test"}
+	capy, err := engine.NewProcessor(exportCapacity(e, stats, slots, prov))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := engine.NewProcessor(exportAdmission(e, stats, slots, prov))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cws, aws := engine.NewWorkspace(capy), engine.NewWorkspace(adm)
-	for trial := 0; trial < 200; trial++ {
-		x := make([]float64, d.width)
-		for f := range x {
-			x[f] = math.Exp(rng.Float64() * 5) // 1 to 150 replicas fit
+	for trial := 0; trial < 300; trial++ {
+		use := make([]float64, len(stats))
+		fit := make([]float64, len(stats))
+		for f := range use {
+			use[f] = math.Exp(-rng.Float64() * 5) // 1 to 150 replicas fit
+			fit[f] = 1 / use[f]
 		}
-		g, _ := m.estimate(x)
-		want := make([]float64, s.Slots)
-		for k := range want {
-			want[k] = sigmoid(m.alpha() * (g/float64(k+1) - 1))
+		g, _ := e.fitCount(fit)
+		p, _ := e.peak(use)
+		if math.Abs(g*p-1) > 1e-9 {
+			t.Fatalf("g %v and p %v are not reciprocal", g, p)
 		}
-		an, err := capy.Analyze(x, cws)
+		memFit := float64(1 + rng.IntN(2*slots))
+		cx := append(append([]float64(nil), fit...), memFit)
+		an, err := capy.Analyze(cx, cws)
 		if err != nil {
 			t.Fatal(err)
-		}
-		for k, p := range an.Outputs {
-			if math.Abs(p-want[k]) > 1e-6 {
-				t.Fatalf("trial %d: capacity output %d = %v, want %v (g %v)", trial, k, p, want[k], g)
-			}
-		}
-		ax := make([]float64, s.Slots+d.width)
-		for k := 0; k < s.Slots; k++ {
-			ax[k] = 0.1 // every slot holds a replica's demand
-		}
-		copy(ax[s.Slots:], x)
-		aan, err := adm.Analyze(ax, aws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, p := range aan.Outputs {
-			if math.Abs(p-want[k]) > 1e-5 {
-				t.Fatalf("trial %d: admission output %d = %v, want %v (g %v)", trial, k, p, want[k], g)
-			}
-		}
-		if aan.InputAmount != an.OutputAmount {
-			t.Fatalf("trial %d: A_in %d, A_out %d: the two processors disagree", trial, aan.InputAmount, an.OutputAmount)
 		}
 		held := 0
-		for _, p := range want {
-			if p >= engine.DefaultOutputThreshold {
+		for k, out := range an.Outputs {
+			want := sigmoid(e.alpha() * (g/float64(k+1) - 1))
+			if float64(k+1) >= memFit {
+				want = 0 // memory must fit with room to spare: an exact fit is refused
+			}
+			if math.Abs(out-want) > 1e-6 {
+				t.Fatalf("trial %d: capacity output %d = %v, want %v (g %v, memory fits %v)", trial, k, out, want, g, memFit)
+			}
+			if want >= engine.DefaultOutputThreshold {
 				held++
 			}
 		}
 		if an.OutputAmount != held {
 			t.Fatalf("trial %d: A_out %d, want the %d outputs at or above the threshold", trial, an.OutputAmount, held)
+		}
+		// Admission: n running replicas, then new ones of random sizes.
+		n := rng.IntN(slots)
+		ax := make([]float64, 3*slots+len(stats))
+		var cost, mem float64
+		admitted := 0
+		prefix := true
+		for k := 0; k < slots; k++ {
+			cpu, m := 0.01+0.1*rng.Float64(), 0.08*rng.Float64()
+			run := 0.0
+			if k < n {
+				run = 1
+				cost += p
+			} else {
+				cost += cpu
+			}
+			mem += m
+			ax[k], ax[slots+k], ax[2*slots+k] = cpu, m, run
+			want := sigmoid(e.alpha() * (1 - cost))
+			if mem >= 1 {
+				want = -1 // the memory gate is shut: the output holds no branch
+			}
+			if prefix && want >= engine.DefaultOutputThreshold {
+				admitted++
+			} else {
+				prefix = false
+			}
+		}
+		copy(ax[3*slots:], use)
+		aan, err := adm.Analyze(ax, aws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if aan.InputAmount != admitted {
+			t.Fatalf("trial %d: A_in %d, want the %d slots whose queue fits (p %v, n %d)", trial, aan.InputAmount, admitted, p, n)
 		}
 	}
 }
@@ -204,7 +215,11 @@ func TestTrainLabelsFromReplay(t *testing.T) {
 		flat.Times = append(flat.Times, int64(i))
 		flat.Values = append(flat.Values, 1)
 	}
-	d, err := examples([]traces.Series{flat}, s, rand.New(rand.NewPCG(1, 1)), true)
+	stats, err := statisticsByName(s.Statistics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := examples([]traces.Series{flat}, s, stats, rand.New(rand.NewPCG(1, 1)), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +228,7 @@ func TestTrainLabelsFromReplay(t *testing.T) {
 	}
 	ones, zeros := 0, 0
 	for r := 0; r < d.rows; r++ {
-		fit := d.x[r*d.width] // cpu_fit_mean = 1 / share
+		fit := d.fitRow(r)[0] // cpu_fit_mean = 1 / share
 		share := 1 / fit
 		if math.Abs(d.peak[r]-share) > 1e-9*share {
 			t.Fatalf("row %d: peak %v, want the share %v", r, d.peak[r], share)
@@ -226,7 +241,7 @@ func TestTrainLabelsFromReplay(t *testing.T) {
 			} else {
 				zeros++
 			}
-			if got := d.label(r, k); got != want {
+			if got := d.capacityLabel(r, k); got != want {
 				t.Fatalf("row %d (share %v) slot %d: label %v, want %v", r, share, k, got, want)
 			}
 		}

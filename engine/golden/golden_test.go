@@ -4,44 +4,18 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
-	"github.com/activation-scheduler/terraform-provider-activation/traces"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
-// seriesObservation builds an observation from a real series: replicas
-// running on a host, each following the series normalised so that its p99
-// is share of the host, over the window ending at end.
-func seriesObservation(t testing.TB, name string, end, window, replicas int, share float64) engine.Observation {
-	t.Helper()
-	s, err := traces.ReadFile(filepath.Join("..", "testdata", "traces", "crane", name+".csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := traces.Normalize(s, share)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const mhz = 20000.0
-	o := engine.Observation{
-		Host: name, CPUCapacityMHz: mhz, MemoryCapacityMB: 65536,
-		RunningReplicas: replicas, RequestedCPUMHz: float64(replicas) * share * mhz,
-		ReplicaCPUDemandMHz: share * mhz, ReplicaMemoryDemandMB: 512,
-	}
-	for i := end - window; i < end; i++ {
-		o.Samples = append(o.Samples, engine.Sample{Time: n.Times[i], CPUMHz: n.Values[i] * float64(replicas) * mhz, MemoryMB: 512 * float64(replicas)})
-	}
-	return o
-}
+var seriesObservation = testsupport.SeriesObservation
 
 var update = flag.Bool("update", false, "rewrite testdata/golden.json from the current engine")
 
-func quota(min, max int, per float64, rounding string) *engine.Quota {
-	return &engine.Quota{Min: min, Max: max, PerBranch: per, Rounding: rounding}
-}
+var quota = testsupport.Quota
 
 // goldenRequests are the cases of testdata/golden.json, built from the real
 // series so that they exercise the default models on real usage.
@@ -55,6 +29,21 @@ func goldenRequests(t testing.TB) []Vector {
 	idle := quiet
 	idle.RunningReplicas = 0
 	short := seriesObservation(t, "series9", 700, 12, 2, 0.1)
+	// A first host queue of replicas of two sizes (two groups).
+	queued := busy
+	queued.QueuedReplicas = []engine.Replica{{CPUMHz: 500, MemoryMB: 256}, {CPUMHz: 500, MemoryMB: 256}, {CPUMHz: 4000, MemoryMB: 2048}, {CPUMHz: 500, MemoryMB: 256}}
+	// Hosts whose memory is nearly full: memory binds both counts.
+	memFull := quiet
+	memFull.Samples = append([]engine.Sample(nil), quiet.Samples...)
+	for i := range memFull.Samples {
+		memFull.Samples[i].MemoryMB = 0.97 * memFull.MemoryCapacityMB
+	}
+	// Two of six replicas just started.
+	warming := busy
+	warming.WarmingReplicas = 2
+	// Others reserve most of the host: placement binds.
+	crowded := quiet
+	crowded.OtherReservedCPUMHz, crowded.OtherReservedMemoryMB = 0.8*crowded.CPUCapacityMHz, 0.5*crowded.MemoryCapacityMB
 	return []Vector{
 		{Name: "real usage, default quotas", Request: engine.Request{First: busy, Second: quiet}},
 		{Name: "bursty first host, quiet second host", Request: engine.Request{First: bursty, Second: quiet}},
@@ -69,13 +58,17 @@ func goldenRequests(t testing.TB) []Vector {
 		{Name: "no replica running yet", Request: engine.Request{First: idle, Second: idle}},
 		{Name: "short window", Request: engine.Request{First: short, Second: short,
 			FirstModel: engine.BuiltinPrefix + engine.BuiltinAdmission, SecondModel: engine.BuiltinPrefix + engine.BuiltinCapacity}},
+		{Name: "queue of replicas of two sizes", Request: engine.Request{First: queued, Second: busy}},
+		{Name: "memory nearly full", Request: engine.Request{First: memFull, Second: memFull}},
+		{Name: "two replicas warming", Request: engine.Request{First: warming, Second: warming}},
+		{Name: "others reserve most of the host", Request: engine.Request{First: crowded, Second: crowded}},
 	}
 }
 
 func TestGoldenVectors(t *testing.T) {
 	vs := goldenRequests(t)
 	for i := range vs {
-		d, err := engine.DecideRequest(&vs[i].Request)
+		d, err := vs[i].Request.Decide()
 		if err != nil {
 			t.Fatalf("%s: %v", vs[i].Name, err)
 		}
@@ -109,7 +102,7 @@ func TestGoldenVectors(t *testing.T) {
 	}
 	distinct := map[int]bool{}
 	for i, v := range stored {
-		d, err := engine.DecideRequest(&v.Request)
+		d, err := v.Request.Decide()
 		if err != nil {
 			t.Fatalf("%s: %v", v.Name, err)
 		}

@@ -1,103 +1,301 @@
-// Package nomadconn builds Nomad API client settings from explicit values
-// with NOMAD_* environment fallbacks, and keeps the token out of errors.
+// Package nomadconn is the project's one boundary with the Nomad HTTP API:
+// one settings struct (terraform-provider-nomad's attributes, every NOMAD_*
+// variable the Nomad CLI reads, an ignore_env_vars switch), one connection
+// type built from it, and the redaction of secrets (the ACL token, a
+// basic-auth password, header values), done once, where answers come in.
+// The provider, the usage reader and both Nomad Autoscaler plugins connect
+// through it.
 package nomadconn
 
 import (
+	"bytes"
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
 
-// Settings are explicit connection settings; an empty field falls back to
-// the NOMAD_* environment variable the Nomad CLI reads (api.DefaultConfig),
-// then to Nomad's default.
+// Environment variables the Nomad CLI reads, and the settings they fill.
+const (
+	EnvAddress       = "NOMAD_ADDR"
+	EnvRegion        = "NOMAD_REGION"
+	EnvNamespace     = "NOMAD_NAMESPACE"
+	EnvToken         = "NOMAD_TOKEN"
+	EnvHTTPAuth      = "NOMAD_HTTP_AUTH"
+	EnvCACert        = "NOMAD_CACERT"
+	EnvCAPath        = "NOMAD_CAPATH"
+	EnvClientCert    = "NOMAD_CLIENT_CERT"
+	EnvClientKey     = "NOMAD_CLIENT_KEY"
+	EnvTLSServerName = "NOMAD_TLS_SERVER_NAME"
+	EnvSkipVerify    = "NOMAD_SKIP_VERIFY"
+)
+
+// EnvVars lists every variable Settings falls back to.
+var EnvVars = []string{EnvAddress, EnvRegion, EnvNamespace, EnvToken, EnvHTTPAuth, EnvCACert, EnvCAPath,
+	EnvClientCert, EnvClientKey, EnvTLSServerName, EnvSkipVerify}
+
+// DefaultAddress is Nomad's own default agent address.
+const DefaultAddress = "http://127.0.0.1:4646"
+
+// DefaultRequestTimeout bounds one HTTP request when Settings sets none.
+const DefaultRequestTimeout = 30 * time.Second
+
+// Settings say how to reach Nomad. An empty field falls back to its NOMAD_*
+// variable (unless IgnoreEnv), then to Nomad's default.
 type Settings struct {
 	Address   string
 	Region    string
 	Namespace string
 	Token     string
-	// HTTPAuth is "user:password" for HTTP basic auth.
+	// HTTPAuth is "user" or "user:password" for HTTP basic auth.
 	HTTPAuth string
-	// TLS files and options.
-	CACert, CAPath        string
-	ClientCert, ClientKey string
-	TLSServerName         string
-	// SkipVerify, when non-nil, overrides NOMAD_SKIP_VERIFY.
-	SkipVerify *bool
+	// Headers are sent with every request (a proxy's own authentication,
+	// for example); their values are treated as secrets.
+	Headers map[string]string
+	// TLS: files, or PEM text (the PEM wins over the file).
+	CACert, CAPath              string
+	ClientCert, ClientKey       string
+	CACertPEM, ClientCertPEM    string
+	ClientKeyPEM, TLSServerName string
+	SkipVerify                  *bool
+	// IgnoreEnv: read no NOMAD_* variable (inside a Nomad allocation the
+	// task's own NOMAD_NAMESPACE and NOMAD_ADDR would otherwise leak in).
+	IgnoreEnv bool
 	// BlockWait, when > 0, is the blocking query wait time.
 	BlockWait time.Duration
+	// RequestTimeout bounds one HTTP request; 0 is DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
 
-// Config returns the api.Config for s: api.DefaultConfig (which reads
-// NOMAD_ADDR, NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION, NOMAD_CACERT...)
-// with every explicit setting applied over it.
-func Config(s Settings) *api.Config {
-	cfg := api.DefaultConfig()
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
+// Getenv looks a variable up; os.LookupEnv is the process environment.
+type Getenv func(string) (string, bool)
+
+// SettingsError names the setting (or variable) that is wrong.
+type SettingsError struct {
+	Setting string
+	Reason  string
+}
+
+func (e *SettingsError) Error() string { return fmt.Sprintf("nomad %s: %s", e.Setting, e.Reason) }
+
+// Resolve applies the environment fallbacks and Nomad's defaults and
+// checks the result. getenv nil is the process environment.
+func (s Settings) Resolve(getenv Getenv) (Settings, error) {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	if s.IgnoreEnv {
+		getenv = func(string) (string, bool) { return "", false }
+	}
+	fill := func(dst *string, env string) {
+		if *dst == "" {
+			if v, ok := getenv(env); ok {
+				*dst = v
+			}
 		}
 	}
-	set(&cfg.Address, s.Address)
-	set(&cfg.Region, s.Region)
-	set(&cfg.Namespace, s.Namespace)
-	set(&cfg.SecretID, s.Token)
+	fill(&s.Address, EnvAddress)
+	fill(&s.Region, EnvRegion)
+	fill(&s.Namespace, EnvNamespace)
+	fill(&s.Token, EnvToken)
+	fill(&s.HTTPAuth, EnvHTTPAuth)
+	if s.CACertPEM == "" {
+		fill(&s.CACert, EnvCACert)
+	}
+	fill(&s.CAPath, EnvCAPath)
+	if s.ClientCertPEM == "" {
+		fill(&s.ClientCert, EnvClientCert)
+	}
+	if s.ClientKeyPEM == "" {
+		fill(&s.ClientKey, EnvClientKey)
+	}
+	fill(&s.TLSServerName, EnvTLSServerName)
+	if s.SkipVerify == nil {
+		if v, ok := getenv(EnvSkipVerify); ok && v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return s, &SettingsError{EnvSkipVerify, fmt.Sprintf("is %q; want true or false", v)}
+			}
+			s.SkipVerify = &b
+		}
+	}
+	if s.Address == "" {
+		s.Address = DefaultAddress
+	}
+	u, err := url.Parse(s.Address)
+	switch {
+	case err != nil:
+		return s, &SettingsError{"address", fmt.Sprintf("is not a URL: %v", RedactURL(s.Address))}
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix":
+		return s, &SettingsError{"address", fmt.Sprintf("%s has scheme %q; want http, https or unix", RedactURL(s.Address), u.Scheme)}
+	case u.Scheme != "unix" && u.Host == "":
+		return s, &SettingsError{"address", fmt.Sprintf("%s has no host", RedactURL(s.Address))}
+	}
+	if (s.ClientCert != "" || s.ClientCertPEM != "") != (s.ClientKey != "" || s.ClientKeyPEM != "") {
+		return s, &SettingsError{"client certificate", "a client certificate needs its key and a key its certificate"}
+	}
+	for name := range s.Headers {
+		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+			return s, &SettingsError{"headers", fmt.Sprintf("%q is not a valid header name", name)}
+		}
+	}
+	if s.RequestTimeout < 0 || s.BlockWait < 0 {
+		return s, &SettingsError{"timeout", "must not be negative"}
+	}
+	return s, nil
+}
+
+// Conn is a connection to Nomad: an API client whose error answers have
+// every secret of the settings redacted before the client sees them, the
+// namespace to use, and an address safe to print.
+type Conn struct {
+	client    *api.Client
+	namespace string
+	address   string
+	secrets   []string
+}
+
+// New resolves s (see Resolve) and connects. Its errors never hold a
+// secret.
+func New(s Settings, getenv Getenv) (*Conn, error) {
+	s, err := s.Resolve(getenv)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{namespace: s.Namespace, address: RedactURL(s.Address), secrets: secrets(s)}
+	cfg := &api.Config{
+		Address: s.Address, Region: s.Region, Namespace: s.Namespace, SecretID: s.Token,
+		WaitTime: s.BlockWait,
+		TLSConfig: &api.TLSConfig{
+			CACert: s.CACert, CAPath: s.CAPath, ClientCert: s.ClientCert, ClientKey: s.ClientKey,
+			CACertPEM: []byte(s.CACertPEM), ClientCertPEM: []byte(s.ClientCertPEM), ClientKeyPEM: []byte(s.ClientKeyPEM),
+			TLSServerName: s.TLSServerName,
+		},
+	}
+	if s.SkipVerify != nil {
+		cfg.TLSConfig.Insecure = *s.SkipVerify
+	}
 	if s.HTTPAuth != "" {
 		user, pass, _ := strings.Cut(s.HTTPAuth, ":")
 		cfg.HttpAuth = &api.HttpBasicAuth{Username: user, Password: pass}
 	}
-	if cfg.TLSConfig == nil {
-		cfg.TLSConfig = &api.TLSConfig{}
+	if len(s.Headers) > 0 {
+		cfg.Headers = http.Header{}
+		for k, v := range s.Headers {
+			cfg.Headers.Set(k, v)
+		}
 	}
-	set(&cfg.TLSConfig.CACert, s.CACert)
-	set(&cfg.TLSConfig.CAPath, s.CAPath)
-	set(&cfg.TLSConfig.ClientCert, s.ClientCert)
-	set(&cfg.TLSConfig.ClientKey, s.ClientKey)
-	set(&cfg.TLSConfig.TLSServerName, s.TLSServerName)
-	if s.SkipVerify != nil {
-		cfg.TLSConfig.Insecure = *s.SkipVerify
+	timeout := s.RequestTimeout
+	if timeout == 0 {
+		timeout = DefaultRequestTimeout
 	}
-	if s.BlockWait > 0 {
-		cfg.WaitTime = s.BlockWait
+	transport := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        100,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
 	}
-	return cfg
-}
-
-// NewClient builds a client for s. Its error names the address, never the
-// token.
-func NewClient(s Settings) (*api.Client, *api.Config, error) {
-	cfg := Config(s)
-	c, err := api.NewClient(cfg)
+	if u, _ := url.Parse(s.Address); u != nil && u.Scheme == "unix" {
+		socket := u.EscapedPath()
+		transport.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}
+		cfg.Address = "http://127.0.0.1"
+	}
+	hc := &http.Client{Transport: transport, Timeout: timeout}
+	if err := api.ConfigureTLS(hc, cfg.TLSConfig); err != nil {
+		return nil, &SettingsError{"tls", c.RedactString(err.Error())}
+	}
+	hc.Transport = &redactingTransport{next: transport, conn: c}
+	cfg.HttpClient = hc
+	client, err := api.NewClient(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("nomad API client for %s: %w", cfg.Address, Redact(err, cfg.SecretID))
+		return nil, c.Redact(fmt.Errorf("nomad API client for %s: %w", c.address, err))
 	}
-	return c, cfg, nil
+	c.client = client
+	return c, nil
 }
 
-// Redacted is the text that replaces a token.
+// Client is the API client.
+func (c *Conn) Client() *api.Client { return c.client }
+
+// Namespace is the namespace the settings name ("" for Nomad's default).
+func (c *Conn) Namespace() string { return c.namespace }
+
+// Address is the agent's address with any user information removed: safe
+// to print.
+func (c *Conn) Address() string { return c.address }
+
+// Redacted is the text that replaces a secret.
 const Redacted = "<redacted>"
 
-// Redact returns err with every occurrence of token in its text replaced
-// by Redacted (Nomad echoes request details, and a proxy may echo headers,
-// in error bodies). errors.Is/As still reach the original error through
-// Unwrap. A nil error, or an empty token, is returned as is.
-func Redact(err error, token string) error {
-	if err == nil || token == "" || !strings.Contains(err.Error(), token) {
-		return err
+// secrets lists every secret of s, with the forms it takes in URLs.
+func secrets(s Settings) []string {
+	var out []string
+	add := func(v string) {
+		if len(v) < 4 { // too short to redact without mangling text
+			return
+		}
+		out = append(out, v)
+		for _, f := range []string{url.QueryEscape(v), url.PathEscape(v)} {
+			if f != v {
+				out = append(out, f)
+			}
+		}
 	}
-	return &redactedError{msg: strings.ReplaceAll(err.Error(), token, Redacted), err: err}
+	add(s.Token)
+	if _, pass, ok := strings.Cut(s.HTTPAuth, ":"); ok {
+		add(pass)
+	}
+	if u, err := url.Parse(s.Address); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+	}
+	for _, v := range s.Headers {
+		add(v)
+	}
+	add(s.ClientKeyPEM)
+	return out
 }
 
-// RedactString replaces every occurrence of token in s.
-func RedactString(s, token string) string {
-	if token == "" {
-		return s
+// RedactString replaces every secret in text.
+func (c *Conn) RedactString(text string) string {
+	if c == nil {
+		return text
 	}
-	return strings.ReplaceAll(s, token, Redacted)
+	for _, s := range c.secrets {
+		text = strings.ReplaceAll(text, s, Redacted)
+	}
+	return text
+}
+
+// Redact returns err with every secret in its text replaced; errors.Is and
+// errors.As still reach the original error. Nil stays nil.
+func (c *Conn) Redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red := c.RedactString(msg)
+	if red == msg {
+		return err
+	}
+	return &redactedError{msg: red, err: err}
 }
 
 type redactedError struct {
@@ -108,12 +306,51 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-var _ interface{ Unwrap() error } = (*redactedError)(nil)
+// RedactURL removes the user information (a basic-auth password) from an
+// address before it is printed.
+func RedactURL(addr string) string {
+	u, err := url.Parse(addr)
+	if err != nil || u.User == nil {
+		return addr
+	}
+	u.User = nil
+	return u.String()
+}
+
+// redactingTransport redacts the secrets from error answers (Nomad and
+// proxies may echo request details in them) and from transport errors,
+// before the API client turns them into errors.
+type redactingTransport struct {
+	next http.RoundTripper
+	conn *Conn
+}
+
+// maxErrorBody bounds how much of an error answer is kept.
+const maxErrorBody = 1 << 20
+
+func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, t.conn.Redact(err)
+	}
+	if resp.StatusCode >= 400 && len(t.conn.secrets) > 0 {
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		if rerr != nil {
+			return nil, t.conn.Redact(fmt.Errorf("reading the answer to %s %s: %w", req.Method, req.URL.Path, rerr))
+		}
+		body = []byte(t.conn.RedactString(string(body)))
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Content-Length")
+	}
+	return resp, nil
+}
 
 // IsStatus reports whether err is a Nomad API answer with this HTTP status.
 func IsStatus(err error, code int) bool {
 	var ue api.UnexpectedResponseError
-	return errors.As(err, &ue) && ue.StatusCode() == code
+	return errors.As(err, &ue) && ue.HasStatusCode() && ue.StatusCode() == code
 }
 
 // TakeEnv removes every NOMAD_* variable from the process environment and
@@ -129,4 +366,12 @@ func TakeEnv() map[string]string {
 		}
 	}
 	return env
+}
+
+// MapEnv is a Getenv over a map (tests, and the agent's plugin config).
+func MapEnv(m map[string]string) Getenv {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
 }

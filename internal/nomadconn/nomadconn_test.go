@@ -3,9 +3,15 @@ package nomadconn
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 func TestMain(m *testing.M) {
@@ -13,78 +19,145 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func TestConfig(t *testing.T) {
-	yes := true
-	t.Setenv("NOMAD_ADDR", "http://env:4646")
-	t.Setenv("NOMAD_NAMESPACE", "envns")
-	t.Setenv("NOMAD_TOKEN", "envtok")
-	for _, tc := range []struct {
-		name                string
-		s                   Settings
-		addr, ns, tok, user string
-		insecure            bool
-		wait                time.Duration
-	}{
-		{name: "env fallbacks", addr: "http://env:4646", ns: "envns", tok: "envtok"},
-		{name: "explicit wins", s: Settings{Address: "https://x:1", Namespace: "n", Token: "t", HTTPAuth: "u:p", SkipVerify: &yes, BlockWait: time.Second},
-			addr: "https://x:1", ns: "n", tok: "t", user: "u", insecure: true, wait: time.Second},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := Config(tc.s)
-			if c.Address != tc.addr || c.Namespace != tc.ns || c.SecretID != tc.tok || c.TLSConfig.Insecure != tc.insecure {
-				t.Errorf("config %+v", c)
-			}
-			if tc.user != "" && (c.HttpAuth == nil || c.HttpAuth.Username != tc.user) {
-				t.Errorf("http auth %+v", c.HttpAuth)
-			}
-			if tc.wait != 0 && c.WaitTime != tc.wait {
-				t.Errorf("wait %s", c.WaitTime)
-			}
-		})
+// Every NOMAD_* variable the Nomad CLI reads fills its setting when the
+// setting is empty; an explicit setting wins; IgnoreEnv reads none.
+func TestResolveEnvironment(t *testing.T) {
+	env := map[string]string{
+		EnvAddress: "https://env:4646", EnvRegion: "env-region", EnvNamespace: "env-ns", EnvToken: "env-token",
+		EnvHTTPAuth: "envuser:envpass", EnvCACert: "/env/ca.pem", EnvCAPath: "/env/cas", EnvClientCert: "/env/cert.pem",
+		EnvClientKey: "/env/key.pem", EnvTLSServerName: "env.example", EnvSkipVerify: "true",
+	}
+	get := func(s Settings) Settings {
+		t.Helper()
+		r, err := s.Resolve(MapEnv(env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := get(Settings{})
+	checks := []struct{ name, got, want string }{
+		{EnvAddress, r.Address, env[EnvAddress]}, {EnvRegion, r.Region, env[EnvRegion]},
+		{EnvNamespace, r.Namespace, env[EnvNamespace]}, {EnvToken, r.Token, env[EnvToken]},
+		{EnvHTTPAuth, r.HTTPAuth, env[EnvHTTPAuth]}, {EnvCACert, r.CACert, env[EnvCACert]},
+		{EnvCAPath, r.CAPath, env[EnvCAPath]}, {EnvClientCert, r.ClientCert, env[EnvClientCert]},
+		{EnvClientKey, r.ClientKey, env[EnvClientKey]}, {EnvTLSServerName, r.TLSServerName, env[EnvTLSServerName]},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if r.SkipVerify == nil || !*r.SkipVerify {
+		t.Errorf("%s: not applied", EnvSkipVerify)
+	}
+	if len(checks)+1 != len(EnvVars) {
+		t.Fatalf("the test checks %d variables, EnvVars lists %d", len(checks)+1, len(EnvVars))
+	}
+	no := false
+	explicit := get(Settings{Address: "http://set:1", Namespace: "set-ns", Token: "set-token", SkipVerify: &no, CACertPEM: "-----BEGIN CERT"})
+	if explicit.Address != "http://set:1" || explicit.Namespace != "set-ns" || explicit.Token != "set-token" || *explicit.SkipVerify || explicit.CACert != "" {
+		t.Errorf("explicit settings lost: %+v", explicit)
+	}
+	ignored := get(Settings{IgnoreEnv: true})
+	if ignored.Address != DefaultAddress || ignored.Namespace != "" || ignored.Token != "" || ignored.SkipVerify != nil {
+		t.Errorf("IgnoreEnv read the environment: %+v", ignored)
 	}
 }
 
-var errBase = errors.New("base")
-
-func TestRedact(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		err   error
-		token string
-		want  string
+func TestResolveRefusesBadSettings(t *testing.T) {
+	tests := []struct {
+		name    string
+		s       Settings
+		env     map[string]string
+		setting string
 	}{
-		{"nil", nil, "tok", ""},
-		{"no token", fmt.Errorf("x tok: %w", errBase), "", "x tok: base"},
-		{"absent", fmt.Errorf("x: %w", errBase), "tok", "x: base"},
-		{"twice", fmt.Errorf("tok x tok: %w", errBase), "tok", "<redacted> x <redacted>: base"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := Redact(tc.err, tc.token)
-			if got == nil {
-				if tc.want != "" {
-					t.Fatalf("nil, want %q", tc.want)
-				}
-				return
-			}
-			if got.Error() != tc.want {
-				t.Errorf("%q, want %q", got.Error(), tc.want)
-			}
-			if !errors.Is(got, errBase) {
-				t.Errorf("errors.Is lost the wrapped error")
-			}
-		})
-	}
-}
-
-func TestRedactString(t *testing.T) {
-	tests := []struct{ in, token, want string }{
-		{"token abc in abc", "abc", "token " + Redacted + " in " + Redacted},
-		{"nothing", "", "nothing"},
-		{"no match", "abc", "no match"},
+		{"bad skip verify", Settings{}, map[string]string{EnvSkipVerify: "maybe"}, EnvSkipVerify},
+		{"ftp address", Settings{Address: "ftp://x"}, nil, "address"},
+		{"no host", Settings{Address: "http://"}, nil, "address"},
+		{"cert without key", Settings{ClientCert: "/c.pem"}, nil, "client certificate"},
+		{"bad header", Settings{Headers: map[string]string{"X Bad": "v"}}, nil, "headers"},
 	}
 	for _, tc := range tests {
-		if got := RedactString(tc.in, tc.token); got != tc.want {
-			t.Errorf("RedactString(%q, %q) = %q, want %q", tc.in, tc.token, got, tc.want)
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.s.Resolve(MapEnv(tc.env))
+			var se *SettingsError
+			if !errors.As(err, &se) || se.Setting != tc.setting {
+				t.Fatalf("%v, want a settings error on %s", err, tc.setting)
+			}
+		})
+	}
+}
+
+// Secrets never come out of the connection: Nomad (or a proxy) echoing the
+// token, the basic-auth password, a header value, or their URL-encoded
+// forms in an error answer is redacted before any caller sees it.
+func TestSecretsAreRedactedAtTheBoundary(t *testing.T) {
+	const token, pass, header = "s3cr3t-token/with+chars", "hunter2!", "proxy-key-123"
+	var sawAuth, sawHeader bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, p, _ := r.BasicAuth()
+		sawAuth = p == pass
+		sawHeader = r.Header.Get("X-Proxy-Key") == header
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "denied %s %s %s %s %s", r.Header.Get("X-Nomad-Token"), url.QueryEscape(token), p, header, r.URL.String())
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	u.User = url.UserPassword("user", pass)
+	c, err := New(Settings{Address: u.String(), Token: token, Headers: map[string]string{"X-Proxy-Key": header}}, MapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.Client().Nodes().List(nil)
+	if err == nil {
+		t.Fatal("no error from a 500")
+	}
+	if !sawAuth || !sawHeader {
+		t.Fatalf("the request did not carry the basic auth (%v) or the header (%v)", sawAuth, sawHeader)
+	}
+	for _, secret := range []string{token, url.QueryEscape(token), pass, header} {
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("error holds the secret %q: %v", secret, err)
 		}
+	}
+	if !strings.Contains(err.Error(), Redacted) || !IsStatus(err, http.StatusInternalServerError) {
+		t.Fatalf("error %v: want the redacted text and the status", err)
+	}
+	if strings.Contains(c.Address(), pass) || !strings.HasPrefix(c.Address(), "http://127.0.0.1") {
+		t.Fatalf("address %q", c.Address())
+	}
+	if got := c.Redact(fmt.Errorf("wrapped: %w", api.UnexpectedResponseError{})); got == nil {
+		t.Fatal("Redact dropped an error")
+	}
+}
+
+func TestRequestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	c, err := New(Settings{Address: srv.URL, RequestTimeout: 100 * time.Millisecond}, MapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err = c.Client().Nodes().List(nil)
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("a hung server: %v after %s", err, time.Since(start))
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	if got := RedactURL("https://u:p4ss@nomad:4646/x"); strings.Contains(got, "p4ss") || strings.Contains(got, "u@") {
+		t.Fatalf("RedactURL kept user information: %q", got)
+	}
+	if got := RedactURL("http://nomad:4646"); got != "http://nomad:4646" {
+		t.Fatalf("RedactURL changed a plain address: %q", got)
 	}
 }

@@ -1,0 +1,297 @@
+package engine_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	. "github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
+)
+
+// randomHost is a seeded random observation of a host with memory: some
+// replicas running with bursty usage, and a queue of new replicas of
+// different sizes.
+func randomHost(r *rand.Rand) Observation {
+	capCPU := 1000 + r.Float64()*31000
+	capMem := 2048 + r.Float64()*62000
+	running := r.IntN(12)
+	o := Observation{CPUCapacityMHz: capCPU, MemoryCapacityMB: capMem, RunningReplicas: running,
+		ReplicaCPUDemandMHz: capCPU * (0.005 + 0.2*r.Float64()), ReplicaMemoryDemandMB: capMem * 0.1 * r.Float64()}
+	o.RequestedCPUMHz = float64(running) * o.ReplicaCPUDemandMHz
+	o.RequestedMemoryMB = float64(running) * o.ReplicaMemoryDemandMB
+	level := r.Float64() * 0.08
+	memLevel := r.Float64() * 0.06
+	for i := 0; i < 20+r.IntN(100); i++ {
+		u := level * (0.5 + r.Float64())
+		o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: u * capCPU * float64(running), MemoryMB: memLevel * capMem * float64(running) * (0.9 + 0.2*r.Float64())})
+	}
+	for k := r.IntN(40); k > 0; k-- {
+		o.QueuedReplicas = append(o.QueuedReplicas, Replica{CPUMHz: capCPU * 0.15 * r.Float64() * r.Float64(), MemoryMB: capMem * 0.1 * r.Float64()})
+		if o.QueuedReplicas[len(o.QueuedReplicas)-1].CPUMHz == 0 {
+			o.QueuedReplicas[len(o.QueuedReplicas)-1].CPUMHz = 1
+		}
+	}
+	return o
+}
+
+func admitted(t *testing.T, o Observation) *HostDecision {
+	t.Helper()
+	second := o
+	second.QueuedReplicas = nil
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &second})
+	if err != nil {
+		t.Fatalf("%v\n%+v", err, o)
+	}
+	return &d.First
+}
+
+func clone(o Observation) Observation {
+	c := o
+	c.Samples = append([]Sample(nil), o.Samples...)
+	if o.QueuedReplicas != nil {
+		c.QueuedReplicas = append([]Replica{}, o.QueuedReplicas...)
+	}
+	return c
+}
+
+// The admission properties of the design note, over seeded random hosts.
+func TestAdmissionProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(2026, 8))
+	checked := map[string]int{}
+	for trial := 0; trial < 300; trial++ {
+		o := randomHost(r)
+		base := admitted(t, o)
+		name := fmt.Sprintf("trial %d", trial)
+
+		// Raising any slot's demand never raises A_in.
+		if len(o.QueuedReplicas) > 0 {
+			up := clone(o)
+			i := r.IntN(len(up.QueuedReplicas))
+			up.QueuedReplicas[i].CPUMHz *= 1 + 3*r.Float64()
+			up.QueuedReplicas[i].MemoryMB *= 1 + 3*r.Float64()
+			if a := admitted(t, up).Amount; a > base.Amount {
+				t.Fatalf("%s: raising queued replica %d's demand raised A_in from %d to %d", name, i, base.Amount, a)
+			}
+			checked["raise"]++
+		}
+		// Removing a slot never lowers the count of the slots before it.
+		if n := len(o.QueuedReplicas); n > 0 {
+			cut := clone(o)
+			j := r.IntN(n)
+			cut.QueuedReplicas = append(cut.QueuedReplicas[:j], cut.QueuedReplicas[j+1:]...)
+			before := o.RunningReplicas + j // slots before the removed one
+			if a, b := min(admitted(t, cut).Amount, before), min(base.Amount, before); a < b {
+				t.Fatalf("%s: removing queued replica %d lowered the admitted slots before it from %d to %d", name, j, b, a)
+			}
+			checked["remove"]++
+		}
+		// A replica whose memory demand exceeds the host's free memory
+		// (capacity minus observed peak) is never admitted.
+		if o.RunningReplicas > 0 && len(o.QueuedReplicas) > 0 {
+			var peak float64
+			for _, s := range o.Samples {
+				peak = math.Max(peak, s.MemoryMB)
+			}
+			big := clone(o)
+			big.QueuedReplicas[0].MemoryMB = o.MemoryCapacityMB - peak + 1 + r.Float64()*100
+			if a := admitted(t, big).Amount; a > o.RunningReplicas {
+				t.Fatalf("%s: a replica needing %.0f MB with %.0f MB free was admitted (A_in %d, running %d)", name,
+					big.QueuedReplicas[0].MemoryMB, o.MemoryCapacityMB-peak, a, o.RunningReplicas)
+			}
+			checked["memory"]++
+		}
+		// With equal usage, a host whose replicas demand less admits at
+		// least as many.
+		if len(o.QueuedReplicas) > 0 {
+			small := clone(o)
+			f := r.Float64()
+			for i := range small.QueuedReplicas {
+				small.QueuedReplicas[i].CPUMHz = math.Max(small.QueuedReplicas[i].CPUMHz*f, 1e-3)
+				small.QueuedReplicas[i].MemoryMB *= f
+			}
+			if a := admitted(t, small).Amount; a < base.Amount {
+				t.Fatalf("%s: smaller replicas admitted %d, the larger %d", name, a, base.Amount)
+			}
+			checked["smaller"]++
+		}
+		// The queue is a prefix: the admitted slots are 0..A_in-1.
+		for i, n := range base.Activated {
+			if n != SlotPrefix+fmt.Sprint(i) {
+				t.Fatalf("%s: admitted %v, not a prefix of the queue", name, base.Activated)
+			}
+		}
+	}
+	for _, p := range []string{"raise", "remove", "memory", "smaller"} {
+		if checked[p] < 100 {
+			t.Fatalf("property %q checked only %d times", p, checked[p])
+		}
+	}
+}
+
+// The probe the issue was opened with: on a 4000 MHz host a replica asking
+// for 10 MHz and one asking for 40000 MHz must not be admitted alike.
+func TestAdmissionReadsEachReplicasDemand(t *testing.T) {
+	tests := []struct {
+		name      string
+		running   int
+		demand    float64
+		wantFirst int
+	}{
+		{"idle host, small replicas", 0, 10, 20},
+		{"idle host, replicas larger than the host", 0, 40000, 0},
+		{"4 replicas running, small new ones", 4, 10, 20},
+		// The 4 running replicas are observed at 100 MHz each, so they
+		// stay; no new replica of 40000 MHz fits.
+		{"4 replicas running, new ones larger than the host", 4, 40000, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testsupport.Flat(4000, tc.running, 100, tc.demand, 10)
+			o.RequestedCPUMHz = 100 * float64(tc.running)
+			o.WantedReplicas = 20
+			h := admitted(t, o)
+			if h.Containers != tc.wantFirst {
+				t.Fatalf("first host: %d containers, want %d\n%s", h.Containers, tc.wantFirst, h.Reason())
+			}
+			if tc.wantFirst < 20 && (h.Refused == nil || h.Refused.Resource != LimitCPU || h.Limit != LimitCPU) {
+				t.Fatalf("refusal not explained by CPU: %+v", h.Refused)
+			}
+		})
+	}
+}
+
+// A_in and A_out differ for stated reasons: demand far above or below the
+// observed usage of a replica, and a memory-bound first host.
+func TestAdmissionAndCapacityDiffer(t *testing.T) {
+	decide := func(o Observation) *Decision {
+		d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// Replicas use 100 MHz; new ones declare 1000 MHz: each new one counts
+	// at 1000 until observed, so the first host admits far fewer.
+	o := testsupport.Flat(8000, 4, 100, 1000, 30)
+	d := decide(o)
+	if d.First.Amount >= d.Second.Amount || d.First.Amount < 4 {
+		t.Fatalf("demand 10x usage: A_in %d, A_out %d; want running <= A_in < A_out", d.First.Amount, d.Second.Amount)
+	}
+	// New replicas declare 20 MHz, below the 100 MHz the running ones use:
+	// the first host admits more new ones than the capacity count.
+	o = testsupport.Flat(8000, 4, 100, 20, 30)
+	d = decide(o)
+	if d.First.Amount <= d.Second.Amount {
+		t.Fatalf("demand below usage: A_in %d, A_out %d; want A_in > A_out", d.First.Amount, d.Second.Amount)
+	}
+	// A host at 7990 of 8000 MB admits no new replica and its safe count
+	// is bound by memory; an idle one is bound by CPU.
+	full := testsupport.Flat(8000, 4, 100, 100, 30)
+	full.MemoryCapacityMB, full.ReplicaMemoryDemandMB, full.RequestedMemoryMB = 8000, 500, 2000
+	for i := range full.Samples {
+		full.Samples[i].MemoryMB = 7990
+	}
+	d = decide(full)
+	if d.First.Amount != 4 || d.First.Limit != LimitMemory || d.First.Refused == nil || d.First.Refused.Resource != LimitMemory {
+		t.Fatalf("memory-full first host: A_in %d, limit %s, refused %+v; want 4 bound by memory", d.First.Amount, d.First.Limit, d.First.Refused)
+	}
+	if d.Second.Amount != 4 || d.Second.Limit != LimitMemory {
+		t.Fatalf("memory-full second host: A_out %d, limit %s; want 4 (4 x 1997.5 MB fit, 5 do not) bound by memory", d.Second.Amount, d.Second.Limit)
+	}
+	idle := clone(full)
+	for i := range idle.Samples {
+		idle.Samples[i].MemoryMB = 400
+	}
+	d = decide(idle)
+	if d.Second.Limit != LimitCPU || d.Second.Amount <= 4 {
+		t.Fatalf("memory-idle second host: A_out %d limit %s; want more than 4, bound by cpu", d.Second.Amount, d.Second.Limit)
+	}
+}
+
+// Output k of the capacity processor holds data only when k+1 replicas fit
+// by memory, whatever the output threshold.
+func TestCapacityMemoryIsAHardLimit(t *testing.T) {
+	capy, err := Builtin(BuiltinCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	for trial := 0; trial < 200; trial++ {
+		o := randomHost(r)
+		o.QueuedReplicas = nil
+		if o.RunningReplicas == 0 {
+			continue
+		}
+		var peak float64
+		for _, s := range o.Samples {
+			peak = math.Max(peak, s.MemoryMB)
+		}
+		perReplica := peak / float64(o.RunningReplicas)
+		if perReplica == 0 {
+			continue
+		}
+		memLimit := int(math.Floor(o.MemoryCapacityMB / perReplica))
+		for _, thr := range []float64{0.01, 0.5, 0.99} {
+			m := *capy.Model()
+			m.OutputThreshold = &thr
+			p, err := NewProcessor(&m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o, Model: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Second.Amount > memLimit {
+				t.Fatalf("trial %d threshold %v: A_out %d but only %d replicas of %.1f MB peak fit %.0f MB", trial, thr, d.Second.Amount, memLimit, perReplica, o.MemoryCapacityMB)
+			}
+		}
+	}
+}
+
+// On the built-in models and real usage, a sweep reads every threshold as
+// a decision with that threshold would.
+func TestSweepBuiltinModels(t *testing.T) {
+	thresholds := []float64{0.05, 0.2, 0.5, 0.8, 0.95}
+	for _, name := range []string{"series3", "series5", "series15"} {
+		o := testsupport.SeriesObservation(t, name, 3000, 120, 6, 0.1)
+		o.QueuedReplicas = []Replica{{CPUMHz: 300}, {CPUMHz: 900, MemoryMB: 512}, {CPUMHz: 100}}
+		for _, role := range []string{RoleFirst, RoleSecond} {
+			p, err := Models.LoadFor(role, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]int, len(thresholds))
+			if err := p.Sweep(&o, role, thresholds, got); err != nil {
+				t.Fatal(err)
+			}
+			for i, thr := range thresholds {
+				m := *p.Model()
+				m.OutputThreshold = &thr
+				q, err := NewProcessor(&m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				in := HostInput{Observation: &o, Model: q}
+				var d *Decision
+				if role == RoleFirst {
+					d, err = Decide(in, HostInput{Observation: &o})
+				} else {
+					d, err = Decide(HostInput{Observation: &o}, in)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := d.First.Amount
+				if role == RoleSecond {
+					want = d.Second.Amount
+				}
+				if got[i] != want {
+					t.Fatalf("%s %s threshold %v: sweep %d, decision %d", name, role, thr, got[i], want)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package engine_test
+
+import (
+	"testing"
+
+	. "github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
+)
+
+// No evidence is not low usage: replicas that report no usage yet, or are
+// all warming, count at their requested resources; the counts never jump
+// to the maximum because usage reads zero.
+func TestColdStartNeverReadsAsRoom(t *testing.T) {
+	decide := func(o Observation) *Decision {
+		t.Helper()
+		d, err := Decide(HostInput{Observation: &o, MinSamples: 1}, HostInput{Observation: &o, MinSamples: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// 4 replicas requesting 500 MHz on a 16000 MHz host: at their requests
+	// 32 fit.
+	atRequest := 32
+	tests := []struct {
+		name string
+		obs  func() Observation
+	}{
+		{"zero ticks", func() Observation { return testsupport.Flat(16000, 4, 0, 500, 10) }},
+		{"one zero sample", func() Observation { return testsupport.Flat(16000, 4, 0, 500, 1) }},
+		{"all warming, low usage", func() Observation {
+			o := testsupport.Flat(16000, 4, 5, 500, 10)
+			o.WarmingReplicas = 4
+			return o
+		}},
+		{"just started group, one replica warm of four", func() Observation {
+			o := testsupport.Flat(16000, 4, 0, 500, 10)
+			for i := range o.Samples {
+				o.Samples[i].CPUMHz = 400 // the one warm replica's usage
+			}
+			o.WarmingReplicas = 3
+			return o
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decide(tc.obs())
+			for _, h := range []HostDecision{d.First, d.Second} {
+				if h.Containers > atRequest {
+					t.Fatalf("%s host: %d containers, more than the %d that fit at the replicas' requests (%s)", h.Role, h.Containers, atRequest, h.Evidence.Note)
+				}
+				if h.Limit == LimitSlots {
+					t.Fatalf("%s host: every slot counted with no evidence of usage", h.Role)
+				}
+			}
+			if d.Second.Evidence.Basis == BasisObserved && d.Second.Evidence.Warming == 0 {
+				t.Fatalf("evidence %+v: a cold window was read as observed usage", d.Second.Evidence)
+			}
+		})
+	}
+	// The probe: 4 replicas at 0 MHz with 500 MHz demand gave the
+	// second host 110 containers.
+	o := testsupport.Flat(16000, 4, 0, 500, 10)
+	if d := decide(o); d.Second.Containers == 110 {
+		t.Fatal("zero usage still reads as infinite room")
+	}
+}
+
+func TestStepLimits(t *testing.T) {
+	must := func(s string) Step {
+		st, err := ParseStep(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	tests := []struct {
+		name                    string
+		steps                   Steps
+		current, target, lo, hi int
+		want, held              int
+	}{
+		{"2 to 78 under max_scale_up 4", Steps{MaxUp: must("4")}, 2, 78, 0, 110, 6, 72},
+		{"percent up", Steps{MaxUp: must("50%")}, 10, 40, 0, 110, 15, 25},
+		{"percent up from zero moves one", Steps{MaxUp: must("50%")}, 0, 40, 0, 110, 1, 39},
+		{"down limited", Steps{MaxDown: must("3")}, 20, 2, 0, 110, 17, -15},
+		{"hysteresis holds a wobble", Steps{Hysteresis: must("2")}, 10, 11, 0, 110, 10, 1},
+		{"hysteresis lets a real change through", Steps{Hysteresis: must("2")}, 10, 13, 0, 110, 13, 0},
+		{"relative hysteresis", Steps{Hysteresis: must("10%")}, 40, 37, 0, 110, 40, -3},
+		{"no limits", Steps{}, 2, 78, 0, 110, 78, 0},
+		{"outside the quota moves in at once", Steps{MaxUp: must("1")}, 0, 12, 10, 20, 10, 2},
+		{"above the quota moves down at once", Steps{MaxDown: must("1")}, 50, 15, 10, 20, 20, -5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.steps.Apply(tc.current, tc.target, tc.lo, tc.hi)
+			if got.Count != tc.want || got.Held != tc.held {
+				t.Fatalf("Apply(%d -> %d) = %+v; want count %d held %d", tc.current, tc.target, got, tc.want, tc.held)
+			}
+			if got.Count < tc.lo || got.Count > tc.hi {
+				t.Fatalf("count %d outside the quota [%d, %d]", got.Count, tc.lo, tc.hi)
+			}
+			if (got.Held != 0) != (got.Why != "") {
+				t.Fatalf("held %d but why %q", got.Held, got.Why)
+			}
+		})
+	}
+	for _, bad := range []string{"0", "-1", "x", "0%", "-5%", "NaN%", "1.5"} {
+		if _, err := ParseStep(bad); err == nil {
+			t.Errorf("step %q accepted", bad)
+		}
+	}
+}
+
+func TestPlacement(t *testing.T) {
+	// A 16-core node (16000 MHz, 32 GB); replicas reserve 2000 MHz and 1 GB
+	// but use 200 MHz: the engine counts far more than Nomad places.
+	o := testsupport.Flat(16000, 4, 200, 2000, 30)
+	o.MemoryCapacityMB, o.RequestedMemoryMB, o.ReplicaMemoryDemandMB = 32768, 4096, 1024
+	for i := range o.Samples {
+		o.Samples[i].MemoryMB = 4 * 600
+	}
+	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = 2000, 4096
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []HostDecision{d.First, d.Second} {
+		pl := h.Placement
+		if pl.Placeable != 7 { // (16000-2000)/2000
+			t.Fatalf("%s: placeable %d, want 7", h.Role, pl.Placeable)
+		}
+		if h.Containers <= pl.Placeable {
+			t.Fatalf("%s: the engine's %d should exceed what Nomad places", h.Role, h.Containers)
+		}
+		// The reservation places the count: the sum fits what is free.
+		if float64(pl.CPUMHz*h.Containers) > pl.FreeCPUMHz || float64(pl.MemoryMB*h.Containers) > pl.FreeMemoryMB {
+			t.Fatalf("%s: %d x (%d MHz, %d MB) does not fit (%v MHz, %v MB) free", h.Role, h.Containers, pl.CPUMHz, pl.MemoryMB, pl.FreeCPUMHz, pl.FreeMemoryMB)
+		}
+		if pl.MemoryMaxMB < 600 || pl.MemoryMaxMB < pl.MemoryMB {
+			t.Fatalf("%s: memory_max %d below the replica's peak of 600 MB or its reservation %d", h.Role, pl.MemoryMaxMB, pl.MemoryMB)
+		}
+		if pl.CPUMHz > 2000 || pl.MemoryMB > 1024 {
+			t.Fatalf("%s: reservation (%d, %d) above today's request", h.Role, pl.CPUMHz, pl.MemoryMB)
+		}
+	}
+}

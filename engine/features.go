@@ -1,0 +1,483 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/activation-scheduler/terraform-provider-activation/stats"
+)
+
+// Feature names the engine derives from an observation. CPU features are
+// shares of the host's CPU capacity; per-replica features describe one
+// replica's usage over the window (see Evidence for how warming replicas
+// and windows without usage are counted); host features all replicas'.
+const (
+	FeatCPUReplicaMean      = "cpu_replica_mean"
+	FeatCPUReplicaStd       = "cpu_replica_std"
+	FeatCPUReplicaCV        = "cpu_replica_cv"
+	FeatCPUReplicaP50       = "cpu_replica_p50"
+	FeatCPUReplicaP90       = "cpu_replica_p90"
+	FeatCPUReplicaP95       = "cpu_replica_p95"
+	FeatCPUReplicaP99       = "cpu_replica_p99"
+	FeatCPUReplicaMax       = "cpu_replica_max"
+	FeatCPUReplicaLast      = "cpu_replica_last"
+	FeatCPUReplicaMeanLast5 = "cpu_replica_mean_last5"
+	FeatCPUReplicaMeanStd2  = "cpu_replica_mean_std2"
+	FeatCPUReplicaMeanStd3  = "cpu_replica_mean_std3"
+	FeatCPUReplicaMaxLast5  = "cpu_replica_max_last5"
+	FeatCPUReplicaMaxLast20 = "cpu_replica_max_last20"
+	FeatCPUReplicaTrend     = "cpu_replica_trend"
+	FeatCPUReplicaRequest   = "cpu_replica_request"
+	FeatCPUReplicaDemand    = "cpu_replica_demand"
+	FeatCPUHostMean         = "cpu_host_mean"
+	FeatCPUHostMax          = "cpu_host_max"
+	// Fit features are how many replicas of the observed size fit in the
+	// host: 1 / per-replica usage, capped at MaxFit. They grow as usage
+	// falls, which lets a processor's positive edges carry "room" forward.
+	FeatCPUFitMean      = "cpu_fit_mean"
+	FeatCPUFitMeanLast5 = "cpu_fit_mean_last5"
+	FeatCPUFitMeanStd2  = "cpu_fit_mean_std2"
+	FeatCPUFitMeanStd3  = "cpu_fit_mean_std3"
+	FeatCPUFitP95       = "cpu_fit_p95"
+	FeatCPUFitP99       = "cpu_fit_p99"
+	FeatCPUFitMax       = "cpu_fit_max"
+	FeatCPUFitMaxLast5  = "cpu_fit_max_last5"
+	FeatCPUFitMaxLast20 = "cpu_fit_max_last20"
+	FeatCPUFitDemand    = "cpu_fit_demand"
+	// Memory features are shares of the host's memory capacity, judged by
+	// the peak (memory cannot be throttled). When the capacity is unknown
+	// memory is not judged: the shares read 0 and mem_fit reads MaxFit.
+	FeatMemReplicaMax    = "mem_replica_max"
+	FeatMemReplicaDemand = "mem_replica_demand"
+	FeatMemHostMax       = "mem_host_max"
+	FeatMemFit           = "mem_fit"
+	// Position of the last sample in the day (UTC), as a point on the
+	// unit circle.
+	FeatDaySin = "day_sin"
+	FeatDayCos = "day_cos"
+	// FeatRunning is the number of running replicas.
+	FeatRunning = "running_replicas"
+	// SlotPrefix + k names the admission processor's k-th demand slot:
+	// its CPU demand (share of CPU capacity; countable). The slot's memory
+	// demand and whether it is a running replica are the inputs
+	// SlotPrefix + k + SlotMemorySuffix and + SlotRunningSuffix.
+	SlotPrefix        = "slot_"
+	SlotMemorySuffix  = "_memory"
+	SlotRunningSuffix = "_running"
+)
+
+// FeatureNames lists every named feature the engine can derive, besides the
+// demand slots.
+var FeatureNames = []string{
+	FeatCPUReplicaMean, FeatCPUReplicaStd, FeatCPUReplicaCV, FeatCPUReplicaP50, FeatCPUReplicaP90,
+	FeatCPUReplicaP95, FeatCPUReplicaP99, FeatCPUReplicaMax, FeatCPUReplicaLast,
+	FeatCPUReplicaMeanLast5, FeatCPUReplicaMeanStd2, FeatCPUReplicaMeanStd3, FeatCPUReplicaMaxLast5, FeatCPUReplicaMaxLast20,
+	FeatCPUReplicaTrend, FeatCPUReplicaRequest, FeatCPUReplicaDemand,
+	FeatCPUHostMean, FeatCPUHostMax,
+	FeatCPUFitMean, FeatCPUFitMeanLast5, FeatCPUFitMeanStd2, FeatCPUFitMeanStd3,
+	FeatCPUFitP95, FeatCPUFitP99, FeatCPUFitMax, FeatCPUFitMaxLast5, FeatCPUFitMaxLast20, FeatCPUFitDemand,
+	FeatMemReplicaMax, FeatMemReplicaDemand, FeatMemHostMax, FeatMemFit,
+	FeatDaySin, FeatDayCos, FeatRunning,
+}
+
+// MaxFit caps the fit features (replicas that fit at the observed usage).
+const MaxFit = 1000
+
+// MaxShare caps every share feature and slot (a replica that needs more
+// than this many hosts fits nowhere, whatever the exact figure).
+const MaxShare = 100
+
+func fit(share float64) float64 {
+	if share <= 1.0/MaxFit {
+		return MaxFit
+	}
+	return 1 / share
+}
+
+func capShare(x float64) float64 { return min(x, MaxShare) }
+
+const (
+	fCPUReplicaMean = iota
+	fCPUReplicaStd
+	fCPUReplicaCV
+	fCPUReplicaP50
+	fCPUReplicaP90
+	fCPUReplicaP95
+	fCPUReplicaP99
+	fCPUReplicaMax
+	fCPUReplicaLast
+	fCPUReplicaMeanLast5
+	fCPUReplicaMeanStd2
+	fCPUReplicaMeanStd3
+	fCPUReplicaMaxLast5
+	fCPUReplicaMaxLast20
+	fCPUReplicaTrend
+	fCPUReplicaRequest
+	fCPUReplicaDemand
+	fCPUHostMean
+	fCPUHostMax
+	fCPUFitMean
+	fCPUFitMeanLast5
+	fCPUFitMeanStd2
+	fCPUFitMeanStd3
+	fCPUFitP95
+	fCPUFitP99
+	fCPUFitMax
+	fCPUFitMaxLast5
+	fCPUFitMaxLast20
+	fCPUFitDemand
+	fMemReplicaMax
+	fMemReplicaDemand
+	fMemHostMax
+	fMemFit
+	fDaySin
+	fDayCos
+	fRunning
+	numFeatures
+)
+
+// Evidence says how the usage window was read: what a replica is taken to
+// use, and whether memory is judged.
+type Evidence struct {
+	// Basis is "observed" (the running replicas' usage, per warm replica),
+	// "requested" (replicas running but none warm, or no usage reported:
+	// each counted at its requested resources) or "demand" (no replica
+	// running: a replica counted at its demand).
+	Basis string `json:"basis"`
+	// Running, Warming: the observation's replicas.
+	Running int `json:"running"`
+	Warming int `json:"warming"`
+	// MemoryJudged is false when the host's memory capacity is unknown.
+	MemoryJudged bool `json:"memory_judged"`
+	// Note is a one-line account for explanations.
+	Note string `json:"note"`
+}
+
+// Bases of Evidence.
+const (
+	BasisObserved  = "observed"
+	BasisRequested = "requested"
+	BasisDemand    = "demand"
+)
+
+// featureWork is the scratch space of feature extraction.
+type featureWork struct {
+	perReplica []float64
+	sorted     []float64
+	feats      [numFeatures]float64
+	ev         Evidence
+	// per-replica CPU request share and memory peak share (see compute)
+	reqShare, memShare float64
+	// slots, filled for the number of slots a model reads
+	slotCPU, slotMem, slotRun []float64
+	slotsFilled               int // slots holding a replica
+}
+
+// compute derives every named feature of o (which must be valid) into
+// fw.feats, following the evidence rules:
+//
+//   - with warm replicas (running minus warming), a replica uses the warm
+//     ones' usage: sample / warm, so warming replicas count like the group's
+//     recent per-replica usage, never at zero;
+//   - with replicas running but none warm, or a window whose CPU is zero
+//     throughout (no usage reported yet), a replica uses the larger of its
+//     share of the samples and its requested resources;
+//   - with no replica running, a replica uses its demand.
+//
+// Memory follows the same rules on the window's peak (memory is judged by
+// its peak); without memory in the samples a running replica counts at its
+// requested memory.
+func (fw *featureWork) compute(o *Observation) {
+	n := len(o.Samples)
+	if cap(fw.perReplica) < n {
+		fw.perReplica = make([]float64, n)
+		fw.sorted = make([]float64, n)
+	}
+	pr := fw.perReplica[:n]
+	capCPU, capMem := o.room()
+	demand := o.ReplicaCPUDemandMHz / capCPU
+	running := o.RunningReplicas
+	warm := running - o.WarmingReplicas
+	allZero := true
+	var hostSum, hostMax float64
+	for _, s := range o.Samples {
+		h := s.CPUMHz / capCPU
+		hostSum += h
+		hostMax = max(hostMax, h)
+		if s.CPUMHz != 0 {
+			allZero = false
+		}
+	}
+	if allZero {
+		warm = 0
+	}
+	reqPer := demand
+	if running > 0 && o.RequestedCPUMHz > 0 {
+		reqPer = o.RequestedCPUMHz / capCPU / float64(running)
+	}
+	ev := &fw.ev
+	*ev = Evidence{Running: running, Warming: running - warm, MemoryJudged: o.MemoryCapacityMB > 0}
+	switch {
+	case running == 0:
+		ev.Basis = BasisDemand
+		ev.Note = "no replica running: a replica counts at its demand"
+		for i := range pr {
+			pr[i] = demand
+		}
+	case warm > 0:
+		ev.Basis = BasisObserved
+		ev.Note = fmt.Sprintf("observed: %d replica(s) running", running)
+		if warm < running {
+			ev.Note = fmt.Sprintf("observed: %d of %d replica(s) warm, the %d warming count at the warm ones' usage", warm, running, running-warm)
+		}
+		for i, s := range o.Samples {
+			pr[i] = s.CPUMHz / capCPU / float64(warm)
+		}
+	default:
+		ev.Basis = BasisRequested
+		if allZero {
+			ev.Note = fmt.Sprintf("no usage reported yet: %d replica(s) count at their requested resources", running)
+		} else {
+			ev.Note = fmt.Sprintf("all %d replica(s) warming: each counts at the larger of its usage and its request", running)
+		}
+		for i, s := range o.Samples {
+			pr[i] = max(s.CPUMHz/capCPU/float64(running), reqPer)
+		}
+	}
+	sum := stats.Summarize(pr, fw.sorted)
+	f := &fw.feats
+	f[fCPUReplicaMean] = capShare(sum.Mean)
+	f[fCPUReplicaStd] = capShare(sum.Std)
+	f[fCPUReplicaCV] = 0
+	if sum.Mean > 0 {
+		f[fCPUReplicaCV] = min(sum.Std/sum.Mean, MaxFit)
+	}
+	f[fCPUReplicaP50] = capShare(sum.P50)
+	f[fCPUReplicaP90] = capShare(sum.P90)
+	f[fCPUReplicaP95] = capShare(sum.P95)
+	f[fCPUReplicaP99] = capShare(sum.P99)
+	f[fCPUReplicaMax] = capShare(sum.Max)
+	f[fCPUReplicaLast] = capShare(sum.Last)
+	f[fCPUReplicaMeanLast5] = capShare(sum.MeanLast5)
+	f[fCPUReplicaMeanStd2] = capShare(sum.Mean + 2*sum.Std)
+	f[fCPUReplicaMeanStd3] = capShare(sum.Mean + 3*sum.Std)
+	f[fCPUReplicaMaxLast5] = capShare(sum.MaxLast5)
+	f[fCPUReplicaMaxLast20] = capShare(sum.MaxLast20)
+	f[fCPUReplicaTrend] = max(min(sum.Trend, MaxShare), -MaxShare)
+	f[fCPUReplicaRequest] = capShare(reqPer)
+	f[fCPUReplicaDemand] = capShare(demand)
+	f[fCPUHostMean] = capShare(hostSum / float64(n))
+	f[fCPUHostMax] = capShare(hostMax)
+	f[fCPUFitMean] = fit(sum.Mean)
+	f[fCPUFitMeanLast5] = fit(sum.MeanLast5)
+	f[fCPUFitMeanStd2] = fit(sum.Mean + 2*sum.Std)
+	f[fCPUFitMeanStd3] = fit(sum.Mean + 3*sum.Std)
+	f[fCPUFitP95] = fit(sum.P95)
+	f[fCPUFitP99] = fit(sum.P99)
+	f[fCPUFitMax] = fit(sum.Max)
+	f[fCPUFitMaxLast5] = fit(sum.MaxLast5)
+	f[fCPUFitMaxLast20] = fit(sum.MaxLast20)
+	f[fCPUFitDemand] = fit(demand)
+	fw.reqShare = reqPer
+
+	// Memory.
+	fw.memShare = 0
+	f[fMemReplicaDemand], f[fMemReplicaMax], f[fMemHostMax], f[fMemFit] = 0, 0, 0, MaxFit
+	if ev.MemoryJudged {
+		memDemand := o.ReplicaMemoryDemandMB / capMem
+		var peak float64
+		measured := false
+		for _, s := range o.Samples {
+			if s.MemoryMB > 0 {
+				measured = true
+			}
+			peak = max(peak, s.MemoryMB/capMem)
+		}
+		memReq := memDemand
+		if running > 0 && o.RequestedMemoryMB > 0 {
+			memReq = o.RequestedMemoryMB / capMem / float64(running)
+		}
+		var mr float64
+		switch {
+		case running == 0:
+			mr = memDemand
+		case measured && warm > 0:
+			mr = peak / float64(warm)
+		case measured:
+			mr = max(peak/float64(running), memReq)
+		default:
+			mr = memReq
+			ev.Note += "; memory not in the samples: replicas count at their requested memory"
+		}
+		fw.memShare = capShare(mr)
+		f[fMemReplicaDemand] = capShare(memDemand)
+		f[fMemReplicaMax] = capShare(mr)
+		f[fMemHostMax] = capShare(mr * float64(running))
+		f[fMemFit] = fit(mr)
+	} else {
+		ev.Note += "; memory not judged (memory capacity unknown)"
+	}
+	last := o.Samples[n-1].Time
+	day := float64(last%86400) / 86400 * 2 * math.Pi
+	f[fDaySin], f[fDayCos] = math.Sin(day), math.Cos(day)
+	f[fRunning] = float64(running)
+}
+
+// room is the CPU and memory the workload may use on the host: its capacity
+// less what other workloads reserve there (they are taken to use what they
+// reserve). It is never below a millionth of the capacity, so that shares
+// stay finite (and then nothing fits).
+func (o *Observation) room() (cpu, mem float64) {
+	cpu = math.Max(o.CPUCapacityMHz-o.OtherReservedCPUMHz, o.CPUCapacityMHz*1e-6)
+	mem = math.Max(o.MemoryCapacityMB-o.OtherReservedMemoryMB, o.MemoryCapacityMB*1e-6)
+	return cpu, mem
+}
+
+// fillSlots lays out the admission queue for k slots: the running replicas
+// first (up to the wanted number), each at its requested CPU share, the
+// memory peak share of one replica, and running = 1; then the new replicas,
+// from QueuedReplicas or, in the common case, WantedReplicas minus the
+// running ones (every remaining slot when WantedReplicas is 0), each at its
+// demand. Slots past the queue are empty (NaN: they hold no data).
+func (fw *featureWork) fillSlots(o *Observation, k int) {
+	if cap(fw.slotCPU) < k {
+		fw.slotCPU, fw.slotMem, fw.slotRun = make([]float64, k), make([]float64, k), make([]float64, k)
+	}
+	cpu, mem, run := fw.slotCPU[:k], fw.slotMem[:k], fw.slotRun[:k]
+	capCPU, capMem := o.room()
+	memShare := func(mb float64) float64 {
+		if capMem <= 0 {
+			return 0
+		}
+		return capShare(mb / capMem)
+	}
+	wanted := k
+	if o.WantedReplicas > 0 {
+		wanted = min(o.WantedReplicas, k)
+	}
+	runningSlots := min(o.RunningReplicas, wanted)
+	filled := 0
+	for i := range cpu {
+		switch {
+		case i < runningSlots:
+			cpu[i], mem[i], run[i] = capShare(fw.reqShare), fw.memShare, 1
+		case o.QueuedReplicas != nil:
+			q := i - runningSlots
+			if q >= len(o.QueuedReplicas) {
+				cpu[i], mem[i], run[i] = math.NaN(), math.NaN(), math.NaN()
+				continue
+			}
+			r := o.QueuedReplicas[q]
+			cpu[i], mem[i], run[i] = capShare(r.CPUMHz/capCPU), memShare(r.MemoryMB), 0
+		case i < wanted:
+			cpu[i], mem[i], run[i] = capShare(o.ReplicaCPUDemandMHz/capCPU), memShare(o.ReplicaMemoryDemandMB), 0
+		default:
+			cpu[i], mem[i], run[i] = math.NaN(), math.NaN(), math.NaN()
+			continue
+		}
+		filled++
+	}
+	fw.slotsFilled = filled
+}
+
+// featureMap says, for each model input, where its value comes from.
+type featureMap struct {
+	feature []int // index into the feature vector, or a slot source
+	slot    []int // slot number for slot inputs, else -1
+	slots   int   // number of slots the model reads (largest slot + 1)
+}
+
+const (
+	slotCPUSource = -1 - iota
+	slotMemSource
+	slotRunSource
+)
+
+func newFeatureMap(m *Model) (featureMap, error) {
+	fm := featureMap{feature: make([]int, len(m.Inputs)), slot: make([]int, len(m.Inputs))}
+	index := make(map[string]int, numFeatures)
+	for i, n := range FeatureNames {
+		index[n] = i
+	}
+	for i, in := range m.Inputs {
+		fm.slot[i] = -1
+		if f, ok := index[in.Name]; ok {
+			fm.feature[i] = f
+			continue
+		}
+		if k, src, ok := parseSlot(in.Name); ok {
+			fm.feature[i], fm.slot[i] = src, k
+			fm.slots = max(fm.slots, k+1)
+			continue
+		}
+		return featureMap{}, modelErr(fmt.Sprintf("inputs[%d].name", i), "unknown feature %q: the engine derives %s, and %s<k>, %s<k>%s, %s<k>%s demand slots",
+			in.Name, strings.Join(FeatureNames, ", "), SlotPrefix, SlotPrefix, SlotMemorySuffix, SlotPrefix, SlotRunningSuffix)
+	}
+	if fm.slots > MaxReplicas {
+		return featureMap{}, modelErr("inputs", "reads slot %d, more than the limit of %d slots", fm.slots-1, MaxReplicas)
+	}
+	return fm, nil
+}
+
+// parseSlot reads "slot_<k>", "slot_<k>_memory" or "slot_<k>_running".
+func parseSlot(name string) (k, source int, ok bool) {
+	rest, found := strings.CutPrefix(name, SlotPrefix)
+	if !found {
+		return 0, 0, false
+	}
+	source = slotCPUSource
+	if r, cut := strings.CutSuffix(rest, SlotMemorySuffix); cut {
+		rest, source = r, slotMemSource
+	} else if r, cut := strings.CutSuffix(rest, SlotRunningSuffix); cut {
+		rest, source = r, slotRunSource
+	}
+	k, err := strconv.Atoi(rest)
+	if err != nil || k < 0 || strconv.Itoa(k) != rest {
+		return 0, 0, false
+	}
+	return k, source, true
+}
+
+// fill writes the model's input vector into x from the computed features
+// (and the slots, which it lays out first).
+func (fm *featureMap) fill(fw *featureWork, o *Observation, x []float64) {
+	if fm.slots > 0 {
+		fw.fillSlots(o, fm.slots)
+	}
+	for i, src := range fm.feature {
+		switch src {
+		case slotCPUSource:
+			x[i] = fw.slotCPU[fm.slot[i]]
+		case slotMemSource:
+			x[i] = fw.slotMem[fm.slot[i]]
+		case slotRunSource:
+			x[i] = fw.slotRun[fm.slot[i]]
+		default:
+			x[i] = fw.feats[src]
+		}
+	}
+}
+
+// FeatureVector computes the named features of o (which is validated
+// first); role labels the host in errors. Names may be any of FeatureNames
+// and slot inputs. It is meant for trainers and tools.
+func FeatureVector(o *Observation, role string, names []string) ([]float64, error) {
+	m := &Model{Inputs: make([]Node, len(names))}
+	for i, n := range names {
+		m.Inputs[i].Name = n
+	}
+	fm, err := newFeatureMap(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Validate(role); err != nil {
+		return nil, err
+	}
+	var fw featureWork
+	fw.compute(o)
+	x := make([]float64, len(names))
+	fm.fill(&fw, o, x)
+	return x, nil
+}

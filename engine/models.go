@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"embed"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The default processors ship inside every binary. They are regenerated
+// from the real usage series by `go generate ./engine` (see gen.go).
+//
+//go:embed models
+var builtinFS embed.FS
+
+// Names of the built-in models.
+const (
+	BuiltinAdmission = "admission"
+	BuiltinCapacity  = "capacity"
+)
+
+// BuiltinPrefix marks a model source that names a built-in model.
+const BuiltinPrefix = "builtin:"
+
+// Default model sources of the two hosts.
+const (
+	DefaultFirstModel  = BuiltinPrefix + BuiltinAdmission
+	DefaultSecondModel = BuiltinPrefix + BuiltinCapacity
+)
+
+var builtins struct {
+	once  sync.Once
+	procs map[string]*Processor
+	err   error
+}
+
+func loadBuiltins() {
+	builtins.procs = map[string]*Processor{}
+	entries, err := builtinFS.ReadDir("models")
+	if err != nil {
+		builtins.err = fmt.Errorf("built-in models: %w", err)
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		data, err := builtinFS.ReadFile("models/" + e.Name())
+		if err != nil {
+			builtins.err = fmt.Errorf("built-in model %s: %w", e.Name(), err)
+			return
+		}
+		m, err := ParseModel(data)
+		if err != nil {
+			builtins.err = fmt.Errorf("built-in model %s: %w", e.Name(), err)
+			return
+		}
+		p, err := NewProcessor(m)
+		if err != nil {
+			builtins.err = fmt.Errorf("built-in model %s: %w", e.Name(), err)
+			return
+		}
+		builtins.procs[strings.TrimSuffix(e.Name(), ".json")] = p
+	}
+}
+
+// Builtin returns the compiled built-in model called name.
+func Builtin(name string) (*Processor, error) {
+	builtins.once.Do(loadBuiltins)
+	if builtins.err != nil {
+		return nil, builtins.err
+	}
+	p, ok := builtins.procs[name]
+	if !ok {
+		return nil, fmt.Errorf("no built-in model %q (have %s)", name, strings.Join(BuiltinNames(), ", "))
+	}
+	return p, nil
+}
+
+// BuiltinNames lists the built-in models.
+func BuiltinNames() []string {
+	builtins.once.Do(loadBuiltins)
+	names := make([]string, 0, len(builtins.procs))
+	for n := range builtins.procs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DefaultModelFor returns the model source a host of role uses when none is
+// given: the admission processor for the first host, the capacity
+// processor for the second.
+func DefaultModelFor(role string) string {
+	if role == RoleFirst {
+		return DefaultFirstModel
+	}
+	return DefaultSecondModel
+}
+
+// ModelCache compiles model sources and keeps them: a built-in model is
+// compiled once; a file is read again only when its size or modification
+// time changed, and compiled again only when its content digest changed, so
+// that a plugin deciding every few seconds loads its model once and picks
+// up a new file as soon as it is written (atomically, as WriteModelFile
+// does). It is safe for concurrent use.
+type ModelCache struct {
+	mu    sync.Mutex
+	files map[string]*cachedModel
+}
+
+type cachedModel struct {
+	size    int64
+	modTime time.Time
+	sum     [sha256.Size]byte
+	proc    *Processor
+}
+
+// Models is the process-wide model cache every front end loads through.
+var Models = &ModelCache{}
+
+// Load resolves a model source: "builtin:<name>" for a built-in model,
+// anything else is the path of a model file, which must be a regular file
+// (a FIFO or a device would block or never end).
+func (c *ModelCache) Load(source string) (*Processor, error) {
+	if strings.TrimSpace(source) == "" {
+		return nil, fmt.Errorf("model source is empty: want %s<name> or a file path", BuiltinPrefix)
+	}
+	if name, ok := strings.CutPrefix(source, BuiltinPrefix); ok {
+		return Builtin(name)
+	}
+	f, st, err := openRegular(source)
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", source, err)
+	}
+	defer f.Close()
+	if st.Size() > MaxModelBytes {
+		return nil, fmt.Errorf("loading model %s: %w", source, modelErr("", "file is %d bytes, more than the limit of %d", st.Size(), MaxModelBytes))
+	}
+	c.mu.Lock()
+	e := c.files[source]
+	c.mu.Unlock()
+	if e != nil && e.size == st.Size() && e.modTime.Equal(st.ModTime()) {
+		return e.proc, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxModelBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", source, err)
+	}
+	sum := sha256.Sum256(data)
+	if e != nil && e.sum == sum {
+		c.store(source, &cachedModel{size: st.Size(), modTime: st.ModTime(), sum: sum, proc: e.proc})
+		return e.proc, nil
+	}
+	m, err := ParseModel(data)
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", source, err)
+	}
+	p, err := NewProcessor(m)
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", source, err)
+	}
+	c.store(source, &cachedModel{size: st.Size(), modTime: st.ModTime(), sum: sum, proc: p})
+	return p, nil
+}
+
+// maxCachedFiles bounds the cache; past it the cache starts afresh.
+const maxCachedFiles = 256
+
+func (c *ModelCache) store(source string, e *cachedModel) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files == nil || len(c.files) >= maxCachedFiles {
+		c.files = map[string]*cachedModel{}
+	}
+	c.files[source] = e
+}
+
+// LoadFor resolves the model source of a host of role ("" is the role's
+// default) through the cache; a failure is a *ModelSourceError.
+func (c *ModelCache) LoadFor(role, source string) (*Processor, error) {
+	if source == "" {
+		source = DefaultModelFor(role)
+	}
+	p, err := c.Load(source)
+	if err != nil {
+		return nil, &ModelSourceError{Host: role, Source: source, Err: err}
+	}
+	if err := p.canServe(role); err != nil {
+		return nil, &ModelSourceError{Host: role, Source: source, Err: err}
+	}
+	return p, nil
+}
+
+// LoadModelFile reads and validates a model file (uncached).
+func LoadModelFile(path string) (*Model, error) {
+	f, _, err := openRegular(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxModelBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", path, err)
+	}
+	m, err := ParseModel(data)
+	if err != nil {
+		return nil, fmt.Errorf("loading model %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// openRegular opens path for reading only if it is a regular file: it is
+// opened without blocking (a FIFO would otherwise wait for a writer
+// forever) and checked before anything is read.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	return f, st, nil
+}

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+)
+
+// Placement relates a host's count to the scheduler's own rule: Nomad
+// places a replica on a host only while the sum of the reservations
+// (requested resources) of everything there fits the host's allocatable
+// resources. The engine's count says how many replicas the host can run by
+// real usage; Placement says how many the scheduler can place at today's
+// reservations, and which per-replica reservation would let it place
+// exactly the count.
+type Placement struct {
+	// FreeCPUMHz and FreeMemoryMB are the host's capacity less what other
+	// workloads reserve (memory only when the capacity is known).
+	FreeCPUMHz   float64 `json:"free_cpu_mhz"`
+	FreeMemoryMB float64 `json:"free_memory_mb,omitempty"`
+	// ReplicaCPUMHz and ReplicaMemoryMB are what one replica reserves
+	// today: the running replicas' request each, else the demand.
+	ReplicaCPUMHz   float64 `json:"replica_cpu_mhz"`
+	ReplicaMemoryMB float64 `json:"replica_memory_mb,omitempty"`
+	// Placeable is how many replicas, in queue order, the scheduler can
+	// place at those reservations (queued replicas at their own demand).
+	Placeable int `json:"placeable"`
+	// CPUMHz, MemoryMB and MemoryMaxMB are a per-replica reservation with
+	// which the scheduler places the decided count on the host: never more
+	// than today's reservation, and no more than the free resources
+	// divided by the count. MemoryMaxMB is the hard memory limit (Nomad's
+	// memory_max, for memory oversubscription): at least the replica's
+	// memory peak, so reserving less never caps real use.
+	CPUMHz      int `json:"cpu_mhz"`
+	MemoryMB    int `json:"memory_mb"`
+	MemoryMaxMB int `json:"memory_max_mb"`
+}
+
+// Summary is a one-line account of the placement for count.
+func (pl *Placement) Summary(count int) string {
+	s := fmt.Sprintf("the scheduler can place %d at today's reservations (%.0f MHz", pl.Placeable, pl.ReplicaCPUMHz)
+	if pl.ReplicaMemoryMB > 0 {
+		s += fmt.Sprintf(", %.0f MB", pl.ReplicaMemoryMB)
+	}
+	s += " each)"
+	if count > pl.Placeable {
+		s += fmt.Sprintf("; %d of %d would stay queued", count-pl.Placeable, count)
+	}
+	s += fmt.Sprintf("; reserving %d MHz, %d MB (memory_max %d MB) each places all %d", pl.CPUMHz, pl.MemoryMB, pl.MemoryMaxMB, count)
+	return s
+}
+
+// placement computes the Placement of count replicas on o's host.
+func placement(o *Observation, fw *featureWork, count int) Placement {
+	pl := Placement{FreeCPUMHz: o.CPUCapacityMHz - o.OtherReservedCPUMHz}
+	memKnown := o.MemoryCapacityMB > 0
+	if memKnown {
+		pl.FreeMemoryMB = o.MemoryCapacityMB - o.OtherReservedMemoryMB
+	}
+	pl.ReplicaCPUMHz, pl.ReplicaMemoryMB = o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB
+	if n := o.RunningReplicas; n > 0 {
+		if o.RequestedCPUMHz > 0 {
+			pl.ReplicaCPUMHz = o.RequestedCPUMHz / float64(n)
+		}
+		if o.RequestedMemoryMB > 0 {
+			pl.ReplicaMemoryMB = o.RequestedMemoryMB / float64(n)
+		}
+	}
+	// Placeable, in queue order: the running replicas and, with a queue,
+	// the queued ones at their own demand; otherwise every replica at the
+	// group's reservation.
+	fits := func(cpu, mem float64) bool {
+		return cpu <= pl.FreeCPUMHz*(1+1e-12) && (!memKnown || mem <= pl.FreeMemoryMB*(1+1e-12))
+	}
+	n := o.RunningReplicas
+	uniformMax := MaxQuotaCount
+	if pl.ReplicaCPUMHz > 0 {
+		uniformMax = int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeCPUMHz/pl.ReplicaCPUMHz*(1+1e-12))))
+	}
+	if memKnown && pl.ReplicaMemoryMB > 0 {
+		uniformMax = min(uniformMax, int(math.Floor(pl.FreeMemoryMB/pl.ReplicaMemoryMB*(1+1e-12))))
+	}
+	if o.QueuedReplicas == nil {
+		pl.Placeable = max(uniformMax, 0)
+	} else {
+		placed := min(n, max(uniformMax, 0))
+		cpu, mem := float64(placed)*pl.ReplicaCPUMHz, float64(placed)*pl.ReplicaMemoryMB
+		if placed == n {
+			for _, r := range o.QueuedReplicas {
+				if !fits(cpu+r.CPUMHz, mem+r.MemoryMB) {
+					break
+				}
+				cpu, mem = cpu+r.CPUMHz, mem+r.MemoryMB
+				placed++
+			}
+		}
+		pl.Placeable = placed
+	}
+	// A reservation that places count replicas.
+	cpu, memRes := pl.ReplicaCPUMHz, pl.ReplicaMemoryMB
+	if count > 0 {
+		cpu = math.Min(cpu, math.Floor(pl.FreeCPUMHz/float64(count)))
+		if memKnown {
+			memRes = math.Min(memRes, math.Floor(pl.FreeMemoryMB/float64(count)))
+		}
+	}
+	pl.CPUMHz = max(1, int(math.Floor(cpu+1e-9)))
+	pl.MemoryMB = max(0, int(math.Floor(memRes+1e-9)))
+	peak := pl.ReplicaMemoryMB
+	if memKnown {
+		peak = math.Max(peak, fw.memShare*o.MemoryCapacityMB)
+	}
+	pl.MemoryMaxMB = max(pl.MemoryMB, int(math.Ceil(peak)))
+	return pl
+}

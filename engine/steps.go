@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Step is a limit on how far a count moves in one decision: an absolute
+// number of replicas, or a percentage of the current count (as Kubernetes'
+// HPA behavior policies have them). The zero Step is no limit.
+type Step struct {
+	Replicas int
+	Percent  float64
+}
+
+// ParseStep reads "4" (replicas) or "50%" (of the current count); "" is no
+// limit.
+func ParseStep(s string) (Step, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Step{}, nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || badNumber(v) || v <= 0 || v > 1e6 {
+			return Step{}, fmt.Errorf("%q: a percentage must be a number > 0 and at most 1000000, such as \"50%%\"", s)
+		}
+		return Step{Percent: v}, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxQuotaCount {
+		return Step{}, fmt.Errorf("%q: want a whole number of replicas from 1 to %d, or a percentage such as \"50%%\"", s, MaxQuotaCount)
+	}
+	return Step{Replicas: n}, nil
+}
+
+// String writes the step as ParseStep reads it.
+func (s Step) String() string {
+	switch {
+	case s.Percent > 0:
+		return strconv.FormatFloat(s.Percent, 'g', -1, 64) + "%"
+	case s.Replicas > 0:
+		return strconv.Itoa(s.Replicas)
+	}
+	return ""
+}
+
+// IsZero reports whether the step sets no limit.
+func (s Step) IsZero() bool { return s.Replicas == 0 && s.Percent == 0 }
+
+// of returns the largest move allowed from current: at least one replica.
+func (s Step) of(current int) int {
+	if s.Percent > 0 {
+		return max(1, int(math.Ceil(float64(current)*s.Percent/100)))
+	}
+	return s.Replicas
+}
+
+// Steps limits how a controller moves a count towards the engine's: at most
+// MaxUp replicas up and MaxDown down per decision, and no change at all
+// when the move is smaller than Hysteresis (a band that holds a wobble).
+// A controller applies them to the count the engine decided; the count
+// never leaves the quota's [min, max] (a current count outside it moves
+// into it at once, whatever the limits).
+type Steps struct {
+	MaxUp, MaxDown Step
+	Hysteresis     Step
+}
+
+// StepResult is a limited move.
+type StepResult struct {
+	// Count is the count to set.
+	Count int
+	// Held is how many replicas the limits held back (target minus Count),
+	// 0 when the target was reached.
+	Held int
+	// Why says which limit held it, empty when none did.
+	Why string
+}
+
+// Apply moves current towards target within the limits and the bounds
+// [lo, hi].
+func (st Steps) Apply(current, target, lo, hi int) StepResult {
+	target = min(max(target, lo), hi)
+	res := StepResult{Count: target}
+	switch {
+	case current < lo || current > hi:
+		// Outside the quota: move into it at once, whatever the steps say,
+		// and no further in this decision.
+		res.Count = min(max(current, lo), hi)
+		if res.Count != target {
+			res.Why = fmt.Sprintf("the current count %d is outside the quota [%d, %d]: moved to its edge first", current, lo, hi)
+		}
+	case target == current:
+	case !st.Hysteresis.IsZero() && abs(target-current) < st.Hysteresis.of(current):
+		res.Count = current
+		res.Why = fmt.Sprintf("hysteresis: a change of %d is within the band of %s", target-current, st.Hysteresis)
+	case target > current && !st.MaxUp.IsZero() && target-current > st.MaxUp.of(current):
+		res.Count = current + st.MaxUp.of(current)
+		res.Why = fmt.Sprintf("max_scale_up %s: at most +%d from %d", st.MaxUp, st.MaxUp.of(current), current)
+	case target < current && !st.MaxDown.IsZero() && current-target > st.MaxDown.of(current):
+		res.Count = current - st.MaxDown.of(current)
+		res.Why = fmt.Sprintf("max_scale_down %s: at most -%d from %d", st.MaxDown, st.MaxDown.of(current), current)
+	}
+	res.Count = min(max(res.Count, lo), hi)
+	res.Held = target - res.Count
+	return res
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Sweep reads one observation at many output thresholds with one forward
+// pass: amounts[i] is the host's amount (A_in for the first host, A_out for
+// the second) when the model's output threshold is thresholds[i]. It is
+// what a threshold sweep (the simulator's knob) costs: one Decide's forward
+// pass and two linear passes over the edges, not one analysis per
+// threshold. The model's own output threshold is not used. o must satisfy
+// Validate; minSamples is not checked.
+//
+// It rests on two facts of the analysis: whether a hidden node holds data,
+// and whether an edge between hidden nodes carries it, do not depend on the
+// output threshold; and an output holds data at threshold t exactly when
+// its value is >= t. So an output ends an activated branch at t when its
+// value is >= t and some carrying edge reaches it from a node on an
+// activated partial path from the inputs; and an input starts one at t when
+// the largest value among the outputs it reaches is >= t.
+func (p *Processor) Sweep(o *Observation, role string, thresholds []float64, amounts []int) error {
+	if len(amounts) != len(thresholds) {
+		return fmt.Errorf("sweep: %d thresholds but %d amounts", len(thresholds), len(amounts))
+	}
+	if err := p.canServe(role); err != nil {
+		return err
+	}
+	w := p.getWork()
+	defer p.putWork(w)
+	w.fw.compute(o)
+	p.features.fill(&w.fw, o, w.x)
+	return p.sweepInput(w.x, w.ws, role, thresholds, amounts)
+}
+
+// sweepInput is Sweep on an input vector.
+func (p *Processor) sweepInput(x []float64, ws *Workspace, role string, thresholds []float64, amounts []int) error {
+	for i, v := range x {
+		if math.IsInf(v, 0) {
+			return fmt.Errorf("sweep %s: input %q is %v", p.model.Name, p.model.Inputs[i].Name, v)
+		}
+	}
+	// The forward pass with every output holding data (threshold -Inf):
+	// holds then marks the hidden nodes exactly, and the outputs are
+	// decided per threshold below.
+	p.forwardAt(x, ws, math.Inf(-1))
+	L := len(p.layers)
+	if ws.score == nil {
+		for l := 0; l <= L; l++ {
+			ws.score = append(ws.score, make([]float64, len(ws.act[l])))
+			ws.from = append(ws.from, make([]int32, len(ws.act[l])))
+		}
+	}
+	outs := ws.act[L]
+	if role != RoleFirst {
+		// Forward reach: nodes on a carrying path from an input holding
+		// data (ws.back is used as scratch for it).
+		copy(ws.back[0], ws.holds[0])
+		for l := 0; l < L; l++ {
+			cl := &p.layers[l]
+			dst := ws.back[l+1]
+			clear(dst)
+			for wd, word := range ws.back[l] {
+				for word != 0 {
+					t := bits.TrailingZeros64(word)
+					word &= word - 1
+					u := wd*64 + t
+					for k, m := range cl.liveTargets(u, ws.act[l][u]) {
+						dst[k] |= m & ws.holds[l+1][k]
+					}
+				}
+			}
+		}
+		for i, t := range thresholds {
+			n := 0
+			for _, o := range p.countableOut {
+				if hasBit(ws.back[L], o) && outs[o] >= t {
+					n++
+				}
+			}
+			amounts[i] = n
+		}
+		return nil
+	}
+	// Backward: the largest output value each node reaches along carrying
+	// edges through nodes that hold data (-Inf: none), in ws.score.
+	negInf := math.Inf(-1)
+	copy(ws.score[L], outs)
+	for l := L - 1; l >= 0; l-- {
+		cl := &p.layers[l]
+		up, hb, sc := ws.score[l+1], ws.holds[l+1], ws.score[l]
+		for u := range sc {
+			best := negInf
+			if hasBit(ws.holds[l], u) {
+				for k, m := range cl.liveTargets(u, ws.act[l][u]) {
+					m &= hb[k]
+					for m != 0 {
+						t := bits.TrailingZeros64(m)
+						m &= m - 1
+						best = max(best, up[k*64+t])
+					}
+				}
+			}
+			sc[u] = best
+		}
+	}
+	for i, t := range thresholds {
+		n := 0
+		for _, in := range p.countableIn {
+			if ws.score[0][in] >= t {
+				n++
+			}
+		}
+		amounts[i] = n
+	}
+	return nil
+}
