@@ -8,26 +8,24 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
 
-// Statistic is one window statistic the learned estimate reads, in its two
-// forms: Usage, a per-replica share of the host (the admission processor's
-// input), and Fit, replicas of that size that fit (1 / usage, the capacity
-// processor's input).
+// Statistic is one window statistic the learned estimate reads: Usage is
+// the engine feature, a per-replica share of the host.
 type Statistic struct {
-	Name       string
-	Usage, Fit string
+	Name  string
+	Usage string
 }
 
 // Statistics are every statistic the trainer can use.
 var Statistics = []Statistic{
-	{"mean", engine.FeatCPUReplicaMean, engine.FeatCPUFitMean},
-	{"mean_last5", engine.FeatCPUReplicaMeanLast5, engine.FeatCPUFitMeanLast5},
-	{"mean_std2", engine.FeatCPUReplicaMeanStd2, engine.FeatCPUFitMeanStd2},
-	{"mean_std3", engine.FeatCPUReplicaMeanStd3, engine.FeatCPUFitMeanStd3},
-	{"p95", engine.FeatCPUReplicaP95, engine.FeatCPUFitP95},
-	{"p99", engine.FeatCPUReplicaP99, engine.FeatCPUFitP99},
-	{"max", engine.FeatCPUReplicaMax, engine.FeatCPUFitMax},
-	{"max_last5", engine.FeatCPUReplicaMaxLast5, engine.FeatCPUFitMaxLast5},
-	{"max_last20", engine.FeatCPUReplicaMaxLast20, engine.FeatCPUFitMaxLast20},
+	{"mean", engine.FeatCPUReplicaMean},
+	{"mean_last5", engine.FeatCPUReplicaMeanLast5},
+	{"mean_std2", engine.FeatCPUReplicaMeanStd2},
+	{"mean_std3", engine.FeatCPUReplicaMeanStd3},
+	{"p95", engine.FeatCPUReplicaP95},
+	{"p99", engine.FeatCPUReplicaP99},
+	{"max", engine.FeatCPUReplicaMax},
+	{"max_last5", engine.FeatCPUReplicaMaxLast5},
+	{"max_last20", engine.FeatCPUReplicaMaxLast20},
 }
 
 // statisticsByName returns the named statistics, in the given order.
@@ -49,72 +47,6 @@ func statisticsByName(names []string) ([]Statistic, error) {
 		return nil, fmt.Errorf("no statistics")
 	}
 	return out, nil
-}
-
-// estimate is the learned estimate both processors are built on, a
-// max-of-predictors peak predictor (Bashir et al., EuroSys 2021): a
-// replica's predicted peak share is p = max_f u_f / c_f over the window
-// statistics u (c_f = exp(theta_f) learned), and in fit space the replicas
-// that fit are g = 1/p = min_f c_f x fit_f. Alpha is the slope of the
-// sigmoid outputs.
-type estimate struct {
-	theta    []float64
-	logAlpha float64
-	adamState
-}
-
-func newEstimate(width int, init []float64) *estimate {
-	e := &estimate{theta: make([]float64, width), logAlpha: math.Log(3)}
-	copy(e.theta, init)
-	e.adamState = newAdam(width + 1)
-	return e
-}
-
-func (e *estimate) alpha() float64 { return math.Exp(e.logAlpha) }
-
-// peak returns p = max_f u_f / c_f and the binding statistic.
-func (e *estimate) peak(u []float64) (float64, int) {
-	p, arg := 0.0, 0
-	for f, uf := range u {
-		if v := uf * math.Exp(-e.theta[f]); v > p || f == 0 {
-			p, arg = v, f
-		}
-	}
-	return p, arg
-}
-
-// fitCount returns g = min_f c_f x fit_f and the binding statistic.
-func (e *estimate) fitCount(x []float64) (float64, int) {
-	g, arg := math.Inf(1), 0
-	for f, xf := range x {
-		if v := xf * math.Exp(e.theta[f]); v < g {
-			g, arg = v, f
-		}
-	}
-	return g, arg
-}
-
-// params are the estimate's parameters in Adam's order.
-func (e *estimate) params() []*float64 {
-	out := make([]*float64, 0, len(e.theta)+1)
-	for f := range e.theta {
-		out = append(out, &e.theta[f])
-	}
-	return append(out, &e.logAlpha)
-}
-
-// scales describes the learned factors for the provenance.
-func (e *estimate) scales(stats []Statistic) string {
-	var b []byte
-	for f, th := range e.theta {
-		if f > 0 {
-			b = append(b, ' ')
-		}
-		b = append(b, stats[f].Name...)
-		b = append(b, '=')
-		b = strconv.AppendFloat(b, math.Exp(th), 'g', 4, 64)
-	}
-	return string(b)
 }
 
 type adamState struct {
@@ -293,79 +225,138 @@ func slotNodes(prefix string, n int, countable bool) []engine.Node {
 	return out
 }
 
-// exportCapacity builds the second host's capacity processor. Inputs: the
-// fit statistics, then mem_fit. A trunk computes g = min_f c_f fit_f
-// exactly (and carries mem_fit along); then, per output k,
-//
-//	a_k = alpha (g/(k+1) - 1)                       (CPU: soft, the threshold moves it)
-//	b_k = memKnee (mem_fit/(k+1) - 1) - capKnee     (memory: hard)
-//	d_k = relu(a_k - b_k)
-//	z_k = relu(capKnee + a_k - d_k) = relu(capKnee + min(a_k, b_k))
-//	safe_k = sigmoid(z_k - capKnee)
-//
-// so safe_k is sigmoid(a_k) while memory fits (and is not nearly binding),
-// and z_k, on every branch into safe_k, is dead as soon as k+1 replicas do
-// not fit by memory with room to spare (an exact fit is refused): output k
-// then ends no activated branch, whatever the output threshold. Branches run fit statistic -> trunk -> z_k -> safe_k.
-func exportCapacity(e *estimate, stats []Statistic, slots int, prov engine.Provenance) *engine.Model {
-	F := len(stats)
-	inputs := make([]string, 0, F+1)
-	for _, s := range stats {
-		inputs = append(inputs, s.Fit)
+// processor is what one processor learns: its trunk and the slope of its
+// sigmoid outputs.
+type processor struct {
+	tr       trunk
+	logAlpha float64
+	adamState
+}
+
+func newProcessor(tr trunk) *processor {
+	p := &processor{tr: tr, logAlpha: math.Log(3)}
+	p.adamState = newAdam(len(p.params()))
+	return p
+}
+
+func (p *processor) alpha() float64 { return math.Exp(p.logAlpha) }
+
+func (p *processor) params() []*float64 { return append(p.tr.params(), &p.logAlpha) }
+
+// snapshot copies the parameters (early stopping keeps the best).
+func (p *processor) snapshot() []float64 {
+	ps := p.params()
+	out := make([]float64, len(ps))
+	for i, q := range ps {
+		out[i] = *q
 	}
-	inputs = append(inputs, engine.FeatMemFit)
-	md := newModel(engine.BuiltinCapacity,
-		"Second-host capacity processor: reads the host's real usage and holds data at output safe_k when the host can safely run k+1 replicas, by CPU (the learned peak estimate) and by memory (the window's peak, a hard limit). A_out is the safe replica count.",
-		namedNodes(inputs, false), slotNodes("safe_", slots, true), prov)
-	scale := make([]float64, F)
-	for f := range scale {
-		scale[f] = math.Exp(e.theta[f])
+	return out
+}
+
+func (p *processor) restore(v []float64) {
+	for i, q := range p.params() {
+		*q = v[i]
 	}
-	t := buildTree(scale, false)
-	alpha := e.alpha()
-	memIn := F // index of mem_fit in the previous layer
-	var trunkWidth int
-	for l, nodes := range t.layers {
-		b := layerBuilder{act: engine.ActivationReLU}
-		for _, row := range nodes {
-			j := b.node(0)
+}
+
+// carrierStat is the statistic whose chain carries the capacity
+// processor's branches: the window's maximum when read (it holds data
+// whenever the replicas used anything), else the first.
+func carrierStat(stats []Statistic) int {
+	for f, s := range stats {
+		if s.Name == "max" {
+			return f
+		}
+	}
+	return 0
+}
+
+// trunkLayers emits the trunk's layers into md. in maps the trunk's first
+// layer inputs (the statistics) to indices of the previous layer; pass are
+// indices of the previous layer to carry through every trunk layer (each
+// value >= 0). It returns the indices, in the last emitted layer, of a, b
+// and of the carried nodes.
+func trunkLayers(md *engine.Model, tr trunk, in []int, pass []int) (a, b int, carried []int) {
+	layers := tr.layers()
+	prevMap := in // trunk node i of the previous trunk layer -> index
+	carried = pass
+	for l, rows := range layers {
+		lb := layerBuilder{act: engine.ActivationReLU}
+		cur := make([]int, len(rows))
+		for j, row := range rows {
+			cur[j] = lb.node(0)
 			for i, w := range row {
-				b.edge(j, i, w)
+				lb.edge(cur[j], prevMap[i], w)
 			}
 		}
-		mem := b.node(0)
-		b.edge(mem, memIn, 1)
-		memIn = mem
-		trunkWidth = len(nodes)
-		md.Layers = append(md.Layers, b.layer())
+		next := make([]int, len(carried))
+		for i, c := range carried {
+			next[i] = lb.node(0)
+			lb.edge(next[i], c, 1)
+		}
+		md.Layers = append(md.Layers, lb.layer())
+		prevMap, carried = cur, next
 		_ = l
 	}
-	// Layer T+1: copies of the trunk's last nodes, then d_k.
-	b := layerBuilder{act: engine.ActivationReLU}
-	copies := make([]int, trunkWidth)
-	for j := range copies {
-		copies[j] = b.node(0)
-		b.edge(copies[j], j, 1)
+	return prevMap[0], prevMap[1], carried
+}
+
+// exportCapacity builds the second host's capacity processor. Inputs: the
+// usage statistics, then mem_replica_max. A trunk computes a running
+// replica's level a and dispersion b; then, for output k with m = k+1
+// replicas,
+//
+//	A_k = alpha (1 - m a - sqrt(m) b)                 (CPU: soft, the threshold moves it)
+//	B_k = memKnee (1 - m mem) - capKnee               (memory: hard)
+//	d_k = relu(A_k - B_k)
+//	z_k = relu(capKnee + A_k - d_k + gateRead carrier) = relu(capKnee + min(A_k, B_k) + ...)
+//	safe_k = sigmoid(z_k - capKnee)
+//
+// so safe_k is sigmoid(A_k) while memory fits, and z_k, on every branch
+// into safe_k, is dead as soon as m replicas' memory peaks do not fit with
+// room to spare: output k then ends no activated branch, whatever the
+// output threshold. Branches run from the window's maximum (the carrier:
+// evidence that the replicas use the host) through its chain and z_k.
+func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Provenance) *engine.Model {
+	F := len(stats)
+	var inputs []string
+	for _, s := range stats {
+		inputs = append(inputs, s.Usage)
 	}
-	for k := 0; k < slots; k++ {
-		kk := float64(k + 1)
-		// d_k = relu(a_k - b_k) = relu(alpha g/kk - alpha - memKnee mem/kk + memKnee + capKnee)
-		d := b.node(-alpha + memKnee + capKnee)
-		for j, v := range t.value {
-			b.edge(d, j, alpha*v/kk)
-		}
-		b.edge(d, memIn, -memKnee/kk)
+	inputs = append(inputs, engine.FeatMemReplicaMax)
+	md := newModel(engine.BuiltinCapacity,
+		"Second-host capacity processor: reads the host's real usage and holds data at output safe_k when the host can safely run k+1 replicas, by CPU (the learned estimate of k+1 replicas' usage, soft: the output threshold is a safety margin) and by memory (k+1 replicas' memory peak must fit: a hard limit). A_out is the safe replica count.",
+		namedNodes(inputs, false), slotNodes("safe_", slots, true), prov)
+	in := make([]int, F)
+	for f := range in {
+		in[f] = f
 	}
-	md.Layers = append(md.Layers, b.layer())
-	// Layer T+2: z_k = relu(capKnee + a_k - d_k).
+	a, b, carried := trunkLayers(md, p.tr, in, []int{F, carrierStat(stats)})
+	mem, carrier := carried[0], carried[1]
+	alpha := p.alpha()
+	// Copies of a, b and the carrier, then d_k.
+	lb := layerBuilder{act: engine.ActivationReLU}
+	ca, cb, cc := lb.node(0), lb.node(0), lb.node(0)
+	lb.edge(ca, a, 1)
+	lb.edge(cb, b, 1)
+	lb.edge(cc, carrier, 1)
+	d := make([]int, slots)
+	for k := range d {
+		m := float64(k + 1)
+		d[k] = lb.node(alpha - memKnee + capKnee)
+		lb.edge(d[k], a, -alpha*m)
+		lb.edge(d[k], b, -alpha*math.Sqrt(m))
+		lb.edge(d[k], mem, memKnee*m)
+	}
+	md.Layers = append(md.Layers, lb.layer())
 	z := layerBuilder{act: engine.ActivationReLU}
 	for k := 0; k < slots; k++ {
-		kk := float64(k + 1)
-		j := z.node(capKnee - alpha)
-		for c, v := range t.value {
-			z.edge(j, copies[c], alpha*v/kk)
-		}
-		z.edge(j, trunkWidth+k, -1)
+		m := float64(k + 1)
+		j := z.node(capKnee + alpha)
+		z.edge(j, ca, -alpha*m)
+		z.edge(j, cb, -alpha*math.Sqrt(m))
+		z.edge(j, d[k], -1)
+		z.edge(j, cc, gateRead)
 	}
 	md.Layers = append(md.Layers, z.layer())
 	out := layerBuilder{act: engine.ActivationSigmoid}
@@ -379,22 +370,24 @@ func exportCapacity(e *estimate, stats []Statistic, slots int, prov engine.Prove
 
 // exportAdmission builds the first host's admission processor. Inputs: per
 // slot k, slot_k (its CPU demand share; countable), slot_k_memory and
-// slot_k_running; then the usage statistics. The network computes
+// slot_k_running; then the usage statistics. With a and b the trunk's
+// estimate of a running replica, the network computes
 //
-//	p      = max_f u_f / c_f                 (a running replica's predicted peak)
-//	cost_k = p if slot k is a running replica, else its CPU demand
-//	C_k    = sum of cost_i over slots i <= k (the host's CPU with replicas 0..k)
-//	M_k    = sum of memory_i over slots i <= k (its memory peak)
+//	run_k  = a + (sqrt(k+1) - sqrt(k)) b if slot k is a running replica, else 0
+//	new_k  = slot k's CPU demand if it is a new replica, else 0
+//	C_k    = sum over slots i <= k of run_i + new_i
+//	         (= j a + sqrt(j) b + the new replicas' demand, j running)
+//	M_k    = sum of memory_i over slots i <= k (the memory peak)
 //	gate_k = relu(chainWeight slot_k + gateScale (1 - memMargin - M_k))
 //	admit_k = sigmoid(alpha (1 - C_k) + gateRead gate_k)
 //
 // Slot k starts an activated branch (slot_k -> its chain -> gate_k ->
-// admit_k) exactly when it holds a replica, the memory of replicas 0..k fits
-// (gate_k holds data: a hard test) and the CPU test holds at the output
-// threshold. Slots are a queue: a replica's own demand and the demands of
-// the replicas before it only lower its output, so raising any demand never
-// admits more.
-func exportAdmission(e *estimate, stats []Statistic, slots int, prov engine.Provenance) *engine.Model {
+// admit_k) exactly when it holds a replica, the memory of replicas 0..k
+// fits (gate_k holds data: a hard test) and the CPU test holds at the
+// output threshold. Slots are a queue: a replica's own demand and the
+// demands of the replicas before it only lower its output, so raising any
+// demand never admits more.
+func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Provenance) *engine.Model {
 	S, F := slots, len(stats)
 	var inputs []engine.Node
 	inputs = append(inputs, slotNodes(engine.SlotPrefix, S, true)...)
@@ -408,80 +401,60 @@ func exportAdmission(e *estimate, stats []Statistic, slots int, prov engine.Prov
 		inputs = append(inputs, engine.Node{Name: s.Usage})
 	}
 	md := newModel(engine.BuiltinAdmission,
-		"First-host admission processor: the replicas that want to run form a queue of demand slots, the running ones first. slot_k holds the CPU demand of the k-th replica; it starts an activated branch when the processor admits that replica: the learned peak of the running replicas plus the demand of the new ones up to it fits the host's CPU, and their memory peak fits its memory (a hard limit). A_in is the number of admitted replicas.",
+		"First-host admission processor: the replicas that want to run form a queue of demand slots, the running ones first. slot_k holds the CPU demand of the k-th replica; it starts an activated branch when the processor admits that replica: the learned estimate of the running replicas' usage plus the demand of the new ones up to it fits the host's CPU (soft: the output threshold is a safety margin), and their memory peak fits its memory (a hard limit). A_in is the number of admitted replicas.",
 		inputs, slotNodes("admit_", S, false), prov)
-	inv := make([]float64, F)
-	for f := range inv {
-		inv[f] = math.Exp(-e.theta[f])
-	}
-	t := buildTree(inv, true)
-	// Offsets in the input layer.
 	inSlot, inMem, inRun, inStat := 0, S, 2*S, 3*S
-	// Layers 1..T: the max tree over the statistics, and per slot its
-	// chain, its new-replica cost relu(slot - bigM running), its memory
-	// and its running flag, carried along.
-	chain, newCost, mem, run := make([]int, S), make([]int, S), make([]int, S), make([]int, S)
-	treeOff := 0
-	for l, nodes := range t.layers {
-		b := layerBuilder{act: engine.ActivationReLU}
-		for _, row := range nodes {
-			j := b.node(0)
-			for i, w := range row {
-				from := i + inStat
-				if l > 0 {
-					from = i + treeOff
-				}
-				b.edge(j, from, w)
-			}
-		}
-		nc, nn, nm, nr := make([]int, S), make([]int, S), make([]int, S), make([]int, S)
-		for k := 0; k < S; k++ {
-			nc[k] = b.node(0)
-			nn[k] = b.node(0)
-			nm[k] = b.node(0)
-			nr[k] = b.node(0)
-			if l == 0 {
-				b.edge(nc[k], inSlot+k, 1)
-				b.edge(nn[k], inSlot+k, 1)
-				b.edge(nn[k], inRun+k, -bigM)
-				b.edge(nm[k], inMem+k, 1)
-				b.edge(nr[k], inRun+k, 1)
-			} else {
-				b.edge(nc[k], chain[k], 1)
-				b.edge(nn[k], newCost[k], 1)
-				b.edge(nm[k], mem[k], 1)
-				b.edge(nr[k], run[k], 1)
-			}
-		}
-		chain, newCost, mem, run = nc, nn, nm, nr
-		treeOff = 0
-		md.Layers = append(md.Layers, b.layer())
+	// A first layer: per slot its chain, its new-replica cost
+	// relu(slot - bigM running), its memory and its running flag; and
+	// copies of the statistics for the trunk.
+	lb := layerBuilder{act: engine.ActivationReLU}
+	statIn := make([]int, F)
+	for f := range statIn {
+		statIn[f] = lb.node(0)
+		lb.edge(statIn[f], inStat+f, 1)
 	}
-	// Layer T+1: per slot its running cost relu(p + bigM running - bigM),
-	// its new cost carried, and its memory gate.
-	b := layerBuilder{act: engine.ActivationReLU}
-	runCost, cost, gate := make([]int, S), make([]int, S), make([]int, S)
+	var pass []int
 	for k := 0; k < S; k++ {
-		runCost[k] = b.node(-bigM)
-		for j, v := range t.value {
-			b.edge(runCost[k], j, v)
-		}
-		b.edge(runCost[k], run[k], bigM)
-		cost[k] = b.node(0)
-		b.edge(cost[k], newCost[k], 1)
-		gate[k] = b.node(gateScale * (1 - memMargin))
-		b.edge(gate[k], chain[k], chainWeight)
+		c, n, m, r := lb.node(0), lb.node(0), lb.node(0), lb.node(0)
+		lb.edge(c, inSlot+k, 1)
+		lb.edge(n, inSlot+k, 1)
+		lb.edge(n, inRun+k, -bigM)
+		lb.edge(m, inMem+k, 1)
+		lb.edge(r, inRun+k, 1)
+		pass = append(pass, c, n, m, r)
+	}
+	md.Layers = append(md.Layers, lb.layer())
+	a, b, carried := trunkLayers(md, p.tr, statIn, pass)
+	chain := func(k int) int { return carried[4*k] }
+	newCost := func(k int) int { return carried[4*k+1] }
+	mem := func(k int) int { return carried[4*k+2] }
+	run := func(k int) int { return carried[4*k+3] }
+	// Costs and gates.
+	g := layerBuilder{act: engine.ActivationReLU}
+	runA, runB, cost, gate := make([]int, S), make([]int, S), make([]int, S), make([]int, S)
+	for k := 0; k < S; k++ {
+		runA[k] = g.node(-bigM)
+		g.edge(runA[k], a, 1)
+		g.edge(runA[k], run(k), bigM)
+		runB[k] = g.node(-bigM)
+		g.edge(runB[k], b, math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))
+		g.edge(runB[k], run(k), bigM)
+		cost[k] = g.node(0)
+		g.edge(cost[k], newCost(k), 1)
+		gate[k] = g.node(gateScale * (1 - memMargin))
+		g.edge(gate[k], chain(k), chainWeight)
 		for i := 0; i <= k; i++ {
-			b.edge(gate[k], mem[i], -gateScale)
+			g.edge(gate[k], mem(i), -gateScale)
 		}
 	}
-	md.Layers = append(md.Layers, b.layer())
-	alpha := e.alpha()
+	md.Layers = append(md.Layers, g.layer())
+	alpha := p.alpha()
 	out := layerBuilder{act: engine.ActivationSigmoid}
 	for k := 0; k < S; k++ {
 		j := out.node(alpha)
 		for i := 0; i <= k; i++ {
-			out.edge(j, runCost[i], -alpha)
+			out.edge(j, runA[i], -alpha)
+			out.edge(j, runB[i], -alpha)
 			out.edge(j, cost[i], -alpha)
 		}
 		out.edge(j, gate[k], gateRead)

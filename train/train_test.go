@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -23,6 +24,14 @@ func synthetic(name string, n int, seed uint64) traces.Series {
 	return s
 }
 
+func syntheticSet() []traces.Series {
+	var all []traces.Series
+	for i := 0; i < 8; i++ {
+		all = append(all, synthetic(string(rune('a'+i)), 1500, uint64(i+1)))
+	}
+	return all
+}
+
 func smallSettings() Settings {
 	s := DefaultSettings().withDefaults()
 	s.Epochs, s.Slots, s.Window = 3, 8, 30
@@ -30,7 +39,7 @@ func smallSettings() Settings {
 }
 
 func TestTrainIsReproducible(t *testing.T) {
-	all := []traces.Series{synthetic("a", 3000, 1), synthetic("b", 3000, 2), synthetic("c", 3000, 3)}
+	all := syntheticSet()
 	r1, err := Train(all, smallSettings(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +75,7 @@ func TestTrainIsReproducible(t *testing.T) {
 // processor's countable nodes are its CPU demand slots (inputs), the
 // capacity processor's its safe-count outputs.
 func TestTrainedModelStructure(t *testing.T) {
-	all := []traces.Series{synthetic("a", 3000, 1), synthetic("b", 3000, 2), synthetic("c", 3000, 3)}
+	all := syntheticSet()
 	s := smallSettings()
 	res, err := Train(all, s, nil)
 	if err != nil {
@@ -106,9 +115,9 @@ func TestTrainedModelStructure(t *testing.T) {
 }
 
 // The exported networks compute the trained estimates exactly: capacity
-// output k is sigmoid(alpha (g/(k+1) - 1)) with g the min of the scaled fit
-// statistics, while memory does not bind; admission output k is
-// sigmoid(alpha (1 - C_k)) with C_k the cost of the queue up to slot k.
+// output k is sigmoid(alpha (1 - m a - sqrt(m) b)), m = k+1, while memory
+// fits; admission output k is sigmoid(alpha (1 - C_k)) with C_k the cost of
+// the queue up to slot k. Both trunks are checked.
 func TestExportedNetworkIsTheEstimate(t *testing.T) {
 	const slots = 20
 	stats, err := statisticsByName(DefaultStatistics)
@@ -116,100 +125,153 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
-	e := newEstimate(len(stats), nil)
-	for f := range e.theta {
-		e.theta[f] = 0.5 * rng.NormFloat64()
+	mlp := newMLPTrunk(len(stats), []int{6, 5}, stats, rng)
+	for _, q := range mlp.params() {
+		*q += 0.3 * rng.NormFloat64()
 	}
-	e.logAlpha = math.Log(6)
-	prov := engine.Provenance{Method: "test"}
-	capy, err := engine.NewProcessor(exportCapacity(e, stats, slots, prov))
-	if err != nil {
-		t.Fatal(err)
+	mx := newMaxTrunk(len(stats))
+	for f := range mx.theta {
+		mx.theta[f] = 0.5 * rng.NormFloat64()
 	}
-	adm, err := engine.NewProcessor(exportAdmission(e, stats, slots, prov))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cws, aws := engine.NewWorkspace(capy), engine.NewWorkspace(adm)
-	for trial := 0; trial < 300; trial++ {
-		use := make([]float64, len(stats))
-		fit := make([]float64, len(stats))
-		for f := range use {
-			use[f] = math.Exp(-rng.Float64() * 5) // 1 to 150 replicas fit
-			fit[f] = 1 / use[f]
-		}
-		g, _ := e.fitCount(fit)
-		p, _ := e.peak(use)
-		if math.Abs(g*p-1) > 1e-9 {
-			t.Fatalf("g %v and p %v are not reciprocal", g, p)
-		}
-		memFit := float64(1 + rng.IntN(2*slots))
-		cx := append(append([]float64(nil), fit...), memFit)
-		an, err := capy.Analyze(cx, cws)
+	for _, tr := range []trunk{mlp, mx} {
+		p := newProcessor(tr)
+		p.logAlpha = math.Log(6)
+		prov := engine.Provenance{Method: "test"}
+		capy, err := engine.NewProcessor(exportCapacity(p, stats, slots, prov))
 		if err != nil {
 			t.Fatal(err)
 		}
-		held := 0
-		for k, out := range an.Outputs {
-			want := sigmoid(e.alpha() * (g/float64(k+1) - 1))
-			if float64(k+1) >= memFit {
-				want = 0 // memory must fit with room to spare: an exact fit is refused
-			}
-			if math.Abs(out-want) > 1e-6 {
-				t.Fatalf("trial %d: capacity output %d = %v, want %v (g %v, memory fits %v)", trial, k, out, want, g, memFit)
-			}
-			if want >= engine.DefaultOutputThreshold {
-				held++
-			}
-		}
-		if an.OutputAmount != held {
-			t.Fatalf("trial %d: A_out %d, want the %d outputs at or above the threshold", trial, an.OutputAmount, held)
-		}
-		// Admission: n running replicas, then new ones of random sizes.
-		n := rng.IntN(slots)
-		ax := make([]float64, 3*slots+len(stats))
-		var cost, mem float64
-		admitted := 0
-		prefix := true
-		for k := 0; k < slots; k++ {
-			cpu, m := 0.01+0.1*rng.Float64(), 0.08*rng.Float64()
-			run := 0.0
-			if k < n {
-				run = 1
-				cost += p
-			} else {
-				cost += cpu
-			}
-			mem += m
-			ax[k], ax[slots+k], ax[2*slots+k] = cpu, m, run
-			want := sigmoid(e.alpha() * (1 - cost))
-			if mem >= 1 {
-				want = -1 // the memory gate is shut: the output holds no branch
-			}
-			if prefix && want >= engine.DefaultOutputThreshold {
-				admitted++
-			} else {
-				prefix = false
-			}
-		}
-		copy(ax[3*slots:], use)
-		aan, err := adm.Analyze(ax, aws)
+		adm, err := engine.NewProcessor(exportAdmission(p, stats, slots, prov))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if aan.InputAmount != admitted {
-			t.Fatalf("trial %d: A_in %d, want the %d slots whose queue fits (p %v, n %d)", trial, aan.InputAmount, admitted, p, n)
+		cws, aws := engine.NewWorkspace(capy), engine.NewWorkspace(adm)
+		var c trunkCache
+		for trial := 0; trial < 300; trial++ {
+			use := make([]float64, len(stats))
+			for f := range use {
+				use[f] = math.Exp(-1 - rng.Float64()*4)
+			}
+			a, b := tr.eval(use, &c)
+			memShare := 1 / float64(1+rng.IntN(2*slots)) // memFit replicas fit by memory
+			cx := append(append([]float64(nil), use...), memShare)
+			an, err := capy.Analyze(cx, cws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := 0
+			for k, out := range an.Outputs {
+				m := float64(k + 1)
+				want := sigmoid(p.alpha() * (1 - m*a - math.Sqrt(m)*b))
+				if m*memShare >= 1-1e-12 {
+					want = 0 // memory must fit with room to spare: an exact fit is refused
+				}
+				if math.Abs(out-want) > 1e-6 {
+					t.Fatalf("%T trial %d: capacity output %d = %v, want %v (a %v, b %v, memory %v)", tr, trial, k, out, want, a, b, memShare)
+				}
+				if want >= engine.DefaultOutputThreshold {
+					held++
+				}
+			}
+			if an.OutputAmount != held {
+				t.Fatalf("%T trial %d: A_out %d, want the %d outputs at or above the threshold", tr, trial, an.OutputAmount, held)
+			}
+			// Admission: n running replicas, then new ones of random sizes.
+			n := rng.IntN(slots)
+			ax := make([]float64, 3*slots+len(stats))
+			var newCost, mem float64
+			admitted := 0
+			prefix := true
+			for k := 0; k < slots; k++ {
+				cpu, mm := 0.01+0.1*rng.Float64(), 0.08*rng.Float64()
+				run := 0.0
+				if k < n {
+					run = 1
+				} else {
+					newCost += cpu
+				}
+				mem += mm
+				ax[k], ax[slots+k], ax[2*slots+k] = cpu, mm, run
+				j := float64(min(k+1, n))
+				want := sigmoid(p.alpha() * (1 - j*a - math.Sqrt(j)*b - newCost))
+				if prefix && mem < 1 && want >= engine.DefaultOutputThreshold {
+					admitted++
+				} else {
+					prefix = false
+				}
+			}
+			copy(ax[3*slots:], use)
+			aan, err := adm.Analyze(ax, aws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if aan.InputAmount != admitted {
+				t.Fatalf("%T trial %d: A_in %d, want the %d slots whose queue fits (a %v, b %v, n %d)", tr, trial, aan.InputAmount, admitted, a, b, n)
+			}
 		}
 	}
 }
 
-// Labels come from replay: k+1 replicas fit when (k+1) x the per-replica
-// peak over the horizon stays within capacity. On a flat series the peak is
-// the per-replica share r itself, and the fit features are all 1/r, so
-// every label is known from the features.
+// The MLP trunk's gradient is the loss's: checked against finite
+// differences.
+func TestTrunkGradient(t *testing.T) {
+	stats, _ := statisticsByName(DefaultStatistics)
+	rng := rand.New(rand.NewPCG(9, 9))
+	s := DefaultSettings()
+	s.Slots = 12
+	d := dataset{width: len(stats), slots: s.Slots}
+	for r := 0; r < 4; r++ {
+		for f := 0; f < len(stats); f++ {
+			d.use = append(d.use, 0.02+0.1*rng.Float64())
+		}
+		for m := 1; m <= s.Slots; m++ {
+			d.peaks = append(d.peaks, float32(0.12*float64(m)*(0.8+0.4*rng.Float64())))
+		}
+		d.running = append(d.running, 1+rng.IntN(6))
+		d.demand = append(d.demand, 0.1)
+		d.rows++
+	}
+	for _, lossFn := range []lossFunc{capacityLoss, admissionLoss} {
+		p := newProcessor(newMLPTrunk(len(stats), []int{5}, stats, rng))
+		for _, q := range p.params() {
+			*q += 0.2 * rng.NormFloat64()
+		}
+		params := p.params()
+		grad := make([]float64, len(params))
+		var c trunkCache
+		total := func() float64 {
+			var l float64
+			for r := 0; r < d.rows; r++ {
+				l += lossFn(p, &d, r, s, &c, nil)
+			}
+			return l
+		}
+		for r := 0; r < d.rows; r++ {
+			lossFn(p, &d, r, s, &c, grad)
+		}
+		for i, q := range params {
+			old := *q
+			const h = 1e-6
+			*q = old + h
+			up := total()
+			*q = old - h
+			down := total()
+			*q = old
+			num := (up - down) / (2 * h)
+			if math.Abs(num-grad[i]) > 1e-4*math.Max(1, math.Abs(num)) {
+				t.Fatalf("parameter %d: gradient %v, finite difference %v", i, grad[i], num)
+			}
+		}
+	}
+}
+
+// Labels come from replay: m replicas fit when their summed usage over the
+// horizon stays within capacity. On a flat series every replica uses the
+// share r, so m fit exactly when m r <= 1.
 func TestTrainLabelsFromReplay(t *testing.T) {
 	s := smallSettings()
 	s.Slots, s.Window, s.Horizon, s.Step = 12, 3, 2, 1
+	s.ScaleJitter = 0 // shifted copies of a flat series are the series
 	flat := traces.Series{Name: "flat"}
 	for i := 0; i < 40; i++ {
 		flat.Times = append(flat.Times, int64(i))
@@ -219,7 +281,7 @@ func TestTrainLabelsFromReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := examples([]traces.Series{flat}, s, stats, rand.New(rand.NewPCG(1, 1)), true)
+	d, err := examples([]traces.Series{flat}, s, stats, rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,26 +290,68 @@ func TestTrainLabelsFromReplay(t *testing.T) {
 	}
 	ones, zeros := 0, 0
 	for r := 0; r < d.rows; r++ {
-		fit := d.fitRow(r)[0] // cpu_fit_mean = 1 / share
-		share := 1 / fit
-		if math.Abs(d.peak[r]-share) > 1e-9*share {
-			t.Fatalf("row %d: peak %v, want the share %v", r, d.peak[r], share)
-		}
+		share := d.useRow(r)[0] // the mean share r
 		for k := 0; k < s.Slots; k++ {
 			want := 0.0
-			if float64(k+1)*d.peak[r] <= 1 {
+			if float64(k+1)*share <= 1+1e-6 {
 				want = 1
 				ones++
 			} else {
 				zeros++
 			}
-			if got := d.capacityLabel(r, k); got != want {
+			if got := d.capacityLabel(r, k); got != want && math.Abs(float64(k+1)*share-1) > 1e-5 {
 				t.Fatalf("row %d (share %v) slot %d: label %v, want %v", r, share, k, got, want)
 			}
 		}
 	}
 	if ones == 0 || zeros == 0 {
 		t.Fatalf("labels are all one kind (%d ones, %d zeros)", ones, zeros)
+	}
+}
+
+// Multiplexed replicas peak lower together than one replica times their
+// number, and the split keeps an identity on one side.
+func TestMultiplexAndIdentitySplit(t *testing.T) {
+	s := DefaultSettings()
+	s.Slots = 30
+	v := make([]float64, 400)
+	for i := range v {
+		v[i] = 0.2
+		if i%40 >= 20 && i%40 < 23 {
+			v[i] = 1 // short bursts
+		}
+	}
+	rt := replicas("bursty", v, s)
+	single := 0.0
+	for _, x := range v {
+		single = math.Max(single, x)
+	}
+	peak30 := 0.0
+	for _, x := range rt.cum[29] {
+		peak30 = math.Max(peak30, float64(x))
+	}
+	if peak30 >= 0.9*30*single {
+		t.Fatalf("30 shifted replicas peak at %v, not below 30 x %v", peak30, single)
+	}
+	f := Family{Name: "f"}
+	for day := 0; day < 3; day++ {
+		for vm := 0; vm < 20; vm++ {
+			f.Series = append(f.Series, traces.Series{Name: fmt.Sprintf("vm%d@%d", vm, day)})
+			f.IDs = append(f.IDs, fmt.Sprintf("vm%d", vm))
+		}
+	}
+	tr, va, te := f.split(s.withDefaults())
+	side := map[string]string{}
+	for name, idx := range map[string][]int{"train": tr, "validate": va, "held out": te} {
+		for _, i := range idx {
+			if prev, ok := side[f.IDs[i]]; ok && prev != name {
+				t.Fatalf("identity %s is on both %s and %s", f.IDs[i], prev, name)
+			}
+			side[f.IDs[i]] = name
+		}
+	}
+	if len(tr) == 0 || len(va) == 0 || len(te) == 0 {
+		t.Fatalf("split %d/%d/%d", len(tr), len(va), len(te))
 	}
 }
 

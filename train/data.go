@@ -1,0 +1,217 @@
+package train
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	ustats "github.com/activation-scheduler/terraform-provider-activation/stats"
+	"github.com/activation-scheduler/terraform-provider-activation/traces"
+)
+
+// Family is one source of usage series (a provider's workloads). IDs, when
+// given, are the series' identities (the VM a series of one day belongs
+// to); the split keeps every series of one identity on one side. Nil IDs
+// use the series names.
+type Family struct {
+	Name   string
+	Series []traces.Series
+	IDs    []string
+}
+
+func (f *Family) id(i int) string {
+	if f.IDs != nil {
+		return f.IDs[i]
+	}
+	return f.Series[i].Name
+}
+
+// split returns the indices of the training, validation and held-out
+// series: by identity (traces.SplitByName on the identities), so no
+// identity is on two sides.
+func (f *Family) split(s Settings) (trainIdx, valIdx, testIdx []int) {
+	var ids []traces.Series
+	seen := map[string]bool{}
+	for i := range f.Series {
+		if id := f.id(i); !seen[id] {
+			seen[id] = true
+			ids = append(ids, traces.Series{Name: id})
+		}
+	}
+	side := map[string]int{}
+	rest, test := traces.SplitByName(ids, s.HeldOutShare, s.SplitSeed)
+	for _, t := range test {
+		side[t.Name] = 2
+	}
+	if len(rest) >= 2 {
+		_, val := traces.SplitByName(rest, s.ValShare, s.SplitSeed+1)
+		for _, t := range val {
+			side[t.Name] = 1
+		}
+	}
+	for i := range f.Series {
+		switch side[f.id(i)] {
+		case 2:
+			testIdx = append(testIdx, i)
+		case 1:
+			valIdx = append(valIdx, i)
+		default:
+			trainIdx = append(trainIdx, i)
+		}
+	}
+	return trainIdx, valIdx, testIdx
+}
+
+// dataset holds examples. use are the statistics (rows x width, per-replica
+// shares of the host); peaks[r*slots+m-1] is the host's usage share over
+// the horizon with m replicas; for the admission processor every row also
+// has a queue: running replicas of the workload and new ones that each
+// demand demand (a share of the host).
+type dataset struct {
+	use     []float64
+	peaks   []float32
+	running []int
+	demand  []float64
+	rows    int
+	width   int
+	slots   int
+}
+
+func (d *dataset) useRow(r int) []float64 { return d.use[r*d.width : (r+1)*d.width] }
+
+// peak is the host's usage share with m replicas in row r (m >= 1).
+func (d *dataset) peak(r, m int) float64 { return float64(d.peaks[r*d.slots+m-1]) }
+
+// capacityLabel is slot k's capacity label for row r: k+1 replicas fit.
+func (d *dataset) capacityLabel(r, k int) float64 {
+	if d.peak(r, k+1) <= 1 {
+		return 1
+	}
+	return 0
+}
+
+// admissionLabel is slot k's admission label for row r: the running
+// replicas (up to k+1 of them) at their real usage plus the new replicas up
+// to k at their demand fit.
+func (d *dataset) admissionLabel(r, k int) float64 {
+	n := d.running[r]
+	used := d.peak(r, min(k+1, n)) + float64(max(0, k+1-n))*d.demand[r]
+	if used <= 1 {
+		return 1
+	}
+	return 0
+}
+
+func (d *dataset) append(o *dataset) {
+	d.use = append(d.use, o.use...)
+	d.peaks = append(d.peaks, o.peaks...)
+	d.running = append(d.running, o.running...)
+	d.demand = append(d.demand, o.demand...)
+	d.rows += o.rows
+}
+
+// replicaTrace is how a host's usage follows from its replica count in a
+// replay: row m-1 of cum holds the summed usage of replicas 0..m-1 at each
+// sample; observed is what a policy sees (the mean usage of all replicas).
+type replicaTrace struct {
+	cum      [][]float32
+	observed []float64
+}
+
+// replicas builds the replay of series v (normalised) for slots replicas:
+// shifted and scaled copies with s.Multiplex, exact copies otherwise. The
+// shifts are seeded by the series name, so a series replays the same
+// whatever else is trained.
+func replicas(name string, v []float64, s Settings) replicaTrace {
+	T := len(v)
+	rt := replicaTrace{cum: make([][]float32, s.Slots), observed: make([]float64, T)}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	rng := rand.New(rand.NewPCG(s.Seed, h.Sum64()))
+	acc := make([]float64, T)
+	for j := 0; j < s.Slots; j++ {
+		shift, scale := 0, 1.0
+		if s.Multiplex {
+			shift = rng.IntN(s.MaxShift + 1)
+			scale = 1 + s.ScaleJitter*(2*rng.Float64()-1)
+		}
+		row := make([]float32, T)
+		for t := range acc {
+			acc[t] += scale * v[max(0, t-shift)]
+			row[t] = float32(acc[t])
+		}
+		rt.cum[j] = row
+	}
+	for t := range acc {
+		rt.observed[t] = acc[t] / float64(s.Slots)
+	}
+	return rt
+}
+
+// examples builds the data set of the given series.
+func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.Rand) (dataset, error) {
+	d := dataset{width: len(stats), slots: s.Slots}
+	names := make([]string, len(stats))
+	for i, st := range stats {
+		names[i] = st.Usage
+	}
+	const capMHz = 1000.0
+	samples := make([]engine.Sample, s.Window)
+	for _, ser := range series {
+		if len(ser.Values) < s.Window+s.Horizon+1 {
+			return d, fmt.Errorf("train: series %s has %d samples, fewer than window %d + horizon %d + 1", ser.Name, len(ser.Values), s.Window, s.Horizon)
+		}
+		norm, err := traces.Normalize(ser, 1)
+		if err != nil {
+			return d, fmt.Errorf("train: %w", err)
+		}
+		v := norm.Values
+		rt := replicas(ser.Name, v, s)
+		reqShare := ustats.Quantile(v[:len(v)/2], 0.99) // careful operator: p99 of the first half
+		var points []int
+		for t := s.Window; t+s.Horizon <= len(v); t += s.Step {
+			points = append(points, t)
+		}
+		if k := s.MaxRowsPerSeries; k > 0 && len(points) > k {
+			kept := make([]int, k)
+			for i := range kept {
+				kept[i] = points[i*len(points)/k]
+			}
+			points = kept
+		}
+		for _, t := range points {
+			r := s.ScaleMin * math.Pow(s.ScaleMax/s.ScaleMin, rng.Float64())
+			for i := range samples {
+				j := t - s.Window + i
+				samples[i] = engine.Sample{Time: norm.Times[j], CPUMHz: rt.observed[j] * r * capMHz}
+			}
+			obs := engine.Observation{
+				CPUCapacityMHz: capMHz, Samples: samples, RunningReplicas: 1,
+				RequestedCPUMHz: reqShare * r * capMHz, ReplicaCPUDemandMHz: math.Max(reqShare*r*capMHz, 1e-6),
+			}
+			fx, err := engine.FeatureVector(&obs, "training", names)
+			if err != nil {
+				return d, fmt.Errorf("train: series %s at %d: %w", ser.Name, t, err)
+			}
+			d.use = append(d.use, fx...)
+			for m := 1; m <= s.Slots; m++ {
+				peak := 0.0
+				for h := t; h < t+s.Horizon; h++ {
+					peak = math.Max(peak, float64(rt.cum[m-1][h]))
+				}
+				d.peaks = append(d.peaks, float32(peak*r))
+			}
+			// The admission queue: some replicas running (from one to half
+			// again as many as fit at the window's mean), then new ones,
+			// each demanding the replica's request.
+			mean := math.Max(fx[0], 1e-3)
+			maxRun := max(1, min(s.Slots, int(math.Ceil(1.5/mean))))
+			d.running = append(d.running, 1+rng.IntN(maxRun))
+			d.demand = append(d.demand, math.Max(reqShare*r, 1e-6))
+			d.rows++
+		}
+	}
+	return d, nil
+}

@@ -1,0 +1,164 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// lossFunc adds one row's loss (weighted binary cross-entropy summed over
+// the slots) and, when grad is not nil, its gradient (the trunk's
+// parameters, then logAlpha).
+type lossFunc func(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64
+
+// capacityLoss: output k = sigmoid(alpha (1 - m a - sqrt(m) b)), m = k+1,
+// against "m replicas fit".
+func capacityLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64 {
+	c.u = d.useRow(r)
+	a, b := p.tr.eval(c.u, c)
+	alpha := p.alpha()
+	var loss, da, db, dAlpha float64
+	for k := 0; k < s.Slots; k++ {
+		m := float64(k + 1)
+		sm := math.Sqrt(m)
+		cost := m*a + sm*b
+		q := sigmoid(alpha * (1 - cost))
+		y := d.capacityLabel(r, k)
+		w := 1.0
+		if y == 0 {
+			w = s.OverloadWeight
+		}
+		loss += w * bce(q, y)
+		dz := w * (q - y)
+		da += dz * -alpha * m
+		db += dz * -alpha * sm
+		dAlpha += dz * alpha * (1 - cost)
+	}
+	if grad != nil {
+		p.tr.backward(c, da, db, grad)
+		grad[len(grad)-1] += dAlpha
+	}
+	return loss
+}
+
+// admissionLoss: slot k = sigmoid(alpha (1 - C_k)) with C_k = j a +
+// sqrt(j) b + the new replicas' demand (j = min(k+1, running)), against
+// "the queue up to k fits".
+func admissionLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64 {
+	c.u = d.useRow(r)
+	a, b := p.tr.eval(c.u, c)
+	alpha := p.alpha()
+	n := d.running[r]
+	var loss, da, db, dAlpha float64
+	for k := 0; k < s.Slots; k++ {
+		j := float64(min(k+1, n))
+		sj := math.Sqrt(j)
+		cost := j*a + sj*b + float64(max(0, k+1-n))*d.demand[r]
+		q := sigmoid(alpha * (1 - cost))
+		y := d.admissionLabel(r, k)
+		w := 1.0
+		if y == 0 {
+			w = s.OverloadWeight
+		}
+		loss += w * bce(q, y)
+		dz := w * (q - y)
+		da += dz * -alpha * j
+		db += dz * -alpha * sj
+		dAlpha += dz * alpha * (1 - cost)
+	}
+	if grad != nil {
+		p.tr.backward(c, da, db, grad)
+		grad[len(grad)-1] += dAlpha
+	}
+	return loss
+}
+
+func meanLoss(p *processor, d *dataset, s Settings, lossFn lossFunc) float64 {
+	if d.rows == 0 {
+		return math.NaN()
+	}
+	var c trunkCache
+	var sum float64
+	for r := 0; r < d.rows; r++ {
+		sum += lossFn(p, d, r, s, &c, nil)
+	}
+	return sum / float64(d.rows*s.Slots)
+}
+
+// fitResult is what training measured.
+type fitResult struct {
+	trainLoss, valLoss float64
+	bestEpoch, epochs  int
+}
+
+// fit trains p with Adam on shuffled mini-batches and a cosine learning
+// rate, evaluating the validation set after every epoch and keeping the
+// parameters of the best one (early stopping after Patience epochs without
+// improvement).
+func fit(p *processor, train, val *dataset, s Settings, rng *rand.Rand, lossFn lossFunc, name string, progress func(Progress)) (fitResult, error) {
+	perm := make([]int, train.rows)
+	for i := range perm {
+		perm[i] = i
+	}
+	params := p.params()
+	grad := make([]float64, len(params))
+	var c trunkCache
+	start := time.Now()
+	res := fitResult{valLoss: math.Inf(1)}
+	best := p.snapshot()
+	bad := 0
+	for epoch := 1; epoch <= s.Epochs; epoch++ {
+		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		lr := s.LearningRate * (0.5 + 0.5*math.Cos(math.Pi*float64(epoch-1)/float64(s.Epochs)))
+		var sum float64
+		batches := 0
+		for b := 0; b+s.BatchSize <= train.rows; b += s.BatchSize {
+			clear(grad)
+			var bl float64
+			for _, r := range perm[b : b+s.BatchSize] {
+				bl += lossFn(p, train, r, s, &c, grad)
+			}
+			norm := 1 / float64(s.BatchSize*s.Slots)
+			for i := range grad {
+				grad[i] *= norm
+			}
+			if s.L2 > 0 {
+				for i, q := range params[:len(params)-1] {
+					grad[i] += s.L2 * *q
+				}
+			}
+			p.step(params, grad, lr)
+			p.tr.clamp()
+			sum += bl * norm
+			batches++
+		}
+		if batches == 0 {
+			return res, fmt.Errorf("train %s: %d examples, fewer than a batch of %d", name, train.rows, s.BatchSize)
+		}
+		last := sum / float64(batches)
+		if math.IsNaN(last) || math.IsInf(last, 0) {
+			return res, fmt.Errorf("train %s: loss diverged at epoch %d", name, epoch)
+		}
+		res.trainLoss, res.epochs = last, epoch
+		vl := last
+		if val.rows > 0 {
+			vl = meanLoss(p, val, s, lossFn)
+		}
+		if vl < res.valLoss {
+			res.valLoss, res.bestEpoch, best, bad = vl, epoch, p.snapshot(), 0
+		} else {
+			bad++
+		}
+		if progress != nil {
+			el := time.Since(start)
+			progress(Progress{Model: name, Epoch: epoch, Epochs: s.Epochs, Loss: last, ValLoss: vl, Elapsed: el,
+				Remaining: time.Duration(float64(el) / float64(epoch) * float64(s.Epochs-epoch))})
+		}
+		if bad >= s.Patience {
+			break
+		}
+	}
+	p.restore(best)
+	return res, nil
+}

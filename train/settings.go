@@ -1,0 +1,168 @@
+package train
+
+import (
+	"fmt"
+	"math"
+)
+
+// Trunks: how a running replica's future usage is estimated.
+const (
+	// TrunkMax is the hand-wired max-of-predictors: the largest of the
+	// statistics, each scaled by a learned factor (Bashir et al., EuroSys
+	// 2021). It has no dispersion term.
+	TrunkMax = "max"
+	// TrunkMLP is a learned network: bias-free ReLU layers over the
+	// statistics with a skip connection, giving a level and a dispersion
+	// term. Bias-free ReLU layers are positively homogeneous, so the
+	// estimate scales with the usage and one model serves every size.
+	TrunkMLP = "mlp"
+)
+
+// Settings control training. Zero fields take the defaults of DefaultSettings.
+type Settings struct {
+	Seed         uint64
+	Window       int     // samples read at each decision
+	Horizon      int     // samples a decision must hold for
+	Step         int     // samples between decisions
+	Slots        int     // countable slots: admission inputs, capacity outputs
+	Epochs       int     // the most epochs (early stopping may end sooner)
+	Patience     int     // epochs without a better validation loss before stopping
+	BatchSize    int     //
+	LearningRate float64 //
+	L2           float64 // weight decay
+	// OverloadWeight weighs the loss of labels where the replicas would
+	// have overloaded the host against those where they fit: an overload
+	// costs more than an idle slot, so the estimate learns to stay below
+	// the peaks (a high conditional quantile rather than the median).
+	OverloadWeight float64
+	// A replica's p99 usage, as a share of host capacity, is drawn
+	// log-uniformly from [ScaleMin, ScaleMax] for each example, so the
+	// processors learn shapes rather than one scale.
+	ScaleMin, ScaleMax float64
+	// ValShare of each family's training identities validate (early
+	// stopping); HeldOutShare and SplitSeed choose the held-out
+	// identities, never trained on (traces.SplitByName on the identity).
+	ValShare     float64
+	HeldOutShare float64
+	SplitSeed    uint64
+	// Statistics names the window statistics the estimate reads (see
+	// Statistics); nil is the default set.
+	Statistics []string
+	// Trunk is TrunkMax or TrunkMLP; Hidden the MLP's hidden widths.
+	Trunk  string
+	Hidden []int
+	// Multiplex takes labels from a replay of phase-shifted replicas (as
+	// the simulator's shifted scenario runs them): replica j follows the
+	// series shifted by up to MaxShift samples and scaled by
+	// 1 +- ScaleJitter, and k+1 replicas fit when their summed usage stays
+	// within capacity over the horizon. Without it every replica follows
+	// the series exactly.
+	Multiplex   bool
+	MaxShift    int
+	ScaleJitter float64
+	// MaxRowsPerSeries, when > 0, keeps at most that many evenly spaced
+	// examples of each series, so a family of many short series and one
+	// of a few long ones weigh alike.
+	MaxRowsPerSeries int
+}
+
+// DefaultStatistics are the statistics of the embedded models.
+var DefaultStatistics = []string{"mean", "mean_last5", "mean_std2", "p95", "max", "max_last5", "max_last20"}
+
+// DefaultSettings are the settings of the embedded default models. Slots
+// is 110, Kubernetes' default pod limit per node, so that the processors
+// can count as many replicas as a host may run.
+func DefaultSettings() Settings {
+	return Settings{
+		Seed: 1, Window: 120, Horizon: 5, Step: 5, Slots: 110,
+		Epochs: 12, Patience: 3, BatchSize: 256, LearningRate: 1e-2, L2: 0, OverloadWeight: 5,
+		ScaleMin: 0.02, ScaleMax: 0.25, ValShare: 0.25, HeldOutShare: 0.34, SplitSeed: 1,
+		Statistics: DefaultStatistics, Trunk: TrunkMLP, Hidden: []int{12},
+		Multiplex: true, MaxShift: 30, ScaleJitter: 0.1, MaxRowsPerSeries: 400,
+	}
+}
+
+func (s Settings) withDefaults() Settings {
+	d := DefaultSettings()
+	setI := func(v *int, dv int) {
+		if *v == 0 {
+			*v = dv
+		}
+	}
+	setF := func(v *float64, dv float64) {
+		if *v == 0 {
+			*v = dv
+		}
+	}
+	setI(&s.Window, d.Window)
+	setI(&s.Horizon, d.Horizon)
+	setI(&s.Step, d.Step)
+	setI(&s.Slots, d.Slots)
+	setI(&s.Epochs, d.Epochs)
+	setI(&s.Patience, d.Patience)
+	setI(&s.BatchSize, d.BatchSize)
+	setF(&s.LearningRate, d.LearningRate)
+	setF(&s.OverloadWeight, d.OverloadWeight)
+	setF(&s.ScaleMin, d.ScaleMin)
+	setF(&s.ScaleMax, d.ScaleMax)
+	setF(&s.ValShare, d.ValShare)
+	setF(&s.HeldOutShare, d.HeldOutShare)
+	if s.Statistics == nil {
+		s.Statistics = d.Statistics
+	}
+	if s.Trunk == "" {
+		s.Trunk = d.Trunk
+	}
+	if s.Hidden == nil && s.Trunk == TrunkMLP {
+		s.Hidden = d.Hidden
+	}
+	return s
+}
+
+func (s Settings) validate() error {
+	switch {
+	case s.Window < 2:
+		return fmt.Errorf("window: %d, need at least 2 samples", s.Window)
+	case s.Horizon < 1:
+		return fmt.Errorf("horizon: %d, need at least 1 sample", s.Horizon)
+	case s.Step < 1:
+		return fmt.Errorf("step: %d, need at least 1", s.Step)
+	case s.Slots < 1 || s.Slots > 1024:
+		return fmt.Errorf("slots: %d, need 1 to 1024", s.Slots)
+	case s.Epochs < 1:
+		return fmt.Errorf("epochs: %d, need at least 1", s.Epochs)
+	case s.Patience < 1:
+		return fmt.Errorf("patience: %d, need at least 1", s.Patience)
+	case s.BatchSize < 1:
+		return fmt.Errorf("batch size: %d, need at least 1", s.BatchSize)
+	case !(s.LearningRate > 0) || math.IsInf(s.LearningRate, 0):
+		return fmt.Errorf("learning rate: %v, need a finite number > 0", s.LearningRate)
+	case !(s.OverloadWeight > 0) || math.IsInf(s.OverloadWeight, 0):
+		return fmt.Errorf("overload weight: %v, need a finite number > 0", s.OverloadWeight)
+	case !(s.L2 >= 0) || math.IsInf(s.L2, 0):
+		return fmt.Errorf("l2: %v, need a finite number >= 0", s.L2)
+	case !(s.ScaleMin > 0 && s.ScaleMax >= s.ScaleMin && s.ScaleMax < 1):
+		return fmt.Errorf("scale: [%v, %v] must satisfy 0 < min <= max < 1", s.ScaleMin, s.ScaleMax)
+	case !(s.ValShare > 0 && s.ValShare < 1):
+		return fmt.Errorf("validation share: %v, need (0, 1)", s.ValShare)
+	case !(s.HeldOutShare >= 0 && s.HeldOutShare < 1):
+		return fmt.Errorf("held-out share: %v, need [0, 1)", s.HeldOutShare)
+	case s.Trunk != TrunkMax && s.Trunk != TrunkMLP:
+		return fmt.Errorf("trunk: %q, want %q or %q", s.Trunk, TrunkMax, TrunkMLP)
+	case s.MaxShift < 0:
+		return fmt.Errorf("max shift: %d, need >= 0", s.MaxShift)
+	case !(s.ScaleJitter >= 0 && s.ScaleJitter < 1):
+		return fmt.Errorf("scale jitter: %v, need [0, 1)", s.ScaleJitter)
+	case s.MaxRowsPerSeries < 0:
+		return fmt.Errorf("max rows per series: %d, need >= 0", s.MaxRowsPerSeries)
+	}
+	for _, h := range s.Hidden {
+		if h < 1 || h > 256 {
+			return fmt.Errorf("hidden: width %d, need 1 to 256", h)
+		}
+	}
+	if len(s.Hidden) > 4 {
+		return fmt.Errorf("hidden: %d layers, at most 4", len(s.Hidden))
+	}
+	return nil
+}
