@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,11 +31,11 @@ const (
 	maxBlockingWait     = 10 * time.Minute
 )
 
-// Fault makes matching requests fail or slow down. A request matches when
-// Method (if set) equals its method, Path (if set) equals its path or, when
-// Path ends in "*", starts with the rest, and Group (if set) equals the
-// task group a scale request names. The first Skip matching requests pass
-// untouched; the next Times (0 = all) get the fault.
+// Fault makes matching requests fail, slow down or hang. A request matches
+// when Method (if set) equals its method, Path (if set) matches its path
+// (see PathMatches), and Group (if set) equals the task group a scale
+// request names. The first Skip matching requests pass untouched; the next
+// Times (0 = all) get the fault. Only the first matching fault applies.
 type Fault struct {
 	Method string
 	Path   string
@@ -44,6 +45,10 @@ type Fault struct {
 	// Delay holds the answer back this long (a slow server); with Status 0
 	// the request is then answered normally.
 	Delay time.Duration
+	// Hang holds the request until the client gives up (its context is
+	// cancelled or the connection closes) or the stand-in stops; it is
+	// never answered.
+	Hang bool
 	// Status, when non-zero, answers with this code and Message (default
 	// "injected fault") instead of the real answer; 404 answers "not found".
 	Status  int
@@ -52,31 +57,94 @@ type Fault struct {
 	seen int
 }
 
+// Latency delays every request that matches Method (if set) and Path (see
+// PathMatches) by Delay before it is served; the delays of all matching
+// latencies add up, and apply before faults. A client that gives up stops
+// the wait.
+type Latency struct {
+	Method string
+	Path   string
+	Delay  time.Duration
+}
+
+// UnmarshalJSON accepts Delay as nanoseconds or a string ("110ms").
+func (l *Latency) UnmarshalJSON(b []byte) error {
+	var aux struct {
+		Method, Path string
+		Delay        json.RawMessage
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	d, err := durationJSON(aux.Delay)
+	if err != nil {
+		return fmt.Errorf("Delay: %w", err)
+	}
+	*l = Latency{Method: aux.Method, Path: aux.Path, Delay: d}
+	return nil
+}
+
+// PathMatches reports whether a request path matches a Fault or Latency
+// path pattern: "" matches every path; a pattern ending in "*" with no
+// other "*" matches every path with that prefix ("/v1/job/*"); a pattern
+// with "*" elsewhere matches segment-wise, "*" standing for one path
+// segment or part of one ("/v1/client/allocation/*/stats"); any other
+// pattern must equal the path.
+func PathMatches(pattern, p string) bool {
+	if pattern == "" {
+		return true
+	}
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok && !strings.Contains(prefix, "*") {
+		return strings.HasPrefix(p, prefix)
+	}
+	if strings.Contains(pattern, "*") {
+		ok, err := path.Match(pattern, p)
+		return err == nil && ok
+	}
+	return pattern == p
+}
+
 // Request is one request the stand-in answered, for assertions.
 type Request struct {
 	Method string
 	Path   string
 	Query  string
+	// Status is the answer's status code; 0 when no answer was sent (the
+	// client gave up, or the stand-in stopped, first).
 	Status int
 	// HadToken says whether the request carried a token; the token itself
 	// is never kept.
 	HadToken bool
+	// Route is the path with IDs replaced by placeholders, e.g.
+	// "/v1/client/allocation/:id/stats".
+	Route string
 }
 
 // Server is the stand-in. Create it with New, program it with AddNode,
 // AddJob and the Set methods, point an api.Client at URL().
 type Server struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	index   uint64
 	changed chan struct{} // closed and replaced on every index bump
 	seq     uint64
 	nodes   map[string]*node
-	allocs  map[string]*alloc
-	jobs    map[jobKey]*job
-	tokens  map[string]TokenPolicy
-	faults  []*Fault
-	log     []Request
-	hook    func(method, path string)
+	// nodeOrder is every node ID, sorted
+	nodeOrder   []string
+	allocs      map[string]*alloc
+	allocSeq    uint64
+	jobs        map[jobKey]*job
+	evals       map[string]*api.Evaluation
+	deployments map[string]*deploy
+	blockedJobs map[jobKey]*job
+	// table indexes, as Nomad answers list queries with them
+	nodesIndex, allocsIndex, evalsIndex, jobsIndex, deploymentsIndex uint64
+	algorithm                                                        api.SchedulerAlgorithm
+	tokens                                                           map[string]TokenPolicy
+	faults                                                           []*Fault
+	latencies                                                        []Latency
+	log                                                              []Request
+	counts                                                           RequestCounts
+	hook                                                             func(method, path string)
 	// statsAge makes client and allocation stats carry a Timestamp this
 	// far in the past (stale stats).
 	statsAge time.Duration
@@ -88,24 +156,38 @@ type Server struct {
 
 // TokenPolicy is what an ACL token may do.
 type TokenPolicy struct {
-	// Write allows scaling; every token may read.
+	// Write allows writes (scaling, job registration, node drain and
+	// eligibility); every token may read.
 	Write bool
 }
 
 // New returns a started stand-in on a loopback address. Close it when done.
-func New() (*Server, error) {
-	s := &Server{
-		index:   1,
-		changed: make(chan struct{}),
-		nodes:   map[string]*node{},
-		allocs:  map[string]*alloc{},
-		jobs:    map[jobKey]*job{},
-		tokens:  map[string]TokenPolicy{},
-	}
-	if err := s.start("127.0.0.1:0"); err != nil {
+func New() (*Server, error) { return NewAt("127.0.0.1:0") }
+
+// NewAt returns a started stand-in listening on addr ("127.0.0.1:0" picks
+// a free port).
+func NewAt(addr string) (*Server, error) {
+	s := newServer()
+	if err := s.start(addr); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+func newServer() *Server {
+	return &Server{
+		index:       1,
+		changed:     make(chan struct{}),
+		nodes:       map[string]*node{},
+		allocs:      map[string]*alloc{},
+		jobs:        map[jobKey]*job{},
+		evals:       map[string]*api.Evaluation{},
+		deployments: map[string]*deploy{},
+		blockedJobs: map[jobKey]*job{},
+		algorithm:   api.SchedulerAlgorithmSpread,
+		tokens:      map[string]TokenPolicy{},
+		counts:      RequestCounts{ByRoute: map[string]int{}, ByPath: map[string]int{}},
+	}
 }
 
 func (s *Server) start(addr string) error {
@@ -136,8 +218,8 @@ func (s *Server) start(addr string) error {
 
 // URL is the stand-in's address, e.g. "http://127.0.0.1:41234".
 func (s *Server) URL() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return "http://" + s.addr
 }
 
@@ -183,8 +265,17 @@ func (s *Server) Restart(down time.Duration) error {
 	return s.Start()
 }
 
-// Close stops the stand-in for good.
-func (s *Server) Close() { s.Stop() }
+// Close stops the stand-in for good (and the timers of its deployments).
+func (s *Server) Close() {
+	s.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.deployments {
+		if d.timer != nil {
+			d.timer.Stop()
+		}
+	}
+}
 
 // RequireToken turns ACLs on (if not yet) and adds a token with policy p.
 // With ACLs on, a request without a known token is answered 403
@@ -227,17 +318,65 @@ func (s *Server) ClearFaults() {
 	s.faults = nil
 }
 
-// Requests returns a copy of the request log.
-func (s *Server) Requests() []Request {
+// AddLatency delays every matching request by l.Delay (see Latency), e.g.
+// AddLatency(Latency{Path: "/v1/client/allocation/*/stats", Delay: 110 *
+// time.Millisecond}).
+func (s *Server) AddLatency(l Latency) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.latencies = append(s.latencies, l)
+}
+
+// ClearLatency removes every latency.
+func (s *Server) ClearLatency() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latencies = nil
+}
+
+// Requests returns a copy of the request log (the last 100000 at most).
+func (s *Server) Requests() []Request {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return append([]Request(nil), s.log...)
+}
+
+// RequestCounts counts the requests the stand-in served since it started
+// (or since ResetRequests): in total, per "METHOD route" (IDs replaced by
+// placeholders, e.g. "GET /v1/client/allocation/:id/stats") and per
+// "METHOD path". Requests to /_standin/ are not counted.
+type RequestCounts struct {
+	Total   int
+	ByRoute map[string]int
+	ByPath  map[string]int
+}
+
+// RequestCounts returns a copy of the request counts.
+func (s *Server) RequestCounts() RequestCounts {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := RequestCounts{Total: s.counts.Total, ByRoute: make(map[string]int, len(s.counts.ByRoute)), ByPath: make(map[string]int, len(s.counts.ByPath))}
+	for k, v := range s.counts.ByRoute {
+		out.ByRoute[k] = v
+	}
+	for k, v := range s.counts.ByPath {
+		out.ByPath[k] = v
+	}
+	return out
+}
+
+// ResetRequests empties the request log and the counts.
+func (s *Server) ResetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = nil
+	s.counts = RequestCounts{ByRoute: map[string]int{}, ByPath: map[string]int{}}
 }
 
 // Index is the current state index (what X-Nomad-Index reports).
 func (s *Server) Index() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.index
 }
 
@@ -264,24 +403,43 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// controlPrefix is where the stand-in's own endpoints live; Nomad has no
+// such path.
+const controlPrefix = "/_standin/"
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	if strings.HasPrefix(r.URL.Path, controlPrefix) {
+		s.control(w, r)
+		return
+	}
+	rec := &statusRecorder{ResponseWriter: w}
 	token := r.Header.Get("X-Nomad-Token")
 	if token == "" {
 		token, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	}
+	route := routeOf(r.URL.Path)
 	defer func() {
 		s.mu.Lock()
-		s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: rec.status, HadToken: token != ""})
+		s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: rec.status, HadToken: token != "", Route: route})
 		if len(s.log) > 100000 {
 			s.log = append([]Request(nil), s.log[len(s.log)/2:]...)
 		}
+		s.counts.Total++
+		s.counts.ByRoute[r.Method+" "+route]++
+		s.counts.ByPath[r.Method+" "+r.URL.Path]++
 		s.mu.Unlock()
 	}()
 
-	s.mu.Lock()
+	s.mu.RLock()
 	hook := s.hook
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	if hook != nil {
 		hook(r.Method, r.URL.Path)
 	}
@@ -289,7 +447,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if r.Body != nil {
 		var err error
-		body, err = io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		body, err = io.ReadAll(io.LimitReader(r.Body, 8<<20))
 		if err != nil {
 			writeError(rec, errorf(http.StatusBadRequest, "reading request body: %v", err))
 			return
@@ -298,19 +456,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	stop := s.stop
+	var delay time.Duration
+	for _, l := range s.latencies {
+		if (l.Method == "" || l.Method == r.Method) && PathMatches(l.Path, r.URL.Path) {
+			delay += l.Delay
+		}
+	}
 	fault := s.matchFaultLocked(r, body)
 	policy, known := s.tokens[token]
 	aclOn := len(s.tokens) > 0
 	s.mu.Unlock()
 
-	if fault != nil && fault.Delay > 0 {
+	if fault != nil {
+		delay += fault.Delay
+	}
+	if !wait(r, stop, delay) {
+		return
+	}
+	if fault != nil && fault.Hang {
 		select {
-		case <-time.After(fault.Delay):
 		case <-r.Context().Done():
-			return
 		case <-stop:
-			return
 		}
+		return
 	}
 	if fault != nil && fault.Status != 0 {
 		msg := fault.Message
@@ -327,12 +495,62 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, errorf(http.StatusForbidden, "Permission denied"))
 		return
 	}
-	isWrite := r.Method == http.MethodPut || r.Method == http.MethodPost
+	isWrite := r.Method == http.MethodPut || r.Method == http.MethodPost || r.Method == http.MethodDelete
 	if aclOn && isWrite && !policy.Write {
 		writeError(rec, errorf(http.StatusForbidden, "Permission denied"))
 		return
 	}
 	s.route(rec, r, body, stop)
+}
+
+// wait sleeps d; it reports false when the client gave up or the stand-in
+// stopped first.
+func wait(r *http.Request, stop chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-stop:
+		return false
+	}
+}
+
+// control serves the stand-in's own endpoints (not Nomad's):
+// GET /_standin/requests answers RequestCounts as JSON, DELETE resets the
+// log and the counts.
+func (s *Server) control(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == controlPrefix+"requests" && r.Method == http.MethodGet:
+		writeJSON(w, s.Index(), s.RequestCounts())
+	case r.URL.Path == controlPrefix+"requests" && r.Method == http.MethodDelete:
+		s.ResetRequests()
+		writeJSON(w, s.Index(), s.RequestCounts())
+	default:
+		writeError(w, errorf(http.StatusNotFound, "unknown stand-in control path %q", r.URL.Path))
+	}
+}
+
+// routeOf replaces the IDs in a Nomad API path by placeholders.
+func routeOf(p string) string {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	if len(parts) < 3 || parts[0] != "v1" {
+		return p
+	}
+	switch parts[1] {
+	case "node", "job", "allocation", "evaluation", "deployment":
+		parts[2] = ":id"
+	case "client":
+		if len(parts) >= 4 && parts[2] == "allocation" {
+			parts[3] = ":id"
+		}
+	}
+	return "/" + strings.Join(parts, "/")
 }
 
 // matchFaultLocked returns the fault that applies to r, if any, counting
@@ -342,14 +560,8 @@ func (s *Server) matchFaultLocked(r *http.Request, body []byte) *Fault {
 		if f.Method != "" && f.Method != r.Method {
 			continue
 		}
-		if f.Path != "" {
-			if prefix, ok := strings.CutSuffix(f.Path, "*"); ok {
-				if !strings.HasPrefix(r.URL.Path, prefix) {
-					continue
-				}
-			} else if f.Path != r.URL.Path {
-				continue
-			}
+		if !PathMatches(f.Path, r.URL.Path) {
+			continue
 		}
 		if f.Group != "" {
 			var req api.ScalingRequest
@@ -444,10 +656,10 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, stop chan stru
 		deadline = t.C
 	}
 	for {
-		s.mu.Lock()
+		s.mu.RLock()
 		idx, v, err := read()
 		changed := s.changed
-		s.mu.Unlock()
+		s.mu.RUnlock()
 		if err != nil {
 			writeError(w, err)
 			return
