@@ -103,8 +103,9 @@ func TestE2EExamples(t *testing.T) {
 				flags = append(flags, "-policy-dir", filepath.Join(dir, tc.policyDir))
 			}
 			a := startAgent(t, dir, string(cfg), flags...)
-			// The example policies evaluate every 10s.
-			eventually(t, 45*time.Second, "both groups scaled by the example policies", func() (bool, string) {
+			// The example policies evaluate every 10s and decide from their
+			// third sample (the engine's default min_samples).
+			eventually(t, 75*time.Second, "both groups scaled by the example policies", func() (bool, string) {
 				for g, role := range tc.roles {
 					gs, err := s.Group("", "web", g)
 					if err != nil {
@@ -112,7 +113,7 @@ func TestE2EExamples(t *testing.T) {
 					}
 					ok := false
 					for _, ev := range gs.Events {
-						if ev.Count != nil && ev.Meta[nomadplugin.MetaRole] == role {
+						if _, set := eventCount(ev); set && ev.Meta[nomadplugin.MetaRole] == role {
 							ok = true
 						}
 					}
@@ -131,40 +132,57 @@ func TestE2EExamples(t *testing.T) {
 	}
 }
 
-// exampleStart returns start counts for which the engine, on the first
-// evaluation's observation (one sample of per-replica usage v), changes
-// both groups under both example configurations: the split policy's quotas
-// (first_max 48, second_max 48, second_rounding floor; the sum changes too,
-// or the split would take two evaluations 30 s apart) and the per-host
-// policies' defaults. It fails when no such counts exist.
+// exampleStart returns start counts for which the strategy, on the first
+// evaluations' observations (per-replica usage v, every replica still
+// warming as the example's 2m warm-up has it), changes both groups under
+// both example configurations: the split policy's quotas (first_max 48,
+// second_max 48, second_rounding floor; the sum changes too, or the split
+// would take two evaluations 30 s apart) and step limits, and the per-host
+// policies' defaults and step limits, both after the default placement
+// cap. It fails when no such counts exist.
 func exampleStart(t testing.TB, v [2]float64) [2]int {
 	t.Helper()
 	split := func(r *engine.Request) *engine.Request {
-		for h, model := range []string{r.FirstModel, r.SecondModel} {
-			p, err := engine.LoadSource(model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slots := p.CountableInputs()
-			if h == 1 {
-				slots = p.CountableOutputs()
-			}
-			q := engine.DefaultQuota(slots)
-			q.Max = 48
-			if h == 0 {
-				r.FirstQuota = &q
-			} else {
-				q.Rounding = "floor"
-				r.SecondQuota = &q
-			}
-		}
+		max48, floor := 48, "floor"
+		r.FirstQuota = &engine.QuotaSpec{Max: &max48}
+		r.SecondQuota = &engine.QuotaSpec{Max: &max48, Rounding: &floor}
 		return r
 	}
-	times := [2][]int64{{1_700_000_000}, {1_700_000_000}}
+	times := [2][]int64{{1_700_000_000, 1_700_000_010, 1_700_000_020}, {1_700_000_000, 1_700_000_010, 1_700_000_020}}
+	warming := func(r *engine.Request) *engine.Request {
+		r.First.WarmingReplicas, r.Second.WarmingReplicas = r.First.RunningReplicas, r.Second.RunningReplicas
+		r.MinSamples = 0
+		return r
+	}
+	// asked is the count the strategy asks for: the engine's, never more
+	// than Nomad can place (the running replicas aside), moved from the
+	// current count within the policy's step limits and hysteresis.
+	step := func(v string) engine.Step {
+		st, err := engine.ParseStep(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	splitSteps := engine.Steps{MaxUp: step("4"), MaxDown: step("25%"), Hysteresis: step("2")}
+	perHostSteps := engine.Steps{MaxUp: step("4"), MaxDown: step("25%"), Hysteresis: step(nomadplugin.DefaultHysteresis)}
+	asked := func(r *engine.Request, st engine.Steps) [2]int {
+		d, err := r.Decide()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out [2]int
+		for h, hd := range []engine.HostDecision{d.First, d.Second} {
+			cur := []int{r.First.RunningReplicas, r.Second.RunningReplicas}[h]
+			target := min(hd.Containers, max(hd.Placement.Placeable, cur))
+			out[h] = st.Apply(cur, target, hd.Quota.Min, hd.Quota.Max).Count
+		}
+		return out
+	}
 	var tried []string
 	for _, c := range [][2]int{{2, 2}, {1, 1}, {4, 4}, {8, 8}, {1, 6}, {6, 1}, {12, 12}, {30, 30}} {
-		ds := decide(t, split(expectedRequest(v, c, times)))
-		dd := decide(t, expectedRequest(v, c, times))
+		ds := asked(split(warming(expectedRequest(v, c, times))), splitSteps)
+		dd := asked(warming(expectedRequest(v, c, times)), perHostSteps)
 		tried = append(tried, fmt.Sprintf("%v -> split %v, per-host %v", c, ds, dd))
 		if ds[0] != c[0] && ds[1] != c[1] && ds[0]+ds[1] != c[0]+c[1] && min(dd[0], 48) != c[0] && min(dd[1], 48) != c[1] {
 			t.Logf("example start counts %v: %s", c, tried[len(tried)-1])

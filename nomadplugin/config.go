@@ -3,7 +3,6 @@ package nomadplugin
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,64 +15,90 @@ import (
 // Strategy check configuration keys (the `config` map of a check's
 // `strategy "activation-quota"` block). Per-host keys are written with the
 // host's prefix: PrefixFirst+KeyNodeName is "first_node_name".
+// docs/nomad/activation-quota.md gives each key's default and meaning.
+//
+// The strategy checks only that a value has the right type and that the
+// keys a mode needs are present; every range rule on an observation, a
+// quota, a model or the sample minimum is the engine's, and an engine error
+// is mapped back to the key that set the field (engine.FieldOf).
 const (
-	// KeyRole: "first" or "second" returns that host's count (for a
-	// policy whose target is one task group, e.g. the built-in Nomad
-	// target); "split" returns the sum, with both counts in the action's
-	// meta, for the host-quota target. Required.
+	// KeyRole: "first" or "second" returns that host's count; "split"
+	// returns the sum, with both counts in the action's meta, for the
+	// host-quota target. Required.
 	KeyRole = "role"
 	// KeyNamespace: the namespace of KeyJob; default the agent's
-	// nomad_namespace, else Nomad's default.
+	// nomad_namespace, else Nomad's default. "*" is refused.
 	KeyNamespace = "namespace"
-	// KeyJob: the job whose allocations' usage is read on each host. When
-	// empty, each host's usage is its node's client stats and the
-	// per-host replica CPU demand is required. Required with role "split".
+	// KeyJob: the job whose allocations' usage is read on each host.
 	KeyJob = "job"
-	// KeyWindow: the most usage samples kept per host (one per
-	// evaluation). Default 60.
+	// KeyWindow: the most usage samples kept per host. Default 60.
 	KeyWindow = "window"
-	// KeyMaxAge: samples older than this leave the window; when the newest
-	// is older, or a Nomad reading's stats Timestamp is, usage is stale and
-	// nothing scales. Go duration. Default 5m.
+	// KeyMaxAge: samples older than this leave the window. Default 5m.
 	KeyMaxAge = "max_age"
+	// KeyMinSamples: the fewest samples a host's window must hold for a
+	// decision; fewer keeps the current count. Default the engine's (3).
+	KeyMinSamples = "min_samples"
+	// KeyWarmup: a running allocation younger than this, or with no CPU
+	// ticks yet, is warming. Default 2m; "0" turns the rule off.
+	KeyWarmup = "warmup"
+	// KeyMaxScaleUp, KeyMaxScaleDown: the largest move of a host's count
+	// per evaluation, "4" (replicas) or "50%" (of the current count);
+	// "none" is no limit. Defaults "100%" and "50%".
+	KeyMaxScaleUp   = "max_scale_up"
+	KeyMaxScaleDown = "max_scale_down"
+	// KeyHysteresis: a move smaller than this is not made. Default "10%";
+	// "none" turns it off.
+	KeyHysteresis = "hysteresis"
+	// KeyPlacement: "cap" (never ask for more replicas than Nomad can place
+	// at today's reservations) or "report" (ask anyway and say how many
+	// will queue). Default "cap".
+	KeyPlacement = "placement"
+	// KeyReadConcurrency: allocation stats reads in flight per evaluation.
+	// Default nomadusage.DefaultConcurrency (32).
+	KeyReadConcurrency = "read_concurrency"
+	// KeyReadTimeout: the evaluation's budget for its Nomad reads. Default
+	// 10s.
+	KeyReadTimeout = "read_timeout"
+	// KeyMinAnswered: the share of a host's allocations whose stats must
+	// answer for the evaluation to decide. Default 0.8.
+	KeyMinAnswered = "min_answered"
 
 	// PrefixFirst and PrefixSecond start every per-host key.
 	PrefixFirst  = "first_"
 	PrefixSecond = "second_"
 
 	// Per-host keys. A host is found by KeyNodeID alone, or by any of
-	// KeyNodeName, KeyNodePool and KeyNodeClass (all given must match, and
-	// exactly one node must).
-	KeyNodeID    = "node_id"
-	KeyNodeName  = "node_name"
-	KeyNodePool  = "node_pool"
-	KeyNodeClass = "node_class"
-	// KeyGroup: the task group of KeyJob on this host; may be empty when
-	// the job has one group. Required with role "split".
+	// KeyNodeName, KeyNodePool, KeyNodeClass and KeyNodeDatacenter (a
+	// server-side filter: all given must match, and exactly one node
+	// must).
+	KeyNodeID         = "node_id"
+	KeyNodeName       = "node_name"
+	KeyNodePool       = "node_pool"
+	KeyNodeClass      = "node_class"
+	KeyNodeDatacenter = "node_datacenter"
+	// KeyGroup: the task group of KeyJob on this host.
 	KeyGroup = "group"
 	// KeyReplicaCPU and KeyReplicaMemory: one replica's expected demand
 	// (MHz, MB); default the task group's request.
 	KeyReplicaCPU    = "replica_cpu_mhz"
 	KeyReplicaMemory = "replica_memory_mb"
-	// KeyWantedReplicas: how many replicas ask to run (the admission
-	// processor's filled demand slots); default 0 = every slot.
+	// KeyWantedReplicas: replicas of one size that want to run (running
+	// ones included); default 0 = every slot.
 	KeyWantedReplicas = "wanted_replicas"
-	// KeyModel: "builtin:admission", "builtin:capacity" or a model file
-	// path. Default builtin:admission for the first host and
-	// builtin:capacity for the second.
+	// KeyQueued: new replicas queued for the host after the running ones,
+	// each with its own size: "cpu_mhz:memory_mb" items separated by
+	// commas ("500:256,500:256,4000:2048"; "500" is 500 MHz and no memory);
+	// "" is nobody new. Not with KeyWantedReplicas.
+	KeyQueued = "queued"
+	// KeyModel: "builtin:<name>" or a model file path.
 	KeyModel = "model"
 	// Quota keys: count = clamp(min, max, rounding(amount x per_branch)).
-	// Defaults: min 0, max the model's slot count, per_branch 1, rounding
-	// "nearest" ("floor", "ceil").
 	KeyMin       = "min"
 	KeyMax       = "max"
 	KeyPerBranch = "per_branch"
 	KeyRounding  = "rounding"
-	// KeyUsage: where the host's usage samples come from: "nomad"
-	// (allocation or client stats, read every evaluation; the default) or
-	// "apm" (the check's query result: CPU MHz summed over the workload's
-	// replicas on this host). Capacity, requests and replicas always come
-	// from Nomad. At most one host per check can use "apm".
+	// KeyUsage: "nomad" (allocation or client stats) or "apm" (the check's
+	// query result). Default "nomad".
 	KeyUsage = "usage"
 )
 
@@ -90,18 +115,34 @@ const (
 	UsageAPM   = "apm"
 )
 
-// Defaults.
+// Placement modes.
 const (
-	DefaultWindow = 60
-	DefaultMaxAge = 5 * time.Minute
-	// MaxWindow bounds KeyWindow.
-	MaxWindow = 100000
+	PlacementCap    = "cap"
+	PlacementReport = "report"
 )
 
-var globalKeys = []string{KeyRole, KeyNamespace, KeyJob, KeyWindow, KeyMaxAge}
+// StepNone is the value of a step key that sets no limit.
+const StepNone = "none"
 
-var hostKeys = []string{KeyNodeID, KeyNodeName, KeyNodePool, KeyNodeClass, KeyGroup, KeyReplicaCPU, KeyReplicaMemory,
-	KeyWantedReplicas, KeyModel, KeyMin, KeyMax, KeyPerBranch, KeyRounding, KeyUsage}
+// Defaults.
+const (
+	DefaultWindow       = 60
+	DefaultMaxAge       = 5 * time.Minute
+	DefaultWarmup       = 2 * time.Minute
+	DefaultMaxScaleUp   = "100%"
+	DefaultMaxScaleDown = "50%"
+	DefaultHysteresis   = "10%"
+	DefaultPlacement    = PlacementCap
+	DefaultReadTimeout  = 10 * time.Second
+	// MaxWindow bounds KeyWindow.
+	MaxWindow = engine.MaxSamples
+)
+
+var globalKeys = []string{KeyRole, KeyNamespace, KeyJob, KeyWindow, KeyMaxAge, KeyMinSamples, KeyWarmup,
+	KeyMaxScaleUp, KeyMaxScaleDown, KeyHysteresis, KeyPlacement, KeyReadConcurrency, KeyReadTimeout, KeyMinAnswered}
+
+var hostKeys = []string{KeyNodeID, KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter, KeyGroup, KeyReplicaCPU, KeyReplicaMemory,
+	KeyWantedReplicas, KeyQueued, KeyModel, KeyMin, KeyMax, KeyPerBranch, KeyRounding, KeyUsage}
 
 // StrategyKeys lists every key the strategy accepts.
 func StrategyKeys() []string {
@@ -127,11 +168,12 @@ func cfgErr(key, format string, args ...any) error {
 }
 
 type hostConfig struct {
-	role  string // engine.RoleFirst / RoleSecond
-	query nomadusage.Query
-	model string
-	quota *engine.Quota
-	usage string
+	role   string // engine.RoleFirst / RoleSecond
+	prefix string
+	query  nomadusage.Query
+	model  string            // model source; "" is the role's default
+	quota  *engine.QuotaSpec // only the keys given; nil when none is
+	usage  string
 }
 
 type strategyConfig struct {
@@ -139,17 +181,116 @@ type strategyConfig struct {
 	first, second hostConfig
 	window        int
 	maxAge        time.Duration
+	minSamples    int // 0 is the engine's default
+	steps         engine.Steps
+	placement     string
+	readTimeout   time.Duration
+	opts          nomadusage.Options
+	// given holds every key the check sets.
+	given map[string]bool
 }
 
-func (c *strategyConfig) host(role string) *hostConfig {
-	if role == engine.RoleFirst {
-		return &c.first
+func (c *strategyConfig) hosts() [2]*hostConfig { return [2]*hostConfig{&c.first, &c.second} }
+
+// configReader reads typed values from a check's config map, checking only
+// the type.
+type configReader struct {
+	m   map[string]string
+	err error
+}
+
+func (r *configReader) get(key string) (string, bool) {
+	v, ok := r.m[key]
+	return strings.TrimSpace(v), ok
+}
+
+func (r *configReader) fail(err error) {
+	if r.err == nil {
+		r.err = err
 	}
-	return &c.second
 }
 
-// parseStrategyConfig validates a check's strategy config. defaultNamespace
-// is the agent's nomad_namespace.
+func (r *configReader) int(key string, dst *int) {
+	if v, ok := r.get(key); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			r.fail(cfgErr(key, "is %q; it must be a whole number", v))
+			return
+		}
+		*dst = n
+	}
+}
+
+func (r *configReader) float(key string, dst *float64) {
+	if v, ok := r.get(key); ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			r.fail(cfgErr(key, "is %q; it must be a number", v))
+			return
+		}
+		*dst = f
+	}
+}
+
+func (r *configReader) duration(key string, dst *time.Duration, zeroOK bool) {
+	if v, ok := r.get(key); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || (d == 0 && !zeroOK) {
+			want := "a positive Go duration such as \"30s\""
+			if zeroOK {
+				want = "a Go duration >= 0 such as \"2m\" (0 turns it off)"
+			}
+			r.fail(cfgErr(key, "is %q; it must be %s", v, want))
+			return
+		}
+		*dst = d
+	}
+}
+
+func (r *configReader) oneOf(key string, dst *string, values ...string) {
+	if v, ok := r.get(key); ok {
+		for _, w := range values {
+			if v == w {
+				*dst = v
+				return
+			}
+		}
+		r.fail(cfgErr(key, "is %q; it must be %s", v, quoteList(values)))
+	}
+}
+
+// step reads a step limit: engine.ParseStep's form, or StepNone.
+func (r *configReader) step(key, def string, dst *engine.Step) {
+	v, ok := r.get(key)
+	if !ok {
+		v = def
+	}
+	if v == StepNone {
+		*dst = engine.Step{}
+		return
+	}
+	s, err := engine.ParseStep(v)
+	if err != nil {
+		r.fail(cfgErr(key, "%v, or %q for no limit", err, StepNone))
+		return
+	}
+	*dst = s
+}
+
+func quoteList(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = strconv.Quote(v)
+	}
+	if len(q) == 2 {
+		return q[0] + " or " + q[1]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// parseStrategyConfig reads a check's strategy config. defaultNamespace is
+// the agent's nomad_namespace. The engine judges every value it has a rule
+// for (probe); errors are *ConfigError naming the key.
 func parseStrategyConfig(m map[string]string, defaultNamespace string) (*strategyConfig, error) {
 	known := map[string]bool{}
 	for _, k := range StrategyKeys() {
@@ -165,187 +306,258 @@ func parseStrategyConfig(m map[string]string, defaultNamespace string) (*strateg
 		sort.Strings(unknown)
 		return nil, cfgErr(unknown[0], "unknown key (the strategy accepts %s)", strings.Join(StrategyKeys(), ", "))
 	}
-	c := &strategyConfig{role: strings.TrimSpace(m[KeyRole]), window: DefaultWindow, maxAge: DefaultMaxAge}
-	switch c.role {
-	case RoleFirst, RoleSecond, RoleSplit:
-	case "":
-		return nil, cfgErr(KeyRole, "is required: %q, %q or %q", RoleFirst, RoleSecond, RoleSplit)
-	default:
-		return nil, cfgErr(KeyRole, "is %q; it must be %q, %q or %q", c.role, RoleFirst, RoleSecond, RoleSplit)
+	r := &configReader{m: m}
+	c := &strategyConfig{window: DefaultWindow, maxAge: DefaultMaxAge, placement: DefaultPlacement,
+		readTimeout: DefaultReadTimeout, given: map[string]bool{}}
+	for k := range m {
+		c.given[k] = true
 	}
-	if v, ok := m[KeyWindow]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 || n > MaxWindow {
-			return nil, cfgErr(KeyWindow, "is %q; it must be a whole number from 1 to %d", v, MaxWindow)
+	c.opts.Warmup = DefaultWarmup
+	r.oneOf(KeyRole, &c.role, RoleFirst, RoleSecond, RoleSplit)
+	if c.role == "" && r.err == nil {
+		return nil, cfgErr(KeyRole, "is required: %s", quoteList([]string{RoleFirst, RoleSecond, RoleSplit}))
+	}
+	r.int(KeyWindow, &c.window)
+	r.duration(KeyMaxAge, &c.maxAge, false)
+	r.int(KeyMinSamples, &c.minSamples)
+	r.duration(KeyWarmup, &c.opts.Warmup, true)
+	r.step(KeyMaxScaleUp, DefaultMaxScaleUp, &c.steps.MaxUp)
+	r.step(KeyMaxScaleDown, DefaultMaxScaleDown, &c.steps.MaxDown)
+	r.step(KeyHysteresis, DefaultHysteresis, &c.steps.Hysteresis)
+	r.oneOf(KeyPlacement, &c.placement, PlacementCap, PlacementReport)
+	r.int(KeyReadConcurrency, &c.opts.Concurrency)
+	r.duration(KeyReadTimeout, &c.readTimeout, false)
+	r.float(KeyMinAnswered, &c.opts.MinAnswered)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if c.window < 1 || c.window > MaxWindow {
+		return nil, cfgErr(KeyWindow, "is %d; it must be a whole number from 1 to %d", c.window, MaxWindow)
+	}
+	if _, err := c.opts.Resolve(); err != nil {
+		var oe *nomadusage.OptionError
+		if errors.As(err, &oe) {
+			key := map[string]string{nomadusage.OptionConcurrency: KeyReadConcurrency, nomadusage.OptionMinAnswered: KeyMinAnswered, nomadusage.OptionWarmup: KeyWarmup}[oe.Option]
+			return nil, cfgErr(key, "%s", oe.Reason)
 		}
-		c.window = n
+		return nil, err
 	}
-	if v, ok := m[KeyMaxAge]; ok {
-		d, err := time.ParseDuration(strings.TrimSpace(v))
-		if err != nil || d <= 0 {
-			return nil, cfgErr(KeyMaxAge, "is %q; it must be a positive Go duration such as \"5m\"", v)
-		}
-		c.maxAge = d
-	}
-	ns := strings.TrimSpace(m[KeyNamespace])
+	ns, _ := r.get(KeyNamespace)
+	nsKey := KeyNamespace
 	if ns == "" {
-		ns = defaultNamespace
+		ns, nsKey = defaultNamespace, AgentKeyNomadNamespace
 	}
-	job := strings.TrimSpace(m[KeyJob])
+	if ns == "*" {
+		return nil, cfgErr(KeyNamespace, "is \"*\" (from %s): that names every namespace, and a job lives in one: set %s to the job's namespace", nsKey, KeyNamespace)
+	}
+	job, _ := r.get(KeyJob)
 	if c.role == RoleSplit && job == "" {
 		return nil, cfgErr(KeyJob, "is required with role %q: the strategy reads each group's running replicas", RoleSplit)
 	}
-	for _, h := range []struct {
-		prefix, role, defModel string
-		dst                    *hostConfig
-	}{
-		{PrefixFirst, engine.RoleFirst, engine.DefaultFirstModel, &c.first},
-		{PrefixSecond, engine.RoleSecond, engine.DefaultSecondModel, &c.second},
-	} {
-		if err := parseHost(m, h.prefix, h.role, h.defModel, ns, job, c.role, h.dst); err != nil {
+	c.first = hostConfig{role: engine.RoleFirst, prefix: PrefixFirst}
+	c.second = hostConfig{role: engine.RoleSecond, prefix: PrefixSecond}
+	for _, h := range c.hosts() {
+		if err := parseHost(r, h, ns, job, c.role); err != nil {
 			return nil, err
 		}
 	}
 	if c.first.usage == UsageAPM && c.second.usage == UsageAPM {
 		return nil, cfgErr(PrefixSecond+KeyUsage, "both hosts use %q, but a check has one query: read one host from Nomad", UsageAPM)
 	}
+	if err := c.probe(); err != nil {
+		return nil, err
+	}
+	if min := c.minSamples; min > c.window {
+		return nil, cfgErr(KeyWindow, "is %d, fewer than %s %d: no evaluation could decide", c.window, KeyMinSamples, min)
+	}
+	if c.minSamples == 0 && c.window < engine.DefaultMinSamples {
+		return nil, cfgErr(KeyWindow, "is %d, fewer than the engine's default %s %d: no evaluation could decide; set %s as well", c.window, KeyMinSamples, engine.DefaultMinSamples, KeyMinSamples)
+	}
 	return c, nil
 }
 
-func parseHost(m map[string]string, prefix, role, defModel, ns, job, mode string, h *hostConfig) error {
-	get := func(k string) (string, bool) {
-		v, ok := m[prefix+k]
-		return strings.TrimSpace(v), ok
-	}
-	h.role = role
+func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
+	p := h.prefix
+	get := func(k string) string { v, _ := r.get(p + k); return v }
 	q := &h.query
-	q.Namespace, q.Job = ns, job
-	q.Host.NodeID, _ = get(KeyNodeID)
-	q.Host.Name, _ = get(KeyNodeName)
-	q.Host.Pool, _ = get(KeyNodePool)
-	q.Host.Class, _ = get(KeyNodeClass)
+	q.Namespace, q.Job, q.Label = ns, job, h.role
+	q.Host = nomadusage.HostSelector{NodeID: get(KeyNodeID), Name: get(KeyNodeName), Pool: get(KeyNodePool),
+		Class: get(KeyNodeClass), Datacenter: get(KeyNodeDatacenter)}
 	if q.Host.IsZero() {
-		return cfgErr(prefix+KeyNodeID, "the %s host needs %s, or any of %s, %s and %s", role, prefix+KeyNodeID, prefix+KeyNodeName, prefix+KeyNodePool, prefix+KeyNodeClass)
+		return cfgErr(p+KeyNodeID, "the %s host needs %s, or any of %s, %s, %s and %s", h.role, p+KeyNodeID, p+KeyNodeName, p+KeyNodePool, p+KeyNodeClass, p+KeyNodeDatacenter)
 	}
-	if q.Host.NodeID != "" && (q.Host.Name != "" || q.Host.Pool != "" || q.Host.Class != "") {
-		return cfgErr(prefix+KeyNodeID, "is given with a name, pool or class filter: give the node ID alone, or the filters")
+	for _, k := range []string{KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter} {
+		if v := get(k); v != "" {
+			if _, err := (nomadusage.HostSelector{Name: v}).Filter(); err != nil {
+				return cfgErr(p+k, "%v", err)
+			}
+		}
 	}
-	q.Group, _ = get(KeyGroup)
+	if filter, _ := q.Host.Filter(); q.Host.NodeID != "" && filter != "" {
+		return cfgErr(p+KeyNodeID, "is given with a name, pool, class or datacenter filter: give the node ID alone, or the filters")
+	}
+	q.Group = get(KeyGroup)
 	if q.Group != "" && job == "" {
-		return cfgErr(prefix+KeyGroup, "is set without %q", KeyJob)
+		return cfgErr(p+KeyGroup, "is set without %q", KeyJob)
 	}
 	if mode == RoleSplit && q.Group == "" {
-		return cfgErr(prefix+KeyGroup, "is required with role %q: it names the task group the host-quota target scales", RoleSplit)
+		return cfgErr(p+KeyGroup, "is required with role %q: it names the task group the host-quota target scales", RoleSplit)
 	}
-	var err error
-	if q.ReplicaCPUDemandMHz, err = positive(m, prefix+KeyReplicaCPU, false); err != nil {
-		return err
-	}
-	if job == "" && q.ReplicaCPUDemandMHz == 0 {
-		return cfgErr(prefix+KeyReplicaCPU, "is required when no %q is set (there is no task group to take the request from)", KeyJob)
-	}
-	if q.ReplicaMemoryDemandMB, err = positive(m, prefix+KeyReplicaMemory, true); err != nil {
-		return err
-	}
-	if v, ok := get(KeyWantedReplicas); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > engine.MaxQuotaCount {
-			return cfgErr(prefix+KeyWantedReplicas, "is %q; it must be a whole number from 0 (every slot) to %d", v, engine.MaxQuotaCount)
+	r.float(p+KeyReplicaCPU, &q.ReplicaCPUDemandMHz)
+	r.float(p+KeyReplicaMemory, &q.ReplicaMemoryDemandMB)
+	r.int(p+KeyWantedReplicas, &q.WantedReplicas)
+	if v, ok := r.get(p + KeyQueued); ok {
+		queued, err := parseQueued(p+KeyQueued, v)
+		if err != nil {
+			return err
 		}
-		q.WantedReplicas = n
+		q.QueuedReplicas = queued
 	}
-	q.Label = role
-	h.model, _ = get(KeyModel)
-	if h.model == "" {
-		h.model = defModel
-	}
-	proc, err := engine.LoadSource(h.model)
-	if err != nil {
-		return cfgErr(prefix+KeyModel, "%v", err)
-	}
-	h.usage, _ = get(KeyUsage)
-	switch h.usage {
-	case "":
+	h.model = get(KeyModel)
+	r.oneOf(p+KeyUsage, &h.usage, UsageNomad, UsageAPM)
+	if h.usage == "" {
 		h.usage = UsageNomad
-	case UsageNomad, UsageAPM:
-	default:
-		return cfgErr(prefix+KeyUsage, "is %q; it must be %q or %q", h.usage, UsageNomad, UsageAPM)
 	}
-	return parseQuota(m, prefix, role, proc, h)
-}
-
-func parseQuota(m map[string]string, prefix, role string, proc *engine.Processor, h *hostConfig) error {
-	_, hasMin := m[prefix+KeyMin]
-	_, hasMax := m[prefix+KeyMax]
-	_, hasPB := m[prefix+KeyPerBranch]
-	_, hasR := m[prefix+KeyRounding]
-	if !hasMin && !hasMax && !hasPB && !hasR {
-		return nil // the engine's default quota for the model
+	if err := parseQuota(r, h); err != nil {
+		return err
 	}
-	slots := proc.CountableInputs()
-	if role == engine.RoleSecond {
-		slots = proc.CountableOutputs()
+	if r.err != nil {
+		return r.err
 	}
-	q := engine.DefaultQuota(slots)
-	var err error
-	if hasMin {
-		if q.Min, err = wholeNumber(m, prefix+KeyMin); err != nil {
-			return err
-		}
+	if _, given := r.get(p + KeyReplicaCPU); job == "" && !given {
+		return cfgErr(p+KeyReplicaCPU, "is required when no %q is set (there is no task group to take the request from)", KeyJob)
 	}
-	if hasMax {
-		if q.Max, err = wholeNumber(m, prefix+KeyMax); err != nil {
-			return err
-		}
-	} else if q.Max < q.Min {
-		return cfgErr(prefix+KeyMin, "is %d, above the model's default %s of %d: set %s as well", q.Min, prefix+KeyMax, q.Max, prefix+KeyMax)
-	}
-	if hasPB {
-		v := strings.TrimSpace(m[prefix+KeyPerBranch])
-		if q.PerBranch, err = strconv.ParseFloat(v, 64); err != nil {
-			return cfgErr(prefix+KeyPerBranch, "is %q; it must be a number", v)
-		}
-	}
-	if hasR {
-		q.Rounding = strings.TrimSpace(m[prefix+KeyRounding])
-	}
-	if err := q.Validate(role); err != nil {
-		var qe *engine.QuotaError
-		if errors.As(err, &qe) {
-			return cfgErr(prefix+qe.Field, "%s", qe.Reason)
-		}
-		return cfgErr(fmt.Sprintf("%s%s/%s%s/%s%s/%s%s", prefix, KeyMin, prefix, KeyMax, prefix, KeyPerBranch, prefix, KeyRounding), "%v", err)
-	}
-	h.quota = &q
+	q.NoStats = h.usage == UsageAPM && job != ""
 	return nil
 }
 
-func wholeNumber(m map[string]string, key string) (int, error) {
-	v := strings.TrimSpace(m[key])
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, cfgErr(key, "is %q; it must be a whole number", v)
+// parseQueued reads "cpu:memory,cpu:memory,...".
+func parseQueued(key, v string) ([]engine.Replica, error) {
+	out := []engine.Replica{}
+	if v == "" {
+		return out, nil
 	}
-	return n, nil
+	for i, item := range strings.Split(v, ",") {
+		cpuText, memText, hasMem := strings.Cut(strings.TrimSpace(item), ":")
+		var r engine.Replica
+		var err error
+		if r.CPUMHz, err = strconv.ParseFloat(strings.TrimSpace(cpuText), 64); err != nil {
+			return nil, cfgErr(key, "item %d is %q; want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i, item)
+		}
+		if hasMem {
+			if r.MemoryMB, err = strconv.ParseFloat(strings.TrimSpace(memText), 64); err != nil {
+				return nil, cfgErr(key, "item %d is %q; want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i, item)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
-// positive parses an optional number that must be > 0 (or >= 0 when
-// zeroOK); absent is 0.
-func positive(m map[string]string, key string, zeroOK bool) (float64, error) {
-	v, ok := m[key]
-	if !ok {
-		return 0, nil
+// parseQuota reads the quota keys given (types only): the engine fills the
+// rest and judges them.
+func parseQuota(r *configReader, h *hostConfig) error {
+	var spec engine.QuotaSpec
+	given := false
+	if _, ok := r.get(h.prefix + KeyMin); ok {
+		spec.Min = new(int)
+		r.int(h.prefix+KeyMin, spec.Min)
+		given = true
 	}
-	v = strings.TrimSpace(v)
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || (f == 0 && !zeroOK) {
-		want := "> 0"
-		if zeroOK {
-			want = ">= 0"
+	if _, ok := r.get(h.prefix + KeyMax); ok {
+		spec.Max = new(int)
+		r.int(h.prefix+KeyMax, spec.Max)
+		given = true
+	}
+	if _, ok := r.get(h.prefix + KeyPerBranch); ok {
+		spec.PerBranch = new(float64)
+		r.float(h.prefix+KeyPerBranch, spec.PerBranch)
+		given = true
+	}
+	if v, ok := r.get(h.prefix + KeyRounding); ok {
+		spec.Rounding = &v
+		given = true
+	}
+	if given {
+		h.quota = &spec
+	}
+	return r.err
+}
+
+// probe asks the engine to judge every value the check sets that the
+// engine has a rule for (models, quotas, demands, wanted and queued
+// replicas, the sample minimum): one decision on an idle host of the
+// largest capacity the engine accepts, so that only the config's own
+// values can be refused.
+func (c *strategyConfig) probe() error {
+	var in [2]engine.HostInput
+	for i, h := range c.hosts() {
+		p, err := engine.Models.LoadFor(h.role, h.model)
+		if err != nil {
+			return c.configError(err)
 		}
-		return 0, cfgErr(key, "is %q; it must be a finite number %s", v, want)
+		q := h.query
+		o := &engine.Observation{CPUCapacityMHz: engine.MaxResource, MemoryCapacityMB: engine.MaxResource,
+			ReplicaCPUDemandMHz: q.ReplicaCPUDemandMHz, ReplicaMemoryDemandMB: q.ReplicaMemoryDemandMB,
+			WantedReplicas: q.WantedReplicas, QueuedReplicas: q.QueuedReplicas}
+		if !c.given[h.prefix+KeyReplicaCPU] {
+			o.ReplicaCPUDemandMHz = 1 // the group's request, read later
+		}
+		n := min(max(c.minSamples, engine.DefaultMinSamples, 1), engine.MaxSamples)
+		for k := range n {
+			o.Samples = append(o.Samples, engine.Sample{Time: int64(k)})
+		}
+		in[i] = engine.HostInput{Observation: o, Model: p, Quota: h.quota, MinSamples: c.minSamples}
 	}
-	return f, nil
+	if _, err := engine.Decide(in[0], in[1]); err != nil {
+		return c.configError(err)
+	}
+	return nil
+}
+
+// observationKeys maps the observation fields a check's config sets to
+// their per-host keys.
+var observationKeys = map[string]string{
+	"replica_cpu_demand_mhz":   KeyReplicaCPU,
+	"replica_memory_demand_mb": KeyReplicaMemory,
+	"wanted_replicas":          KeyWantedReplicas,
+	"queued_replicas":          KeyQueued,
+}
+
+// keyFor returns the config key that set the input an engine error is
+// about, if the config set it.
+func (c *strategyConfig) keyFor(err error) (string, bool) {
+	host, part, field, ok := engine.FieldOf(err)
+	if !ok {
+		return "", false
+	}
+	h := &c.first
+	if host == engine.RoleSecond {
+		h = &c.second
+	}
+	switch part {
+	case engine.PartQuota:
+		return h.prefix + field, true
+	case engine.PartModel:
+		return h.prefix + KeyModel, true
+	}
+	if field == "min_samples" {
+		return KeyMinSamples, true
+	}
+	base, _, _ := strings.Cut(field, "[")
+	if k, ok := observationKeys[base]; ok && c.given[h.prefix+k] {
+		return h.prefix + k, true
+	}
+	return "", false
+}
+
+// configError turns an engine error about a configured value into a
+// *ConfigError naming the key; other errors pass through.
+func (c *strategyConfig) configError(err error) error {
+	if key, ok := c.keyFor(err); ok {
+		return &ConfigError{Key: key, Reason: engine.Reason(err)}
+	}
+	return err
 }
 
 // canonical is a stable string form of a config map, to cache parses.

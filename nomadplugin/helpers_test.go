@@ -3,7 +3,6 @@ package nomadplugin
 import (
 	"context"
 	"fmt"
-	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"os"
 	"strconv"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
@@ -25,51 +25,96 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// memReader serves readings from memory: for each host (by the query's
-// label, "first" or "second") an observation template and a list of
-// samples; each Read returns the next sample of that host, at its time.
+// memReader is a UsageReader serving readings from memory: for each host
+// (by the query's label, "first" or "second") an observation template and
+// its samples; each ReadHosts returns the next sample of each host, at its
+// time. The template is passed through as it is (the engine judges it).
 type memReader struct {
-	mu    sync.Mutex
-	obs   map[string]engine.Observation
-	next  map[string]int
-	err   map[string]error
-	calls int
+	mu   sync.Mutex
+	obs  map[string]engine.Observation
+	next map[string]int
+	err  map[string]error
+	node map[string]nomadusage.NodeState
+	// desired overrides a host's group count (default: its running
+	// replicas).
+	desired  map[string]int
+	jobIndex uint64
+	calls    int
+	queries  [][]nomadusage.Query
+	opts     []nomadusage.Options
 }
 
 func newMemReader(first, second engine.Observation) *memReader {
 	return &memReader{
-		obs:  map[string]engine.Observation{engine.RoleFirst: first, engine.RoleSecond: second},
-		next: map[string]int{},
-		err:  map[string]error{},
+		obs:      map[string]engine.Observation{engine.RoleFirst: first, engine.RoleSecond: second},
+		next:     map[string]int{},
+		err:      map[string]error{},
+		node:     map[string]nomadusage.NodeState{},
+		desired:  map[string]int{},
+		jobIndex: 42,
 	}
 }
 
-func (m *memReader) Read(_ context.Context, q nomadusage.Query) (*nomadusage.Reading, error) {
+func (m *memReader) ReadHosts(_ context.Context, qs []nomadusage.Query, opts nomadusage.Options) ([]*nomadusage.Reading, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
-	if err := m.err[q.Label]; err != nil {
-		return nil, err
+	m.queries = append(m.queries, qs)
+	m.opts = append(m.opts, opts)
+	out := make([]*nomadusage.Reading, len(qs))
+	for i, q := range qs {
+		if err := m.err[q.Label]; err != nil {
+			return nil, err
+		}
+		o, ok := m.obs[q.Label]
+		if !ok {
+			return nil, fmt.Errorf("memReader: no host %q", q.Label)
+		}
+		var samples []engine.Sample
+		var at time.Time
+		if len(o.Samples) > 0 {
+			k := m.next[q.Label]
+			m.next[q.Label]++
+			s := o.Samples[k%len(o.Samples)]
+			// Past the end the samples repeat, later in time.
+			if cycle := k / len(o.Samples); cycle > 0 {
+				span := o.Samples[len(o.Samples)-1].Time - o.Samples[0].Time + 60
+				s.Time += int64(cycle) * span
+			}
+			samples, at = []engine.Sample{s}, time.Unix(s.Time, 0)
+		}
+		state, ok := m.node[q.Label]
+		if !ok {
+			state = nomadusage.NodeState{Status: "ready", Eligibility: "eligible"}
+		}
+		desired, ok := m.desired[q.Label]
+		if !ok {
+			desired = o.RunningReplicas
+		}
+		r := &nomadusage.Reading{NodeID: "node-" + q.Label, NodeName: "node-" + q.Label, Node: state, Time: at,
+			Observation: o, Job: q.Job, Group: q.Group, JobModifyIndex: m.jobIndex, DesiredCount: desired}
+		// As the real reader: the label, wanted and queued replicas and a
+		// configured demand come from the query (a template's own host
+		// label, if any, is kept: a fake may serve anything).
+		if r.Observation.Host == "" {
+			r.Observation.Host = q.Label
+		}
+		r.Observation.WantedReplicas, r.Observation.QueuedReplicas = q.WantedReplicas, q.QueuedReplicas
+		if q.ReplicaCPUDemandMHz != 0 {
+			r.Observation.ReplicaCPUDemandMHz = q.ReplicaCPUDemandMHz
+		}
+		if q.ReplicaMemoryDemandMB != 0 {
+			r.Observation.ReplicaMemoryDemandMB = q.ReplicaMemoryDemandMB
+		}
+		r.Observation.Samples = samples
+		out[i] = r
 	}
-	o, ok := m.obs[q.Label]
-	if !ok {
-		return nil, fmt.Errorf("memReader: no host %q", q.Label)
-	}
-	k := m.next[q.Label]
-	m.next[q.Label]++
-	s := o.Samples[k%len(o.Samples)]
-	// Past the end the samples repeat, later in time.
-	if cycle := k / len(o.Samples); cycle > 0 {
-		span := o.Samples[len(o.Samples)-1].Time - o.Samples[0].Time + 60
-		s.Time += int64(cycle) * span
-	}
-	r := &nomadusage.Reading{NodeID: "node-" + q.Label, NodeName: q.Label, Time: time.Unix(s.Time, 0), Observation: o}
-	r.Observation.Host = q.Label
-	r.Observation.Samples = []engine.Sample{s}
-	return r, nil
+	return out, nil
 }
 
-// configFor builds a strategy config for a golden request.
+// configFor builds a strategy config for a golden request: the request's
+// models, quotas and sample minimum, and no limit between the engine's
+// counts and the action (no steps, no hysteresis, placement reported).
 func configFor(r *engine.Request, role string, window int) map[string]string {
 	m := map[string]string{
 		KeyRole:                    role,
@@ -80,6 +125,13 @@ func configFor(r *engine.Request, role string, window int) map[string]string {
 		PrefixSecond + KeyGroup:    "back",
 		KeyWindow:                  strconv.Itoa(window),
 		KeyMaxAge:                  "10000h",
+		KeyMaxScaleUp:              StepNone,
+		KeyMaxScaleDown:            StepNone,
+		KeyHysteresis:              StepNone,
+		KeyPlacement:               PlacementReport,
+	}
+	if r.MinSamples != 0 {
+		m[KeyMinSamples] = strconv.Itoa(r.MinSamples)
 	}
 	if r.FirstModel != "" {
 		m[PrefixFirst+KeyModel] = r.FirstModel
@@ -89,17 +141,38 @@ func configFor(r *engine.Request, role string, window int) map[string]string {
 	}
 	for _, q := range []struct {
 		prefix string
-		q      *engine.Quota
+		q      *engine.QuotaSpec
 	}{{PrefixFirst, r.FirstQuota}, {PrefixSecond, r.SecondQuota}} {
-		if q.q == nil {
-			continue
+		setQuota(m, q.prefix, q.q)
+	}
+	for _, h := range []struct {
+		prefix string
+		o      engine.Observation
+	}{{PrefixFirst, r.First}, {PrefixSecond, r.Second}} {
+		if h.o.WantedReplicas != 0 {
+			m[h.prefix+KeyWantedReplicas] = strconv.Itoa(h.o.WantedReplicas)
 		}
-		m[q.prefix+KeyMin] = strconv.Itoa(q.q.Min)
-		m[q.prefix+KeyMax] = strconv.Itoa(q.q.Max)
-		m[q.prefix+KeyPerBranch] = strconv.FormatFloat(q.q.PerBranch, 'g', -1, 64)
-		m[q.prefix+KeyRounding] = q.q.Rounding
 	}
 	return m
+}
+
+// setQuota writes a quota spec's given fields as config keys.
+func setQuota(m map[string]string, prefix string, q *engine.QuotaSpec) {
+	if q == nil {
+		return
+	}
+	if q.Min != nil {
+		m[prefix+KeyMin] = strconv.Itoa(*q.Min)
+	}
+	if q.Max != nil {
+		m[prefix+KeyMax] = strconv.Itoa(*q.Max)
+	}
+	if q.PerBranch != nil {
+		m[prefix+KeyPerBranch] = strconv.FormatFloat(*q.PerBranch, 'g', -1, 64)
+	}
+	if q.Rounding != nil {
+		m[prefix+KeyRounding] = *q.Rounding
+	}
 }
 
 func newEval(name string, config map[string]string) *sdk.ScalingCheckEvaluation {
@@ -117,3 +190,19 @@ type clock struct {
 
 func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// withKeys returns a copy of m with kv set ("" deletes a key).
+func withKeys(m map[string]string, kv ...string) map[string]string {
+	out := make(map[string]string, len(m)+len(kv)/2)
+	for k, v := range m {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			delete(out, kv[i])
+		} else {
+			out[kv[i]] = kv[i+1]
+		}
+	}
+	return out
+}

@@ -2,7 +2,10 @@ package nomadplugin
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +15,14 @@ import (
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/engine/golden"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
+	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
 // runWindow feeds a strategy one reading per sample of the request's
 // observations (the window then holds exactly those samples) and returns
 // the last evaluation.
-func runWindow(t testing.TB, r *engine.Request, role string, count int64) *sdk.ScalingCheckEvaluation {
+func runWindow(t testing.TB, r *engine.Request, cfg map[string]string, count int64) *sdk.ScalingCheckEvaluation {
 	t.Helper()
 	n := len(r.First.Samples)
 	if len(r.Second.Samples) != n {
@@ -25,7 +30,6 @@ func runWindow(t testing.TB, r *engine.Request, role string, count int64) *sdk.S
 	}
 	clk := &clock{}
 	st := NewStrategy(hclog.NewNullLogger(), WithReader(newMemReader(r.First, r.Second)), WithClock(clk.now))
-	cfg := configFor(r, role, n)
 	var ev *sdk.ScalingCheckEvaluation
 	for i := 0; i < n; i++ {
 		clk.set(time.Unix(max(r.First.Samples[i].Time, r.Second.Samples[i].Time), 0))
@@ -38,7 +42,39 @@ func runWindow(t testing.TB, r *engine.Request, role string, count int64) *sdk.S
 	return ev
 }
 
-// TestGoldenVectors: the strategy's counts equal the golden decisions.
+// queuedConfig writes replicas as the queued key's value.
+func queuedConfig(rs []engine.Replica) string {
+	items := make([]string, len(rs))
+	for i, r := range rs {
+		items[i] = strconv.FormatFloat(r.CPUMHz, 'g', -1, 64) + ":" + strconv.FormatFloat(r.MemoryMB, 'g', -1, 64)
+	}
+	return strings.Join(items, ",")
+}
+
+// goldenConfig is configFor plus the golden request's queued replicas,
+// which the strategy takes from its config (the reader passes them on).
+func goldenConfig(r *engine.Request, role string) map[string]string {
+	cfg := configFor(r, role, len(r.First.Samples))
+	for _, h := range []struct {
+		prefix string
+		o      engine.Observation
+	}{{PrefixFirst, r.First}, {PrefixSecond, r.Second}} {
+		if h.o.QueuedReplicas != nil {
+			cfg[h.prefix+KeyQueued] = queuedConfig(h.o.QueuedReplicas)
+		}
+	}
+	return cfg
+}
+
+// unlabelled is the request with the hosts labelled by role, as the
+// strategy labels them.
+func unlabelled(r engine.Request) engine.Request {
+	r.First.Host, r.Second.Host = "", ""
+	return r
+}
+
+// TestGoldenVectors: the strategy's counts and reasons equal the golden
+// decisions.
 func TestGoldenVectors(t *testing.T) {
 	vs, err := golden.Load(golden.Path())
 	if err != nil {
@@ -46,9 +82,13 @@ func TestGoldenVectors(t *testing.T) {
 	}
 	for _, v := range vs {
 		t.Run(v.Name, func(t *testing.T) {
+			r := unlabelled(v.Request)
 			for _, role := range []string{RoleFirst, RoleSecond, RoleSplit} {
-				ev := runWindow(t, &v.Request, role, 0)
+				ev := runWindow(t, &r, goldenConfig(&r, role), 0)
 				a := ev.Action
+				if strings.HasPrefix(a.Reason, "no scaling") {
+					t.Fatalf("role %s: %s", role, a.Reason)
+				}
 				want := map[string]int{RoleFirst: v.Want.First.Containers, RoleSecond: v.Want.Second.Containers, RoleSplit: v.Want.First.Containers + v.Want.Second.Containers}[role]
 				if a.Count != int64(want) {
 					t.Errorf("role %s: count %d, golden %d (reason %s)", role, a.Count, want, a.Reason)
@@ -56,7 +96,6 @@ func TestGoldenVectors(t *testing.T) {
 				if a.Meta[MetaFirstDecided] != v.Want.First.Containers || a.Meta[MetaSecondDecided] != v.Want.Second.Containers {
 					t.Errorf("role %s: decided %v + %v, golden %d + %d", role, a.Meta[MetaFirstDecided], a.Meta[MetaSecondDecided], v.Want.First.Containers, v.Want.Second.Containers)
 				}
-				// The reason is the engine's, with the host labelled by role.
 				wf, ws := v.Want.First, v.Want.Second
 				wf.Host, ws.Host = engine.RoleFirst, engine.RoleSecond
 				if got := a.Meta[MetaFirstReason]; got != wf.Reason() {
@@ -64,6 +103,12 @@ func TestGoldenVectors(t *testing.T) {
 				}
 				if got := a.Meta[MetaSecondReason]; got != ws.Reason() {
 					t.Errorf("second reason\n got %v\nwant %s", got, ws.Reason())
+				}
+				if a.Meta[HostMeta(RoleFirst, MetaLimit)] != wf.Limit || a.Meta[HostMeta(RoleSecond, MetaLimit)] != ws.Limit {
+					t.Errorf("limits %v, %v; golden %s, %s", a.Meta[HostMeta(RoleFirst, MetaLimit)], a.Meta[HostMeta(RoleSecond, MetaLimit)], wf.Limit, ws.Limit)
+				}
+				if wf.Refused != nil && role != RoleSecond && !strings.Contains(a.Reason, "first refused "+wf.Refused.Name) {
+					t.Errorf("the reason does not name the first refused slot %s: %s", wf.Refused.Name, a.Reason)
 				}
 				if strings.Contains(a.Reason, "\n") {
 					t.Errorf("reason is more than one line: %q", a.Reason)
@@ -73,25 +118,28 @@ func TestGoldenVectors(t *testing.T) {
 	}
 }
 
-// TestRunMatchesDecideRequest: on the real series the strategy's action is
-// exactly one engine.DecideRequest of the same observations.
-func TestRunMatchesDecideRequest(t *testing.T) {
+// TestRunMatchesDecide: on the real series the strategy's action is
+// exactly one engine decision of the same observations.
+func TestRunMatchesDecide(t *testing.T) {
 	vs, err := golden.Load(golden.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := vs[0].Request
-	d, err := engine.DecideRequest(&r)
+	r := unlabelled(vs[0].Request)
+	d, err := r.Decide()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cur := int64(d.First.Containers + d.Second.Containers + 3)
-	ev := runWindow(t, &r, RoleSplit, cur)
+	ev := runWindow(t, &r, goldenConfig(&r, RoleSplit), cur)
 	if ev.Action.Count != int64(d.First.Containers+d.Second.Containers) || ev.Action.Direction != sdk.ScaleDirectionDown {
 		t.Errorf("split action %d %s, want %d down", ev.Action.Count, ev.Action.Direction, d.First.Containers+d.Second.Containers)
 	}
 	if ev.Action.Meta[MetaFirstCount] != d.First.Containers || ev.Action.Meta[MetaSecondCount] != d.Second.Containers {
 		t.Errorf("meta split %v + %v", ev.Action.Meta[MetaFirstCount], ev.Action.Meta[MetaSecondCount])
+	}
+	if ev.Action.Meta[MetaJobModifyIndex] != uint64(42) {
+		t.Errorf("the action does not carry the job's modify index the reader saw: %v", ev.Action.Meta[MetaJobModifyIndex])
 	}
 }
 
@@ -112,14 +160,14 @@ func TestSplitAction(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := NewStrategy(nil)
 			ev := newEval("x", nil)
+			ev.Action.Canonicalize()
 			d := &engine.Decision{
 				First:  engine.HostDecision{Role: engine.RoleFirst, Layer: engine.LayerInput, Containers: c.f, Quota: engine.DefaultQuota(8), BranchTotal: "1"},
 				Second: engine.HostDecision{Role: engine.RoleSecond, Layer: engine.LayerOutput, Containers: c.s, Quota: engine.DefaultQuota(8), BranchTotal: "1"},
 			}
-			obs := [2]engine.Observation{{RunningReplicas: c.curF}, {RunningReplicas: c.curS}}
-			st.act(ev, &strategyConfig{role: RoleSplit}, d, obs, c.count)
+			plans := [2]hostPlan{{role: RoleFirst, decided: c.f, final: c.f, current: c.curF}, {role: RoleSecond, decided: c.s, final: c.s, current: c.curS}}
+			act(ev.Action, &strategyConfig{role: RoleSplit}, d, plans, c.count)
 			a := ev.Action
 			if a.Meta[MetaFirstCount] != c.wantF || a.Meta[MetaSecondCount] != c.wantS || a.Count != int64(c.wantF+c.wantS) {
 				t.Errorf("applies %v + %v (count %d), want %d + %d", a.Meta[MetaFirstCount], a.Meta[MetaSecondCount], a.Count, c.wantF, c.wantS)
@@ -137,12 +185,198 @@ func TestSplitAction(t *testing.T) {
 	}
 }
 
+// flatPair is two hosts of 20000 MHz running `running` replicas at per
+// MHz each, requesting req MHz and 512 MB each, 10 one-minute samples.
+func flatPair(running int, per, req float64) (engine.Observation, engine.Observation) {
+	o := testsupport.Flat(testsupport.HostMHz, running, per, req, 10)
+	o.MemoryCapacityMB = testsupport.HostMemoryMB
+	o.RequestedMemoryMB = float64(running) * testsupport.ReplicaMemMB
+	o.ReplicaMemoryDemandMB = testsupport.ReplicaMemMB
+	for i := range o.Samples {
+		o.Samples[i].Time += 1_700_000_000
+		o.Samples[i].MemoryMB = float64(running) * 256
+	}
+	return o, o
+}
+
+// runFlat runs the strategy on flat observations for every sample (a
+// full window) and returns the last action.
+func runFlat(t *testing.T, rd *memReader, cfg map[string]string, count int64) *sdk.ScalingAction {
+	t.Helper()
+	clk := &clock{}
+	st := NewStrategy(hclog.NewNullLogger(), WithReader(rd), WithClock(clk.now))
+	var a *sdk.ScalingAction
+	for _, s := range rd.obs[engine.RoleFirst].Samples {
+		clk.set(time.Unix(s.Time, 0))
+		ev, err := st.Run(newEval("flat", cfg), count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a = ev.Action
+	}
+	return a
+}
+
+func flatConfig(role string) map[string]string {
+	return map[string]string{
+		KeyRole: role, KeyJob: "web", KeyWindow: "10", KeyMaxAge: "10000h",
+		PrefixFirst + KeyNodeName: "host-a", PrefixFirst + KeyGroup: "front",
+		PrefixSecond + KeyNodeName: "host-b", PrefixSecond + KeyGroup: "back",
+	}
+}
+
+// TestStepLimits: issue 9's jump, 2 -> 78 in one evaluation, is held to
+// max_scale_up; hysteresis holds a one-replica wobble; a percentage
+// limits a scale-down; the reason says what held the count back and by
+// how much.
+func TestStepLimits(t *testing.T) {
+	// Two replicas at 10 MHz each: the capacity processor's every slot
+	// holds data, and a quota max of 78 makes the engine's count 78.
+	first, second := flatPair(2, 10, 2000)
+	cases := []struct {
+		name       string
+		role       string
+		cfg        []string
+		desired    int
+		count      int64
+		wantFinal  int
+		wantInWhy  string
+		wantHeld   int
+		wantEngine int
+	}{
+		{name: "2 -> 78 under max_scale_up 4 gives 6", role: RoleSecond, desired: 2, count: 2,
+			cfg:       []string{KeyMaxScaleUp, "4", PrefixSecond + KeyMax, "78", KeyPlacement, PlacementReport, KeyHysteresis, StepNone},
+			wantFinal: 6, wantInWhy: "max_scale_up 4: at most +4 from 2 (held back 72)", wantHeld: 72, wantEngine: 78},
+		{name: "the default max_scale_up doubles at most", role: RoleSecond, desired: 2, count: 2,
+			cfg:       []string{PrefixSecond + KeyMax, "78", KeyPlacement, PlacementReport},
+			wantFinal: 4, wantInWhy: "max_scale_up 100%: at most +2 from 2", wantHeld: 74, wantEngine: 78},
+		{name: "hysteresis holds a one-replica wobble", role: RoleSecond, desired: 77, count: 77,
+			cfg:       []string{KeyHysteresis, "2", PrefixSecond + KeyMax, "78", KeyPlacement, PlacementReport},
+			wantFinal: 77, wantInWhy: "hysteresis: a change of 1 is within the band of 2", wantHeld: 1, wantEngine: 78},
+		{name: "a two-replica move passes a band of 2", role: RoleSecond, desired: 76, count: 76,
+			cfg:       []string{KeyHysteresis, "2", PrefixSecond + KeyMax, "78", KeyPlacement, PlacementReport},
+			wantFinal: 78, wantEngine: 78},
+		{name: "max_scale_down 25% from 40", role: RoleSecond, desired: 40, count: 40,
+			cfg:       []string{KeyMaxScaleDown, "25%", PrefixSecond + KeyMax, "10", KeyPlacement, PlacementReport},
+			wantFinal: 10, wantEngine: 10}, // outside the quota [0, 10]: the quota wins over the step limit
+		{name: "max_scale_down 25% inside the quota", role: RoleSecond, desired: 40, count: 40,
+			cfg:       []string{KeyMaxScaleDown, "25%", PrefixSecond + KeyMax, "60", PrefixSecond + KeyPerBranch, "0.1", KeyPlacement, PlacementReport},
+			wantFinal: 30, wantInWhy: "max_scale_down 25%: at most -10 from 40 (held back 19)", wantHeld: -19, wantEngine: 11},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := newMemReader(first, second)
+			rd.desired[engine.RoleSecond] = tc.desired
+			a := runFlat(t, rd, withKeys(flatConfig(tc.role), tc.cfg...), tc.count)
+			if strings.HasPrefix(a.Reason, "no scaling") {
+				t.Fatal(a.Reason)
+			}
+			if got := a.Meta[MetaSecondDecided]; got != tc.wantEngine {
+				t.Fatalf("the engine decided %v, the case needs %d: %s", got, tc.wantEngine, a.Reason)
+			}
+			if a.Count != int64(tc.wantFinal) {
+				t.Errorf("count %d, want %d: %s", a.Count, tc.wantFinal, a.Reason)
+			}
+			if !strings.Contains(a.Reason, tc.wantInWhy) {
+				t.Errorf("reason does not say %q: %s", tc.wantInWhy, a.Reason)
+			}
+			if got := a.Meta[HostMeta(RoleSecond, MetaHeld)]; got != tc.wantHeld {
+				t.Errorf("held meta %v, want %d", got, tc.wantHeld)
+			}
+		})
+	}
+}
+
+// TestPlacement: in cap mode the strategy never asks for more than Nomad
+// can place (running replicas aside); in report mode it asks and says how
+// many will queue.
+func TestPlacement(t *testing.T) {
+	// 2 replicas at 100 MHz each reserving 2000 MHz on a 20000 MHz host,
+	// others reserving 12000: Nomad can place 4 of this size.
+	first, second := flatPair(2, 100, 2000)
+	second.OtherReservedCPUMHz = 12000
+	cfg := withKeys(flatConfig(RoleSecond), KeyMaxScaleUp, StepNone, KeyHysteresis, StepNone)
+	for _, tc := range []struct {
+		mode        string
+		wantCount   int64
+		wantQueued  int
+		wantInWhy   string
+		wantNotCaps bool
+	}{
+		{PlacementCap, 4, 0, "placement cap: Nomad can place 4", false},
+		{PlacementReport, -1, -1, "will stay queued: Nomad can place 4", true},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			rd := newMemReader(first, second)
+			a := runFlat(t, rd, withKeys(cfg, KeyPlacement, tc.mode), 2)
+			decided := a.Meta[MetaSecondDecided].(int)
+			if decided <= 4 {
+				t.Fatalf("the engine decided %d; the case needs more than Nomad can place (4): %s", decided, a.Reason)
+			}
+			if got := a.Meta[HostMeta(RoleSecond, MetaPlaceable)]; got != 4 {
+				t.Fatalf("placeable %v, want 4", got)
+			}
+			want, queued := tc.wantCount, tc.wantQueued
+			if tc.mode == PlacementReport {
+				want, queued = int64(decided), decided-4
+			}
+			if a.Count != want {
+				t.Errorf("count %d, want %d: %s", a.Count, want, a.Reason)
+			}
+			if got := a.Meta[HostMeta(RoleSecond, MetaQueued)]; got != queued {
+				t.Errorf("queued meta %v, want %d", got, queued)
+			}
+			if !strings.Contains(a.Reason, tc.wantInWhy) {
+				t.Errorf("reason does not say %q: %s", tc.wantInWhy, a.Reason)
+			}
+			if a.Meta[MetaPlacement] != tc.mode {
+				t.Errorf("placement meta %v", a.Meta[MetaPlacement])
+			}
+		})
+	}
+}
+
+// TestNodeState: a host whose node is draining, ineligible or down is
+// never scaled up (the reason says why); scaling down is allowed.
+func TestNodeState(t *testing.T) {
+	first, second := flatPair(2, 10, 2000)
+	cfg := withKeys(flatConfig(RoleSecond), KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone, KeyPlacement, PlacementReport)
+	for _, tc := range []struct {
+		name    string
+		state   nomadusage.NodeState
+		desired int
+		max     string
+		want    int64
+		why     string
+	}{
+		{"draining: no scale up", nomadusage.NodeState{Status: "ready", Drain: true, Eligibility: "ineligible"}, 2, "40", 2, "is draining"},
+		{"ineligible: no scale up", nomadusage.NodeState{Status: "ready", Eligibility: "ineligible"}, 2, "40", 2, "is ineligible for scheduling"},
+		{"down: no scale up", nomadusage.NodeState{Status: "down", Eligibility: "eligible"}, 2, "40", 2, "is down"},
+		{"draining: scale down allowed", nomadusage.NodeState{Status: "ready", Drain: true, Eligibility: "ineligible"}, 30, "5", 5, ""},
+		{"ready: scale up", nomadusage.NodeState{Status: "ready", Eligibility: "eligible"}, 2, "40", 40, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := newMemReader(first, second)
+			rd.node[engine.RoleSecond] = tc.state
+			rd.desired[engine.RoleSecond] = tc.desired
+			a := runFlat(t, rd, withKeys(cfg, PrefixSecond+KeyMax, tc.max), int64(tc.desired))
+			if a.Count != tc.want {
+				t.Errorf("count %d, want %d: %s", a.Count, tc.want, a.Reason)
+			}
+			if tc.why != "" && (!strings.Contains(a.Reason, tc.why) || !strings.Contains(a.Reason, "not scaled up from 2")) {
+				t.Errorf("reason does not say the node %s: %s", tc.why, a.Reason)
+			}
+		})
+	}
+}
+
+// TestNoScaling: what keeps the current count, and says why.
 func TestNoScaling(t *testing.T) {
 	vs, err := golden.Load(golden.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := vs[0].Request
+	base := unlabelled(vs[0].Request)
 	now := time.Unix(base.First.Samples[len(base.First.Samples)-1].Time, 0)
 	metrics := func(vals ...float64) sdk.TimestampedMetrics {
 		var ms sdk.TimestampedMetrics
@@ -160,10 +394,12 @@ func TestNoScaling(t *testing.T) {
 		want    string
 	}{
 		{name: "unknown host", reader: func(r *memReader) {
-			r.err[engine.RoleSecond] = errors.New(`host name="host-b": no node matches among 3 nodes`)
-		}, want: "second host"},
-		{name: "NaN from APM", cfg: func(m map[string]string) { m[PrefixFirst+KeyUsage] = UsageAPM },
-			metrics: metrics(100, math.NaN(), 120), want: "NaN"},
+			r.err[engine.RoleSecond] = fmt.Errorf(`host name="host-b": %w`, nomadusage.ErrNodeNotFound)
+		}, want: "no node matches"},
+		{name: "NaN from APM: the engine names the sample", cfg: func(m map[string]string) { m[PrefixFirst+KeyUsage] = UsageAPM },
+			metrics: metrics(100, math.NaN(), 120), want: "first host observation: usage_samples[1].cpu_mhz: is NaN"},
+		{name: "negative from APM", cfg: func(m map[string]string) { m[PrefixFirst+KeyUsage] = UsageAPM },
+			metrics: metrics(100, 90, -1), want: "usage_samples[2].cpu_mhz: is -1"},
 		{name: "no APM metrics", cfg: func(m map[string]string) { m[PrefixFirst+KeyUsage] = UsageAPM },
 			want: "no usage metrics"},
 		{name: "stale APM metrics", cfg: func(m map[string]string) { m[PrefixFirst+KeyUsage] = UsageAPM; m[KeyMaxAge] = "30s" },
@@ -173,7 +409,12 @@ func TestNoScaling(t *testing.T) {
 			o.Samples = append([]engine.Sample(nil), o.Samples...)
 			o.Samples[0].CPUMHz = -5
 			r.obs[engine.RoleFirst] = o
-		}, want: "usage refused"},
+		}, want: "first host observation: usage_samples[0].cpu_mhz: is -5"},
+		{name: "one sample: too few to judge", cfg: func(m map[string]string) { m[KeyMinSamples] = "5" },
+			want: "keeping the current count: first host observation: usage_samples: has 1 sample(s); at least 5 are needed"},
+		{name: "read deadline", reader: func(r *memReader) {
+			r.err[engine.RoleFirst] = fmt.Errorf("read stats of allocation a1 on node host-a: %w", errors.New("context deadline exceeded"))
+		}, want: "read stats of allocation a1 on node host-a: context deadline exceeded"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +427,7 @@ func TestNoScaling(t *testing.T) {
 				at = now
 			}
 			st := NewStrategy(hclog.NewNullLogger(), WithReader(rd), WithClock(func() time.Time { return at }))
-			cfg := configFor(&base, RoleSplit, 60)
+			cfg := withKeys(goldenConfig(&base, RoleSplit), KeyWindow, "60", KeyMinSamples, "1")
 			if tc.cfg != nil {
 				tc.cfg(cfg)
 			}
@@ -207,12 +448,147 @@ func TestNoScaling(t *testing.T) {
 	}
 }
 
+// TestInvalidInputs runs the engine's rule book through the strategy's
+// input forms. Observation fields that come from Nomad are fed through a
+// fake UsageReader, sample by sample into the strategy's window: no
+// scaling, and the reason names the field. Fields the check's config sets
+// (demands, wanted and queued replicas) and quotas are fed as config keys:
+// a *ConfigError naming the key, and nothing read or scaled.
+func TestInvalidInputs(t *testing.T) {
+	byConfig := map[string]func(m map[string]string, prefix string, r *engine.Request, o *engine.Observation){
+		"replica_cpu_demand_mhz": func(m map[string]string, p string, _ *engine.Request, o *engine.Observation) {
+			m[p+KeyReplicaCPU] = strconv.FormatFloat(o.ReplicaCPUDemandMHz, 'g', -1, 64)
+		},
+		"replica_memory_demand_mb": func(m map[string]string, p string, _ *engine.Request, o *engine.Observation) {
+			m[p+KeyReplicaMemory] = strconv.FormatFloat(o.ReplicaMemoryDemandMB, 'g', -1, 64)
+		},
+		"wanted_replicas": func(m map[string]string, p string, _ *engine.Request, o *engine.Observation) {
+			m[p+KeyWantedReplicas] = strconv.Itoa(o.WantedReplicas)
+			if o.QueuedReplicas != nil {
+				m[p+KeyQueued] = queuedConfig(o.QueuedReplicas)
+			}
+		},
+		"queued_replicas": func(m map[string]string, p string, _ *engine.Request, o *engine.Observation) {
+			m[p+KeyQueued] = queuedConfig(o.QueuedReplicas)
+		},
+	}
+	configKey := map[string]string{"replica_cpu_demand_mhz": KeyReplicaCPU, "replica_memory_demand_mb": KeyReplicaMemory,
+		"wanted_replicas": KeyWantedReplicas, "queued_replicas": KeyQueued}
+	for _, tc := range testsupport.InvalidInputs() {
+		t.Run(tc.Name, func(t *testing.T) {
+			s1 := testsupport.SeriesObservation(t, "series3", 3000, 8, 4, 0.1)
+			s2 := testsupport.SeriesObservation(t, "series9", 3000, 8, 4, 0.1)
+			r := engine.Request{First: s1, Second: s2}
+			r.First.Host, r.Second.Host = "", ""
+			valid := r
+			tc.Edit(&r)
+			prefix := PrefixFirst
+			o := &r.First
+			if tc.Host == engine.RoleSecond {
+				prefix, o = PrefixSecond, &r.Second
+			}
+			// max_age spans every sample time (a negative one included), so
+			// that the engine, not the staleness rule, judges the samples.
+			cfg := withKeys(configFor(&valid, RoleSplit, 8), KeyMinSamples, "3", KeyMaxAge, "1000000h")
+			base, _, _ := strings.Cut(tc.Field, "[")
+			switch {
+			case tc.Part == engine.PartQuota:
+				spec := r.FirstQuota
+				if tc.Host == engine.RoleSecond {
+					spec = r.SecondQuota
+				}
+				setQuota(cfg, prefix, spec)
+				st := NewStrategy(nil, WithReader(newMemReader(valid.First, valid.Second)))
+				_, err := st.Run(newEval("bad", cfg), 3)
+				var ce *ConfigError
+				if !errors.As(err, &ce) || ce.Key != prefix+tc.Field {
+					t.Fatalf("err = %v, want a ConfigError for %q", err, prefix+tc.Field)
+				}
+			case byConfig[base] != nil:
+				byConfig[base](cfg, prefix, &r, o)
+				rd := newMemReader(valid.First, valid.Second)
+				st := NewStrategy(nil, WithReader(rd))
+				_, err := st.Run(newEval("bad", cfg), 3)
+				var ce *ConfigError
+				if !errors.As(err, &ce) || ce.Key != prefix+configKey[base] {
+					t.Fatalf("err = %v, want a ConfigError for %q", err, prefix+configKey[base])
+				}
+				if rd.calls != 0 {
+					t.Errorf("a refused config read Nomad %d times", rd.calls)
+				}
+			case base == "usage_samples" && len(o.Samples) == 0:
+				// The strategy's window is fed one reading at a time: an
+				// empty window cannot come from Nomad. A reading without
+				// a sample is refused before the engine, and nothing
+				// scales.
+				a := runInvalid(t, &valid, &r, cfg)
+				if !strings.Contains(a.Reason, "second host (name=\"host-b\"): Nomad's reading carries no usage sample") {
+					t.Errorf("reason %q", a.Reason)
+				}
+			case tc.Field == "usage_samples[5].time" && o.Samples[5].Time == o.Samples[4].Time:
+				// Two readings in the same second: the window keeps the
+				// later one (Nomad's stats are one-second samples), so a
+				// repeated time never reaches the engine; the decision is
+				// made on the window without the repeat.
+				a := runInvalid(t, &valid, &r, cfg)
+				if strings.HasPrefix(a.Reason, "no scaling") {
+					t.Fatalf("a repeated second stopped the decision: %s", a.Reason)
+				}
+				want := r
+				want.MinSamples = 3
+				if tc.Host == engine.RoleFirst {
+					o = &want.First
+				} else {
+					o = &want.Second
+				}
+				o.Samples = append(append([]engine.Sample(nil), o.Samples[:4]...), o.Samples[5:]...)
+				d, err := want.Decide()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Meta[MetaFirstDecided] != d.First.Containers || a.Meta[MetaSecondDecided] != d.Second.Containers {
+					t.Errorf("decided %v + %v, the engine on the window without the repeat %d + %d", a.Meta[MetaFirstDecided], a.Meta[MetaSecondDecided], d.First.Containers, d.Second.Containers)
+				}
+			default:
+				a := runInvalid(t, &valid, &r, cfg)
+				want := fmt.Sprintf("%s host observation: %s: ", tc.Host, tc.Field)
+				if !strings.HasPrefix(a.Reason, "no scaling: ") || !strings.Contains(a.Reason, want) {
+					t.Errorf("reason %q does not name %q", a.Reason, want)
+				}
+			}
+		})
+	}
+}
+
+// runInvalid feeds the edited request's observations through a fake
+// reader, one sample per evaluation, and returns the last action: it must
+// be no action at the current count.
+func runInvalid(t *testing.T, valid, bad *engine.Request, cfg map[string]string) *sdk.ScalingAction {
+	t.Helper()
+	rd := newMemReader(bad.First, bad.Second)
+	n := max(len(bad.First.Samples), len(bad.Second.Samples), 1)
+	clk := &clock{t: time.Unix(valid.First.Samples[len(valid.First.Samples)-1].Time, 0)}
+	st := NewStrategy(nil, WithReader(rd), WithClock(clk.now))
+	var a *sdk.ScalingAction
+	for range n {
+		ev, err := st.Run(newEval("bad", cfg), 3)
+		if err != nil {
+			t.Fatalf("Run returned an error, want no scaling with a reason: %v", err)
+		}
+		a = ev.Action
+	}
+	if strings.HasPrefix(a.Reason, "no scaling") && (a.Direction != sdk.ScaleDirectionNone || a.Count != 3) {
+		t.Errorf("no-scaling action %s to %d, want none at 3", a.Direction, a.Count)
+	}
+	return a
+}
+
 func TestAPMUsage(t *testing.T) {
 	vs, err := golden.Load(golden.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := vs[0].Request
+	r := unlabelled(vs[0].Request)
 	now := time.Unix(r.First.Samples[len(r.First.Samples)-1].Time, 0)
 	// The check's metrics carry the first host's samples.
 	var ms sdk.TimestampedMetrics
@@ -225,24 +601,33 @@ func TestAPMUsage(t *testing.T) {
 	for i, s := range r.First.Samples {
 		want.First.Samples[i] = engine.Sample{Time: s.Time, CPUMHz: s.CPUMHz}
 	}
-	want.Second.Samples = r.Second.Samples[len(r.Second.Samples)-1:]
-	d, err := engine.DecideRequest(&want)
+	want.Second.Samples = r.Second.Samples[len(r.Second.Samples)-3:]
+	d, err := want.Decide()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := configFor(&r, RoleFirst, len(r.First.Samples))
-	cfg[PrefixFirst+KeyUsage] = UsageAPM
+	cfg := withKeys(configFor(&r, RoleFirst, len(r.First.Samples)), PrefixFirst+KeyUsage, UsageAPM)
 	rd := newMemReader(r.First, r.Second)
-	rd.next[engine.RoleSecond] = len(r.Second.Samples) - 1
-	st := NewStrategy(hclog.NewNullLogger(), WithReader(rd), WithClock(func() time.Time { return now }))
-	ev := newEval("apm", cfg)
-	ev.Metrics = ms
-	out, err := st.Run(ev, 0)
-	if err != nil {
-		t.Fatal(err)
+	rd.next[engine.RoleSecond] = len(r.Second.Samples) - 3
+	clk := &clock{}
+	st := NewStrategy(hclog.NewNullLogger(), WithReader(rd), WithClock(clk.now))
+	var out *sdk.ScalingCheckEvaluation
+	for i := 3; i > 0; i-- {
+		clk.set(time.Unix(r.Second.Samples[len(r.Second.Samples)-i].Time, 0).Add(time.Duration(now.Unix()-r.Second.Samples[len(r.Second.Samples)-1].Time) * time.Second))
+		ev := newEval("apm", cfg)
+		ev.Metrics = ms
+		if out, err = st.Run(ev, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if out.Action.Count != int64(d.First.Containers) {
-		t.Errorf("APM count %d, DecideRequest %d", out.Action.Count, d.First.Containers)
+		t.Errorf("APM count %d, engine %d (%s)", out.Action.Count, d.First.Containers, out.Action.Reason)
+	}
+	// With usage from the APM, the reader reads no allocation stats for
+	// that host.
+	last := rd.queries[len(rd.queries)-1]
+	if !last[0].NoStats || last[1].NoStats {
+		t.Errorf("queries NoStats = %v, %v; want the APM host without stats reads", last[0].NoStats, last[1].NoStats)
 	}
 }
 
@@ -255,60 +640,141 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatalf("valid config refused: %v", err)
 	}
 	cases := []struct {
-		name, key, value, wantKey string
+		name    string
+		kv      []string
+		agentNS string
+		wantKey string
+		want    string
 	}{
-		{"no role", KeyRole, "", KeyRole},
-		{"bad role", KeyRole, "both", KeyRole},
-		{"unknown key", "first_nodename", "a", "first_nodename"},
-		{"bad window", KeyWindow, "0", KeyWindow},
-		{"bad max age", KeyMaxAge, "soon", KeyMaxAge},
-		{"no host", PrefixFirst + KeyNodeName, "", PrefixFirst + KeyNodeID},
-		{"id with filter", PrefixFirst + KeyNodeID, "abc", PrefixFirst + KeyNodeID},
-		{"split without group", PrefixSecond + KeyGroup, "", PrefixSecond + KeyGroup},
-		{"split without job", KeyJob, "", KeyJob},
-		{"bad demand", PrefixFirst + KeyReplicaCPU, "-1", PrefixFirst + KeyReplicaCPU},
-		{"NaN demand", PrefixFirst + KeyReplicaCPU, "NaN", PrefixFirst + KeyReplicaCPU},
-		{"bad wanted", PrefixSecond + KeyWantedReplicas, "x", PrefixSecond + KeyWantedReplicas},
-		{"missing model file", PrefixFirst + KeyModel, "/nonexistent/model.json", PrefixFirst + KeyModel},
-		{"unknown builtin", PrefixSecond + KeyModel, "builtin:nope", PrefixSecond + KeyModel},
-		{"min above max", PrefixFirst + KeyMin, "9", PrefixFirst + KeyMax},
-		{"bad per branch", PrefixSecond + KeyPerBranch, "0", PrefixSecond + KeyPerBranch},
-		{"bad rounding", PrefixFirst + KeyRounding, "up", PrefixFirst + KeyRounding},
-		{"bad usage", PrefixFirst + KeyUsage, "prometheus", PrefixFirst + KeyUsage},
+		{"no role", []string{KeyRole, ""}, "", KeyRole, "is required"},
+		{"bad role", []string{KeyRole, "both"}, "", KeyRole, `is "both"`},
+		{"unknown key", []string{"first_nodename", "a"}, "", "first_nodename", "unknown key"},
+		{"bad window", []string{KeyWindow, "0"}, "", KeyWindow, "from 1"},
+		{"window below min_samples", []string{KeyWindow, "2", KeyMinSamples, "5"}, "", KeyWindow, "fewer than min_samples 5"},
+		{"window below the default min_samples", []string{KeyWindow, "1"}, "", KeyWindow, "default min_samples 3"},
+		{"min_samples out of the engine's range", []string{KeyMinSamples, "-2"}, "", KeyMinSamples, "from 1 to"},
+		{"min_samples not a number", []string{KeyMinSamples, "few"}, "", KeyMinSamples, "whole number"},
+		{"bad max age", []string{KeyMaxAge, "soon"}, "", KeyMaxAge, "Go duration"},
+		{"bad warmup", []string{KeyWarmup, "-1m"}, "", KeyWarmup, ">= 0"},
+		{"bad step", []string{KeyMaxScaleUp, "0"}, "", KeyMaxScaleUp, "whole number of replicas"},
+		{"bad percent", []string{KeyMaxScaleDown, "-5%"}, "", KeyMaxScaleDown, "percentage"},
+		{"bad hysteresis", []string{KeyHysteresis, "lots"}, "", KeyHysteresis, `or "none"`},
+		{"bad placement", []string{KeyPlacement, "maybe"}, "", KeyPlacement, `"cap" or "report"`},
+		{"negative concurrency", []string{KeyReadConcurrency, "-1"}, "", KeyReadConcurrency, "from 1"},
+		{"concurrency beyond the reader's limit", []string{KeyReadConcurrency, "5000"}, "", KeyReadConcurrency, "from 1 to 1024"},
+		{"bad min answered", []string{KeyMinAnswered, "1.5"}, "", KeyMinAnswered, "share"},
+		{"bad read timeout", []string{KeyReadTimeout, "0s"}, "", KeyReadTimeout, "positive"},
+		{"namespace *", []string{KeyNamespace, "*"}, "", KeyNamespace, "every namespace"},
+		{"agent namespace *", nil, "*", KeyNamespace, "from nomad_namespace"},
+		{"no host", []string{PrefixFirst + KeyNodeName, ""}, "", PrefixFirst + KeyNodeID, "needs"},
+		{"id with filter", []string{PrefixFirst + KeyNodeID, "abc"}, "", PrefixFirst + KeyNodeID, "alone"},
+		{"a pool no filter can express", []string{PrefixSecond + KeyNodePool, "a\"b`c"}, "", PrefixSecond + KeyNodePool, "cannot express"},
+		{"split without group", []string{PrefixSecond + KeyGroup, ""}, "", PrefixSecond + KeyGroup, "required"},
+		{"split without job", []string{KeyJob, ""}, "", KeyJob, "required"},
+		{"demand not a number", []string{PrefixFirst + KeyReplicaCPU, "lots"}, "", PrefixFirst + KeyReplicaCPU, "a number"},
+		{"negative demand: the engine's rule", []string{PrefixFirst + KeyReplicaCPU, "-1"}, "", PrefixFirst + KeyReplicaCPU, "finite number > 0"},
+		{"NaN demand: the engine's rule", []string{PrefixFirst + KeyReplicaCPU, "NaN"}, "", PrefixFirst + KeyReplicaCPU, "finite"},
+		{"wanted not a number", []string{PrefixSecond + KeyWantedReplicas, "x"}, "", PrefixSecond + KeyWantedReplicas, "whole number"},
+		{"queued malformed", []string{PrefixFirst + KeyQueued, "500:256,big"}, "", PrefixFirst + KeyQueued, "item 1"},
+		{"queued without CPU: the engine's rule", []string{PrefixFirst + KeyQueued, "500:256,0:128"}, "", PrefixFirst + KeyQueued, "> 0"},
+		{"missing model file", []string{PrefixFirst + KeyModel, "/nonexistent/model.json"}, "", PrefixFirst + KeyModel, "no such file"},
+		{"unknown builtin", []string{PrefixSecond + KeyModel, "builtin:nope"}, "", PrefixSecond + KeyModel, "no built-in model"},
+		{"min above the default max: the engine's rule", []string{PrefixFirst + KeyMin, "999"}, "", PrefixFirst + KeyMin, "set max as well"},
+		{"min above max: the engine's rule", []string{PrefixFirst + KeyMin, "9", PrefixFirst + KeyMax, "3"}, "", PrefixFirst + KeyMax, "below min"},
+		{"zero per branch: the engine's rule", []string{PrefixSecond + KeyPerBranch, "0"}, "", PrefixSecond + KeyPerBranch, "> 0"},
+		{"bad rounding: the engine's rule", []string{PrefixFirst + KeyRounding, "up"}, "", PrefixFirst + KeyRounding, `"up"`},
+		{"bad usage", []string{PrefixFirst + KeyUsage, "prometheus"}, "", PrefixFirst + KeyUsage, `"nomad" or "apm"`},
+		{"two APM hosts", []string{PrefixFirst + KeyUsage, UsageAPM, PrefixSecond + KeyUsage, UsageAPM}, "", PrefixSecond + KeyUsage, "one query"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := ok()
-			if c.name == "min above max" {
-				m[PrefixFirst+KeyMax] = "3"
-			}
-			if c.value == "" {
-				delete(m, c.key)
-			} else {
-				m[c.key] = c.value
-			}
-			_, err := parseStrategyConfig(m, "")
+			_, err := parseStrategyConfig(withKeys(ok(), c.kv...), c.agentNS)
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a ConfigError", err)
 			}
-			if ce.Key != c.wantKey {
-				t.Errorf("error names %q, want %q: %v", ce.Key, c.wantKey, err)
+			if ce.Key != c.wantKey || !strings.Contains(ce.Reason, c.want) {
+				t.Errorf("error %v; want key %q saying %q", err, c.wantKey, c.want)
 			}
 		})
 	}
-	// Both hosts from the APM is refused.
-	m := ok()
-	m[PrefixFirst+KeyUsage], m[PrefixSecond+KeyUsage] = UsageAPM, UsageAPM
-	if _, err := parseStrategyConfig(m, ""); err == nil {
-		t.Error("two APM hosts accepted")
-	}
-	// A config error from Run is an error, and changes nothing.
-	st := NewStrategy(nil, WithReader(newMemReader(engine.Observation{}, engine.Observation{})))
-	m = ok()
-	m[KeyRole] = "both"
-	if _, err := st.Run(newEval("bad", m), 3); err == nil || !strings.Contains(err.Error(), `"role"`) {
+	// A config error from Run is an error, and reads nothing.
+	rd := newMemReader(engine.Observation{}, engine.Observation{})
+	st := NewStrategy(nil, WithReader(rd))
+	if _, err := st.Run(newEval("bad", withKeys(ok(), KeyRole, "both")), 3); err == nil || !strings.Contains(err.Error(), `"role"`) {
 		t.Errorf("Run with a bad role: %v", err)
+	}
+	if rd.calls != 0 {
+		t.Errorf("a bad config read Nomad %d times", rd.calls)
+	}
+}
+
+// TestReadOptions: the check's read settings reach the reader.
+func TestReadOptions(t *testing.T) {
+	first, second := flatPair(2, 100, 2000)
+	rd := newMemReader(first, second)
+	cfg := withKeys(flatConfig(RoleSplit), KeyReadConcurrency, "7", KeyMinAnswered, "0.5", KeyWarmup, "90s", PrefixFirst+KeyNodeDatacenter, "dc2")
+	runFlat(t, rd, cfg, 4)
+	o := rd.opts[len(rd.opts)-1]
+	if o.Concurrency != 7 || o.MinAnswered != 0.5 || o.Warmup != 90*time.Second {
+		t.Errorf("options %+v", o)
+	}
+	q := rd.queries[len(rd.queries)-1][0]
+	if q.Host.Datacenter != "dc2" || q.Host.Name != "host-a" {
+		t.Errorf("first host selector %+v", q.Host)
+	}
+	// Defaults.
+	rd = newMemReader(first, second)
+	runFlat(t, rd, flatConfig(RoleSplit), 4)
+	if o := rd.opts[0]; o.Concurrency != 0 || o.MinAnswered != 0 || o.Warmup != DefaultWarmup {
+		t.Errorf("default options %+v: want the reader's defaults and a %s warm-up", o, DefaultWarmup)
+	}
+}
+
+// TestModelFileReload: a model file is read through the engine's model
+// cache, and a new file is used from the next evaluation on.
+func TestModelFileReload(t *testing.T) {
+	p, err := engine.Models.LoadFor(engine.RoleSecond, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "capacity.json")
+	m := *p.Model()
+	if err := engine.WriteModelFile(path, &m); err != nil {
+		t.Fatal(err)
+	}
+	first, second := flatPair(4, 1500, 2000)
+	rd := newMemReader(first, second)
+	clk := &clock{}
+	st := NewStrategy(nil, WithReader(rd), WithClock(clk.now))
+	cfg := withKeys(flatConfig(RoleSecond), PrefixSecond+KeyModel, path, KeyMinSamples, "1", KeyWindow, "10")
+	run := func() *sdk.ScalingAction {
+		t.Helper()
+		clk.set(time.Unix(first.Samples[0].Time, 0).Add(time.Duration(rd.calls) * time.Minute))
+		ev, err := st.Run(newEval("model", cfg), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.Action
+	}
+	digest := func(m *engine.Model) string {
+		d, err := m.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d[:len("sha256:")+12]
+	}
+	if a := run(); !strings.Contains(a.Meta[MetaSecondReason].(string), digest(&m)) {
+		t.Fatalf("reason %v does not carry the file's digest %s", a.Meta[MetaSecondReason], digest(&m))
+	}
+	threshold := 0.9
+	m2 := m
+	m2.OutputThreshold = &threshold
+	if err := engine.WriteModelFile(path, &m2); err != nil {
+		t.Fatal(err)
+	}
+	if a := run(); !strings.Contains(a.Meta[MetaSecondReason].(string), digest(&m2)) {
+		t.Errorf("after the file changed, reason %v does not carry the new digest %s", a.Meta[MetaSecondReason], digest(&m2))
 	}
 }
 
@@ -319,7 +785,7 @@ func BenchmarkStrategyRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := vs[0].Request
+	r := unlabelled(vs[0].Request)
 	r.FirstModel, r.SecondModel, r.FirstQuota, r.SecondQuota = "", "", nil, nil
 	clk := &clock{}
 	st := NewStrategy(hclog.NewNullLogger(), WithReader(newMemReader(r.First, r.Second)), WithClock(clk.now))

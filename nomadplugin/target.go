@@ -1,13 +1,16 @@
 package nomadplugin
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad-autoscaler/plugins/base"
@@ -15,6 +18,7 @@ import (
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
@@ -22,12 +26,14 @@ import (
 const TargetName = "host-quota"
 
 // Target configuration keys (the `config` map of a policy's
-// `target "host-quota"` block).
+// `target "host-quota"` block). The keys the agent itself gives a target
+// of a Nomad policy source (Job, Group, Namespace) are defaults that these
+// override: Job for job, Namespace for namespace, Group for first_group.
 const (
 	// TargetKeyJob: the job whose two groups are scaled. Required.
 	TargetKeyJob = "job"
-	// TargetKeyNamespace: the job's namespace; default the agent's
-	// nomad_namespace, else Nomad's default.
+	// TargetKeyNamespace: the job's namespace; default the agent's Namespace
+	// key, then its nomad_namespace, else Nomad's default. "*" is refused.
 	TargetKeyNamespace = "namespace"
 	// TargetKeyFirstGroup and TargetKeySecondGroup: the task groups placed
 	// on the first and second host. Required, different.
@@ -36,6 +42,23 @@ const (
 	// TargetKeyDryRun: "true" records each decision as a scaling event with
 	// a null count (nothing changes). Default "false".
 	TargetKeyDryRun = "dry_run"
+	// TargetKeyFirstMin, TargetKeyFirstMax, TargetKeySecondMin and
+	// TargetKeySecondMax: each host's quota, used when an action carries
+	// none (an action the agent makes itself, such as "current count below
+	// the policy's min"); the strategy's actions carry their own.
+	TargetKeyFirstMin  = "first_min"
+	TargetKeyFirstMax  = "first_max"
+	TargetKeySecondMin = "second_min"
+	TargetKeySecondMax = "second_max"
+)
+
+// Keys the agent puts into a target's config.
+const (
+	agentKeyDryRun    = "dry-run"
+	agentKeyJob       = sdk.TargetConfigKeyJob
+	agentKeyGroup     = sdk.TargetConfigKeyTaskGroup
+	agentKeyNamespace = sdk.TargetConfigKeyNamespace
+	agentKeyGRPC      = "_nomad_autoscaler_grpc_timeout"
 )
 
 // Meta keys the target adds to the scaling events it writes and to Status.
@@ -45,26 +68,32 @@ const (
 	// MetaGroupRunningPrefix + group name: the group's running count in
 	// Status meta.
 	MetaGroupRunningPrefix = "activation.running."
+	// MetaPreviousCount and MetaNewCount: a group's count before and after
+	// the split, in the scaling event the target records for the group.
+	MetaPreviousCount = "activation.count.previous"
+	MetaNewCount      = "activation.count.new"
+	// MetaRegisteredIndex: the JobModifyIndex the split was registered
+	// against (check-and-set).
+	MetaRegisteredIndex = "activation.registered_at_index"
 )
 
-// deploymentBlocked is Nomad's answer to a scale request during a deployment.
-const deploymentBlocked = "job scaling blocked due to active deployment"
+// ErrJobChanged: the job changed between the strategy's read and the
+// target's write; nothing was written.
+var ErrJobChanged = errors.New("job changed since it was read: not overwritten; the next evaluation decides again")
 
-// agentKeyDryRun is the agent's own target-config dry-run key.
-const agentKeyDryRun = "dry-run"
+// deploymentBlocked is Nomad's answer to a count change during a deployment.
+const deploymentBlocked = "job scaling blocked due to active deployment"
 
 var _ target.Target = (*Target)(nil)
 
 // Target is the host-quota target plugin: it applies a split decision to
-// the first and second task groups of a job. The two groups change in two
-// writes (Nomad's scale endpoint takes one group), so they do not change
-// atomically; see Scale.
+// the first and second task groups of a job in one check-and-set job
+// register (see Scale).
 type Target struct {
-	logger    hclog.Logger
-	mu        sync.Mutex
-	client    *api.Client
-	namespace string
-	token     string // the agent's nomad_token, kept only to redact it
+	logger hclog.Logger
+	mu     sync.Mutex
+	conn   *nomadconn.Conn
+	budget map[string]time.Duration
 }
 
 // NewTarget returns the target; logger is the one the plugin SDK gives.
@@ -80,57 +109,87 @@ func (t *Target) PluginInfo() (*base.PluginInfo, error) {
 	return &base.PluginInfo{Name: TargetName, PluginType: sdk.PluginTypeTarget}, nil
 }
 
-// SetConfig implements base.Base: it builds the Nomad API client from the
-// agent's inherited nomad_* settings.
+var targetPluginKeys = map[string]time.Duration{
+	PluginKeyRequestTimeout: DefaultRequestTimeout,
+	PluginKeyStatusTimeout:  DefaultStatusTimeout,
+	PluginKeyScaleTimeout:   DefaultScaleTimeout,
+}
+
+// SetConfig implements base.Base: it connects to Nomad through nomadconn
+// from the agent's inherited nomad_* settings and reads the plugin's
+// timeouts.
 func (t *Target) SetConfig(config map[string]string) error {
 	t.logger.Debug("set config", "keys", safeKeys(config))
-	c, ns, token, err := nomadClient(config)
+	pc, err := connect(config, targetPluginKeys)
 	if err != nil {
 		return fmt.Errorf("%s: %w", TargetName, err)
 	}
 	t.mu.Lock()
-	t.client, t.namespace, t.token = c, ns, token
+	t.conn, t.budget = pc.conn, pc.durations
 	t.mu.Unlock()
 	return nil
+}
+
+func (t *Target) connection() (*nomadconn.Conn, map[string]time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.conn, t.budget
 }
 
 type targetConfig struct {
 	job, namespace string
 	groups         [2]string
 	dryRun         bool
+	// quota is each host's quota from the target config; known[i] says
+	// whether any bound of host i was given.
+	quota [2][2]int64
+	known [2]bool
 }
 
-var targetKeys = map[string]bool{TargetKeyJob: true, TargetKeyNamespace: true, TargetKeyFirstGroup: true, TargetKeySecondGroup: true, TargetKeyDryRun: true}
+var targetKeys = map[string]bool{TargetKeyJob: true, TargetKeyNamespace: true, TargetKeyFirstGroup: true, TargetKeySecondGroup: true,
+	TargetKeyDryRun: true, TargetKeyFirstMin: true, TargetKeyFirstMax: true, TargetKeySecondMin: true, TargetKeySecondMax: true}
 
-// isAgentKey says whether the agent itself puts key into a plugin config:
-// its dry-run switch, internal keys such as "_nomad_autoscaler_grpc_timeout",
-// inherited nomad_* settings and the built-in Nomad target's keys.
-func isAgentKey(k string) bool {
-	return k == agentKeyDryRun || strings.HasPrefix(k, "_nomad_autoscaler") || strings.HasPrefix(k, "nomad_") ||
-		k == "Job" || k == "Group" || k == "Namespace"
+// isTargetAgentKey says whether the agent puts key into a target config:
+// its dry-run switch, internal keys, inherited nomad_* settings and the
+// built-in Nomad target's keys.
+func isTargetAgentKey(k string) bool {
+	return k == agentKeyDryRun || isAgentKey(k) || k == agentKeyJob || k == agentKeyGroup || k == agentKeyNamespace
 }
 
-func (t *Target) parseConfig(m map[string]string) (*targetConfig, *api.Client, error) {
+func (t *Target) parseConfig(m map[string]string) (*targetConfig, *nomadconn.Conn, error) {
 	for k := range m {
-		if !targetKeys[k] && !isAgentKey(k) {
-			return nil, nil, cfgErr(k, "unknown key (the target accepts %s, %s, %s, %s, %s)", TargetKeyJob, TargetKeyNamespace, TargetKeyFirstGroup, TargetKeySecondGroup, TargetKeyDryRun)
+		if !targetKeys[k] && !isTargetAgentKey(k) {
+			return nil, nil, cfgErr(k, "unknown key (the target accepts %s, %s, %s, %s, %s, %s, %s, %s and %s)", TargetKeyJob, TargetKeyNamespace,
+				TargetKeyFirstGroup, TargetKeySecondGroup, TargetKeyDryRun, TargetKeyFirstMin, TargetKeyFirstMax, TargetKeySecondMin, TargetKeySecondMax)
 		}
 	}
-	t.mu.Lock()
-	client, ns := t.client, t.namespace
-	t.mu.Unlock()
-	if client == nil {
-		return nil, nil, fmt.Errorf("%s: no Nomad client: SetConfig was not called", TargetName)
+	conn, _ := t.connection()
+	if conn == nil {
+		return nil, nil, fmt.Errorf("%s: no Nomad connection: SetConfig was not called", TargetName)
 	}
-	c := &targetConfig{job: strings.TrimSpace(m[TargetKeyJob]), namespace: strings.TrimSpace(m[TargetKeyNamespace])}
-	if c.namespace == "" {
-		c.namespace = ns
+	get := func(keys ...string) (string, string) {
+		for _, k := range keys {
+			if v := strings.TrimSpace(m[k]); v != "" {
+				return v, k
+			}
+		}
+		return "", ""
 	}
+	c := &targetConfig{}
+	c.job, _ = get(TargetKeyJob, agentKeyJob)
 	if c.job == "" {
 		return nil, nil, cfgErr(TargetKeyJob, "is required")
 	}
-	c.groups[0] = strings.TrimSpace(m[TargetKeyFirstGroup])
-	c.groups[1] = strings.TrimSpace(m[TargetKeySecondGroup])
+	ns, from := get(TargetKeyNamespace, agentKeyNamespace)
+	if ns == "" {
+		ns, from = conn.Namespace(), AgentKeyNomadNamespace
+	}
+	if ns == "*" {
+		return nil, nil, cfgErr(TargetKeyNamespace, "is \"*\" (from %s): that names every namespace, and a job lives in one: set %s to the job's namespace", from, TargetKeyNamespace)
+	}
+	c.namespace = ns
+	c.groups[0], _ = get(TargetKeyFirstGroup, agentKeyGroup)
+	c.groups[1], _ = get(TargetKeySecondGroup)
 	if c.groups[0] == "" {
 		return nil, nil, cfgErr(TargetKeyFirstGroup, "is required")
 	}
@@ -147,13 +206,39 @@ func (t *Target) parseConfig(m map[string]string) (*targetConfig, *api.Client, e
 		}
 		c.dryRun = b
 	}
-	return c, client, nil
-}
-
-func (t *Target) tokenValue() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.token
+	for i, h := range []struct{ role, minKey, maxKey string }{
+		{engine.RoleFirst, TargetKeyFirstMin, TargetKeyFirstMax}, {engine.RoleSecond, TargetKeySecondMin, TargetKeySecondMax},
+	} {
+		var spec engine.QuotaSpec
+		for _, kv := range []struct {
+			key string
+			dst **int
+		}{{h.minKey, &spec.Min}, {h.maxKey, &spec.Max}} {
+			v, ok := m[kv.key]
+			if !ok {
+				continue
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return nil, nil, cfgErr(kv.key, "is %q; it must be a whole number", v)
+			}
+			*kv.dst = &n
+			c.known[i] = true
+		}
+		if !c.known[i] {
+			continue
+		}
+		// The engine's quota rules, with no model cap on max.
+		q, err := spec.Resolve(h.role, engine.MaxQuotaCount)
+		if err != nil {
+			if _, part, field, ok := engine.FieldOf(err); ok && part == engine.PartQuota {
+				return nil, nil, cfgErr(h.role+"_"+field, "%s", engine.Reason(err))
+			}
+			return nil, nil, err
+		}
+		c.quota[i] = [2]int64{int64(q.Min), int64(q.Max)}
+	}
+	return c, conn, nil
 }
 
 // groupKeys are the config keys naming the two groups, by index.
@@ -175,30 +260,42 @@ func activeDeployment(d *api.Deployment) bool {
 // Status implements target.Target: ready unless the job is stopped or a
 // deployment is in progress; the count is the two groups' running
 // allocations; the newest scaling event of either group drives cooldown.
-// An unknown job is no target (nil).
+// An unknown job is no target (nil). Its Nomad reads share one deadline:
+// status_timeout, and never more than nine tenths of the agent's gRPC
+// deadline for the call. The error is redacted here, at the boundary.
 func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
+	conn, _ := t.connection()
 	st, err := t.status(config)
-	// Nomad's error texts may echo request details: never pass the token on.
-	return st, nomadconn.Redact(err, t.tokenValue())
+	return st, redactError(conn, err)
 }
 
 func (t *Target) status(config map[string]string) (*sdk.TargetStatus, error) {
-	c, client, err := t.parseConfig(config)
+	c, conn, err := t.parseConfig(config)
 	if err != nil {
 		return nil, err
 	}
-	q := &api.QueryOptions{Namespace: c.namespace}
+	_, budgets := t.connection()
+	budget := budgets[PluginKeyStatusTimeout]
+	if v, ok := config[agentKeyGRPC]; ok {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			budget = min(budget, d*9/10)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	client := conn.Client()
+	q := (&api.QueryOptions{Namespace: c.namespace}).WithContext(ctx)
 	st, _, err := client.Jobs().ScaleStatus(c.job, q)
 	if err != nil {
 		if nomadconn.IsStatus(err, http.StatusNotFound) {
 			t.logger.Debug("job not found: no target", "job", c.job)
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%s: read scale status of job %q: %w", TargetName, c.job, err)
+		return nil, deadlineErr(ctx, PluginKeyStatusTimeout, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), err)
 	}
 	dep, _, err := client.Jobs().LatestDeployment(c.job, q)
 	if err != nil {
-		return nil, fmt.Errorf("%s: read latest deployment of job %q: %w", TargetName, c.job, err)
+		return nil, deadlineErr(ctx, PluginKeyStatusTimeout, budget, fmt.Sprintf("%s: read latest deployment of job %q", TargetName, c.job), err)
 	}
 	out := &sdk.TargetStatus{Ready: !st.JobStopped && !activeDeployment(dep), Meta: map[string]string{}}
 	var last uint64
@@ -216,7 +313,7 @@ func (t *Target) status(config map[string]string) (*sdk.TargetStatus, error) {
 	if last > 0 {
 		out.Meta[sdk.TargetStatusMetaKeyLastEvent] = strconv.FormatUint(last, 10)
 	}
-	t.logger.Trace("status", "job", c.job, "ready", out.Ready, "count", out.Count, "stopped", st.JobStopped, "deployment", dep != nil && activeDeployment(dep))
+	t.logger.Trace("status", "job", c.job, "ready", out.Ready, "count", out.Count, "stopped", st.JobStopped, "deployment", activeDeployment(dep))
 	return out, nil
 }
 
@@ -239,6 +336,11 @@ func metaInt(meta map[string]any, key string) (int64, bool, error) {
 		return n, true, checkCount(key, n)
 	case int32:
 		return int64(n), true, checkCount(key, int64(n))
+	case uint64:
+		if n > 1<<53 {
+			return 0, true, fmt.Errorf("meta %q is %d; too large", key, n)
+		}
+		return int64(n), true, nil
 	case json.Number:
 		i, err := n.Int64()
 		if err != nil {
@@ -267,40 +369,56 @@ func checkCount(key string, n int64) error {
 	return nil
 }
 
-// bounds are a host's quota [min, max] from action meta; without them a
-// group may take any count >= 0.
-func bounds(meta map[string]any, minKey, maxKey string) ([2]int64, error) {
-	b := [2]int64{0, math.MaxInt32}
-	lo, okLo, err := metaInt(meta, minKey)
-	if err != nil {
-		return b, err
+// Quota is each group's [min, max] count.
+type Quota [2][2]int64
+
+// Unbounded is the quota of groups without known bounds.
+var Unbounded = Quota{{0, math.MaxInt32}, {0, math.MaxInt32}}
+
+// metaQuota reads the hosts' quotas from action (or event) meta: bounds
+// not given are unbounded; found says whether any was given.
+func metaQuota(meta map[string]any) (Quota, bool, error) {
+	q := Unbounded
+	found := false
+	for i, keys := range [2][2]string{{MetaFirstMin, MetaFirstMax}, {MetaSecondMin, MetaSecondMax}} {
+		for j, k := range keys {
+			v, ok, err := metaInt(meta, k)
+			if err != nil {
+				return q, found, err
+			}
+			if ok {
+				q[i][j], found = v, true
+			}
+		}
+		if q[i][0] > q[i][1] {
+			return q, found, fmt.Errorf("meta %q is %d, above %q %d", keys[0], q[i][0], keys[1], q[i][1])
+		}
 	}
-	hi, okHi, err := metaInt(meta, maxKey)
-	if err != nil {
-		return b, err
-	}
-	if okLo {
-		b[0] = lo
-	}
-	if okHi {
-		b[1] = hi
-	}
-	if b[0] > b[1] {
-		return b, fmt.Errorf("meta %q is %d, above %q %d", minKey, b[0], maxKey, b[1])
-	}
-	return b, nil
+	return q, found, nil
 }
 
-// Split returns the two group counts for the agent's final count total:
-// the strategy's split from meta when its sum is total. Otherwise (the
-// agent clamped the sum to the policy's min/max, or the action came from
-// the agent itself with no split) the total is shared in proportion to the
-// split, or else to the groups' current counts, the first group taking the
-// rounding (evenly when both are zero); then each group is kept within its
-// host's quota (MetaFirstMin/Max, MetaSecondMin/Max, when the action
-// carries them), the remainder moving to the other group. When no split
-// of total fits both quotas it returns an error and no counts.
+// Split returns the two group counts for the agent's final count total,
+// with each host's quota taken from the action's meta (unbounded where the
+// meta gives none); see SplitWithin.
 func Split(total int64, meta map[string]any, current [2]int64) ([2]int64, string, error) {
+	q, _, err := metaQuota(meta)
+	if err != nil {
+		return [2]int64{}, "", err
+	}
+	return SplitWithin(total, meta, current, q)
+}
+
+// SplitWithin returns the two group counts for the agent's final count
+// total, each within its host's quota q. The strategy's split from meta
+// applies as is when its sum is total and both counts are within q.
+// Otherwise (the agent clamped the sum to the policy's min/max, the action
+// came from the agent itself with no split, or the split does not fit the
+// quota) the total is shared in proportion to the split, or else to the
+// groups' current counts, the first group taking the rounding (evenly when
+// both are zero); then each group is kept within its quota, the remainder
+// moving to the other group. When no split of total fits both quotas it
+// returns an error and no counts. It never returns a count outside q.
+func SplitWithin(total int64, meta map[string]any, current [2]int64, q Quota) ([2]int64, string, error) {
 	f, okF, err := metaInt(meta, MetaFirstCount)
 	if err != nil {
 		return [2]int64{}, "", err
@@ -309,26 +427,32 @@ func Split(total int64, meta map[string]any, current [2]int64) ([2]int64, string
 	if err != nil {
 		return [2]int64{}, "", err
 	}
-	var q [2][2]int64
-	if q[0], err = bounds(meta, MetaFirstMin, MetaFirstMax); err != nil {
-		return [2]int64{}, "", err
+	for i := range q {
+		if q[i][0] > q[i][1] || q[i][0] < 0 {
+			return [2]int64{}, "", fmt.Errorf("quota of group %d is [%d, %d]: not a range of counts", i+1, q[i][0], q[i][1])
+		}
 	}
-	if q[1], err = bounds(meta, MetaSecondMin, MetaSecondMax); err != nil {
-		return [2]int64{}, "", err
+	if total < q[0][0]+q[1][0] || total > q[0][1]+q[1][1] {
+		return [2]int64{}, "", fmt.Errorf("agent count %d cannot be split within the hosts' quotas (first [%d, %d], second [%d, %d]): "+
+			"set the policy's min and max within [%d, %d]; no group was changed", total, q[0][0], q[0][1], q[1][0], q[1][1], q[0][0]+q[1][0], q[0][1]+q[1][1])
+	}
+	within := func(c [2]int64) bool {
+		return c[0] >= q[0][0] && c[0] <= q[0][1] && c[1] >= q[1][0] && c[1] <= q[1][1]
 	}
 	basis, how := [2]int64{f, s}, "strategy split"
 	if !okF || !okS {
 		basis, how = current, "no split in the action: current proportions"
 	}
-	if basis[0]+basis[1] == total {
+	if basis[0]+basis[1] == total && within(basis) {
 		return basis, how, nil
 	}
-	if okF && okS {
+	switch {
+	case okF && okS && f+s != total:
 		how = fmt.Sprintf("agent count %d differs from the split %d + %d: proportional within each host's quota", total, f, s)
-	}
-	if total < q[0][0]+q[1][0] || total > q[0][1]+q[1][1] {
-		return [2]int64{}, "", fmt.Errorf("agent count %d cannot be split within the hosts' quotas (first [%d, %d], second [%d, %d]): "+
-			"set the policy's min and max within [%d, %d]; no group was changed", total, q[0][0], q[0][1], q[1][0], q[1][1], q[0][0]+q[1][0], q[0][1]+q[1][1])
+	case okF && okS:
+		how = fmt.Sprintf("the split %d + %d is outside the hosts' quotas: proportional within them", f, s)
+	default:
+		how += ", within each host's quota"
 	}
 	sum := basis[0] + basis[1]
 	var first int64
@@ -340,56 +464,67 @@ func Split(total int64, meta map[string]any, current [2]int64) ([2]int64, string
 	// Keep the first group in its quota, then the second in its quota by
 	// moving the remainder; the range check above makes both fit.
 	first = min(max(first, q[0][0]), q[0][1])
-	second := total - first
-	second = min(max(second, q[1][0]), q[1][1])
+	second := min(max(total-first, q[1][0]), q[1][1])
 	first = total - second
 	return [2]int64{first, second}, how, nil
 }
 
 // Scale implements target.Target. It applies the split to the two groups,
-// honouring the agent's final Count (see Split). The growing group is
-// written first, then the shrinking one, and a group already at its count
-// is not written. The two writes are not atomic: if the second fails, the
-// first group already has its new count, Scale returns the error, and the
-// next evaluation (whose status sum then differs from the decision) writes
-// the group still behind. Nomad's "blocked due to active deployment" is a
-// no-op. With dry_run (or the agent's dry-run) it records one event per
-// group with a null count and the count it would have set.
+// honouring the agent's final Count (see SplitWithin), each group within
+// its host's quota: the action's (the strategy's meta), else the target
+// config's first_min/first_max/second_min/second_max, else the newest
+// scaling event of either group that carries the strategy's quota. An
+// action with no split and no known quota is refused.
+//
+// The two counts change in one job register under check-and-set (Nomad's
+// -check-index): at the JobModifyIndex the strategy read (meta
+// activation.job_modify_index), else the one Scale read. A job changed in
+// between is not overwritten (ErrJobChanged); a deployment in progress is a
+// no-op. So the pair only ever moves from one decided state to the next.
+// Then each changed group gets one scaling event (a count-less scale
+// request) with its previous and new count, for history and cooldown.
+// With dry_run (or the agent's dry-run) it records one event per group with
+// a null count and the count it would have set. Everything Scale writes to
+// Nomad and returns is redacted here, at the boundary.
 func (t *Target) Scale(action sdk.ScalingAction, config map[string]string) error {
-	token := t.tokenValue()
-	// The action comes from the strategy, which redacts; redact again so
-	// that no scaling event written to Nomad can carry the token.
-	action.Reason = nomadconn.RedactString(action.Reason, token)
-	if token != "" {
-		m := make(map[string]any, len(action.Meta))
-		for k, v := range action.Meta {
-			if str, ok := v.(string); ok {
-				v = nomadconn.RedactString(str, token)
-			}
-			m[k] = v
-		}
-		action.Meta = m
-	}
-	return nomadconn.Redact(t.scale(action, config), token)
+	conn, _ := t.connection()
+	redactAction(conn, &action)
+	return redactError(conn, t.scale(action, config))
 }
 
 func (t *Target) scale(action sdk.ScalingAction, config map[string]string) error {
-	c, client, err := t.parseConfig(config)
+	c, conn, err := t.parseConfig(config)
 	if err != nil {
 		return err
 	}
-	wq := &api.WriteOptions{Namespace: c.namespace}
-	st, _, err := client.Jobs().ScaleStatus(c.job, &api.QueryOptions{Namespace: c.namespace})
-	if err != nil {
-		return fmt.Errorf("%s: read scale status of job %q: %w", TargetName, c.job, err)
+	_, budgets := t.connection()
+	budget := budgets[PluginKeyScaleTimeout]
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	client := conn.Client()
+	call := func(what string, err error) error {
+		return deadlineErr(ctx, PluginKeyScaleTimeout, budget, fmt.Sprintf("%s: %s", TargetName, what), err)
 	}
+	qo := (&api.QueryOptions{Namespace: c.namespace}).WithContext(ctx)
+	wo := (&api.WriteOptions{Namespace: c.namespace}).WithContext(ctx)
+	job, _, err := client.Jobs().Info(c.job, qo)
+	if err != nil {
+		return call(fmt.Sprintf("read job %q", c.job), err)
+	}
+	var groups [2]*api.TaskGroup
 	var current [2]int64
 	for i, g := range c.groups {
-		gs, ok := st.TaskGroups[g]
-		if !ok {
+		for _, tg := range job.TaskGroups {
+			if tg.Name != nil && *tg.Name == g {
+				groups[i] = tg
+			}
+		}
+		if groups[i] == nil {
 			return fmt.Errorf("%s: config %q: job %q has no task group %q", TargetName, groupKeys[i], c.job, g)
 		}
-		current[i] = int64(gs.Desired)
+		if groups[i].Count != nil {
+			current[i] = int64(*groups[i].Count)
+		}
 	}
 	total := action.Count
 	dry := c.dryRun || total == sdk.StrategyActionMetaValueDryRunCount
@@ -403,9 +538,22 @@ func (t *Target) scale(action sdk.ScalingAction, config map[string]string) error
 	if total < 0 {
 		return fmt.Errorf("%s: action count %d < 0", TargetName, total)
 	}
-	counts, how, err := Split(total, action.Meta, current)
+	q, source, err := t.quota(ctx, client, c, action.Meta)
+	if err != nil {
+		return call("host quotas", err)
+	}
+	_, hasF, _ := metaInt(action.Meta, MetaFirstCount)
+	_, hasS, _ := metaInt(action.Meta, MetaSecondCount)
+	if source == "" && !(hasF && hasS) {
+		return fmt.Errorf("%s: the action (%q) carries no split and no host quota is known (none in the action, the target config or the groups' scaling events): "+
+			"set %s/%s and %s/%s in the target config; no group was changed", TargetName, action.Reason, TargetKeyFirstMin, TargetKeyFirstMax, TargetKeySecondMin, TargetKeySecondMax)
+	}
+	counts, how, err := SplitWithin(total, action.Meta, current, q)
 	if err != nil {
 		return fmt.Errorf("%s: %w", TargetName, err)
+	}
+	if source != "" {
+		how += " (quotas from " + source + ")"
 	}
 	t.logger.Debug("scale", "job", c.job, "total", total, "first", counts[0], "second", counts[1], "how", how, "dry_run", dry)
 	if dry {
@@ -413,40 +561,117 @@ func (t *Target) scale(action sdk.ScalingAction, config map[string]string) error
 			meta := copyMeta(action.Meta)
 			meta[MetaDryRunCount] = counts[i]
 			msg := fmt.Sprintf("dry run: would scale %s from %d to %d; %s", g, current[i], counts[i], action.Reason)
-			if _, _, err := client.Jobs().Scale(c.job, g, nil, msg, action.Error, meta, wq); err != nil {
-				return fmt.Errorf("%s: record dry-run event for group %q of job %q: %w", TargetName, g, c.job, err)
+			if _, _, err := client.Jobs().Scale(c.job, g, nil, msg, action.Error, meta, wo); err != nil {
+				return call(fmt.Sprintf("record dry-run event for group %q of job %q", g, c.job), err)
 			}
 		}
 		return nil
 	}
-	order := []int{0, 1}
-	if counts[1]-current[1] > counts[0]-current[0] {
-		order = []int{1, 0}
+	if counts == current {
+		t.logger.Debug("both groups already at the split: nothing to write", "job", c.job, "first", counts[0], "second", counts[1])
+		return nil
 	}
-	done := []string{}
-	for _, i := range order {
+	dep, _, err := client.Jobs().LatestDeployment(c.job, qo)
+	if err != nil {
+		return call(fmt.Sprintf("read latest deployment of job %q", c.job), err)
+	}
+	if activeDeployment(dep) {
+		return sdk.NewTargetScalingNoOpError("%s: skipping job %s: deployment %s is %s; neither group was changed", TargetName, c.job, dep.ID, dep.Status)
+	}
+	read := uint64(0)
+	if job.JobModifyIndex != nil {
+		read = *job.JobModifyIndex
+	}
+	index := read
+	if n, ok, err := metaInt(action.Meta, MetaJobModifyIndex); err != nil {
+		return fmt.Errorf("%s: %w", TargetName, err)
+	} else if ok {
+		index = uint64(n)
+	}
+	if index != read {
+		return fmt.Errorf("%s: job %q: %w (the strategy read JobModifyIndex %d, the job is now at %d)", TargetName, c.job, ErrJobChanged, index, read)
+	}
+	for i := range groups {
+		n := int(counts[i])
+		groups[i].Count = &n
+	}
+	if _, _, err := client.Jobs().RegisterOpts(job, &api.RegisterOptions{EnforceIndex: true, ModifyIndex: index}, wo); err != nil {
+		switch {
+		case strings.Contains(strings.ToLower(err.Error()), "job modify index"):
+			return fmt.Errorf("%s: job %q: %w (Nomad refused the register at JobModifyIndex %d: %v)", TargetName, c.job, ErrJobChanged, index, err)
+		case strings.Contains(err.Error(), deploymentBlocked):
+			return sdk.NewTargetScalingNoOpError("%s: skipping job %s due to active deployment; neither group was changed", TargetName, c.job)
+		}
+		return call(fmt.Sprintf("register job %q with %s=%d and %s=%d at JobModifyIndex %d; neither group was changed", c.job, c.groups[0], counts[0], c.groups[1], counts[1], index), err)
+	}
+	// One scaling event per changed group: history and cooldown.
+	for i, g := range c.groups {
 		if counts[i] == current[i] {
 			continue
 		}
-		n := int(counts[i])
-		_, _, err := client.Jobs().Scale(c.job, c.groups[i], &n, action.Reason, action.Error, action.Meta, wq)
-		if err != nil {
-			if strings.Contains(err.Error(), deploymentBlocked) {
-				return sdk.NewTargetScalingNoOpError("%s: skipping job %s group %s (and the rest of this split) due to active deployment", TargetName, c.job, c.groups[i])
+		meta := copyMeta(action.Meta)
+		meta[MetaPreviousCount], meta[MetaNewCount], meta[MetaRegisteredIndex] = current[i], counts[i], index
+		// What will queue, for the counts applied (the agent may have
+		// clamped the strategy's).
+		for k, role := range [2]string{RoleFirst, RoleSecond} {
+			if placeable, ok, err := metaInt(action.Meta, HostMeta(role, MetaPlaceable)); err == nil && ok {
+				meta[HostMeta(role, MetaQueued)] = max(0, counts[k]-placeable)
 			}
-			applied := "no group was changed"
-			if len(done) > 0 {
-				applied = "already changed: " + strings.Join(done, ", ") + "; the next evaluation finishes the split"
-			}
-			return fmt.Errorf("%s: scale group %q of job %q from %d to %d: %w (%s)", TargetName, c.groups[i], c.job, current[i], n, err, applied)
 		}
-		done = append(done, fmt.Sprintf("%s=%d", c.groups[i], n))
+		msg := fmt.Sprintf("%s %d -> %d (both groups in one job register at JobModifyIndex %d); %s", g, current[i], counts[i], index, action.Reason)
+		if _, _, err := client.Jobs().Scale(c.job, g, nil, msg, action.Error, meta, wo); err != nil {
+			return call(fmt.Sprintf("the split %s=%d, %s=%d is applied; recording the scaling event of group %q", c.groups[0], counts[0], c.groups[1], counts[1], g), err)
+		}
 	}
 	return nil
 }
 
+// quota finds the hosts' quotas: the action's meta, the target config,
+// the newest scaling event that carries them. source names where they came
+// from ("" when nowhere: unbounded).
+func (t *Target) quota(ctx context.Context, client *api.Client, c *targetConfig, meta map[string]any) (Quota, string, error) {
+	q, found, err := metaQuota(meta)
+	if err != nil {
+		return q, "", err
+	}
+	if found {
+		return q, "the action", nil
+	}
+	if c.known[0] || c.known[1] {
+		q = Unbounded
+		for i := range q {
+			if c.known[i] {
+				q[i] = c.quota[i]
+			}
+		}
+		return q, "the target config", nil
+	}
+	st, _, err := client.Jobs().ScaleStatus(c.job, (&api.QueryOptions{Namespace: c.namespace}).WithContext(ctx))
+	if err != nil {
+		return q, "", fmt.Errorf("read the scaling events of job %q for the hosts' quotas: %w", c.job, err)
+	}
+	var newest *api.ScalingEvent
+	for _, g := range c.groups {
+		for k := range st.TaskGroups[g].Events {
+			e := &st.TaskGroups[g].Events[k]
+			if _, ok := e.Meta[MetaFirstMax]; ok && (newest == nil || e.Time > newest.Time) {
+				newest = e
+				break
+			}
+		}
+	}
+	if newest == nil {
+		return Unbounded, "", nil
+	}
+	q, _, err = metaQuota(newest.Meta)
+	if err != nil {
+		return q, "", fmt.Errorf("the scaling event at %s: %w", time.Unix(0, int64(newest.Time)).UTC().Format(time.RFC3339), err)
+	}
+	return q, "the newest scaling event", nil
+}
+
 func copyMeta(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m)+1)
+	out := make(map[string]any, len(m)+3)
 	for k, v := range m {
 		out[k] = v
 	}

@@ -54,10 +54,10 @@ func newWorld(t *testing.T, first, second int) *world {
 	return w
 }
 
-func (w *world) target(t *testing.T) *Target {
+func (w *world) target(t *testing.T, kv ...string) *Target {
 	t.Helper()
 	tg := NewTarget(hclog.NewNullLogger())
-	if err := tg.SetConfig(w.agentConfig); err != nil {
+	if err := tg.SetConfig(withKeys(w.agentConfig, kv...)); err != nil {
 		t.Fatal(err)
 	}
 	return tg
@@ -76,20 +76,18 @@ func (w *world) counts(t *testing.T) [2]int {
 	return [2]int{a.Count, b.Count}
 }
 
-var tcfg = map[string]string{TargetKeyJob: wJob, TargetKeyFirstGroup: wFirst, TargetKeySecondGroup: wSecond}
-
-func withKey(m map[string]string, k, v string) map[string]string {
-	out := map[string]string{}
-	for kk, vv := range m {
-		out[kk] = vv
-	}
-	if v == "" {
-		delete(out, k)
-	} else {
-		out[k] = v
+// puts lists the stand-in's writes since from: path and status.
+func (w *world) puts(from int) []nomadstandin.Request {
+	var out []nomadstandin.Request
+	for _, r := range w.s.Requests()[from:] {
+		if r.Method == http.MethodPut || r.Method == http.MethodPost {
+			out = append(out, r)
+		}
 	}
 	return out
 }
+
+var tcfg = map[string]string{TargetKeyJob: wJob, TargetKeyFirstGroup: wFirst, TargetKeySecondGroup: wSecond}
 
 func TestTargetStatus(t *testing.T) {
 	w := newWorld(t, 3, 2)
@@ -104,9 +102,10 @@ func TestTargetStatus(t *testing.T) {
 	if _, ok := st.Meta[sdk.TargetStatusMetaKeyLastEvent]; ok {
 		t.Errorf("last event reported before any event")
 	}
-	// An event gives the cooldown its last event time.
+	// The scaling events the target records give the cooldown its last
+	// event time.
 	before := uint64(time.Now().UnixNano())
-	if err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: map[string]any{MetaFirstCount: 4, MetaSecondCount: 2}, Reason: "r"}, tcfg); err != nil {
+	if err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10), Reason: "r"}, tcfg); err != nil {
 		t.Fatal(err)
 	}
 	st, err = tg.Status(tcfg)
@@ -122,7 +121,6 @@ func TestTargetStatus(t *testing.T) {
 	} else if last < before {
 		t.Errorf("last event %d is before the scale (%d)", last, before)
 	}
-	// Deployment in progress: not ready. Stopped job: not ready.
 	status := func(what string) *sdk.TargetStatus {
 		t.Helper()
 		st, err := tg.Status(tcfg)
@@ -137,6 +135,7 @@ func TestTargetStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Deployment in progress: not ready. Stopped job: not ready.
 	must(w.s.SetDeploymentActive("", wJob, true))
 	if status("deployment").Ready {
 		t.Errorf("ready during a deployment")
@@ -150,16 +149,54 @@ func TestTargetStatus(t *testing.T) {
 		t.Errorf("stopped job: %+v", st)
 	}
 	// Unknown job: no target.
-	if st, err := tg.Status(withKey(tcfg, TargetKeyJob, "nope")); st != nil || err != nil {
+	if st, err := tg.Status(withKeys(tcfg, TargetKeyJob, "nope")); st != nil || err != nil {
 		t.Errorf("unknown job: %+v, %v; want nil, nil", st, err)
 	}
-	if _, err := tg.Status(withKey(tcfg, TargetKeySecondGroup, "nope")); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := tg.Status(withKeys(tcfg, TargetKeySecondGroup, "nope")); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown group: %v", err)
 	}
 	// 5xx is an error.
 	w.s.InjectFault(nomadstandin.Fault{Status: 503, Times: 1})
 	if _, err := tg.Status(tcfg); err == nil {
 		t.Errorf("5xx gave no error")
+	}
+}
+
+// TestTargetDeadlines: Status and Scale end within their budgets when
+// Nomad does not answer, and say which call ran out.
+func TestTargetDeadlines(t *testing.T) {
+	w := newWorld(t, 2, 2)
+	tg := w.target(t, PluginKeyStatusTimeout, "300ms", PluginKeyScaleTimeout, "500ms")
+	for _, tc := range []struct {
+		name   string
+		fault  nomadstandin.Fault
+		call   func() error
+		budget time.Duration
+		want   string
+	}{
+		{"status: a hung scale status read", nomadstandin.Fault{Method: http.MethodGet, Path: "/v1/job/" + wJob + "/scale", Hang: true},
+			func() error { _, err := tg.Status(tcfg); return err }, 300 * time.Millisecond, "read scale status of job \"web\": the status_timeout budget of 300ms ran out"},
+		{"status: the agent's gRPC deadline is shorter", nomadstandin.Fault{Method: http.MethodGet, Path: "/v1/job/" + wJob + "/scale", Hang: true},
+			func() error { _, err := tg.Status(withKeys(tcfg, agentKeyGRPC, "200ms")); return err }, 180 * time.Millisecond, "status_timeout budget of 180ms"},
+		{"scale: a hung write", nomadstandin.Fault{Method: http.MethodPut, Hang: true},
+			func() error { return tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg) }, 500 * time.Millisecond, "the scale_timeout budget of 500ms ran out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w.s.InjectFault(tc.fault)
+			defer w.s.ClearFaults()
+			start := time.Now()
+			err := tc.call()
+			el := time.Since(start)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+			if el > tc.budget+2*time.Second {
+				t.Errorf("the call took %s with a budget of %s", el, tc.budget)
+			}
+			if got := w.counts(t); got != [2]int{2, 2} {
+				t.Errorf("counts %v after a call that ran out of time", got)
+			}
+		})
 	}
 }
 
@@ -173,10 +210,15 @@ func TestTargetConfigErrors(t *testing.T) {
 		{"same groups", TargetKeySecondGroup, wFirst, TargetKeySecondGroup},
 		{"bad dry run", TargetKeyDryRun, "maybe", TargetKeyDryRun},
 		{"unknown key", "frist_group", "x", "frist_group"},
+		{"namespace *", TargetKeyNamespace, "*", TargetKeyNamespace},
+		{"agent namespace *", agentKeyNamespace, "*", TargetKeyNamespace},
+		{"quota not a number", TargetKeyFirstMax, "lots", TargetKeyFirstMax},
+		{"negative quota min: the engine's rule", TargetKeySecondMin, "-1", TargetKeySecondMin},
+		{"quota max above the engine's limit", TargetKeyFirstMax, "99999999", TargetKeyFirstMax},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := withKey(tcfg, c.key, c.value)
+			cfg := withKeys(tcfg, c.key, c.value)
 			for _, call := range []func() error{
 				func() error { _, err := tg.Status(cfg); return err },
 				func() error { return tg.Scale(sdk.ScalingAction{Count: 9}, cfg) },
@@ -191,6 +233,24 @@ func TestTargetConfigErrors(t *testing.T) {
 			}
 		})
 	}
+	// The agent's own target keys are defaults the policy's keys override.
+	agent := map[string]string{agentKeyJob: wJob, agentKeyGroup: wFirst, agentKeyNamespace: "default", TargetKeySecondGroup: wSecond}
+	if st, err := tg.Status(agent); err != nil || st == nil || st.Count != 2 {
+		t.Errorf("status from the agent's Job/Group/Namespace keys: %+v, %v", st, err)
+	}
+	if st, err := tg.Status(withKeys(agent, TargetKeyJob, "nope")); st != nil || err != nil {
+		t.Errorf("the policy's job did not override the agent's Job: %+v, %v", st, err)
+	}
+	// A plugin config key the target does not know is refused.
+	if err := NewTarget(nil).SetConfig(withKeys(w.agentConfig, "scale_timout", "5s")); err == nil || !strings.Contains(err.Error(), "scale_timout") {
+		t.Errorf("SetConfig with a misspelt key: %v", err)
+	}
+}
+
+// quotaMeta is a split f + s with each host's quota [fMin, fMax], [sMin, sMax].
+func quotaMeta(f, s, fMin, fMax, sMin, sMax int) map[string]any {
+	return map[string]any{MetaFirstCount: float64(f), MetaSecondCount: float64(s),
+		MetaFirstMin: float64(fMin), MetaFirstMax: float64(fMax), MetaSecondMin: float64(sMin), MetaSecondMax: float64(sMax)}
 }
 
 func TestTargetScale(t *testing.T) {
@@ -199,29 +259,36 @@ func TestTargetScale(t *testing.T) {
 		start  [2]int
 		action sdk.ScalingAction
 		cfg    map[string]string
-		prep   func(w *world)
+		prep   func(t *testing.T, w *world)
 		want   [2]int
 		noop   bool
+		errHas string
 		events int // new events per group (dry run)
 	}{
-		{name: "split from strategy (ints)", start: [2]int{1, 1},
-			action: sdk.ScalingAction{Count: 7, Meta: map[string]any{MetaFirstCount: 4, MetaSecondCount: 3}}, want: [2]int{4, 3}},
+		{name: "split from the strategy (ints)", start: [2]int{1, 1},
+			action: sdk.ScalingAction{Count: 7, Meta: map[string]any{MetaFirstCount: 4, MetaSecondCount: 3, MetaFirstMax: 10, MetaSecondMax: 10}}, want: [2]int{4, 3}},
 		{name: "split over gRPC (float64)", start: [2]int{1, 1},
-			action: sdk.ScalingAction{Count: 7, Meta: map[string]any{MetaFirstCount: 4.0, MetaSecondCount: 3.0}}, want: [2]int{4, 3}},
+			action: sdk.ScalingAction{Count: 7, Meta: quotaMeta(4, 3, 0, 10, 0, 10)}, want: [2]int{4, 3}},
 		{name: "agent clamped the sum down", start: [2]int{1, 1},
-			action: sdk.ScalingAction{Count: 5, Meta: map[string]any{MetaFirstCount: 6.0, MetaSecondCount: 4.0,
-				"nomad_autoscaler.count.capped": true, "nomad_autoscaler.count.original": 10.0}}, want: [2]int{3, 2}},
+			action: sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(6, 4, 0, 10, 0, 10), "nomad_autoscaler.count.capped", true)}, want: [2]int{3, 2}},
 		{name: "agent clamped the sum up", start: [2]int{1, 1},
-			action: sdk.ScalingAction{Count: 4, Meta: map[string]any{MetaFirstCount: 0.0, MetaSecondCount: 1.0}}, want: [2]int{0, 4}},
-		{name: "agent action without split", start: [2]int{2, 6},
+			action: sdk.ScalingAction{Count: 4, Meta: quotaMeta(0, 1, 0, 10, 0, 10)}, want: [2]int{0, 4}},
+		{name: "agent action without split, quotas from the target config", start: [2]int{2, 6},
+			cfg:    withKeys(tcfg, TargetKeyFirstMax, "10", TargetKeySecondMax, "10"),
 			action: sdk.ScalingAction{Count: 4, Meta: map[string]any{}}, want: [2]int{1, 3}},
+		{name: "agent action without split and no known quota: refused", start: [2]int{2, 6},
+			action: sdk.ScalingAction{Count: 4, Meta: map[string]any{}, Reason: "current count (8) above limit (4)"}, want: [2]int{2, 6}, errHas: "no host quota is known"},
 		{name: "deployment in progress", start: [2]int{1, 1},
-			action: sdk.ScalingAction{Count: 7, Meta: map[string]any{MetaFirstCount: 4, MetaSecondCount: 3}},
-			prep:   func(w *world) { _ = w.s.SetDeploymentActive("", wJob, true) }, want: [2]int{1, 1}, noop: true},
-		{name: "dry_run records null-count events", start: [2]int{1, 1}, cfg: withKey(tcfg, TargetKeyDryRun, "true"),
-			action: sdk.ScalingAction{Count: 7, Reason: "why", Meta: map[string]any{MetaFirstCount: 4, MetaSecondCount: 3}}, want: [2]int{1, 1}, events: 1},
+			action: sdk.ScalingAction{Count: 7, Meta: quotaMeta(4, 3, 0, 10, 0, 10)},
+			prep: func(t *testing.T, w *world) {
+				if err := w.s.SetDeploymentActive("", wJob, true); err != nil {
+					t.Fatal(err)
+				}
+			}, want: [2]int{1, 1}, noop: true},
+		{name: "dry_run records null-count events", start: [2]int{1, 1}, cfg: withKeys(tcfg, TargetKeyDryRun, "true"),
+			action: sdk.ScalingAction{Count: 7, Reason: "why", Meta: quotaMeta(4, 3, 0, 10, 0, 10)}, want: [2]int{1, 1}, events: 1},
 		{name: "agent dry-run", start: [2]int{1, 1},
-			action: sdk.ScalingAction{Count: -1, Reason: "why", Meta: map[string]any{MetaFirstCount: 4.0, MetaSecondCount: 3.0, "nomad_autoscaler.dry_run": true, "nomad_autoscaler.dry_run.count": 7.0}},
+			action: sdk.ScalingAction{Count: -1, Reason: "why", Meta: withMeta(quotaMeta(4, 3, 0, 10, 0, 10), "nomad_autoscaler.dry_run", true, "nomad_autoscaler.dry_run.count", 7.0)},
 			want:   [2]int{1, 1}, events: 1},
 	}
 	for _, c := range cases {
@@ -229,7 +296,7 @@ func TestTargetScale(t *testing.T) {
 			w := newWorld(t, c.start[0], c.start[1])
 			tg := w.target(t)
 			if c.prep != nil {
-				c.prep(w)
+				c.prep(t, w)
 			}
 			cfg := c.cfg
 			if cfg == nil {
@@ -240,7 +307,12 @@ func TestTargetScale(t *testing.T) {
 			if c.noop != errors.As(err, &noop) {
 				t.Fatalf("err = %v, want no-op %v", err, c.noop)
 			}
-			if !c.noop && err != nil {
+			switch {
+			case c.errHas != "":
+				if err == nil || !strings.Contains(err.Error(), c.errHas) {
+					t.Fatalf("err = %v, want %q", err, c.errHas)
+				}
+			case !c.noop && err != nil:
 				t.Fatal(err)
 			}
 			if got := w.counts(t); got != c.want {
@@ -262,30 +334,131 @@ func TestTargetScale(t *testing.T) {
 	}
 }
 
-// TestTargetWriteOrder: the growing group is written first.
-func TestTargetWriteOrder(t *testing.T) {
+func withMeta(m map[string]any, kv ...any) map[string]any {
+	out := copyMeta(m)
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+// TestTargetScaleIsOneRegister: both counts change in one job register
+// under check-and-set; then each changed group gets one count-less scaling
+// event with its previous and new count.
+func TestTargetScaleIsOneRegister(t *testing.T) {
 	w := newWorld(t, 5, 1)
 	tg := w.target(t)
-	if err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: map[string]any{MetaFirstCount: 2, MetaSecondCount: 4}}, tcfg); err != nil {
+	from := len(w.s.Requests())
+	if err := tg.Scale(sdk.ScalingAction{Count: 6, Reason: "because", Meta: quotaMeta(2, 4, 0, 10, 0, 10)}, tcfg); err != nil {
 		t.Fatal(err)
 	}
-	var order []string
-	for _, r := range w.s.Requests() {
-		if r.Method == http.MethodPut {
-			order = append(order, r.Path)
+	var paths []string
+	for _, r := range w.puts(from) {
+		paths = append(paths, r.Path)
+	}
+	want := []string{"/v1/jobs", "/v1/job/" + wJob + "/scale", "/v1/job/" + wJob + "/scale"}
+	if strings.Join(paths, " ") != strings.Join(want, " ") {
+		t.Errorf("writes %v, want %v: one register, then one event per group", paths, want)
+	}
+	if got := w.counts(t); got != [2]int{2, 4} {
+		t.Fatalf("counts %v, want [2 4]", got)
+	}
+	for g, prev := range map[string]float64{wFirst: 5, wSecond: 1} {
+		gs, _ := w.s.Group("", wJob, g)
+		if len(gs.Events) != 1 || gs.Events[0].Count != nil || !strings.Contains(gs.Events[0].Message, "because") {
+			t.Errorf("group %s events %+v: want one count-less event with the reason", g, gs.Events)
+			continue
+		}
+		if gs.Events[0].Meta[MetaPreviousCount] != prev || gs.Events[0].Meta[MetaNewCount] == nil {
+			t.Errorf("group %s event meta %v: want previous %v and the new count", g, gs.Events[0].Meta, prev)
 		}
 	}
-	a, _ := w.s.Group("", wJob, wFirst)
-	b, _ := w.s.Group("", wJob, wSecond)
-	if len(order) != 2 || a.Count != 2 || b.Count != 4 || a.Events[0].CreateIndex < b.Events[0].CreateIndex {
-		t.Errorf("writes %v; first group event index %d, second %d: the growing (second) group must be written first", order, a.Events[0].CreateIndex, b.Events[0].CreateIndex)
+	// Already at the split: nothing is written.
+	from = len(w.s.Requests())
+	if err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(2, 4, 0, 10, 0, 10)}, tcfg); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.puts(from)); n != 0 {
+		t.Errorf("a split equal to the groups' counts wrote %d times", n)
 	}
 }
 
-// quotaMeta is a split f + s with each host's quota [fMin, fMax], [sMin, sMax].
-func quotaMeta(f, s, fMin, fMax, sMin, sMax int) map[string]any {
-	return map[string]any{MetaFirstCount: float64(f), MetaSecondCount: float64(s),
-		MetaFirstMin: float64(fMin), MetaFirstMax: float64(fMax), MetaSecondMin: float64(sMin), MetaSecondMax: float64(sMax)}
+// TestTargetCheckAndSet: a job changed after the strategy read it, or
+// between the target's read and its write, is not overwritten.
+func TestTargetCheckAndSet(t *testing.T) {
+	t.Run("changed since the strategy read it", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		tg := w.target(t)
+		st, err := tg.Status(tcfg)
+		if err != nil || st == nil {
+			t.Fatal(st, err)
+		}
+		if err := w.s.SetGroupCount("", wJob, wFirst, 7); err != nil { // a person's `nomad job run`
+			t.Fatal(err)
+		}
+		stale := withMeta(quotaMeta(3, 3, 0, 10, 0, 10), MetaJobModifyIndex, float64(1))
+		err = tg.Scale(sdk.ScalingAction{Count: 6, Meta: stale}, tcfg)
+		if !errors.Is(err, ErrJobChanged) || !strings.Contains(err.Error(), "job changed since it was read: not overwritten; the next evaluation decides again") {
+			t.Fatalf("err = %v, want ErrJobChanged", err)
+		}
+		if got := w.counts(t); got != [2]int{7, 2} {
+			t.Errorf("counts %v, want the person's [7 2]", got)
+		}
+	})
+	t.Run("changed between the target's read and its write", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		tg := w.target(t)
+		w.s.SetHook(func(method, path string) {
+			if method == http.MethodPut && path == "/v1/jobs" {
+				w.s.SetHook(nil)
+				_ = w.s.SetGroupCount("", wJob, wSecond, 9) // checked below
+			}
+		})
+		err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(3, 3, 0, 10, 0, 10)}, tcfg)
+		if !errors.Is(err, ErrJobChanged) {
+			t.Fatalf("err = %v, want ErrJobChanged", err)
+		}
+		if got := w.counts(t); got != [2]int{2, 9} {
+			t.Errorf("counts %v, want the concurrent change [2 9] kept", got)
+		}
+		for _, g := range []string{wFirst, wSecond} {
+			if gs, _ := w.s.Group("", wJob, g); len(gs.Events) != 0 {
+				t.Errorf("group %s got events %+v for a write that did not happen", g, gs.Events)
+			}
+		}
+	})
+}
+
+// TestTargetQuotaForAgentActions: an action the agent makes itself carries
+// no quota; the target takes each host's from its config or from the
+// newest scaling event of the strategy, and never sets a group above it
+// (issue 13: "below limit" split [5 5] past first_max = 3).
+func TestTargetQuotaForAgentActions(t *testing.T) {
+	below := sdk.ScalingAction{Count: 10, Direction: sdk.ScaleDirectionUp, Reason: "current count (4) below limit (10)", Meta: map[string]any{}}
+	t.Run("from the newest scaling event", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		tg := w.target(t)
+		// The strategy's last action, with first_max 3.
+		if err := tg.Scale(sdk.ScalingAction{Count: 4, Meta: quotaMeta(3, 1, 0, 3, 0, 20)}, tcfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.Scale(below, tcfg); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.counts(t); got[0] > 3 || got[0]+got[1] != 10 {
+			t.Errorf("counts %v: the first group above its max 3, or not the agent's 10", got)
+		}
+	})
+	t.Run("from the target config", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		tg := w.target(t)
+		if err := tg.Scale(below, withKeys(tcfg, TargetKeyFirstMax, "3", TargetKeySecondMax, "20")); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.counts(t); got != [2]int{3, 7} {
+			t.Errorf("counts %v, want [3 7]", got)
+		}
+	})
 }
 
 func TestSplit(t *testing.T) {
@@ -316,6 +489,10 @@ func TestSplit(t *testing.T) {
 		{"below both mins", 3, quotaMeta(4, 4, 2, 8, 2, 8), [2]int64{}, [2]int64{}, "within [4, 16]"},
 		{"above both maxes", 20, quotaMeta(4, 4, 0, 8, 0, 8), [2]int64{}, [2]int64{}, "within [0, 16]"},
 		{"min above max refused", 5, quotaMeta(4, 4, 9, 8, 0, 8), [2]int64{}, [2]int64{}, MetaFirstMin},
+		// Issue 13: a split whose sum is the total but whose first count is
+		// above the first host's max gave [10 0].
+		{"regression: the split's sum is right but first is past its max", 10,
+			map[string]any{MetaFirstCount: 10.0, MetaSecondCount: 0.0, MetaFirstMax: 5.0}, [2]int64{}, [2]int64{5, 5}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -332,7 +509,37 @@ func TestSplit(t *testing.T) {
 			if got != c.want || got[0]+got[1] != c.total {
 				t.Errorf("Split = %v, want %v (total %d)", got, c.want, c.total)
 			}
+			q, _, _ := metaQuota(c.meta)
+			for i := range got {
+				if got[i] < q[i][0] || got[i] > q[i][1] {
+					t.Errorf("group %d at %d, outside its quota %v", i, got[i], q[i])
+				}
+			}
 		})
+	}
+}
+
+// TestSplitWithinNeverLeavesTheQuota: for every total a quota pair allows
+// and every basis, each group stays within its quota and the sum is the
+// total.
+func TestSplitWithinNeverLeavesTheQuota(t *testing.T) {
+	quotas := []Quota{{{0, 3}, {0, 20}}, {{2, 5}, {1, 4}}, {{0, 0}, {0, 9}}, {{4, 8}, {0, 8}}}
+	for _, q := range quotas {
+		for total := q[0][0] + q[1][0]; total <= q[0][1]+q[1][1]; total++ {
+			for f := int64(0); f <= 12; f += 3 {
+				for s := int64(0); s <= 12; s += 4 {
+					for _, meta := range []map[string]any{{MetaFirstCount: f, MetaSecondCount: s}, {}} {
+						got, _, err := SplitWithin(total, meta, [2]int64{s, f}, q)
+						if err != nil {
+							t.Fatalf("quota %v total %d split %d+%d: %v", q, total, f, s, err)
+						}
+						if got[0]+got[1] != total || got[0] < q[0][0] || got[0] > q[0][1] || got[1] < q[1][0] || got[1] > q[1][1] {
+							t.Fatalf("quota %v total %d split %d+%d meta %v: got %v", q, total, f, s, meta, got)
+						}
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -1,43 +1,71 @@
-// Package nomadusage reads a Nomad node's real usage through the Nomad API
-// (github.com/hashicorp/nomad/api) and turns it into an engine.Observation.
+// Package nomadusage reads Nomad nodes' real usage through the Nomad API
+// (github.com/hashicorp/nomad/api) and turns it into engine.Observations.
 //
-// # One read
+// # One evaluation: ReadHosts
+//
+//	rd := &nomadusage.Reader{Client: conn.Client()}
+//	rs, err := rd.ReadHosts(ctx, []nomadusage.Query{
+//		{Host: nomadusage.HostSelector{Name: "host-a"}, Job: "web", Group: "front"},
+//		{Host: nomadusage.HostSelector{Pool: "second"}, Job: "web", Group: "back"},
+//	}, nomadusage.Options{Concurrency: 32, Warmup: 2 * time.Minute})
+//
+// ReadHosts reads every host of one evaluation at once: per job one job
+// read and one allocation listing shared by its hosts, per host one node
+// read and (at most once per Options.NodeCacheTTL) the node's allocations,
+// and per running allocation of the host's group one stats read, at most
+// Options.Concurrency in flight. A host whose share of answered stats reads
+// is below Options.MinAnswered fails the call (ErrTooFewAnswered); above
+// it, the answered ones stand for the rest. Query.NoStats reads no stats
+// (usage from an APM). A node's state (down, draining, ineligible) is
+// reported in Reading.Node, never refused: the caller decides what it
+// allows. See ReadHosts for the details.
+//
+// # One host: Read
 //
 //	r, err := nomadusage.Read(ctx, client, nomadusage.Query{
-//		Host:  nomadusage.HostSelector{Name: "host-a"}, // or NodeID, or Pool and/or Class
+//		Host:  nomadusage.HostSelector{Name: "host-a"}, // or NodeID, or Pool, Class, Datacenter
 //		Job:   "web", Group: "front",                  // optional: whose usage
 //		Namespace: "default",                          // optional: the job's namespace
 //	})
 //	obs := r.Observation // one usage sample
 //
-// A Reader remembers a name/pool/class selector's node for ResolveTTL (the
-// node itself is read on every call). The host selector must name exactly
-// one node: NodeID alone, or any of
-// Name, Pool and Class (all that are set must match). None set is
-// ErrNoSelector; no match ErrNodeNotFound; several ErrAmbiguous (the error
-// lists them); a node that is not "ready" ErrNodeNotReady.
+// Read reads one host and refuses a node that is not ready
+// (ErrNodeNotReady). It has two modes, one function each: with a job, the
+// group's allocation stats (the ReadHosts path for one host); without, the
+// node's client stats (CPUTicksConsumed, Memory.Used) and every running
+// allocation on it, ReplicaCPUDemandMHz then required.
 //
-// What the observation holds:
+// # Host selectors
+//
+// NodeID alone reads GET /v1/node/:id. Name, Pool, Class and Datacenter
+// become one server-side filter expression on GET /v1/nodes
+// (`Name == "host-a" and NodePool == "edge"`), so Nomad, not the client,
+// scans the nodes; exactly one node must match (ErrNodeNotFound,
+// ErrAmbiguous listing them, ErrNoSelector). A Reader remembers a
+// selector's node for ResolveTTL and reads that node directly while the
+// entry is fresh; a stale or no longer matching entry is refreshed on use.
+//
+// What an observation holds:
 //   - CPUCapacityMHz, MemoryCapacityMB: the node's NodeResources less its
 //     ReservedResources.
-//   - With a Job: one sample, the sum over the job/group's running
-//     allocations on the node (from the job's allocation list) of allocation stats (CpuStats.TotalTicks in
-//     MHz; MemoryStats.RSS, or Usage when RSS is 0, in MB);
-//     RequestedCPUMHz/MemoryMB: the sum of those allocations' allocated
-//     resources (the group's request for a stub that carries none); RunningReplicas: how many there are; replica demand: the
-//     query's, or else the task group's request (sum over its tasks). An
-//     unknown job or group is ErrJobNotFound; a job with several groups
-//     needs Group.
-//   - Without a Job: one sample of the node's client stats
-//     (CPUTicksConsumed, Memory.Used), requests and replicas over every
-//     running allocation on the node; ReplicaCPUDemandMHz is then required.
-//   - Host: the query's Label, or the node's name. WantedReplicas: passed
-//     through.
+//   - With a job: one sample, the usage of the group's running allocations
+//     on the node (CpuStats.TotalTicks in MHz; MemoryStats.RSS, or Usage
+//     when RSS is 0, in MB); RequestedCPUMHz/MemoryMB their allocated
+//     resources; RunningReplicas how many there are, WarmingReplicas how
+//     many of those are warming (Options.Warmup); OtherReservedCPUMHz and
+//     OtherReservedMemoryMB what every other allocation placed on the node
+//     reserves (other jobs, and this job's other groups); the replica
+//     demand the query's, else the task group's request. The reading adds
+//     the job's JobModifyIndex, the group's count and one replica's
+//     reservation.
+//   - Host: the query's Label, or the node's name. WantedReplicas and
+//     QueuedReplicas: passed through.
 //
-// Errors wrap context (which node, which allocation) and either one of the
-// sentinel errors above or the API client's error, so callers can test
-// api.UnexpectedResponseError's StatusCode (403 for a refused token, 5xx).
-// The package never logs and never puts the token in an error.
+// Errors wrap context (which node, which allocation, which read) and
+// either one of the sentinel errors above or the API client's error, so
+// callers can test api.UnexpectedResponseError's StatusCode (403 for a
+// refused token, 5xx) and context.DeadlineExceeded. The package never logs
+// and never puts the token in an error.
 //
 // # A window of reads
 //

@@ -3,7 +3,6 @@ package nomadusage
 import (
 	"context"
 	"errors"
-	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"net/http"
 	"os"
 	"reflect"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 )
 
@@ -54,44 +54,7 @@ func TestMain(m *testing.M) {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	if realEnv["NOMAD_ADDR"] != "" {
-		for k, v := range realEnv {
-			t.Setenv(k, v)
-		}
-		c, err := api.NewClient(api.DefaultConfig())
-		if err != nil {
-			t.Fatalf("client for NOMAD_ADDR: %v", err)
-		}
-		stubs, _, err := c.Nodes().List(nil)
-		if err != nil {
-			t.Fatalf("list nodes of the real cluster at NOMAD_ADDR: %v", err)
-		}
-		cl := &cluster{real: true, client: c}
-		for _, n := range stubs {
-			if n.Status == api.NodeStatusReady {
-				cl.node = n
-				break
-			}
-		}
-		if cl.node == nil {
-			t.Fatalf("the real cluster at NOMAD_ADDR has no ready node")
-		}
-		pools := map[string]int{}
-		for _, n := range stubs {
-			if pools[n.NodePool]++; pools[n.NodePool] == 2 {
-				cl.sharedPool = n.NodePool
-			}
-		}
-		allocs, _, err := c.Nodes().Allocations(cl.node.ID, nil)
-		if err != nil {
-			t.Fatalf("list allocations of node %s: %v", cl.node.Name, err)
-		}
-		for _, a := range allocs {
-			if a.ClientStatus == api.AllocClientStatusRunning {
-				cl.alloc = a
-				break
-			}
-		}
-		return cl
+		return realCluster(t)
 	}
 	s, err := nomadstandin.New()
 	if err != nil {
@@ -115,19 +78,61 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetGroupUsage("", jobID, groupA, 120, 100); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetGroupUsage("", jobID, groupB, 60, 50); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetNodeUsage(cl.nodeA, 400, 1000); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.SetGroupUsage("", jobID, groupA, 120, 100))
+	must(t, s.SetGroupUsage("", jobID, groupB, 60, 50))
+	must(t, s.SetNodeUsage(cl.nodeA, 400, 1000))
 	if cl.client, err = s.Client(""); err != nil {
 		t.Fatal(err)
 	}
 	return cl
+}
+
+func realCluster(t *testing.T) *cluster {
+	for k, v := range realEnv {
+		t.Setenv(k, v)
+	}
+	c, err := api.NewClient(api.DefaultConfig())
+	if err != nil {
+		t.Fatalf("client for NOMAD_ADDR: %v", err)
+	}
+	stubs, _, err := c.Nodes().List(nil)
+	if err != nil {
+		t.Fatalf("list nodes of the real cluster at NOMAD_ADDR: %v", err)
+	}
+	cl := &cluster{real: true, client: c}
+	for _, n := range stubs {
+		if n.Status == api.NodeStatusReady {
+			cl.node = n
+			break
+		}
+	}
+	if cl.node == nil {
+		t.Fatalf("the real cluster at NOMAD_ADDR has no ready node")
+	}
+	pools := map[string]int{}
+	for _, n := range stubs {
+		if pools[n.NodePool]++; pools[n.NodePool] == 2 {
+			cl.sharedPool = n.NodePool
+		}
+	}
+	allocs, _, err := c.Nodes().Allocations(cl.node.ID, nil)
+	if err != nil {
+		t.Fatalf("list allocations of node %s: %v", cl.node.Name, err)
+	}
+	for _, a := range allocs {
+		if a.ClientStatus == api.AllocClientStatusRunning {
+			cl.alloc = a
+			break
+		}
+	}
+	return cl
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // anyNode is a query any cluster can answer: the whole node, with a given
@@ -139,36 +144,92 @@ func (c *cluster) anyNode() Query {
 	return Query{Host: HostSelector{NodeID: c.nodeA}, ReplicaCPUDemandMHz: 100}
 }
 
-func TestRead(t *testing.T) {
-	cases := []struct {
-		name string
-		// standinOnly cases need the stand-in's programming or faults.
-		standinOnly string
-		query       func(c *cluster) Query
-		prepare     func(t *testing.T, c *cluster) *api.Client
-		wantErr     error
-		// check runs on success; on the stand-in the values are known.
-		check func(t *testing.T, c *cluster, r *Reading)
-	}{
-		{
-			name:  "whole node by ID",
-			query: func(c *cluster) Query { return c.anyNode() },
-			check: func(t *testing.T, c *cluster, r *Reading) {
-				o := r.Observation
-				if c.real {
-					if r.NodeID != c.node.ID || o.Host != c.node.Name {
-						t.Errorf("read node %s (%s), want %s", r.NodeID, o.Host, c.node.ID)
-					}
-					return
+// readCase is one Read: a query, an optional preparation (which may return
+// another client), and either the error wanted or a check of the reading.
+type readCase struct {
+	name string
+	// standinOnly cases need the stand-in's programming or faults.
+	standinOnly string
+	query       func(c *cluster) Query
+	prepare     func(t *testing.T, c *cluster) *api.Client
+	wantErr     error
+	check       func(t *testing.T, c *cluster, r *Reading)
+}
+
+func runReadCases(t *testing.T, cases []readCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			if c.real && tc.standinOnly != "" {
+				t.Skipf("stand-in only: %s", tc.standinOnly)
+			}
+			client := c.client
+			if tc.prepare != nil {
+				if cl := tc.prepare(t, c); cl != nil {
+					client = cl
 				}
-				want := engine.Observation{Host: "host-a", CPUCapacityMHz: 7000, MemoryCapacityMB: 14336,
-					Samples:         []engine.Sample{{Time: r.Time.Unix(), CPUMHz: 400 + 3*120, MemoryMB: 1000 + 3*100}},
-					RequestedCPUMHz: 1500, RequestedMemoryMB: 768, RunningReplicas: 3, ReplicaCPUDemandMHz: 100}
-				equalObs(t, o, want)
-			},
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			r, err := Read(ctx, client, tc.query(c))
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("no error, want %v; got %+v", tc.wantErr, r)
+				}
+				if !matchErr(err, tc.wantErr) {
+					t.Fatalf("error %q, want %v", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), taskToken) {
+					t.Fatalf("the error shows the token: %q", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Observation.Validate("test"); err != nil {
+				t.Fatalf("reading is not a valid observation: %v", err)
+			}
+			if len(r.Observation.Samples) != 1 {
+				t.Fatalf("a one-shot read gave %d samples", len(r.Observation.Samples))
+			}
+			tc.check(t, c, r)
+		})
+	}
+}
+
+// TestReadWholeNode: without a job, a host's usage is its node's client
+// stats and its replicas every running allocation there.
+func TestReadWholeNode(t *testing.T) {
+	runReadCases(t, []readCase{{
+		name:  "by node ID",
+		query: func(c *cluster) Query { return c.anyNode() },
+		check: func(t *testing.T, c *cluster, r *Reading) {
+			o := r.Observation
+			if c.real {
+				if r.NodeID != c.node.ID || o.Host != c.node.Name {
+					t.Errorf("read node %s (%s), want %s", r.NodeID, o.Host, c.node.ID)
+				}
+				return
+			}
+			want := engine.Observation{Host: "host-a", CPUCapacityMHz: 7000, MemoryCapacityMB: 14336,
+				Samples:         []engine.Sample{{Time: r.Time.Unix(), CPUMHz: 400 + 3*120, MemoryMB: 1000 + 3*100}},
+				RequestedCPUMHz: 1500, RequestedMemoryMB: 768, RunningReplicas: 3, ReplicaCPUDemandMHz: 100}
+			equalObs(t, o, want)
+			if r.Node.Status != "ready" || !r.Node.Schedulable() {
+				t.Errorf("node state %+v", r.Node)
+			}
 		},
+	}})
+}
+
+// TestReadJobGroup: with a job, a host's usage is its group's allocation
+// stats on the node.
+func TestReadJobGroup(t *testing.T) {
+	runReadCases(t, []readCase{
 		{
-			name:        "job group by name",
+			name:        "by name, the group's request as demand",
 			standinOnly: "needs a known job",
 			query: func(c *cluster) Query {
 				return Query{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA, WantedReplicas: 5}
@@ -179,13 +240,16 @@ func TestRead(t *testing.T) {
 					RequestedCPUMHz: 1500, RequestedMemoryMB: 768, RunningReplicas: 3,
 					ReplicaCPUDemandMHz: 500, ReplicaMemoryDemandMB: 256, WantedReplicas: 5}
 				equalObs(t, r.Observation, want)
-				if r.Group != groupA || r.Namespace != "default" {
-					t.Errorf("reading covers %s/%s", r.Namespace, r.Group)
+				if r.Group != groupA || r.Namespace != "default" || r.DesiredCount != 3 || r.ReplicaCPUMHz != 500 || r.ReplicaMemoryMB != 256 || r.JobModifyIndex == 0 {
+					t.Errorf("reading covers %s/%s, desired %d, replica %v MHz %v MB, job index %d", r.Namespace, r.Group, r.DesiredCount, r.ReplicaCPUMHz, r.ReplicaMemoryMB, r.JobModifyIndex)
+				}
+				if r.StatsAsked != 3 || r.StatsAnswered != 3 {
+					t.Errorf("stats %d of %d answered, want 3 of 3", r.StatsAnswered, r.StatsAsked)
 				}
 			},
 		},
 		{
-			name: "running allocation's job and group",
+			name: "a running allocation's job and group",
 			query: func(c *cluster) Query {
 				if c.real {
 					return Query{Host: HostSelector{NodeID: c.node.ID}, Namespace: c.alloc.Namespace, Job: c.alloc.JobID, Group: c.alloc.TaskGroup, ReplicaCPUDemandMHz: 1}
@@ -199,8 +263,8 @@ func TestRead(t *testing.T) {
 				return nil
 			},
 			check: func(t *testing.T, c *cluster, r *Reading) {
-				if r.Observation.RunningReplicas < 1 {
-					t.Errorf("a running allocation's group shows %d replicas", r.Observation.RunningReplicas)
+				if r.Observation.RunningReplicas < 1 || r.StatsAnswered != r.StatsAsked {
+					t.Errorf("a running allocation's group shows %d replicas, %d of %d stats answered", r.Observation.RunningReplicas, r.StatsAnswered, r.StatsAsked)
 				}
 				if !c.real && (r.Observation.RunningReplicas != 2 || r.Observation.Samples[0].CPUMHz != 120) {
 					t.Errorf("group %s: %+v", groupB, r.Observation)
@@ -221,6 +285,13 @@ func TestRead(t *testing.T) {
 				equalObs(t, r.Observation, want)
 			},
 		},
+	})
+}
+
+// TestReadErrors: selectors that name no node, or several; unknown jobs;
+// refused tokens; faults.
+func TestReadErrors(t *testing.T) {
+	runReadCases(t, []readCase{
 		{
 			name: "missing node ID",
 			query: func(c *cluster) Query {
@@ -293,7 +364,7 @@ func TestRead(t *testing.T) {
 			wantErr: errForbidden,
 		},
 		{
-			name:        "5xx",
+			name:        "5xx on one of three stats reads: too few answered",
 			standinOnly: "fault injection",
 			query:       func(c *cluster) Query { return Query{Host: HostSelector{NodeID: c.nodeA}, Job: jobID, Group: groupA} },
 			prepare: func(t *testing.T, c *cluster) *api.Client {
@@ -316,46 +387,7 @@ func TestRead(t *testing.T) {
 				}
 			},
 		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t)
-			if c.real && tc.standinOnly != "" {
-				t.Skipf("stand-in only: %s", tc.standinOnly)
-			}
-			client := c.client
-			if tc.prepare != nil {
-				if cl := tc.prepare(t, c); cl != nil {
-					client = cl
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			r, err := Read(ctx, client, tc.query(c))
-			if tc.wantErr != nil {
-				if err == nil {
-					t.Fatalf("no error, want %v; got %+v", tc.wantErr, r)
-				}
-				if !matchErr(err, tc.wantErr) {
-					t.Fatalf("error %q, want %v", err, tc.wantErr)
-				}
-				if strings.Contains(err.Error(), taskToken) {
-					t.Fatalf("the error shows the token: %q", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Observation.Validate("test"); err != nil {
-				t.Fatalf("reading is not a valid observation: %v", err)
-			}
-			if len(r.Observation.Samples) != 1 {
-				t.Fatalf("a one-shot read gave %d samples", len(r.Observation.Samples))
-			}
-			tc.check(t, c, r)
-		})
-	}
+	})
 }
 
 var errForbidden = errors.New("403 Permission denied")
@@ -398,40 +430,48 @@ func near(a, b float64) bool {
 	return d < 1e-6 && d > -1e-6
 }
 
-// TestReaderRemembersResolution: a name selector lists nodes once; a node
-// that stops matching (here: goes down) is resolved afresh.
+// TestReaderRemembersResolution: a name selector lists nodes (with a
+// server-side filter) once; while the entry is fresh the node itself is
+// read; once it is older than ResolveTTL the selector is listed again.
 func TestReaderRemembersResolution(t *testing.T) {
 	c := newCluster(t)
 	if c.real {
-		t.Skip("stand-in only: counts requests and takes a node down")
+		t.Skip("stand-in only: counts requests and moves a clock")
 	}
-	rd := &Reader{Client: c.client}
+	clk := time.Now()
+	rd := &Reader{Client: c.client, Now: func() time.Time { return clk }}
 	q := Query{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA}
-	lists := func() int {
-		n := 0
+	lists := func() (n int, filters []string) {
 		for _, r := range c.s.Requests() {
 			if r.Path == "/v1/nodes" {
 				n++
+				filters = append(filters, r.Query)
 			}
 		}
-		return n
+		return n, filters
 	}
 	for i := 0; i < 3; i++ {
 		if _, err := rd.Read(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := lists(); n != 1 {
+	n, filters := lists()
+	if n != 1 {
 		t.Errorf("three reads listed nodes %d times, want 1", n)
 	}
-	if err := c.s.SetNodeStatus(c.nodeA, "down"); err != nil {
+	if len(filters) > 0 && !strings.Contains(filters[0], "filter=") {
+		t.Errorf("the node listing carried no server-side filter: %q", filters[0])
+	}
+	clk = clk.Add(ResolveTTL + time.Second)
+	if _, err := rd.Read(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
+	if n, _ := lists(); n != 2 {
+		t.Errorf("a stale entry was not listed again (%d listings)", n)
+	}
+	must(t, c.s.SetNodeStatus(c.nodeA, "down"))
 	if _, err := rd.Read(context.Background(), q); !errors.Is(err, ErrNodeNotReady) {
 		t.Errorf("read of a node gone down: %v, want ErrNodeNotReady", err)
-	}
-	if n := lists(); n != 2 {
-		t.Errorf("a node gone down was not resolved afresh (%d listings)", n)
 	}
 }
 
@@ -448,9 +488,7 @@ func TestReadingTimeIsStatsTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddJob(nomadstandin.JobSpec{ID: jobID, Groups: []nomadstandin.GroupSpec{{Name: groupA, Count: 2, CPUMHz: 500, MemoryMB: 256, NodeID: node}}}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: jobID, Groups: []nomadstandin.GroupSpec{{Name: groupA, Count: 2, CPUMHz: 500, MemoryMB: 256, NodeID: node}}}))
 	c, err := s.Client("")
 	if err != nil {
 		t.Fatal(err)
@@ -480,5 +518,30 @@ func TestReadingTimeIsStatsTime(t *testing.T) {
 				t.Errorf("sample time %d, reading time %d", got, r.Time.Unix())
 			}
 		})
+	}
+}
+
+func TestSelectorFilter(t *testing.T) {
+	for _, tc := range []struct {
+		sel  HostSelector
+		want string
+		err  bool
+	}{
+		{sel: HostSelector{Name: "host-a"}, want: `Name == "host-a"`},
+		{sel: HostSelector{Pool: "edge", Class: "big"}, want: `NodePool == "edge" and NodeClass == "big"`},
+		{sel: HostSelector{Name: `we"ird\name`, Datacenter: "dc2"}, want: "Name == `we\"ird\\name` and Datacenter == \"dc2\""},
+		{sel: HostSelector{Name: "a\"b`c"}, err: true},
+		{sel: HostSelector{NodeID: "abc"}, want: ``},
+	} {
+		got, err := tc.sel.Filter()
+		if tc.err {
+			if !errors.Is(err, ErrBadQuery) {
+				t.Errorf("%s: err %v, want ErrBadQuery", tc.sel, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: filter %s (%v), want %s", tc.sel, got, err, tc.want)
+		}
 	}
 }

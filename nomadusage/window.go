@@ -39,10 +39,12 @@ type entry struct {
 // of at most Size samples, none older than MaxAge when an observation is
 // taken. It is safe for concurrent use.
 //
-// Each sample is the workload's usage summed over the replicas running when
-// it was read. When the replica count changed inside the window, older
-// samples are rescaled to the current count (sample x now / then), so that
-// the engine's per-replica features (sample / running replicas) stay the
+// Each sample is the workload's usage summed over the replicas it covers
+// when it was read: the warm ones (running less warming) while any is warm,
+// else every running one (see ReadHosts). When that number changed inside
+// the window, older samples are rescaled to the current number (sample x
+// now / then), so that the engine's per-replica features (sample over the
+// warm replicas, or over the running ones when none is warm) stay the
 // per-replica usage that was observed; samples read while no replica ran
 // carry no per-replica usage and are left out while replicas run.
 //
@@ -107,7 +109,7 @@ func (w *Window) Add(r *Reading) error {
 		w.resetLocked()
 		w.nodeID = r.NodeID
 	}
-	e := entry{at: r.Time, sample: r.Observation.Samples[0], replicas: r.Observation.RunningReplicas}
+	e := entry{at: r.Time, sample: r.Observation.Samples[0], replicas: sampleReplicas(&r.Observation)}
 	if w.n > 0 {
 		last := &w.ring[(w.start+w.n-1)%w.size]
 		switch {
@@ -145,7 +147,7 @@ func (w *Window) Observation(now time.Time) (engine.Observation, error) {
 	if age := now.Sub(newest.at); age > w.maxAge {
 		return engine.Observation{}, &StaleError{Host: o.Host, Age: age, MaxAge: w.maxAge}
 	}
-	cur := o.RunningReplicas
+	cur := sampleReplicas(&o)
 	cutoff := now.Add(-w.maxAge)
 	samples := make([]engine.Sample, 0, w.n)
 	for i := 0; i < w.n; i++ {
@@ -166,4 +168,13 @@ func (w *Window) Observation(now time.Time) (engine.Observation, error) {
 	}
 	o.Samples = samples
 	return o, nil
+}
+
+// sampleReplicas is how many replicas an observation's samples sum over:
+// the warm ones while any is warm, else every running one.
+func sampleReplicas(o *engine.Observation) int {
+	if warm := o.RunningReplicas - o.WarmingReplicas; warm > 0 {
+		return warm
+	}
+	return o.RunningReplicas
 }

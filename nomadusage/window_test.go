@@ -16,6 +16,14 @@ func reading(node string, at time.Time, cpu float64, replicas int) *Reading {
 	}}
 }
 
+// warmReading is a reading whose sample sums the warm replicas' usage
+// (running less warming), as ReadHosts gives it.
+func warmReading(node string, at time.Time, cpu float64, running, warming int) *Reading {
+	r := reading(node, at, cpu, running)
+	r.Observation.WarmingReplicas = warming
+	return r
+}
+
 func cpus(o engine.Observation) []float64 {
 	out := make([]float64, len(o.Samples))
 	for i, s := range o.Samples {
@@ -55,6 +63,16 @@ func TestWindow(t *testing.T) {
 		{"rescaled to the current replicas", 5, time.Minute,
 			[]*Reading{reading("a", sec(0), 10, 2), reading("a", sec(1), 0, 0), reading("a", sec(2), 40, 4)},
 			sec(2), []float64{20, 40}, nil},
+		// 2 warm replicas at 100 each; then 4 more start (warming): the
+		// sample is still the 2 warm ones' 200, and the old sample is not
+		// tripled (per warm replica it stays 100).
+		{"rescaled by the warm replicas", 5, time.Minute,
+			[]*Reading{warmReading("a", sec(0), 200, 2, 0), warmReading("a", sec(1), 200, 6, 4)},
+			sec(1), []float64{200, 200}, nil},
+		// Every replica warming: samples sum all running replicas.
+		{"every replica warming", 5, time.Minute,
+			[]*Reading{warmReading("a", sec(0), 200, 2, 0), warmReading("a", sec(1), 30, 6, 6)},
+			sec(1), []float64{600, 30}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,4 +35,8 @@ strategy "activation-quota" {
 
 target "host-quota" {
   driver = "host-quota"
+  config = {
+    # A target call never waits longer than this on Nomad.
+    scale_timeout = "20s"
+  }
 }

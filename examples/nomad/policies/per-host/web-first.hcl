@@ -21,6 +21,9 @@ scaling "web-first" {
         first_group      = "front"
         second_node_pool = "activation-second"
         second_group     = "back"
+
+        max_scale_up   = "4"
+        max_scale_down = "25%"
       }
     }
 

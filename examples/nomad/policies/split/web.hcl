@@ -4,7 +4,9 @@
 # [first_min + second_min, first_max + second_max] (here [0, 96]): when the
 # agent clamps the sum, the target splits the clamped sum in proportion,
 # keeping each group within its host's quota; a sum no split can reach is
-# refused and changes nothing.
+# refused and changes nothing. The target sets both groups in one job
+# register under check-and-set: a change made to the job since the
+# strategy read it is never overwritten (docs/nomad/host-quota.md).
 scaling "web-split" {
   enabled = true
   type    = "horizontal"
@@ -25,12 +27,24 @@ scaling "web-split" {
         second_node_pool = "activation-second"
         second_group     = "back"
 
-        window  = "60"
-        max_age = "15m"
+        window      = "60"
+        max_age     = "15m"
+        min_samples = "3"  # fewer samples keep the current count
+        warmup      = "2m" # new replicas count at their request until then
 
-        first_max         = "48"
-        second_max        = "48"
-        second_rounding   = "floor"
+        # At most 4 more or a quarter fewer per evaluation; hold a change
+        # of one replica (hysteresis).
+        max_scale_up   = "4"
+        max_scale_down = "25%"
+        hysteresis     = "2"
+
+        # Never ask for more replicas than Nomad can place on a host
+        # ("report" asks anyway and says how many will queue).
+        placement = "cap"
+
+        first_max       = "48"
+        second_max      = "48"
+        second_rounding = "floor"
       }
     }
 
@@ -40,6 +54,10 @@ scaling "web-split" {
       second_group = "back"
       # Shadow mode: record decisions as scaling events, change nothing.
       dry_run      = "false"
+      # The hosts' quotas for the agent's own actions (such as "current
+      # count below the policy's min"), which carry none.
+      first_max  = "48"
+      second_max = "48"
     }
   }
 }

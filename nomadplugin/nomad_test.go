@@ -1,0 +1,98 @@
+package nomadplugin
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+)
+
+// TestSetConfig: both plugins connect through nomadconn from the agent's
+// nomad_* keys, NOMAD_* in the plugin's environment filling what the agent
+// does not pass; their own keys are typed; unknown keys are refused.
+func TestSetConfig(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	const token = "tok-setconfig-0123456789"
+	w.s.RequireToken(token, nomadstandin.TokenPolicy{Write: true})
+	type plugin struct {
+		name string
+		set  func(map[string]string) error
+		call func() error
+	}
+	st, tg := NewStrategy(nil), NewTarget(nil)
+	plugins := []plugin{
+		{"strategy", st.SetConfig, func() error {
+			ev, err := st.Run(newEval("setconfig", splitConfig()), 2)
+			if err == nil && strings.HasPrefix(ev.Action.Reason, "no scaling") {
+				err = errors.New(ev.Action.Reason)
+			}
+			return err
+		}},
+		{"target", tg.SetConfig, func() error { _, err := tg.Status(tcfg); return err }},
+	}
+	for _, p := range plugins {
+		t.Run(p.name, func(t *testing.T) {
+			cases := []struct {
+				name    string
+				cfg     map[string]string
+				env     map[string]string
+				wantErr string // from SetConfig
+				callErr string // from the call ("" = it works)
+			}{
+				{name: "the agent's address and token", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), AgentKeyNomadToken: token}},
+				{name: "the token from NOMAD_TOKEN", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL()}, env: map[string]string{"NOMAD_TOKEN": token}},
+				{name: "the address from NOMAD_ADDR", cfg: map[string]string{AgentKeyNomadToken: token}, env: map[string]string{"NOMAD_ADDR": w.s.URL()}},
+				{name: "no token: refused by Nomad", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL()}, callErr: "403"},
+				{name: "bad skip-verify", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), AgentKeyNomadSkipVerify: "perhaps"}, wantErr: AgentKeyNomadSkipVerify},
+				{name: "bad request timeout", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyRequestTimeout: "soon"}, wantErr: PluginKeyRequestTimeout},
+				{name: "unknown plugin key", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "request_timout": "1s"}, wantErr: "request_timout"},
+				{name: "bad address", cfg: map[string]string{AgentKeyNomadAddress: "ftp://nomad"}, wantErr: "scheme"},
+			}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					for k, v := range tc.env {
+						t.Setenv(k, v)
+					}
+					err := p.set(tc.cfg)
+					if tc.wantErr != "" {
+						if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+							t.Fatalf("SetConfig: %v, want an error naming %q", err, tc.wantErr)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					err = p.call()
+					switch {
+					case tc.callErr == "" && err != nil:
+						t.Fatalf("call: %v", err)
+					case tc.callErr != "" && (err == nil || !strings.Contains(err.Error(), tc.callErr)):
+						t.Fatalf("call: %v, want %q", err, tc.callErr)
+					}
+					if err != nil && strings.Contains(err.Error(), token) {
+						t.Errorf("the error shows the token: %v", err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestRequestTimeout: request_timeout bounds each request to Nomad.
+func TestRequestTimeout(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	w.s.InjectFault(nomadstandin.Fault{Method: http.MethodGet, Path: "/v1/job/" + wJob + "/scale", Delay: 5 * time.Second})
+	tg := w.target(t, PluginKeyRequestTimeout, "300ms")
+	start := time.Now()
+	_, err := tg.Status(tcfg)
+	if el := time.Since(start); err == nil || el > 3*time.Second {
+		t.Fatalf("status against a 5 s answer with request_timeout 300ms: %v after %s", err, el)
+	}
+	if !strings.Contains(err.Error(), "read scale status") {
+		t.Errorf("the error does not say which call timed out: %v", err)
+	}
+}

@@ -1,0 +1,553 @@
+package nomadusage
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// Options tune how ReadHosts (and a Reader's Read) read.
+type Options struct {
+	// Concurrency bounds the allocation stats reads in flight, over all the
+	// hosts of one call; 0 is DefaultConcurrency.
+	Concurrency int
+	// MinAnswered is the share of a host's running allocations whose stats
+	// must answer for the host to be read, in (0, 1]; 0 is
+	// DefaultMinAnswered. Below it the read fails (ErrTooFewAnswered,
+	// wrapping the first failure).
+	MinAnswered float64
+	// Warmup, when > 0, marks a running allocation as warming while it is
+	// younger than Warmup (from its tasks' latest StartedAt, else its
+	// CreateTime) or while its stats show no CPU ticks yet. 0 marks none.
+	Warmup time.Duration
+	// NodeCacheTTL is how long what other jobs reserve on a node is
+	// remembered; 0 is DefaultNodeCacheTTL.
+	NodeCacheTTL time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultConcurrency  = 32
+	DefaultMinAnswered  = 0.8
+	DefaultNodeCacheTTL = 30 * time.Second
+	// MaxConcurrency bounds Options.Concurrency.
+	MaxConcurrency = 1024
+)
+
+// Names of the options, as OptionError gives them.
+const (
+	OptionConcurrency  = "concurrency"
+	OptionMinAnswered  = "min_answered"
+	OptionWarmup       = "warmup"
+	OptionNodeCacheTTL = "node_cache_ttl"
+)
+
+// OptionError names the option that is out of range and why.
+type OptionError struct {
+	Option string
+	Reason string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%v: %s %s", ErrBadQuery, e.Option, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrBadQuery) true.
+func (e *OptionError) Unwrap() error { return ErrBadQuery }
+
+// Resolve fills the defaults and checks the ranges; the error is an
+// *OptionError.
+func (o Options) Resolve() (Options, error) {
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.MinAnswered == 0 {
+		o.MinAnswered = DefaultMinAnswered
+	}
+	if o.NodeCacheTTL == 0 {
+		o.NodeCacheTTL = DefaultNodeCacheTTL
+	}
+	switch {
+	case o.Concurrency < 1 || o.Concurrency > MaxConcurrency:
+		return o, &OptionError{OptionConcurrency, fmt.Sprintf("is %d; it must be from 1 to %d", o.Concurrency, MaxConcurrency)}
+	case !(o.MinAnswered > 0 && o.MinAnswered <= 1):
+		return o, &OptionError{OptionMinAnswered, fmt.Sprintf("is %v; it must be a share > 0 and <= 1", o.MinAnswered)}
+	case o.Warmup < 0:
+		return o, &OptionError{OptionWarmup, fmt.Sprintf("is %s; it must not be negative", o.Warmup)}
+	case o.NodeCacheTTL < 0:
+		return o, &OptionError{OptionNodeCacheTTL, fmt.Sprintf("is %s; it must not be negative", o.NodeCacheTTL)}
+	}
+	return o, nil
+}
+
+// ReadHosts reads several hosts at once, as one policy evaluation needs
+// them, and returns one reading per query, in order. What it costs:
+//
+//   - per job (namespace and job shared by queries): one GET /v1/job/:job
+//     and one GET /v1/job/:job/allocations, whatever the number of hosts;
+//   - per host: one node read (GET /v1/node/:id, or a filtered
+//     GET /v1/nodes), and, at most once per NodeCacheTTL, the node's
+//     allocations (GET /v1/node/:id/allocations: what other jobs reserve
+//     there);
+//   - per running allocation of the host's group: one
+//     GET /v1/client/allocation/:id/stats, at most Concurrency in flight
+//     over all hosts (none with Query.NoStats).
+//
+// Everything that does not depend on another answer is read at once: the
+// job, its allocations and the nodes, then the hosts' stats.
+//
+// A node is read whatever its state (Reading.Node says it); ReadHosts never
+// fails for a node that is down, draining or ineligible. A host whose share
+// of answered stats reads is below MinAnswered fails the call; above it,
+// the sample extrapolates: the warm allocations that answered stand for
+// the warm ones that did not (Reading.StatsAsked, StatsAnswered).
+//
+// With Warmup set, warming allocations (young, or no CPU ticks yet) are
+// counted in Observation.WarmingReplicas and their usage is left out of the
+// sample while any allocation is warm, so that the engine's per-replica
+// usage (the sample over the warm replicas) is the warm replicas' own;
+// when every allocation is warming the sample is all of their usage.
+//
+// The first host that fails fails the call, and the reads still in flight
+// are cancelled.
+func (r *Reader) ReadHosts(ctx context.Context, qs []Query, opts Options) ([]*Reading, error) {
+	if r.Client == nil {
+		return nil, fmt.Errorf("%w: no Nomad API client", ErrBadQuery)
+	}
+	opts, err := opts.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	hosts := make([]*hostRead, len(qs))
+	for i := range qs {
+		if err := qs[i].Validate(); err != nil {
+			return nil, fmt.Errorf("host %s: %w", qs[i].Host, err)
+		}
+		hosts[i] = &hostRead{q: &qs[i]}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ev := r.newEvaluation(opts)
+	ev.cancel = cancel
+	type jobKey struct{ ns, job string }
+	byJob := map[jobKey][]*hostRead{}
+	var order []jobKey
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		if h.q.Job == "" {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n, err := r.node(ctx, h.q.Host)
+				if err == nil {
+					h.rd, err = r.readNodeUsage(ctx, n, h.q)
+				}
+				ev.done(h, err)
+			}()
+			continue
+		}
+		k := jobKey{h.q.Namespace, h.q.Job}
+		if _, ok := byJob[k]; !ok {
+			order = append(order, k)
+		}
+		byJob[k] = append(byJob[k], h)
+	}
+	for _, k := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev.readJobHosts(ctx, k.ns, k.job, byJob[k])
+		}()
+	}
+	wg.Wait()
+	out := make([]*Reading, len(hosts))
+	for i, h := range hosts {
+		out[i] = h.rd
+	}
+	if err := ev.firstErr(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// evaluation is one call's shared state.
+type evaluation struct {
+	r      *Reader
+	opts   Options
+	sem    chan struct{}
+	now    time.Time
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	first error
+}
+
+// newEvaluation starts an evaluation with resolved options.
+func (r *Reader) newEvaluation(opts Options) *evaluation {
+	return &evaluation{r: r, opts: opts, sem: make(chan struct{}, opts.Concurrency), now: r.now()}
+}
+
+// hostRead is one host's part of an evaluation.
+type hostRead struct {
+	q    *Query
+	node *node
+	rd   *Reading
+	err  error
+}
+
+// done records a host's outcome; the first failure cancels the rest.
+func (ev *evaluation) done(h *hostRead, err error) {
+	if err == nil {
+		return
+	}
+	h.err, h.rd = err, nil
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if ev.first == nil {
+		ev.first = err
+		if ev.cancel != nil {
+			ev.cancel()
+		}
+	}
+}
+
+func (ev *evaluation) firstErr() error {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	return ev.first
+}
+
+// readJobHosts reads the hosts of one job: the job, its allocation list and
+// the hosts' nodes at once, then each host's group.
+func (ev *evaluation) readJobHosts(ctx context.Context, ns, jobID string, hosts []*hostRead) {
+	c := ev.r.Client
+	var (
+		job             *api.Job
+		stubs           []*api.AllocationListStub
+		jobErr, listErr error
+		wg              sync.WaitGroup
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		job, _, jobErr = c.Jobs().Info(jobID, (&api.QueryOptions{Namespace: ns}).WithContext(ctx))
+	}()
+	go func() {
+		defer wg.Done()
+		stubs, _, listErr = c.Jobs().Allocations(jobID, false, (&api.QueryOptions{Namespace: ns}).WithContext(ctx))
+	}()
+	nodeErr := make([]error, len(hosts))
+	for i, h := range hosts {
+		if h.node != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.node, nodeErr[i] = ev.r.node(ctx, h.q.Host)
+		}()
+	}
+	wg.Wait()
+	switch {
+	case jobErr != nil && isNotFound(jobErr):
+		jobErr = fmt.Errorf("read job %q: %w: %w", jobID, ErrJobNotFound, jobErr)
+	case jobErr != nil:
+		jobErr = fmt.Errorf("read job %q: %w", jobID, jobErr)
+	case listErr != nil:
+		jobErr = fmt.Errorf("list allocations of job %q: %w", jobID, listErr)
+	}
+	if job != nil && job.Namespace != nil && *job.Namespace != "" {
+		ns = *job.Namespace
+	}
+	for i, h := range hosts {
+		if err := cmp.Or(nodeErr[i], jobErr); err != nil {
+			ev.done(h, err)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			h.rd, err = ev.readGroup(ctx, h, job, ns, stubs)
+			ev.done(h, err)
+		}()
+	}
+	wg.Wait()
+}
+
+// statsResult is one allocation's stats read.
+type statsResult struct {
+	cpu, mem float64
+	ts       int64
+	gone     bool
+	err      error
+}
+
+// readGroup reads one host's group from the job, its allocation list and
+// the node: replicas, requests, what others reserve there, and the usage
+// sample from the allocations' stats.
+func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, ns string, stubs []*api.AllocationListStub) (*Reading, error) {
+	q, n := h.q, h.node
+	rd, err := ev.r.newReading(n, q, ev.now)
+	if err != nil {
+		return nil, err
+	}
+	group, err := pickGroup(job, q.Group)
+	if err != nil {
+		return nil, err
+	}
+	jobID := q.Job
+	rd.Namespace, rd.Group = ns, *group.Name
+	if job.JobModifyIndex != nil {
+		rd.JobModifyIndex = *job.JobModifyIndex
+	}
+	if group.Count != nil {
+		rd.DesiredCount = *group.Count
+	}
+	groupCPU, groupMem := groupRequest(group)
+	rd.ReplicaCPUMHz, rd.ReplicaMemoryMB = groupCPU, groupMem
+	o := &rd.Observation
+	if o.ReplicaCPUDemandMHz == 0 {
+		if groupCPU <= 0 {
+			return nil, fmt.Errorf("job %q group %q: %w: no task requests CPU, so replica_cpu_demand_mhz must be given", jobID, rd.Group, ErrMissingData)
+		}
+		o.ReplicaCPUDemandMHz = groupCPU
+	}
+	if o.ReplicaMemoryDemandMB == 0 {
+		o.ReplicaMemoryDemandMB = groupMem
+	}
+	// The group's running allocations on the node, and what this job's
+	// other groups reserve there.
+	var mine []*api.AllocationListStub
+	var sameJobCPU, sameJobMem float64
+	for _, a := range stubs {
+		if a.NodeID != n.id || (ns != "" && a.Namespace != "" && a.Namespace != ns) {
+			continue
+		}
+		if a.TaskGroup == rd.Group {
+			if a.ClientStatus == api.AllocClientStatusRunning {
+				mine = append(mine, a)
+			}
+			continue
+		}
+		if reserves(a.ClientStatus, a.DesiredStatus) {
+			cpu, mem := requested(a.AllocatedResources, nil)
+			sameJobCPU += cpu
+			sameJobMem += mem
+		}
+	}
+	otherCPU, otherMem, err := ev.otherJobs(ctx, n, ns, jobID)
+	if err != nil {
+		return nil, err
+	}
+	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = otherCPU+sameJobCPU, otherMem+sameJobMem
+
+	results := make([]statsResult, len(mine))
+	if !q.NoStats {
+		ev.readStats(ctx, n, mine, results)
+	}
+	return rd, ev.sample(rd, n, mine, results, !q.NoStats, groupCPU, groupMem)
+}
+
+// readStats reads the allocations' stats, at most Concurrency in flight
+// over the whole evaluation.
+func (ev *evaluation) readStats(ctx context.Context, n *node, allocs []*api.AllocationListStub, out []statsResult) {
+	var wg sync.WaitGroup
+	for i, a := range allocs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case ev.sem <- struct{}{}:
+			case <-ctx.Done():
+				out[i].err = fmt.Errorf("read stats of allocation %s on node %s: not started: %w", a.ID, n.name, ctx.Err())
+				return
+			}
+			defer func() { <-ev.sem }()
+			st, err := ev.r.Client.Allocations().Stats(&api.Allocation{ID: a.ID, NodeID: a.NodeID, Namespace: a.Namespace}, (&api.QueryOptions{}).WithContext(ctx))
+			switch {
+			case err != nil && isNotFound(err):
+				// Stopped between the listing and the stats read: it no
+				// longer runs, so it is not a replica.
+				out[i].gone = true
+			case err != nil:
+				out[i].err = fmt.Errorf("read stats of allocation %s on node %s: %w", a.ID, n.name, err)
+			case st.ResourceUsage == nil || st.ResourceUsage.CpuStats == nil:
+				out[i].err = fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats", a.ID, n.name, ErrMissingData)
+			default:
+				out[i].cpu = st.ResourceUsage.CpuStats.TotalTicks
+				out[i].ts = st.Timestamp
+				if ms := st.ResourceUsage.MemoryStats; ms != nil {
+					// cgroups v2 reports Usage and may leave RSS at zero.
+					used := ms.RSS
+					if used == 0 {
+						used = ms.Usage
+					}
+					out[i].mem = float64(used) / mib
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// sample fills the reading's replicas, requests, warming replicas and
+// usage sample from the stats results (see ReadHosts).
+func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, groupCPU, groupMem float64) error {
+	o := &rd.Observation
+	var (
+		firstErr                error
+		asked, answered         int
+		warmAnswered, warmTotal int
+		warmCPU, warmMem        float64
+		allCPU, allMem          float64
+		oldest                  int64
+		running, youngNoStats   int
+	)
+	for i, a := range allocs {
+		r := &res[i]
+		if r.gone {
+			continue
+		}
+		running++
+		if a.AllocatedResources != nil {
+			cpu, mem := requested(a.AllocatedResources, nil)
+			o.RequestedCPUMHz += cpu
+			o.RequestedMemoryMB += mem
+		} else {
+			// Stubs without resources: the group's request.
+			o.RequestedCPUMHz += groupCPU
+			o.RequestedMemoryMB += groupMem
+		}
+		young := ev.opts.Warmup > 0 && ev.now.Sub(startedAt(a)) < ev.opts.Warmup
+		if !stats {
+			if young {
+				youngNoStats++
+			}
+			continue
+		}
+		asked++
+		if r.err != nil {
+			if firstErr == nil {
+				firstErr = r.err
+			}
+			if !young {
+				warmTotal++
+			}
+			continue
+		}
+		answered++
+		allCPU += r.cpu
+		allMem += r.mem
+		if r.ts > 0 && (oldest == 0 || r.ts < oldest) {
+			oldest = r.ts
+		}
+		if young || (ev.opts.Warmup > 0 && r.cpu == 0) {
+			continue
+		}
+		warmAnswered++
+		warmTotal++
+		warmCPU += r.cpu
+		warmMem += r.mem
+	}
+	o.RunningReplicas = running
+	rd.StatsAsked, rd.StatsAnswered = asked, answered
+	if asked > 0 && float64(answered) < ev.opts.MinAnswered*float64(asked) {
+		return fmt.Errorf("host %s: %w: %d of %d running allocations of group %q on node %s answered, fewer than the share %v a decision needs; first failure: %w",
+			o.Host, ErrTooFewAnswered, answered, asked, rd.Group, n.name, ev.opts.MinAnswered, firstErr)
+	}
+	if oldest > 0 {
+		rd.Time = time.Unix(0, oldest)
+	}
+	var cpu, mem float64
+	switch {
+	case !stats:
+		o.WarmingReplicas = youngNoStats
+	case warmAnswered > 0:
+		// The warm ones that answered stand for every warm one.
+		f := float64(warmTotal) / float64(warmAnswered)
+		cpu, mem = warmCPU*f, warmMem*f
+		o.WarmingReplicas = running - warmTotal
+	case answered > 0:
+		// No warm evidence: every replica counts as warming, with all the
+		// usage the answered ones showed, extrapolated to all.
+		f := float64(running) / float64(answered)
+		cpu, mem = allCPU*f, allMem*f
+		if ev.opts.Warmup > 0 {
+			o.WarmingReplicas = running
+		}
+	}
+	o.Samples = []engine.Sample{{Time: rd.Time.Unix(), CPUMHz: cpu, MemoryMB: mem}}
+	return nil
+}
+
+// startedAt is when an allocation started running: its tasks' latest
+// StartedAt, else its CreateTime.
+func startedAt(a *api.AllocationListStub) time.Time {
+	var t time.Time
+	for _, ts := range a.TaskStates {
+		if ts != nil && ts.StartedAt.After(t) {
+			t = ts.StartedAt
+		}
+	}
+	if t.IsZero() && a.CreateTime > 0 {
+		t = time.Unix(0, a.CreateTime)
+	}
+	return t
+}
+
+// reserves says whether an allocation holds its reservation on its node:
+// placed (pending or running) and meant to run.
+func reserves(clientStatus, desiredStatus string) bool {
+	return (clientStatus == api.AllocClientStatusPending || clientStatus == api.AllocClientStatusRunning) &&
+		(desiredStatus == "" || desiredStatus == api.AllocDesiredStatusRun)
+}
+
+type othersKey struct{ node, ns, job string }
+
+type othersEntry struct {
+	cpu, mem float64
+	at       time.Time
+}
+
+// maxOthers bounds the node cache; past it the cache starts afresh.
+const maxOthers = 4096
+
+// otherJobs is what the allocations of every job but jobID reserve on node
+// n, from the node's allocation list, remembered for NodeCacheTTL.
+func (ev *evaluation) otherJobs(ctx context.Context, n *node, ns, jobID string) (cpu, mem float64, err error) {
+	key := othersKey{n.id, ns, jobID}
+	if v, ok := ev.r.others.Load(key); ok {
+		if e := v.(othersEntry); ev.now.Sub(e.at) < ev.opts.NodeCacheTTL && !e.at.After(ev.now) {
+			return e.cpu, e.mem, nil
+		}
+	}
+	allocs, _, err := ev.r.Client.Nodes().Allocations(n.id, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return 0, 0, fmt.Errorf("list allocations of node %s (%s) for what other jobs reserve there: %w", n.name, n.id, err)
+	}
+	for _, a := range allocs {
+		if !reserves(a.ClientStatus, a.DesiredStatus) || (a.JobID == jobID && (ns == "" || a.Namespace == "" || a.Namespace == ns)) {
+			continue
+		}
+		c, m := requested(a.AllocatedResources, a.Resources)
+		cpu += c
+		mem += m
+	}
+	ev.r.othersMu.Lock()
+	if ev.r.othersN >= maxOthers {
+		ev.r.others.Clear()
+		ev.r.othersN = 0
+	}
+	if _, loaded := ev.r.others.Swap(key, othersEntry{cpu: cpu, mem: mem, at: ev.now}); !loaded {
+		ev.r.othersN++
+	}
+	ev.r.othersMu.Unlock()
+	return cpu, mem, nil
+}

@@ -1,0 +1,347 @@
+package nomadusage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+)
+
+// pair is a stand-in with two hosts and a job whose group "front" runs n
+// allocations on host-a and group "back" n on host-b, plus another job
+// "other" with one allocation on host-a, and a client whose transport
+// counts requests in flight.
+type pair struct {
+	s            *nomadstandin.Server
+	nodeA, nodeB string
+	client       *api.Client
+	inFlight     atomic.Int64
+	maxInFlight  atomic.Int64
+}
+
+func newPair(t *testing.T, n int) *pair {
+	t.Helper()
+	s, err := nomadstandin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	p := &pair{s: s}
+	if p.nodeA, err = s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536, NodePool: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	if p.nodeB, err = s.AddNode(nomadstandin.NodeSpec{Name: "host-b", CPUMHz: 20000, MemoryMB: 65536, NodePool: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: jobID, Groups: []nomadstandin.GroupSpec{
+		{Name: groupA, Count: n, CPUMHz: 500, MemoryMB: 256, NodeID: p.nodeA},
+		{Name: groupB, Count: n, CPUMHz: 250, MemoryMB: 128, NodeID: p.nodeB},
+	}}))
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: "other", Groups: []nomadstandin.GroupSpec{
+		{Name: "x", Count: 1, CPUMHz: 3000, MemoryMB: 4096, NodeID: p.nodeA},
+	}}))
+	must(t, s.SetGroupUsage("", jobID, groupA, 100, 64))
+	must(t, s.SetGroupUsage("", jobID, groupB, 50, 32))
+	p.client, err = api.NewClient(&api.Config{Address: s.URL(), TLSConfig: &api.TLSConfig{},
+		HttpClient: &http.Client{Transport: countingTransport{p: p, next: http.DefaultTransport}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type countingTransport struct {
+	p    *pair
+	next http.RoundTripper
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	n := c.p.inFlight.Add(1)
+	defer c.p.inFlight.Add(-1)
+	for {
+		m := c.p.maxInFlight.Load()
+		if n <= m || c.p.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return c.next.RoundTrip(r)
+}
+
+func (p *pair) queries() []Query {
+	return []Query{
+		{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA, Label: "first"},
+		{Host: HostSelector{Pool: "second"}, Job: jobID, Group: groupB, Label: "second"},
+	}
+}
+
+// requests counts the stand-in's requests since from, by kind.
+func (p *pair) requests(from int) map[string]int {
+	out := map[string]int{}
+	for _, r := range p.s.Requests()[from:] {
+		kind := r.Path
+		switch {
+		case strings.HasPrefix(r.Path, "/v1/client/allocation/"):
+			kind = "alloc stats"
+		case strings.HasSuffix(r.Path, "/allocations") && strings.HasPrefix(r.Path, "/v1/node/"):
+			kind = "node allocations"
+		case strings.HasPrefix(r.Path, "/v1/node/"):
+			kind = "node"
+		}
+		out[kind]++
+	}
+	return out
+}
+
+// TestReadHosts reads both hosts of one job in one call, phase by phase.
+func TestReadHosts(t *testing.T) {
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Run("real cluster: a running allocation's group", testReadHostsReal)
+		return
+	}
+	p := newPair(t, 12)
+	now := time.Now().Add(time.Hour) // every allocation older than the warm-up
+	rd := &Reader{Client: p.client, Now: func() time.Time { return now }}
+	opts := Options{Concurrency: 4, Warmup: 2 * time.Minute}
+
+	t.Run("one job read and one allocation listing for both hosts", func(t *testing.T) {
+		from := len(p.s.Requests())
+		rs, err := rd.ReadHosts(context.Background(), p.queries(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := p.requests(from)
+		want := map[string]int{"/v1/job/" + jobID: 1, "/v1/job/" + jobID + "/allocations": 1, "/v1/nodes": 2, "alloc stats": 24, "node allocations": 2}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("requests %v, want %v", got, want)
+		}
+		a, b := rs[0].Observation, rs[1].Observation
+		if a.RunningReplicas != 12 || b.RunningReplicas != 12 || !near(a.Samples[0].CPUMHz, 1200) || !near(b.Samples[0].CPUMHz, 600) {
+			t.Errorf("first %d replicas %v MHz, second %d replicas %v MHz", a.RunningReplicas, a.Samples[0].CPUMHz, b.RunningReplicas, b.Samples[0].CPUMHz)
+		}
+		if a.OtherReservedCPUMHz != 3000 || a.OtherReservedMemoryMB != 4096 || b.OtherReservedCPUMHz != 0 {
+			t.Errorf("other reserved: first %v MHz %v MB, second %v MHz", a.OtherReservedCPUMHz, a.OtherReservedMemoryMB, b.OtherReservedCPUMHz)
+		}
+		if rs[0].JobModifyIndex == 0 || rs[0].JobModifyIndex != rs[1].JobModifyIndex || rs[0].DesiredCount != 12 {
+			t.Errorf("job index %d / %d, desired %d", rs[0].JobModifyIndex, rs[1].JobModifyIndex, rs[0].DesiredCount)
+		}
+		for _, r := range rs {
+			if r.Observation.WarmingReplicas != 0 || r.StatsAnswered != 12 || r.StatsAsked != 12 {
+				t.Errorf("%s: warming %d, stats %d of %d", r.Observation.Host, r.Observation.WarmingReplicas, r.StatsAnswered, r.StatsAsked)
+			}
+			if err := r.Observation.Validate("test"); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+
+	t.Run("node filters are server-side", func(t *testing.T) {
+		var filters []string
+		for _, r := range p.s.Requests() {
+			if r.Path == "/v1/nodes" {
+				filters = append(filters, r.Query)
+			}
+		}
+		if len(filters) == 0 {
+			t.Fatal("no node listing")
+		}
+		for _, f := range filters {
+			if !strings.Contains(f, "filter=") || !strings.Contains(f, "resources=true") {
+				t.Errorf("node listing %q: want a filter expression and resources", f)
+			}
+		}
+	})
+
+	t.Run("what other jobs reserve is cached for NodeCacheTTL", func(t *testing.T) {
+		from := len(p.s.Requests())
+		if _, err := rd.ReadHosts(context.Background(), p.queries(), opts); err != nil {
+			t.Fatal(err)
+		}
+		if n := p.requests(from)["node allocations"]; n != 0 {
+			t.Errorf("a second read within the TTL listed node allocations %d times", n)
+		}
+		now = now.Add(DefaultNodeCacheTTL + time.Second)
+		from = len(p.s.Requests())
+		if _, err := rd.ReadHosts(context.Background(), p.queries(), opts); err != nil {
+			t.Fatal(err)
+		}
+		if n := p.requests(from)["node allocations"]; n != 2 {
+			t.Errorf("after the TTL node allocations were listed %d times, want 2", n)
+		}
+	})
+
+	t.Run("stats reads stay within the concurrency", func(t *testing.T) {
+		p.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Delay: 20 * time.Millisecond})
+		defer p.s.ClearFaults()
+		p.maxInFlight.Store(0)
+		start := time.Now()
+		if _, err := rd.ReadHosts(context.Background(), p.queries(), opts); err != nil {
+			t.Fatal(err)
+		}
+		el := time.Since(start)
+		if m := p.maxInFlight.Load(); m > int64(opts.Concurrency) || m < 2 {
+			t.Errorf("%d requests in flight at most, want between 2 and %d", m, opts.Concurrency)
+		}
+		// 24 reads of 20 ms, 4 at a time: at least 6 rounds.
+		if el < 6*20*time.Millisecond {
+			t.Errorf("24 delayed reads at concurrency 4 took %s: fewer than 6 rounds of 20 ms", el)
+		}
+	})
+
+	t.Run("usage from elsewhere: no stats reads", func(t *testing.T) {
+		qs := p.queries()
+		qs[0].NoStats = true
+		from := len(p.s.Requests())
+		rs, err := rd.ReadHosts(context.Background(), qs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := p.requests(from)["alloc stats"]; n != 12 {
+			t.Errorf("%d stats reads, want only the second host's 12", n)
+		}
+		if o := rs[0].Observation; o.RunningReplicas != 12 || o.Samples[0].CPUMHz != 0 || rs[0].StatsAsked != 0 {
+			t.Errorf("first host without stats: %+v", o)
+		}
+	})
+
+	t.Run("a share of failed stats reads: decided on the rest, extrapolated", func(t *testing.T) {
+		p.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Status: 500, Times: 2})
+		defer p.s.ClearFaults()
+		rs, err := rd.ReadHosts(context.Background(), p.queries(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered := rs[0].StatsAnswered + rs[1].StatsAnswered
+		if answered != 22 {
+			t.Errorf("%d stats answered, want 22 of 24", answered)
+		}
+		// Every allocation uses the same: the extrapolated sum is exact.
+		if !near(rs[0].Observation.Samples[0].CPUMHz, 1200) || !near(rs[1].Observation.Samples[0].CPUMHz, 600) {
+			t.Errorf("extrapolated samples %v, %v; want 1200, 600", rs[0].Observation.Samples[0].CPUMHz, rs[1].Observation.Samples[0].CPUMHz)
+		}
+	})
+
+	t.Run("too many failed stats reads: no reading, the first failure said", func(t *testing.T) {
+		p.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Status: 503, Message: "injected: client unreachable", Times: 6})
+		defer p.s.ClearFaults()
+		_, err := rd.ReadHosts(context.Background(), p.queries(), Options{Concurrency: 1, Warmup: opts.Warmup})
+		if !errors.Is(err, ErrTooFewAnswered) || !matchErr(err, errStatus(503)) || !strings.Contains(err.Error(), "client unreachable") {
+			t.Fatalf("err = %v, want ErrTooFewAnswered wrapping the 503", err)
+		}
+	})
+
+	t.Run("a deadline says which read it cut", func(t *testing.T) {
+		p.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Delay: time.Second})
+		defer p.s.ClearFaults()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := rd.ReadHosts(ctx, p.queries(), opts)
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "read stats of allocation") {
+			t.Fatalf("err = %v, want a deadline naming the stats read", err)
+		}
+	})
+
+	t.Run("node state is reported, not refused", func(t *testing.T) {
+		must(t, p.s.SetNodeStatus(p.nodeB, "down"))
+		defer func() { must(t, p.s.SetNodeStatus(p.nodeB, "ready")) }()
+		rs, err := rd.ReadHosts(context.Background(), p.queries(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs[1].Node.Schedulable() || !strings.Contains(rs[1].Node.Why(), "down") || !rs[0].Node.Schedulable() {
+			t.Errorf("node states %+v, %+v", rs[0].Node, rs[1].Node)
+		}
+	})
+}
+
+func testReadHostsReal(t *testing.T) {
+	c := newCluster(t)
+	if c.alloc == nil {
+		t.Skipf("no running allocation on node %s of the real cluster", c.node.Name)
+	}
+	q := Query{Host: HostSelector{NodeID: c.node.ID}, Namespace: c.alloc.Namespace, Job: c.alloc.JobID, Group: c.alloc.TaskGroup, ReplicaCPUDemandMHz: 1}
+	rs, err := (&Reader{Client: c.client}).ReadHosts(context.Background(), []Query{q, q}, Options{Warmup: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Observation.RunningReplicas < 1 || r.JobModifyIndex == 0 || r.Node.Status == "" {
+			t.Errorf("reading %+v", r)
+		}
+		if err := r.Observation.Validate("test"); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestReadHostsWarming: allocations younger than the warm-up, or with no
+// CPU ticks yet, are warming; the sample is the warm ones' usage, or all
+// of it when none is warm; without a warm-up no allocation is warming.
+func TestReadHostsWarming(t *testing.T) {
+	p := newPair(t, 4)
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Skip("stand-in only: sets allocation usage and moves the clock")
+	}
+	ids := p.s.AllocIDs("", jobID, groupA)
+	must(t, p.s.SetAllocUsage(ids[3], 0, 0)) // no ticks yet
+	q := p.queries()[:1]
+	for _, tc := range []struct {
+		name        string
+		age         time.Duration
+		warmup      time.Duration
+		wantWarming int
+		wantCPU     float64
+	}{
+		{"old allocations, one without ticks", time.Hour, 2 * time.Minute, 1, 300},
+		{"every allocation young", 0, 2 * time.Minute, 4, 300},
+		{"no warm-up rule", time.Hour, 0, 0, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Now().Add(tc.age)
+			rs, err := (&Reader{Client: p.client, Now: func() time.Time { return now }}).ReadHosts(context.Background(), q, Options{Warmup: tc.warmup})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := rs[0].Observation
+			if o.RunningReplicas != 4 || o.WarmingReplicas != tc.wantWarming || !near(o.Samples[0].CPUMHz, tc.wantCPU) {
+				t.Errorf("running %d warming %d sample %v MHz; want 4, %d, %v", o.RunningReplicas, o.WarmingReplicas, o.Samples[0].CPUMHz, tc.wantWarming, tc.wantCPU)
+			}
+		})
+	}
+}
+
+// TestReadHostsBadInput: bad queries and options are refused before any
+// request.
+func TestReadHostsBadInput(t *testing.T) {
+	p := newPair(t, 1)
+	rd := &Reader{Client: p.client}
+	from := len(p.s.Requests())
+	for _, tc := range []struct {
+		name string
+		qs   []Query
+		opts Options
+		want string
+	}{
+		{"no selector", []Query{{Job: jobID}}, Options{}, "no host selector"},
+		{"no stats without a job", []Query{{Host: HostSelector{NodeID: p.nodeA}, NoStats: true, ReplicaCPUDemandMHz: 1}}, Options{}, "needs a job"},
+		{"negative concurrency", p.queries(), Options{Concurrency: -1}, "concurrency"},
+		{"share above 1", p.queries(), Options{MinAnswered: 1.5}, "min_answered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := rd.ReadHosts(context.Background(), tc.qs, tc.opts)
+			if !errors.Is(err, ErrBadQuery) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want ErrBadQuery saying %q", err, tc.want)
+			}
+		})
+	}
+	if n := len(p.s.Requests()) - from; n != 0 {
+		t.Errorf("bad input made %d requests", n)
+	}
+}

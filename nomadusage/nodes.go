@@ -1,0 +1,164 @@
+package nomadusage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// node is what a read needs of a node, from its full record or from a
+// node list stub with resources.
+type node struct {
+	id, name          string
+	state             NodeState
+	res               *api.NodeResources
+	reserved          *api.NodeReservedResources
+	legacy, legacyRes *api.Resources // Nomad before 0.9
+	pool, class, dc   string
+	capCPU, capMem    float64
+	capacityErr       error
+}
+
+func nodeFromInfo(n *api.Node) *node {
+	out := &node{id: n.ID, name: n.Name, pool: n.NodePool, class: n.NodeClass, dc: n.Datacenter,
+		state: NodeState{Status: n.Status, Drain: n.Drain || n.DrainStrategy != nil, Eligibility: n.SchedulingEligibility},
+		res:   n.NodeResources, reserved: n.ReservedResources, legacy: n.Resources, legacyRes: n.Reserved}
+	out.capCPU, out.capMem, out.capacityErr = out.capacity()
+	return out
+}
+
+func nodeFromStub(n *api.NodeListStub) *node {
+	out := &node{id: n.ID, name: n.Name, pool: n.NodePool, class: n.NodeClass, dc: n.Datacenter,
+		state: NodeState{Status: n.Status, Drain: n.Drain, Eligibility: n.SchedulingEligibility},
+		res:   n.NodeResources, reserved: n.ReservedResources}
+	out.capCPU, out.capMem, out.capacityErr = out.capacity()
+	return out
+}
+
+// capacity is the node's allocatable CPU (MHz) and memory (MB): its
+// resources less what is reserved for the OS.
+func (n *node) capacity() (cpu, mem float64, err error) {
+	switch {
+	case n.res != nil:
+		cpu = float64(n.res.Cpu.CpuShares)
+		mem = float64(n.res.Memory.MemoryMB)
+		if r := n.reserved; r != nil {
+			cpu -= float64(r.Cpu.CpuShares)
+			mem -= float64(r.Memory.MemoryMB)
+		}
+	case n.legacy != nil && n.legacy.CPU != nil:
+		cpu = float64(*n.legacy.CPU)
+		if n.legacy.MemoryMB != nil {
+			mem = float64(*n.legacy.MemoryMB)
+		}
+		if r := n.legacyRes; r != nil {
+			if r.CPU != nil {
+				cpu -= float64(*r.CPU)
+			}
+			if r.MemoryMB != nil {
+				mem -= float64(*r.MemoryMB)
+			}
+		}
+	default:
+		return 0, 0, fmt.Errorf("%w: NodeResources (the node reports no resources)", ErrMissingData)
+	}
+	if cpu <= 0 {
+		return 0, 0, fmt.Errorf("%w: allocatable CPU is %v MHz after reservations", ErrMissingData, cpu)
+	}
+	return cpu, max(mem, 0), nil
+}
+
+func isNotFound(err error) bool {
+	var ue api.UnexpectedResponseError
+	return errors.As(err, &ue) && ue.HasStatusCode() && ue.StatusCode() == http.StatusNotFound
+}
+
+// findNode reads the one node sel names, whatever its state: by ID with
+// GET /v1/node/:id, otherwise with one GET /v1/nodes whose server-side
+// filter is the selector (resources included), so that Nomad, not the
+// client, scans the nodes.
+func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, error) {
+	if sel.IsZero() {
+		return nil, ErrNoSelector
+	}
+	qo := (&api.QueryOptions{}).WithContext(ctx)
+	if sel.NodeID != "" {
+		n, _, err := c.Nodes().Info(sel.NodeID, qo)
+		if err != nil {
+			if isNotFound(err) {
+				return nil, fmt.Errorf("host %s: %w: node %s: %w", sel, ErrNodeNotFound, sel.NodeID, err)
+			}
+			return nil, fmt.Errorf("read node %s for host %s: %w", sel.NodeID, sel, err)
+		}
+		return nodeFromInfo(n), nil
+	}
+	filter, err := sel.Filter()
+	if err != nil {
+		return nil, err
+	}
+	qo.Filter = filter
+	qo.Params = map[string]string{"resources": "true"}
+	stubs, _, err := c.Nodes().List(qo)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes to find %s (filter %s): %w", sel, qo.Filter, err)
+	}
+	// Nomad applied the filter; check again, so that a server that
+	// ignored it cannot make the read pick a wrong node.
+	var found []*api.NodeListStub
+	for _, n := range stubs {
+		if sel.matches(n.Name, n.NodePool, n.NodeClass, n.Datacenter) {
+			found = append(found, n)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("host %s: %w", sel, ErrNodeNotFound)
+	case 1:
+		return nodeFromStub(found[0]), nil
+	}
+	sort.Slice(found, func(i, k int) bool { return found[i].Name < found[k].Name })
+	var names []string
+	for i, n := range found {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(found)-5))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s (%s)", n.Name, n.ID))
+	}
+	return nil, fmt.Errorf("host %s: %w: %s; narrow the selector or give a node ID", sel, ErrAmbiguous, strings.Join(names, ", "))
+}
+
+// ResolveNode finds the one node the selector names and requires it to be
+// ready (ErrNodeNotReady otherwise). It reads the node's full record.
+func ResolveNode(ctx context.Context, c *api.Client, sel HostSelector) (*api.Node, error) {
+	if sel.IsZero() {
+		return nil, ErrNoSelector
+	}
+	id := sel.NodeID
+	if id == "" {
+		n, err := findNode(ctx, c, sel)
+		if err != nil {
+			return nil, err
+		}
+		id = n.id
+	}
+	n, _, err := c.Nodes().Info(id, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		if isNotFound(err) {
+			return nil, fmt.Errorf("host %s: %w: node %s: %w", sel, ErrNodeNotFound, id, err)
+		}
+		return nil, fmt.Errorf("read node %s for host %s: %w", id, sel, err)
+	}
+	if !sel.matches(n.Name, n.NodePool, n.NodeClass, n.Datacenter) {
+		return nil, fmt.Errorf("host %s: %w: node %s is named %q in pool %q class %q datacenter %q", sel, ErrNodeNotFound, id, n.Name, n.NodePool, n.NodeClass, n.Datacenter)
+	}
+	if n.Status != api.NodeStatusReady {
+		return nil, fmt.Errorf("host %s: %w: node %s (%s) is %q", sel, ErrNodeNotReady, n.Name, n.ID, n.Status)
+	}
+	return n, nil
+}
