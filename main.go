@@ -5,22 +5,28 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	"github.com/activation-scheduler/terraform-provider-activation/internal/version"
 	"github.com/activation-scheduler/terraform-provider-activation/provider"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
-	var debug bool
+	var debug, showVersion bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers such as delve")
+	flag.BoolVar(&showVersion, "version", false, "print the version and exit (Terraform and OpenTofu start the provider without arguments)")
 	flag.Parse()
 
-	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
+	if showVersion {
+		fmt.Println(version.Line("terraform-provider-activation"))
+		return
+	}
+
+	// version.Version is set at build time (make build, the release build).
+	err := providerserver.Serve(context.Background(), provider.New(version.Version), providerserver.ServeOpts{
 		Address:         provider.Address,
 		Debug:           debug,
 		ProtocolVersion: 6,

@@ -3,7 +3,9 @@
 # when it is not cached), and runs `tofu plan` and `tofu apply` on a copy of
 # examples/demo with a CLI config of its own (dev_overrides through
 # TF_CLI_CONFIG_FILE, in a temporary directory: nothing is written in $HOME
-# or in the clone). Prints the two counts and the rendered jobspec.
+# or in the clone). Prints the two counts, the explanation and the rendered
+# jobspec, whose task groups reserve the decisions' placement reservation
+# so that Nomad can place every replica.
 #
 # KEEP_DEMO_DIR=1 keeps the temporary directory and says where it is.
 set -euo pipefail
@@ -21,7 +23,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "==> building the provider" >&2
 . "$root/tools/dev-provider.sh"
 echo "==> building the provider" >&2
 dev_provider "$work"

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Generates the provider's docs (docs/index.md, docs/data-sources/*.md) with
+# Generates the provider's docs (docs/index.md, docs/data-sources/*.md,
+# docs/functions/*.md) with
 # tfplugindocs, offline: the schema comes from `tofu providers schema -json`
 # run against the freshly built provider through dev_overrides, so neither
 # Terraform nor any registry is needed.
 #
-#   tools/docs.sh          regenerate docs/index.md and docs/data-sources/
+#   tools/docs.sh          regenerate docs/index.md, docs/data-sources/ and
+#                          docs/functions/
 #   tools/docs.sh check    fail (exit 1) when those files are not what the
 #                          current schema and examples give
 #
-# Only docs/index.md and docs/data-sources/ are written or compared; every
-# other file under docs/ (docs/nomad/, docs/benchmarks.md...) belongs to
-# someone else and is left alone.
+# Only docs/index.md, docs/data-sources/ and docs/functions/ are written or
+# compared; every other file under docs/ (docs/nomad/, docs/benchmarks.md...)
+# belongs to someone else and is left alone.
 set -euo pipefail
 mode="${1:-generate}"
 case "$mode" in
@@ -46,6 +48,7 @@ TF
 # tfplugindocs matches a schema only under the bare provider name.
 sed 's#"registry\.opentofu\.org/activation-scheduler/activation"#"activation"#' "$work/schema.raw.json" >"$work/schema.json"
 grep -q '"activation":' "$work/schema.json" || { echo "error: no activation provider in the schema" >&2; exit 1; }
+grep -q '"container_counts":' "$work/schema.json" || { echo "error: no container_counts function in the schema (OpenTofu too old?)" >&2; exit 1; }
 
 # Generate in a scratch provider directory, so tfplugindocs' clean-up of its
 # output directory never touches the others' files under docs/.
@@ -59,19 +62,24 @@ cp -R "$root/examples" "$work/provider/examples"
   { cat "$work/tfplugindocs.log" >&2; echo "error: tfplugindocs failed" >&2; exit 1; }
 
 out="$work/provider/docs"
+generated="data-sources functions"
 if [ "$mode" = check ]; then
   status=0
   diff -u "$root/docs/index.md" "$out/index.md" || status=1
-  diff -ru "$root/docs/data-sources" "$out/data-sources" || status=1
+  for d in $generated; do
+    diff -ru "$root/docs/$d" "$out/$d" || status=1
+  done
   if [ "$status" != 0 ]; then
-    echo "docs/ is stale: run tools/docs.sh to regenerate docs/index.md and docs/data-sources/" >&2
+    echo "docs/ is stale: run tools/docs.sh to regenerate docs/index.md, docs/data-sources/ and docs/functions/" >&2
     exit 1
   fi
-  echo "docs/index.md and docs/data-sources/ match the schema and examples"
+  echo "docs/index.md, docs/data-sources/ and docs/functions/ match the schema and examples"
   exit 0
 fi
 mkdir -p "$root/docs"
 cp "$out/index.md" "$root/docs/index.md"
-rm -rf "$root/docs/data-sources"
-cp -R "$out/data-sources" "$root/docs/data-sources"
-echo "wrote docs/index.md and docs/data-sources/ ($(ls "$root/docs/data-sources" | wc -l) pages)"
+for d in $generated; do
+  rm -rf "${root:?}/docs/$d"
+  cp -R "$out/$d" "$root/docs/$d"
+done
+echo "wrote docs/index.md, docs/data-sources/ ($(ls "$root/docs/data-sources" | wc -l) pages) and docs/functions/ ($(ls "$root/docs/functions" | wc -l) pages)"

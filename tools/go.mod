@@ -2,7 +2,10 @@ module github.com/activation-scheduler/terraform-provider-activation/tools
 
 go 1.26
 
-require github.com/hashicorp/terraform-plugin-docs v0.24.0
+require (
+	github.com/hashicorp/terraform-plugin-docs v0.24.0
+	gopkg.in/yaml.v3 v3.0.1
+)
 
 require (
 	github.com/BurntSushi/toml v1.2.1 // indirect
@@ -49,5 +52,4 @@ require (
 	golang.org/x/sys v0.36.0 // indirect
 	golang.org/x/text v0.30.0 // indirect
 	gopkg.in/yaml.v2 v2.3.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -33,6 +33,20 @@ export TF_CLI_CONFIG_FILE=/dev/null
 step "docs are current"
 tools/docs.sh check
 
+# The release configuration builds, archives and checksums the three front
+# ends for this machine, and each binary reports the injected version.
+step "release check"
+if ! make -s release-check; then
+  echo "error: make release-check failed (.goreleaser.yml, tools/release.sh): see above" >&2
+  exit 1
+fi
+
+step "go mod tidy"
+if ! make -s tidycheck; then
+  echo "error: go.mod/go.sum are not tidy (make tidycheck): apply the diff above with go mod tidy" >&2
+  exit 1
+fi
+
 step "go test -race (every test, acceptance and end-to-end included)"
 set +e
 go test -race -count=1 -v -timeout 25m ./... 2>&1 | tee "$log"

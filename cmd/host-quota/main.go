@@ -5,12 +5,26 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad-autoscaler/plugins"
 
+	"github.com/activation-scheduler/terraform-provider-activation/internal/version"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadplugin"
 )
 
 func main() {
-	plugins.Serve(func(log hclog.Logger) interface{} { return nomadplugin.NewTarget(log) })
+	// The agent starts plugins without arguments (or with the plugin block's
+	// args, which this plugin takes none of), so a lone "version" argument
+	// is safe to answer before serving.
+	if len(os.Args) == 2 && version.IsRequest(os.Args[1]) {
+		fmt.Println(version.Line("host-quota"))
+		return
+	}
+	plugins.Serve(func(log hclog.Logger) interface{} {
+		log.Info("starting plugin", "plugin", "host-quota", "version", version.Version, "commit", version.Commit)
+		return nomadplugin.NewTarget(log)
+	})
 }
