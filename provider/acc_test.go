@@ -2,19 +2,21 @@ package provider
 
 import (
 	"fmt"
-	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
 // Environment of the acceptance tests. `make test` sets envTerraformPath to
@@ -62,7 +64,7 @@ func (e nomadEnv) lookup(name string) (string, bool) {
 
 // realCluster reports whether the tests were started with NOMAD_ADDR: the
 // real-cluster test then reads that cluster instead of the stand-in.
-func (e nomadEnv) realCluster() bool { return e[envNomadAddr] != "" }
+func (e nomadEnv) realCluster() bool { return e[nomadconn.EnvAddress] != "" }
 
 // takeNomadEnv removes every NOMAD_* variable from the process
 // environment and returns them. Without NOMAD_ADDR (stand-in mode) there is
@@ -160,11 +162,41 @@ func factoriesWithEnv(getenv func(string) (string, bool)) map[string]func() (tfp
 
 // ---- HCL rendering helpers ----
 
-func hclNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+// hclNum writes a number as an HCL expression. HCL has no literal for an
+// infinity (1/0 gives one) nor any way to make a NaN: 0/0 is OpenTofu's
+// own error, which is what a configuration that tries gets.
+func hclNum(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "(0/0)"
+	case math.IsInf(v, 1):
+		return "(1/0)"
+	case math.IsInf(v, -1):
+		return "(-1/0)"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
 
-// hclString quotes s as an HCL string literal with no interpolation.
+// hclString quotes s as an HCL string literal with no interpolation; a
+// character that is not printable is written as a \u escape.
 func hclString(s string) string {
-	q := strconv.Quote(s)
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	q := b.String()
 	q = strings.ReplaceAll(q, "${", "$${")
 	return strings.ReplaceAll(q, "%{", "%%{")
 }
@@ -187,7 +219,8 @@ func hclObject(attrs map[string]string) string {
 }
 
 // observationHCL returns every attribute of o as raw HCL, optional ones
-// included only when non-zero (as their JSON form does).
+// included only when set (as their JSON form does); an empty queue is
+// written as [] (nobody new wants to run), a nil one left out.
 func observationHCL(o engine.Observation) map[string]string {
 	a := map[string]string{
 		obsCPUCapacityMHz:      hclNum(o.CPUCapacityMHz),
@@ -198,17 +231,19 @@ func observationHCL(o engine.Observation) map[string]string {
 	if o.Host != "" {
 		a[obsHost] = hclString(o.Host)
 	}
-	if o.MemoryCapacityMB != 0 {
-		a[obsMemoryCapacityMB] = hclNum(o.MemoryCapacityMB)
+	for name, v := range map[string]float64{
+		obsMemoryCapacityMB: o.MemoryCapacityMB, obsRequestedMemoryMB: o.RequestedMemoryMB,
+		obsReplicaMemoryDemandMB: o.ReplicaMemoryDemandMB, obsOtherReservedCPUMHz: o.OtherReservedCPUMHz,
+		obsOtherReservedMemoryMB: o.OtherReservedMemoryMB,
+	} {
+		if v != 0 {
+			a[name] = hclNum(v)
+		}
 	}
-	if o.RequestedMemoryMB != 0 {
-		a[obsRequestedMemoryMB] = hclNum(o.RequestedMemoryMB)
-	}
-	if o.ReplicaMemoryDemandMB != 0 {
-		a[obsReplicaMemoryDemandMB] = hclNum(o.ReplicaMemoryDemandMB)
-	}
-	if o.WantedReplicas != 0 {
-		a[obsWantedReplicas] = strconv.Itoa(o.WantedReplicas)
+	for name, v := range map[string]int{obsWarmingReplicas: o.WarmingReplicas, obsWantedReplicas: o.WantedReplicas} {
+		if v != 0 {
+			a[name] = strconv.Itoa(v)
+		}
 	}
 	var b strings.Builder
 	b.WriteString("[\n")
@@ -221,14 +256,55 @@ func observationHCL(o engine.Observation) map[string]string {
 	}
 	b.WriteString("    ]")
 	a[obsUsageSamples] = b.String()
+	if o.QueuedReplicas != nil {
+		var q strings.Builder
+		q.WriteString("[")
+		for _, r := range o.QueuedReplicas {
+			fmt.Fprintf(&q, "{ cpu_mhz = %s, memory_mb = %s },", hclNum(r.CPUMHz), hclNum(r.MemoryMB))
+		}
+		q.WriteString("]")
+		a[obsQueuedReplicas] = q.String()
+	}
 	return a
 }
 
-func quotaHCL(q engine.Quota) map[string]string {
-	return map[string]string{
-		quotaMin: strconv.Itoa(q.Min), quotaMax: strconv.Itoa(q.Max),
-		quotaPerBranch: hclNum(q.PerBranch), quotaRounding: hclString(q.Rounding),
+// quotaHCL renders a quota spec: only the fields it gives.
+func quotaHCL(q *engine.QuotaSpec) string {
+	a := map[string]string{}
+	if q.Min != nil {
+		a[quotaMin] = strconv.Itoa(*q.Min)
 	}
+	if q.Max != nil {
+		a[quotaMax] = strconv.Itoa(*q.Max)
+	}
+	if q.PerBranch != nil {
+		a[quotaPerBranch] = hclNum(*q.PerBranch)
+	}
+	if q.Rounding != nil {
+		a[quotaRounding] = hclString(*q.Rounding)
+	}
+	return hclObject(a)
+}
+
+// requestAttrs renders an engine request as the data source's attributes.
+func requestAttrs(r *engine.Request) map[string]string {
+	attrs := map[string]string{attrFirst: hclObject(observationHCL(r.First)), attrSecond: hclObject(observationHCL(r.Second))}
+	if r.FirstModel != "" {
+		attrs[attrFirstModel] = hclString(r.FirstModel)
+	}
+	if r.SecondModel != "" {
+		attrs[attrSecondModel] = hclString(r.SecondModel)
+	}
+	if r.FirstQuota != nil {
+		attrs[attrFirstQuota] = quotaHCL(r.FirstQuota)
+	}
+	if r.SecondQuota != nil {
+		attrs[attrSecondQuota] = quotaHCL(r.SecondQuota)
+	}
+	if r.MinSamples != 0 {
+		attrs[attrMinSamples] = strconv.Itoa(r.MinSamples)
+	}
+	return attrs
 }
 
 // countsConfig renders an activation_container_counts data source "test"

@@ -3,8 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"path/filepath"
 	"reflect"
@@ -29,6 +29,7 @@ import (
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/engine/golden"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 const countsAddr = "data.activation_container_counts.test"
@@ -37,251 +38,574 @@ const countsAddr = "data.activation_container_counts.test"
 
 func TestContainerCountsSchema(t *testing.T) {
 	ctx := context.Background()
-	var resp datasource.SchemaResponse
-	NewContainerCountsDataSource().Schema(ctx, datasource.SchemaRequest{}, &resp)
-	if resp.Diagnostics.HasError() {
-		t.Fatalf("schema: %v", resp.Diagnostics)
-	}
-	if diags := resp.Schema.ValidateImplementation(ctx); diags.HasError() {
+	s := dataSourceSchema(t, NewContainerCountsDataSource())
+	if diags := s.ValidateImplementation(ctx); diags.HasError() {
 		t.Fatalf("ValidateImplementation: %v", diags)
 	}
-	checkSchemaDescriptions(t, resp.Schema)
-	// Read writes the decisions as raw values of this type.
+	checkSchemaDescriptions(t, s)
+	// The engine is the rule book: no observation or quota attribute
+	// carries a validator of its own, and every number is a Terraform
+	// number, so any value reaches the provider's decoding.
+	for _, root := range []string{attrFirst, attrSecond, attrFirstQuota, attrSecondQuota} {
+		obs, ok := s.Attributes[root].(schema.SingleNestedAttribute)
+		if !ok {
+			t.Fatalf("%s is a %T", root, s.Attributes[root])
+		}
+		walkInputs(root, obs.Attributes, func(p string, a schema.Attribute) {
+			switch v := a.(type) {
+			case schema.NumberAttribute:
+				if len(v.Validators) > 0 {
+					t.Errorf("%s: validators %v duplicate the engine's rules", p, v.Validators)
+				}
+			case schema.StringAttribute:
+				if len(v.Validators) > 0 {
+					t.Errorf("%s: validators %v duplicate the engine's rules", p, v.Validators)
+				}
+			case schema.ListNestedAttribute:
+				if len(v.Validators) > 0 {
+					t.Errorf("%s: validators %v duplicate the engine's rules", p, v.Validators)
+				}
+			case schema.DynamicAttribute:
+				if len(v.Validators) > 0 || name(p) != obsUsageSamples {
+					t.Errorf("%s: a dynamic attribute (only the usage window is one) with validators %v", p, v.Validators)
+				}
+			default:
+				t.Errorf("%s: a %T, not a number, string, list or usage window", p, a)
+			}
+		})
+	}
+	// Both decisions have the one decision type.
 	for _, a := range []string{attrFirstDecision, attrSecondDecision} {
-		if got := resp.Schema.Attributes[a].GetType().TerraformType(ctx); !got.Equal(tfDecision) {
-			t.Errorf("%s: schema type %v, Read writes %v", a, got, tfDecision)
+		if got := s.Attributes[a].GetType(); !got.Equal(types.ObjectType{AttrTypes: decisionAttrTypes}) {
+			t.Errorf("%s: type %v", a, got)
 		}
 	}
 }
 
-func TestDecodeQuotaDefaults(t *testing.T) {
-	qt := tfQuotaType
-	num := func(x float64) tftypes.Value { return tftypes.NewValue(tftypes.Number, big.NewFloat(x)) }
-	null := tftypes.NewValue(tftypes.Number, nil)
-	cases := []struct {
-		name string
-		in   tftypes.Value
-		want *engine.Quota
-	}{
-		{"unset", tftypes.NewValue(qt, nil), nil},
-		{"max only", tftypes.NewValue(qt, map[string]tftypes.Value{quotaMin: null, quotaMax: num(7), quotaPerBranch: null, quotaRounding: tftypes.NewValue(tftypes.String, nil)}),
-			&engine.Quota{Min: 0, Max: 7, PerBranch: 1, Rounding: engine.RoundNearest}},
-		{"all set", tftypes.NewValue(qt, map[string]tftypes.Value{quotaMin: num(2), quotaMax: num(9), quotaPerBranch: num(0.5), quotaRounding: tftypes.NewValue(tftypes.String, "ceil")}),
-			&engine.Quota{Min: 2, Max: 9, PerBranch: 0.5, Rounding: engine.RoundCeil}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var d decoder
-			got, err := d.decodeQuota(c.in, path.Root("q"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
-				t.Fatalf("got %+v, want %+v", got, c.want)
-			}
-		})
-	}
-	var d decoder
-	_, err := d.decodeQuota(tftypes.NewValue(qt, map[string]tftypes.Value{quotaMin: num(1.5), quotaMax: num(9), quotaPerBranch: null, quotaRounding: tftypes.NewValue(tftypes.String, nil)}), path.Root("q"))
-	var ve *valueError
-	if !errors.As(err, &ve) || ve.path.String() != "q.min" {
-		t.Fatalf("a fractional min: got %v, want an error on q.min", err)
+// name is the last step of an attribute path written with dots.
+func name(p string) string { return p[strings.LastIndex(p, ".")+1:] }
+
+// walkInputs calls fn on every attribute under attrs, nested ones included.
+func walkInputs(prefix string, attrs map[string]schema.Attribute, fn func(p string, a schema.Attribute)) {
+	for name, a := range attrs {
+		p := prefix + "." + name
+		fn(p, a)
+		if l, ok := a.(schema.ListNestedAttribute); ok {
+			walkInputs(p+"[*]", l.NestedObject.Attributes, fn)
+		}
 	}
 }
 
-// configValue is the raw configuration value of m.
-func configValue(t testing.TB, m *containerCountsModel) map[string]tftypes.Value {
+// TestModelsFollowTheFields: the typed models' tags are the field table's
+// names (the table is the one description of an observation).
+func TestModelsFollowTheFields(t *testing.T) {
+	for _, c := range []struct {
+		model  any
+		fields []field
+	}{
+		{observationModel{}, observationFields}, {quotaModel{}, quotaFields}, {quotasModel{}, quotasFields},
+	} {
+		var tags, names []string
+		rt := reflect.TypeOf(c.model)
+		for i := 0; i < rt.NumField(); i++ {
+			tags = append(tags, rt.Field(i).Tag.Get("tfsdk"))
+		}
+		for _, f := range c.fields {
+			names = append(names, f.name)
+		}
+		if !reflect.DeepEqual(tags, names) {
+			t.Errorf("%s: tags %v, fields %v", rt.Name(), tags, names)
+		}
+	}
+}
+
+// configOf is the configuration value of m, as Terraform would send it.
+func configOf(t testing.TB, m *containerCountsModel) tfsdk.Config {
 	t.Helper()
-	ctx := context.Background()
 	sch := dataSourceSchema(t, NewContainerCountsDataSource())
 	st := tfsdk.State{Schema: sch}
-	if diags := st.Set(ctx, m); diags.HasError() {
+	if diags := st.Set(context.Background(), m); diags.HasError() {
 		t.Fatal(diags)
 	}
-	var top map[string]tftypes.Value
-	if err := st.Raw.As(&top); err != nil {
-		t.Fatal(err)
-	}
-	return top
+	return tfsdk.Config{Schema: sch, Raw: st.Raw}
 }
 
-func TestCountsRequest(t *testing.T) {
-	first, second := testFirst(t), testSecond(t)
-	m := newCountsModel(first, second)
-	r, err := countsRequest(configValue(t, &m), nil)
-	if err != nil {
-		t.Fatal(err)
+// newCountsModel is a configuration of the data source for r (models,
+// quotas and minimum included).
+func newCountsModel(r *engine.Request) containerCountsModel {
+	f, s := observationFromEngine(&r.First), observationFromEngine(&r.Second)
+	m := containerCountsModel{
+		First: &f, Second: &s, FirstModel: types.StringNull(), SecondModel: types.StringNull(), MinSamples: types.NumberNull(),
+		countsResultModel: countsResultModel{FirstContainers: types.Int64Null(), SecondContainers: types.Int64Null(), Explanation: types.StringNull()},
 	}
-	if !reflect.DeepEqual(r, &engine.Request{First: first, Second: second}) {
-		t.Fatalf("request differs from the observations it was made of:\n%+v", r)
+	if r.FirstModel != "" {
+		m.FirstModel = types.StringValue(r.FirstModel)
 	}
-	pd := &providerData{DefaultFirstModel: "builtin:admission", DefaultSecondModel: "/models/cap.json"}
-	if r, _ := countsRequest(configValue(t, &m), pd); r.FirstModel != pd.DefaultFirstModel || r.SecondModel != pd.DefaultSecondModel {
-		t.Fatalf("provider defaults not used: got %q %q", r.FirstModel, r.SecondModel)
+	if r.SecondModel != "" {
+		m.SecondModel = types.StringValue(r.SecondModel)
 	}
-	m.SecondModel = types.StringValue("builtin:capacity")
-	if r, _ := countsRequest(configValue(t, &m), pd); r.SecondModel != "builtin:capacity" {
-		t.Fatalf("data source model should beat the provider default: got %q", r.SecondModel)
+	m.FirstQuota, m.SecondQuota = quotaModelOf(r.FirstQuota), quotaModelOf(r.SecondQuota)
+	if r.MinSamples != 0 {
+		m.MinSamples = wholeValue(int64(r.MinSamples))
+	}
+	return m
+}
+
+func quotaModelOf(q *engine.QuotaSpec) *quotaModel {
+	if q == nil {
+		return nil
+	}
+	m := &quotaModel{Min: types.NumberNull(), Max: types.NumberNull(), PerBranch: types.NumberNull(), Rounding: types.StringNull()}
+	if q.Min != nil {
+		m.Min = wholeValue(int64(*q.Min))
+	}
+	if q.Max != nil {
+		m.Max = wholeValue(int64(*q.Max))
+	}
+	if q.PerBranch != nil {
+		m.PerBranch = numberValue(*q.PerBranch)
+	}
+	if q.Rounding != nil {
+		m.Rounding = types.StringValue(*q.Rounding)
+	}
+	return m
+}
+
+// TestObservationRoundTrip: an observation with every field set goes
+// through the framework (State.Set, Config.Get) and back to the engine
+// unchanged; a null queue and an empty one stay apart.
+func TestObservationRoundTrip(t *testing.T) {
+	first := testFirst(t)
+	first.WarmingReplicas, first.OtherReservedCPUMHz, first.OtherReservedMemoryMB = 2, 1234.5, 2048
+	first.QueuedReplicas = []engine.Replica{{CPUMHz: 500, MemoryMB: 256}, {CPUMHz: 4000}}
+	second := testSecond(t)
+	second.QueuedReplicas = []engine.Replica{}
+	r := &engine.Request{First: first, Second: second}
+	m := newCountsModel(r)
+	var back containerCountsModel
+	if diags := configOf(t, &m).Get(context.Background(), &back); diags.HasError() {
+		t.Fatal(diags)
+	}
+	for _, c := range []struct {
+		m    *observationModel
+		want engine.Observation
+	}{{back.First, first}, {back.Second, second}} {
+		got, err := c.m.toEngine(path.Root("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("round trip changed the observation:\n got %+v\nwant %+v", got, c.want)
+		}
+	}
+	if back.Second.QueuedReplicas.IsNull() {
+		t.Error("an empty queue came back null: `[]` (nobody new wants to run) must not become `unset`")
+	}
+	m.Second.QueuedReplicas = types.ListNull(types.ObjectType{AttrTypes: replicaAttrTypes})
+	if diags := configOf(t, &m).Get(context.Background(), &back); diags.HasError() || !back.Second.QueuedReplicas.IsNull() {
+		t.Errorf("a null queue came back as %v (%v)", back.Second.QueuedReplicas, diags)
 	}
 }
 
-// The config and state models of the data source, for tests that build a
-// configuration or read a state through the framework.
-type quotaModel struct {
-	Min       types.Int64   `tfsdk:"min"`
-	Max       types.Int64   `tfsdk:"max"`
-	PerBranch types.Float64 `tfsdk:"per_branch"`
-	Rounding  types.String  `tfsdk:"rounding"`
-}
-
-type containerCountsModel struct {
-	First            *observationModel `tfsdk:"first"`
-	Second           *observationModel `tfsdk:"second"`
-	FirstModel       types.String      `tfsdk:"first_model"`
-	SecondModel      types.String      `tfsdk:"second_model"`
-	FirstQuota       *quotaModel       `tfsdk:"first_quota"`
-	SecondQuota      *quotaModel       `tfsdk:"second_quota"`
-	FirstContainers  types.Int64       `tfsdk:"first_containers"`
-	SecondContainers types.Int64       `tfsdk:"second_containers"`
-	FirstDecision    types.Object      `tfsdk:"first_decision"`
-	SecondDecision   types.Object      `tfsdk:"second_decision"`
-	Explanation      types.String      `tfsdk:"explanation"`
-}
-
-var decisionAttrTypes = func() map[string]attr.Type {
-	var resp datasource.SchemaResponse
-	NewContainerCountsDataSource().Schema(context.Background(), datasource.SchemaRequest{}, &resp)
-	return resp.Schema.Attributes[attrFirstDecision].GetType().(types.ObjectType).AttrTypes
-}()
-
-// newCountsModel is a configuration of the data source with the computed
-// attributes null.
-func newCountsModel(first, second engine.Observation) containerCountsModel {
-	f, s := observationFromEngine(&first), observationFromEngine(&second)
-	return containerCountsModel{
-		First: &f, Second: &s,
-		FirstModel: types.StringNull(), SecondModel: types.StringNull(),
-		FirstContainers: types.Int64Null(), SecondContainers: types.Int64Null(),
-		FirstDecision: types.ObjectNull(decisionAttrTypes), SecondDecision: types.ObjectNull(decisionAttrTypes),
-		Explanation: types.StringNull(),
-	}
-}
-
-// readInProcess runs the data source's Read on configuration m, as the
-// framework would, and returns the new state.
-func readInProcess(ctx context.Context, ds datasource.DataSource, sch schema.Schema, m *containerCountsModel) (containerCountsModel, diag.Diagnostics) {
-	cfg := tfsdk.State{Schema: sch}
-	diags := cfg.Set(ctx, m)
-	if diags.HasError() {
-		return containerCountsModel{}, diags
-	}
-	req := datasource.ReadRequest{Config: tfsdk.Config{Raw: cfg.Raw, Schema: sch}}
-	resp := datasource.ReadResponse{State: tfsdk.State{Schema: sch, Raw: tftypes.NewValue(sch.Type().TerraformType(ctx), nil)}}
-	ds.Read(ctx, req, &resp)
-	if resp.Diagnostics.HasError() {
-		return containerCountsModel{}, resp.Diagnostics
-	}
+// readInProcess runs the data source's Read on the configuration of m, as
+// the framework would, with the provider's data pd.
+func readInProcess(t testing.TB, pd *providerData, m *containerCountsModel) (containerCountsModel, diag.Diagnostics) {
+	t.Helper()
+	ctx := context.Background()
+	ds := &containerCountsDataSource{data: pd}
+	cfg := configOf(t, m)
+	resp := datasource.ReadResponse{State: tfsdk.State{Schema: cfg.Schema, Raw: tftypes.NewValue(cfg.Raw.Type(), nil)}}
+	ds.Read(ctx, datasource.ReadRequest{Config: cfg}, &resp)
 	var out containerCountsModel
-	resp.Diagnostics.Append(resp.State.Get(ctx, &out)...)
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(resp.State.Get(ctx, &out)...)
+	}
 	return out, resp.Diagnostics
 }
 
 func TestContainerCountsReadMatchesEngine(t *testing.T) {
-	ctx := context.Background()
-	ds := NewContainerCountsDataSource()
-	sch := dataSourceSchema(t, ds)
-	first, second := testFirst(t), testSecond(t)
-	m := newCountsModel(first, second)
-	m.SecondQuota = &quotaModel{Min: types.Int64Value(1), Max: types.Int64Value(6), PerBranch: types.Float64Value(0.5), Rounding: types.StringValue("floor")}
-	got, diags := readInProcess(ctx, ds, sch, &m)
+	minMax := 6
+	r := &engine.Request{First: testFirst(t), Second: testSecond(t), MinSamples: 10,
+		// Only some fields: the engine fills the others (max: the model's slots).
+		FirstQuota:  &engine.QuotaSpec{PerBranch: ptr(0.5)},
+		SecondQuota: &engine.QuotaSpec{Min: ptr(1), Max: &minMax, Rounding: ptr(engine.RoundFloor)}}
+	m := newCountsModel(r)
+	got, diags := readInProcess(t, &providerData{}, &m)
 	if diags.HasError() {
 		t.Fatalf("read: %v", diags)
 	}
-	want, err := engine.DecideRequest(&engine.Request{First: first, Second: second,
-		SecondQuota: &engine.Quota{Min: 1, Max: 6, PerBranch: 0.5, Rounding: engine.RoundFloor}})
+	want, err := r.Decide()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.FirstContainers.ValueInt64() != int64(want.First.Containers) || got.SecondContainers.ValueInt64() != int64(want.Second.Containers) {
-		t.Errorf("counts %v/%v, engine says %d/%d", got.FirstContainers, got.SecondContainers, want.First.Containers, want.Second.Containers)
+	wantResult := countsResult(want)
+	if !reflect.DeepEqual(got.countsResultModel, wantResult) {
+		t.Fatalf("state differs from the engine's decision:\n got %+v\nwant %+v", got.countsResultModel, wantResult)
 	}
-	if got.Explanation.ValueString() != want.Explain() {
-		t.Errorf("explanation differs from the engine's:\n%s\nwant\n%s", got.Explanation.ValueString(), want.Explain())
+	if got.FirstDecision.Quota.Max != int64(want.First.Quota.Max) || want.First.Quota.Max == 0 {
+		t.Errorf("the engine's default max did not reach the state: %+v", got.FirstDecision.Quota)
 	}
-	for _, c := range []struct {
-		obj  types.Object
-		want *engine.HostDecision
-	}{{got.FirstDecision, &want.First}, {got.SecondDecision, &want.Second}} {
-		a := c.obj.Attributes()
-		if a[decReason].(types.String).ValueString() != c.want.Reason() {
-			t.Errorf("%s reason %v, want %q", c.want.Role, a[decReason], c.want.Reason())
+	if !reflect.DeepEqual(got.First, m.First) {
+		t.Error("the configuration is not kept in the state")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// hasNaN reports whether r holds a NaN anywhere a table case puts one.
+func hasNaN(r *engine.Request) bool {
+	for _, o := range []*engine.Observation{&r.First, &r.Second} {
+		for _, s := range o.Samples {
+			if math.IsNaN(s.CPUMHz) || math.IsNaN(s.MemoryMB) {
+				return true
+			}
 		}
-		if a[decBranchTotal].(types.String).ValueString() != c.want.BranchTotal {
-			t.Errorf("%s branch total %v, want %s", c.want.Role, a[decBranchTotal], c.want.BranchTotal)
+	}
+	for _, q := range []*engine.QuotaSpec{r.FirstQuota, r.SecondQuota} {
+		if q != nil && q.PerBranch != nil && math.IsNaN(*q.PerBranch) {
+			return true
 		}
-		if a[decModelDigest].(types.String).ValueString() != c.want.Model.Digest {
-			t.Errorf("%s digest %v, want %s", c.want.Role, a[decModelDigest], c.want.Model.Digest)
+	}
+	return false
+}
+
+// invalidRequest is the rule book's case c applied to a valid request whose
+// observations hold more than 6 samples.
+func invalidRequest(t testing.TB, c testsupport.InvalidInput) *engine.Request {
+	r := &engine.Request{First: testFirst(t), Second: testSecond(t)}
+	c.Edit(r)
+	return r
+}
+
+// expectedPath is the attribute the data source must name for case c.
+func expectedPath(c testsupport.InvalidInput) path.Path {
+	roots := countsRoots.hosts[c.Host]
+	switch c.Part {
+	case engine.PartQuota:
+		return fieldPath(roots.quota, c.Field)
+	case engine.PartModel:
+		return roots.model
+	}
+	return fieldPath(roots.observation, c.Field)
+}
+
+// TestContainerCountsReadInvalidInputs runs the engine's rule book through
+// the data source's Read: each broken rule is an error on the attribute
+// the table names, with the engine's reason. A NaN cannot reach Read: a
+// Terraform number is a big.Float, which has none (the acceptance test
+// shows OpenTofu refusing the configuration that tries).
+func TestContainerCountsReadInvalidInputs(t *testing.T) {
+	for _, c := range testsupport.InvalidInputs() {
+		t.Run(c.Name, func(t *testing.T) {
+			r := invalidRequest(t, c)
+			if hasNaN(r) {
+				defer func() {
+					if _, ok := recover().(big.ErrNaN); !ok {
+						t.Error("a Terraform number (big.Float) took a NaN: Read must handle it")
+					}
+				}()
+				types.NumberValue(big.NewFloat(math.NaN()))
+				return
+			}
+			_, err := r.Decide()
+			if err == nil {
+				t.Fatal("the engine accepts the case")
+			}
+			m := newCountsModel(r)
+			_, diags := readInProcess(t, &providerData{}, &m)
+			assertDiagOn(t, diags, expectedPath(c), engine.Reason(err))
+		})
+	}
+}
+
+// assertDiagOn checks that diags hold an error on p whose detail names p
+// and holds reason.
+func assertDiagOn(t *testing.T, diags diag.Diagnostics, p path.Path, reason string) {
+	t.Helper()
+	for _, d := range diags.Errors() {
+		if wp, ok := d.(diag.DiagnosticWithPath); ok && wp.Path().Equal(p) {
+			if !strings.Contains(d.Detail(), "Attribute "+p.String()) || !strings.Contains(d.Detail(), reason) {
+				t.Errorf("detail %q does not name %s with the reason %q", d.Detail(), p, reason)
+			}
+			return
 		}
-		if n := len(a[decActivated].(types.List).Elements()); n != len(c.want.Activated) {
-			t.Errorf("%s activated %d nodes, want %d", c.want.Role, n, len(c.want.Activated))
+	}
+	t.Fatalf("no error on %s: %v", p, diags)
+}
+
+// TestContainerCountsReadTypeErrors: values a configuration can hold that
+// do not fit the engine's types name their attribute.
+func TestContainerCountsReadTypeErrors(t *testing.T) {
+	num := func(s string) types.Number {
+		f, _, err := big.ParseFloat(s, 10, 512, big.ToNearestEven)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types.NumberValue(f)
+	}
+	inf := types.NumberValue(new(big.Float).SetInf(false))
+	cases := []struct {
+		name   string
+		mutate func(m *containerCountsModel)
+		want   string
+		reason string
+	}{
+		{"fractional replicas", func(m *containerCountsModel) { m.First.RunningReplicas = num("1.5") },
+			"first.running_replicas", "is 1.5; it must be a whole number"},
+		{"fractional time", func(m *containerCountsModel) { setSample(t, &m.Second.UsageSamples, 3, sampleTime, num("120.25")) },
+			"second.usage_samples[3].time", "is 120.25; it must be a whole number"},
+		{"time beyond 64 bits", func(m *containerCountsModel) { setSample(t, &m.First.UsageSamples, 0, sampleTime, num("1e30")) },
+			"first.usage_samples[0].time", "is 1e+30, beyond a 64-bit whole number"},
+		{"count far beyond the engine's", func(m *containerCountsModel) { m.Second.WantedReplicas = num("1e30") },
+			"second.wanted_replicas", "is 1e+30, beyond a 64-bit whole number"},
+		{"count beyond 32 bits", func(m *containerCountsModel) { m.Second.RunningReplicas = num("3000000000") },
+			"second.running_replicas", "is 3000000000, beyond a 32-bit whole number"},
+		{"infinite count", func(m *containerCountsModel) { m.First.WarmingReplicas = inf },
+			"first.warming_replicas", "is +Inf; it must be a whole number"},
+		{"figure beyond a float", func(m *containerCountsModel) { m.Second.CPUCapacityMHz = num("1e400") },
+			"second.cpu_capacity_mhz", "is 1e+400, beyond a 64-bit floating point number"},
+		{"infinite figure: the engine's rule", func(m *containerCountsModel) { setSample(t, &m.First.UsageSamples, 2, sampleMemoryMB, inf) },
+			"first.usage_samples[2].memory_mb", "is +Inf; it must be a finite number >= 0"},
+		{"fractional quota", func(m *containerCountsModel) {
+			m.SecondQuota = &quotaModel{Min: num("0.5"), Max: types.NumberNull(), PerBranch: types.NumberNull(), Rounding: types.StringNull()}
+		}, "second_quota.min", "is 0.5; it must be a whole number"},
+		{"min samples fractional", func(m *containerCountsModel) { m.MinSamples = num("2.5") }, "min_samples", "is 2.5; it must be a whole number"},
+		{"min samples: the engine's rule", func(m *containerCountsModel) { m.MinSamples = num("20000") }, "min_samples", "is 20000; it must be from 1 to"},
+		{"too few samples", func(m *containerCountsModel) { m.MinSamples = num("31") }, "first.usage_samples", "has 30 sample(s); at least 31 are needed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
+			c.mutate(&m)
+			_, diags := readInProcess(t, &providerData{}, &m)
+			var got path.Path
+			for _, d := range diags.Errors() {
+				if wp, ok := d.(diag.DiagnosticWithPath); ok {
+					got = wp.Path()
+					if got.String() == c.want && !strings.Contains(d.Detail(), "Attribute "+c.want+": "+c.reason) {
+						t.Errorf("detail %q, want %q", d.Detail(), c.reason)
+					}
+				}
+			}
+			if got.String() != c.want {
+				t.Fatalf("error on %q, want %q: %v", got, c.want, diags)
+			}
+		})
+	}
+}
+
+// setSample sets attribute name of sample i of a window to v.
+func setSample(t *testing.T, window *types.Dynamic, i int, name string, v attr.Value) {
+	t.Helper()
+	list, ok := window.UnderlyingValue().(types.List)
+	if !ok {
+		t.Fatalf("the window is a %T", window.UnderlyingValue())
+	}
+	elems := list.Elements()
+	o, ok := elems[i].(types.Object)
+	if !ok {
+		t.Fatalf("sample %d is a %T", i, elems[i])
+	}
+	a := o.Attributes()
+	a[name] = v
+	elems[i] = types.ObjectValueMust(o.AttributeTypes(context.Background()), a)
+	*window = types.DynamicValue(types.ListValueMust(list.ElementType(context.Background()), elems))
+}
+
+func TestContainerCountsReadModels(t *testing.T) {
+	dir := t.TempDir()
+	capFile := writeModel(t, dir, "capacity.json", builtinModel(t, engine.BuiltinCapacity))
+	r := &engine.Request{First: testFirst(t), Second: testSecond(t)}
+	cases := []struct {
+		name   string
+		pd     providerData
+		first  string
+		want   string // path of the error, "" for none
+		detail string
+	}{
+		{"provider default used", providerData{DefaultSecondModel: capFile}, "", "", ""},
+		{"missing file", providerData{}, filepath.Join(dir, "missing.json"), "first_model", "no such file"},
+		{"model cannot serve the role", providerData{}, capFile, "first_model", "Attribute first_model: "},
+		{"bad provider default", providerData{DefaultFirstModel: filepath.Join(dir, "gone.json")}, "", "first_model",
+			"Attribute first_model is unset, so the provider's default_first_model (" + filepath.Join(dir, "gone.json") + ") is used"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newCountsModel(r)
+			if c.first != "" {
+				m.FirstModel = types.StringValue(c.first)
+			}
+			got, diags := readInProcess(t, &c.pd, &m)
+			if c.want == "" {
+				if diags.HasError() {
+					t.Fatal(diags)
+				}
+				want, err := (&engine.Request{First: r.First, Second: r.Second, SecondModel: capFile}).Decide()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got.countsResultModel, countsResult(want)) {
+					t.Fatal("the decision is not the engine's with the provider's default model")
+				}
+				return
+			}
+			for _, d := range diags.Errors() {
+				if wp, ok := d.(diag.DiagnosticWithPath); ok && wp.Path().String() == c.want && strings.Contains(d.Detail(), c.detail) {
+					return
+				}
+			}
+			t.Fatalf("no error on %s holding %q: %v", c.want, c.detail, diags)
+		})
+	}
+}
+
+// TestContainerCountsReadUnknown: a configuration with an unknown value
+// reads as unknown results, not an error.
+func TestContainerCountsReadUnknown(t *testing.T) {
+	ctx := context.Background()
+	m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
+	m.Second.CPUCapacityMHz = types.NumberUnknown()
+	cfg := configOf(t, &m)
+	resp := datasource.ReadResponse{State: tfsdk.State{Schema: cfg.Schema, Raw: tftypes.NewValue(cfg.Raw.Type(), nil)}}
+	(&containerCountsDataSource{}).Read(ctx, datasource.ReadRequest{Config: cfg}, &resp)
+	if resp.Diagnostics.HasError() {
+		t.Fatalf("an unknown input is not an error: %v", resp.Diagnostics)
+	}
+	var state map[string]tftypes.Value
+	if err := resp.State.Raw.As(&state); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{attrFirstContainers, attrSecondContainers, attrFirstDecision, attrSecondDecision, attrExplanation} {
+		if state[a].IsKnown() {
+			t.Errorf("%s is known: %v", a, state[a])
+		}
+	}
+	var in map[string]tftypes.Value
+	if err := cfg.Raw.As(&in); err != nil {
+		t.Fatal(err)
+	}
+	if !state[attrFirst].Equal(in[attrFirst]) {
+		t.Error("the configuration is not kept in the state")
+	}
+}
+
+// benchRead runs Read on r's configuration b.N times.
+func benchRead(b *testing.B, r *engine.Request) {
+	ctx := context.Background()
+	ds := &containerCountsDataSource{data: &providerData{}}
+	m := newCountsModel(r)
+	cfg := configOf(b, &m)
+	null := tftypes.NewValue(cfg.Raw.Type(), nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		resp := datasource.ReadResponse{State: tfsdk.State{Schema: cfg.Schema, Raw: null}}
+		ds.Read(ctx, datasource.ReadRequest{Config: cfg}, &resp)
+		if resp.Diagnostics.HasError() {
+			b.Fatal(resp.Diagnostics)
 		}
 	}
 }
 
-// TestContainerCountsReadErrorPaths feeds Read (without the schema
-// validators, which would catch most of these first) inputs the engine
-// refuses, and checks each diagnostic lands on the attribute at fault.
-func TestContainerCountsReadErrorPaths(t *testing.T) {
+// BenchmarkContainerCountsRead is the data source's Read in-process with
+// the default models and the demo's hour-long observations: configuration
+// decoded by the framework, one engine decision, state encoded.
+func BenchmarkContainerCountsRead(b *testing.B) {
+	obs := demoObservations(b)
+	benchRead(b, &engine.Request{First: obs["first-host.json"], Second: obs["second-host.json"]})
+}
+
+// BenchmarkContainerCountsReadLargest is Read with the largest observation
+// the engine accepts (engine.MaxSamples samples) on both hosts.
+func BenchmarkContainerCountsReadLargest(b *testing.B) {
+	benchRead(b, &engine.Request{First: largestObservation(b, "series3"), Second: largestObservation(b, "series5")})
+}
+
+// largestObservation is a host with engine.MaxSamples one-minute samples:
+// the real series repeated, with times that keep increasing.
+func largestObservation(tb testing.TB, series string) engine.Observation {
+	base := testsupport.SeriesObservation(tb, series, 3000, 3000, 6, 0.1)
+	o := base
+	o.Samples = make([]engine.Sample, engine.MaxSamples)
+	for i := range o.Samples {
+		s := base.Samples[i%len(base.Samples)]
+		s.Time = base.Samples[0].Time + int64(60*i)
+		o.Samples[i] = s
+	}
+	return o
+}
+
+// BenchmarkContainerCountsRPC is what one instance of the data source costs
+// the provider during `tofu plan`: the ValidateDataResourceConfig and
+// ReadDataSource calls through the framework's protocol server, with the
+// demo's hour-long observations. The difference from
+// BenchmarkContainerCountsRead is the framework's own work on the
+// configuration (conversions and walks over every value).
+func BenchmarkContainerCountsRPC(b *testing.B) {
+	obs := demoObservations(b)
+	benchRPC(b, &engine.Request{First: obs["first-host.json"], Second: obs["second-host.json"]}, false)
+}
+
+// BenchmarkContainerCountsRPCLargest is the same with engine.MaxSamples
+// samples on both hosts, each window a tuple of objects as OpenTofu sends
+// jsondecode()'s.
+func BenchmarkContainerCountsRPCLargest(b *testing.B) {
+	benchRPC(b, &engine.Request{First: largestObservation(b, "series3"), Second: largestObservation(b, "series5")}, true)
+}
+
+func benchRPC(b *testing.B, r *engine.Request, tuples bool) {
 	ctx := context.Background()
-	ds := NewContainerCountsDataSource()
-	sch := dataSourceSchema(t, ds)
-	cases := []struct {
-		name   string
-		mutate func(m *containerCountsModel)
-		want   path.Path
-	}{
-		{"zero capacity", func(m *containerCountsModel) { m.First.CPUCapacityMHz = types.Float64Value(0) },
-			path.Root("first").AtName("cpu_capacity_mhz")},
-		{"negative sample", func(m *containerCountsModel) { m.Second.UsageSamples[4].CPUMHz = types.Float64Value(-1) },
-			path.Root("second").AtName("usage_samples").AtListIndex(4).AtName("cpu_mhz")},
-		{"repeated time", func(m *containerCountsModel) { m.First.UsageSamples[7].Time = m.First.UsageSamples[6].Time },
-			path.Root("first").AtName("usage_samples").AtListIndex(7).AtName("time")},
-		{"no samples", func(m *containerCountsModel) { m.Second.UsageSamples = nil },
-			path.Root("second").AtName("usage_samples")},
-		{"quota max below min", func(m *containerCountsModel) {
-			m.SecondQuota = &quotaModel{Min: types.Int64Value(5), Max: types.Int64Value(2), PerBranch: types.Float64Null(), Rounding: types.StringNull()}
-		}, path.Root("second_quota").AtName("max")},
-		{"bad rounding", func(m *containerCountsModel) {
-			m.FirstQuota = &quotaModel{Min: types.Int64Null(), Max: types.Int64Value(2), PerBranch: types.Float64Null(), Rounding: types.StringValue("up")}
-		}, path.Root("first_quota").AtName("rounding")},
-		{"unknown built-in", func(m *containerCountsModel) { m.SecondModel = types.StringValue("builtin:nope") },
-			path.Root("second_model")},
-		{"missing model file", func(m *containerCountsModel) {
-			m.FirstModel = types.StringValue(filepath.Join(t.TempDir(), "missing.json"))
-		}, path.Root("first_model")},
+	srv, err := providerFactories[TypeName]()
+	if err != nil {
+		b.Fatal(err)
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			m := newCountsModel(testFirst(t), testSecond(t))
-			c.mutate(&m)
-			_, diags := readInProcess(ctx, ds, sch, &m)
-			if !diags.HasError() {
-				t.Fatal("no error")
-			}
-			var found bool
-			for _, d := range diags.Errors() {
-				if wp, ok := d.(diag.DiagnosticWithPath); ok && wp.Path().Equal(c.want) {
-					found = true
-					if !strings.Contains(d.Detail(), c.want.String()) {
-						t.Errorf("detail %q does not name %s", d.Detail(), c.want)
-					}
-				}
-			}
-			if !found {
-				t.Fatalf("no diagnostic on %s: %v", c.want, diags)
-			}
-		})
+	if _, err := srv.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{}); err != nil {
+		b.Fatal(err)
 	}
+	m := newCountsModel(r)
+	if tuples {
+		for _, o := range []*observationModel{m.First, m.Second} {
+			o.UsageSamples = windowAsTuple(b, o.UsageSamples)
+		}
+	}
+	c := configOf(b, &m)
+	cfg, err := tfprotov6.NewDynamicValue(c.Raw.Type(), c.Raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := TypeName + "_container_counts"
+	b.Run("validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r, err := srv.ValidateDataResourceConfig(ctx, &tfprotov6.ValidateDataResourceConfigRequest{TypeName: name, Config: &cfg})
+			if err != nil || len(r.Diagnostics) > 0 {
+				b.Fatal(err, r.Diagnostics)
+			}
+		}
+	})
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r, err := srv.ReadDataSource(ctx, &tfprotov6.ReadDataSourceRequest{TypeName: name, Config: &cfg})
+			if err != nil || len(r.Diagnostics) > 0 {
+				b.Fatal(err, r.Diagnostics)
+			}
+		}
+	})
+}
+
+// windowAsTuple is a window as jsondecode() gives it: a tuple of objects.
+func windowAsTuple(tb testing.TB, w types.Dynamic) types.Dynamic {
+	l, ok := w.UnderlyingValue().(types.List)
+	if !ok {
+		tb.Fatalf("the window is a %T", w.UnderlyingValue())
+	}
+	elems := l.Elements()
+	ts := make([]attr.Type, len(elems))
+	for i, e := range elems {
+		ts[i] = e.Type(context.Background())
+	}
+	return types.DynamicValue(types.TupleValueMust(ts, elems))
 }
 
 // ---- acceptance tests (real OpenTofu) ----
@@ -303,14 +627,36 @@ func decisionCheck(h *engine.HostDecision) knownvalue.Check {
 	if h.Host != "" {
 		host = knownvalue.StringExact(h.Host)
 	}
+	var refused knownvalue.Check = knownvalue.Null()
+	if r := h.Refused; r != nil {
+		refused = knownvalue.ObjectExact(map[string]knownvalue.Check{
+			refSlot: knownvalue.Int64Exact(int64(r.Slot)), refName: knownvalue.StringExact(r.Name), refRunning: knownvalue.Bool(r.Running),
+			refCPUMHz: knownvalue.Float64Exact(r.CPUMHz), refMemoryMB: knownvalue.Float64Exact(r.MemoryMB),
+			refResource: knownvalue.StringExact(r.Resource), refReason: knownvalue.StringExact(r.Reason),
+		})
+	}
+	pl := h.Placement
 	return knownvalue.ObjectExact(map[string]knownvalue.Check{
-		decRole:        knownvalue.StringExact(h.Role),
-		decHost:        host,
-		decLayer:       knownvalue.StringExact(h.Layer),
-		decContainers:  knownvalue.Int64Exact(int64(h.Containers)),
-		decAmount:      knownvalue.Int64Exact(int64(h.Amount)),
-		decUnclamped:   knownvalue.Int64Exact(int64(h.Unclamped)),
-		decClamped:     knownvalue.Bool(h.Clamped),
+		decRole:       knownvalue.StringExact(h.Role),
+		decHost:       host,
+		decLayer:      knownvalue.StringExact(h.Layer),
+		decContainers: knownvalue.Int64Exact(int64(h.Containers)),
+		decAmount:     knownvalue.Int64Exact(int64(h.Amount)),
+		decUnclamped:  knownvalue.Int64Exact(int64(h.Unclamped)),
+		decClamped:    knownvalue.Bool(h.Clamped),
+		decLimit:      knownvalue.StringExact(h.Limit),
+		decRefused:    refused,
+		decEvidence: knownvalue.ObjectExact(map[string]knownvalue.Check{
+			evBasis: knownvalue.StringExact(h.Evidence.Basis), evNote: knownvalue.StringExact(h.Evidence.Note),
+			evMemoryJudged: knownvalue.Bool(h.Evidence.MemoryJudged),
+			evRunning:      knownvalue.Int64Exact(int64(h.Evidence.Running)), evWarming: knownvalue.Int64Exact(int64(h.Evidence.Warming)),
+		}),
+		decPlacement: knownvalue.ObjectExact(map[string]knownvalue.Check{
+			plPlaceable: knownvalue.Int64Exact(int64(pl.Placeable)), plFreeCPUMHz: knownvalue.Float64Exact(pl.FreeCPUMHz),
+			plFreeMemoryMB: knownvalue.Float64Exact(pl.FreeMemoryMB), plReplicaCPUMHz: knownvalue.Float64Exact(pl.ReplicaCPUMHz),
+			plReplicaMemoryMB: knownvalue.Float64Exact(pl.ReplicaMemoryMB), plCPUMHz: knownvalue.Int64Exact(int64(pl.CPUMHz)),
+			plMemoryMB: knownvalue.Int64Exact(int64(pl.MemoryMB)), plMemoryMaxMB: knownvalue.Int64Exact(int64(pl.MemoryMaxMB)),
+		}),
 		decBranchTotal: knownvalue.StringExact(h.BranchTotal),
 		decQuota: knownvalue.ObjectExact(map[string]knownvalue.Check{
 			quotaMin:       knownvalue.Int64Exact(int64(h.Quota.Min)),
@@ -339,7 +685,7 @@ func decisionChecks(addr string, d *engine.Decision) []statecheck.StateCheck {
 
 func mustDecide(t *testing.T, r *engine.Request) *engine.Decision {
 	t.Helper()
-	d, err := engine.DecideRequest(r)
+	d, err := r.Decide()
 	if err != nil {
 		t.Fatalf("engine: %v", err)
 	}
@@ -362,17 +708,42 @@ func TestAccContainerCounts_basic(t *testing.T) {
 	}}})
 }
 
-func TestAccContainerCounts_quotasAndModels(t *testing.T) {
+// TestAccContainerCounts_newInputs: warming replicas, a queue of replicas
+// of different sizes, other workloads' reservations and min_samples reach
+// the engine, and the outputs are its decision.
+func TestAccContainerCounts_newInputs(t *testing.T) {
+	first, second := testFirst(t), testSecond(t)
+	first.WarmingReplicas = 2
+	first.QueuedReplicas = []engine.Replica{{CPUMHz: 500, MemoryMB: 256}, {CPUMHz: 6000, MemoryMB: 60000}, {CPUMHz: 500}}
+	second.OtherReservedCPUMHz, second.OtherReservedMemoryMB = 12000, 32768
+	r := &engine.Request{First: first, Second: second, MinSamples: 20}
+	want := mustDecide(t, r)
+	if want.First.Refused == nil || want.Second.Placement.FreeCPUMHz != 8000 {
+		t.Fatalf("the case no longer shows a refused replica and a reduced room: %+v", want)
+	}
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		Config:            countsConfig(requestAttrs(r), ""),
+		ConfigStateChecks: decisionChecks(countsAddr, want),
+	}}})
+}
+
+// TestAccContainerCounts_quotaDefaults: every quota field is optional and
+// takes the engine's default; max's is the model's number of slots, the
+// same as the command line's JSON and the strategy.
+func TestAccContainerCounts_quotaDefaults(t *testing.T) {
 	attrs, _, _ := baseAttrs(t)
-	fq := engine.Quota{Min: 2, Max: 9, PerBranch: 0.5, Rounding: engine.RoundCeil}
-	attrs[attrFirstQuota] = hclObject(quotaHCL(fq))
-	// Only max given: min 0, per_branch 1, rounding nearest.
-	attrs[attrSecondQuota] = hclObject(map[string]string{quotaMax: "3"})
+	fq := testsupport.Quota(2, 9, 0.5, engine.RoundCeil)
+	attrs[attrFirstQuota] = quotaHCL(fq)
+	attrs[attrSecondQuota] = `{ min = 1 }`
 	attrs[attrFirstModel] = hclString("builtin:admission")
 	attrs[attrSecondModel] = hclString("builtin:capacity")
 	want := mustDecide(t, &engine.Request{First: testFirst(t), Second: testSecond(t),
 		FirstModel: "builtin:admission", SecondModel: "builtin:capacity",
-		FirstQuota: &fq, SecondQuota: &engine.Quota{Max: 3, PerBranch: 1, Rounding: engine.RoundNearest}})
+		FirstQuota: fq, SecondQuota: &engine.QuotaSpec{Min: ptr(1)}})
+	capacity := builtinProcessor(t, engine.BuiltinCapacity)
+	if want.Second.Quota.Max != capacity.CountableOutputs() {
+		t.Fatalf("the engine's default max is %d, not the capacity model's %d slots", want.Second.Quota.Max, capacity.CountableOutputs())
+	}
 	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
 		Config:            countsConfig(attrs, ""),
 		ConfigStateChecks: decisionChecks(countsAddr, want),
@@ -391,11 +762,7 @@ func writeModel(t *testing.T, dir, name string, m *engine.Model) string {
 
 func builtinModel(t *testing.T, name string) *engine.Model {
 	t.Helper()
-	p, err := engine.Builtin(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.Model()
+	return builtinProcessor(t, name).Model()
 }
 
 func TestAccContainerCounts_modelFileAndProviderDefaults(t *testing.T) {
@@ -436,7 +803,7 @@ func TestAccContainerCounts_unknownDuringPlan(t *testing.T) {
 				attrs[attrSecondQuota] = "{ max = terraform_data.input.output / 1000 }"
 			},
 			req: func(r *engine.Request) {
-				r.SecondQuota = &engine.Quota{Max: int(hostMHz / 1000), PerBranch: 1, Rounding: engine.RoundNearest}
+				r.SecondQuota = &engine.QuotaSpec{Max: ptr(int(testsupport.HostMHz / 1000))}
 			},
 		},
 		"whole observation": {
@@ -455,7 +822,7 @@ func TestAccContainerCounts_unknownDuringPlan(t *testing.T) {
 			}
 			want := mustDecide(t, r)
 			extra := fmt.Sprintf("resource \"terraform_data\" \"input\" {\n  input = %s\n}\n"+
-				"resource \"terraform_data\" \"second\" {\n  input = %s\n}\n", hclNum(hostMHz), hclObject(second))
+				"resource \"terraform_data\" \"second\" {\n  input = %s\n}\n", hclNum(testsupport.HostMHz), hclObject(second))
 			accTest(t, resource.TestCase{Steps: []resource.TestStep{{
 				Config: countsConfig(attrs, extra),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -470,8 +837,9 @@ func TestAccContainerCounts_unknownDuringPlan(t *testing.T) {
 }
 
 // TestAccContainerCounts_golden runs every golden decision vector through
-// HCL (observations and quotas read with jsondecode(file())) and checks the
-// outputs equal the vector's expected decision.
+// HCL (observations and quotas read with jsondecode(file()), the form the
+// command line reads) and checks the outputs equal the vector's decision:
+// the engine's reference answers, not this tree's engine's.
 func TestAccContainerCounts_golden(t *testing.T) {
 	vs, err := golden.Load(golden.Path())
 	if err != nil {
@@ -501,6 +869,9 @@ func TestAccContainerCounts_golden(t *testing.T) {
 		if v.Request.SecondQuota != nil {
 			attrs[attrSecondQuota] = file("second-quota", v.Request.SecondQuota)
 		}
+		if v.Request.MinSamples != 0 {
+			attrs[attrMinSamples] = fmt.Sprint(v.Request.MinSamples)
+		}
 		name := fmt.Sprintf("v%d", i)
 		cfg.WriteString(fmt.Sprintf("# %s", v.Name) + dataConfig("activation_container_counts", name, attrs))
 		want := v.Want
@@ -520,6 +891,10 @@ func errRegexp(s string) *regexp.Regexp {
 	return regexp.MustCompile("(?s)" + strings.ReplaceAll(s, " ", `\s+`))
 }
 
+// literal is s as a regular expression for errRegexp: OpenTofu wraps long
+// lines, so every space matches any white space.
+func literal(s string) string { return regexp.QuoteMeta(s) }
+
 // runErrorCases runs each case as its own test case: a failing last step
 // would make the closing destroy fail on the same configuration.
 func runErrorCases(t *testing.T, cases []errorCase) {
@@ -533,6 +908,61 @@ func runErrorCases(t *testing.T, cases []errorCase) {
 	}
 }
 
+// TestAccContainerCounts_invalidInputs runs the engine's rule book
+// (testsupport.InvalidInputs) through HCL: each broken rule is an error
+// that names the attribute the table names, with the engine's reason. A
+// NaN cannot be written in HCL: the configuration that tries (0/0) is
+// refused by OpenTofu itself, before the provider.
+func TestAccContainerCounts_invalidInputs(t *testing.T) {
+	var cases []errorCase
+	for _, c := range testsupport.InvalidInputs() {
+		r := invalidRequest(t, c)
+		want := "Can't divide zero by zero or infinity by infinity"
+		if !hasNaN(r) {
+			_, err := r.Decide()
+			if err == nil {
+				t.Fatalf("%s: the engine accepts the case", c.Name)
+			}
+			p := expectedPath(c)
+			want = literal("Attribute "+p.String()+": ") + literal(strings.TrimSuffix(engine.Reason(err), "."))
+		} else {
+			want = "(?i)" + want
+		}
+		cases = append(cases, errorCase{name: c.Name, config: func(*testing.T) string { return countsConfig(requestAttrs(r), "") }, want: want})
+	}
+	runErrorCases(t, cases)
+}
+
+// TestAccContainerCounts_typeErrors: numbers HCL can write that do not fit
+// the engine's types (1e30 where a count goes, 1e400, 1/0, a fraction)
+// name their attribute, never "an error in the provider".
+func TestAccContainerCounts_typeErrors(t *testing.T) {
+	set := func(host, attr, v string) func(t *testing.T) string {
+		return mutated(func(_ *testing.T, attrs, first, second map[string]string) {
+			if host == attrFirst {
+				first[attr] = v
+			} else {
+				second[attr] = v
+			}
+		})
+	}
+	top := func(attr, v string) func(t *testing.T) string {
+		return mutated(func(_ *testing.T, attrs, _, _ map[string]string) { attrs[attr] = v })
+	}
+	runErrorCases(t, []errorCase{
+		{"count 1e30", set(attrFirst, obsRunningReplicas, "1e30"), literal("Attribute first.running_replicas: is 1e+30, beyond a 64-bit whole number")},
+		{"count 1/0", set(attrSecond, obsWantedReplicas, "1/0"), literal("Attribute second.wanted_replicas: is +Inf; it must be a whole number")},
+		{"count fractional", set(attrFirst, obsWarmingReplicas, "1.5"), literal("Attribute first.warming_replicas: is 1.5; it must be a whole number")},
+		{"figure 1e30: the engine's bound", set(attrSecond, obsCPUCapacityMHz, "1e30"), literal("Attribute second.cpu_capacity_mhz: is 1e+30, more than 1e+09: check the units")},
+		{"figure 1/0: the engine's rule", set(attrFirst, obsRequestedCPUMHz, "1/0"), literal("Attribute first.requested_cpu_mhz: is +Inf; it must be a finite number >= 0")},
+		{"figure 1e400", set(attrFirst, obsReplicaCPUDemandMHz, "1e400"), literal("Attribute first.replica_cpu_demand_mhz: is 1e+400, beyond a 64-bit floating point number")},
+		{"time 1e30", set(attrSecond, obsUsageSamples, "[{ time = 1e30, cpu_mhz = 5 }]"), literal("Attribute second.usage_samples[0].time: is 1e+30, beyond a 64-bit whole number")},
+		{"quota max 1e30", top(attrFirstQuota, "{ max = 1e30 }"), literal("Attribute first_quota.max: is 1e+30, beyond a 64-bit whole number")},
+		{"quota per branch 1/0", top(attrSecondQuota, "{ per_branch = 1/0 }"), literal("Attribute second_quota.per_branch: is +Inf")},
+		{"min samples 1e30", top(attrMinSamples, "1e30"), literal("Attribute min_samples: is 1e+30, beyond a 64-bit whole number")},
+	})
+}
+
 // mutated returns a configuration of the two test hosts after fn changes
 // the attributes (of the data source, the first and the second host).
 func mutated(fn func(t *testing.T, attrs, first, second map[string]string)) func(t *testing.T) string {
@@ -544,366 +974,50 @@ func mutated(fn func(t *testing.T, attrs, first, second map[string]string)) func
 	}
 }
 
-// samplesHCL renders samples given as (time, cpu) pairs.
-func samplesHCL(pairs ...float64) string {
-	var b strings.Builder
-	b.WriteString("[")
-	for i := 0; i+1 < len(pairs); i += 2 {
-		fmt.Fprintf(&b, "{ time = %s, cpu_mhz = %s },", hclNum(pairs[i]), hclNum(pairs[i+1]))
-	}
-	b.WriteString("]")
-	return b.String()
-}
-
-func TestAccContainerCounts_validationErrors(t *testing.T) {
-	set := func(host, attr, v string) func(t *testing.T, attrs, first, second map[string]string) {
-		return func(t *testing.T, attrs, first, second map[string]string) {
-			if host == attrFirst {
-				first[attr] = v
-			} else {
-				second[attr] = v
-			}
-		}
-	}
-	del := func(host, attr string) func(t *testing.T, attrs, first, second map[string]string) {
-		return func(t *testing.T, attrs, first, second map[string]string) {
+// TestAccContainerCounts_configurationErrors: what Terraform itself and the
+// provider's own validators refuse (presence, model source syntax), and
+// models that do not load.
+func TestAccContainerCounts_configurationErrors(t *testing.T) {
+	del := func(host, attr string) func(t *testing.T) string {
+		return mutated(func(_ *testing.T, attrs, first, second map[string]string) {
 			if host == attrFirst {
 				delete(first, attr)
 			} else {
 				delete(second, attr)
 			}
-		}
+		})
 	}
-	top := func(attr, v string) func(t *testing.T, attrs, first, second map[string]string) {
-		return func(t *testing.T, attrs, first, second map[string]string) { attrs[attr] = v }
+	top := func(attr, v string) func(t *testing.T) string {
+		return mutated(func(_ *testing.T, attrs, _, _ map[string]string) { attrs[attr] = v })
 	}
-	modelFile := func(attr string, m func(t *testing.T) *engine.Model) func(t *testing.T, attrs, first, second map[string]string) {
-		return func(t *testing.T, attrs, first, second map[string]string) {
+	modelFile := func(attr string, m func(t *testing.T) *engine.Model) func(t *testing.T) string {
+		return mutated(func(t *testing.T, attrs, _, _ map[string]string) {
 			attrs[attr] = hclString(writeModel(t, t.TempDir(), "model.json", m(t)))
-		}
+		})
 	}
 	runErrorCases(t, []errorCase{
-		{"cpu capacity zero", mutated(set(attrFirst, obsCPUCapacityMHz, "0")), `Attribute first\.cpu_capacity_mhz is 0; it must be a finite number greater than 0`},
-		{"cpu capacity missing", mutated(del(attrSecond, obsCPUCapacityMHz)), `attribute "cpu_capacity_mhz" is required`},
-		{"cpu capacity absurd", mutated(set(attrSecond, obsCPUCapacityMHz, "1e12")), `Attribute second\.cpu_capacity_mhz value must be at most`},
-		{"memory capacity negative", mutated(set(attrFirst, obsMemoryCapacityMB, "-1")), `Attribute first\.memory_capacity_mb value must be between`},
-		{"requested cpu negative", mutated(set(attrSecond, obsRequestedCPUMHz, "-5")), `Attribute second\.requested_cpu_mhz value must be between`},
-		{"requested memory negative", mutated(set(attrFirst, obsRequestedMemoryMB, "-5")), `Attribute first\.requested_memory_mb value must be between`},
-		{"running replicas negative", mutated(set(attrFirst, obsRunningReplicas, "-1")), `Attribute first\.running_replicas value must be between 0 and`},
-		{"running replicas fractional", mutated(set(attrFirst, obsRunningReplicas, "1.5")), `Attribute first\.running_replicas is 1\.5; it must be a whole number`},
-		{"wanted replicas fractional", mutated(set(attrSecond, obsWantedReplicas, "2.25")), `Attribute second\.wanted_replicas is 2\.25; it must be a whole number`},
-		{"sample time fractional", mutated(set(attrFirst, obsUsageSamples, samplesHCL(60, 100, 120.5, 110))),
-			`Attribute first\.usage_samples\[1\]\.time is 120\.5; it must be a whole number`},
-		{"quota min fractional", mutated(top(attrFirstQuota, "{ min = 0.5, max = 4 }")), `Attribute first_quota\.min is 0\.5; it must be a whole number`},
-		{"replica demand zero", mutated(set(attrSecond, obsReplicaCPUDemandMHz, "0")), `Attribute second\.replica_cpu_demand_mhz is 0; it must be a finite number greater than 0`},
-		{"replica memory negative", mutated(set(attrSecond, obsReplicaMemoryDemandMB, "-1")), `Attribute second\.replica_memory_demand_mb value must be between`},
-		{"wanted replicas negative", mutated(set(attrSecond, obsWantedReplicas, "-2")), `Attribute second\.wanted_replicas value must be between 0 and`},
-		{"host empty", mutated(set(attrFirst, obsHost, `""`)), `Attribute first\.host string length must be between 1 and`},
-		{"no samples", mutated(set(attrFirst, obsUsageSamples, "[]")), `Attribute first\.usage_samples list must contain at least 1 elements`},
-		{"samples out of order", mutated(set(attrSecond, obsUsageSamples, samplesHCL(60, 100, 120, 110, 90, 120))),
-			`Attribute second\.usage_samples\[2\]\.time is 90, not after the previous sample's 120`},
-		{"samples repeat a time", mutated(set(attrFirst, obsUsageSamples, samplesHCL(60, 100, 60, 110))),
-			`Attribute first\.usage_samples\[1\]\.time is 60, not after`},
-		{"sample cpu negative", mutated(set(attrFirst, obsUsageSamples, samplesHCL(60, 100, 120, -1))),
-			`Attribute first\.usage_samples\[1\]\.cpu_mhz value must be between`},
-		{"sample memory negative", mutated(set(attrSecond, obsUsageSamples, "[{ time = 1, cpu_mhz = 5, memory_mb = -3 }]")),
-			`Attribute second\.usage_samples\[0\]\.memory_mb value must be between`},
-		{"sample time negative", mutated(set(attrSecond, obsUsageSamples, samplesHCL(-60, 100))),
-			`Attribute second\.usage_samples\[0\]\.time value must be at least 0`},
-		{"sample cpu missing", mutated(set(attrSecond, obsUsageSamples, "[{ time = 1 }]")), `attribute "cpu_mhz" is required`},
-		{"quota min above max", mutated(top(attrFirstQuota, "{ min = 5, max = 2 }")),
-			`Attribute first_quota\.max is 2, below first_quota\.min 5`},
-		{"quota max missing", mutated(top(attrSecondQuota, "{ min = 1 }")), `attribute "max" is required`},
-		{"quota max too large", mutated(top(attrSecondQuota, fmt.Sprintf("{ max = %d }", engine.MaxQuotaCount+1))),
-			`Attribute second_quota\.max value must be between 0 and`},
-		{"quota min negative", mutated(top(attrFirstQuota, "{ min = -1, max = 3 }")), `Attribute first_quota\.min value must be between 0 and`},
-		{"quota per branch zero", mutated(top(attrSecondQuota, "{ max = 3, per_branch = 0 }")),
-			`Attribute second_quota\.per_branch is 0; it must be a finite number greater than 0`},
-		{"quota per branch too large", mutated(top(attrSecondQuota, fmt.Sprintf("{ max = 3, per_branch = %d }", engine.MaxPerBranch+1))),
-			`Attribute second_quota\.per_branch value must be at most`},
-		{"quota rounding unknown", mutated(top(attrFirstQuota, `{ max = 3, rounding = "up" }`)),
-			`Attribute first_quota\.rounding value must be one of`},
-		{"model builtin unknown", mutated(top(attrFirstModel, `"builtin:nope"`)), `Attribute first_model names built-in model "nope", which does not exist`},
-		{"model empty", mutated(top(attrSecondModel, `""`)), `Attribute second_model string length must be between 1 and`},
-		{"model file missing", mutated(top(attrSecondModel, hclString("/nonexistent/activation/model.json"))),
-			`Attribute second_model: loading model /nonexistent/activation/model\.json`},
-		{"model file invalid", mutated(modelFile(attrSecondModel, func(t *testing.T) *engine.Model {
+		{"cpu capacity missing", del(attrSecond, obsCPUCapacityMHz), `attribute "cpu_capacity_mhz" is required`},
+		{"samples missing", del(attrFirst, obsUsageSamples), `attribute "usage_samples" is required`},
+		{"sample cpu missing", mutated(func(_ *testing.T, _, _, second map[string]string) {
+			second[obsUsageSamples] = "[{ time = 1 }]"
+		}), literal("Attribute second.usage_samples[0].cpu_mhz: is required")},
+		{"quota rounding not a string", top(attrFirstQuota, `{ rounding = ["up"] }`), `Inappropriate value for attribute "first_quota"`},
+		{"model builtin unknown", top(attrFirstModel, `"builtin:nope"`), `Attribute first_model names built-in model "nope", which does not exist`},
+		{"model empty", top(attrSecondModel, `""`), `Attribute second_model string length must be between 1 and`},
+		{"model file missing", top(attrSecondModel, hclString("/nonexistent/activation/model.json")),
+			literal("Attribute second_model: loading model /nonexistent/activation/model.json")},
+		{"model file invalid", modelFile(attrSecondModel, func(t *testing.T) *engine.Model {
 			m := *builtinModel(t, engine.BuiltinCapacity)
 			m.Layers = append([]engine.Layer(nil), m.Layers...)
 			m.Layers[1].Activation = "softmax"
 			return &m
-		})), `Attribute second_model: .*layers\[1\]\.activation: unknown activation "softmax"`},
-		{"model without countable inputs for the first host", mutated(modelFile(attrFirstModel, func(t *testing.T) *engine.Model {
+		}), `Attribute second_model: .*layers\[1\]\.activation: unknown activation "softmax"`},
+		{"model that cannot serve the first host", modelFile(attrFirstModel, func(t *testing.T) *engine.Model {
 			return builtinModel(t, engine.BuiltinCapacity)
-		})), `Attribute first_model: model capacity has no countable inputs`},
-		{"model needs memory the observation lacks", func(t *testing.T) string {
-			attrs, first, _ := baseAttrs(t)
-			delete(first, obsMemoryCapacityMB)
-			attrs[attrFirst] = hclObject(first)
-			attrs[attrFirstModel] = hclString(writeModel(t, t.TempDir(), "mem.json", memoryModel(t)))
-			return countsConfig(attrs, "")
-		}, `Attribute first\.memory_capacity_mb: model memory-test needs feature "mem_host_max"`},
+		}), `Attribute first_model: model capacity`},
 		{"provider default model unknown", func(t *testing.T) string {
 			attrs, _, _ := baseAttrs(t)
 			return countsConfig(attrs, "provider \"activation\" {\n  default_second_model = \"builtin:nope\"\n}\n")
 		}, `Attribute default_second_model names built-in model "nope"`},
 	})
-}
-
-// memoryModel is a tiny valid model whose admission needs memory features.
-func memoryModel(t *testing.T) *engine.Model {
-	m := &engine.Model{
-		Format: engine.ModelFormat, Version: engine.ModelVersion, Name: "memory-test",
-		Inputs: []engine.Node{{Name: engine.FeatMemHostMax}, {Name: engine.SlotPrefix + "0", Countable: true}},
-		Layers: []engine.Layer{
-			{Activation: engine.ActivationReLU, Weights: [][]float64{{-1, 1}}, Biases: []float64{0}},
-			{Activation: engine.ActivationSigmoid, Weights: [][]float64{{1}}, Biases: []float64{0}},
-		},
-		Outputs:    []engine.Node{{Name: "admit"}},
-		Provenance: engine.Provenance{Method: "hand-written for a provider test"},
-	}
-	if err := m.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// BenchmarkContainerCountsRead is the data source's Read in-process with
-// the default models and the demo's hour-long observations: configuration
-// decoded, one engine decision, state encoded.
-func BenchmarkContainerCountsRead(b *testing.B) {
-	ctx := context.Background()
-	ds := NewContainerCountsDataSource()
-	sch := dataSourceSchema(b, ds)
-	obs := demoObservations(b)
-	m := newCountsModel(obs["first-host.json"], obs["second-host.json"])
-	cfg := tfsdk.State{Schema: sch}
-	if diags := cfg.Set(ctx, &m); diags.HasError() {
-		b.Fatal(diags)
-	}
-	req := datasource.ReadRequest{Config: tfsdk.Config{Raw: cfg.Raw, Schema: sch}}
-	null := tftypes.NewValue(sch.Type().TerraformType(ctx), nil)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		resp := datasource.ReadResponse{State: tfsdk.State{Schema: sch, Raw: null}}
-		ds.Read(ctx, req, &resp)
-		if resp.Diagnostics.HasError() {
-			b.Fatal(resp.Diagnostics)
-		}
-	}
-}
-
-// withAttr returns obj with attribute name replaced by v.
-func withAttr(t *testing.T, obj tftypes.Value, name string, v tftypes.Value) tftypes.Value {
-	t.Helper()
-	var m map[string]tftypes.Value
-	if err := obj.As(&m); err != nil {
-		t.Fatal(err)
-	}
-	c := make(map[string]tftypes.Value, len(m))
-	for k, x := range m {
-		c[k] = x
-	}
-	c[name] = v
-	return tftypes.NewValue(obj.Type(), c)
-}
-
-// readRaw runs Read on a raw configuration value.
-func readRaw(t *testing.T, top map[string]tftypes.Value) datasource.ReadResponse {
-	t.Helper()
-	ctx := context.Background()
-	ds := NewContainerCountsDataSource()
-	sch := dataSourceSchema(t, ds)
-	typ := sch.Type().TerraformType(ctx)
-	resp := datasource.ReadResponse{State: tfsdk.State{Schema: sch, Raw: tftypes.NewValue(typ, nil)}}
-	ds.Read(ctx, datasource.ReadRequest{Config: tfsdk.Config{Schema: sch, Raw: tftypes.NewValue(typ, top)}}, &resp)
-	return resp
-}
-
-// TestContainerCountsReadUnknown: a configuration with an unknown value
-// reads as unknown counts, not an error.
-func TestContainerCountsReadUnknown(t *testing.T) {
-	m := newCountsModel(testFirst(t), testSecond(t))
-	top := configValue(t, &m)
-	top[attrSecond] = withAttr(t, top[attrSecond], obsCPUCapacityMHz, tftypes.NewValue(tftypes.Number, tftypes.UnknownValue))
-	resp := readRaw(t, top)
-	if resp.Diagnostics.HasError() {
-		t.Fatalf("an unknown input is not an error: %v", resp.Diagnostics)
-	}
-	var state map[string]tftypes.Value
-	if err := resp.State.Raw.As(&state); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []string{attrFirstContainers, attrSecondContainers, attrFirstDecision, attrSecondDecision, attrExplanation} {
-		if state[a].IsKnown() {
-			t.Errorf("%s is known: %v", a, state[a])
-		}
-	}
-	if !state[attrFirst].Equal(top[attrFirst]) {
-		t.Error("the configuration is not kept in the state")
-	}
-}
-
-// TestContainerCountsReadBadNumbers: values the schema's types let through
-// but that do not decode name their attribute path.
-func TestContainerCountsReadBadNumbers(t *testing.T) {
-	m := newCountsModel(testFirst(t), testSecond(t))
-	base := configValue(t, &m)
-	var samples []tftypes.Value
-	var first map[string]tftypes.Value
-	if err := base[attrFirst].As(&first); err != nil {
-		t.Fatal(err)
-	}
-	if err := first[obsUsageSamples].As(&samples); err != nil {
-		t.Fatal(err)
-	}
-	half := tftypes.NewValue(tftypes.Number, big.NewFloat(1.5))
-	bad := append([]tftypes.Value(nil), samples...)
-	bad[3] = withAttr(t, bad[3], sampleTime, half)
-	cases := map[string]func(top map[string]tftypes.Value){
-		"first.usage_samples[3].time": func(top map[string]tftypes.Value) {
-			top[attrFirst] = withAttr(t, top[attrFirst], obsUsageSamples, tftypes.NewValue(first[obsUsageSamples].Type(), bad))
-		},
-		"second.running_replicas": func(top map[string]tftypes.Value) {
-			top[attrSecond] = withAttr(t, top[attrSecond], obsRunningReplicas, half)
-		},
-		"second.cpu_capacity_mhz": func(top map[string]tftypes.Value) {
-			huge, _, _ := big.ParseFloat("1e400", 10, 512, big.ToNearestEven)
-			top[attrSecond] = withAttr(t, top[attrSecond], obsCPUCapacityMHz, tftypes.NewValue(tftypes.Number, huge))
-		},
-	}
-	for want, mutate := range cases {
-		t.Run(want, func(t *testing.T) {
-			top := configValue(t, &m)
-			mutate(top)
-			resp := readRaw(t, top)
-			if !resp.Diagnostics.HasError() {
-				t.Fatal("no error")
-			}
-			d, ok := resp.Diagnostics.Errors()[0].(diag.DiagnosticWithPath)
-			if !ok || d.Path().String() != want {
-				t.Fatalf("diagnostic %v, want one on %s", resp.Diagnostics, want)
-			}
-		})
-	}
-}
-
-// BenchmarkContainerCountsRPC is what one instance of the data source costs
-// the provider during `tofu plan`: the ValidateDataResourceConfig and
-// ReadDataSource calls through the framework's protocol server, with the
-// demo's hour-long observations. The difference from
-// BenchmarkContainerCountsRead is the framework's own work on the
-// configuration (conversions and walks over every value).
-func BenchmarkContainerCountsRPC(b *testing.B) {
-	ctx := context.Background()
-	srv, err := providerFactories[TypeName]()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := srv.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{}); err != nil {
-		b.Fatal(err)
-	}
-	sch := dataSourceSchema(b, NewContainerCountsDataSource())
-	typ := sch.Type().TerraformType(ctx)
-	obs := demoObservations(b)
-	m := newCountsModel(obs["first-host.json"], obs["second-host.json"])
-	cfg, err := tfprotov6.NewDynamicValue(typ, tftypes.NewValue(typ, configValue(b, &m)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	name := TypeName + "_container_counts"
-	b.Run("validate", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			r, err := srv.ValidateDataResourceConfig(ctx, &tfprotov6.ValidateDataResourceConfigRequest{TypeName: name, Config: &cfg})
-			if err != nil || len(r.Diagnostics) > 0 {
-				b.Fatal(err, r.Diagnostics)
-			}
-		}
-	})
-	b.Run("read", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			r, err := srv.ReadDataSource(ctx, &tfprotov6.ReadDataSourceRequest{TypeName: name, Config: &cfg})
-			if err != nil || len(r.Diagnostics) > 0 {
-				b.Fatal(err, r.Diagnostics)
-			}
-		}
-	})
-}
-
-func TestContainerCountsValidateConfig(t *testing.T) {
-	ctx := context.Background()
-	ds := NewContainerCountsDataSource().(*containerCountsDataSource)
-	sch := dataSourceSchema(t, ds)
-	typ := sch.Type().TerraformType(ctx)
-	m := newCountsModel(testFirst(t), testSecond(t))
-	m.FirstQuota = &quotaModel{Min: types.Int64Value(2), Max: types.Int64Value(9), PerBranch: types.Float64Null(), Rounding: types.StringNull()}
-	num := func(x int64) tftypes.Value { return tftypes.NewValue(tftypes.Number, new(big.Float).SetInt64(x)) }
-	unknown := tftypes.NewValue(tftypes.Number, tftypes.UnknownValue)
-	setSampleTime := func(top map[string]tftypes.Value, host string, i int, v tftypes.Value) {
-		var obs map[string]tftypes.Value
-		if err := top[host].As(&obs); err != nil {
-			t.Fatal(err)
-		}
-		var samples []tftypes.Value
-		if err := obs[obsUsageSamples].As(&samples); err != nil {
-			t.Fatal(err)
-		}
-		c := append([]tftypes.Value(nil), samples...)
-		c[i] = withAttr(t, c[i], sampleTime, v)
-		top[host] = withAttr(t, top[host], obsUsageSamples, tftypes.NewValue(obs[obsUsageSamples].Type(), c))
-	}
-	cases := []struct {
-		name   string
-		mutate func(top map[string]tftypes.Value)
-		want   []string // paths with errors
-	}{
-		{"valid", func(map[string]tftypes.Value) {}, nil},
-		{"min above max", func(top map[string]tftypes.Value) {
-			top[attrFirstQuota] = withAttr(t, top[attrFirstQuota], quotaMin, num(10))
-		}, []string{"first_quota.max"}},
-		{"unknown max", func(top map[string]tftypes.Value) {
-			top[attrFirstQuota] = withAttr(t, top[attrFirstQuota], quotaMax, unknown)
-		}, nil},
-		{"time repeats", func(top map[string]tftypes.Value) {
-			setSampleTime(top, attrSecond, 5, num(int64(testSecond(t).Samples[4].Time)))
-		}, []string{"second.usage_samples[5].time"}},
-		{"time goes back", func(top map[string]tftypes.Value) {
-			setSampleTime(top, attrFirst, 1, num(0))
-		}, []string{"first.usage_samples[1].time"}},
-		{"unknown time", func(top map[string]tftypes.Value) {
-			setSampleTime(top, attrFirst, 1, unknown)
-		}, nil},
-		{"fractional counts", func(top map[string]tftypes.Value) {
-			half := tftypes.NewValue(tftypes.Number, big.NewFloat(2.5))
-			top[attrFirst] = withAttr(t, top[attrFirst], obsRunningReplicas, half)
-			top[attrSecond] = withAttr(t, top[attrSecond], obsWantedReplicas, half)
-			top[attrFirstQuota] = withAttr(t, top[attrFirstQuota], quotaMax, half)
-			setSampleTime(top, attrSecond, 2, tftypes.NewValue(tftypes.Number, big.NewFloat(float64(testSecond(t).Samples[2].Time)+0.5)))
-		}, []string{"first_quota.max", "first.running_replicas", "second.wanted_replicas", "second.usage_samples[2].time"}},
-		{"unknown observation", func(top map[string]tftypes.Value) {
-			top[attrFirst] = tftypes.NewValue(top[attrFirst].Type(), tftypes.UnknownValue)
-		}, nil},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			top := configValue(t, &m)
-			c.mutate(top)
-			var resp datasource.ValidateConfigResponse
-			ds.ValidateConfig(ctx, datasource.ValidateConfigRequest{Config: tfsdk.Config{Schema: sch, Raw: tftypes.NewValue(typ, top)}}, &resp)
-			var got []string
-			for _, d := range resp.Diagnostics.Errors() {
-				if wp, ok := d.(diag.DiagnosticWithPath); ok {
-					got = append(got, wp.Path().String())
-				} else {
-					got = append(got, "(no path) "+d.Detail())
-				}
-			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Fatalf("errors on %v, want %v", got, c.want)
-			}
-		})
-	}
 }

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 
@@ -10,11 +9,61 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
 
-// fieldPath turns an engine field name such as "usage_samples[3].time" into
-// an attribute path under root. The engine names observation and quota
-// fields exactly as the schema does, so the mapping is mechanical. A part
-// that does not parse ends the path there (the diagnostic still lands on
-// the nearest attribute).
+// The engine names what an invalid input is about with typed errors:
+// engine.FieldOf gives the host (first, second), the part of the host's
+// input (observation, quota, model) and the field path in the engine's JSON
+// names, which are the attribute names. This file turns that into an
+// attribute path; nothing here reads an error's text.
+
+// hostRoots are the attributes a host's input lives under.
+type hostRoots struct {
+	observation, quota, model path.Path
+}
+
+// inputRoots say where each host's input lives, and where the settings
+// both hosts share (min_samples) live.
+type inputRoots struct {
+	hosts      map[string]hostRoots
+	minSamples path.Path
+}
+
+// countsRoots are activation_container_counts' attributes.
+var countsRoots = inputRoots{
+	hosts: map[string]hostRoots{
+		engine.RoleFirst:  {path.Root(attrFirst), path.Root(attrFirstQuota), path.Root(attrFirstModel)},
+		engine.RoleSecond: {path.Root(attrSecond), path.Root(attrSecondQuota), path.Root(attrSecondModel)},
+	},
+	minSamples: path.Root(attrMinSamples),
+}
+
+// pathOf returns the attribute an engine error is about; ok is false when
+// the error names no input of these roots.
+func (r inputRoots) pathOf(err error) (p path.Path, ok bool) {
+	host, part, field, ok := engine.FieldOf(err)
+	if !ok {
+		return path.Empty(), false
+	}
+	roots, ok := r.hosts[host]
+	if !ok {
+		return path.Empty(), false
+	}
+	switch part {
+	case engine.PartObservation:
+		if field == attrMinSamples {
+			return r.minSamples, true
+		}
+		return fieldPath(roots.observation, field), true
+	case engine.PartQuota:
+		return fieldPath(roots.quota, field), true
+	case engine.PartModel:
+		return roots.model, true
+	}
+	return path.Empty(), false
+}
+
+// fieldPath turns an engine field path such as "usage_samples[3].time"
+// into an attribute path under root. A part that does not parse ends the
+// path there, so the diagnostic still lands on the nearest attribute.
 func fieldPath(root path.Path, field string) path.Path {
 	p := root
 	if field == "" {
@@ -36,50 +85,19 @@ func fieldPath(root path.Path, field string) path.Path {
 				return p
 			}
 			p = p.AtListIndex(i)
-			rest = strings.TrimPrefix(after, "[")
-			if after != "" && !strings.HasPrefix(after, "[") {
+			if after == "" {
+				break
+			}
+			if !strings.HasPrefix(after, "[") {
 				return p
 			}
+			rest = after[1:]
 		}
 	}
 	return p
 }
 
-// Roots of the two hosts' inputs.
-type hostRoots struct {
-	observation, model, quota path.Path
-}
-
-var rootsByRole = map[string]hostRoots{
-	engine.RoleFirst:  {path.Root(attrFirst), path.Root(attrFirstModel), path.Root(attrFirstQuota)},
-	engine.RoleSecond: {path.Root(attrSecond), path.Root(attrSecondModel), path.Root(attrSecondQuota)},
-}
-
-// errorPath says which attribute an engine error is about, and the reason
-// to show. ok is false when the error names no attribute.
-func errorPath(err error) (p path.Path, reason string, ok bool) {
-	var oe *engine.ObservationError
-	if errors.As(err, &oe) {
-		if r, found := rootsByRole[oe.Host]; found {
-			return fieldPath(r.observation, oe.Field), oe.Reason, true
-		}
-	}
-	var qe *engine.QuotaError
-	if errors.As(err, &qe) {
-		if r, found := rootsByRole[qe.Host]; found {
-			return fieldPath(r.quota, qe.Field), qe.Reason, true
-		}
-	}
-	msg := err.Error()
-	// DecideRequest prefixes model loading errors with the request field;
-	// Decide prefixes a model that cannot serve a role with the role.
-	for prefix, role := range map[string]string{
-		"first_model: ": engine.RoleFirst, "second_model: ": engine.RoleSecond,
-		"first host: ": engine.RoleFirst, "second host: ": engine.RoleSecond,
-	} {
-		if rest, found := strings.CutPrefix(msg, prefix); found {
-			return rootsByRole[role].model, rest, true
-		}
-	}
-	return path.Empty(), msg, false
+// attributeDetail is the text of a diagnostic about the attribute at p.
+func attributeDetail(p path.Path, reason string) string {
+	return "Attribute " + p.String() + ": " + strings.TrimSuffix(reason, ".") + "."
 }

@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,14 +18,46 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // demoQuota is the quota examples/demo/main.tf sets for both hosts.
-var demoQuota = engine.Quota{Min: 1, Max: 24, PerBranch: 1, Rounding: engine.RoundNearest}
+var demoQuota = testsupport.Quota(1, 24, 1, engine.RoundNearest)
+
+// jobGroup is one task group of a rendered jobspec.
+type jobGroup struct {
+	name, node                        string
+	count, cpu, memoryMB, memoryMaxMB int
+}
+
+// groupRE finds a group of the demo's jobspec with its node constraint,
+// count and resources.
+var groupRE = regexp.MustCompile(`(?s)group "([^"]+)" \{.*?count = (\d+).*?value\s*= "([^"]+)".*?resources \{\s*cpu\s*= (\d+)\s*memory\s*= (\d+)\s*memory_max\s*= (\d+)\s*\}`)
+
+func parseJobspec(s string) ([]jobGroup, error) {
+	var out []jobGroup
+	for _, m := range groupRE.FindAllStringSubmatch(s, -1) {
+		g := jobGroup{name: m[1], node: m[3]}
+		for i, dst := range []*int{&g.count, &g.cpu, &g.memoryMB, &g.memoryMaxMB} {
+			n, err := strconv.Atoi(m[[]int{2, 4, 5, 6}[i]])
+			if err != nil {
+				return nil, err
+			}
+			*dst = n
+		}
+		out = append(out, g)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no task group with a count and resources in the jobspec:\n%s", s)
+	}
+	return out, nil
+}
 
 // TestAccDemo plans and applies examples/demo as it is and checks that its
 // counts are the engine's for the bundled observations, and that the
-// rendered jobspec carries them.
+// rendered jobspec is placeable: for each task group, count x the task's
+// reservation fits its host's allocatable resources less what other jobs
+// reserve there, as Nomad's scheduler requires.
 func TestAccDemo(t *testing.T) {
 	read := func(name string) engine.Observation {
 		data, err := os.ReadFile(filepath.Join(demoDir, name))
@@ -35,20 +70,50 @@ func TestAccDemo(t *testing.T) {
 		}
 		return o
 	}
-	fq, sq := demoQuota, demoQuota
-	want := mustDecide(t, &engine.Request{First: read("first-host.json"), Second: read("second-host.json"), FirstQuota: &fq, SecondQuota: &sq})
+	hosts := map[string]engine.Observation{}
+	for _, f := range []string{"first-host.json", "second-host.json"} {
+		o := read(f)
+		hosts[o.Host] = o
+	}
+	want := mustDecide(t, &engine.Request{First: read("first-host.json"), Second: read("second-host.json"), FirstQuota: demoQuota, SecondQuota: demoQuota})
+	decisions := map[string]*engine.HostDecision{"pool-a": &want.First, "pool-b": &want.Second}
+	// Today's reservations would leave replicas queued on at least one
+	// host: the demo shows what the placement reservation is for.
+	if want.First.Containers <= want.First.Placement.Placeable && want.Second.Containers <= want.Second.Placement.Placeable {
+		t.Fatalf("the demo's counts fit at today's reservations (%d/%d, %d/%d): it no longer shows placement",
+			want.First.Containers, want.First.Placement.Placeable, want.Second.Containers, want.Second.Placement.Placeable)
+	}
 	jobspec := knownvalue.StringFunc(func(s string) error {
-		for _, g := range []struct {
-			name string
-			n    int
-		}{{"pool-a", want.First.Containers}, {"pool-b", want.Second.Containers}} {
-			block := fmt.Sprintf("group %q {", g.name)
-			i := strings.Index(s, block)
-			if i < 0 {
-				return fmt.Errorf("jobspec has no %s", block)
+		groups, err := parseJobspec(s)
+		if err != nil {
+			return err
+		}
+		if len(groups) != 2 {
+			return fmt.Errorf("%d task groups, want 2", len(groups))
+		}
+		for _, g := range groups {
+			d, h := decisions[g.name], hosts[g.node]
+			if d == nil || h.CPUCapacityMHz == 0 {
+				return fmt.Errorf("group %s on %s: not a demo group and host", g.name, g.node)
 			}
-			if !strings.Contains(s[i:], fmt.Sprintf("count = %d\n", g.n)) {
-				return fmt.Errorf("group %s does not have count = %d", g.name, g.n)
+			if g.count != d.Containers {
+				return fmt.Errorf("group %s has count = %d, the engine says %d", g.name, g.count, d.Containers)
+			}
+			pl := d.Placement
+			if g.cpu != pl.CPUMHz || g.memoryMB != pl.MemoryMB || g.memoryMaxMB != pl.MemoryMaxMB {
+				return fmt.Errorf("group %s reserves %d MHz, %d MB (max %d), the decision's placement is %d, %d (max %d)",
+					g.name, g.cpu, g.memoryMB, g.memoryMaxMB, pl.CPUMHz, pl.MemoryMB, pl.MemoryMaxMB)
+			}
+			freeCPU := h.CPUCapacityMHz - h.OtherReservedCPUMHz
+			freeMem := h.MemoryCapacityMB - h.OtherReservedMemoryMB
+			if cpu := float64(g.count * g.cpu); cpu > freeCPU {
+				return fmt.Errorf("group %s: %d x %d MHz = %v MHz does not fit the %v MHz %s has left", g.name, g.count, g.cpu, cpu, freeCPU, g.node)
+			}
+			if mem := float64(g.count * g.memoryMB); mem > freeMem {
+				return fmt.Errorf("group %s: %d x %d MB = %v MB does not fit the %v MB %s has left", g.name, g.count, g.memoryMB, mem, freeMem, g.node)
+			}
+			if g.memoryMaxMB < g.memoryMB {
+				return fmt.Errorf("group %s: memory_max %d below memory %d", g.name, g.memoryMaxMB, g.memoryMB)
 			}
 		}
 		return nil
@@ -63,6 +128,37 @@ func TestAccDemo(t *testing.T) {
 			statecheck.ExpectKnownOutputValue("jobspec", jobspec),
 		),
 	}}})
+}
+
+// TestParseJobspec: the placement check reads the jobspec the template
+// renders, and sees a group that does not fit.
+func TestParseJobspec(t *testing.T) {
+	groups, err := parseJobspec(`job "web" {
+  group "pool-a" {
+    # reason
+    count = 12
+
+    constraint {
+      attribute = "${node.unique.name}"
+      value     = "pool-a-1"
+    }
+
+    task "app" {
+      resources {
+        cpu        = 1666
+        memory     = 512
+        memory_max = 768
+      }
+    }
+  }
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []jobGroup{{name: "pool-a", node: "pool-a-1", count: 12, cpu: 1666, memoryMB: 512, memoryMaxMB: 768}}
+	if !reflect.DeepEqual(groups, want) {
+		t.Fatalf("got %+v, want %+v", groups, want)
+	}
 }
 
 // TestAccExamplesValidate runs `tofu validate` on every example directory
@@ -85,6 +181,11 @@ func TestAccExamplesValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fns, err := filepath.Glob(filepath.Join("..", "examples", "functions", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, fns...)
 	dirs = append(dirs, filepath.Join("..", "examples", "provider"), demoDir)
 	for _, src := range dirs {
 		t.Run(filepath.Base(src), func(t *testing.T) {
@@ -115,4 +216,42 @@ func TestAccExamplesValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAccReadmeExample plans the README's HCL example as it is, with the
+// demo's observations as its first-host.json and second-host.json, and
+// checks its output is the engine's counts.
+func TestAccReadmeExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```hcl\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no ```hcl example")
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "main.tf", m[1])
+	obs := map[string]engine.Observation{}
+	for _, name := range []string{"first-host.json", "second-host.json"} {
+		data, err := os.ReadFile(filepath.Join(demoDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, name, data)
+		var o engine.Observation
+		if err := json.Unmarshal(data, &o); err != nil {
+			t.Fatal(err)
+		}
+		obs[name] = o
+	}
+	want := mustDecide(t, &engine.Request{First: obs["first-host.json"], Second: obs["second-host.json"],
+		FirstQuota: &engine.QuotaSpec{Min: ptr(1), Max: ptr(24)}, SecondQuota: &engine.QuotaSpec{Min: ptr(0), Max: ptr(12)}})
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		ProtoV6ProviderFactories: providerFactories,
+		ConfigDirectory:          config.StaticDirectory(dir),
+		ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownOutputValue("counts", knownvalue.ListExact([]knownvalue.Check{
+			knownvalue.Int64Exact(int64(want.First.Containers)), knownvalue.Int64Exact(int64(want.Second.Containers)),
+		}))},
+	}}})
 }

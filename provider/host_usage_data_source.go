@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
+	"net"
 	"net/http"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/datasource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -19,9 +18,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
@@ -42,8 +42,13 @@ const (
 	huSampleInterval  = "sample_interval_seconds"
 	huObservation     = "observation"
 	huReadAt          = "read_at"
+	huTimeouts        = "timeouts"
 	maxHostUsageReads = 60
 	maxSampleInterval = 10
+
+	// defaultReadTimeout bounds a read when timeouts.read is unset, besides
+	// the waits between samples.
+	defaultReadTimeout = 2 * time.Minute
 )
 
 var (
@@ -61,28 +66,49 @@ type hostUsageDataSource struct {
 }
 
 type hostUsageModel struct {
-	NodeID                types.String  `tfsdk:"node_id"`
-	NodeName              types.String  `tfsdk:"node_name"`
-	NodePool              types.String  `tfsdk:"node_pool"`
-	NodeClass             types.String  `tfsdk:"node_class"`
-	Namespace             types.String  `tfsdk:"namespace"`
-	Job                   types.String  `tfsdk:"job"`
-	Group                 types.String  `tfsdk:"group"`
-	ReplicaCPUDemandMHz   types.Float64 `tfsdk:"replica_cpu_demand_mhz"`
-	ReplicaMemoryDemandMB types.Float64 `tfsdk:"replica_memory_demand_mb"`
-	WantedReplicas        types.Int64   `tfsdk:"wanted_replicas"`
-	Label                 types.String  `tfsdk:"label"`
-	Samples               types.Int64   `tfsdk:"samples"`
-	SampleInterval        types.Int64   `tfsdk:"sample_interval_seconds"`
-	Observation           types.Object  `tfsdk:"observation"`
-	ReadAt                types.String  `tfsdk:"read_at"`
+	NodeID                types.String   `tfsdk:"node_id"`
+	NodeName              types.String   `tfsdk:"node_name"`
+	NodePool              types.String   `tfsdk:"node_pool"`
+	NodeClass             types.String   `tfsdk:"node_class"`
+	Namespace             types.String   `tfsdk:"namespace"`
+	Job                   types.String   `tfsdk:"job"`
+	Group                 types.String   `tfsdk:"group"`
+	ReplicaCPUDemandMHz   types.Number   `tfsdk:"replica_cpu_demand_mhz"`
+	ReplicaMemoryDemandMB types.Number   `tfsdk:"replica_memory_demand_mb"`
+	WantedReplicas        types.Number   `tfsdk:"wanted_replicas"`
+	Label                 types.String   `tfsdk:"label"`
+	Samples               types.Number   `tfsdk:"samples"`
+	SampleInterval        types.Number   `tfsdk:"sample_interval_seconds"`
+	Observation           types.Object   `tfsdk:"observation"`
+	ReadAt                types.String   `tfsdk:"read_at"`
+	Timeouts              timeouts.Value `tfsdk:"timeouts"`
 }
 
 func (d *hostUsageDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_host_usage"
 }
 
-func (d *hostUsageDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+// timeoutsBlock is the framework's timeouts block with descriptions in
+// Markdown.
+func timeoutsBlock(ctx context.Context) schema.Block {
+	const desc = "How long a read may take, as a duration (`30s`, `5m`): every request to Nomad and the waits between samples. " +
+		"Default: 2 minutes plus the waits between samples (`(samples - 1) x sample_interval_seconds`). When it passes, the read fails " +
+		"with an error saying which call to Nomad was under way."
+	b, ok := timeouts.BlockWithOpts(ctx, timeouts.Opts{ReadDescription: desc}).(schema.SingleNestedBlock)
+	if !ok {
+		panic("terraform-plugin-framework-timeouts: the timeouts block is no longer a SingleNestedBlock")
+	}
+	b.MarkdownDescription = "Time limits of the read."
+	for name, a := range b.Attributes {
+		if s, ok := a.(schema.StringAttribute); ok {
+			s.MarkdownDescription = s.Description
+			b.Attributes[name] = s
+		}
+	}
+	return b
+}
+
+func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	name := func() []validator.String { return []validator.String{stringvalidator.LengthBetween(1, 256)} }
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads one Nomad node's real usage through the Nomad HTTP API (node resources, client " +
@@ -92,7 +118,9 @@ func (d *hostUsageDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"match): no match or several matches is an error. With `job` (and `group`), usage and requests are those " +
 			"of that task group's running allocations on the node; without, those of the whole node. Nomad keeps no " +
 			"usage history, so each read is one sample: set `samples` to read several times, " +
-			"`sample_interval_seconds` apart, during the plan. The `nomad` block of the provider says how to reach Nomad.",
+			"`sample_interval_seconds` apart, during the plan. The `nomad` block of the provider says how to reach Nomad; " +
+			"every instance of this data source in a configuration shares the provider's one connection and reader, so a " +
+			"`for_each` over many nodes makes one client, not one per node.",
 		Attributes: map[string]schema.Attribute{
 			huNodeID: schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "ID of the node to read. When unset, the ID of the node the other selectors found.",
@@ -113,28 +141,27 @@ func (d *hostUsageDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			huGroup: schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "Task group of `job`; needed when the job has several. Set to the group read.",
 				Validators:          append(name(), stringvalidator.AlsoRequires(path.MatchRoot(huJob)))},
-			huReplicaCPU: schema.Float64Attribute{Optional: true,
-				MarkdownDescription: "Expected CPU demand (MHz) of one replica. Unset with a `job`: the task group's CPU request. Required without a `job`.",
-				Validators:          []validator.Float64{greaterThan(0), float64validator.AtMost(maxResource)}},
-			huReplicaMemory: schema.Float64Attribute{Optional: true,
-				MarkdownDescription: "Expected memory demand (MB) of one replica. Unset with a `job`: the task group's memory request.",
-				Validators:          []validator.Float64{float64validator.Between(0, maxResource)}},
-			huWantedReplicas: schema.Int64Attribute{Optional: true,
-				MarkdownDescription: "Passed through to the observation: how many replicas ask to run on the host (0 or unset offers every slot).",
-				Validators:          []validator.Int64{int64validator.Between(0, maxReplicas)}},
+			huReplicaCPU: schema.NumberAttribute{Optional: true,
+				MarkdownDescription: "Expected CPU demand (MHz) of one replica, passed to the observation (the engine's rules apply: greater than 0). " +
+					"Unset with a `job`: the task group's CPU request. Required without a `job`."},
+			huReplicaMemory: schema.NumberAttribute{Optional: true,
+				MarkdownDescription: "Expected memory demand (MB) of one replica, passed to the observation. Unset with a `job`: the task group's memory request."},
+			huWantedReplicas: schema.NumberAttribute{Optional: true,
+				MarkdownDescription: "Passed to the observation: how many replicas want to run on the host, the running ones included (0 or unset offers every slot)."},
 			huLabel: schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Host label in the observation; default the node's name.",
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, maxHostName)}},
-			huSamples: schema.Int64Attribute{Optional: true,
-				MarkdownDescription: fmt.Sprintf("How many times to read the node (1 to %d; default 1). Each read is one usage sample.", maxHostUsageReads),
-				Validators:          []validator.Int64{int64validator.Between(1, maxHostUsageReads)}},
-			huSampleInterval: schema.Int64Attribute{Optional: true,
+				MarkdownDescription: "Host label in the observation (its `host`); default the node's name."},
+			huSamples: schema.NumberAttribute{Optional: true,
+				MarkdownDescription: fmt.Sprintf("How many times to read the node (1 to %d; default 1). Each read is one usage sample; "+
+					"`activation_container_counts` needs `min_samples` of them (3 by default).", maxHostUsageReads),
+				Validators: []validator.Number{wholeBetween{1, maxHostUsageReads}}},
+			huSampleInterval: schema.NumberAttribute{Optional: true,
 				MarkdownDescription: fmt.Sprintf("Seconds between reads when `samples` > 1 (1 to %d; default 1). The plan waits `(samples - 1) x sample_interval_seconds`.", maxSampleInterval),
-				Validators:          []validator.Int64{int64validator.Between(1, maxSampleInterval)}},
+				Validators:          []validator.Number{wholeBetween{1, maxSampleInterval}}},
 			huObservation: observationOutputAttribute("The host observation: capacity (node resources less reserved), the usage samples, " +
 				"the requested resources and number of the running allocations, and the replica demand. Pass it as `first` or `second` of `activation_container_counts`."),
 			huReadAt: schema.StringAttribute{Computed: true, MarkdownDescription: "Time of the last read, RFC 3339."},
 		},
+		Blocks: map[string]schema.Block{huTimeouts: timeoutsBlock(ctx)},
 	}
 }
 
@@ -145,10 +172,10 @@ func (d *hostUsageDataSource) ConfigValidators(context.Context) []datasource.Con
 }
 
 // ValidateConfig: without a job there is no task group to take the replica
-// demand from, so it must be given; counts are whole numbers.
+// demand from, so it must be given (presence, not a range).
 func (d *hostUsageDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	var job types.String
-	var demand types.Float64
+	var demand types.Number
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(huJob), &job)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(huReplicaCPU), &demand)...)
 	if resp.Diagnostics.HasError() {
@@ -158,12 +185,6 @@ func (d *hostUsageDataSource) ValidateConfig(ctx context.Context, req datasource
 		resp.Diagnostics.AddAttributeError(path.Root(huReplicaCPU), "Replica demand needed",
 			"Attribute replica_cpu_demand_mhz must be set when no job is named: the demand of one replica is otherwise taken from the job's task group.")
 	}
-	var top map[string]tftypes.Value // the configuration's own map: read only
-	if req.Config.Raw.As(&top) == nil {
-		for _, name := range []string{huWantedReplicas, huSamples, huSampleInterval} {
-			checkWholeNumber(top[name], path.Root(name), &resp.Diagnostics)
-		}
-	}
 }
 
 func (d *hostUsageDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
@@ -172,24 +193,73 @@ func (d *hostUsageDataSource) Configure(_ context.Context, req datasource.Config
 	}
 }
 
-func (m *hostUsageModel) query(defaultNamespace string) nomadusage.Query {
+// passThrough are the attributes the data source copies into the
+// observation, by the observation's field names.
+var passThrough = map[string]string{
+	obsReplicaCPUDemandMHz:   huReplicaCPU,
+	obsReplicaMemoryDemandMB: huReplicaMemory,
+	obsWantedReplicas:        huWantedReplicas,
+	obsHost:                  huLabel,
+}
+
+// query builds the usage query; values that do not fit the engine's types
+// are diagnostics on their attribute.
+func (m *hostUsageModel) query(defaultNamespace string, diags *diag.Diagnostics) (nomadusage.Query, bool) {
 	q := nomadusage.Query{
 		Host: nomadusage.HostSelector{
 			NodeID: m.NodeID.ValueString(), Name: m.NodeName.ValueString(),
 			Pool: m.NodePool.ValueString(), Class: m.NodeClass.ValueString(),
 		},
-		Namespace:             m.Namespace.ValueString(),
-		Job:                   m.Job.ValueString(),
-		Group:                 m.Group.ValueString(),
-		ReplicaCPUDemandMHz:   m.ReplicaCPUDemandMHz.ValueFloat64(),
-		ReplicaMemoryDemandMB: m.ReplicaMemoryDemandMB.ValueFloat64(),
-		WantedReplicas:        int(m.WantedReplicas.ValueInt64()),
-		Label:                 m.Label.ValueString(),
+		Namespace: m.Namespace.ValueString(),
+		Job:       m.Job.ValueString(),
+		Group:     m.Group.ValueString(),
+		Label:     m.Label.ValueString(),
 	}
 	if q.Namespace == "" {
 		q.Namespace = defaultNamespace
 	}
-	return q
+	var why string
+	if q.ReplicaCPUDemandMHz, why = figure(m.ReplicaCPUDemandMHz); why != "" {
+		diags.AddAttributeError(path.Root(huReplicaCPU), "Invalid value", attributeDetail(path.Root(huReplicaCPU), why))
+	}
+	if q.ReplicaMemoryDemandMB, why = figure(m.ReplicaMemoryDemandMB); why != "" {
+		diags.AddAttributeError(path.Root(huReplicaMemory), "Invalid value", attributeDetail(path.Root(huReplicaMemory), why))
+	}
+	if q.WantedReplicas, why = count(m.WantedReplicas); why != "" {
+		diags.AddAttributeError(path.Root(huWantedReplicas), "Invalid value", attributeDetail(path.Root(huWantedReplicas), why))
+	}
+	if diags.HasError() {
+		return q, false
+	}
+	// The values passed to the observation meet the engine's rules, checked
+	// before Nomad is asked anything: a probe observation with the largest
+	// capacity the engine accepts, so that only these values' own rules
+	// can fail.
+	probe := engine.Observation{
+		Host: q.Label, CPUCapacityMHz: engine.MaxResource, MemoryCapacityMB: engine.MaxResource,
+		Samples:             []engine.Sample{{}},
+		ReplicaCPUDemandMHz: q.ReplicaCPUDemandMHz, ReplicaMemoryDemandMB: q.ReplicaMemoryDemandMB, WantedReplicas: q.WantedReplicas,
+	}
+	if m.ReplicaCPUDemandMHz.IsNull() {
+		probe.ReplicaCPUDemandMHz = 1 // taken from the task group
+	}
+	if err := probe.Validate("activation_host_usage"); err != nil {
+		addObservationError(diags, err)
+		return q, false
+	}
+	return q, true
+}
+
+// addObservationError reports an engine refusal of the observation on the
+// attribute the value came from, when it came from one.
+func addObservationError(diags *diag.Diagnostics, err error) {
+	if _, part, field, ok := engine.FieldOf(err); ok && part == engine.PartObservation {
+		if a, ok := passThrough[field]; ok {
+			diags.AddAttributeError(path.Root(a), "Invalid value", attributeDetail(path.Root(a), engine.Reason(err)))
+			return
+		}
+	}
+	diags.AddError("The usage read is not an observation the engine accepts", err.Error())
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -209,45 +279,62 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if d.data == nil {
+	if d.data == nil || d.data.Nomad == nil {
 		resp.Diagnostics.AddError("Provider not configured", "activation_host_usage needs the activation provider's configuration; this is a bug in the provider.")
-		return
-	}
-	settings := &d.data.Nomad
-	client, err := settings.client()
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot use the Nomad settings", nomadconn.RedactString(err.Error(), settings.Config.SecretID))
 		return
 	}
 	samples, interval := int64(1), int64(1)
 	if !m.Samples.IsNull() {
-		samples = m.Samples.ValueInt64()
+		samples, _ = whole(m.Samples) // the validator has checked the range
 	}
 	if !m.SampleInterval.IsNull() {
-		interval = m.SampleInterval.ValueInt64()
+		interval, _ = whole(m.SampleInterval)
 	}
-	q := m.query(settings.Config.Namespace)
 	gap := time.Duration(interval) * time.Second
-	window, err := nomadusage.NewWindow(int(samples), time.Duration(samples)*gap+time.Minute)
+	waits := time.Duration(samples-1) * gap
+	timeout, diags := m.Timeouts.Read(ctx, defaultReadTimeout+waits)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if timeout <= waits {
+		resp.Diagnostics.AddAttributeError(path.Root(huTimeouts).AtName("read"), "Read timeout too short",
+			fmt.Sprintf("Attribute timeouts.read is %s, no longer than the waits between samples (%d x %ds = %s): the read could never finish.",
+				timeout, samples-1, interval, waits))
+		return
+	}
+	conn, reader, err := d.data.Nomad.get()
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot use the Nomad settings", err.Error())
+		return
+	}
+	q, ok := m.query(conn.Namespace(), &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	window, err := nomadusage.NewWindow(int(samples), waits+gap+time.Minute)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root(huSamples), "Invalid usage window", err.Error())
 		return
 	}
-	reader := &nomadusage.Reader{Client: client}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var last *nomadusage.Reading
 	for i := int64(0); i < samples; i++ {
 		if i > 0 {
 			if err := sleepCtx(ctx, gap); err != nil {
-				resp.Diagnostics.AddError("Reading Nomad usage interrupted", err.Error())
+				resp.Diagnostics.AddError("Reading the host's usage timed out", fmt.Sprintf(
+					"activation_host_usage did not finish within its read timeout (timeouts.read, %s): it timed out waiting between samples, after read %d of %d.",
+					timeout, i, samples))
 				return
 			}
 		}
 		tflog.Trace(ctx, "activation_host_usage: reading", map[string]any{
-			"address": settings.Config.Address, "selector": q.Host.String(), "job": q.Job, "group": q.Group, "read": i + 1, "of": samples,
+			"address": conn.Address(), "selector": q.Host.String(), "job": q.Job, "group": q.Group, "read": i + 1, "of": samples,
 		})
 		rd, err := reader.Read(ctx, q)
 		if err != nil {
-			addNomadError(&resp.Diagnostics, &m, settings, err)
+			addNomadError(ctx, &resp.Diagnostics, &m, conn, err, readProgress{i + 1, samples, timeout})
 			return
 		}
 		if err := window.Add(rd); err != nil {
@@ -259,6 +346,10 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	obs, err := window.Observation(time.Now())
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot build the usage window", err.Error())
+		return
+	}
+	if err := obs.Validate("activation_host_usage"); err != nil {
+		addObservationError(&resp.Diagnostics, err)
 		return
 	}
 	tflog.Trace(ctx, "activation_host_usage: read", map[string]any{
@@ -304,29 +395,48 @@ func (m *hostUsageModel) selectorPath() path.Path {
 	return path.Root(huNodeID)
 }
 
+// readProgress is where a read was when it failed.
+type readProgress struct {
+	read, of int64
+	timeout  time.Duration
+}
+
 // addNomadError turns a usage read error into a diagnostic on the
 // attribute at fault, or a general one saying what Nomad answered. The
 // attribute comes from the error's nomadusage sentinel and from which
-// attributes m sets, never from the error's text.
-func addNomadError(diags *diag.Diagnostics, m *hostUsageModel, s *nomadSettings, err error) {
-	msg := nomadconn.RedactString(err.Error(), s.Config.SecretID)
-	var ue api.UnexpectedResponseError
-	hasStatus := errors.As(err, &ue) && ue.HasStatusCode()
+// attributes m sets, never from the error's text. Errors come from the
+// connection redacted (nomadconn); the address shown is conn.Address(),
+// without user information.
+func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageModel, conn *nomadconn.Conn, err error, at readProgress) {
+	msg := conn.RedactString(err.Error())
+	addr := conn.Address()
 	jobSet := !m.Job.IsNull()
+	var netErr net.Error
 	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		diags.AddError("Reading the host's usage timed out", fmt.Sprintf(
+			"activation_host_usage did not finish within its read timeout (timeouts.read, %s), during read %d of %d. The call to Nomad at %s that timed out: %s.",
+			at.timeout, at.read, at.of, addr, msg))
+	case ctx.Err() != nil:
+		diags.AddError("Reading the host's usage was interrupted", fmt.Sprintf("During read %d of %d from Nomad at %s: %s.", at.read, at.of, addr, msg))
+	case errors.As(err, &netErr) && netErr.Timeout():
+		diags.AddError("A request to Nomad timed out", fmt.Sprintf(
+			"Nomad at %s did not answer in time (%s per request), during read %d of %d. The call that timed out: %s.",
+			addr, nomadconn.DefaultRequestTimeout, at.read, at.of, msg))
 	case errors.Is(err, nomadusage.ErrNodeNotFound), errors.Is(err, nomadusage.ErrAmbiguous),
 		errors.Is(err, nomadusage.ErrNodeNotReady), errors.Is(err, nomadusage.ErrNoSelector):
 		p := m.selectorPath()
 		diags.AddAttributeError(p, "Cannot find the host", fmt.Sprintf("Attribute %s: %s.", p, msg))
 	case errors.Is(err, nomadusage.ErrJobNotFound):
 		p := path.Root(huJob)
-		if !(hasStatus && ue.StatusCode() == http.StatusNotFound) && !m.Group.IsNull() {
+		if !nomadconn.IsStatus(err, http.StatusNotFound) && !m.Group.IsNull() {
 			p = path.Root(huGroup) // the job exists, the group does not
 		}
 		diags.AddAttributeError(p, "Cannot find the workload", fmt.Sprintf("Attribute %s: %s.", p, msg))
 	case errors.Is(err, nomadusage.ErrBadQuery) && jobSet && m.Group.IsNull():
-		// The schema's validators rule out every other bad query: with a
-		// job and no group, the job has several groups to choose from.
+		// The values this data source passes are checked before the read
+		// and the schema rules out every other bad query: with a job and no
+		// group, the job has several groups to choose from.
 		diags.AddAttributeError(path.Root(huGroup), "Task group needed", fmt.Sprintf("Attribute %s: %s.", huGroup, msg))
 	case errors.Is(err, nomadusage.ErrBadQuery):
 		diags.AddError("Invalid usage query", msg)
@@ -336,14 +446,23 @@ func addNomadError(diags *diag.Diagnostics, m *hostUsageModel, s *nomadSettings,
 			fmt.Sprintf("Attribute %s is unset, so the demand of one replica comes from the task group's CPU request: %s. "+
 				"If the task group requests no CPU, set %s.", huReplicaCPU, msg, huReplicaCPU))
 	case errors.Is(err, nomadusage.ErrMissingData):
-		diags.AddError("Nomad did not report everything the read needs", fmt.Sprintf("Nomad at %s: %s.", s.Config.Address, msg))
-	case hasStatus && ue.StatusCode() == http.StatusForbidden:
+		diags.AddError("Nomad did not report everything the read needs", fmt.Sprintf("Nomad at %s: %s.", addr, msg))
+	case nomadconn.IsStatus(err, http.StatusForbidden):
 		diags.AddError("Nomad refused the request",
-			fmt.Sprintf("Nomad at %s answered 403 (permission denied): the ACL token in the provider's nomad.token (or NOMAD_TOKEN) is missing, unknown or may not read nodes and allocations. %s", s.Config.Address, msg))
-	case hasStatus:
+			fmt.Sprintf("Nomad at %s answered 403 (permission denied): the ACL token in the provider's nomad.token (or NOMAD_TOKEN) is missing, unknown or may not read nodes and allocations. %s", addr, msg))
+	case statusOf(err) != 0:
 		diags.AddError("Nomad answered with an error",
-			fmt.Sprintf("Nomad at %s answered HTTP %d while reading the host's usage: %s", s.Config.Address, ue.StatusCode(), msg))
+			fmt.Sprintf("Nomad at %s answered HTTP %d while reading the host's usage: %s", addr, statusOf(err), msg))
 	default:
-		diags.AddError("Cannot read the host's usage from Nomad", fmt.Sprintf("Nomad at %s: %s", s.Config.Address, msg))
+		diags.AddError("Cannot read the host's usage from Nomad", fmt.Sprintf("Nomad at %s: %s", addr, msg))
 	}
+}
+
+// statusOf is the HTTP status of a Nomad API answer err carries, or 0.
+func statusOf(err error) int {
+	var ue api.UnexpectedResponseError
+	if errors.As(err, &ue) && ue.HasStatusCode() {
+		return ue.StatusCode()
+	}
+	return 0
 }

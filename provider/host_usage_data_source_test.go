@@ -4,24 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/datasource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/hashicorp/terraform-plugin-log/tflogtest"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
@@ -116,6 +124,15 @@ func observationCheck(o engine.Observation, from, to time.Time) knownvalue.Check
 	if o.Host != "" {
 		host = knownvalue.StringExact(o.Host)
 	}
+	queued := knownvalue.Check(knownvalue.Null())
+	if o.QueuedReplicas != nil {
+		qs := make([]knownvalue.Check, len(o.QueuedReplicas))
+		for i, r := range o.QueuedReplicas {
+			qs[i] = knownvalue.ObjectExact(map[string]knownvalue.Check{
+				replicaCPUMHz: knownvalue.Float64Exact(r.CPUMHz), replicaMemoryMB: knownvalue.Float64Exact(r.MemoryMB)})
+		}
+		queued = knownvalue.ListExact(qs)
+	}
 	return knownvalue.ObjectExact(map[string]knownvalue.Check{
 		obsHost:                  host,
 		obsCPUCapacityMHz:        knownvalue.Float64Exact(o.CPUCapacityMHz),
@@ -124,9 +141,13 @@ func observationCheck(o engine.Observation, from, to time.Time) knownvalue.Check
 		obsRequestedCPUMHz:       knownvalue.Float64Exact(o.RequestedCPUMHz),
 		obsRequestedMemoryMB:     knownvalue.Float64Exact(o.RequestedMemoryMB),
 		obsRunningReplicas:       knownvalue.Int64Exact(int64(o.RunningReplicas)),
+		obsWarmingReplicas:       knownvalue.Int64Exact(int64(o.WarmingReplicas)),
 		obsReplicaCPUDemandMHz:   knownvalue.Float64Exact(o.ReplicaCPUDemandMHz),
 		obsReplicaMemoryDemandMB: knownvalue.Float64Exact(o.ReplicaMemoryDemandMB),
 		obsWantedReplicas:        knownvalue.Int64Exact(int64(o.WantedReplicas)),
+		obsQueuedReplicas:        queued,
+		obsOtherReservedCPUMHz:   knownvalue.Float64Exact(o.OtherReservedCPUMHz),
+		obsOtherReservedMemoryMB: knownvalue.Float64Exact(o.OtherReservedMemoryMB),
 	})
 }
 
@@ -134,7 +155,7 @@ func observationCheck(o engine.Observation, from, to time.Time) knownvalue.Check
 // must return (its usage values are fixed in the stand-in).
 func expectedReading(t *testing.T, c *api.Client, q nomadusage.Query) *nomadusage.Reading {
 	t.Helper()
-	rd, err := nomadusage.Read(context.Background(), c, q)
+	rd, err := (&nomadusage.Reader{Client: c}).Read(context.Background(), q)
 	if err != nil {
 		t.Fatalf("direct read: %v", err)
 	}
@@ -152,12 +173,20 @@ func TestHostUsageSchema(t *testing.T) {
 	checkSchemaDescriptions(t, s)
 }
 
-// readUsageInProcess runs Read with the provider's Nomad settings n.
+// readUsageInProcess runs Read with the provider's nomad block n (no
+// environment), and returns the state and the diagnostics as text.
 func readUsageInProcess(t *testing.T, n *nomadModel, m hostUsageModel) (hostUsageModel, string) {
 	t.Helper()
-	ctx := context.Background()
-	ds := &hostUsageDataSource{data: &providerData{Nomad: resolveNomadSettings(n, func(string) (string, bool) { return "", false })}}
-	sch := dataSourceSchema(t, ds)
+	return readUsageWith(t, context.Background(), newNomadConnection(context.Background(), n, noEnv), m)
+}
+
+// readUsageWith runs Read through the connection c with ctx.
+func readUsageWith(t testing.TB, ctx context.Context, c *nomadConnection, m hostUsageModel) (hostUsageModel, string) {
+	t.Helper()
+	ds := &hostUsageDataSource{data: &providerData{Nomad: c}}
+	var sresp datasource.SchemaResponse
+	ds.Schema(ctx, datasource.SchemaRequest{}, &sresp)
+	sch := sresp.Schema
 	cfg := tfsdk.State{Schema: sch}
 	if diags := cfg.Set(ctx, &m); diags.HasError() {
 		t.Fatal(diags)
@@ -179,10 +208,21 @@ func nullUsageModel() hostUsageModel {
 	return hostUsageModel{
 		NodeID: types.StringNull(), NodeName: types.StringNull(), NodePool: types.StringNull(), NodeClass: types.StringNull(),
 		Namespace: types.StringNull(), Job: types.StringNull(), Group: types.StringNull(),
-		ReplicaCPUDemandMHz: types.Float64Null(), ReplicaMemoryDemandMB: types.Float64Null(), WantedReplicas: types.Int64Null(),
-		Label: types.StringNull(), Samples: types.Int64Null(), SampleInterval: types.Int64Null(),
+		ReplicaCPUDemandMHz: types.NumberNull(), ReplicaMemoryDemandMB: types.NumberNull(), WantedReplicas: types.NumberNull(),
+		Label: types.StringNull(), Samples: types.NumberNull(), SampleInterval: types.NumberNull(),
 		Observation: types.ObjectNull(observationAttrTypes), ReadAt: types.StringNull(),
+		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"read": types.StringType})},
 	}
+}
+
+// standInBlock is a nomad block pointing at the stand-in.
+func (f *usageFixture) standInBlock(token string) *nomadModel {
+	n := nullNomadBlock()
+	n.Address = types.StringValue(f.s.URL())
+	if token != "" {
+		n.Token = types.StringValue(token)
+	}
+	return n
 }
 
 // TestHostUsageTokenNeverShown: a refused token and a server error give
@@ -193,7 +233,7 @@ func TestHostUsageTokenNeverShown(t *testing.T) {
 	m := nullUsageModel()
 	m.NodeName = types.StringValue("host-a")
 	m.Job = types.StringValue(usageJob)
-	n := &nomadModel{Address: types.StringValue(f.s.URL()), Token: types.StringValue(secretToken)}
+	n := f.standInBlock(secretToken)
 	_, diags := readUsageInProcess(t, n, m)
 	if !strings.Contains(diags, "403") {
 		t.Fatalf("want a 403 diagnostic, got %q", diags)
@@ -214,12 +254,93 @@ func TestHostUsageTokenNeverShown(t *testing.T) {
 	}
 }
 
+// TestHostUsagePasswordInAddress: a basic-auth password in nomad.address
+// never appears in the diagnostics nor in the provider's logs, whether the
+// server answers with an error that echoes it or cannot be reached.
+func TestHostUsagePasswordInAddress(t *testing.T) {
+	const password = "pa55-in-the-address"
+	f := newUsageFixture(t)
+	u, err := url.Parse(f.s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("ops", password)
+	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/nodes", Status: 500, Message: "proxy says: bad credentials ops:" + password})
+	m := nullUsageModel()
+	m.NodeName = types.StringValue("host-a")
+	m.ReplicaCPUDemandMHz = numberValue(100)
+	for _, addr := range []string{u.String(), "http://ops:" + password + "@127.0.0.1:1"} {
+		var logs strings.Builder
+		ctx := tflogtest.RootLogger(context.Background(), &logs)
+		n := nullNomadBlock()
+		n.Address = types.StringValue(addr)
+		_, diags := readUsageWith(t, ctx, newNomadConnection(ctx, n, noEnv), m)
+		if diags == "" {
+			t.Fatalf("%s: no error", nomadconn.RedactURL(addr))
+		}
+		if strings.Contains(diags, password) {
+			t.Errorf("the diagnostics show the password: %s", diags)
+		}
+		if strings.Contains(logs.String(), password) {
+			t.Errorf("the logs show the password: %s", logs.String())
+		}
+		if !strings.Contains(logs.String(), "activation_host_usage: reading") {
+			t.Errorf("no trace log of the read to check: %s", logs.String())
+		}
+	}
+}
+
+// TestHostUsageTimeoutNamesTheCall: a read that outlives timeouts.read
+// fails saying so, and which call to Nomad was under way.
+func TestHostUsageTimeoutNamesTheCall(t *testing.T) {
+	f := newUsageFixture(t)
+	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/web/allocations", Delay: 3 * time.Second})
+	m := nullUsageModel()
+	m.NodeName, m.Job, m.Group = types.StringValue("host-a"), types.StringValue(usageJob), types.StringValue(usageFront)
+	m.Timeouts = timeouts.Value{Object: types.ObjectValueMust(map[string]attr.Type{"read": types.StringType},
+		map[string]attr.Value{"read": types.StringValue("500ms")})}
+	_, diags := readUsageInProcess(t, f.standInBlock(""), m)
+	for _, want := range []string{"Reading the host's usage timed out", "timeouts.read, 500ms", "list allocations of job \"web\""} {
+		if !strings.Contains(diags, want) {
+			t.Errorf("diagnostic %q does not say %q", diags, want)
+		}
+	}
+}
+
+// TestHostUsageSharedConnection: every read of a provider instance goes
+// through its one connection and reader, also when reads run in parallel
+// as OpenTofu runs them.
+func TestHostUsageSharedConnection(t *testing.T) {
+	f := newUsageFixture(t)
+	c := newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
+	conn, reader, err := c.get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, name := range []string{"host-a", "host-b", "host-a", "host-b", "host-a", "host-b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := nullUsageModel()
+			m.NodeName, m.ReplicaCPUDemandMHz = types.StringValue(name), numberValue(100)
+			if got, diags := readUsageWith(t, context.Background(), c, m); diags != "" || got.NodeName.ValueString() != name {
+				t.Errorf("read %s: %q %v", name, diags, got.NodeName)
+			}
+		}()
+	}
+	wg.Wait()
+	if conn2, reader2, _ := c.get(); conn2 != conn || reader2 != reader {
+		t.Fatal("the connection or the reader changed between reads")
+	}
+}
+
 func TestHostUsageReadInProcess(t *testing.T) {
 	f := newUsageFixture(t)
 	m := nullUsageModel()
 	m.NodeID = types.StringValue(f.nodeB)
-	m.ReplicaCPUDemandMHz = types.Float64Value(250)
-	got, diags := readUsageInProcess(t, &nomadModel{Address: types.StringValue(f.s.URL())}, m)
+	m.ReplicaCPUDemandMHz = numberValue(250)
+	got, diags := readUsageInProcess(t, f.standInBlock(""), m)
 	if diags != "" {
 		t.Fatal(diags)
 	}
@@ -231,9 +352,12 @@ func TestHostUsageReadInProcess(t *testing.T) {
 	if d := got.Observation.As(context.Background(), &om, basetypes.ObjectAsOptions{}); d.HasError() {
 		t.Fatal(d)
 	}
-	o := om.toEngine()
+	o, err := om.toEngine(path.Root(huObservation))
+	if err != nil {
+		t.Fatal(err)
+	}
 	o.Samples[0].Time = want.Observation.Samples[0].Time
-	if fmt.Sprint(o) != fmt.Sprint(want.Observation) {
+	if !reflect.DeepEqual(o, want.Observation) {
 		t.Errorf("observation\n%+v\nwant\n%+v", o, want.Observation)
 	}
 }
@@ -245,10 +369,16 @@ func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
 	qa := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-a"}, Job: usageJob, Group: usageFront}
 	qb := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-b"}, Job: usageJob, Group: usageBack, WantedReplicas: 4}
 	wa, wb := expectedReading(t, f.client, qa), expectedReading(t, f.client, qb)
+	// Three reads a second apart: a decision needs min_samples (3) samples.
+	// Usage is steady in the stand-in, so each read gives the same sample.
+	for _, o := range []*engine.Observation{&wa.Observation, &wb.Observation} {
+		s := o.Samples[0]
+		o.Samples = []engine.Sample{s, {Time: s.Time + 1, CPUMHz: s.CPUMHz, MemoryMB: s.MemoryMB}, {Time: s.Time + 2, CPUMHz: s.CPUMHz, MemoryMB: s.MemoryMB}}
+	}
 	want := mustDecide(t, &engine.Request{First: wa.Observation, Second: wb.Observation})
 	cfg := f.providerHCL("") +
-		usageConfig("a", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}) +
-		usageConfig("b", map[string]string{huNodeName: `"host-b"`, huJob: `"web"`, huGroup: `"back"`, huWantedReplicas: "4"}) +
+		usageConfig("a", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`, huSamples: "3"}) +
+		usageConfig("b", map[string]string{huNodeName: `"host-b"`, huJob: `"web"`, huGroup: `"back"`, huWantedReplicas: "4", huSamples: "3"}) +
 		countsConfig(map[string]string{
 			attrFirst:  "data.activation_host_usage.a.observation",
 			attrSecond: "data.activation_host_usage.b.observation",
@@ -316,12 +446,11 @@ func TestAccHostUsage_cluster(t *testing.T) {
 	if clusterEnv.realCluster() {
 		// The provider and this test's client resolve the same NOMAD_*
 		// variables, the way the provider does for its users.
-		settings := resolveNomadSettings(nil, clusterEnv.lookup)
-		c, err := settings.client()
+		conn, err := nomadconn.New(nomadconn.Settings{}, clusterEnv.lookup)
 		if err != nil {
 			t.Fatalf("client for NOMAD_ADDR: %v", err)
 		}
-		client, factories = c, factoriesWithEnv(clusterEnv.lookup)
+		client, factories = conn.Client(), factoriesWithEnv(clusterEnv.lookup)
 	} else {
 		f := newUsageFixture(t)
 		client, provider = f.client, f.providerHCL("")
@@ -369,13 +498,13 @@ func TestAccHostUsage_cluster(t *testing.T) {
 func TestAccHostUsage_standInIgnoresNomadEnv(t *testing.T) {
 	accPreCheck(t)
 	const namespace, region = "elsewhere-ns", "elsewhere-region"
-	t.Setenv(envNomadToken, secretToken)
-	t.Setenv(envNomadNamespace, namespace)
-	t.Setenv(envNomadRegion, region)
+	t.Setenv(nomadconn.EnvToken, secretToken)
+	t.Setenv(nomadconn.EnvNamespace, namespace)
+	t.Setenv(nomadconn.EnvRegion, region)
 	// The variables are really set: a provider reading the process's
 	// environment (as users run it) would send them.
-	if got := resolveNomadSettings(nil, os.LookupEnv); got.Config.SecretID != secretToken || got.Config.Namespace != namespace {
-		t.Fatalf("the environment does not hold the test's NOMAD_* variables: %+v", got.Config)
+	if got, err := (nomadconn.Settings{}).Resolve(os.LookupEnv); err != nil || got.Token != secretToken || got.Namespace != namespace {
+		t.Fatalf("the environment does not hold the test's NOMAD_* variables: %+v %v", got, err)
 	}
 	f := newUsageFixture(t)
 	resource.Test(t, resource.TestCase{
@@ -481,6 +610,23 @@ func TestAccHostUsage_errors(t *testing.T) {
 	}
 }
 
+// TestAccHostUsage_timeout: a read that outlives timeouts.read fails within
+// it, saying which call to Nomad timed out.
+func TestAccHostUsage_timeout(t *testing.T) {
+	f := newUsageFixture(t)
+	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/web", Delay: 20 * time.Second})
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		Config:      f.providerHCL("") + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"\n  group = \"front\"", "2s"),
+		ExpectError: errRegexp(`Reading the host's usage timed out.*timeouts\.read, 2s.*read job "web"`),
+	}}})
+}
+
+// usageWithTimeout renders a data source "name" with raw body lines and a
+// timeouts block.
+func usageWithTimeout(name, body, read string) string {
+	return fmt.Sprintf("\ndata \"activation_host_usage\" %q {\n  %s\n  timeouts {\n    read = %q\n  }\n}\n", name, body, read)
+}
+
 func TestAccHostUsage_validationErrors(t *testing.T) {
 	cfg := func(provider string, attrs map[string]string) func(t *testing.T) string {
 		return func(*testing.T) string {
@@ -508,18 +654,34 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		{"no selector", cfg("", map[string]string{huJob: `"web"`}), `At least one of these attributes must be configured: \[node_id,node_name,node_pool,node_class\]`},
 		{"group without job", cfg("", map[string]string{huNodeName: `"host-a"`, huGroup: `"front"`, huReplicaCPU: "10"}), `Attribute "job" must be specified when "group" is specified`},
 		{"no job and no demand", cfg("", with(huJob, "")), `Attribute replica_cpu_demand_mhz must be set when no job is named`},
-		{"demand zero", cfg("", with(huReplicaCPU, "0")), `Attribute replica_cpu_demand_mhz is 0; it must be a finite number greater than 0`},
-		{"memory demand negative", cfg("", with(huReplicaMemory, "-1")), `Attribute replica_memory_demand_mb value must be between`},
-		{"samples zero", cfg("", with(huSamples, "0")), `Attribute samples value must be between 1 and 60`},
-		{"interval too long", cfg("", with(huSampleInterval, "11")), `Attribute sample_interval_seconds value must be between 1 and 10`},
-		{"wanted replicas negative", cfg("", with(huWantedReplicas, "-1")), `Attribute wanted_replicas value must be between`},
-		{"samples fractional", cfg("", with(huSamples, "2.5")), `Attribute samples is 2\.5; it must be a whole number`},
-		{"empty label", cfg("", with(huLabel, `""`)), `Attribute label string length must be between 1 and`},
+		// The values passed to the observation follow the engine's rules,
+		// checked before Nomad is asked.
+		{"demand zero: the engine's rule", cfg("", with(huReplicaCPU, "0")), literal("Attribute replica_cpu_demand_mhz: is 0; it must be a finite number > 0")},
+		{"demand 1e400", cfg("", with(huReplicaCPU, "1e400")), literal("Attribute replica_cpu_demand_mhz: is 1e+400, beyond a 64-bit floating point number")},
+		{"memory demand negative: the engine's rule", cfg("", with(huReplicaMemory, "-1")), literal("Attribute replica_memory_demand_mb: is -1; it must be a finite number >= 0")},
+		{"wanted replicas negative: the engine's rule", cfg("", with(huWantedReplicas, "-1")), literal("Attribute wanted_replicas: is -1; it must be a whole number from 0 to")},
+		{"wanted replicas 1e30", cfg("", with(huWantedReplicas, "1e30")), literal("Attribute wanted_replicas: is 1e+30, beyond a 64-bit whole number")},
+		{"label too long: the engine's rule", cfg("", with(huLabel, hclString(strings.Repeat("x", engine.MaxHostLabel+1)))), literal("Attribute label: is 257 bytes long")},
+		{"samples zero", cfg("", with(huSamples, "0")), literal("Attribute samples: is 0; it must be a whole number from 1 to 60")},
+		{"samples fractional", cfg("", with(huSamples, "2.5")), literal("Attribute samples: is 2.5; it must be a whole number from 1 to 60")},
+		{"samples 1/0", cfg("", with(huSamples, "1/0")), literal("Attribute samples: is +Inf; it must be a whole number from 1 to 60")},
+		{"interval too long", cfg("", with(huSampleInterval, "11")), literal("Attribute sample_interval_seconds: is 11; it must be a whole number from 1 to 10")},
+		{"timeout not a duration", func(t *testing.T) string {
+			return nomad(`    address = "http://127.0.0.1:1"`) + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"", "soon")
+		}, `Invalid Attribute Value Time Duration.*"soon" must be a string containing a sequence of decimal numbers`},
+		{"timeout shorter than the waits", func(t *testing.T) string {
+			return nomad(`    address = "http://127.0.0.1:1"`) +
+				usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"\n  samples = 3\n  sample_interval_seconds = 5", "10s")
+		}, literal("Attribute timeouts.read is 10s, no longer than the waits between samples (2 x 5s = 10s)")},
 		{"empty node name", cfg("", with(huNodeName, `""`)), `Attribute node_name string length must be between 1 and`},
 		{"empty namespace", cfg("", with(huNamespace, `""`)), `Attribute namespace string length must be between 1 and`},
 		{"provider address not a URL", cfg(nomad(`    address = "ftp://nomad:4646"`), ok), `Attribute nomad\.address: "ftp://nomad:4646" has scheme "ftp"`},
 		{"provider address without host", cfg(nomad(`    address = "http://"`), ok), `Attribute nomad\.address: "http://" has no host`},
+		{"provider address shown without its password", cfg(nomad(`    address = "ftp://ops:hunter2@nomad:4646"`), ok), `Attribute nomad\.address: "ftp://nomad:4646" has scheme "ftp"`},
 		{"provider empty token", cfg(nomad(`    token = ""`), ok), `Attribute nomad\.token string length must be between 1 and`},
+		{"provider empty http_auth", cfg(nomad(`    http_auth = ""`), ok), `Attribute nomad\.http_auth string length must be at least 1`},
+		{"provider unknown variable to ignore", cfg(nomad(`    ignore_env_vars = { NOMAD_NAMSPACE = true }`), ok), `nomad\.ignore_env_vars.*value must be one of`},
+		{"provider bad header name", cfg(nomad(`    headers = { "X Bad" = "v" }`), ok), `nomad headers: "X Bad" is not a valid header name`},
 		{"provider cert without key", cfg(nomad(`    cert_file = "/etc/nomad/cli.pem"`), ok), `Client certificate without a key`},
 		{"provider key without cert", cfg(nomad(`    key_file = "/etc/nomad/cli-key.pem"`), ok), `Client key without a certificate`},
 		{"provider ca file and pem", cfg(nomad("    ca_file = \"/etc/nomad/ca.pem\"\n    ca_pem = \"-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\""), ok),
@@ -535,7 +697,10 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 // nomadusage sentinel and the attributes the configuration sets, not from
 // the error's wording.
 func TestAddNomadError(t *testing.T) {
-	settings := &nomadSettings{Config: api.Config{Address: "http://nomad.test:4646", SecretID: secretToken}}
+	conn, err := nomadconn.New(nomadconn.Settings{Address: "http://nomad.test:4646", Token: secretToken}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	model := func(set func(m *hostUsageModel)) *hostUsageModel {
 		m := nullUsageModel()
 		set(&m)
@@ -550,40 +715,49 @@ func TestAddNomadError(t *testing.T) {
 	})
 	noJob := model(func(m *hostUsageModel) {
 		m.NodePool = types.StringValue("p")
-		m.ReplicaCPUDemandMHz = types.Float64Value(10)
+		m.ReplicaCPUDemandMHz = numberValue(10)
 	})
 	jobDemand := model(func(m *hostUsageModel) {
 		m.NodeName = types.StringValue("h")
 		m.Job = types.StringValue("j")
-		m.ReplicaCPUDemandMHz = types.Float64Value(10)
+		m.ReplicaCPUDemandMHz = numberValue(10)
 	})
 	notFound, forbidden, serverError := nomadErrors(t)
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
 	cases := []struct {
 		name    string
+		ctx     context.Context
 		m       *hostUsageModel
 		err     error
 		path    string // "" for a diagnostic on no attribute
 		summary string
 	}{
-		{"node not found by name", byName, fmt.Errorf("x: %w", nomadusage.ErrNodeNotFound), huNodeName, "Cannot find the host"},
-		{"ambiguous pool", noJob, fmt.Errorf("x: %w", nomadusage.ErrAmbiguous), huNodePool, "Cannot find the host"},
-		{"no selector", byName, fmt.Errorf("%w: %w", nomadusage.ErrBadQuery, nomadusage.ErrNoSelector), huNodeName, "Cannot find the host"},
-		{"job 404", jobGroup, fmt.Errorf("%w: %w", nomadusage.ErrJobNotFound, notFound), huJob, "Cannot find the workload"},
-		{"group missing", jobGroup, fmt.Errorf("x: %w", nomadusage.ErrJobNotFound), huGroup, "Cannot find the workload"},
-		{"several groups, any wording", jobOnly, fmt.Errorf("%w: pick one", nomadusage.ErrBadQuery), huGroup, "Task group needed"},
-		{"bad query naming groups without a job", noJob, fmt.Errorf("%w: groups", nomadusage.ErrBadQuery), "", "Invalid usage query"},
-		{"bad query with a group set", jobGroup, fmt.Errorf("%w: groups", nomadusage.ErrBadQuery), "", "Invalid usage query"},
-		{"missing data, demand from the group", jobOnly, fmt.Errorf("%w: no CPU", nomadusage.ErrMissingData), huReplicaCPU, "Nomad did not report everything the read needs"},
-		{"missing data naming the demand, demand given", jobDemand, fmt.Errorf("%w: %s", nomadusage.ErrMissingData, huReplicaCPU), "", "Nomad did not report everything the read needs"},
-		{"missing data without a job", noJob, fmt.Errorf("%w: Memory", nomadusage.ErrMissingData), "", "Nomad did not report everything the read needs"},
-		{"forbidden", byName, forbidden, "", "Nomad refused the request"},
-		{"server error", byName, fmt.Errorf("list: %w", serverError), "", "Nomad answered with an error"},
-		{"transport", byName, errors.New("dial tcp: connection refused"), "", "Cannot read the host's usage from Nomad"},
+		{"node not found by name", nil, byName, fmt.Errorf("x: %w", nomadusage.ErrNodeNotFound), huNodeName, "Cannot find the host"},
+		{"ambiguous pool", nil, noJob, fmt.Errorf("x: %w", nomadusage.ErrAmbiguous), huNodePool, "Cannot find the host"},
+		{"no selector", nil, byName, fmt.Errorf("%w: %w", nomadusage.ErrBadQuery, nomadusage.ErrNoSelector), huNodeName, "Cannot find the host"},
+		{"job 404", nil, jobGroup, fmt.Errorf("%w: %w", nomadusage.ErrJobNotFound, notFound), huJob, "Cannot find the workload"},
+		{"group missing", nil, jobGroup, fmt.Errorf("x: %w", nomadusage.ErrJobNotFound), huGroup, "Cannot find the workload"},
+		{"several groups, any wording", nil, jobOnly, fmt.Errorf("%w: pick one", nomadusage.ErrBadQuery), huGroup, "Task group needed"},
+		{"bad query naming groups without a job", nil, noJob, fmt.Errorf("%w: groups", nomadusage.ErrBadQuery), "", "Invalid usage query"},
+		{"bad query with a group set", nil, jobGroup, fmt.Errorf("%w: groups", nomadusage.ErrBadQuery), "", "Invalid usage query"},
+		{"missing data, demand from the group", nil, jobOnly, fmt.Errorf("%w: no CPU", nomadusage.ErrMissingData), huReplicaCPU, "Nomad did not report everything the read needs"},
+		{"missing data naming the demand, demand given", nil, jobDemand, fmt.Errorf("%w: %s", nomadusage.ErrMissingData, huReplicaCPU), "", "Nomad did not report everything the read needs"},
+		{"missing data without a job", nil, noJob, fmt.Errorf("%w: Memory", nomadusage.ErrMissingData), "", "Nomad did not report everything the read needs"},
+		{"forbidden", nil, byName, forbidden, "", "Nomad refused the request"},
+		{"server error", nil, byName, fmt.Errorf("list: %w", serverError), "", "Nomad answered with an error"},
+		{"transport", nil, byName, errors.New("dial tcp: connection refused"), "", "Cannot read the host's usage from Nomad"},
+		{"read timeout", expired, byName, fmt.Errorf("list nodes to find h: %w", context.DeadlineExceeded), "", "Reading the host's usage timed out"},
+		{"request timeout", nil, byName, fmt.Errorf("read job: %w", &url.Error{Op: "Get", URL: "http://nomad.test:4646/v1/job/j", Err: timeoutError{}}), "", "A request to Nomad timed out"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			ctx := c.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
 			var diags diag.Diagnostics
-			addNomadError(&diags, c.m, settings, c.err)
+			addNomadError(ctx, &diags, c.m, conn, c.err, readProgress{1, 1, time.Minute})
 			if len(diags) != 1 || diags.ErrorsCount() != 1 {
 				t.Fatalf("want one error, got %v", diags)
 			}
@@ -604,6 +778,13 @@ func TestAddNomadError(t *testing.T) {
 		})
 	}
 }
+
+// timeoutError is a network error that timed out.
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
 
 // nomadErrors returns the errors the Nomad API client gives for a 404, a
 // 403 and a 500 (from the stand-in).
@@ -627,8 +808,7 @@ func nomadErrors(t *testing.T) (notFound, forbidden, serverError error) {
 		err    error
 		status int
 	}{{notFound, 404}, {forbidden, 403}, {serverError, 500}} {
-		var ue api.UnexpectedResponseError
-		if !errors.As(c.err, &ue) || ue.StatusCode() != c.status {
+		if statusOf(c.err) != c.status {
 			t.Fatalf("want an HTTP %d error from the stand-in, got %v", c.status, c.err)
 		}
 	}

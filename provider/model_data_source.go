@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -133,10 +132,9 @@ func (d *modelDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		return
 	}
 	src := m.Source.ValueString()
-	proc, err := engine.LoadSource(src)
+	proc, err := engine.Models.Load(src)
 	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root(attrSource), "Cannot load the model",
-			"Attribute source: "+strings.TrimSuffix(err.Error(), ".")+".")
+		resp.Diagnostics.AddAttributeError(path.Root(attrSource), "Cannot load the model", attributeDetail(path.Root(attrSource), err.Error()))
 		return
 	}
 	tflog.Trace(ctx, "activation_model: loaded", map[string]any{"source": src, "digest": proc.Digest()})

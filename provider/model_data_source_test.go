@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -129,6 +131,13 @@ func TestAccModel_errors(t *testing.T) {
 			m.Version = 99
 			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(writeModel(t, t.TempDir(), "m.json", &m))})
 		}, `Attribute source: .*version: unknown version 99`},
+		{"a FIFO, which would block a reader", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "model.json")
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(p)})
+		}, `Attribute source: .*not a regular file`},
 		{"not a model", func(t *testing.T) string {
 			p := writeFile(t, t.TempDir(), "m.json", []byte(`{"format": "activation-model", "version": 1, "name": "x", "weights": []}`))
 			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(p)})

@@ -1,21 +1,38 @@
 package provider
 
 import (
-	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
 
-// Attribute names of a host observation. They are the engine's JSON field
-// names, so `jsondecode()` of an engine.Observation document, or the
-// `observation` of activation_host_usage, plugs straight in.
+// This file is the one description of a host observation in Terraform:
+// its attributes (the engine's JSON names, so `jsondecode()` of an
+// engine.Observation document, or activation_host_usage's `observation`,
+// plugs straight in), their descriptions, the input and output schema
+// attributes and the object type built from them, the typed model the
+// framework decodes into, and the conversions to and from the engine.
+//
+// The provider checks only types and presence. Every range and consistency
+// rule (positive capacity, samples in time order, warming <= running...)
+// is the engine's: Read hands the engine what the configuration says and
+// maps the engine's typed error back to the attribute (errpath.go).
+// Numbers are Terraform numbers (arbitrary precision) so that any value a
+// configuration can hold, 1e30 or 1/0 included, reaches the provider's own
+// decoding, which names the attribute when a value does not fit the
+// engine's type.
+
+// Attribute names of a host observation.
 const (
 	obsHost                  = "host"
 	obsCPUCapacityMHz        = "cpu_capacity_mhz"
@@ -24,206 +41,460 @@ const (
 	obsRequestedCPUMHz       = "requested_cpu_mhz"
 	obsRequestedMemoryMB     = "requested_memory_mb"
 	obsRunningReplicas       = "running_replicas"
+	obsWarmingReplicas       = "warming_replicas"
 	obsReplicaCPUDemandMHz   = "replica_cpu_demand_mhz"
 	obsReplicaMemoryDemandMB = "replica_memory_demand_mb"
 	obsWantedReplicas        = "wanted_replicas"
+	obsQueuedReplicas        = "queued_replicas"
+	obsOtherReservedCPUMHz   = "other_reserved_cpu_mhz"
+	obsOtherReservedMemoryMB = "other_reserved_memory_mb"
 
 	sampleTime     = "time"
 	sampleCPUMHz   = "cpu_mhz"
 	sampleMemoryMB = "memory_mb"
+
+	replicaCPUMHz   = "cpu_mhz"
+	replicaMemoryMB = "memory_mb"
 )
 
-// Limits on an observation given in configuration. They keep plans fast and
-// catch unit mistakes (MHz given in Hz); no real host comes near them.
+// fieldKind is how an attribute's value is read.
+type fieldKind int
+
 const (
-	// maxUsageSamples is the longest usage window accepted (a week of
-	// one-minute samples fits).
-	maxUsageSamples = 100_000
-	// maxReplicas bounds running and wanted replicas.
-	maxReplicas = engine.MaxQuotaCount
-	// maxResource bounds CPU (MHz) and memory (MB) figures: 10^9 MHz is a
-	// petahertz, 10^9 MB a petabyte.
-	maxResource = 1e9
-	// maxHostName bounds a host label.
-	maxHostName = 256
+	kindFigure  fieldKind = iota // a CPU or memory figure: a 64-bit float
+	kindWhole                    // a count or a time: a whole number
+	kindString                   // a label
+	kindObjects                  // a list of objects, whose fields are nested
+	kindObject                   // one object, whose fields are nested
+	// kindWindow is a list of objects too, whose fields are nested, but
+	// typed dynamically in the schema and checked by the provider: a usage
+	// window may hold 10,080 samples, and OpenTofu and the framework then
+	// spend seconds per plan converting and walking a typed list of
+	// objects element by element, where a dynamic value passes as it is.
+	kindWindow
 )
 
-// sampleModel is one usage sample in configuration or state.
-type sampleModel struct {
-	Time     types.Int64   `tfsdk:"time"`
-	CPUMHz   types.Float64 `tfsdk:"cpu_mhz"`
-	MemoryMB types.Float64 `tfsdk:"memory_mb"`
+// field describes one attribute of an observation (or of one of its list
+// elements).
+type field struct {
+	name     string
+	kind     fieldKind
+	required bool
+	desc     string
+	nested   []field
 }
 
-// observationModel is a host observation in configuration or state.
+var sampleFields = []field{
+	{name: sampleTime, kind: kindWhole, required: true, desc: "Time of the sample, Unix seconds (whole, >= 0); times strictly increase, oldest first."},
+	{name: sampleCPUMHz, kind: kindFigure, required: true, desc: "CPU used (MHz), summed over the workload's running replicas on the host."},
+	{name: sampleMemoryMB, kind: kindFigure, desc: "Memory used (MB), summed over the workload's running replicas on the host. Unset: 0."},
+}
+
+var replicaFields = []field{
+	{name: replicaCPUMHz, kind: kindFigure, required: true, desc: "Expected CPU demand (MHz) of this replica; greater than 0."},
+	{name: replicaMemoryMB, kind: kindFigure, desc: "Expected memory demand (MB) of this replica. Unset: 0."},
+}
+
+// observationFields is every attribute of an observation, in the engine's
+// order. Limits are the engine's (see the data source's description): every
+// figure finite, >= 0, at most 1e9 and at most 1e6 x the host's capacity;
+// every count a whole number up to 2^20.
+var observationFields = []field{
+	{name: obsHost, kind: kindString, desc: "Label of the host in explanations (for example its Nomad node name); at most 256 bytes."},
+	{name: obsCPUCapacityMHz, kind: kindFigure, required: true, desc: "The host's allocatable CPU in MHz (what the scheduler may place on); greater than 0."},
+	{name: obsMemoryCapacityMB, kind: kindFigure, desc: "The host's allocatable memory in MB. 0 or unset: unknown, and memory is then not judged (the decision's `evidence.memory_judged` says so)."},
+	{name: obsUsageSamples, kind: kindWindow, required: true, nested: sampleFields, desc: "The recent real usage window, oldest first: the usage summed over the workload's running replicas on this host. " +
+		"A list of `{ time, cpu_mhz, memory_mb }` objects: `time` (Unix seconds, whole, >= 0, strictly increasing) and `cpu_mhz` required, " +
+		"`memory_mb` optional (0), each summed over the workload's running replicas on the host. " +
+		"From 1 to 10,080 samples (a week of minutes); a decision needs at least `min_samples` of them. " +
+		"The list is typed dynamically so that a week of samples plans in seconds: the provider checks each sample's attributes " +
+		"(an attribute that is not one of these three is an error, not ignored)."},
+	{name: obsRequestedCPUMHz, kind: kindFigure, required: true, desc: "Sum of the CPU (MHz) the running replicas reserve: what request-sum admission counts."},
+	{name: obsRequestedMemoryMB, kind: kindFigure, desc: "Sum of the memory (MB) the running replicas reserve. Unset: 0."},
+	{name: obsRunningReplicas, kind: kindWhole, required: true, desc: "How many replicas produced the usage samples. With none running, a replica counts at its demand."},
+	{name: obsWarmingReplicas, kind: kindWhole, desc: "How many of the running replicas are still warming up (just started, or no usage reported yet): they count at the warm replicas' usage, " +
+		"or at their requested resources when none is warm, never at zero. At most `running_replicas`; unset: 0."},
+	{name: obsReplicaCPUDemandMHz, kind: kindFigure, required: true, desc: "Expected CPU demand (MHz) of one new replica of the workload; greater than 0."},
+	{name: obsReplicaMemoryDemandMB, kind: kindFigure, desc: "Expected memory demand (MB) of one new replica. Unset: 0."},
+	{name: obsWantedReplicas, kind: kindWhole, desc: "How many replicas want to run on the host, the running ones included: the first host's demand slots past the running replicas hold the demand " +
+		"of a new replica up to this number. 0 or unset offers every slot. Not with `queued_replicas`."},
+	{name: obsQueuedReplicas, kind: kindObjects, nested: replicaFields, desc: "The new replicas queued to run on the host after the running ones, in order, each with its own demand " +
+		"(replicas of different sizes, or several groups queued for one host). `[]` means nobody new wants to run; unset: `wanted_replicas` says how many. Not with `wanted_replicas`."},
+	{name: obsOtherReservedCPUMHz, kind: kindFigure, desc: "CPU (MHz) other workloads reserve on the host, at most its capacity: this workload's room is the capacity less it. Unset: 0."},
+	{name: obsOtherReservedMemoryMB, kind: kindFigure, desc: "Memory (MB) other workloads reserve on the host, at most its capacity. Unset: 0."},
+}
+
+// fieldAttributes is the schema of fields: inputs (required or optional,
+// as the field says) or, when computed, outputs with the same type.
+func fieldAttributes(fields []field, computed bool) map[string]schema.Attribute {
+	out := make(map[string]schema.Attribute, len(fields))
+	for _, f := range fields {
+		req, opt := !computed && f.required, !computed && !f.required
+		switch f.kind {
+		case kindFigure, kindWhole:
+			out[f.name] = schema.NumberAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc}
+		case kindString:
+			out[f.name] = schema.StringAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc}
+		case kindObjects:
+			out[f.name] = schema.ListNestedAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc,
+				NestedObject: schema.NestedAttributeObject{Attributes: fieldAttributes(f.nested, computed)}}
+		case kindObject:
+			out[f.name] = schema.SingleNestedAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc,
+				Attributes: fieldAttributes(f.nested, computed)}
+		case kindWindow:
+			out[f.name] = schema.DynamicAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc}
+		}
+	}
+	return out
+}
+
+// fieldTypes is the object type of fields.
+func fieldTypes(fields []field) map[string]attr.Type {
+	out := make(map[string]attr.Type, len(fields))
+	for _, f := range fields {
+		switch f.kind {
+		case kindFigure, kindWhole:
+			out[f.name] = types.NumberType
+		case kindString:
+			out[f.name] = types.StringType
+		case kindObjects:
+			out[f.name] = types.ListType{ElemType: types.ObjectType{AttrTypes: fieldTypes(f.nested)}}
+		case kindObject:
+			out[f.name] = types.ObjectType{AttrTypes: fieldTypes(f.nested)}
+		case kindWindow:
+			out[f.name] = types.DynamicType
+		}
+	}
+	return out
+}
+
+// observationAttrTypes is the object type of an observation, input and
+// output alike.
+var observationAttrTypes = fieldTypes(observationFields)
+
+// sampleAttrTypes and replicaAttrTypes are the object types of the lists'
+// elements.
+var (
+	sampleAttrTypes  = fieldTypes(sampleFields)
+	replicaAttrTypes = fieldTypes(replicaFields)
+)
+
+// observationInputAttribute is a required observation in a configuration.
+func observationInputAttribute(description string) schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Required: true, MarkdownDescription: description, Attributes: fieldAttributes(observationFields, false)}
+}
+
+// observationOutputAttribute is a computed observation with the input's
+// type, so it can be passed to activation_container_counts as it is.
+func observationOutputAttribute(description string) schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Computed: true, MarkdownDescription: description, Attributes: fieldAttributes(observationFields, true)}
+}
+
+// The typed model the framework decodes an observation into; its tags are
+// the field names above (Config.Get refuses a mismatch). The usage window
+// (dynamic) and the queue stay framework values, read element by element:
+// decoding each sample into a struct by reflection costs the framework a
+// regular expression compile per field and element (a 120-sample window
+// took 10 ms that way).
 type observationModel struct {
 	Host                  types.String  `tfsdk:"host"`
-	CPUCapacityMHz        types.Float64 `tfsdk:"cpu_capacity_mhz"`
-	MemoryCapacityMB      types.Float64 `tfsdk:"memory_capacity_mb"`
-	UsageSamples          []sampleModel `tfsdk:"usage_samples"`
-	RequestedCPUMHz       types.Float64 `tfsdk:"requested_cpu_mhz"`
-	RequestedMemoryMB     types.Float64 `tfsdk:"requested_memory_mb"`
-	RunningReplicas       types.Int64   `tfsdk:"running_replicas"`
-	ReplicaCPUDemandMHz   types.Float64 `tfsdk:"replica_cpu_demand_mhz"`
-	ReplicaMemoryDemandMB types.Float64 `tfsdk:"replica_memory_demand_mb"`
-	WantedReplicas        types.Int64   `tfsdk:"wanted_replicas"`
+	CPUCapacityMHz        types.Number  `tfsdk:"cpu_capacity_mhz"`
+	MemoryCapacityMB      types.Number  `tfsdk:"memory_capacity_mb"`
+	UsageSamples          types.Dynamic `tfsdk:"usage_samples"`
+	RequestedCPUMHz       types.Number  `tfsdk:"requested_cpu_mhz"`
+	RequestedMemoryMB     types.Number  `tfsdk:"requested_memory_mb"`
+	RunningReplicas       types.Number  `tfsdk:"running_replicas"`
+	WarmingReplicas       types.Number  `tfsdk:"warming_replicas"`
+	ReplicaCPUDemandMHz   types.Number  `tfsdk:"replica_cpu_demand_mhz"`
+	ReplicaMemoryDemandMB types.Number  `tfsdk:"replica_memory_demand_mb"`
+	WantedReplicas        types.Number  `tfsdk:"wanted_replicas"`
+	QueuedReplicas        types.List    `tfsdk:"queued_replicas"`
+	OtherReservedCPUMHz   types.Number  `tfsdk:"other_reserved_cpu_mhz"`
+	OtherReservedMemoryMB types.Number  `tfsdk:"other_reserved_memory_mb"`
 }
 
-var sampleAttrTypes = map[string]attr.Type{
-	sampleTime:     types.Int64Type,
-	sampleCPUMHz:   types.Float64Type,
-	sampleMemoryMB: types.Float64Type,
+// valueError is a configured value that does not fit the engine's type, at
+// path: a type error, reported by the provider (range errors are the
+// engine's).
+type valueError struct {
+	path   path.Path
+	reason string
 }
 
-// observationAttrTypes is the object type of an observation.
-var observationAttrTypes = map[string]attr.Type{
-	obsHost:                  types.StringType,
-	obsCPUCapacityMHz:        types.Float64Type,
-	obsMemoryCapacityMB:      types.Float64Type,
-	obsUsageSamples:          types.ListType{ElemType: types.ObjectType{AttrTypes: sampleAttrTypes}},
-	obsRequestedCPUMHz:       types.Float64Type,
-	obsRequestedMemoryMB:     types.Float64Type,
-	obsRunningReplicas:       types.Int64Type,
-	obsReplicaCPUDemandMHz:   types.Float64Type,
-	obsReplicaMemoryDemandMB: types.Float64Type,
-	obsWantedReplicas:        types.Int64Type,
-}
+func (e *valueError) Error() string { return attributeDetail(e.path, e.reason) }
 
-// Descriptions shared by the input and output forms.
-var observationDescriptions = map[string]string{
-	obsHost:                  "Label of the host in explanations (for example its Nomad node name).",
-	obsCPUCapacityMHz:        "The host's allocatable CPU in MHz; greater than 0.",
-	obsMemoryCapacityMB:      "The host's allocatable memory in MB; 0 or unset when unknown (models that need memory features then refuse the observation).",
-	obsUsageSamples:          "The recent real usage window, oldest first, with strictly increasing times: the usage summed over the workload's replicas on this host. At least one sample.",
-	obsRequestedCPUMHz:       "Sum of the CPU (MHz) the running replicas requested: what request-sum admission counts.",
-	obsRequestedMemoryMB:     "Sum of the memory (MB) the running replicas requested.",
-	obsRunningReplicas:       "How many replicas produced the usage samples. With none running, a replica's usage is taken to be its expected demand.",
-	obsReplicaCPUDemandMHz:   "Expected CPU demand (MHz) of one replica that wants to run; greater than 0.",
-	obsReplicaMemoryDemandMB: "Expected memory demand (MB) of one replica.",
-	obsWantedReplicas:        "How many replicas ask to run on the host: the admission processor's demand slots below this number hold the demand. 0 or unset offers every slot.",
-	sampleTime:               "Time of the sample, Unix seconds.",
-	sampleCPUMHz:             "CPU used (MHz), summed over the workload's replicas on the host.",
-	sampleMemoryMB:           "Memory used (MB), summed over the workload's replicas on the host.",
-}
-
-// observationInputAttribute is a required input observation, every
-// attribute validated.
-func observationInputAttribute(description string) schema.SingleNestedAttribute {
-	d := observationDescriptions
-	resource := func() []validator.Float64 { return []validator.Float64{float64validator.Between(0, maxResource)} }
-	positive := func() []validator.Float64 {
-		return []validator.Float64{greaterThan(0), float64validator.AtMost(maxResource)}
+// figure reads a CPU or memory figure; null is 0. A value beyond a 64-bit
+// float (1e400) is a type error; an infinite one (1/0) goes to the engine,
+// which refuses it naming the field, as it refuses any other bad figure.
+func figure(v types.Number) (float64, string) {
+	if v.IsNull() || v.IsUnknown() {
+		return 0, ""
 	}
-	return schema.SingleNestedAttribute{
-		Required:            true,
-		MarkdownDescription: description,
-		Attributes: map[string]schema.Attribute{
-			obsHost: schema.StringAttribute{Optional: true, MarkdownDescription: d[obsHost],
-				Validators: []validator.String{stringvalidator.LengthBetween(1, maxHostName)}},
-			obsCPUCapacityMHz: schema.Float64Attribute{Required: true, MarkdownDescription: d[obsCPUCapacityMHz],
-				Validators: positive()},
-			obsMemoryCapacityMB: schema.Float64Attribute{Optional: true, MarkdownDescription: d[obsMemoryCapacityMB],
-				Validators: resource()},
-			obsUsageSamples: schema.ListNestedAttribute{
-				Required:            true,
-				MarkdownDescription: d[obsUsageSamples],
-				Validators:          []validator.List{listvalidator.SizeBetween(1, maxUsageSamples)},
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					sampleTime: schema.Int64Attribute{Required: true, MarkdownDescription: d[sampleTime],
-						Validators: []validator.Int64{int64validator.AtLeast(0)}},
-					sampleCPUMHz: schema.Float64Attribute{Required: true, MarkdownDescription: d[sampleCPUMHz],
-						Validators: resource()},
-					sampleMemoryMB: schema.Float64Attribute{Optional: true, MarkdownDescription: d[sampleMemoryMB],
-						Validators: resource()},
-				}},
-			},
-			obsRequestedCPUMHz: schema.Float64Attribute{Required: true, MarkdownDescription: d[obsRequestedCPUMHz],
-				Validators: resource()},
-			obsRequestedMemoryMB: schema.Float64Attribute{Optional: true, MarkdownDescription: d[obsRequestedMemoryMB],
-				Validators: resource()},
-			obsRunningReplicas: schema.Int64Attribute{Required: true, MarkdownDescription: d[obsRunningReplicas],
-				Validators: []validator.Int64{int64validator.Between(0, maxReplicas)}},
-			obsReplicaCPUDemandMHz: schema.Float64Attribute{Required: true, MarkdownDescription: d[obsReplicaCPUDemandMHz],
-				Validators: positive()},
-			obsReplicaMemoryDemandMB: schema.Float64Attribute{Optional: true, MarkdownDescription: d[obsReplicaMemoryDemandMB],
-				Validators: resource()},
-			obsWantedReplicas: schema.Int64Attribute{Optional: true, MarkdownDescription: d[obsWantedReplicas],
-				Validators: []validator.Int64{int64validator.Between(0, maxReplicas)}},
-		},
+	b := v.ValueBigFloat()
+	f, _ := b.Float64()
+	if math.IsInf(f, 0) && !b.IsInf() {
+		return 0, "is " + b.Text('g', 10) + ", beyond a 64-bit floating point number: check the units"
 	}
+	return f, ""
 }
 
-// observationOutputAttribute is a computed observation with the same shape
-// as the input, so it can be passed to activation_container_counts as is.
-func observationOutputAttribute(description string) schema.SingleNestedAttribute {
-	d := observationDescriptions
-	return schema.SingleNestedAttribute{
-		Computed:            true,
-		MarkdownDescription: description,
-		Attributes: map[string]schema.Attribute{
-			obsHost:             schema.StringAttribute{Computed: true, MarkdownDescription: d[obsHost]},
-			obsCPUCapacityMHz:   schema.Float64Attribute{Computed: true, MarkdownDescription: d[obsCPUCapacityMHz]},
-			obsMemoryCapacityMB: schema.Float64Attribute{Computed: true, MarkdownDescription: d[obsMemoryCapacityMB]},
-			obsUsageSamples: schema.ListNestedAttribute{
-				Computed:            true,
-				MarkdownDescription: d[obsUsageSamples],
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					sampleTime:     schema.Int64Attribute{Computed: true, MarkdownDescription: d[sampleTime]},
-					sampleCPUMHz:   schema.Float64Attribute{Computed: true, MarkdownDescription: d[sampleCPUMHz]},
-					sampleMemoryMB: schema.Float64Attribute{Computed: true, MarkdownDescription: d[sampleMemoryMB]},
-				}},
-			},
-			obsRequestedCPUMHz:       schema.Float64Attribute{Computed: true, MarkdownDescription: d[obsRequestedCPUMHz]},
-			obsRequestedMemoryMB:     schema.Float64Attribute{Computed: true, MarkdownDescription: d[obsRequestedMemoryMB]},
-			obsRunningReplicas:       schema.Int64Attribute{Computed: true, MarkdownDescription: d[obsRunningReplicas]},
-			obsReplicaCPUDemandMHz:   schema.Float64Attribute{Computed: true, MarkdownDescription: d[obsReplicaCPUDemandMHz]},
-			obsReplicaMemoryDemandMB: schema.Float64Attribute{Computed: true, MarkdownDescription: d[obsReplicaMemoryDemandMB]},
-			obsWantedReplicas:        schema.Int64Attribute{Computed: true, MarkdownDescription: d[obsWantedReplicas]},
-		},
+// whole reads a count or a time; null is 0. A fraction, an infinity or a
+// number beyond 64 bits is a type error.
+func whole(v types.Number) (int64, string) {
+	if v.IsNull() || v.IsUnknown() {
+		return 0, ""
 	}
+	b := v.ValueBigFloat()
+	if !b.IsInt() {
+		return 0, "is " + b.Text('g', 10) + "; it must be a whole number"
+	}
+	i, acc := b.Int64()
+	if acc != big.Exact {
+		return 0, "is " + b.Text('g', 10) + ", beyond a 64-bit whole number"
+	}
+	return i, ""
 }
 
-// toEngine converts a fully known observation; unset optional numbers are 0.
-func (m *observationModel) toEngine() engine.Observation {
-	o := engine.Observation{
-		Host:                  m.Host.ValueString(),
-		CPUCapacityMHz:        m.CPUCapacityMHz.ValueFloat64(),
-		MemoryCapacityMB:      m.MemoryCapacityMB.ValueFloat64(),
-		RequestedCPUMHz:       m.RequestedCPUMHz.ValueFloat64(),
-		RequestedMemoryMB:     m.RequestedMemoryMB.ValueFloat64(),
-		RunningReplicas:       int(m.RunningReplicas.ValueInt64()),
-		ReplicaCPUDemandMHz:   m.ReplicaCPUDemandMHz.ValueFloat64(),
-		ReplicaMemoryDemandMB: m.ReplicaMemoryDemandMB.ValueFloat64(),
-		WantedReplicas:        int(m.WantedReplicas.ValueInt64()),
-		Samples:               make([]engine.Sample, len(m.UsageSamples)),
+// count reads a whole number the engine holds in an int.
+func count(v types.Number) (int, string) {
+	i, why := whole(v)
+	if why == "" && (i < math.MinInt32 || i > math.MaxInt32) {
+		// An int may have 32 bits: a count beyond them is refused here
+		// rather than wrapped (the engine's own limits are far lower).
+		return 0, "is " + v.ValueBigFloat().Text('g', 10) + ", beyond a 32-bit whole number: too large for a count"
 	}
-	for i, s := range m.UsageSamples {
-		o.Samples[i] = engine.Sample{Time: s.Time.ValueInt64(), CPUMHz: s.CPUMHz.ValueFloat64(), MemoryMB: s.MemoryMB.ValueFloat64()}
-	}
-	return o
+	return int(i), why
 }
 
-// observationFromEngine is the state form of an engine observation. Fields
-// the engine leaves at zero that are optional inputs (host, memory) are
-// written as they are, zero included, so the value always converts back.
+// toEngine converts a known observation at root; a value that does not fit
+// the engine's types is a *valueError naming it. Unset optional values are
+// the engine's zero; a null queued_replicas stays nil and an empty one
+// empty (nobody new wants to run).
+func (m *observationModel) toEngine(root path.Path) (engine.Observation, error) {
+	o := engine.Observation{Host: m.Host.ValueString()}
+	fail := func(p path.Path, why string) (engine.Observation, error) {
+		return engine.Observation{}, &valueError{path: p, reason: why}
+	}
+	for _, f := range [...]struct {
+		name string
+		v    types.Number
+		dst  *float64
+	}{
+		{obsCPUCapacityMHz, m.CPUCapacityMHz, &o.CPUCapacityMHz},
+		{obsMemoryCapacityMB, m.MemoryCapacityMB, &o.MemoryCapacityMB},
+		{obsRequestedCPUMHz, m.RequestedCPUMHz, &o.RequestedCPUMHz},
+		{obsRequestedMemoryMB, m.RequestedMemoryMB, &o.RequestedMemoryMB},
+		{obsReplicaCPUDemandMHz, m.ReplicaCPUDemandMHz, &o.ReplicaCPUDemandMHz},
+		{obsReplicaMemoryDemandMB, m.ReplicaMemoryDemandMB, &o.ReplicaMemoryDemandMB},
+		{obsOtherReservedCPUMHz, m.OtherReservedCPUMHz, &o.OtherReservedCPUMHz},
+		{obsOtherReservedMemoryMB, m.OtherReservedMemoryMB, &o.OtherReservedMemoryMB},
+	} {
+		var why string
+		if *f.dst, why = figure(f.v); why != "" {
+			return fail(root.AtName(f.name), why)
+		}
+	}
+	for _, f := range [...]struct {
+		name string
+		v    types.Number
+		dst  *int
+	}{
+		{obsRunningReplicas, m.RunningReplicas, &o.RunningReplicas},
+		{obsWarmingReplicas, m.WarmingReplicas, &o.WarmingReplicas},
+		{obsWantedReplicas, m.WantedReplicas, &o.WantedReplicas},
+	} {
+		var why string
+		if *f.dst, why = count(f.v); why != "" {
+			return fail(root.AtName(f.name), why)
+		}
+	}
+	samples, err := objectsOf(m.UsageSamples, sampleFields, root.AtName(obsUsageSamples))
+	if err != nil {
+		return engine.Observation{}, err
+	}
+	o.Samples = make([]engine.Sample, len(samples))
+	for i, a := range samples {
+		d := &o.Samples[i]
+		at := func(name string) path.Path { return root.AtName(obsUsageSamples).AtListIndex(i).AtName(name) }
+		var why string
+		if d.Time, why = whole(numberAt(a, sampleTime)); why != "" {
+			return fail(at(sampleTime), why)
+		}
+		if d.CPUMHz, why = figure(numberAt(a, sampleCPUMHz)); why != "" {
+			return fail(at(sampleCPUMHz), why)
+		}
+		if d.MemoryMB, why = figure(numberAt(a, sampleMemoryMB)); why != "" {
+			return fail(at(sampleMemoryMB), why)
+		}
+	}
+	if !m.QueuedReplicas.IsNull() {
+		queued := m.QueuedReplicas.Elements()
+		o.QueuedReplicas = make([]engine.Replica, len(queued))
+		for i, e := range queued {
+			d := &o.QueuedReplicas[i]
+			at := func(name string) path.Path { return root.AtName(obsQueuedReplicas).AtListIndex(i).AtName(name) }
+			r, ok := e.(types.Object)
+			if !ok || r.IsNull() {
+				return fail(root.AtName(obsQueuedReplicas).AtListIndex(i), "is not a replica")
+			}
+			a := r.Attributes()
+			var why string
+			if d.CPUMHz, why = figure(numberAt(a, replicaCPUMHz)); why != "" {
+				return fail(at(replicaCPUMHz), why)
+			}
+			if d.MemoryMB, why = figure(numberAt(a, replicaMemoryMB)); why != "" {
+				return fail(at(replicaMemoryMB), why)
+			}
+		}
+	}
+	return o, nil
+}
+
+// objectsOf checks that a dynamically typed window is a list (or tuple, as
+// jsondecode gives) of objects with fields' attributes, and returns each
+// element's attributes; the error names the element or attribute at fault.
+func objectsOf(v types.Dynamic, fields []field, p path.Path) ([]map[string]attr.Value, error) {
+	if v.IsNull() || v.IsUnderlyingValueNull() {
+		return nil, &valueError{path: p, reason: "is required"}
+	}
+	var elems []attr.Value
+	switch l := v.UnderlyingValue().(type) {
+	case basetypes.ListValue:
+		elems = l.Elements()
+	case basetypes.TupleValue:
+		elems = l.Elements()
+	case basetypes.SetValue:
+		elems = l.Elements()
+	default:
+		return nil, &valueError{path: p, reason: "must be a list of objects, not a " + friendlyAttrType(v.UnderlyingValue())}
+	}
+	out := make([]map[string]attr.Value, len(elems))
+	for i, e := range elems {
+		var a map[string]attr.Value
+		switch o := e.(type) {
+		case basetypes.ObjectValue:
+			if !o.IsNull() {
+				a = o.Attributes()
+			}
+		case basetypes.MapValue:
+			if !o.IsNull() {
+				a = o.Elements()
+			}
+		default:
+			return nil, &valueError{path: p.AtListIndex(i), reason: "must be an object, not a " + friendlyAttrType(e)}
+		}
+		if a == nil {
+			return nil, &valueError{path: p.AtListIndex(i), reason: "must be an object, not null"}
+		}
+		if err := checkFields(a, fields, p.AtListIndex(i)); err != nil {
+			return nil, err
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
+// checkFields checks an object's attributes against fields (scalars only):
+// none unknown to fields, every required one set, numbers and strings where
+// fields say so.
+func checkFields(a map[string]attr.Value, fields []field, p path.Path) error {
+	for name := range a {
+		if !hasField(fields, name) {
+			return &valueError{path: p, reason: fmt.Sprintf("has an attribute %q, which is not one of: %s", name, fieldNames(fields))}
+		}
+	}
+	for _, f := range fields {
+		v, ok := a[f.name]
+		if !ok || v.IsNull() {
+			if f.required {
+				return &valueError{path: p.AtName(f.name), reason: "is required"}
+			}
+			continue
+		}
+		switch f.kind {
+		case kindFigure, kindWhole:
+			if _, ok := v.(basetypes.NumberValue); !ok {
+				return &valueError{path: p.AtName(f.name), reason: "must be a number, not a " + friendlyAttrType(v)}
+			}
+		case kindString:
+			if _, ok := v.(basetypes.StringValue); !ok {
+				return &valueError{path: p.AtName(f.name), reason: "must be a string, not a " + friendlyAttrType(v)}
+			}
+		}
+	}
+	return nil
+}
+
+func hasField(fields []field, name string) bool {
+	for _, f := range fields {
+		if f.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func fieldNames(fields []field) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// friendlyAttrType names a value's type as HCL users know it.
+func friendlyAttrType(v attr.Value) string {
+	return friendlyType(v.Type(context.Background()).TerraformType(context.Background()))
+}
+
+// numberAt is attribute name of an object's attributes as a number (null
+// when absent or not a number: an optional value unset).
+func numberAt(attrs map[string]attr.Value, name string) types.Number {
+	if n, ok := attrs[name].(types.Number); ok {
+		return n
+	}
+	return types.NumberNull()
+}
+
+func numberValue(x float64) types.Number { return types.NumberValue(big.NewFloat(x)) }
+
+func wholeValue(i int64) types.Number { return types.NumberValue(new(big.Float).SetInt64(i)) }
+
+// observationFromEngine is the state form of an engine observation. Every
+// number is written, zero included; an empty host label and a nil queue
+// are null, so the value converts back to the same observation.
 func observationFromEngine(o *engine.Observation) observationModel {
 	m := observationModel{
 		Host:                  types.StringValue(o.Host),
-		CPUCapacityMHz:        types.Float64Value(o.CPUCapacityMHz),
-		MemoryCapacityMB:      types.Float64Value(o.MemoryCapacityMB),
-		RequestedCPUMHz:       types.Float64Value(o.RequestedCPUMHz),
-		RequestedMemoryMB:     types.Float64Value(o.RequestedMemoryMB),
-		RunningReplicas:       types.Int64Value(int64(o.RunningReplicas)),
-		ReplicaCPUDemandMHz:   types.Float64Value(o.ReplicaCPUDemandMHz),
-		ReplicaMemoryDemandMB: types.Float64Value(o.ReplicaMemoryDemandMB),
-		WantedReplicas:        types.Int64Value(int64(o.WantedReplicas)),
-		UsageSamples:          make([]sampleModel, len(o.Samples)),
+		CPUCapacityMHz:        numberValue(o.CPUCapacityMHz),
+		MemoryCapacityMB:      numberValue(o.MemoryCapacityMB),
+		RequestedCPUMHz:       numberValue(o.RequestedCPUMHz),
+		RequestedMemoryMB:     numberValue(o.RequestedMemoryMB),
+		RunningReplicas:       wholeValue(int64(o.RunningReplicas)),
+		WarmingReplicas:       wholeValue(int64(o.WarmingReplicas)),
+		ReplicaCPUDemandMHz:   numberValue(o.ReplicaCPUDemandMHz),
+		ReplicaMemoryDemandMB: numberValue(o.ReplicaMemoryDemandMB),
+		WantedReplicas:        wholeValue(int64(o.WantedReplicas)),
+		OtherReservedCPUMHz:   numberValue(o.OtherReservedCPUMHz),
+		OtherReservedMemoryMB: numberValue(o.OtherReservedMemoryMB),
 	}
 	if o.Host == "" {
 		m.Host = types.StringNull()
 	}
-	for i, s := range o.Samples {
-		m.UsageSamples[i] = sampleModel{Time: types.Int64Value(s.Time), CPUMHz: types.Float64Value(s.CPUMHz), MemoryMB: types.Float64Value(s.MemoryMB)}
+	samples := make([]attr.Value, len(o.Samples))
+	for i, x := range o.Samples {
+		samples[i] = types.ObjectValueMust(sampleAttrTypes, map[string]attr.Value{
+			sampleTime: wholeValue(x.Time), sampleCPUMHz: numberValue(x.CPUMHz), sampleMemoryMB: numberValue(x.MemoryMB)})
+	}
+	m.UsageSamples = types.DynamicValue(types.ListValueMust(types.ObjectType{AttrTypes: sampleAttrTypes}, samples))
+	m.QueuedReplicas = types.ListNull(types.ObjectType{AttrTypes: replicaAttrTypes})
+	if o.QueuedReplicas != nil {
+		queued := make([]attr.Value, len(o.QueuedReplicas))
+		for i, r := range o.QueuedReplicas {
+			queued[i] = types.ObjectValueMust(replicaAttrTypes, map[string]attr.Value{
+				replicaCPUMHz: numberValue(r.CPUMHz), replicaMemoryMB: numberValue(r.MemoryMB)})
+		}
+		m.QueuedReplicas = types.ListValueMust(types.ObjectType{AttrTypes: replicaAttrTypes}, queued)
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -29,6 +30,7 @@ const Address = "registry.terraform.io/activation-scheduler/activation"
 var (
 	_ provider.Provider                   = (*activationProvider)(nil)
 	_ provider.ProviderWithValidateConfig = (*activationProvider)(nil)
+	_ provider.ProviderWithFunctions      = (*activationProvider)(nil)
 )
 
 // New returns a constructor of the provider at version. Its nomad block
@@ -62,9 +64,10 @@ type providerData struct {
 	// a data source names none; empty means the engine's built-ins.
 	DefaultFirstModel  string
 	DefaultSecondModel string
-	// Nomad is how to reach Nomad (block then NOMAD_* fallbacks); its Err
-	// says why it cannot be used, when it cannot.
-	Nomad nomadSettings
+	// Nomad is the provider instance's one connection to Nomad (block then
+	// NOMAD_* fallbacks), made on first use and shared by every
+	// activation_host_usage.
+	Nomad *nomadConnection
 }
 
 func (p *activationProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -79,7 +82,22 @@ func (p *activationProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			"admission processor, the second host's the amount at the output layer of a capacity processor, both " +
 			"read from real usage rather than from the sum of requested resources. The counts are known at `plan` " +
 			"time and match the Nomad Autoscaler plugins' for the same observations.\n\n" +
-			"All configuration is optional. The `nomad` block is only needed by `activation_host_usage`.",
+			"All configuration is optional. The `nomad` block is only needed by `activation_host_usage`.\n\n" +
+			"## Operating mode with Nomad: reserve by real usage, gate the count by the activation engine\n\n" +
+			"Nomad places an allocation on a node only while the sum of the *reservations* (the tasks' `resources`) of " +
+			"everything there fits the node's allocatable resources. A count computed from real usage is therefore only " +
+			"useful if its reservations fit too. Each host decision of `activation_container_counts` carries a `placement`: " +
+			"`cpu_mhz`, `memory_mb` and `memory_max_mb` form a per-replica reservation, never above today's, with which the " +
+			"decided count fits the host's allocatable resources less what other workloads reserve there " +
+			"(`other_reserved_cpu_mhz`, `other_reserved_memory_mb`). Render them with the count into the task's `resources` " +
+			"(see `examples/demo`): the reservation follows real usage, and the activation engine decides how many replicas run.\n\n" +
+			"`memory_max_mb` is the hard memory limit (`memory_max`): at least the replica's observed memory peak, so a " +
+			"smaller reservation never caps what a replica really uses. Nomad honours `memory_max` only with memory " +
+			"oversubscription enabled (`nomad operator scheduler set-config -memory-oversubscription=true`, or " +
+			"`default_scheduler_config { memory_oversubscription_enabled = true }` in the server's configuration). Without " +
+			"it Nomad ignores `memory_max` and `memory` is the hard limit: reserve `memory_max_mb` as `memory` instead, and the " +
+			"count then fits only while count x `memory_max_mb` <= `placement.free_memory_mb`. " +
+			"`placement.placeable` says how many replicas Nomad could place at today's reservations.",
 		Attributes: map[string]schema.Attribute{
 			"default_first_model": schema.StringAttribute{
 				Optional: true,
@@ -123,18 +141,20 @@ func (p *activationProvider) Configure(ctx context.Context, req provider.Configu
 		resp.Diagnostics.AddAttributeError(path.Root("default_second_model"), "Unknown model source",
 			"default_second_model must be known when the provider is configured: it cannot come from a value computed during apply.")
 	}
-	data.Nomad = resolveNomadSettings(cfg.Nomad, p.getenv)
-	tflog.Debug(ctx, "activation provider configured", map[string]any{
-		"default_first_model":  data.DefaultFirstModel,
-		"default_second_model": data.DefaultSecondModel,
-		"nomad_address":        data.Nomad.Config.Address,
-		"nomad_token_set":      data.Nomad.Config.SecretID != "",
-	})
+	data.Nomad = newNomadConnection(ctx, cfg.Nomad, p.getenv)
+	fields := data.Nomad.logFields()
+	fields["default_first_model"] = data.DefaultFirstModel
+	fields["default_second_model"] = data.DefaultSecondModel
+	tflog.Debug(ctx, "activation provider configured", fields)
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }
 
 func (p *activationProvider) Resources(context.Context) []func() resource.Resource { return nil }
+
+func (p *activationProvider) Functions(context.Context) []func() function.Function {
+	return []func() function.Function{NewContainerCountsFunction}
+}
 
 func (p *activationProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{

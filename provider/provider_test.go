@@ -2,18 +2,29 @@ package provider
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflogtest"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
 func TestProviderSchema(t *testing.T) {
@@ -27,37 +38,33 @@ func TestProviderSchema(t *testing.T) {
 	if diags := resp.Schema.ValidateImplementation(ctx); diags.HasError() {
 		t.Fatalf("ValidateImplementation: %v", diags)
 	}
-	check := func(name string, a schema.Attribute) {
+	for name, a := range resp.Schema.Attributes {
 		if a.GetMarkdownDescription() == "" {
 			t.Errorf("%s: no MarkdownDescription", name)
 		}
-		var n int
-		switch v := a.(type) {
-		case schema.StringAttribute:
-			n = len(v.Validators)
-		case schema.BoolAttribute:
-			n = len(v.Validators)
-		default:
-			t.Errorf("%s: kind %T not covered", name, a)
-		}
-		if n == 0 {
-			t.Errorf("%s: no validators", name)
-		}
-	}
-	for name, a := range resp.Schema.Attributes {
-		check(name, a)
 	}
 	nb, ok := resp.Schema.Blocks["nomad"].(schema.SingleNestedBlock)
 	if !ok {
 		t.Fatal("no nomad block")
 	}
 	for name, a := range nb.Attributes {
-		check("nomad."+name, a)
+		if a.GetMarkdownDescription() == "" {
+			t.Errorf("nomad.%s: no MarkdownDescription", name)
+		}
 	}
-	for _, secret := range []string{nomadToken, nomadKeyPEM} {
+	for _, secret := range []string{nomadToken, nomadHTTPAuth, nomadHeaders, nomadKeyPEM} {
 		if !nb.Attributes[secret].IsSensitive() {
 			t.Errorf("nomad.%s is not sensitive", secret)
 		}
+	}
+	// Every setting of nomadconn has its attribute.
+	var model []string
+	rt := reflect.TypeOf(nomadModel{})
+	for i := 0; i < rt.NumField(); i++ {
+		model = append(model, rt.Field(i).Tag.Get("tfsdk"))
+	}
+	if len(model) != len(nb.Attributes) {
+		t.Errorf("nomad block has %d attributes, its model %d", len(nb.Attributes), len(model))
 	}
 	var meta provider.MetadataResponse
 	p.Metadata(ctx, provider.MetadataRequest{}, &meta)
@@ -66,10 +73,9 @@ func TestProviderSchema(t *testing.T) {
 	}
 	var names []string
 	for _, f := range p.DataSources(ctx) {
-		ds := f()
-		var r datasourceMetadata
-		ds.Metadata(ctx, r.req(), &r.resp)
-		names = append(names, r.resp.TypeName)
+		var r datasource.MetadataResponse
+		f().Metadata(ctx, datasource.MetadataRequest{ProviderTypeName: TypeName}, &r)
+		names = append(names, r.TypeName)
 	}
 	want := []string{"activation_container_counts", "activation_model", "activation_host_usage"}
 	if !reflect.DeepEqual(names, want) {
@@ -77,123 +83,385 @@ func TestProviderSchema(t *testing.T) {
 	}
 }
 
-func env(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+// nullNomadBlock is a nomad block with nothing set.
+func nullNomadBlock() *nomadModel {
+	return &nomadModel{
+		Address: types.StringNull(), Token: types.StringNull(), HTTPAuth: types.StringNull(), Headers: types.MapNull(types.StringType),
+		Region: types.StringNull(), Namespace: types.StringNull(), CAFile: types.StringNull(), CAPath: types.StringNull(),
+		CAPEM: types.StringNull(), CertFile: types.StringNull(), CertPEM: types.StringNull(), KeyFile: types.StringNull(),
+		KeyPEM: types.StringNull(), TLSServerName: types.StringNull(), SkipVerify: types.BoolNull(), IgnoreEnvVars: types.MapNull(types.BoolType),
+	}
 }
 
-func TestResolveNomadSettings(t *testing.T) {
-	full := map[string]string{
-		envNomadAddr: "https://env:4646", envNomadToken: "env-token", envNomadRegion: "env-region",
-		envNomadNamespace: "env-ns", envNomadCACert: "/env/ca.pem", envNomadClientCert: "/env/cert.pem",
-		envNomadClientKey: "/env/key.pem", envNomadTLSServerName: "env.sni", envNomadSkipVerify: "true",
+// resolved is what the provider's nomad settings resolve to, block first,
+// then the environment (through ignore_env_vars).
+func resolved(t *testing.T, n *nomadModel, env map[string]string) nomadconn.Settings {
+	t.Helper()
+	c := newNomadConnection(context.Background(), n, nomadconn.MapEnv(env))
+	if c.err != nil {
+		t.Fatal(c.err)
 	}
-	nullBlock := func() *nomadModel {
-		return &nomadModel{Address: types.StringNull(), Token: types.StringNull(), Region: types.StringNull(), Namespace: types.StringNull(),
-			CAFile: types.StringNull(), CAPEM: types.StringNull(), CertFile: types.StringNull(), CertPEM: types.StringNull(),
-			KeyFile: types.StringNull(), KeyPEM: types.StringNull(), TLSServerName: types.StringNull(), SkipVerify: types.BoolNull()}
+	s, err := c.settings.Resolve(c.getenv)
+	// A certificate without its key (or the reverse) is refused, but the
+	// settings are filled: this test is about where each one comes from.
+	var se *nomadconn.SettingsError
+	if err != nil && (!errors.As(err, &se) || se.Setting != "client certificate") {
+		t.Fatal(err)
 	}
-	t.Run("no block, no env: Nomad's default address", func(t *testing.T) {
-		s := resolveNomadSettings(nil, env(nil))
-		if s.Config.Address != defaultNomadAddress || s.Config.SecretID != "" || s.Err != nil || len(s.Unknown) != 0 {
-			t.Fatalf("%+v", s)
+	return s
+}
+
+// nomadSettingCases relate each attribute of the nomad block to its
+// variable and to the setting both fill.
+var nomadSettingCases = []struct {
+	attr, env string
+	set       func(n *nomadModel, v string)
+	get       func(s nomadconn.Settings) string
+}{
+	{nomadAddress, nomadconn.EnvAddress, func(n *nomadModel, v string) { n.Address = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.Address }},
+	{nomadToken, nomadconn.EnvToken, func(n *nomadModel, v string) { n.Token = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.Token }},
+	{nomadHTTPAuth, nomadconn.EnvHTTPAuth, func(n *nomadModel, v string) { n.HTTPAuth = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.HTTPAuth }},
+	{nomadRegion, nomadconn.EnvRegion, func(n *nomadModel, v string) { n.Region = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.Region }},
+	{nomadNamespace, nomadconn.EnvNamespace, func(n *nomadModel, v string) { n.Namespace = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.Namespace }},
+	{nomadCAFile, nomadconn.EnvCACert, func(n *nomadModel, v string) { n.CAFile = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.CACert }},
+	{nomadCAPath, nomadconn.EnvCAPath, func(n *nomadModel, v string) { n.CAPath = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.CAPath }},
+	{nomadCertFile, nomadconn.EnvClientCert, func(n *nomadModel, v string) { n.CertFile = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.ClientCert }},
+	{nomadKeyFile, nomadconn.EnvClientKey, func(n *nomadModel, v string) { n.KeyFile = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.ClientKey }},
+	{nomadTLSServerName, nomadconn.EnvTLSServerName, func(n *nomadModel, v string) { n.TLSServerName = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.TLSServerName }},
+	{nomadSkipVerify, nomadconn.EnvSkipVerify, func(n *nomadModel, v string) { n.SkipVerify = types.BoolValue(v == "true") },
+		func(s nomadconn.Settings) string {
+			if s.SkipVerify == nil {
+				return ""
+			}
+			return fmt.Sprint(*s.SkipVerify)
+		}},
+	{nomadCAPEM, "", func(n *nomadModel, v string) { n.CAPEM = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.CACertPEM }},
+	{nomadCertPEM, "", func(n *nomadModel, v string) { n.CertPEM = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.ClientCertPEM }},
+	{nomadKeyPEM, "", func(n *nomadModel, v string) { n.KeyPEM = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.ClientKeyPEM }},
+}
+
+// TestNomadSettings: each attribute of the nomad block sets its setting and
+// beats its variable; each variable fills the setting when the attribute is
+// unset, unless ignore_env_vars names it.
+func TestNomadSettings(t *testing.T) {
+	value := func(attr string) string {
+		switch attr {
+		case nomadAddress:
+			return "https://" + attr + ".example:4646"
+		case nomadSkipVerify:
+			return "true"
+		case nomadCAPEM, nomadCertPEM, nomadKeyPEM:
+			return "-----BEGIN " + attr + "-----"
+		}
+		return attr + "-value"
+	}
+	covered := map[string]bool{nomadHeaders: true, nomadIgnoreEnvVars: true} // tested below
+	for _, c := range nomadSettingCases {
+		covered[c.attr] = true
+		t.Run(c.attr, func(t *testing.T) {
+			n := nullNomadBlock()
+			c.set(n, value(c.attr))
+			env := map[string]string{}
+			if c.env != "" {
+				env[c.env] = "env-value-" + c.env
+				if c.env == nomadconn.EnvAddress {
+					env[c.env] = "http://env.example:4646"
+				}
+				if c.env == nomadconn.EnvSkipVerify {
+					env[c.env] = "false"
+				}
+			}
+			if got := c.get(resolved(t, n, env)); got != value(c.attr) {
+				t.Errorf("attribute: setting is %q, want %q", got, value(c.attr))
+			}
+			if c.env == "" {
+				return
+			}
+			t.Run("variable "+c.env, func(t *testing.T) {
+				if got := c.get(resolved(t, nullNomadBlock(), env)); got != env[c.env] {
+					t.Errorf("setting is %q, want the variable's %q", got, env[c.env])
+				}
+				ignore := nullNomadBlock()
+				ignore.IgnoreEnvVars = types.MapValueMust(types.BoolType, map[string]attr.Value{c.env: types.BoolValue(true)})
+				if got := c.get(resolved(t, ignore, env)); got == env[c.env] {
+					t.Errorf("ignore_env_vars = { %s = true } still reads it", c.env)
+				}
+			})
+		})
+	}
+	t.Run(nomadHeaders, func(t *testing.T) {
+		n := nullNomadBlock()
+		n.Headers = types.MapValueMust(types.StringType, map[string]attr.Value{"X-Proxy-Auth": types.StringValue("abc123")})
+		if got := resolved(t, n, nil).Headers; !reflect.DeepEqual(got, map[string]string{"X-Proxy-Auth": "abc123"}) {
+			t.Errorf("headers %v", got)
 		}
 	})
-	t.Run("env fallbacks", func(t *testing.T) {
-		s := resolveNomadSettings(nullBlock(), env(full))
-		c, tls := s.Config, s.Config.TLSConfig
-		got := []string{c.Address, c.SecretID, c.Region, c.Namespace, tls.CACert, tls.ClientCert, tls.ClientKey, tls.TLSServerName, fmt.Sprint(tls.Insecure)}
-		want := []string{"https://env:4646", "env-token", "env-region", "env-ns", "/env/ca.pem", "/env/cert.pem", "/env/key.pem", "env.sni", "true"}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("got %v, want %v", got, want)
+	t.Run("inside a Nomad allocation", func(t *testing.T) {
+		env := map[string]string{envAllocID: "5e3c...", nomadconn.EnvNamespace: "task-ns", nomadconn.EnvRegion: "task-region", nomadconn.EnvToken: "tok"}
+		s := resolved(t, nullNomadBlock(), env)
+		if s.Namespace != "" || s.Region != "" || s.Token != "tok" {
+			t.Errorf("inside an allocation NOMAD_NAMESPACE and NOMAD_REGION are ignored by default, others read: %+v", s)
+		}
+		n := nullNomadBlock()
+		n.IgnoreEnvVars = types.MapValueMust(types.BoolType, map[string]attr.Value{nomadconn.EnvRegion: types.BoolValue(false)})
+		if s := resolved(t, n, env); s.Region != "task-region" || s.Namespace != "task-ns" {
+			t.Errorf("an explicit ignore_env_vars replaces the default: %+v", s)
 		}
 	})
-	t.Run("block beats env", func(t *testing.T) {
-		b := nullBlock()
-		b.Address, b.Token, b.Namespace = types.StringValue("http://block:4646"), types.StringValue("block-token"), types.StringValue("block-ns")
-		b.CAPEM, b.CertPEM, b.KeyPEM = types.StringValue("-----BEGIN CA"), types.StringValue("-----BEGIN CERT"), types.StringValue("-----BEGIN KEY")
-		b.SkipVerify = types.BoolValue(false)
-		s := resolveNomadSettings(b, env(full))
-		c, tls := s.Config, s.Config.TLSConfig
-		if c.Address != "http://block:4646" || c.SecretID != "block-token" || c.Namespace != "block-ns" || c.Region != "env-region" {
-			t.Errorf("config %+v", c)
+	t.Run("ignore every variable", func(t *testing.T) {
+		all := map[string]attr.Value{}
+		env := map[string]string{}
+		for _, v := range nomadconn.EnvVars {
+			all[v] = types.BoolValue(true)
+			env[v] = "x"
 		}
-		if string(tls.CACertPEM) != "-----BEGIN CA" || tls.CACert != "" || string(tls.ClientCertPEM) != "-----BEGIN CERT" || tls.ClientCert != "" ||
-			string(tls.ClientKeyPEM) != "-----BEGIN KEY" || tls.ClientKey != "" || tls.Insecure {
-			t.Errorf("tls %+v", tls)
+		n := nullNomadBlock()
+		n.IgnoreEnvVars = types.MapValueMust(types.BoolType, all)
+		c := newNomadConnection(context.Background(), n, nomadconn.MapEnv(env))
+		if !c.settings.IgnoreEnv {
+			t.Error("every variable ignored is nomadconn's IgnoreEnv")
 		}
 	})
+	for _, a := range nomadBlockAttributes(t) {
+		if !covered[a] {
+			t.Errorf("nomad.%s has no case here", a)
+		}
+	}
 	t.Run("unknown values are reported", func(t *testing.T) {
-		b := nullBlock()
-		b.Address, b.SkipVerify = types.StringUnknown(), types.BoolUnknown()
-		s := resolveNomadSettings(b, env(nil))
-		if !reflect.DeepEqual(s.Unknown, []string{nomadAddress, nomadSkipVerify}) {
-			t.Fatalf("unknown %v", s.Unknown)
-		}
-		if _, err := s.client(); err == nil || !strings.Contains(err.Error(), "not known until apply") {
-			t.Fatalf("client: %v", err)
+		n := nullNomadBlock()
+		n.Address, n.SkipVerify = types.StringUnknown(), types.BoolUnknown()
+		_, _, err := newNomadConnection(context.Background(), n, nil).get()
+		if err == nil || !strings.Contains(err.Error(), "address, skip_verify") || !strings.Contains(err.Error(), "not known until apply") {
+			t.Fatalf("get: %v", err)
 		}
 	})
 	t.Run("bad NOMAD_SKIP_VERIFY", func(t *testing.T) {
-		s := resolveNomadSettings(nil, env(map[string]string{envNomadSkipVerify: "maybe"}))
-		if _, err := s.client(); err == nil || !strings.Contains(err.Error(), envNomadSkipVerify) {
-			t.Fatalf("client: %v", err)
-		}
-	})
-	t.Run("client error never shows the token", func(t *testing.T) {
-		b := nullBlock()
-		b.Token = types.StringValue("very-secret")
-		b.CAFile = types.StringValue("/nonexistent/ca.pem")
-		s := resolveNomadSettings(b, env(nil))
-		_, err := s.client()
-		if err == nil {
-			t.Fatal("a missing CA file should fail")
-		}
-		if strings.Contains(err.Error(), "very-secret") {
-			t.Fatalf("error shows the token: %v", err)
+		_, _, err := newNomadConnection(context.Background(), nil, nomadconn.MapEnv(map[string]string{nomadconn.EnvSkipVerify: "maybe"})).get()
+		if err == nil || !strings.Contains(err.Error(), nomadconn.EnvSkipVerify) {
+			t.Fatalf("get: %v", err)
 		}
 	})
 }
 
-func TestErrorPath(t *testing.T) {
+func nomadBlockAttributes(t *testing.T) []string {
+	var resp provider.SchemaResponse
+	New("test")().Schema(context.Background(), provider.SchemaRequest{}, &resp)
+	nb, ok := resp.Schema.Blocks["nomad"].(schema.SingleNestedBlock)
+	if !ok {
+		t.Fatalf("the nomad block is a %T", resp.Schema.Blocks["nomad"])
+	}
+	var out []string
+	for name := range nb.Attributes {
+		out = append(out, name)
+	}
+	return out
+}
+
+// seenRequest is what a test server saw of a request.
+type seenRequest struct {
+	token, user, password, proxyAuth, region, namespace string
+}
+
+// TestNomadConnectionOnTheWire: the token, basic auth, headers, region and
+// namespace, from the block and from the variables, reach the server; one
+// connection is made per provider instance whatever the number of reads.
+func TestNomadConnectionOnTheWire(t *testing.T) {
+	var mu sync.Mutex
+	var seen []seenRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, _ := r.BasicAuth()
+		mu.Lock()
+		seen = append(seen, seenRequest{r.Header.Get("X-Nomad-Token"), u, p, r.Header.Get("X-Proxy-Auth"), r.URL.Query().Get("region"), r.URL.Query().Get("namespace")})
+		mu.Unlock()
+		http.Error(w, "job not found", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	want := seenRequest{"tok-1234", "alice", "pw-5678", "proxy-9012", "eu", "web-ns"}
+	block := nullNomadBlock()
+	block.Address, block.Token, block.HTTPAuth = types.StringValue(srv.URL), types.StringValue(want.token), types.StringValue(want.user+":"+want.password)
+	block.Region, block.Namespace = types.StringValue(want.region), types.StringValue(want.namespace)
+	block.Headers = types.MapValueMust(types.StringType, map[string]attr.Value{"X-Proxy-Auth": types.StringValue(want.proxyAuth)})
+	env := map[string]string{
+		nomadconn.EnvAddress: srv.URL, nomadconn.EnvToken: want.token, nomadconn.EnvHTTPAuth: want.user + ":" + want.password,
+		nomadconn.EnvRegion: want.region, nomadconn.EnvNamespace: want.namespace,
+	}
+	fromEnv := want
+	fromEnv.proxyAuth = "" // headers have no variable
+	for _, tc := range []struct {
+		name string
+		c    *nomadConnection
+		want seenRequest
+	}{
+		{"block", newNomadConnection(context.Background(), block, nil), want},
+		{"variables", newNomadConnection(context.Background(), nil, nomadconn.MapEnv(env)), fromEnv},
+	} {
+		c, want := tc.c, tc.want
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			var wg sync.WaitGroup
+			conns := make([]*nomadconn.Conn, 8)
+			for i := range conns {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					conn, _, err := c.get()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					conns[i] = conn
+					_, _, _ = conn.Client().Jobs().Info("web", nil)
+				}()
+			}
+			wg.Wait()
+			for _, conn := range conns[1:] {
+				if conn != conns[0] {
+					t.Fatal("reads made several connections")
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != len(conns) {
+				t.Fatalf("%d requests, want %d", len(seen), len(conns))
+			}
+			for _, s := range seen {
+				if s != want {
+					t.Errorf("server saw %+v, want %+v", s, want)
+				}
+			}
+		})
+	}
+}
+
+// TestNomadCAs: each way to name the CA that signed the agent's
+// certificate (ca_file, ca_pem, ca_path, and NOMAD_CACERT, NOMAD_CAPATH)
+// makes a verified TLS connection; none makes it fail.
+func TestNomadCAs(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "job not found", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	caPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+	dir := t.TempDir()
+	caFile := writeFile(t, dir, "ca.pem", []byte(caPEM))
+	caDir := filepath.Join(dir, "cas")
+	if err := os.Mkdir(caDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, caDir, "ca.pem", []byte(caPEM))
+	block := func(set func(n *nomadModel)) *nomadModel {
+		n := nullNomadBlock()
+		n.Address = types.StringValue(srv.URL)
+		set(n)
+		return n
+	}
+	for _, c := range []struct {
+		name string
+		n    *nomadModel
+		env  map[string]string
+		ok   bool
+	}{
+		{"ca_file", block(func(n *nomadModel) { n.CAFile = types.StringValue(caFile) }), nil, true},
+		{"ca_pem", block(func(n *nomadModel) { n.CAPEM = types.StringValue(caPEM) }), nil, true},
+		{"ca_path", block(func(n *nomadModel) { n.CAPath = types.StringValue(caDir) }), nil, true},
+		{"NOMAD_CACERT", block(func(*nomadModel) {}), map[string]string{nomadconn.EnvCACert: caFile}, true},
+		{"NOMAD_CAPATH", block(func(*nomadModel) {}), map[string]string{nomadconn.EnvCAPath: caDir}, true},
+		{"skip_verify", block(func(n *nomadModel) { n.SkipVerify = types.BoolValue(true) }), nil, true},
+		{"no CA", block(func(*nomadModel) {}), nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, _, err := newNomadConnection(context.Background(), c.n, nomadconn.MapEnv(c.env)).get()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = conn.Client().Jobs().Info("web", nil)
+			verified := nomadconn.IsStatus(err, http.StatusNotFound)
+			if verified != c.ok {
+				t.Errorf("TLS verified %v, want %v: %v", verified, c.ok, err)
+			}
+		})
+	}
+}
+
+// TestConfigureLogsNoSecret: the provider's debug log of its configuration
+// names which secrets are set, never their values, nor a password in the
+// address.
+func TestConfigureLogsNoSecret(t *testing.T) {
+	var logs strings.Builder
+	ctx := tflogtest.RootLogger(context.Background(), &logs)
+	secrets := []string{"addr-pass-31415", "tok-27182", "auth-pass-16180", "header-14142"}
+	n := nullNomadBlock()
+	n.Address = types.StringValue("https://ops:" + secrets[0] + "@nomad.example:4646")
+	n.Token, n.HTTPAuth = types.StringValue(secrets[1]), types.StringValue("ops:"+secrets[2])
+	n.Headers = types.MapValueMust(types.StringType, map[string]attr.Value{"X-Proxy-Auth": types.StringValue(secrets[3])})
+	p := newWithEnv("test", noEnv)()
+	var sresp provider.SchemaResponse
+	p.Schema(ctx, provider.SchemaRequest{}, &sresp)
+	st := tfsdk.State{Schema: sresp.Schema}
+	if diags := st.Set(ctx, &providerModel{DefaultFirstModel: types.StringNull(), DefaultSecondModel: types.StringNull(), Nomad: n}); diags.HasError() {
+		t.Fatal(diags)
+	}
+	var resp provider.ConfigureResponse
+	p.Configure(ctx, provider.ConfigureRequest{Config: tfsdk.Config{Schema: sresp.Schema, Raw: st.Raw}}, &resp)
+	if resp.Diagnostics.HasError() {
+		t.Fatal(resp.Diagnostics)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "nomad.example:4646") || !strings.Contains(out, `"nomad_token_set":true`) || !strings.Contains(out, "X-Proxy-Auth") {
+		t.Fatalf("the configuration log does not describe the settings: %s", out)
+	}
+	for _, s := range secrets {
+		if strings.Contains(out, s) {
+			t.Errorf("the log shows the secret %q: %s", s, out)
+		}
+	}
+}
+
+func TestErrorPaths(t *testing.T) {
 	cases := []struct {
 		err  error
 		want string
 		ok   bool
 	}{
 		{&engine.ObservationError{Host: "first", Field: "usage_samples[12].time", Reason: "r"}, "first.usage_samples[12].time", true},
-		{&engine.ObservationError{Host: "second", Field: "cpu_capacity_mhz", Reason: "r"}, "second.cpu_capacity_mhz", true},
+		{&engine.ObservationError{Host: "second", Field: "queued_replicas[0].memory_mb", Reason: "r"}, "second.queued_replicas[0].memory_mb", true},
+		{&engine.ObservationError{Host: "second", Field: "", Reason: "r"}, "second", true},
+		{&engine.ObservationError{Host: "first", Field: "min_samples", Reason: "r"}, "min_samples", true},
 		{fmt.Errorf("wrapped: %w", &engine.QuotaError{Host: "second", Field: "per_branch", Reason: "r"}), "second_quota.per_branch", true},
-		{errors.New("first_model: loading model x: model: layers[0].weights[3][7]: NaN"), "first_model", true},
-		{errors.New("second host: model m has no countable outputs"), "second_model", true},
-		{errors.New("something else"), "", false},
+		{&engine.ModelSourceError{Host: "first", Source: "x.json", Err: errors.New("layers[0].weights[3][7]: NaN")}, "first_model", true},
+		{&engine.ModelSourceError{Host: "second", Err: errors.New("no countable outputs")}, "second_model", true},
+		{&engine.ObservationError{Host: "third", Field: "host", Reason: "r"}, "", false},
+		// Text that looks like a field is not read: only the typed error counts.
+		{errors.New("first_model: loading model x: bad"), "", false},
 	}
 	for _, c := range cases {
-		p, _, ok := errorPath(c.err)
-		if ok != c.ok || p.String() != c.want {
-			t.Errorf("%v: got %q %v, want %q %v", c.err, p, ok, c.want, c.ok)
+		p, ok := countsRoots.pathOf(c.err)
+		got := ""
+		if ok {
+			got = p.String()
+		}
+		if ok != c.ok || got != c.want {
+			t.Errorf("%v: got %q %v, want %q %v", c.err, got, ok, c.want, c.ok)
 		}
 	}
 }
 
 func TestFieldPath(t *testing.T) {
-	root := rootsByRole[engine.RoleFirst].observation
+	root := path.Root("first")
 	for field, want := range map[string]string{
-		"":                          "first",
-		"host":                      "first.host",
-		"usage_samples[0].cpu_mhz":  "first.usage_samples[0].cpu_mhz",
-		"layers[1].weights[3][7]":   "first.layers[1].weights[3][7]",
-		"usage_samples[x].time":     "first.usage_samples",
-		"usage_samples[2]junk.time": "first.usage_samples[2]",
+		"":                             "first",
+		"host":                         "first.host",
+		"usage_samples[0].cpu_mhz":     "first.usage_samples[0].cpu_mhz",
+		"queued_replicas[11].cpu_mhz":  "first.queued_replicas[11].cpu_mhz",
+		"layers[1].weights[3][7]":      "first.layers[1].weights[3][7]",
+		"usage_samples[x].time":        "first.usage_samples",
+		"usage_samples[2]junk.time":    "first.usage_samples[2]",
+		"usage_samples[2].time.deeper": "first.usage_samples[2].time.deeper",
 	} {
 		if got := fieldPath(root, field).String(); got != want {
 			t.Errorf("%q: got %q, want %q", field, got, want)
 		}
 	}
-}
-
-// datasourceMetadata holds a data source's Metadata call.
-type datasourceMetadata struct{ resp datasource.MetadataResponse }
-
-func (datasourceMetadata) req() datasource.MetadataRequest {
-	return datasource.MetadataRequest{ProviderTypeName: TypeName}
 }

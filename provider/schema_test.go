@@ -19,15 +19,25 @@ func dataSourceSchema(t testing.TB, ds datasource.DataSource) schema.Schema {
 	return resp.Schema
 }
 
-// checkSchemaDescriptions walks a data source schema: every attribute has a
-// MarkdownDescription, none is named `count`, and every attribute a user
-// sets (required or optional) has at least one validator.
+// checkSchemaDescriptions walks a data source schema: the schema, every
+// attribute and every block has a MarkdownDescription (what tfplugindocs
+// renders), and none is named `count` (reserved by Terraform).
 func checkSchemaDescriptions(t *testing.T, s schema.Schema) {
 	t.Helper()
 	if s.MarkdownDescription == "" {
 		t.Error("schema has no MarkdownDescription")
 	}
 	walkAttributes(t, "", s.Attributes)
+	for name, b := range s.Blocks {
+		if b.GetMarkdownDescription() == "" {
+			t.Errorf("block %s: no MarkdownDescription", name)
+		}
+		if nb, ok := b.(schema.SingleNestedBlock); ok {
+			walkAttributes(t, name+".", nb.Attributes)
+		} else {
+			t.Errorf("block %s: kind %T not covered by this check", name, b)
+		}
+	}
 }
 
 func walkAttributes(t *testing.T, prefix string, attrs map[string]schema.Attribute) {
@@ -40,32 +50,11 @@ func walkAttributes(t *testing.T, prefix string, attrs map[string]schema.Attribu
 		if a.GetMarkdownDescription() == "" {
 			t.Errorf("%s: no MarkdownDescription", p)
 		}
-		input := a.IsRequired() || a.IsOptional()
-		var validators int
 		switch v := a.(type) {
-		case schema.StringAttribute:
-			validators = len(v.Validators)
-		case schema.Float64Attribute:
-			validators = len(v.Validators)
-		case schema.Int64Attribute:
-			validators = len(v.Validators)
-		case schema.BoolAttribute:
-			validators = len(v.Validators)
-		case schema.ListAttribute:
-			validators = len(v.Validators)
-		case schema.MapAttribute:
-			validators = len(v.Validators)
 		case schema.SingleNestedAttribute:
-			validators = -1 // its attributes carry the validators
 			walkAttributes(t, p+".", v.Attributes)
 		case schema.ListNestedAttribute:
-			validators = len(v.Validators)
 			walkAttributes(t, p+"[*].", v.NestedObject.Attributes)
-		default:
-			t.Errorf("%s: attribute kind %T not covered by this check", p, a)
-		}
-		if input && validators == 0 {
-			t.Errorf("%s: a configurable attribute without validators", p)
 		}
 	}
 }

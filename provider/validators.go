@@ -2,8 +2,8 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"strings"
 
@@ -11,30 +11,29 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
-// float64GreaterThan accepts finite numbers strictly above min (the
-// framework's validators only offer inclusive bounds).
-type float64GreaterThan struct{ min float64 }
+// wholeBetween accepts a whole number from min to max: for the data
+// sources' own settings (how many reads, how far apart), which are rules of
+// the provider, not of the engine. Values of any size reach it (the
+// attributes are numbers), so 1e30 or 1/0 are named, not a framework
+// conversion error.
+type wholeBetween struct{ min, max int64 }
 
-func greaterThan(min float64) validator.Float64 { return float64GreaterThan{min: min} }
-
-func (v float64GreaterThan) Description(context.Context) string {
-	return fmt.Sprintf("value must be a finite number greater than %v", v.min)
+func (v wholeBetween) Description(context.Context) string {
+	return fmt.Sprintf("value must be a whole number from %d to %d", v.min, v.max)
 }
 
-func (v float64GreaterThan) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
+func (v wholeBetween) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
-func (v float64GreaterThan) ValidateFloat64(ctx context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+func (v wholeBetween) ValidateNumber(_ context.Context, req validator.NumberRequest, resp *validator.NumberResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	x := req.ConfigValue.ValueFloat64()
-	if math.IsNaN(x) || math.IsInf(x, 0) || x <= v.min {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid attribute value",
-			fmt.Sprintf("Attribute %s is %v; it must be a finite number greater than %v.", req.Path, x, v.min))
+	if i, why := whole(req.ConfigValue); why != "" || i < v.min || i > v.max {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid attribute value", attributeDetail(req.Path,
+			fmt.Sprintf("is %s; it must be a whole number from %d to %d", req.ConfigValue.ValueBigFloat().Text('g', 10), v.min, v.max)))
 	}
 }
 
@@ -99,14 +98,20 @@ func (urlString) ValidateString(_ context.Context, req validator.StringRequest, 
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s: %q is not a URL: %v.", req.Path, s, err))
+		// The parse error quotes the address, which may hold a password.
+		var ue *url.Error
+		reason := err
+		if errors.As(err, &ue) {
+			reason = ue.Err
+		}
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s is not a URL: %v.", req.Path, reason))
 	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix":
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL",
-			fmt.Sprintf("Attribute %s: %q has scheme %q; want http, https or unix.", req.Path, s, u.Scheme))
+			fmt.Sprintf("Attribute %s: %q has scheme %q; want http, https or unix.", req.Path, nomadconn.RedactURL(s), u.Scheme))
 	case u.Scheme != "unix" && u.Host == "":
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s: %q has no host.", req.Path, s))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s: %q has no host.", req.Path, nomadconn.RedactURL(s)))
 	case u.Scheme == "unix" && u.Path == "" && u.Host == "":
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s: %q has no socket path.", req.Path, s))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s: %q has no socket path.", req.Path, nomadconn.RedactURL(s)))
 	}
 }
 

@@ -2,7 +2,8 @@ package provider
 
 import (
 	"context"
-	"math"
+	"math/big"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -10,18 +11,33 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
-func TestGreaterThan(t *testing.T) {
+func TestWholeBetween(t *testing.T) {
+	num := func(s string) types.Number {
+		f, _, err := big.ParseFloat(s, 10, 512, big.ToNearestEven)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types.NumberValue(f)
+	}
 	for _, c := range []struct {
-		v  types.Float64
-		ok bool
+		v    types.Number
+		want string // "" for valid
 	}{
-		{types.Float64Value(0.001), true}, {types.Float64Value(0), false}, {types.Float64Value(-1), false},
-		{types.Float64Value(math.Inf(1)), false}, {types.Float64Null(), true}, {types.Float64Unknown(), true},
+		{num("1"), ""}, {num("60"), ""}, {types.NumberNull(), ""}, {types.NumberUnknown(), ""},
+		{num("0"), "Attribute x: is 0; it must be a whole number from 1 to 60."},
+		{num("61"), "Attribute x: is 61; it must be a whole number from 1 to 60."},
+		{num("2.5"), "Attribute x: is 2.5; it must be a whole number from 1 to 60."},
+		{num("1e30"), "Attribute x: is 1e+30; it must be a whole number from 1 to 60."},
+		{types.NumberValue(new(big.Float).SetInf(false)), "Attribute x: is +Inf; it must be a whole number from 1 to 60."},
 	} {
-		var resp validator.Float64Response
-		greaterThan(0).ValidateFloat64(context.Background(), validator.Float64Request{Path: path.Root("x"), ConfigValue: c.v}, &resp)
-		if resp.Diagnostics.HasError() == c.ok {
-			t.Errorf("%v: ok=%v, diags %v", c.v, c.ok, resp.Diagnostics)
+		var resp validator.NumberResponse
+		wholeBetween{1, 60}.ValidateNumber(context.Background(), validator.NumberRequest{Path: path.Root("x"), ConfigValue: c.v}, &resp)
+		got := ""
+		if resp.Diagnostics.HasError() {
+			got = resp.Diagnostics.Errors()[0].Detail()
+		}
+		if got != c.want {
+			t.Errorf("%v: got %q, want %q", c.v, got, c.want)
 		}
 	}
 }
@@ -51,12 +67,29 @@ func TestStringValidators(t *testing.T) {
 		{"ftp url", urlValidator(), types.StringValue("ftp://nomad"), false},
 		{"no scheme", urlValidator(), types.StringValue("nomad:4646"), false},
 		{"no host", urlValidator(), types.StringValue("http://"), false},
+		{"user and password", urlValidator(), types.StringValue("https://user:pw@nomad.example.com"), true},
 		{"pem", pemValidator(), types.StringValue("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----"), true},
 		{"not pem", pemValidator(), types.StringValue("/etc/ca.pem"), false},
 	}
 	for _, c := range cases {
 		if got := validateString(c.v, c.in); got != c.ok {
 			t.Errorf("%s: ok=%v, want %v", c.name, got, c.ok)
+		}
+	}
+}
+
+// TestURLValidatorHidesPassword: an address refused for its syntax is
+// shown without the password it holds.
+func TestURLValidatorHidesPassword(t *testing.T) {
+	const password = "s3cret-in-the-url"
+	for _, addr := range []string{"ftp://u:" + password + "@nomad:4646", "http://u:" + password + "@", "http://u:" + password + "@host:port:x/%zz"} {
+		var resp validator.StringResponse
+		urlValidator().ValidateString(context.Background(), validator.StringRequest{Path: path.Root("x"), ConfigValue: types.StringValue(addr)}, &resp)
+		if !resp.Diagnostics.HasError() {
+			t.Fatalf("%s accepted", addr)
+		}
+		if d := resp.Diagnostics.Errors()[0].Detail(); strings.Contains(d, password) {
+			t.Errorf("the error shows the password: %s", d)
 		}
 	}
 }

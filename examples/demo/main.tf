@@ -1,9 +1,12 @@
 # The demo: two bundled host observations made from real usage series
-# (first-host.json, second-host.json: an hour of one-minute samples each),
-# the container counts the activation method gives for them at plan time,
-# and a Nomad jobspec with one task group per host whose counts come from
-# the data source. `make demo` runs `tofu plan` and `tofu apply` on a copy
-# of this directory.
+# (first-host.json, second-host.json: an hour of one-minute samples each,
+# with each host's allocatable resources and, on the second, what other
+# jobs reserve there), the container counts the activation method gives for
+# them at plan time, and a Nomad jobspec with one task group per host whose
+# count and per-task reservation come from the data source: reserve by real
+# usage, gate the count by the activation engine, and Nomad can place every
+# replica. `make demo` runs `tofu plan` and `tofu apply` on a copy of this
+# directory.
 terraform {
   required_providers {
     activation = {
@@ -38,26 +41,27 @@ data "activation_container_counts" "pools" {
 
 locals {
   counts = data.activation_container_counts.pools
+  # One task group per host: its count from the engine, its reservation
+  # from the decision's placement (never more than today's, small enough
+  # that count x reservation fits what the host has left).
+  groups = [
+    for g in [
+      { name = "pool-a", node = local.first.host, decision = local.counts.first_decision },
+      { name = "pool-b", node = local.second.host, decision = local.counts.second_decision },
+    ] : {
+      name          = g.name
+      node          = g.node
+      containers    = g.decision.containers
+      cpu_mhz       = g.decision.placement.cpu_mhz
+      memory_mb     = g.decision.placement.memory_mb
+      memory_max_mb = g.decision.placement.memory_max_mb
+      reason        = g.decision.reason
+      placement     = "today's reservation places ${g.decision.placement.placeable}; this one places all ${g.decision.containers}"
+    }
+  ]
   jobspec = templatefile("${path.module}/web.nomad.hcl.tftpl", {
-    job = "web"
-    groups = [
-      {
-        name       = "pool-a"
-        node       = local.first.host
-        containers = local.counts.first_containers
-        cpu_mhz    = local.first.replica_cpu_demand_mhz
-        memory_mb  = local.first.replica_memory_demand_mb
-        reason     = local.counts.first_decision.reason
-      },
-      {
-        name       = "pool-b"
-        node       = local.second.host
-        containers = local.counts.second_containers
-        cpu_mhz    = local.second.replica_cpu_demand_mhz
-        memory_mb  = local.second.replica_memory_demand_mb
-        reason     = local.counts.second_decision.reason
-      },
-    ]
+    job    = "web"
+    groups = local.groups
     models = "${data.activation_model.admission.name} ${data.activation_model.admission.digest}, ${data.activation_model.capacity.name} ${data.activation_model.capacity.digest}"
   })
 }
@@ -80,6 +84,13 @@ output "second_containers" {
 
 output "explanation" {
   value = local.counts.explanation
+}
+
+output "placement" {
+  description = "Per host: the count, and the per-task reservation that lets Nomad place it."
+  value = { for g in local.groups : g.node => {
+    count = g.containers, cpu = g.cpu_mhz, memory = g.memory_mb, memory_max = g.memory_max_mb
+  } }
 }
 
 output "jobspec" {

@@ -7,14 +7,25 @@ provider "activation" {
   default_first_model  = "builtin:admission"
   default_second_model = "builtin:capacity"
 
-  # How activation_host_usage reaches Nomad. Unset attributes fall back to
-  # NOMAD_ADDR, NOMAD_TOKEN, NOMAD_REGION, NOMAD_NAMESPACE, NOMAD_CACERT,
-  # NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY, NOMAD_TLS_SERVER_NAME, NOMAD_SKIP_VERIFY.
+  # How activation_host_usage reaches Nomad: the attributes of
+  # terraform-provider-nomad. Unset attributes fall back to NOMAD_ADDR,
+  # NOMAD_TOKEN, NOMAD_HTTP_AUTH, NOMAD_REGION, NOMAD_NAMESPACE, NOMAD_CACERT,
+  # NOMAD_CAPATH, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY, NOMAD_TLS_SERVER_NAME
+  # and NOMAD_SKIP_VERIFY. One connection per provider instance is shared by
+  # every activation_host_usage.
   nomad {
     address   = "https://nomad.example.com:4646"
     token     = var.nomad_token # sensitive; never logged
     namespace = "default"
     ca_file   = "/etc/nomad.d/ca.pem"
+
+    # Behind an authenticating proxy:
+    # http_auth = "ops:${var.proxy_password}"
+    # headers   = { "X-Proxy-Token" = var.proxy_token }
+
+    # Inside a Nomad allocation the task's own NOMAD_NAMESPACE and
+    # NOMAD_REGION are ignored by default; name the variables to ignore:
+    ignore_env_vars = { NOMAD_NAMESPACE = true }
   }
 }
 

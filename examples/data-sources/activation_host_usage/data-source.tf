@@ -6,9 +6,16 @@ data "activation_host_usage" "first" {
   job       = "web"
   group     = "front"
 
-  # Nomad keeps no usage history: read 6 samples, 5 seconds apart.
+  # Nomad keeps no usage history: read 6 samples, 5 seconds apart (a
+  # decision needs min_samples of them, 3 by default).
   samples                 = 6
   sample_interval_seconds = 5
+
+  # The whole read, waits included, may take at most this long (default:
+  # 2 minutes plus the waits between samples).
+  timeouts {
+    read = "3m"
+  }
 }
 
 data "activation_host_usage" "second" {
@@ -16,9 +23,21 @@ data "activation_host_usage" "second" {
   node_class = "large" # pool and class must select exactly one node
   job        = "web"
   group      = "back"
+  samples    = 3
 }
 
 data "activation_container_counts" "web" {
   first  = data.activation_host_usage.first.observation
   second = data.activation_host_usage.second.observation
+}
+
+# One data source per node of a pool: every instance shares the provider's
+# one Nomad connection, and a node is found by a server-side filter.
+data "activation_host_usage" "pool" {
+  for_each = toset(["pool-b-1", "pool-b-2", "pool-b-3"])
+
+  node_name = each.key
+  job       = "web"
+  group     = "back"
+  samples   = 3
 }
