@@ -29,6 +29,10 @@ const (
 	FeatCPUReplicaMaxLast5  = "cpu_replica_max_last5"
 	FeatCPUReplicaMaxLast20 = "cpu_replica_max_last20"
 	FeatCPUReplicaTrend     = "cpu_replica_trend"
+	// The trend's rising and falling parts, each >= 0 (for networks whose
+	// inputs must not be negative).
+	FeatCPUReplicaTrendUp   = "cpu_replica_trend_up"
+	FeatCPUReplicaTrendDown = "cpu_replica_trend_down"
 	FeatCPUReplicaRequest   = "cpu_replica_request"
 	FeatCPUReplicaDemand    = "cpu_replica_demand"
 	FeatCPUHostMean         = "cpu_host_mean"
@@ -74,7 +78,7 @@ var FeatureNames = []string{
 	FeatCPUReplicaMean, FeatCPUReplicaStd, FeatCPUReplicaCV, FeatCPUReplicaP50, FeatCPUReplicaP90,
 	FeatCPUReplicaP95, FeatCPUReplicaP99, FeatCPUReplicaMax, FeatCPUReplicaLast,
 	FeatCPUReplicaMeanLast5, FeatCPUReplicaMeanStd2, FeatCPUReplicaMeanStd3, FeatCPUReplicaMaxLast5, FeatCPUReplicaMaxLast20,
-	FeatCPUReplicaTrend, FeatCPUReplicaRequest, FeatCPUReplicaDemand,
+	FeatCPUReplicaTrend, FeatCPUReplicaTrendUp, FeatCPUReplicaTrendDown, FeatCPUReplicaRequest, FeatCPUReplicaDemand,
 	FeatCPUHostMean, FeatCPUHostMax,
 	FeatCPUFitMean, FeatCPUFitMeanLast5, FeatCPUFitMeanStd2, FeatCPUFitMeanStd3,
 	FeatCPUFitP95, FeatCPUFitP99, FeatCPUFitMax, FeatCPUFitMaxLast5, FeatCPUFitMaxLast20, FeatCPUFitDemand,
@@ -114,6 +118,8 @@ const (
 	fCPUReplicaMaxLast5
 	fCPUReplicaMaxLast20
 	fCPUReplicaTrend
+	fCPUReplicaTrendUp
+	fCPUReplicaTrendDown
 	fCPUReplicaRequest
 	fCPUReplicaDemand
 	fCPUHostMean
@@ -266,6 +272,8 @@ func (fw *featureWork) compute(o *Observation) {
 	f[fCPUReplicaMaxLast5] = capShare(sum.MaxLast5)
 	f[fCPUReplicaMaxLast20] = capShare(sum.MaxLast20)
 	f[fCPUReplicaTrend] = max(min(sum.Trend, MaxShare), -MaxShare)
+	f[fCPUReplicaTrendUp] = max(f[fCPUReplicaTrend], 0)
+	f[fCPUReplicaTrendDown] = max(-f[fCPUReplicaTrend], 0)
 	f[fCPUReplicaRequest] = capShare(reqPer)
 	f[fCPUReplicaDemand] = capShare(demand)
 	f[fCPUHostMean] = capShare(hostSum / float64(n))

@@ -26,6 +26,8 @@ var Statistics = []Statistic{
 	{"max", engine.FeatCPUReplicaMax},
 	{"max_last5", engine.FeatCPUReplicaMaxLast5},
 	{"max_last20", engine.FeatCPUReplicaMaxLast20},
+	{"trend_up", engine.FeatCPUReplicaTrendUp},
+	{"trend_down", engine.FeatCPUReplicaTrendDown},
 }
 
 // statisticsByName returns the named statistics, in the given order.
