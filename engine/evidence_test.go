@@ -145,3 +145,26 @@ func TestPlacement(t *testing.T) {
 		}
 	}
 }
+
+// Without memory figures the reservation keeps Nomad's minimums, and a
+// count whose minimum reservations do not fit says so.
+func TestPlacementMinimums(t *testing.T) {
+	o := testsupport.Flat(16000, 4, 200, 2000, 30) // no memory at all
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := d.Second.Placement
+	if pl.MemoryMB < MinReservationMemoryMB || pl.CPUMHz < MinReservationCPUMHz || !pl.Fits {
+		t.Fatalf("placement %+v: want at least the minimums and a fit", pl)
+	}
+	tiny := testsupport.Flat(5, 1, 0.01, 0.01, 30) // a 5 MHz host: 1 MHz each fits 5 at most
+	tiny.RequestedCPUMHz = 0.01
+	d, err = Decide(HostInput{Observation: &tiny, Quota: testsupport.Quota(6, 10, 1, RoundNearest)}, HostInput{Observation: &tiny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.First.Placement.Fits || d.First.Containers < 6 {
+		t.Fatalf("6 replicas at 1 MHz on 5 MHz reported as fitting: %+v", d.First.Placement)
+	}
+}

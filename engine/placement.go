@@ -33,7 +33,19 @@ type Placement struct {
 	CPUMHz      int `json:"cpu_mhz"`
 	MemoryMB    int `json:"memory_mb"`
 	MemoryMaxMB int `json:"memory_max_mb"`
+	// Fits says whether the decided count at that reservation fits what is
+	// free (false only when the scheduler's minimum reservation per
+	// replica, MinReservationCPUMHz and MinReservationMemoryMB, is more
+	// than the free resources divided by the count).
+	Fits bool `json:"fits"`
 }
+
+// The smallest reservation a scheduler accepts for a replica (Nomad's
+// minimum CPU and memory of a task).
+const (
+	MinReservationCPUMHz   = 1
+	MinReservationMemoryMB = 10
+)
 
 // Summary is a one-line account of the placement for count.
 func (pl *Placement) Summary(count int) string {
@@ -45,7 +57,11 @@ func (pl *Placement) Summary(count int) string {
 	if count > pl.Placeable {
 		s += fmt.Sprintf("; %d of %d would stay queued", count-pl.Placeable, count)
 	}
-	s += fmt.Sprintf("; reserving %d MHz, %d MB (memory_max %d MB) each places all %d", pl.CPUMHz, pl.MemoryMB, pl.MemoryMaxMB, count)
+	if pl.Fits {
+		s += fmt.Sprintf("; reserving %d MHz, %d MB (memory_max %d MB) each places all %d", pl.CPUMHz, pl.MemoryMB, pl.MemoryMaxMB, count)
+	} else {
+		s += fmt.Sprintf("; even the smallest reservation (%d MHz, %d MB each) does not place all %d", pl.CPUMHz, pl.MemoryMB, count)
+	}
 	return s
 }
 
@@ -103,12 +119,14 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 			memRes = math.Min(memRes, math.Floor(pl.FreeMemoryMB/float64(count)))
 		}
 	}
-	pl.CPUMHz = max(1, int(math.Floor(cpu+1e-9)))
-	pl.MemoryMB = max(0, int(math.Floor(memRes+1e-9)))
+	pl.CPUMHz = max(MinReservationCPUMHz, int(math.Floor(cpu+1e-9)))
+	pl.MemoryMB = max(MinReservationMemoryMB, int(math.Floor(memRes+1e-9)))
 	peak := pl.ReplicaMemoryMB
 	if memKnown {
 		peak = math.Max(peak, fw.memShare*o.MemoryCapacityMB)
 	}
 	pl.MemoryMaxMB = max(pl.MemoryMB, int(math.Ceil(peak)))
+	cnt := float64(count)
+	pl.Fits = cnt*float64(pl.CPUMHz) <= pl.FreeCPUMHz*(1+1e-12) && (!memKnown || cnt*float64(pl.MemoryMB) <= pl.FreeMemoryMB*(1+1e-12))
 	return pl
 }

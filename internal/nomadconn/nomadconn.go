@@ -9,6 +9,7 @@ package nomadconn
 
 import (
 	"bytes"
+	"encoding/base64"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -265,6 +266,13 @@ func secrets(s Settings) []string {
 		if p, ok := u.User.Password(); ok {
 			add(p)
 		}
+	} else if i, j := strings.Index(s.Address, "://"), strings.LastIndex(s.Address, "@"); i >= 0 && j > i {
+		// An address that does not parse: its whole user information.
+		add(s.Address[i+3 : j])
+	}
+	if s.HTTPAuth != "" {
+		// The Authorization header's form of the credential.
+		add(base64.StdEncoding.EncodeToString([]byte(s.HTTPAuth)))
 	}
 	for _, v := range s.Headers {
 		add(v)
@@ -307,14 +315,26 @@ func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
 // RedactURL removes the user information (a basic-auth password) from an
-// address before it is printed.
+// address before it is printed. An address that does not parse loses
+// everything between "://" and its last "@" all the same.
 func RedactURL(addr string) string {
 	u, err := url.Parse(addr)
-	if err != nil || u.User == nil {
-		return addr
+	if err == nil {
+		if u.User == nil {
+			return addr
+		}
+		u.User = nil
+		return u.String()
 	}
-	u.User = nil
-	return u.String()
+	if i := strings.Index(addr, "://"); i >= 0 {
+		if j := strings.LastIndex(addr, "@"); j > i {
+			return addr[:i+3] + Redacted + "@" + addr[j+1:]
+		}
+	}
+	if j := strings.LastIndex(addr, "@"); j >= 0 {
+		return Redacted + "@" + addr[j+1:]
+	}
+	return addr
 }
 
 // redactingTransport redacts the secrets from error answers (Nomad and

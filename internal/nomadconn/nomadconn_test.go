@@ -161,3 +161,20 @@ func TestRedactURL(t *testing.T) {
 		t.Fatalf("RedactURL changed a plain address: %q", got)
 	}
 }
+
+// An address that does not parse never shows its password, in errors or
+// when printed.
+func TestUnparseableAddressKeepsItsPassword(t *testing.T) {
+	for _, addr := range []string{"https://ops:s3cretpw@host:46x6", "https://ops:s3cr et@host:4646", "http://ops:p%zzw@host:4646"} {
+		if got := RedactURL(addr); strings.Contains(got, "s3cr") || strings.Contains(got, "p%zzw") {
+			t.Errorf("RedactURL(%q) = %q", addr, got)
+		}
+		_, err := New(Settings{Address: addr}, MapEnv(nil))
+		if err == nil {
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cr") || strings.Contains(err.Error(), "p%zzw") {
+			t.Errorf("error for %q holds the password: %v", addr, err)
+		}
+	}
+}
