@@ -3,51 +3,86 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
 
-// HostMHz is the CPU capacity the simulator gives a host in the engine's
-// observations. Every engine feature is a share of capacity, so the value
-// only sets the units of the numbers a person reads.
-const HostMHz = 1000.0
+// HostMHz and HostMemoryMB are the capacities the simulator gives a host
+// in the engine's observations. Every engine feature is a share of
+// capacity, so the values only set the units of the numbers a person
+// reads; they are powers of two, and a replica's usage is given on a grid
+// of 2^-20 MHz (MB), so that n replicas' usage divided back by n is a
+// replica's usage exactly: observations of one window that differ only in
+// the count in force give the engine bitwise the same per-replica figures.
+const (
+	HostMHz      = 1024.0
+	HostMemoryMB = 65536.0
+)
 
-// Observation fills o with the engine's view of a host at decision d when
-// it runs n replicas: the last Window samples of its usage, n times a
-// replica's usage (what a monitoring system sums over the replicas it
-// runs), the sum of the replicas' requests, n, and one replica's expected
-// demand (its request). A host that runs no replica is shown as running one,
-// with one replica's usage: every other policy reads the application's
-// per-replica usage whatever the host runs, and the engine must see the same
-// information (with no replica it would read the request as the usage). The
-// samples reuse o's slice; WantedReplicas is 0, so every admission slot is
-// offered.
-func (r *Replay) Observation(d, n int, host string, o *engine.Observation) {
-	n = max(n, 1)
-	times, u := r.Window(d)
+// quantum is the grid of a replica's usage in the engine's observations.
+const quantum = 1.0 / (1 << 20)
+
+func onGrid(x float64) float64 { return math.Round(x/quantum) * quantum }
+
+// Observation fills o with the engine's view of host h at decision d when
+// it runs n replicas, as the host of role (engine.RoleFirst or
+// engine.RoleSecond) sees it: the last Window samples of its usage, n times
+// a replica's usage as the replicas showed it (what a monitoring system
+// sums over the replicas it runs), the sum of the replicas' requests, n, and
+// one replica's expected demand (its request); memory likewise when the
+// replay has it (capacity, samples, requests, demand).
+//
+// The first host (admission) runs the n replicas in force, and new
+// replicas want to run at their request: every further admission slot is
+// offered (WantedReplicas 0), and the engine counts a new replica at its
+// demand until it is observed (with n = 0 the window shows no usage and
+// every replica counts at its demand). The second host (capacity) that
+// runs no replica is shown as running one, with one replica's usage: every
+// other policy reads the application's per-replica usage whatever the host
+// runs, and the capacity processor must see the same information. The
+// samples reuse o's slice.
+func (r *Replay) Observation(h, d, n int, role, host string, o *engine.Observation) {
+	if role != engine.RoleFirst {
+		n = max(n, 1)
+	}
+	times, u := r.Window(h, d)
+	mem := r.MemoryWindow(h, d)
+	a := r.App(h)
 	if cap(o.Samples) < len(u) {
 		o.Samples = make([]engine.Sample, len(u))
 	}
 	o.Samples = o.Samples[:len(u)]
 	fn := float64(n)
 	for i, v := range u {
-		o.Samples[i] = engine.Sample{Time: times[i], CPUMHz: fn * v * HostMHz}
+		o.Samples[i] = engine.Sample{Time: times[i], CPUMHz: fn * onGrid(v*HostMHz)}
+		if mem != nil {
+			o.Samples[i].MemoryMB = fn * onGrid(mem[i]*HostMemoryMB)
+		}
 	}
-	o.Host = host
-	o.CPUCapacityMHz = HostMHz
-	o.MemoryCapacityMB = 0
-	o.RequestedCPUMHz = fn * r.Request * HostMHz
-	o.RequestedMemoryMB = 0
-	o.RunningReplicas = n
-	o.ReplicaCPUDemandMHz = r.Request * HostMHz
-	o.ReplicaMemoryDemandMB = 0
-	o.WantedReplicas = 0
+	req := onGrid(a.Request * HostMHz)
+	*o = engine.Observation{
+		Host:                host,
+		Samples:             o.Samples,
+		CPUCapacityMHz:      HostMHz,
+		RequestedCPUMHz:     fn * req,
+		RunningReplicas:     n,
+		ReplicaCPUDemandMHz: req,
+	}
+	if mem != nil {
+		memReq := onGrid(a.MemoryRequest * HostMemoryMB)
+		o.MemoryCapacityMB = HostMemoryMB
+		o.RequestedMemoryMB = fn * memReq
+		o.ReplicaMemoryDemandMB = memReq
+	}
 }
 
 // Knobs of the activation policy.
 const (
-	// KnobOutputThreshold sweeps the output threshold of both models (on
-	// copies; the quota stays one container per activated branch).
+	// KnobOutputThreshold sweeps the output threshold of both models (the
+	// quota stays one container per activated branch).
 	KnobOutputThreshold = "output_threshold"
 	// KnobPerBranch sweeps both quotas' per-branch scale with the models as
 	// they are.
@@ -59,12 +94,48 @@ type ActivationConfig struct {
 	// Name of the policy in reports; empty means "activation".
 	Name string
 	// Admission and Capacity are the first and second host's processors;
-	// nil means the engine's built-in defaults.
+	// nil means the role's built-in model (engine.Models.LoadFor).
 	Admission, Capacity *engine.Processor
 	// Knob is KnobOutputThreshold (default) or KnobPerBranch; Values are
 	// its settings (nil: a default sweep).
 	Knob   string
 	Values []float64
+	// Steps, when set, limit how each host's count moves towards the
+	// engine's at every decision (max_scale_up, max_scale_down and a
+	// hysteresis band), as a controller applying engine.Steps would.
+	Steps engine.Steps
+	// Meter, when set, measures what the policy's replays cost and, at
+	// every decision, also times one bare engine.Decide on the same two
+	// observations: the cost a replay of a single knob setting cannot go
+	// below.
+	Meter *Meter
+}
+
+// Meter measures the activation policy's replays against the bare engine
+// calls they need. It is safe for concurrent use.
+type Meter struct {
+	replayNanos, bareNanos atomic.Int64
+	decisions              atomic.Int64
+	passes                 [2]atomic.Int64 // first host, second host
+}
+
+// MeterReading is what a Meter measured.
+type MeterReading struct {
+	// Decisions is the decision points replayed (each for every knob
+	// value); FirstPasses and SecondPasses the engine sweeps (one forward
+	// pass each) they took on the first and the second hosts.
+	Decisions, FirstPasses, SecondPasses int64
+	// Replay is the time the policy's sweep replays took (decisions for
+	// every knob value and their tallies), the bare calls excluded; Bare
+	// the time of one engine.Decide per decision point on the same
+	// observations.
+	Replay, Bare time.Duration
+}
+
+// Read returns what the meter measured so far.
+func (m *Meter) Read() MeterReading {
+	return MeterReading{Decisions: m.decisions.Load(), FirstPasses: m.passes[0].Load(), SecondPasses: m.passes[1].Load(),
+		Replay: time.Duration(m.replayNanos.Load()), Bare: time.Duration(m.bareNanos.Load())}
 }
 
 // DefaultThresholds is the output-threshold sweep: 25 values evenly spaced
@@ -83,35 +154,41 @@ func DefaultThresholds() []float64 {
 func DefaultPerBranch() []float64 { return Sweep(0.5, 1.5, 0.05) }
 
 type activation struct {
-	name   string
-	knob   Knob
-	kind   string
-	adm    []*engine.Processor // per knob value (threshold) or one
-	capy   []*engine.Processor
-	values map[float64]int
+	name      string
+	kind      string
+	adm, capy *engine.Processor
+	values    []float64
+	index     map[float64]int
+	steps     engine.Steps
+	meter     *Meter
 }
 
 // Activation returns the activation engine as a policy: at every decision
-// hosts 2i and 2i+1 are the first and second host of one engine.Decide
-// call; the first host's count is the admission processor's A_in through
-// its quota, the second's the capacity processor's A_out through its quota.
+// hosts 2i and 2i+1 are the first and second host of one engine decision;
+// the first host's count is the admission processor's A_in through its
+// quota, the second's the capacity processor's A_out through its quota.
+//
+// It is a Sweeper: a replay reads every knob value from one engine sweep
+// (Processor.Sweep: one forward pass, every output threshold read from it
+// exactly) per host and decision, and per distinct count in force: the
+// observation holds the host's replica count, so knob values whose counts
+// have diverged need one pass each.
 func Activation(cfg ActivationConfig) (Policy, error) {
-	a := &activation{name: cfg.Name, kind: cfg.Knob, values: map[float64]int{}}
+	a := &activation{name: cfg.Name, kind: cfg.Knob, index: map[float64]int{}, steps: cfg.Steps, meter: cfg.Meter}
 	if a.name == "" {
 		a.name = PolicyActivation
 	}
 	if a.kind == "" {
 		a.kind = KnobOutputThreshold
 	}
-	adm, capy := cfg.Admission, cfg.Capacity
 	var err error
-	if adm == nil {
-		if adm, err = engine.Builtin(engine.BuiltinAdmission); err != nil {
+	if a.adm = cfg.Admission; a.adm == nil {
+		if a.adm, err = engine.Models.LoadFor(engine.RoleFirst, ""); err != nil {
 			return nil, fmt.Errorf("activation policy: %w", err)
 		}
 	}
-	if capy == nil {
-		if capy, err = engine.Builtin(engine.BuiltinCapacity); err != nil {
+	if a.capy = cfg.Capacity; a.capy == nil {
+		if a.capy, err = engine.Models.LoadFor(engine.RoleSecond, ""); err != nil {
 			return nil, fmt.Errorf("activation policy: %w", err)
 		}
 	}
@@ -122,15 +199,13 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 			vals = DefaultThresholds()
 		}
 		for _, v := range vals {
-			am, err := withThreshold(adm, v)
-			if err != nil {
-				return nil, err
+			for _, p := range []*engine.Processor{a.adm, a.capy} {
+				m := *p.Model()
+				m.OutputThreshold = &v
+				if err := m.Validate(); err != nil {
+					return nil, fmt.Errorf("activation policy: knob %s = %v for model %s: %w", a.kind, v, m.Name, err)
+				}
 			}
-			cm, err := withThreshold(capy, v)
-			if err != nil {
-				return nil, err
-			}
-			a.adm, a.capy = append(a.adm, am), append(a.capy, cm)
 		}
 	case KnobPerBranch:
 		if vals == nil {
@@ -141,7 +216,6 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 				return nil, fmt.Errorf("activation policy: knob %s: %w", a.kind, err)
 			}
 		}
-		a.adm, a.capy = []*engine.Processor{adm}, []*engine.Processor{capy}
 	default:
 		return nil, fmt.Errorf("activation policy: knob %q: want %q or %q", a.kind, KnobOutputThreshold, KnobPerBranch)
 	}
@@ -149,64 +223,282 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 		return nil, fmt.Errorf("activation policy: knob %s: no values to sweep", a.kind)
 	}
 	for i, v := range vals {
-		a.values[v] = i
+		if _, dup := a.index[v]; dup {
+			return nil, fmt.Errorf("activation policy: knob %s: value %v given twice", a.kind, v)
+		}
+		a.index[v] = i
 	}
-	a.knob = Knob{Name: a.kind, Values: vals}
+	a.values = vals
 	return a, nil
 }
 
-// withThreshold compiles a copy of p's model whose output threshold is thr.
-func withThreshold(p *engine.Processor, thr float64) (*engine.Processor, error) {
-	m := *p.Model()
-	t := thr
-	m.OutputThreshold = &t
-	q, err := engine.NewProcessor(&m)
-	if err != nil {
-		return nil, fmt.Errorf("activation policy: model %s with output_threshold %v: %w", m.Name, thr, err)
-	}
-	return q, nil
-}
-
 func (a *activation) Name() string { return a.name }
-func (a *activation) Knob() Knob   { return a.knob }
+func (a *activation) Knob() Knob   { return Knob{Name: a.kind, Values: a.values} }
 func (a *activation) Heavy() bool  { return true }
 
-func (a *activation) New(r *Replay, k float64) (Decider, error) {
-	if r.Hosts()%2 != 0 {
-		return nil, fmt.Errorf("the activation policy pairs hosts (first, second): scenario %s has %d hosts per series, want an even number", r.Scenario.Name, r.Hosts())
+func (a *activation) replayed(elapsed time.Duration, decisions int) {
+	if a.meter != nil { // only sweeps report (EvaluateAll)
+		a.meter.replayNanos.Add(int64(elapsed))
+		a.meter.decisions.Add(int64(decisions))
 	}
-	i, ok := a.values[k]
+}
+
+func (a *activation) New(r *Replay, k float64) (Decider, error) {
+	i, ok := a.index[k]
 	if !ok {
 		return nil, fmt.Errorf("knob %s = %v is not one of the policy's values", a.kind, k)
 	}
+	sd, err := a.newDecider(r, []int{i})
+	if err != nil {
+		return nil, err
+	}
+	return &oneKnob{sd: sd, prev: counts(1, r.Hosts()), out: counts(1, r.Hosts())}, nil
+}
+
+func (a *activation) NewSweep(r *Replay) (SweepDecider, error) {
+	all := make([]int, len(a.values))
+	for i := range all {
+		all[i] = i
+	}
+	dec, err := a.newDecider(r, all)
+	if err != nil {
+		return nil, err
+	}
+	dec.metered = a.meter != nil
+	return dec, nil
+}
+
+func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, error) {
+	if r.Hosts()%2 != 0 {
+		return nil, fmt.Errorf("the activation policy pairs hosts (first, second): scenario %s has %d hosts per series, want an even number", r.Scenario.Name, r.Hosts())
+	}
+	if r.Scenario.Window < engine.DefaultMinSamples {
+		return nil, fmt.Errorf("scenario %s: window %d is shorter than the %d samples an engine decision needs", r.Scenario.Name, r.Scenario.Window, engine.DefaultMinSamples)
+	}
 	limit := min(r.MaxReplicas(), engine.MaxQuotaCount)
-	cfg := engine.Config{}
-	if a.kind == KnobOutputThreshold {
-		cfg.Admission, cfg.Capacity = a.adm[i], a.capy[i]
-		cfg.FirstQuota = engine.Quota{Min: 0, Max: limit, PerBranch: 1, Rounding: engine.RoundNearest}
-	} else {
-		cfg.Admission, cfg.Capacity = a.adm[0], a.capy[0]
-		cfg.FirstQuota = engine.Quota{Min: 0, Max: limit, PerBranch: k, Rounding: engine.RoundFloor}
-	}
-	cfg.SecondQuota = cfg.FirstQuota
-	return &activationDecider{r: r, cfg: cfg}, nil
-}
-
-type activationDecider struct {
-	r             *Replay
-	cfg           engine.Config
-	first, second engine.Observation
-}
-
-func (a *activationDecider) Decide(d int, prev, out []int) error {
-	for h := 0; h+1 < len(out); h += 2 {
-		a.r.Observation(d, prev[h], "first", &a.first)
-		a.r.Observation(d, prev[h+1], "second", &a.second)
-		dec, err := engine.Decide(&a.first, &a.second, a.cfg)
-		if err != nil {
-			return err
+	dec := &activationDecider{a: a, r: r, knobs: knobs, quotas: make([]engine.Quota, len(knobs)),
+		thresholds: make([]float64, len(knobs)), amounts: make([]int, len(knobs)), order: make([]int, len(knobs)),
+		ts:      make([]float64, 0, len(knobs)),
+		stepped: !a.steps.MaxUp.IsZero() || !a.steps.MaxDown.IsZero() || !a.steps.Hysteresis.IsZero()}
+	for j, i := range knobs {
+		v := a.values[i]
+		if a.kind == KnobOutputThreshold {
+			dec.quotas[j] = engine.Quota{Min: 0, Max: limit, PerBranch: 1, Rounding: engine.RoundNearest}
+			dec.thresholds[j] = v
+		} else {
+			dec.quotas[j] = engine.Quota{Min: 0, Max: limit, PerBranch: v, Rounding: engine.RoundFloor}
 		}
-		out[h], out[h+1] = dec.First.Containers, dec.Second.Containers
 	}
+	return dec, nil
+}
+
+// activationDecider decides a set of knob values of one replay.
+type activationDecider struct {
+	a     *activation
+	r     *Replay
+	knobs []int // indexes into a.values
+	// per knob of the decider
+	quotas     []engine.Quota
+	thresholds []float64
+	stepped    bool
+	dedupe     [2]dedupeStat
+	// metered: time a bare engine call at every decision (sweeps only)
+	metered bool
+	// scratch
+	amounts, order []int
+	ts             []float64
+	obsPool        []*engine.Observation
+	buckets        []bucket
+}
+
+// dedupeStat decides whether looking for observations that give the same
+// input vector pays: it stops looking on a host whose observations for
+// different counts never gave one (the admission processor reads which
+// slots are running, so there every count is its own vector), after
+// dedupeTrials decisions with several counts.
+type dedupeStat struct {
+	trials, merged int
+}
+
+const dedupeTrials = 20
+
+func (s *dedupeStat) on() bool { return s.merged > 0 || s.trials < dedupeTrials }
+
+func (s *dedupeStat) saw(merged int) {
+	s.trials++
+	s.merged += merged
+}
+
+// lenGroups is the number of distinct counts host h is at over the knob
+// values in order (sorted by count).
+func lenGroups(order []int, prev [][]int, h int) int {
+	n := 0
+	for i, j := range order {
+		if i == 0 || prev[j][h] != prev[order[i-1]][h] {
+			n++
+		}
+	}
+	return n
+}
+
+// bucket is knob values whose hosts' observations give one input vector.
+type bucket struct {
+	x     []float64
+	obs   *engine.Observation
+	knobs []int // indexes of the decider's knob values
+}
+
+// observation returns the i-th scratch observation.
+func (ad *activationDecider) observation(i int) *engine.Observation {
+	for len(ad.obsPool) <= i {
+		ad.obsPool = append(ad.obsPool, &engine.Observation{})
+	}
+	return ad.obsPool[i]
+}
+
+// find returns the bucket whose input vector is bitwise x, or nil.
+func (ad *activationDecider) find(x []float64) *bucket {
+next:
+	for i := range ad.buckets {
+		y := ad.buckets[i].x
+		for j := range x {
+			if math.Float64bits(x[j]) != math.Float64bits(y[j]) {
+				continue next
+			}
+		}
+		return &ad.buckets[i]
+	}
+	return nil
+}
+
+var roles = [2]string{engine.RoleFirst, engine.RoleSecond}
+
+// DecideAll sets every knob value's counts for every host pair: per host,
+// the knob values are grouped by the count in force (which the observation
+// holds), and each group's counts come from one engine sweep.
+func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
+	a := ad.a
+	procs := [2]*engine.Processor{a.adm, a.capy}
+	for pair := 0; pair+1 < ad.r.Hosts(); pair += 2 {
+		for side, role := range roles {
+			h := pair + side
+			p := procs[side]
+			for j := range ad.order {
+				ad.order[j] = j
+			}
+			slices.SortFunc(ad.order, func(x, y int) int { return prev[x][h] - prev[y][h] })
+			// Groups of knob values by the count in force; groups whose
+			// observations give the model the same input vector share one
+			// sweep (the sweep depends on that vector only).
+			ad.buckets = ad.buckets[:0]
+			for lo := 0; lo < len(ad.order); {
+				n := prev[ad.order[lo]][h]
+				hi := lo + 1
+				for hi < len(ad.order) && prev[ad.order[hi]][h] == n {
+					hi++
+				}
+				group := ad.order[lo:hi]
+				lo = hi
+				o := ad.observation(len(ad.buckets))
+				ad.r.Observation(h, d, n, role, role, o)
+				var x []float64
+				var b *bucket
+				if ad.dedupe[side].on() {
+					var err error
+					if x, err = p.Features(o, role); err != nil { // validates o
+						return err
+					}
+					b = ad.find(x)
+				} else if err := o.Validate(role); err != nil {
+					return err
+				}
+				if b == nil {
+					i := len(ad.buckets)
+					if i < cap(ad.buckets) { // reuse the knob list's storage
+						ad.buckets = ad.buckets[:i+1]
+						ad.buckets[i] = bucket{x: x, obs: o, knobs: ad.buckets[i].knobs[:0]}
+					} else {
+						ad.buckets = append(ad.buckets, bucket{x: x, obs: o})
+					}
+					b = &ad.buckets[i]
+				}
+				b.knobs = append(b.knobs, group...)
+			}
+			if groups := lenGroups(ad.order, prev, h); groups > 1 {
+				ad.dedupe[side].saw(groups - len(ad.buckets))
+			}
+			for bi := range ad.buckets {
+				b := &ad.buckets[bi]
+				ts := ad.ts[:0]
+				if a.kind == KnobOutputThreshold {
+					for _, j := range b.knobs {
+						ts = append(ts, ad.thresholds[j])
+					}
+				} else {
+					ts = append(ts, p.Model().Threshold())
+				}
+				amounts := ad.amounts[:len(ts)]
+				if err := p.Sweep(b.obs, role, ts, amounts); err != nil {
+					return fmt.Errorf("%s host: %w", role, err)
+				}
+				if ad.metered {
+					a.meter.passes[side].Add(1)
+				}
+				for gi, j := range b.knobs {
+					amount := amounts[0]
+					if a.kind == KnobOutputThreshold {
+						amount = amounts[gi]
+					}
+					q := ad.quotas[j]
+					target, _ := q.Apply(amount)
+					if ad.stepped {
+						target = a.steps.Apply(prev[j][h], target, q.Min, q.Max).Count
+					}
+					out[j][h] = target
+				}
+			}
+		}
+		if ad.metered {
+			if err := ad.bare(d, pair, prev); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bare times one engine.Decide on the observations of the first knob
+// value's counts (what a replay of that one setting needs at this
+// decision) and takes the time off the replay's.
+func (ad *activationDecider) bare(d, pair int, prev [][]int) error {
+	var first, second engine.Observation
+	ad.r.Observation(pair, d, prev[0][pair], engine.RoleFirst, engine.RoleFirst, &first)
+	ad.r.Observation(pair+1, d, prev[0][pair+1], engine.RoleSecond, engine.RoleSecond, &second)
+	q := ad.quotas[0].Spec()
+	start := time.Now()
+	_, err := engine.Decide(engine.HostInput{Observation: &first, Model: ad.a.adm, Quota: q},
+		engine.HostInput{Observation: &second, Model: ad.a.capy, Quota: q})
+	el := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("bare engine call: %w", err)
+	}
+	ad.a.meter.bareNanos.Add(int64(el))
+	ad.a.meter.replayNanos.Add(-int64(el))
+	return nil
+}
+
+// oneKnob is a Decider for one knob value over the sweep decider.
+type oneKnob struct {
+	sd        *activationDecider
+	prev, out [][]int
+}
+
+func (o *oneKnob) Decide(d int, prev, out []int) error {
+	copy(o.prev[0], prev)
+	copy(o.out[0], out)
+	if err := o.sd.DecideAll(d, o.prev, o.out); err != nil {
+		return err
+	}
+	copy(out, o.out[0])
 	return nil
 }

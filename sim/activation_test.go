@@ -9,8 +9,8 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
 
-// Every count the activation policy sets is what engine.DecideRequest
-// decides for the same two observations and quotas.
+// Every count the activation policy sets is what the engine's one entry point
+// decides for the same two observations and quotas (Request.Decide).
 func TestActivationIsTheEngineDecision(t *testing.T) {
 	all := loadCrane(t)
 	r, err := Prepare(all[0], Shifted(), 1)
@@ -50,10 +50,10 @@ func TestActivationIsTheEngineDecision(t *testing.T) {
 		if err := dec.Decide(d, prev, out); err != nil {
 			t.Fatal(err)
 		}
-		req := &engine.Request{FirstModel: paths[0], SecondModel: paths[1], FirstQuota: &q, SecondQuota: &q}
-		r.Observation(d, prev[0], "first", &req.First)
-		r.Observation(d, prev[1], "second", &req.Second)
-		want, err := engine.DecideRequest(req)
+		req := &engine.Request{FirstModel: paths[0], SecondModel: paths[1], FirstQuota: q.Spec(), SecondQuota: q.Spec()}
+		r.Observation(0, d, prev[0], engine.RoleFirst, "first", &req.First)
+		r.Observation(1, d, prev[1], engine.RoleSecond, "second", &req.Second)
+		want, err := req.Decide()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,15 +119,18 @@ func TestHandWrittenEngineModelIsMaxWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), all[:4], sc, []Policy{act, MaxWindow()}, Options{})
+	var got []SeriesResult
+	_, err = Run(context.Background(), all[:4], sc, []Policy{act, MaxWindow()}, Options{OnSeries: func(s SeriesResult) { got = append(got, s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := rep.Curve(PolicyActivation).PerSeries[0]
-	m := rep.Curve(PolicyMaxWindow).PerSeries[0] // margin 0
-	for s := range a {
-		if a[s].Replicas != m[s].Replicas || a[s].Violations != m[s].Violations {
-			t.Errorf("%s: engine max-window %v replicas %d violations, policy %v %d", rep.Series[s], a[s].Replicas, a[s].Violations, m[s].Replicas, m[s].Violations)
+	if len(got) != 4 {
+		t.Fatalf("%d series results, want 4", len(got))
+	}
+	for _, s := range got {
+		a, m := s.Tallies[0][0], s.Tallies[1][0] // max-window's margin 0
+		if a.Replicas != m.Replicas || a.Violations != m.Violations || a.Replicas == 0 {
+			t.Errorf("%s: engine max-window %v replicas %d violations, policy %v %d", s.Name, a.Replicas, a.Violations, m.Replicas, m.Violations)
 		}
 	}
 }

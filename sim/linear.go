@@ -1,9 +1,10 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"math"
-	"sync"
+	"runtime"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -15,8 +16,8 @@ import (
 type LinearConfig struct {
 	// Features are the engine feature names the model reads (nil: the
 	// inputs of the built-in capacity processor). Host-level features
-	// (cpu_host_*, mem_*) are not allowed: the ablation reads a replica's
-	// usage window as the processors do.
+	// (cpu_host_*, mem_host_max) and memory shares are not allowed: the
+	// ablation reads a replica's usage window as the processors do.
 	Features []string
 	// Slots caps the labels, as the processors' countable slots cap their
 	// counts (0: the built-in capacity processor's countable outputs).
@@ -33,30 +34,36 @@ type LinearConfig struct {
 // floor(scale x prediction).
 type linear struct {
 	features []string
-	coef     []float64 // per standardised feature
+	coef     []float64 // per scaled, centred feature
 	mean     []float64
-	scale    []float64
+	scale    []float64 // powers of two
 	icept    float64
 	knob     Knob
 	slots    int
-	// Fitted is the number of training examples and the training R^2.
-	examples int
+	// examples is the number of training examples, r2 the training R^2.
+	examples int64
 	r2       float64
-
-	mu    sync.Mutex
-	cache map[*Replay][]float64
 }
 
 // Linear fits the linear ablation on the training series, replayed under
-// sc, and returns it as a policy. Training never sees the series the policy
-// is later evaluated on when those come from the other side of the split.
+// sc, and returns it as a policy (see LinearSources).
 func Linear(train []traces.Series, sc Scenario, cfg LinearConfig) (Policy, error) {
+	return LinearSources(context.Background(), FromSeries(train), sc, cfg, 0)
+}
+
+// LinearSources fits the linear ablation on training series loaded one at
+// a time (workers at once; 0: GOMAXPROCS): each series' examples are summed
+// into running moments (mean and co-moments, merged exactly as Chan et al.
+// combine them), so no series is held after its turn. Training never sees
+// the series the policy is later evaluated on when those come from the
+// other side of the split.
+func LinearSources(ctx context.Context, train []Source, sc Scenario, cfg LinearConfig, workers int) (Policy, error) {
 	if len(train) == 0 {
 		return nil, fmt.Errorf("linear ablation: no training series")
 	}
 	names, slots := cfg.Features, cfg.Slots
 	if names == nil || slots == 0 {
-		capy, err := engine.Builtin(engine.BuiltinCapacity)
+		capy, err := engine.Models.LoadFor(engine.RoleSecond, "")
 		if err != nil {
 			return nil, fmt.Errorf("linear ablation: %w", err)
 		}
@@ -83,45 +90,127 @@ func Linear(train []traces.Series, sc Scenario, cfg LinearConfig) (Policy, error
 	if vals == nil {
 		vals = Sweep(0.02, 1.5, 0.02)
 	}
-	l := &linear{features: names, slots: slots, knob: Knob{Name: "scale", Values: vals}, cache: map[*Replay][]float64{}}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	l := &linear{features: names, slots: slots, knob: Knob{Name: "scale", Values: vals}}
 
 	// Labels are those of the trainer: correlated replicas, the next
 	// interval's peak.
 	tsc := sc
-	tsc.Correlated, tsc.Hosts, tsc.MaxReplicas = true, 1, 0
-	factor, err := CalibrateRequests(train, tsc)
+	tsc.Correlated, tsc.Hosts, tsc.MaxReplicas, tsc.DifferentApps = true, 1, 0, false
+	cal, err := calibrate(ctx, train, tsc, workers, nil)
 	if err != nil {
 		return nil, fmt.Errorf("linear ablation: %w", err)
 	}
-	var xs [][]float64
-	var ys []float64
-	for _, s := range train {
-		r, err := Prepare(s, tsc, factor)
-		if err != nil {
-			return nil, fmt.Errorf("linear ablation: %w", err)
+	// One set of moments per series, merged in series order so that the fit
+	// does not depend on the workers.
+	per := make([]*moments, len(train))
+	err = parallel(ctx, workers, len(train), func(i int) error {
+		if !cal.series[i].usable {
+			return nil
 		}
-		X, err := l.featureRows(r)
+		s, err := train[i].Load()
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("linear ablation: %w", err)
 		}
-		for d := range X {
-			xs = append(xs, X[d])
-			ys = append(ys, float64(min(r.Oracle(0, d), slots)))
+		r, err := Prepare(s, tsc, cal.factor)
+		if err != nil {
+			return fmt.Errorf("linear ablation: %w", err)
+		}
+		X, err := l.featureRows(r, 0)
+		if err != nil {
+			return err
+		}
+		m := newMoments(len(names) + 1)
+		z := make([]float64, len(names)+1)
+		for d, x := range X {
+			copy(z, x)
+			z[len(names)] = float64(min(r.Oracle(0, d), slots))
+			m.add(z)
+		}
+		per[i] = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	total := newMoments(len(names) + 1)
+	for _, m := range per {
+		if m != nil {
+			total.merge(m)
 		}
 	}
-	if err := l.fit(xs, ys, ridge); err != nil {
+	if err := l.fit(total, ridge); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
+// moments are the running mean and co-moments (sums of products of
+// deviations from the mean) of vectors.
+type moments struct {
+	n    int64
+	mean []float64
+	co   []float64 // dim x dim
+	dim  int
+	d    []float64 // scratch
+}
+
+func newMoments(dim int) *moments {
+	return &moments{mean: make([]float64, dim), co: make([]float64, dim*dim), dim: dim, d: make([]float64, dim)}
+}
+
+// add folds one vector in (Welford's update).
+func (m *moments) add(z []float64) {
+	m.n++
+	n := float64(m.n)
+	for j, v := range z {
+		m.d[j] = v - m.mean[j]
+		m.mean[j] += m.d[j] / n
+	}
+	for j := 0; j < m.dim; j++ {
+		dj := z[j] - m.mean[j] // after the update
+		for k := 0; k < m.dim; k++ {
+			m.co[j*m.dim+k] += m.d[k] * dj
+		}
+	}
+}
+
+// merge folds o in (Chan, Golub and LeVeque's pairwise combination).
+func (m *moments) merge(o *moments) {
+	if o.n == 0 {
+		return
+	}
+	if m.n == 0 {
+		m.n = o.n
+		copy(m.mean, o.mean)
+		copy(m.co, o.co)
+		return
+	}
+	na, nb := float64(m.n), float64(o.n)
+	n := na + nb
+	for j := range m.d {
+		m.d[j] = o.mean[j] - m.mean[j]
+	}
+	for j := 0; j < m.dim; j++ {
+		for k := 0; k < m.dim; k++ {
+			m.co[j*m.dim+k] += o.co[j*m.dim+k] + m.d[j]*m.d[k]*na*nb/n
+		}
+	}
+	for j := range m.mean {
+		m.mean[j] += m.d[j] * nb / n
+	}
+	m.n += o.n
+}
+
 // featureRows computes the feature vector of every decision of r through
-// the engine, as one replica shows them.
-func (l *linear) featureRows(r *Replay) ([][]float64, error) {
+// the engine, as one replica of host h's application shows them.
+func (l *linear) featureRows(r *Replay, h int) ([][]float64, error) {
 	var o engine.Observation
 	out := make([][]float64, r.Decisions())
 	for d := range out {
-		r.Observation(d, 1, "linear", &o)
+		r.Observation(h, d, 1, engine.RoleSecond, "linear", &o)
 		x, err := engine.FeatureVector(&o, "linear", l.features)
 		if err != nil {
 			return nil, fmt.Errorf("linear ablation: series %s decision %d: %w", r.Name, d, err)
@@ -131,48 +220,47 @@ func (l *linear) featureRows(r *Replay) ([][]float64, error) {
 	return out, nil
 }
 
-func (l *linear) fit(xs [][]float64, ys []float64, ridge float64) error {
-	n, p := len(xs), len(l.features)
-	if n <= p {
-		return fmt.Errorf("linear ablation: %d examples for %d features; need more training data", n, p)
+// fit solves the ridge regression from the moments, on centred features:
+// minimise sum (y - mean_y - beta.(x - mean))^2 + ridge n sum_j var_j
+// beta_j^2, the ridge penalty of standardised features written in the
+// features' own units (var_j = C_jj / n; a constant feature is penalised as
+// one of unit variance), so (C_xx + ridge diag(C_jj)) beta = C_xy. The
+// system is solved with every feature scaled by a power of two near
+// 1/sqrt(C_jj), which changes no digit of the solution but keeps
+// Cholesky well conditioned when features differ in scale by orders of
+// magnitude.
+func (l *linear) fit(m *moments, ridge float64) error {
+	p := len(l.features)
+	if m.n <= int64(p) {
+		return fmt.Errorf("linear ablation: %d examples for %d features; need more training data", m.n, p)
 	}
+	n := float64(m.n)
+	co := func(j, k int) float64 { return m.co[j*m.dim+k] }
 	l.mean, l.scale = make([]float64, p), make([]float64, p)
-	for _, x := range xs {
-		for j, v := range x {
-			l.mean[j] += v / float64(n)
-		}
-	}
-	for _, x := range xs {
-		for j, v := range x {
-			l.scale[j] += (v - l.mean[j]) * (v - l.mean[j]) / float64(n)
-		}
-	}
-	for j := range l.scale {
-		l.scale[j] = math.Sqrt(l.scale[j])
-		if l.scale[j] == 0 {
-			l.scale[j] = 1
-		}
-	}
-	var ymean float64
-	for _, y := range ys {
-		ymean += y / float64(n)
-	}
-	A := mat.NewSymDense(p, nil)
-	b := mat.NewVecDense(p, nil)
-	z := make([]float64, p)
-	for i, x := range xs {
-		for j := range z {
-			z[j] = (x[j] - l.mean[j]) / l.scale[j]
-		}
-		for j := 0; j < p; j++ {
-			b.SetVec(j, b.AtVec(j)+z[j]*(ys[i]-ymean))
-			for k := j; k < p; k++ {
-				A.SetSym(j, k, A.At(j, k)+z[j]*z[k])
-			}
-		}
-	}
+	pen := make([]float64, p)
 	for j := 0; j < p; j++ {
-		A.SetSym(j, j, A.At(j, j)+ridge*float64(n))
+		l.mean[j] = m.mean[j]
+		pen[j] = co(j, j)
+		if pen[j] == 0 {
+			pen[j] = n
+		}
+		// scale = 2^-round(log2(pen)/2): exact to multiply by.
+		_, e := math.Frexp(pen[j])
+		l.scale[j] = math.Ldexp(1, -e/2)
+	}
+	A := mat.NewSymDense(p, nil)  // scaled, with the ridge
+	A0 := mat.NewSymDense(p, nil) // scaled, without
+	b := mat.NewVecDense(p, nil)
+	for j := 0; j < p; j++ {
+		b.SetVec(j, co(j, p)*l.scale[j])
+		for k := j; k < p; k++ {
+			v := co(j, k) * l.scale[j] * l.scale[k]
+			A0.SetSym(j, k, v)
+			if j == k {
+				v += ridge * pen[j] * l.scale[j] * l.scale[j]
+			}
+			A.SetSym(j, k, v)
+		}
 	}
 	var ch mat.Cholesky
 	if !ch.Factorize(A) {
@@ -182,18 +270,20 @@ func (l *linear) fit(xs [][]float64, ys []float64, ridge float64) error {
 	if err := ch.SolveVecTo(&beta, b); err != nil {
 		return fmt.Errorf("linear ablation: %w", err)
 	}
+	// beta is on the scaled features: coefficient j of x_j is beta_j
+	// scale_j; predict keeps the scale.
 	l.coef = make([]float64, p)
 	for j := range l.coef {
 		l.coef[j] = beta.AtVec(j)
 	}
-	l.icept = ymean
-	var ssr, sst float64
-	for i, x := range xs {
-		e := ys[i] - l.predict(x)
-		ssr += e * e
-		sst += (ys[i] - ymean) * (ys[i] - ymean)
-	}
-	l.examples = n
+	l.icept = m.mean[p]
+	l.examples = m.n
+	// Residual sum of squares from the moments: sum (y - mean_y - beta.z)^2
+	// = C_yy - 2 beta.b + beta^T A0 beta (z the scaled, centred features).
+	sst := co(p, p)
+	var Ab mat.VecDense
+	Ab.MulVec(A0, &beta)
+	ssr := sst - 2*mat.Dot(&beta, b) + mat.Dot(&beta, &Ab)
 	if sst > 0 {
 		l.r2 = 1 - ssr/sst
 	}
@@ -203,7 +293,7 @@ func (l *linear) fit(xs [][]float64, ys []float64, ridge float64) error {
 func (l *linear) predict(x []float64) float64 {
 	y := l.icept
 	for j, v := range x {
-		y += l.coef[j] * (v - l.mean[j]) / l.scale[j]
+		y += l.coef[j] * (v - l.mean[j]) * l.scale[j]
 	}
 	return y
 }
@@ -211,26 +301,23 @@ func (l *linear) predict(x []float64) float64 {
 func (l *linear) Name() string { return PolicyLinear }
 func (l *linear) Knob() Knob   { return l.knob }
 
-// predictions returns the prediction at every decision of r, computed once.
-func (l *linear) predictions(r *Replay) ([]float64, error) {
-	l.mu.Lock()
-	p, ok := l.cache[r]
-	l.mu.Unlock()
-	if ok {
-		return p, nil
+// predictions returns the prediction at every decision of r for every
+// application of r.
+func (l *linear) predictions(r *Replay) ([][]float64, error) {
+	out := make([][]float64, len(r.Apps()))
+	for ai := range out {
+		h := ai // host ai runs application ai
+		X, err := l.featureRows(r, h)
+		if err != nil {
+			return nil, err
+		}
+		p := make([]float64, len(X))
+		for d, x := range X {
+			p[d] = l.predict(x)
+		}
+		out[ai] = p
 	}
-	X, err := l.featureRows(r)
-	if err != nil {
-		return nil, err
-	}
-	p = make([]float64, len(X))
-	for d, x := range X {
-		p[d] = l.predict(x)
-	}
-	l.mu.Lock()
-	l.cache[r] = p
-	l.mu.Unlock()
-	return p, nil
+	return out, nil
 }
 
 func (l *linear) New(r *Replay, k float64) (Decider, error) {
@@ -238,18 +325,39 @@ func (l *linear) New(r *Replay, k float64) (Decider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return linearDecider{pred: p, k: k}, nil
+	return &linearDecider{r: r, pred: p, values: []float64{k}}, nil
+}
+
+func (l *linear) NewSweep(r *Replay) (SweepDecider, error) {
+	p, err := l.predictions(r)
+	if err != nil {
+		return nil, err
+	}
+	return &linearDecider{r: r, pred: p, values: l.knob.Values}, nil
 }
 
 type linearDecider struct {
-	pred []float64
-	k    float64
+	r      *Replay
+	pred   [][]float64 // [application][decision]
+	values []float64
 }
 
-func (l linearDecider) Decide(d int, _, out []int) error {
-	n := int(math.Floor(l.k * l.pred[d]))
+func (l *linearDecider) count(h, d int, k float64) int {
+	return max(int(math.Floor(k*l.pred[h%len(l.pred)][d])), 0)
+}
+
+func (l *linearDecider) Decide(d int, _, out []int) error {
 	for h := range out {
-		out[h] = max(n, 0)
+		out[h] = l.count(h, d, l.values[0])
+	}
+	return nil
+}
+
+func (l *linearDecider) DecideAll(d int, _, out [][]int) error {
+	for k, v := range l.values {
+		for h := range out[k] {
+			out[k][h] = l.count(h, d, v)
+		}
 	}
 	return nil
 }

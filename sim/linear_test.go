@@ -50,8 +50,8 @@ func TestLinearAblationFits(t *testing.T) {
 		if err := d.Decide(i, []int{0, 0}, out); err != nil {
 			t.Fatal(err)
 		}
-		if want := max(0, int(math.Floor(0.5*pred[i]))); out[0] != want || out[1] != want {
-			t.Fatalf("decision %d: counts %v, want floor(0.5 x %v) = %d", i, out, pred[i], want)
+		if want := max(0, int(math.Floor(0.5*pred[0][i]))); out[0] != want || out[1] != want {
+			t.Fatalf("decision %d: counts %v, want floor(0.5 x %v) = %d", i, out, pred[0][i], want)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Tally is what one policy setting did on one replay, summed over its hosts
 // and the samples after the first window.
@@ -11,10 +14,15 @@ type Tally struct {
 	// host-samples, for the policy and for the oracle.
 	Replicas       float64 `json:"replicas"`
 	OracleReplicas float64 `json:"oracle_replicas"`
-	// Violations counts host-samples whose total usage exceeded capacity;
-	// Excess sums usage minus capacity over them.
-	Violations int     `json:"violations"`
-	Excess     float64 `json:"excess"`
+	// Violations counts host-samples over capacity (CPU or memory);
+	// CPUViolations and MemoryViolations count them per resource (a sample
+	// over both counts in each). Excess and MemoryExcess sum usage minus
+	// capacity over the CPU and the memory violations.
+	Violations       int     `json:"violations"`
+	CPUViolations    int     `json:"cpu_violations"`
+	MemoryViolations int     `json:"memory_violations"`
+	Excess           float64 `json:"excess"`
+	MemoryExcess     float64 `json:"memory_excess"`
 	// Changes counts decisions that changed a host's count; HostHours is
 	// the replayed time times the number of hosts.
 	Changes   int     `json:"changes"`
@@ -32,11 +40,21 @@ func (t Tally) Density() float64 {
 // ReplicasPerHost is the mean count.
 func (t Tally) ReplicasPerHost() float64 { return ratio(t.Replicas, float64(t.HostSamples)) }
 
-// ViolationRate is the share of host-samples over capacity.
+// ViolationRate is the share of host-samples over capacity (CPU or memory).
 func (t Tally) ViolationRate() float64 { return ratio(float64(t.Violations), float64(t.HostSamples)) }
 
-// Severity is the mean excess over capacity of the violating samples.
-func (t Tally) Severity() float64 { return ratio(t.Excess, float64(t.Violations)) }
+// CPUViolationRate is the share of host-samples over the CPU capacity.
+func (t Tally) CPUViolationRate() float64 {
+	return ratio(float64(t.CPUViolations), float64(t.HostSamples))
+}
+
+// MemoryViolationRate is the share of host-samples over the memory capacity.
+func (t Tally) MemoryViolationRate() float64 {
+	return ratio(float64(t.MemoryViolations), float64(t.HostSamples))
+}
+
+// Severity is the mean excess over the CPU capacity of the CPU violations.
+func (t Tally) Severity() float64 { return ratio(t.Excess, float64(t.CPUViolations)) }
 
 // ChangesPerHour is how often a host's count changes.
 func (t Tally) ChangesPerHour() float64 { return ratio(float64(t.Changes), t.HostHours) }
@@ -49,42 +67,85 @@ func ratio(a, b float64) float64 {
 }
 
 // Point is one knob setting of a policy, aggregated over series the way the
-// yardstick does: density, violation rate and changes per hour are
+// yardstick does: density, violation rates and changes per hour are
 // computed per series and averaged over series (each series weighs the
-// same whatever its length); severity is the mean excess over all violating
-// host-samples.
+// same whatever its length); severities are the mean excess over all
+// violating host-samples.
 type Point struct {
-	Knob            float64 `json:"knob"`
-	Density         float64 `json:"density"`
-	ReplicasPerHost float64 `json:"replicas_per_host"`
-	ViolationRate   float64 `json:"violation_rate"`
-	Severity        float64 `json:"severity"`
-	ChangesPerHour  float64 `json:"changes_per_hour"`
+	Knob                float64 `json:"knob"`
+	Density             float64 `json:"density"`
+	ReplicasPerHost     float64 `json:"replicas_per_host"`
+	ViolationRate       float64 `json:"violation_rate"`
+	CPUViolationRate    float64 `json:"cpu_violation_rate"`
+	MemoryViolationRate float64 `json:"memory_violation_rate"`
+	Severity            float64 `json:"severity"`
+	MemorySeverity      float64 `json:"memory_severity"`
+	ChangesPerHour      float64 `json:"changes_per_hour"`
+}
+
+// accum sums tallies of one knob setting over series, so that a run holds
+// no per-series figures: the sums of the per-series ratios and the counts
+// the severities need.
+type accum struct {
+	Series                                    int
+	Density, Replicas, Viol, CPUViol, MemViol float64
+	Changes                                   float64
+	Excess, MemExcess                         float64
+	CPUViolations, MemoryViolations           int64
+}
+
+func (a *accum) add(t Tally) {
+	a.Series++
+	a.Density += t.Density()
+	a.Replicas += t.ReplicasPerHost()
+	a.Viol += t.ViolationRate()
+	a.CPUViol += t.CPUViolationRate()
+	a.MemViol += t.MemoryViolationRate()
+	a.Changes += t.ChangesPerHour()
+	a.Excess += t.Excess
+	a.MemExcess += t.MemoryExcess
+	a.CPUViolations += int64(t.CPUViolations)
+	a.MemoryViolations += int64(t.MemoryViolations)
+}
+
+func (a *accum) merge(b accum) {
+	a.Series += b.Series
+	a.Density += b.Density
+	a.Replicas += b.Replicas
+	a.Viol += b.Viol
+	a.CPUViol += b.CPUViol
+	a.MemViol += b.MemViol
+	a.Changes += b.Changes
+	a.Excess += b.Excess
+	a.MemExcess += b.MemExcess
+	a.CPUViolations += b.CPUViolations
+	a.MemoryViolations += b.MemoryViolations
+}
+
+func (a *accum) point(knob float64) Point {
+	p := Point{Knob: knob}
+	if a.Series == 0 {
+		return p
+	}
+	n := float64(a.Series)
+	p.Density = a.Density / n
+	p.ReplicasPerHost = a.Replicas / n
+	p.ViolationRate = a.Viol / n
+	p.CPUViolationRate = a.CPUViol / n
+	p.MemoryViolationRate = a.MemViol / n
+	p.ChangesPerHour = a.Changes / n
+	p.Severity = ratio(a.Excess, float64(a.CPUViolations))
+	p.MemorySeverity = ratio(a.MemExcess, float64(a.MemoryViolations))
+	return p
 }
 
 // Aggregate combines per-series tallies of one knob setting into a Point.
 func Aggregate(knob float64, perSeries []Tally) Point {
-	p := Point{Knob: knob}
-	if len(perSeries) == 0 {
-		return p
-	}
-	var excess float64
-	var viol int
+	var a accum
 	for _, t := range perSeries {
-		p.Density += t.Density()
-		p.ReplicasPerHost += t.ReplicasPerHost()
-		p.ViolationRate += t.ViolationRate()
-		p.ChangesPerHour += t.ChangesPerHour()
-		excess += t.Excess
-		viol += t.Violations
+		a.add(t)
 	}
-	n := float64(len(perSeries))
-	p.Density /= n
-	p.ReplicasPerHost /= n
-	p.ViolationRate /= n
-	p.ChangesPerHour /= n
-	p.Severity = ratio(excess, float64(viol))
-	return p
+	return a.point(knob)
 }
 
 // Curve is one policy's points, one per knob value, in sweep order.
@@ -92,8 +153,8 @@ type Curve struct {
 	Policy   string  `json:"policy"`
 	KnobName string  `json:"knob_name,omitempty"`
 	Points   []Point `json:"points"`
-	// PerSeries[k][s] is knob value k's tally on series s.
-	PerSeries [][]Tally `json:"-"`
+
+	acc []accum // per knob value, for pooling reports
 }
 
 // Best returns the point of highest density whose violation rate is within
@@ -112,26 +173,41 @@ func (c *Curve) Best(budget float64) (Point, int, bool) {
 	return best, bi, bi >= 0
 }
 
+// tallyBlock adds what host h did under count n in decision d's block.
+// A count at or below the oracle's never overloads the block (usage grows
+// with the count), so only larger counts are checked sample by sample.
+func tallyBlock(t *Tally, r *Replay, h, d, n int) {
+	lo, hi := r.Block(d)
+	ht := &r.hosts[h]
+	o := ht.oracle[d]
+	t.HostSamples += hi - lo
+	t.Replicas += float64(n * (hi - lo))
+	t.OracleReplicas += float64(o * (hi - lo))
+	if n <= o {
+		return
+	}
+	for s := lo; s < hi; s++ {
+		x, m := ht.usage(n, s), ht.memory(n, s)
+		if x > 1 {
+			t.CPUViolations++
+			t.Excess += x - 1
+		}
+		if m > 1 {
+			t.MemoryViolations++
+			t.MemoryExcess += m - 1
+		}
+		if x > 1 || m > 1 {
+			t.Violations++
+		}
+	}
+}
+
 // Evaluate replays one policy setting on r and tallies what happened. The
 // hosts start at request-sum's count with k = 1 (what a scheduler without
 // overcommit would have placed).
 func Evaluate(r *Replay, p Policy, knob float64) (Tally, error) {
 	var t Tally
-	err := replay(r, p, knob, func(d, h, n int) {
-		lo, hi := r.Block(d)
-		ht := &r.hosts[h]
-		o := float64(r.oracle[h][d])
-		for s := lo; s < hi; s++ {
-			x := ht.usage(n, s)
-			t.HostSamples++
-			t.Replicas += float64(n)
-			t.OracleReplicas += o
-			if x > 1 {
-				t.Violations++
-				t.Excess += x - 1
-			}
-		}
-	}, &t.Changes)
+	err := replay(r, p, knob, func(d, h, n int) { tallyBlock(&t, r, h, d, n) }, &t.Changes)
 	if err != nil {
 		return Tally{}, err
 	}
@@ -139,16 +215,78 @@ func Evaluate(r *Replay, p Policy, knob float64) (Tally, error) {
 	return t, nil
 }
 
-// Hours is the replayed span of the series (after the first window).
-func (r *Replay) Hours() float64 {
-	w := r.Scenario.Window
-	last := len(r.Times) - 1
-	if last <= w {
-		return 0
+// EvaluateAll replays every knob value of p on r: in one pass when p is a
+// Sweeper, else one replay per value.
+func EvaluateAll(r *Replay, p Policy) ([]Tally, error) {
+	values := p.Knob().Values
+	sw, ok := p.(Sweeper)
+	if !ok {
+		out := make([]Tally, len(values))
+		for k, v := range values {
+			t, err := Evaluate(r, p, v)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = t
+		}
+		return out, nil
 	}
-	// One more sample period so that n samples span n periods.
-	period := float64(r.Times[last]-r.Times[w]) / float64(last-w)
-	return (float64(r.Times[last]-r.Times[w]) + period) / 3600
+	start := time.Now()
+	sd, err := sw.NewSweep(r)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s on %s: %w", p.Name(), r.Name, err)
+	}
+	K, H := len(values), r.Hosts()
+	out := make([]Tally, K)
+	prev, next := counts(K, H), counts(K, H)
+	for k := range prev {
+		for h := range prev[k] {
+			prev[k][h] = r.StartCount(h)
+		}
+	}
+	D := r.Decisions()
+	for d := 0; d < D; d++ {
+		for k := range next {
+			copy(next[k], prev[k])
+		}
+		if err := sd.DecideAll(d, prev, next); err != nil {
+			return nil, fmt.Errorf("policy %s on %s, decision %d: %w", p.Name(), r.Name, d, err)
+		}
+		for k := range next {
+			t := &out[k]
+			for h, n := range next[k] {
+				n = min(max(n, 0), r.maxRepl)
+				next[k][h] = n
+				if d > 0 && n != prev[k][h] {
+					t.Changes++
+				}
+				tallyBlock(t, r, h, d, n)
+			}
+		}
+		prev, next = next, prev
+	}
+	for k := range out {
+		out[k].HostHours = r.Hours() * float64(H)
+	}
+	if m, ok := p.(replayMeter); ok {
+		m.replayed(time.Since(start), D)
+	}
+	return out, nil
+}
+
+// replayMeter is implemented by policies that measure what their replays
+// cost (see ActivationConfig.Meter).
+type replayMeter interface {
+	replayed(elapsed time.Duration, decisions int)
+}
+
+func counts(k, h int) [][]int {
+	flat := make([]int, k*h)
+	out := make([][]int, k)
+	for i := range out {
+		out[i] = flat[i*h : (i+1)*h]
+	}
+	return out
 }
 
 // replay runs p's decisions over r and calls visit for every host and
@@ -160,9 +298,8 @@ func replay(r *Replay, p Policy, knob float64, visit func(d, h, n int), changes 
 	}
 	H := r.Hosts()
 	prev, out := make([]int, H), make([]int, H)
-	start := r.CountFor(r.Request)
 	for h := range prev {
-		prev[h] = start
+		prev[h] = r.StartCount(h)
 	}
 	D := r.Decisions()
 	for d := 0; d < D; d++ {
@@ -185,30 +322,41 @@ func replay(r *Replay, p Policy, knob float64, visit func(d, h, n int), changes 
 
 // HostSeries is what one host did under a policy, sample by sample.
 type HostSeries struct {
-	Usage  []float64 // total usage (share of capacity)
+	App    string    // the application the host runs
+	Usage  []float64 // total CPU usage (share of capacity)
+	Memory []float64 // total memory use (share of capacity; nil without memory)
 	Counts []int     // replica count in force
+	Oracle []int     // the oracle's count
 }
 
 // Trace replays one policy setting on r and records every host's usage and
-// count at every sample after the first window, for plots.
+// count at every sample after the first window, for plots. times are the
+// first host's application's.
 func Trace(r *Replay, p Policy, knob float64) (times []int64, hosts []HostSeries, err error) {
 	w := r.Scenario.Window
-	T := len(r.Usage)
+	T := r.samples
 	hosts = make([]HostSeries, r.Hosts())
 	for h := range hosts {
-		hosts[h] = HostSeries{Usage: make([]float64, T-w), Counts: make([]int, T-w)}
+		hosts[h] = HostSeries{App: r.App(h).Name, Usage: make([]float64, T-w), Counts: make([]int, T-w), Oracle: make([]int, T-w)}
+		if r.HasMemory() {
+			hosts[h].Memory = make([]float64, T-w)
+		}
 	}
 	err = replay(r, p, knob, func(d, h, n int) {
 		lo, hi := r.Block(d)
 		for s := lo; s < hi; s++ {
 			hosts[h].Usage[s-w] = r.hosts[h].usage(n, s)
+			if hosts[h].Memory != nil {
+				hosts[h].Memory[s-w] = r.hosts[h].memory(n, s)
+			}
 			hosts[h].Counts[s-w] = n
+			hosts[h].Oracle[s-w] = r.hosts[h].oracle[d]
 		}
 	}, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	return r.Times[w:], hosts, nil
+	return r.apps[0].Times[w:T], hosts, nil
 }
 
 // gain returns a/b - 1, or nil when b is 0.

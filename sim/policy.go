@@ -37,12 +37,32 @@ type Decider interface {
 	Decide(d int, prev, out []int) error
 }
 
-// estimator is a baseline: one per-replica usage estimate for every host
-// from the window statistics, n = floor(1 / estimate).
+// Sweeper is a policy that replays every value of its knob in one pass,
+// which costs less than one replay per value (the activation policy reads
+// every output threshold from one forward pass).
+type Sweeper interface {
+	NewSweep(r *Replay) (SweepDecider, error)
+}
+
+// SweepDecider makes one replay's decisions for every knob value at once:
+// prev[k][h] is host h's count in force under knob value k, and DecideAll
+// writes the new counts to out[k][h].
+type SweepDecider interface {
+	DecideAll(d int, prev, out [][]int) error
+}
+
+// estimate is a baseline's rule: a per-replica usage estimate from a
+// window's statistics and a replica's request (both shares of a host's
+// capacity of that resource).
+type estimate func(st *WindowStats, request, k float64) float64
+
+// estimator is a baseline: one per-replica estimate for each host from its
+// application's window statistics, n = floor(1 / estimate); where memory
+// is replayed, the same rule on memory bounds the count too.
 type estimator struct {
 	name string
 	knob Knob
-	est  func(r *Replay, st *WindowStats, k float64) float64
+	est  estimate
 }
 
 func (p *estimator) Name() string { return p.name }
@@ -54,12 +74,16 @@ func (p *estimator) New(r *Replay, k float64) (Decider, error) {
 type estimateDecider struct {
 	r   *Replay
 	k   float64
-	est func(r *Replay, st *WindowStats, k float64) float64
+	est estimate
 }
 
 func (e *estimateDecider) Decide(d int, _, out []int) error {
-	n := e.r.CountFor(e.est(e.r, e.r.Stats(d), e.k))
 	for h := range out {
+		a := e.r.App(h)
+		n := e.r.CountFor(e.est(e.r.Stats(h, d), a.Request, e.k))
+		if ms := e.r.MemoryStats(h, d); ms != nil {
+			n = min(n, e.r.CountFor(e.est(ms, a.MemoryRequest, e.k)))
+		}
 		out[h] = n
 	}
 	return nil
@@ -79,23 +103,24 @@ const (
 
 // RequestSum is request-sum admission: replicas are admitted while the sum
 // of their requests stays within k x capacity (Kubernetes, Nomad, Borg
-// without overcommit at k = 1).
+// without overcommit at k = 1), CPU and memory alike where memory is
+// replayed.
 func RequestSum() Policy {
 	return &estimator{name: PolicyRequestSum, knob: Knob{"k", Sweep(0.02, 4, 0.01)},
-		est: func(r *Replay, _ *WindowStats, k float64) float64 { return r.Request / k }}
+		est: func(_ *WindowStats, req, k float64) float64 { return req / k }}
 }
 
 // P95Window is a moving-window percentile recommender (Autopilot-like):
 // the p95 of the window's per-replica usage plus a margin m.
 func P95Window() Policy {
 	return &estimator{name: PolicyP95Window, knob: Knob{"m", Sweep(0, 2, 0.01)},
-		est: func(_ *Replay, st *WindowStats, m float64) float64 { return st.P95 * (1 + m) }}
+		est: func(st *WindowStats, _, m float64) float64 { return st.P95 * (1 + m) }}
 }
 
 // MaxWindow is the window's peak per-replica usage plus a margin m.
 func MaxWindow() Policy {
 	return &estimator{name: PolicyMaxWindow, knob: Knob{"m", Sweep(0, 2, 0.01)},
-		est: func(_ *Replay, st *WindowStats, m float64) float64 { return st.Max * (1 + m) }}
+		est: func(st *WindowStats, _, m float64) float64 { return st.Max * (1 + m) }}
 }
 
 // NSigma is the N-sigma peak predictor of Bashir et al. (EuroSys 2021),
@@ -104,7 +129,7 @@ func MaxWindow() Policy {
 // is n times the p90.
 func NSigma() Policy {
 	return &estimator{name: PolicyNSigma, knob: Knob{"N", Sweep(0, 10, 0.1)},
-		est: func(_ *Replay, st *WindowStats, n float64) float64 { return math.Max(st.Mean+n*st.Std, st.P90) }}
+		est: func(st *WindowStats, _, n float64) float64 { return math.Max(st.Mean+n*st.Std, st.P90) }}
 }
 
 // UsageThreshold is a load-aware filter (Koordinator-like): replicas are
@@ -112,7 +137,7 @@ func NSigma() Policy {
 // stays under a threshold share theta of capacity.
 func UsageThreshold() Policy {
 	return &estimator{name: PolicyUsageThreshold, knob: Knob{"theta", Sweep(0.05, 1, 0.01)},
-		est: func(_ *Replay, st *WindowStats, th float64) float64 { return st.MeanLast5 / th }}
+		est: func(st *WindowStats, _, th float64) float64 { return st.MeanLast5 / th }}
 }
 
 // Oracle knows the next block's usage: the most replicas that never

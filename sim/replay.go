@@ -1,82 +1,113 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"sort"
 
+	"github.com/activation-scheduler/terraform-provider-activation/stats"
 	"github.com/activation-scheduler/terraform-provider-activation/traces"
 )
 
 // WindowStats are statistics of a replica's usage over one decision window,
-// as shares of a host's capacity.
-type WindowStats struct {
-	Mean, Std          float64
-	P50, P90, P95, P99 float64
-	Max                float64
-	MeanLast5          float64
-	MaxLast5           float64
+// as shares of a host's capacity: the project's one window summary.
+type WindowStats = stats.Summary
+
+// App is one application as the replay runs it: its normalised
+// per-replica usage and its replicas' requests, all shares of a host's
+// capacity.
+type App struct {
+	Name string
+	// Times and Usage: Usage[t] is one replica's CPU usage (share of the
+	// host's CPU) at Unix time Times[t], normalised to the scenario's p99.
+	Times []int64
+	Usage []float64
+	// Request is a replica's CPU request, a share of the host's CPU.
+	Request float64
+	// Memory is one replica's memory in use, a share of the host's memory
+	// (nil when the scenario does not replay memory); MemoryRequest is a
+	// replica's memory request, a share of the host's memory, and
+	// HostMemoryMB the host's memory capacity in the trace's MB (the
+	// engine's observations give memory in units of HostMemoryMB, the
+	// constant, as they give CPU in units of HostMHz).
+	Memory        []float64
+	MemoryRequest float64
+	HostMemoryMB  float64
+
+	// observed[t] (observedMem[t]) is the per-replica usage the policies
+	// see at sample t: the mean over the replicas of the hosts running the
+	// application of their own (shifted) usage at t. It holds nothing from
+	// after t, so no policy reads a replica's future (a replica lagging the
+	// series must not be judged by the series' present). With correlated
+	// replicas it is Usage (Memory).
+	observed, observedMem []float64
+	stats, memStats       []WindowStats
 }
 
-// Replay is one series prepared for replay under a scenario: its
-// normalised per-replica usage, the replicas' request, the hosts and, for
-// every decision, the window statistics and the oracle's counts.
+// Replay is one replay unit prepared under a scenario: the hosts, the
+// applications they run (one, or two with DifferentApps), for every
+// decision the window statistics, and the oracle's counts.
 type Replay struct {
 	Name     string
 	Scenario Scenario
-	// Times and Usage: Usage[t] is one replica's usage (share of capacity)
-	// at Unix time Times[t], normalised to the scenario's p99.
-	Times []int64
-	Usage []float64
-	// Request is a replica's CPU request, a share of capacity.
-	Request float64
 
-	// observed[t] is the per-replica usage the policies see at sample t:
-	// the mean over the hosts' replicas of their own (shifted) usage at t.
-	// It holds nothing from after t, so no policy reads a replica's future
-	// (a replica lagging the series must not be judged by the series'
-	// present). In the correlated scenario it is Usage.
-	observed []float64
-
+	apps    []*App
 	hosts   []hostTrace
-	stats   []WindowStats
-	oracle  [][]int // [host][decision]
+	samples int
+	period  float64 // typical seconds between samples
 	maxRepl int     // effective cap (scenario cap or a large bound)
 }
 
 // hostTrace is how a host's usage follows from its replica count.
 type hostTrace struct {
+	app        *App
 	correlated bool
-	u          []float64
 	samples    int       // T
-	cum        []float32 // [(n-1)*T + t]: usage of replicas 0..n-1 at t, n >= 1
+	cum        []float32 // [(n-1)*T + t]: CPU of replicas 0..n-1 at t, n >= 1
+	cumMem     []float32 // the same for memory (nil without memory)
+	oracle     []int
 }
 
-// usage is the host's total usage with n replicas at sample t.
+// usage is the host's total CPU usage with n replicas at sample t.
 func (h *hostTrace) usage(n, t int) float64 {
 	if n <= 0 {
 		return 0
 	}
 	if h.correlated {
-		return float64(n) * h.u[t]
+		return float64(n) * h.app.Usage[t]
 	}
 	return float64(h.cum[(n-1)*h.samples+t])
+}
+
+// memory is the host's total memory use with n replicas at sample t (0
+// without memory).
+func (h *hostTrace) memory(n, t int) float64 {
+	if n <= 0 || h.app.Memory == nil {
+		return 0
+	}
+	if h.correlated {
+		return float64(n) * h.app.Memory[t]
+	}
+	return float64(h.cumMem[(n-1)*h.samples+t])
 }
 
 // noCap bounds counts when the scenario sets no cap, so that a window of
 // zero usage still gives a finite count.
 const noCap = 1 << 20
 
+// Samples is the number of samples replayed.
+func (r *Replay) Samples() int { return r.samples }
+
 // Decisions is the number of decision points: one every Interval samples
 // from the end of the first window.
 func (r *Replay) Decisions() int {
 	w, iv := r.Scenario.Window, r.Scenario.Interval
-	if len(r.Usage) <= w {
+	if r.samples <= w {
 		return 0
 	}
-	return (len(r.Usage) - w + iv - 1) / iv
+	return (r.samples - w + iv - 1) / iv
 }
 
 // At returns the sample index at which decision d takes effect; its window
@@ -86,23 +117,52 @@ func (r *Replay) At(d int) int { return r.Scenario.Window + d*r.Scenario.Interva
 // Block returns the samples decision d governs, [lo, hi).
 func (r *Replay) Block(d int) (lo, hi int) {
 	lo = r.At(d)
-	return lo, min(lo+r.Scenario.Interval, len(r.Usage))
+	return lo, min(lo+r.Scenario.Interval, r.samples)
 }
 
-// Window returns the per-replica usage window of decision d as the hosts'
-// replicas showed it up to the decision (shared; do not modify) and its
-// timestamps.
-func (r *Replay) Window(d int) ([]int64, []float64) {
+// App returns the application host h runs.
+func (r *Replay) App(h int) *App { return r.hosts[h].app }
+
+// Apps returns the replay's applications, the first host's first.
+func (r *Replay) Apps() []*App { return r.apps }
+
+// Window returns host h's per-replica CPU usage window of decision d as
+// the replicas showed it up to the decision (shared; do not modify) and
+// its timestamps.
+func (r *Replay) Window(h, d int) ([]int64, []float64) {
+	at, a := r.At(d), r.hosts[h].app
+	return a.Times[at-r.Scenario.Window : at], a.observed[at-r.Scenario.Window : at]
+}
+
+// MemoryWindow is Window for memory (nil without memory).
+func (r *Replay) MemoryWindow(h, d int) []float64 {
+	a := r.hosts[h].app
+	if a.observedMem == nil {
+		return nil
+	}
 	at := r.At(d)
-	return r.Times[at-r.Scenario.Window : at], r.observed[at-r.Scenario.Window : at]
+	return a.observedMem[at-r.Scenario.Window : at]
 }
 
-// Stats returns the window statistics of decision d.
-func (r *Replay) Stats(d int) *WindowStats { return &r.stats[d] }
+// Stats returns the CPU window statistics of host h's application at
+// decision d.
+func (r *Replay) Stats(h, d int) *WindowStats { return &r.hosts[h].app.stats[d] }
+
+// MemoryStats returns the memory window statistics (nil without memory).
+func (r *Replay) MemoryStats(h, d int) *WindowStats {
+	a := r.hosts[h].app
+	if a.memStats == nil {
+		return nil
+	}
+	return &a.memStats[d]
+}
+
+// HasMemory reports whether the replay judges memory.
+func (r *Replay) HasMemory() bool { return r.apps[0].Memory != nil }
 
 // Oracle returns the oracle's count for host h at decision d: the most
-// replicas that never overload the host in the block.
-func (r *Replay) Oracle(h, d int) int { return r.oracle[h][d] }
+// replicas that never overload the host (CPU or memory) in the block.
+func (r *Replay) Oracle(h, d int) int { return r.hosts[h].oracle[d] }
 
 // Hosts returns the number of hosts.
 func (r *Replay) Hosts() int { return len(r.hosts) }
@@ -110,14 +170,29 @@ func (r *Replay) Hosts() int { return len(r.hosts) }
 // MaxReplicas is the largest count a host may run.
 func (r *Replay) MaxReplicas() int { return r.maxRepl }
 
-// HostUsage returns host h's total usage at sample t when it runs n
-// replicas.
+// HostUsage returns host h's total CPU usage at sample t when it runs n
+// replicas (share of capacity).
 func (r *Replay) HostUsage(h, n, t int) float64 { return r.hosts[h].usage(min(n, r.maxRepl), t) }
+
+// HostMemory returns host h's total memory use at sample t when it runs n
+// replicas (share of its memory; 0 without memory).
+func (r *Replay) HostMemory(h, n, t int) float64 { return r.hosts[h].memory(min(n, r.maxRepl), t) }
 
 // CountFor returns the most replicas whose estimated per-replica usage est
 // fits a host: floor(1/est), never with n*est > 1 from rounding, within
 // [0, MaxReplicas]. A zero estimate gives the cap.
 func (r *Replay) CountFor(est float64) int { return countFor(est, r.maxRepl) }
+
+// StartCount is the count every host starts at: request-sum admission
+// without overcommit (requests, CPU and memory, within capacity).
+func (r *Replay) StartCount(h int) int {
+	a := r.hosts[h].app
+	n := r.CountFor(a.Request)
+	if a.Memory != nil {
+		n = min(n, r.CountFor(a.MemoryRequest))
+	}
+	return n
+}
 
 func countFor(est float64, limit int) int {
 	if !(est > 0) {
@@ -137,142 +212,252 @@ func countFor(est float64, limit int) int {
 	return n
 }
 
-// Prepare normalises a series and builds its replay under sc. requestFactor
-// scales the request (1 unless the scenario calibrates slack; see
-// CalibrateRequests).
-func Prepare(s traces.Series, sc Scenario, requestFactor float64) (*Replay, error) {
-	if err := sc.Validate(); err != nil {
-		return nil, err
+// Hours is the replayed time after the first window: the samples replayed
+// times the series' typical sample period (the median gap, so that a trace
+// with gaps between its days counts the time it covers).
+func (r *Replay) Hours() float64 {
+	n := r.samples - r.Scenario.Window
+	if n <= 0 {
+		return 0
 	}
+	return float64(n) * r.period / 3600
+}
+
+// UnusableError says why a series cannot be replayed under a scenario (too
+// short, or no usage to normalise): a run leaves it out and reports it.
+type UnusableError struct {
+	Series string
+	Reason string
+}
+
+func (e *UnusableError) Error() string { return fmt.Sprintf("series %s: %s", e.Series, e.Reason) }
+
+// normalise makes a series an application under sc, with its base request
+// (before calibration); an *UnusableError when the series cannot be
+// replayed.
+func normalise(s traces.Series, sc Scenario) (*App, error) {
 	if len(s.Values) < sc.Window+sc.Interval {
-		return nil, fmt.Errorf("series %s: %d samples, need at least window+interval = %d", s.Name, len(s.Values), sc.Window+sc.Interval)
+		return nil, &UnusableError{s.Name, fmt.Sprintf("%d samples, need at least window+interval = %d", len(s.Values), sc.Window+sc.Interval)}
+	}
+	if sc.Memory && !s.HasMemory() {
+		return nil, fmt.Errorf("series %s: scenario %s replays memory, but the series has no memory columns (mem_kb and mem_capacity_kb, as Bitbrains' traces have)", s.Name, sc.Name)
 	}
 	norm, err := traces.Normalize(s, sc.P99)
 	if err != nil {
+		return nil, &UnusableError{s.Name, fmt.Sprintf("no usage to normalise (%v)", err)}
+	}
+	a := &App{Name: s.Name, Times: norm.Times, Usage: norm.Values}
+	a.Request = baseRequest(a.Usage, sc)
+	if !(a.Request > 0) {
+		return nil, &UnusableError{s.Name, fmt.Sprintf("request (p%g of the first half) is %v; a replica must request something", 100*sc.RequestQuantile, a.Request)}
+	}
+	if sc.Memory {
+		a.HostMemoryMB = sc.MemoryHostReplicas * s.MemoryProvisionedMB
+		a.MemoryRequest = 1 / sc.MemoryHostReplicas
+		a.Memory = make([]float64, len(s.Memory))
+		for i, m := range s.Memory {
+			a.Memory[i] = m / a.HostMemoryMB
+		}
+	}
+	return a, nil
+}
+
+// Prepare normalises a series and builds its replay under sc (both hosts
+// running its application). requestFactor scales the CPU request (1 unless
+// the scenario calibrates slack; see CalibrateRequests).
+func Prepare(s traces.Series, sc Scenario, requestFactor float64) (*Replay, error) {
+	return PrepareApps([]traces.Series{s}, sc, requestFactor)
+}
+
+// PrepareApps builds a replay whose hosts run the given series'
+// applications: host h runs series h mod len(series) (one series: every
+// host; two: the first and second host of each pair). The replay is as
+// long as the shortest series.
+func PrepareApps(series []traces.Series, sc Scenario, requestFactor float64) (*Replay, error) {
+	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Replay{Name: s.Name, Scenario: sc, Times: norm.Times, Usage: norm.Values}
-	r.Request = baseRequest(r.Usage, sc) * requestFactor
-	if !(r.Request > 0) {
-		return nil, fmt.Errorf("series %s: request (p%g of the first half) is %v; a replica must request something", s.Name, 100*sc.RequestQuantile, r.Request)
+	if len(series) == 0 || len(series) > sc.Hosts {
+		return nil, fmt.Errorf("sim: %d applications for %d hosts", len(series), sc.Hosts)
 	}
+	if !(requestFactor > 0) || math.IsInf(requestFactor, 0) {
+		return nil, fmt.Errorf("sim: request factor %v; it must be a finite number > 0", requestFactor)
+	}
+	r := &Replay{Scenario: sc, samples: math.MaxInt}
+	for i, s := range series {
+		a, err := normalise(s, sc)
+		if err != nil {
+			return nil, err
+		}
+		a.Request *= requestFactor
+		r.apps = append(r.apps, a)
+		r.samples = min(r.samples, len(a.Usage))
+		if i == 0 {
+			r.Name = s.Name
+		} else {
+			r.Name += "+" + s.Name
+		}
+	}
+	for _, a := range r.apps {
+		a.Times, a.Usage = a.Times[:r.samples], a.Usage[:r.samples]
+		if a.Memory != nil {
+			a.Memory = a.Memory[:r.samples]
+		}
+	}
+	r.period = typicalPeriod(r.apps[0].Times)
 	r.maxRepl = sc.MaxReplicas
 	if r.maxRepl == 0 {
 		r.maxRepl = noCap
 	}
-	r.buildHosts()
-	r.buildStats()
-	r.buildOracle()
+	r.build()
 	return r, nil
 }
 
+// typicalPeriod is the median gap between successive times.
+func typicalPeriod(times []int64) float64 {
+	gaps := make([]float64, len(times)-1)
+	for i := range gaps {
+		gaps[i] = float64(times[i+1] - times[i])
+	}
+	return stats.Quantile(gaps, 0.5)
+}
+
+func (r *Replay) build() {
+	r.buildHosts()
+	r.buildStats()
+	r.buildOracle()
+}
+
 func baseRequest(u []float64, sc Scenario) float64 {
-	return traces.Quantile(u[:len(u)/2], sc.RequestQuantile)
+	return stats.Quantile(u[:len(u)/2], sc.RequestQuantile)
 }
 
 func (r *Replay) buildHosts() {
 	sc := r.Scenario
 	r.hosts = make([]hostTrace, sc.Hosts)
+	for h := range r.hosts {
+		r.hosts[h] = hostTrace{app: r.apps[h%len(r.apps)], correlated: sc.Correlated, samples: r.samples}
+	}
 	if sc.Correlated {
-		for h := range r.hosts {
-			r.hosts[h] = hostTrace{correlated: true, u: r.Usage}
+		for _, a := range r.apps {
+			a.observed, a.observedMem = a.Usage, a.Memory
 		}
-		r.observed = r.Usage
 		return
 	}
-	// Seed from the scenario and the series name only, so a series replays
-	// the same whatever directory it is in.
-	f := fnv.New64a()
-	f.Write([]byte(r.Name))
-	rng := rand.New(rand.NewPCG(sc.Seed, f.Sum64()))
-	T, M := len(r.Usage), r.maxRepl
+	T, M := r.samples, r.maxRepl
+	// Seed from the scenario and the application's name only, so a series
+	// replays the same whatever directory it is in; hosts running one
+	// application draw one after the other from its generator.
+	rngs := make([]*rand.Rand, len(r.apps))
+	for i, a := range r.apps {
+		f := fnv.New64a()
+		f.Write([]byte(a.Name))
+		rngs[i] = rand.New(rand.NewPCG(sc.Seed, f.Sum64()))
+	}
+	acc := make([]float64, T)
+	accMem := make([]float64, T)
 	for h := range r.hosts {
+		ht := &r.hosts[h]
+		a := ht.app
+		rng := rngs[h%len(r.apps)]
 		// Row n-1 holds the usage of replicas 0..n-1, so that the samples
 		// of one count are contiguous (a replay reads them in order).
-		ht := hostTrace{u: r.Usage, samples: T, cum: make([]float32, T*M)}
-		acc := make([]float64, T)
+		ht.cum = make([]float32, T*M)
+		if a.Memory != nil {
+			ht.cumMem = make([]float32, T*M)
+		}
+		clear(acc)
+		clear(accMem)
 		for j := 0; j < M; j++ {
 			shift := rng.IntN(sc.MaxShift + 1)
 			scale := 1 + sc.ScaleJitter*(2*rng.Float64()-1)
 			row := ht.cum[j*T : (j+1)*T]
 			for t := range acc {
-				acc[t] += scale * r.Usage[max(0, t-shift)]
+				acc[t] += scale * a.Usage[max(0, t-shift)]
 				row[t] = float32(acc[t])
 			}
+			if a.Memory != nil {
+				row := ht.cumMem[j*T : (j+1)*T]
+				for t := range accMem {
+					accMem[t] += scale * a.Memory[max(0, t-shift)]
+					row[t] = float32(accMem[t])
+				}
+			}
 		}
-		r.hosts[h] = ht
 	}
-	r.observed = make([]float64, T)
-	for h := range r.hosts {
-		all := r.hosts[h].cum[(M-1)*T : M*T]
-		for t, v := range all {
-			r.observed[t] += float64(v) / float64(M*len(r.hosts))
+	for _, a := range r.apps {
+		a.observed = make([]float64, T)
+		if a.Memory != nil {
+			a.observedMem = make([]float64, T)
+		}
+		var mine []*hostTrace
+		for h := range r.hosts {
+			if r.hosts[h].app == a {
+				mine = append(mine, &r.hosts[h])
+			}
+		}
+		div := float64(M * len(mine))
+		for _, ht := range mine {
+			for t, v := range ht.cum[(M-1)*T : M*T] {
+				a.observed[t] += float64(v) / div
+			}
+			if a.Memory != nil {
+				for t, v := range ht.cumMem[(M-1)*T : M*T] {
+					a.observedMem[t] += float64(v) / div
+				}
+			}
 		}
 	}
 }
 
 func (r *Replay) buildStats() {
-	D := r.Decisions()
-	r.stats = make([]WindowStats, D)
-	sorted := make([]float64, r.Scenario.Window)
-	for d := 0; d < D; d++ {
-		_, w := r.Window(d)
-		r.stats[d] = windowStats(w, sorted)
-	}
-}
-
-// windowStats computes the statistics of w using scratch (len(w)) for
-// sorting. Quantiles interpolate linearly between order statistics; the
-// standard deviation is the population one.
-func windowStats(w, scratch []float64) WindowStats {
-	n := len(w)
-	var sum float64
-	for _, v := range w {
-		sum += v
-	}
-	mean := sum / float64(n)
-	var ss float64
-	for _, v := range w {
-		ss += (v - mean) * (v - mean)
-	}
-	s := scratch[:n]
-	copy(s, w)
-	sort.Float64s(s)
-	last := w[max(0, n-5):]
-	var ls, lm float64
-	for _, v := range last {
-		ls += v
-		lm = math.Max(lm, v)
-	}
-	return WindowStats{
-		Mean: mean, Std: math.Sqrt(ss / float64(n)),
-		P50: traces.QuantileSorted(s, 0.50), P90: traces.QuantileSorted(s, 0.90),
-		P95: traces.QuantileSorted(s, 0.95), P99: traces.QuantileSorted(s, 0.99),
-		Max: s[n-1], MeanLast5: ls / float64(len(last)), MaxLast5: lm,
+	D, W := r.Decisions(), r.Scenario.Window
+	scratch := make([]float64, W)
+	for _, a := range r.apps {
+		a.stats = make([]WindowStats, D)
+		for d := range a.stats {
+			at := r.At(d)
+			a.stats[d] = stats.Summarize(a.observed[at-W:at], scratch)
+		}
+		if a.observedMem == nil {
+			continue
+		}
+		a.memStats = make([]WindowStats, D)
+		for d := range a.memStats {
+			at := r.At(d)
+			a.memStats[d] = stats.Summarize(a.observedMem[at-W:at], scratch)
+		}
 	}
 }
 
 func (r *Replay) buildOracle() {
 	D := r.Decisions()
-	r.oracle = make([][]int, len(r.hosts))
 	for h := range r.hosts {
 		ht := &r.hosts[h]
-		o := make([]int, D)
-		for d := 0; d < D; d++ {
+		ht.oracle = make([]int, D)
+		for d := range ht.oracle {
 			lo, hi := r.Block(d)
 			if ht.correlated {
 				peak := 0.0
 				for t := lo; t < hi; t++ {
-					peak = math.Max(peak, r.Usage[t])
+					peak = math.Max(peak, ht.app.Usage[t])
 				}
-				o[d] = countFor(peak, r.maxRepl)
+				n := countFor(peak, r.maxRepl)
+				if ht.app.Memory != nil {
+					peakMem := 0.0
+					for t := lo; t < hi; t++ {
+						peakMem = math.Max(peakMem, ht.app.Memory[t])
+					}
+					n = min(n, countFor(peakMem, r.maxRepl))
+				}
+				ht.oracle[d] = n
 				continue
 			}
 			// Usage grows with n: binary search the largest n that fits
 			// at every sample of the block.
 			fits := func(n int) bool {
 				for t := lo; t < hi; t++ {
-					if ht.usage(n, t) > 1 {
+					if ht.usage(n, t) > 1 || ht.memory(n, t) > 1 {
 						return false
 					}
 				}
@@ -287,13 +472,12 @@ func (r *Replay) buildOracle() {
 					b = m - 1
 				}
 			}
-			o[d] = a
+			ht.oracle[d] = a
 		}
-		r.oracle[h] = o
 	}
 }
 
-// usageOverRequest returns u/req for every sample of the series.
+// usageOverRequest returns u/req for every sample.
 func usageOverRequest(u []float64, req float64) []float64 {
 	out := make([]float64, len(u))
 	for i, v := range u {
@@ -302,42 +486,33 @@ func usageOverRequest(u []float64, req float64) []float64 {
 	return out
 }
 
-// SlackStats measures request slack, (request - usage) / request, over
-// every sample of every replay the way the yardstick states it: Median is
-// the median over all samples pooled, MeanOfMedians the mean over series of
-// each series' median.
-func SlackStats(rs []*Replay) (median, meanOfMedians float64) {
-	var pooled []float64
-	for _, r := range rs {
-		x := usageOverRequest(r.Usage, r.Request)
-		pooled = append(pooled, x...)
-		meanOfMedians += (1 - traces.Quantile(x, 0.5)) / float64(len(rs))
-	}
-	return 1 - traces.Quantile(pooled, 0.5), meanOfMedians
+// medianSlack is one application's median slack, (request - usage) /
+// request, over its samples.
+func medianSlack(a *App) float64 {
+	return 1 - stats.Quantile(usageOverRequest(a.Usage, a.Request), 0.5)
 }
 
-// CalibrateRequests returns the request factor f, common to all series,
-// that makes the pooled median slack of the replay equal sc.TargetSlack (1
-// when the scenario sets no target). Slack at factor f is
-// 1 - median(u/req)/f, so f = median(u/req) / (1 - target).
-func CalibrateRequests(all []traces.Series, sc Scenario) (float64, error) {
-	if sc.TargetSlack == 0 {
-		return 1, nil
-	}
+// SlackStats measures request slack, (request - usage) / request, over
+// every sample of the replays' applications the way the yardstick states
+// it: Median is the median over all samples pooled, MeanOfMedians the mean
+// over applications of each one's median. It holds every sample at once:
+// for a few replays (tests); a run computes the same in two passes.
+func SlackStats(rs []*Replay) (median, meanOfMedians float64) {
 	var pooled []float64
-	for _, s := range all {
-		norm, err := traces.Normalize(s, sc.P99)
-		if err != nil {
-			return 0, err
+	n := 0
+	for _, r := range rs {
+		for _, a := range r.apps {
+			pooled = append(pooled, usageOverRequest(a.Usage, a.Request)...)
+			meanOfMedians += medianSlack(a)
+			n++
 		}
-		req := baseRequest(norm.Values, sc)
-		if !(req > 0) {
-			return 0, fmt.Errorf("series %s: request (p%g of the first half) is %v; a replica must request something", s.Name, 100*sc.RequestQuantile, req)
-		}
-		pooled = append(pooled, usageOverRequest(norm.Values, req)...)
 	}
-	if len(pooled) == 0 {
-		return 0, fmt.Errorf("calibrating requests: no samples")
-	}
-	return traces.Quantile(pooled, 0.5) / (1 - sc.TargetSlack), nil
+	return 1 - stats.Quantile(pooled, 0.5), meanOfMedians / float64(n)
+}
+
+// isUnusable reports whether err says a series cannot be replayed.
+func isUnusable(err error) (*UnusableError, bool) {
+	var u *UnusableError
+	ok := errors.As(err, &u)
+	return u, ok
 }

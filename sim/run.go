@@ -2,39 +2,118 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
-	"sort"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/activation-scheduler/terraform-provider-activation/traces"
 )
+
+// Source is one series to replay, loaded when a worker needs it and
+// dropped when its replay is done, so that a run holds a bounded number of
+// series whatever their number.
+type Source struct {
+	Name string
+	Load func() (traces.Series, error)
+}
+
+// FromSeries makes sources of series already in memory.
+func FromSeries(all []traces.Series) []Source {
+	out := make([]Source, len(all))
+	for i, s := range all {
+		out[i] = Source{Name: s.Name, Load: func() (traces.Series, error) { return s, nil }}
+	}
+	return out
+}
+
+// FromRefs makes sources of series in trace directories (traces.Scan).
+func FromRefs(refs []traces.Ref) []Source {
+	out := make([]Source, len(refs))
+	for i, r := range refs {
+		out[i] = Source{Name: r.Name, Load: r.Load}
+	}
+	return out
+}
 
 // Options control a run.
 type Options struct {
 	// Workers is the number of goroutines; 0 means GOMAXPROCS.
 	Workers int
+	// InFlight bounds the replay units a run holds at once (being prepared,
+	// replayed, or waiting to be summed in order); 0 means 2 x Workers.
+	InFlight int
+	// Progress, when set, is told what the run has done (from one
+	// goroutine at a time).
+	Progress func(Progress)
+	// OnSeries, when set, receives every unit's tallies, in order.
+	OnSeries func(SeriesResult)
+}
+
+// Progress is how far a run is.
+type Progress struct {
+	// Phase is "calibrating" (the passes over the series before the
+	// replay) or "replaying".
+	Phase       string
+	Done, Total int
+}
+
+// Run phases.
+const (
+	PhaseCalibrating = "calibrating"
+	PhaseReplaying   = "replaying"
+)
+
+// SeriesResult is what every policy setting did on one replay unit.
+type SeriesResult struct {
+	Index int
+	Name  string
+	// Tallies[p][k] is policy p's tally at its knob value k.
+	Tallies [][]Tally
+}
+
+// Skipped is a series a run left out, and why.
+type Skipped struct {
+	Series string `json:"series"`
+	Reason string `json:"reason"`
 }
 
 // Report is the result of replaying every policy and knob setting on a set
 // of series.
 type Report struct {
 	Scenario Scenario `json:"scenario"`
-	Series   []string `json:"series"`
+	// Family names the series' family (trace directory), "pooled" for a
+	// pooled report.
+	Family string `json:"family,omitempty"`
+	// Series are the replay units: the series, or with DifferentApps the
+	// pairs "first+second".
+	Series  []string  `json:"series"`
+	Skipped []Skipped `json:"skipped,omitempty"`
 	// RequestFactor is the calibration factor applied to every request;
 	// MedianSlack (pooled over all samples) and MeanSlack (the mean over
 	// series of each series' median) are the slack the replay then shows,
-	// see SlackStats.
-	RequestFactor float64 `json:"request_factor"`
-	MedianSlack   float64 `json:"median_slack"`
-	MeanSlack     float64 `json:"mean_slack"`
-	Curves        []Curve `json:"curves"`
+	// see SlackStats. A pooled report has none of them.
+	RequestFactor float64 `json:"request_factor,omitempty"`
+	MedianSlack   float64 `json:"median_slack,omitempty"`
+	MeanSlack     float64 `json:"mean_slack,omitempty"`
+	// Decisions is the number of decision points replayed (one per
+	// interval per unit, whatever the policies and knob values), Samples
+	// the number of samples.
+	Decisions int64   `json:"decisions"`
+	Samples   int64   `json:"samples"`
+	Curves    []Curve `json:"curves"`
 
-	replays []*Replay
+	sources []Source
+	units   []unit
 }
 
-// Replays returns the prepared series of the run.
-func (rep *Report) Replays() []*Replay { return rep.replays }
+// unit is one replay: the sources whose applications its hosts run.
+type unit struct {
+	name string
+	apps []int
+}
 
 // Curve returns the named policy's curve, or nil.
 func (rep *Report) Curve(name string) *Curve {
@@ -46,95 +125,281 @@ func (rep *Report) Curve(name string) *Curve {
 	return nil
 }
 
+// Units is the number of replay units the report can prepare again.
+func (rep *Report) Units() int { return len(rep.units) }
+
+// Prepare prepares replay unit i again (loading its series), for a trace
+// plot. A pooled report prepares none.
+func (rep *Report) Prepare(i int) (*Replay, error) {
+	if i < 0 || i >= len(rep.units) {
+		return nil, fmt.Errorf("sim: no replay unit %d (have %d)", i, len(rep.units))
+	}
+	return prepareUnit(rep.units[i], rep.sources, rep.Scenario, rep.RequestFactor)
+}
+
+func prepareUnit(u unit, src []Source, sc Scenario, factor float64) (*Replay, error) {
+	series := make([]traces.Series, len(u.apps))
+	for i, a := range u.apps {
+		s, err := src[a].Load()
+		if err != nil {
+			return nil, err
+		}
+		series[i] = s
+	}
+	return PrepareApps(series, sc, factor)
+}
+
 // Heavy is implemented by policies whose decisions are expensive (the
 // engine), so that a run starts them first and the workers finish together.
 type Heavy interface{ Heavy() bool }
 
-// Run prepares every series under sc and replays every policy at every knob
-// value on every series, in parallel.
+// Run replays every policy at every knob value on every series (see
+// RunSources); the series are in memory already.
 func Run(ctx context.Context, series []traces.Series, sc Scenario, policies []Policy, opt Options) (*Report, error) {
+	return RunSources(ctx, FromSeries(series), sc, policies, opt)
+}
+
+// RunSources prepares every series under sc and replays every policy at
+// every knob value on it, in parallel, holding at most opt.InFlight series
+// at a time: a series is loaded, prepared, replayed and dropped, and the
+// report keeps only sums per knob setting. Requests are calibrated first,
+// in passes over the series that hold none of them for long (see
+// calibrate). A series that cannot be replayed (too short, no usage) is
+// left out and listed in Skipped; with DifferentApps each series is paired
+// with the next usable one.
+func RunSources(ctx context.Context, src []Source, sc Scenario, policies []Policy, opt Options) (*Report, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
-	if len(series) == 0 {
+	if len(src) == 0 {
 		return nil, fmt.Errorf("sim: no series to replay")
+	}
+	if len(policies) == 0 {
+		return nil, fmt.Errorf("sim: no policies to replay")
 	}
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	factor, err := CalibrateRequests(series, sc)
-	if err != nil {
-		return nil, err
+	inFlight := opt.InFlight
+	if inFlight <= 0 {
+		inFlight = 2 * workers
 	}
-	rep := &Report{Scenario: sc, RequestFactor: factor, replays: make([]*Replay, len(series))}
-	err = parallel(ctx, workers, len(series), func(i int) error {
-		r, err := Prepare(series[i], sc, factor)
-		if err != nil {
-			return err
+	progress := func(p Progress) {
+		if opt.Progress != nil {
+			opt.Progress(p)
 		}
-		rep.replays[i] = r
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	for _, r := range rep.replays {
-		rep.Series = append(rep.Series, r.Name)
-	}
-	rep.MedianSlack, rep.MeanSlack = SlackStats(rep.replays)
-
-	type job struct{ p, k, s int }
-	var jobs []job
-	rep.Curves = make([]Curve, len(policies))
-	for pi, p := range policies {
+	rep := &Report{Scenario: sc, sources: src}
+	for i, p := range policies {
 		kn := p.Knob()
 		if len(kn.Values) == 0 {
 			return nil, fmt.Errorf("policy %s: knob %q has no values", p.Name(), kn.Name)
 		}
-		c := &rep.Curves[pi]
-		c.Policy, c.KnobName = p.Name(), kn.Name
-		c.PerSeries = make([][]Tally, len(kn.Values))
-		for ki := range kn.Values {
-			c.PerSeries[ki] = make([]Tally, len(series))
-			for si := range series {
-				jobs = append(jobs, job{pi, ki, si})
+		for _, q := range policies[:i] {
+			if q.Name() == p.Name() {
+				return nil, fmt.Errorf("sim: two policies named %s", p.Name())
 			}
 		}
+		rep.Curves = append(rep.Curves, Curve{Policy: p.Name(), KnobName: kn.Name, acc: make([]accum, len(kn.Values))})
 	}
-	// Heavy policies and long series first, so that no worker is left
-	// with a long job at the end.
-	heavy := func(pi int) bool {
-		h, ok := policies[pi].(Heavy)
-		return ok && h.Heavy()
-	}
-	sort.SliceStable(jobs, func(a, b int) bool {
-		ha, hb := heavy(jobs[a].p), heavy(jobs[b].p)
-		if ha != hb {
-			return ha
-		}
-		return len(rep.replays[jobs[a].s].Usage) > len(rep.replays[jobs[b].s].Usage)
-	})
-	err = parallel(ctx, workers, len(jobs), func(i int) error {
-		j := jobs[i]
-		p := policies[j.p]
-		t, err := Evaluate(rep.replays[j.s], p, p.Knob().Values[j.k])
-		if err != nil {
-			return err
-		}
-		rep.Curves[j.p].PerSeries[j.k][j.s] = t
-		return nil
+
+	cal, err := calibrate(ctx, src, sc, workers, func(done int) {
+		progress(Progress{Phase: PhaseCalibrating, Done: done, Total: len(src)})
 	})
 	if err != nil {
 		return nil, err
 	}
-	for pi, p := range policies {
-		c := &rep.Curves[pi]
-		for ki, k := range p.Knob().Values {
-			c.Points = append(c.Points, Aggregate(k, c.PerSeries[ki]))
+	var usable []int
+	for i, s := range cal.series {
+		if s.usable {
+			usable = append(usable, i)
+		} else {
+			rep.Skipped = append(rep.Skipped, Skipped{Series: s.skipped.Series, Reason: s.skipped.Reason})
+		}
+	}
+	if len(usable) == 0 {
+		return nil, fmt.Errorf("sim: none of the %d series can be replayed under scenario %s (first: %s: %s)", len(src), sc.Name, rep.Skipped[0].Series, rep.Skipped[0].Reason)
+	}
+	rep.RequestFactor = cal.factor
+	rep.MedianSlack = 1 - cal.median/cal.factor
+	rep.MeanSlack = 1 - cal.meanMedian/cal.factor
+	for j, i := range usable {
+		u := unit{name: src[i].Name, apps: []int{i}}
+		if sc.DifferentApps {
+			if len(usable) < 2 {
+				return nil, fmt.Errorf("sim: scenario %s runs different applications on the two hosts: it needs at least 2 series that can be replayed, have 1 (%s)", sc.Name, src[i].Name)
+			}
+			k := usable[(j+1)%len(usable)]
+			u = unit{name: src[i].Name + "+" + src[k].Name, apps: []int{i, k}}
+		}
+		rep.units = append(rep.units, u)
+		rep.Series = append(rep.Series, u.name)
+	}
+
+	// Policies in the order a unit's work starts: heavy first.
+	order := make([]int, len(policies))
+	for i := range order {
+		order[i] = i
+	}
+	heavy := func(p Policy) bool {
+		h, ok := p.(Heavy)
+		return ok && h.Heavy()
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ha, hb := heavy(policies[a]), heavy(policies[b])
+		switch {
+		case ha == hb:
+			return 0
+		case ha:
+			return -1
+		}
+		return 1
+	})
+
+	type inflight struct {
+		idx     int
+		once    sync.Once
+		r       *Replay
+		err     error
+		left    atomic.Int32
+		tallies [][]Tally
+		// decisions and samples of the replay
+		decisions, samples int
+	}
+	type task struct {
+		u *inflight
+		p int
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		errOnce  sync.Once
+		firstErr error
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err; cancel() })
+	}
+	tasks := make(chan task)
+	finished := make(chan *inflight, inFlight)
+	slots := make(chan struct{}, inFlight)
+
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range tasks {
+				u := t.u
+				if ctx.Err() == nil {
+					u.once.Do(func() {
+						u.r, u.err = prepareUnit(rep.units[u.idx], src, sc, cal.factor)
+						if u.err == nil {
+							u.decisions, u.samples = u.r.Decisions(), u.r.Samples()
+						}
+					})
+					if u.err != nil {
+						fail(u.err)
+					} else {
+						tl, err := EvaluateAll(u.r, policies[t.p])
+						if err != nil {
+							fail(err)
+						}
+						u.tallies[t.p] = tl
+					}
+				}
+				if u.left.Add(-1) == 0 {
+					u.r = nil // drop the replay: only its tallies remain
+					finished <- u
+				}
+			}
+		}()
+	}
+
+	// The collector sums units in order, so that the report does not
+	// depend on which worker finished first, and frees their slots.
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		pending := map[int]*inflight{}
+		next := 0
+		for u := range finished {
+			pending[u.idx] = u
+			for {
+				v, ok := pending[next]
+				if !ok {
+					break
+				}
+				delete(pending, next)
+				if ctx.Err() == nil && v.err == nil {
+					rep.Decisions += int64(v.decisions)
+					rep.Samples += int64(v.samples)
+					for p, tl := range v.tallies {
+						for k, t := range tl {
+							rep.Curves[p].acc[k].add(t)
+						}
+					}
+					if opt.OnSeries != nil {
+						opt.OnSeries(SeriesResult{Index: v.idx, Name: rep.units[v.idx].name, Tallies: v.tallies})
+					}
+				}
+				next++
+				progress(Progress{Phase: PhaseReplaying, Done: next, Total: len(rep.units)})
+				<-slots
+			}
+		}
+	}()
+
+	progress(Progress{Phase: PhaseReplaying, Done: 0, Total: len(rep.units)})
+feed:
+	for i := range rep.units {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			break feed
+		}
+		u := &inflight{idx: i, tallies: make([][]Tally, len(policies))}
+		u.left.Store(int32(len(policies)))
+		for _, p := range order {
+			select {
+			case tasks <- task{u, p}:
+			case <-ctx.Done():
+				// The unit's remaining tasks are not run: finish it here.
+				if u.left.Add(-int32(countRemaining(order, p))) == 0 {
+					finished <- u
+				}
+				break feed
+			}
+		}
+	}
+	close(tasks)
+	wg.Wait()
+	close(finished)
+	<-collected
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, p := range policies {
+		c := &rep.Curves[i]
+		for k, v := range p.Knob().Values {
+			c.Points = append(c.Points, c.acc[k].point(v))
 		}
 	}
 	return rep, nil
+}
+
+// countRemaining is how many policies of order from p on (p included) were
+// not handed out.
+func countRemaining(order []int, p int) int {
+	for i, q := range order {
+		if q == p {
+			return len(order) - i
+		}
+	}
+	return 0
 }
 
 // parallel calls f(0..n-1) on up to workers goroutines and returns the
@@ -173,6 +438,46 @@ feed:
 		return firstErr
 	}
 	return ctx.Err()
+}
+
+// Pool sums reports of one scenario and the same policies (the families of
+// one run) into one: every series weighs the same, whatever its family.
+func Pool(reps ...*Report) (*Report, error) {
+	if len(reps) == 0 {
+		return nil, errors.New("sim: no reports to pool")
+	}
+	out := &Report{Scenario: reps[0].Scenario, Family: "pooled"}
+	for _, c := range reps[0].Curves {
+		out.Curves = append(out.Curves, Curve{Policy: c.Policy, KnobName: c.KnobName, acc: make([]accum, len(c.acc))})
+	}
+	for _, r := range reps {
+		if r.Scenario.Name != out.Scenario.Name || len(r.Curves) != len(out.Curves) {
+			return nil, fmt.Errorf("sim: cannot pool report %s (scenario %s, %d policies) with scenario %s, %d policies", r.Family, r.Scenario.Name, len(r.Curves), out.Scenario.Name, len(out.Curves))
+		}
+		for i, c := range r.Curves {
+			oc := &out.Curves[i]
+			if c.Policy != oc.Policy || len(c.acc) != len(oc.acc) {
+				return nil, fmt.Errorf("sim: cannot pool policy %s (%d settings) with %s (%d settings)", c.Policy, len(c.acc), oc.Policy, len(oc.acc))
+			}
+			for k := range c.acc {
+				if c.Points[k].Knob != reps[0].Curves[i].Points[k].Knob {
+					return nil, fmt.Errorf("sim: cannot pool policy %s: knob values differ", c.Policy)
+				}
+				oc.acc[k].merge(c.acc[k])
+			}
+		}
+		out.Series = append(out.Series, r.Series...)
+		out.Skipped = append(out.Skipped, r.Skipped...)
+		out.Decisions += r.Decisions
+		out.Samples += r.Samples
+	}
+	for i := range out.Curves {
+		c := &out.Curves[i]
+		for k := range c.acc {
+			c.Points = append(c.Points, c.acc[k].point(reps[0].Curves[i].Points[k].Knob))
+		}
+	}
+	return out, nil
 }
 
 // Summary compares the activation policy with the baselines at a budget.

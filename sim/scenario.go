@@ -3,11 +3,18 @@
 // admission, window-percentile and peak-predictor baselines, the activation
 // engine and the oracle. A host has capacity 1; each of its replicas follows
 // a normalised usage series; every decision interval a policy sets each
-// host's replica count from a window of past usage, and usage is checked at
-// every sample.
+// host's replica count from a window of past usage, and usage (CPU, and
+// memory in the memory scenario) is checked at every sample.
+//
+// A run streams: each worker loads a series, prepares it, replays every
+// policy and knob setting on it and drops it, so memory is bounded by the
+// series in flight whatever their number (RunSources); the request
+// calibration, which needs every sample, counts them in passes over the
+// series (calibrate). Window statistics come from the stats package.
 //
 // The package has no Terraform or Nomad imports; the activation policy calls
-// the engine through its public API only.
+// the engine through its public API only (Processor.Sweep for a knob sweep,
+// engine.Decide where one decision is timed).
 package sim
 
 import (
@@ -53,12 +60,27 @@ type Scenario struct {
 	TargetSlack float64 `json:"target_slack,omitempty"`
 	// Seed drives the replica shifts and scales.
 	Seed uint64 `json:"seed,omitempty"`
+	// DifferentApps: the hosts of a pair run different applications: the
+	// first host the series' own, the second host the next series' (in
+	// name order, the last series' partner being the first), so every
+	// series is replayed once on each side. Otherwise both hosts run the
+	// series' application.
+	DifferentApps bool `json:"different_apps,omitempty"`
+	// Memory: memory is replayed and judged as well as CPU. Every series
+	// must carry memory (Bitbrains' mem_kb and mem_capacity_kb). A
+	// replica's memory is the trace's memory in use (shifted and scaled
+	// with its CPU), its memory request the memory provisioned to the VM,
+	// and a host's memory capacity MemoryHostReplicas times that request.
+	Memory             bool    `json:"memory,omitempty"`
+	MemoryHostReplicas float64 `json:"memory_host_replicas,omitempty"`
 }
 
 // Names of the built-in scenarios.
 const (
 	ScenarioYardstick = "yardstick"
 	ScenarioShifted   = "shifted"
+	ScenarioTwoApps   = "two-apps"
+	ScenarioMemory    = "memory"
 )
 
 // Yardstick is the setup of the independent yardstick replay
@@ -100,26 +122,57 @@ func Shifted() Scenario {
 	}
 }
 
+// TwoApps is Shifted with different applications on the two hosts of a
+// pair: the first host runs one series, the second host the next one, so
+// the engine's two processors read two different observations.
+func TwoApps() Scenario {
+	s := Shifted()
+	s.Name = ScenarioTwoApps
+	s.Description = "as shifted, but the second host runs a different application (the next series in name order) from the first"
+	s.DifferentApps = true
+	return s
+}
+
+// MemoryScenario is Shifted with memory: real CPU and memory series (such
+// as Bitbrains'), a replica's memory request the memory provisioned to its
+// VM, a host's memory ten such requests, and memory judged by every policy
+// and by the oracle (a sample over either capacity is a violation, counted
+// per resource too).
+func MemoryScenario() Scenario {
+	s := Shifted()
+	s.Name = ScenarioMemory
+	s.Description = "as shifted, with real memory: a replica's memory request is its VM's provisioned memory, a host holds 10 such requests, a sample over either capacity is a violation"
+	s.Memory = true
+	s.MemoryHostReplicas = 10
+	return s
+}
+
 // Scenarios returns the built-in scenarios by name.
 func Scenarios() map[string]Scenario {
 	return map[string]Scenario{
 		ScenarioYardstick: Yardstick(),
 		ScenarioShifted:   Shifted(),
+		ScenarioTwoApps:   TwoApps(),
+		ScenarioMemory:    MemoryScenario(),
 	}
+}
+
+// ScenarioNames lists the built-in scenarios.
+func ScenarioNames() []string {
+	var names []string
+	for n := range Scenarios() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // ScenarioByName returns a built-in scenario.
 func ScenarioByName(name string) (Scenario, error) {
-	all := Scenarios()
-	if s, ok := all[name]; ok {
+	if s, ok := Scenarios()[name]; ok {
 		return s, nil
 	}
-	names := make([]string, 0, len(all))
-	for n := range all {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return Scenario{}, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(names, ", "))
+	return Scenario{}, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(ScenarioNames(), ", "))
 }
 
 // Validate checks the scenario and names the field that is wrong.
@@ -148,6 +201,12 @@ func (s Scenario) Validate() error {
 		return bad("request_quantile", "is %v; it must be in (0, 1]", s.RequestQuantile)
 	case !(s.TargetSlack >= 0 && s.TargetSlack < 1):
 		return bad("target_slack", "is %v; it must be in [0, 1)", s.TargetSlack)
+	case s.DifferentApps && s.Hosts < 2:
+		return bad("hosts", "is %d; different applications need at least two hosts per pair", s.Hosts)
+	case s.Memory && !(s.MemoryHostReplicas >= 1 && s.MemoryHostReplicas <= 1e6):
+		return bad("memory_host_replicas", "is %v; a host must hold at least one replica's memory request (at most 1e6)", s.MemoryHostReplicas)
+	case !s.Memory && s.MemoryHostReplicas != 0:
+		return bad("memory_host_replicas", "is %v but memory is not replayed (set memory)", s.MemoryHostReplicas)
 	}
 	return nil
 }

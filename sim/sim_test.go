@@ -17,16 +17,15 @@ func handReplay(t *testing.T, usage []float64, sc Scenario, request float64) *Re
 	if err := sc.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	r := &Replay{Name: "hand", Scenario: sc, Usage: usage, Request: request, maxRepl: sc.MaxReplicas}
+	a := &App{Name: "hand", Usage: usage, Request: request}
+	for i := range usage {
+		a.Times = append(a.Times, int64(60*i))
+	}
+	r := &Replay{Name: "hand", Scenario: sc, apps: []*App{a}, samples: len(usage), period: 60, maxRepl: sc.MaxReplicas}
 	if r.maxRepl == 0 {
 		r.maxRepl = noCap
 	}
-	for i := range usage {
-		r.Times = append(r.Times, int64(60*i))
-	}
-	r.buildHosts()
-	r.buildStats()
-	r.buildOracle()
+	r.build()
 	return r
 }
 
@@ -132,8 +131,8 @@ func TestMetricsOnHandSeries(t *testing.T) {
 // 0.37, p95 0.385, max 0.4 (quantiles interpolate between order statistics).
 func TestBaselinesOnHandWindow(t *testing.T) {
 	r := handReplay(t, []float64{0.1, 0.2, 0.3, 0.4, 0.05}, handScenario(4, 1), 0.125)
-	st := r.Stats(0)
-	want := WindowStats{Mean: 0.25, Std: math.Sqrt(0.0125), P50: 0.25, P90: 0.37, P95: 0.385, P99: 0.397, Max: 0.4, MeanLast5: 0.25, MaxLast5: 0.4}
+	st := r.Stats(0, 0)
+	want := WindowStats{Mean: 0.25, Std: 0.11180339887498948 /* sqrt(0.0125) */, P50: 0.25, P90: 0.37, P95: 0.385, P99: 0.397, Max: 0.4, MeanLast5: 0.25, MaxLast5: 0.4}
 	got := []float64{st.Mean, st.Std, st.P50, st.P90, st.P95, st.P99, st.Max, st.MeanLast5, st.MaxLast5}
 	exp := []float64{want.Mean, want.Std, want.P50, want.P90, want.P95, want.P99, want.Max, want.MeanLast5, want.MaxLast5}
 	for i := range got {
@@ -213,9 +212,10 @@ func TestShiftedReplicasFollowTheSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	for h := 0; h < r.Hosts(); h++ {
-		for s := sc.MaxShift; s < len(r.Usage); s += 97 {
+		u := r.App(h).Usage
+		for s := sc.MaxShift; s < len(u); s += 97 {
 			lo, hi := math.Inf(1), 0.0
-			for _, v := range r.Usage[s-sc.MaxShift : s+1] {
+			for _, v := range u[s-sc.MaxShift : s+1] {
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
 			for n := 1; n <= r.MaxReplicas(); n++ {
@@ -251,7 +251,7 @@ func TestPoliciesSeeOnlyThePast(t *testing.T) {
 	}
 	M := r.MaxReplicas()
 	for d := 0; d < r.Decisions(); d++ {
-		_, w := r.Window(d)
+		_, w := r.Window(0, d)
 		end := r.At(d)
 		for i, v := range w {
 			tt := end - len(w) + i
@@ -267,9 +267,9 @@ func TestPoliciesSeeOnlyThePast(t *testing.T) {
 	// Right after the step most replicas still lag: the newest observed
 	// value is well below the series' new level (3 x the old one).
 	d := (at-sc.Window)/sc.Interval + 1
-	_, w := r.Window(d)
+	_, w := r.Window(1, d)
 	last := w[len(w)-1]
-	high := r.Usage[at]
+	high := r.App(1).Usage[at]
 	if r.At(d) <= at || last > 0.5*high {
 		t.Fatalf("at decision %d (sample %d) the newest observed value is %v against the series' %v: the window leaks the lagging replicas' future", d, r.At(d), last, high)
 	}

@@ -18,7 +18,7 @@ type SynthConfig struct {
 	Day      int     // samples per daily cycle
 	Base     float64 // mean level
 	Daily    float64 // amplitude of the daily cycle, a share of the level
-	Noise    float64 // standard deviation of the AR(1) noise, a share of the level
+	Noise    float64 // standard deviation of the AR(1) noise's innovations, a share of the level
 	AR       float64 // AR(1) coefficient of the noise, in [0, 1)
 	Bursts   float64 // probability that a burst starts at a sample
 	BurstLen int     // mean burst length in samples
@@ -29,7 +29,7 @@ type SynthConfig struct {
 // DefaultSynth is a minute-resolution day-cycled service with bursts and
 // occasional level shifts.
 func DefaultSynth() SynthConfig {
-	return SynthConfig{Samples: 10080, Period: 60, Day: 1440, Base: 1, Daily: 0.5, Noise: 0.08, AR: 0.9,
+	return SynthConfig{Samples: 10080, Period: 60, Day: 1440, Base: 1, Daily: 0.5, Noise: 0.035, AR: 0.9,
 		Bursts: 0.002, BurstLen: 8, BurstAmp: 1.5, Shifts: 0.0003}
 }
 
@@ -56,7 +56,7 @@ func Synthetic(name string, seed uint64, c SynthConfig) (traces.Series, error) {
 		if rng.Float64() < c.Shifts {
 			level *= math.Exp(0.4 * rng.NormFloat64())
 		}
-		noise = c.AR*noise + c.Noise*math.Sqrt(1-c.AR*c.AR)*rng.NormFloat64()
+		noise = c.AR*noise + c.Noise*rng.NormFloat64()
 		if burst == 0 && rng.Float64() < c.Bursts {
 			burst = 1 + rng.IntN(2*c.BurstLen)
 		}

@@ -1,6 +1,21 @@
-// Package traces loads real usage series (CSV files with a `ts,value` header),
-// normalises each on its own scale and splits a collection by series so that
-// what a model is tested on was never trained on.
+// Package traces loads real usage series, normalises each on its own scale
+// and splits a collection by series identity so that what a model is tested
+// on was never trained on.
+//
+// A trace directory is one family of series in one of two layouts:
+//
+//   - flat: one CSV file per series, DIR/<series>.csv; the series' identity
+//     is the file name without its extension;
+//   - nested: DIR/<part>/<series>.csv (PlanetLab's <day>/<vm>.csv): files of
+//     the same name in different subdirectories are parts of one series,
+//     joined in the subdirectories' name order, so that every day of one VM
+//     is one series with one identity.
+//
+// A CSV file has a header. Its time column is `ts` (or `timestamp`,
+// `time`), in Unix seconds. Its usage column is `value` (or `usage`), or
+// `cpu_mhz` (Bitbrains). Memory, when present, is `mem_kb` or `memory_mb`
+// (memory in use) and `mem_capacity_kb` or `memory_capacity_mb` (memory
+// provisioned to the VM). Other columns are ignored.
 package traces
 
 import (
@@ -14,43 +29,103 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/activation-scheduler/terraform-provider-activation/stats"
 )
+
+// MinSamples is the fewest samples a series may have: a single reading
+// says nothing of how usage varies.
+const MinSamples = 2
 
 // Series is one usage series: Values[i] was observed at Unix time Times[i]
 // (seconds). Times are strictly increasing.
 type Series struct {
-	Name   string
+	// Name is the series' identity: what splits hold out.
+	Name string
+	// Family is the trace directory (its base name) the series came from;
+	// empty for series made in code.
+	Family string
 	Times  []int64
 	Values []float64
+	// Memory is the memory in use at each sample, in MB, when the trace
+	// has it (nil otherwise).
+	Memory []float64
+	// MemoryProvisionedMB is the memory provisioned to the series' VM or
+	// container (the largest figure the trace gives), 0 when unknown.
+	MemoryProvisionedMB float64
 }
 
 // Len returns the number of samples.
 func (s Series) Len() int { return len(s.Values) }
 
-// Read parses one CSV series. The first line must be a header naming the
-// columns `ts` and `value` (in any order; other columns are ignored). Every
-// value must be a finite, non-negative number and timestamps must increase.
+// HasMemory reports whether the series carries memory usage and the
+// memory provisioned for it.
+func (s Series) HasMemory() bool { return s.Memory != nil && s.MemoryProvisionedMB > 0 }
+
+// columns are the positions of the columns a file has (-1: absent).
+type columns struct {
+	ts, value, mem, memCap int
+	memScale, capScale     float64 // to MB
+}
+
+func findColumns(header []string) columns {
+	c := columns{ts: -1, value: -1, mem: -1, memCap: -1}
+	cpu := -1
+	for i, h := range header {
+		switch strings.TrimSpace(strings.ToLower(h)) {
+		case "ts", "timestamp", "time":
+			c.ts = i
+		case "value", "usage":
+			c.value = i
+		case "cpu_mhz":
+			cpu = i
+		case "mem_kb":
+			c.mem, c.memScale = i, 1.0/1024
+		case "memory_mb":
+			c.mem, c.memScale = i, 1
+		case "mem_capacity_kb":
+			c.memCap, c.capScale = i, 1.0/1024
+		case "memory_capacity_mb":
+			c.memCap, c.capScale = i, 1
+		}
+	}
+	if c.value < 0 {
+		c.value = cpu
+	}
+	return c
+}
+
+// Read parses one CSV series (see the package comment for the columns).
+// Every value must be a finite, non-negative number, timestamps must
+// increase, and a series needs at least MinSamples samples.
 func Read(r io.Reader, name string) (Series, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
-	header, err := cr.Read()
+	rec, err := cr.Read()
 	if err != nil {
 		return Series{}, fmt.Errorf("series %s: reading header: %w", name, err)
 	}
-	tsCol, valCol := -1, -1
-	for i, h := range header {
-		switch strings.TrimSpace(strings.ToLower(h)) {
-		case "ts", "timestamp", "time":
-			tsCol = i
-		case "value", "usage":
-			valCol = i
-		}
+	header := append([]string(nil), rec...) // records are reused
+	c := findColumns(header)
+	if c.ts < 0 || c.value < 0 {
+		return Series{}, fmt.Errorf("series %s: header %q must name a `ts` column and a `value` (or `cpu_mhz`) column", name, strings.Join(header, ","))
 	}
-	if tsCol < 0 || valCol < 0 {
-		return Series{}, fmt.Errorf("series %s: header %q must name a `ts` and a `value` column", name, strings.Join(header, ","))
+	if (c.mem < 0) != (c.memCap < 0) {
+		return Series{}, fmt.Errorf("series %s: header %q: memory needs both the memory in use (mem_kb or memory_mb) and the memory provisioned (mem_capacity_kb or memory_capacity_mb)", name, strings.Join(header, ","))
 	}
+	need := max(c.ts, c.value, c.mem, c.memCap) + 1
 	s := Series{Name: name}
+	number := func(line int, col, field string) (float64, error) {
+		v, err := strconv.ParseFloat(strings.TrimSpace(col), 64)
+		if err != nil {
+			return 0, fmt.Errorf("series %s: line %d: %s: %q is not a number", name, line, field, col)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return 0, fmt.Errorf("series %s: line %d: %s: %v is not a finite non-negative figure", name, line, field, v)
+		}
+		return v, nil
+	}
 	line := 1
 	for {
 		rec, err := cr.Read()
@@ -61,30 +136,49 @@ func Read(r io.Reader, name string) (Series, error) {
 		if err != nil {
 			return Series{}, fmt.Errorf("series %s: line %d: %w", name, line, err)
 		}
-		if len(rec) <= tsCol || len(rec) <= valCol {
-			return Series{}, fmt.Errorf("series %s: line %d: expected at least %d columns, got %d", name, line, max(tsCol, valCol)+1, len(rec))
+		if len(rec) < need {
+			return Series{}, fmt.Errorf("series %s: line %d: expected at least %d columns, got %d", name, line, need, len(rec))
 		}
-		ts, err := parseTime(strings.TrimSpace(rec[tsCol]))
+		ts, err := parseTime(strings.TrimSpace(rec[c.ts]))
 		if err != nil {
-			return Series{}, fmt.Errorf("series %s: line %d: ts: %w", name, line, err)
+			return Series{}, fmt.Errorf("series %s: line %d: %s: %w", name, line, header[c.ts], err)
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rec[valCol]), 64)
+		v, err := number(line, rec[c.value], header[c.value])
 		if err != nil {
-			return Series{}, fmt.Errorf("series %s: line %d: value: %w", name, line, err)
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return Series{}, fmt.Errorf("series %s: line %d: value: %v is not a finite non-negative usage", name, line, v)
+			return Series{}, err
 		}
 		if n := len(s.Times); n > 0 && ts <= s.Times[n-1] {
-			return Series{}, fmt.Errorf("series %s: line %d: ts: %d does not come after %d", name, line, ts, s.Times[n-1])
+			return Series{}, fmt.Errorf("series %s: line %d: %s: %d does not come after %d", name, line, header[c.ts], ts, s.Times[n-1])
+		}
+		if c.mem >= 0 {
+			m, err := number(line, rec[c.mem], header[c.mem])
+			if err != nil {
+				return Series{}, err
+			}
+			mc, err := number(line, rec[c.memCap], header[c.memCap])
+			if err != nil {
+				return Series{}, err
+			}
+			s.Memory = append(s.Memory, m*c.memScale)
+			s.MemoryProvisionedMB = max(s.MemoryProvisionedMB, mc*c.capScale)
 		}
 		s.Times = append(s.Times, ts)
 		s.Values = append(s.Values, v)
 	}
-	if len(s.Values) == 0 {
-		return Series{}, fmt.Errorf("series %s: no samples", name)
+	if err := checkLength(s); err != nil {
+		return Series{}, err
 	}
 	return s, nil
+}
+
+func checkLength(s Series) error {
+	switch n := len(s.Values); {
+	case n == 0:
+		return fmt.Errorf("series %s: no samples", s.Name)
+	case n < MinSamples:
+		return fmt.Errorf("series %s: %d sample; a series needs at least %d (one reading says nothing of how usage varies)", s.Name, n, MinSamples)
+	}
+	return nil
 }
 
 func parseTime(s string) (int64, error) {
@@ -110,84 +204,167 @@ func ReadFile(path string) (Series, error) {
 	return Read(f, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 }
 
-// LoadDir reads every *.csv file in dir, sorted by name. A directory with no
-// CSV series is an error.
+// Ref is one series of a trace directory, found but not read: Load reads
+// it. A program that replays many series holds Refs and loads one series
+// at a time.
+type Ref struct {
+	// Name is the series' identity (the file name without .csv).
+	Name string
+	// Family is the directory's base name.
+	Family string
+	// Paths are the series' files in time order: one in a flat directory,
+	// one per part (day) in a nested one.
+	Paths []string
+}
+
+// Load reads the series, joining its parts in order.
+func (r Ref) Load() (Series, error) {
+	if len(r.Paths) == 0 {
+		return Series{}, fmt.Errorf("traces: series %s has no files", r.Name)
+	}
+	var out Series
+	for i, p := range r.Paths {
+		s, err := ReadFile(p)
+		if err != nil {
+			return Series{}, fmt.Errorf("traces: %s: %w", p, err)
+		}
+		if i == 0 {
+			out = s
+			continue
+		}
+		if s.Times[0] <= out.Times[len(out.Times)-1] {
+			return Series{}, fmt.Errorf("traces: %s: series %s: its first time %d is not after %d, the last of %s: parts of one series must not overlap",
+				p, r.Name, s.Times[0], out.Times[len(out.Times)-1], r.Paths[i-1])
+		}
+		if (s.Memory == nil) != (out.Memory == nil) {
+			return Series{}, fmt.Errorf("traces: %s: series %s: memory columns in some parts but not in others", p, r.Name)
+		}
+		out.Times = append(out.Times, s.Times...)
+		out.Values = append(out.Values, s.Values...)
+		out.Memory = append(out.Memory, s.Memory...)
+		out.MemoryProvisionedMB = max(out.MemoryProvisionedMB, s.MemoryProvisionedMB)
+	}
+	out.Name, out.Family = r.Name, r.Family
+	return out, nil
+}
+
+// Scan lists the series of a trace directory, flat or nested (see the
+// package comment), sorted by name, without reading them. A directory with
+// no CSV series is an error.
+func Scan(dir string) ([]Ref, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("traces: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("traces: %s is not a directory", dir)
+	}
+	family := filepath.Base(filepath.Clean(dir))
+	flat, err := filepath.Glob(filepath.Join(dir, "*.csv"))
+	if err != nil {
+		return nil, fmt.Errorf("traces: %w", err)
+	}
+	if len(flat) > 0 {
+		sort.Strings(flat)
+		refs := make([]Ref, len(flat))
+		for i, p := range flat {
+			refs[i] = Ref{Name: strings.TrimSuffix(filepath.Base(p), ".csv"), Family: family, Paths: []string{p}}
+		}
+		return refs, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("traces: %w", err)
+	}
+	byName := map[string]*Ref{}
+	for _, e := range entries { // ReadDir sorts by name: parts in order
+		if !e.IsDir() {
+			continue
+		}
+		parts, err := filepath.Glob(filepath.Join(dir, e.Name(), "*.csv"))
+		if err != nil {
+			return nil, fmt.Errorf("traces: %w", err)
+		}
+		sort.Strings(parts)
+		for _, p := range parts {
+			name := strings.TrimSuffix(filepath.Base(p), ".csv")
+			r := byName[name]
+			if r == nil {
+				r = &Ref{Name: name, Family: family}
+				byName[name] = r
+			}
+			r.Paths = append(r.Paths, p)
+		}
+	}
+	if len(byName) == 0 {
+		return nil, fmt.Errorf("traces: no *.csv series in %s (nor in its subdirectories, <part>/<series>.csv)", dir)
+	}
+	refs := make([]Ref, 0, len(byName))
+	for _, r := range byName {
+		refs = append(refs, *r)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	return refs, nil
+}
+
+// LoadDir reads every series of a trace directory (see Scan), sorted by
+// name.
 func LoadDir(dir string) ([]Series, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.csv"))
+	refs, err := Scan(dir)
 	if err != nil {
 		return nil, err
 	}
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("traces: no *.csv series in %s", dir)
-	}
-	sort.Strings(paths)
-	out := make([]Series, 0, len(paths))
-	for _, p := range paths {
-		s, err := ReadFile(p)
+	out := make([]Series, 0, len(refs))
+	for _, r := range refs {
+		s, err := r.Load()
 		if err != nil {
-			return nil, fmt.Errorf("traces: %w", err)
+			return nil, err
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-// Quantile returns the q-quantile (0..1) of xs by linear interpolation
-// between order statistics. xs is not modified.
-func Quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	c := append([]float64(nil), xs...)
-	sort.Float64s(c)
-	return QuantileSorted(c, q)
-}
-
-// QuantileSorted is Quantile on an already sorted slice.
-func QuantileSorted(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return math.NaN()
-	}
-	if q <= 0 {
-		return sorted[0]
-	}
-	if q >= 1 {
-		return sorted[n-1]
-	}
-	pos := q * float64(n-1)
-	lo := int(pos)
-	frac := pos - float64(lo)
-	if lo+1 >= n {
-		return sorted[n-1]
-	}
-	return sorted[lo] + frac*(sorted[lo+1]-sorted[lo])
-}
+// Quantile is stats.Quantile, kept for callers of this package.
+//
+// Deprecated: use stats.Quantile.
+func Quantile(xs []float64, q float64) float64 { return stats.Quantile(xs, q) }
 
 // Normalize returns a copy of s scaled so that its p99 over the whole series
 // equals target (a share of a host's capacity). A series whose p99 is zero
-// cannot be normalised.
+// cannot be normalised. Memory is not scaled.
 func Normalize(s Series, target float64) (Series, error) {
-	p99 := Quantile(s.Values, 0.99)
+	p99 := stats.Quantile(s.Values, 0.99)
 	if !(p99 > 0) {
 		return Series{}, fmt.Errorf("series %s: p99 is %v, cannot normalise", s.Name, p99)
 	}
 	k := target / p99
-	out := Series{Name: s.Name, Times: s.Times, Values: make([]float64, len(s.Values))}
+	out := s
+	out.Values = make([]float64, len(s.Values))
 	for i, v := range s.Values {
 		out.Values[i] = v * k
 	}
 	return out, nil
 }
 
-// SplitByName splits series into a training and a held-out set by series:
-// a series is held out when the FNV-1a hash of its name, mixed with seed,
-// falls in the held-out share. The split depends only on names and seed,
-// never on file order or contents, so any directory of series splits the
-// same way every time.
+// SplitByName splits series into a training and a held-out set by series
+// identity (Name): a series is held out when the FNV-1a hash of its name,
+// mixed with seed, falls in the held-out share. The split depends only on
+// names and seed, never on file order or contents, so any directory of
+// series splits the same way every time.
 func SplitByName(all []Series, heldOutShare float64, seed uint64) (train, test []Series) {
+	return split(all, func(s Series) string { return s.Name }, heldOutShare, seed)
+}
+
+// SplitRefs is SplitByName on series not yet read: the same names go to the
+// same side.
+func SplitRefs(all []Ref, heldOutShare float64, seed uint64) (train, test []Ref) {
+	return split(all, func(r Ref) string { return r.Name }, heldOutShare, seed)
+}
+
+func split[T any](all []T, name func(T) string, heldOutShare float64, seed uint64) (train, test []T) {
 	for _, s := range all {
-		if hashUnit(s.Name, seed) < heldOutShare {
+		if hashUnit(name(s), seed) < heldOutShare {
 			test = append(test, s)
 		} else {
 			train = append(train, s)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -17,8 +18,12 @@ func TestRead(t *testing.T) {
 		{name: "ok", csv: "ts,value\n1,0.5\n2,1.5\n", want: []float64{0.5, 1.5}},
 		{name: "columns swapped, extra column", csv: "value,host,ts\n2,a,10\n3,b,20\n", want: []float64{2, 3}},
 		{name: "float time", csv: "ts,value\n1.0,1\n2.5,2\n", want: []float64{1, 2}},
-		{name: "no header", csv: "1,2\n", err: "must name a `ts` and a `value` column"},
+		{name: "no header", csv: "1,2\n", err: "must name a `ts` column and a `value` (or `cpu_mhz`) column"},
 		{name: "empty", csv: "ts,value\n", err: "no samples"},
+		{name: "one row", csv: "ts,value\n1,0.5\n", err: "1 sample; a series needs at least 2"},
+		{name: "bitbrains columns", csv: "ts,cpu_mhz,cpu_capacity_mhz,mem_kb,mem_capacity_kb\n10,87.5,5852,1024,8192\n20,29.5,5852,2048,4096\n", want: []float64{87.5, 29.5}},
+		{name: "memory without capacity", csv: "ts,value,mem_kb\n1,1,1\n2,1,1\n", err: "memory needs both"},
+		{name: "negative memory", csv: "ts,value,memory_mb,memory_capacity_mb\n1,1,-1,10\n2,1,1,10\n", err: "line 2: memory_mb"},
 		{name: "NaN", csv: "ts,value\n1,NaN\n", err: "line 2: value"},
 		{name: "negative", csv: "ts,value\n1,-1\n", err: "line 2: value"},
 		{name: "not a number", csv: "ts,value\n1,abc\n", err: "line 2: value"},
@@ -51,6 +56,121 @@ func TestRead(t *testing.T) {
 	}
 }
 
+// Bitbrains' columns: cpu_mhz is the usage, memory comes in KB and is kept
+// in MB, and the memory provisioned is the largest the trace gives.
+func TestReadBitbrainsMemory(t *testing.T) {
+	csv := "ts,cpu_mhz,cpu_capacity_mhz,mem_kb,mem_capacity_kb\n10,87.5,5852,1024,8192\n20,29.5,5852,2048,4096\n30,1,5852,512,0\n"
+	s, err := Read(strings.NewReader(csv), "vm001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.HasMemory() || len(s.Memory) != 3 || s.Memory[0] != 1 || s.Memory[1] != 2 || s.Memory[2] != 0.5 || s.MemoryProvisionedMB != 8 {
+		t.Fatalf("memory %v provisioned %v, want [1 2 0.5] MB and 8 MB", s.Memory, s.MemoryProvisionedMB)
+	}
+	plain, err := Read(strings.NewReader("ts,value\n1,1\n2,2\n"), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.HasMemory() {
+		t.Fatal("a ts,value series has memory")
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// PlanetLab's layout, <day>/<vm>.csv: the days of one VM are one series,
+// joined in day order, with the VM's name as its identity.
+func TestScanNestedLayout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "planetlab")
+	writeFiles(t, dir, map[string]string{
+		"20110303/vm_a.csv": "ts,value\n100,1\n200,2\n",
+		"20110306/vm_a.csv": "ts,value\n1000,3\n1100,4\n",
+		"20110306/vm_b.csv": "ts,value\n1000,5\n1100,6\n",
+		"README.md":         "not a series",
+	})
+	refs, err := Scan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 2 || refs[0].Name != "vm_a" || len(refs[0].Paths) != 2 || refs[1].Name != "vm_b" || refs[0].Family != "planetlab" {
+		t.Fatalf("refs %+v", refs)
+	}
+	s, err := refs[0].Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{1, 2, 3, 4}
+	if len(s.Values) != 4 || s.Name != "vm_a" || s.Family != "planetlab" {
+		t.Fatalf("series %+v", s)
+	}
+	for i := range want {
+		if s.Values[i] != want[i] {
+			t.Fatalf("values %v, want %v", s.Values, want)
+		}
+	}
+	all, err := LoadDir(dir)
+	if err != nil || len(all) != 2 {
+		t.Fatalf("LoadDir: %d series, %v", len(all), err)
+	}
+}
+
+func TestScanErrors(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"nothing", map[string]string{"notes.txt": "x"}, "no *.csv series"},
+		{"overlapping days", map[string]string{"d1/vm.csv": "ts,value\n100,1\n200,2\n", "d2/vm.csv": "ts,value\n150,1\n300,2\n"}, "must not overlap"},
+		{"one-row day", map[string]string{"d1/vm.csv": "ts,value\n100,1\n"}, "d1/vm.csv: series vm: 1 sample"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, c.files)
+			_, err := LoadDir(dir)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+	if _, err := Scan(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Fatal("a missing directory scanned")
+	}
+}
+
+// Splitting references keeps every day of a VM on one side (one identity),
+// and puts each name on the side SplitByName puts it.
+func TestSplitRefsByIdentity(t *testing.T) {
+	var refs []Ref
+	var series []Series
+	for i := 0; i < 200; i++ {
+		name := "vm" + strconv.Itoa(i)
+		refs = append(refs, Ref{Name: name, Paths: []string{"d1/" + name + ".csv", "d2/" + name + ".csv"}})
+		series = append(series, Series{Name: name})
+	}
+	tr, te := SplitRefs(refs, 0.34, 1)
+	str, ste := SplitByName(series, 0.34, 1)
+	if len(tr) != len(str) || len(te) != len(ste) || len(te) < 40 || len(te) > 100 {
+		t.Fatalf("refs split %d/%d, series %d/%d", len(tr), len(te), len(str), len(ste))
+	}
+	for i := range te {
+		if te[i].Name != ste[i].Name {
+			t.Fatalf("held-out ref %s, held-out series %s", te[i].Name, ste[i].Name)
+		}
+	}
+}
+
 func TestNormalize(t *testing.T) {
 	s := Series{Name: "s", Times: []int64{1, 2, 3, 4}, Values: []float64{1, 2, 3, 4}}
 	n, err := Normalize(s, 0.1)
@@ -65,18 +185,6 @@ func TestNormalize(t *testing.T) {
 	}
 	if _, err := Normalize(Series{Name: "flat", Times: []int64{1, 2}, Values: []float64{0, 0}}, 0.1); err == nil {
 		t.Fatal("a series of zeros was normalised")
-	}
-}
-
-func TestQuantile(t *testing.T) {
-	xs := []float64{4, 1, 3, 2}
-	for _, tc := range []struct{ q, want float64 }{{0, 1}, {1, 4}, {0.5, 2.5}, {1.0 / 3, 2}} {
-		if got := Quantile(xs, tc.q); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("Quantile(%v) = %v, want %v", tc.q, got, tc.want)
-		}
-	}
-	if !math.IsNaN(Quantile(nil, 0.5)) {
-		t.Error("quantile of nothing is not NaN")
 	}
 }
 
@@ -125,7 +233,7 @@ func TestLoadDir(t *testing.T) {
 	if _, err := LoadDir(dir); err == nil {
 		t.Fatal("an empty directory loaded")
 	}
-	for name, body := range map[string]string{"b.csv": "ts,value\n1,1\n", "a.csv": "ts,value\n1,2\n", "notes.txt": "x"} {
+	for name, body := range map[string]string{"b.csv": "ts,value\n1,1\n2,1\n", "a.csv": "ts,value\n1,2\n2,2\n", "notes.txt": "x"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -14,9 +14,25 @@ import (
 // maxRequestBytes bounds what explain reads.
 const maxRequestBytes = 64 << 20
 
+var explainHelp = help{
+	synopsis: "--request FILE [--format text|json]",
+	description: `Decide one engine request (the two hosts' observations, optional model
+sources and quotas, as engine.Request's JSON) and explain the decision: the
+two container counts, the activated branches, what bound each count and how
+the scheduler can place it. A quota's unset fields take the engine's
+defaults (min 0, max the model's slots, per_branch 1, rounding nearest),
+as in every front end.`,
+	examples: []string{
+		"# the sample request in the repository",
+		"activation explain --request examples/cli/request.json",
+		"# the decision as JSON, the request from stdin",
+		"activation explain --request - --format json < request.json",
+	},
+}
+
 func cmdExplain(args []string, e env) error {
-	fs := newFlags("explain", e)
-	path := fs.String("request", "", "engine request JSON file, or - for stdin (required)")
+	fs := newFlags("explain", e, explainHelp)
+	path := fs.String("request", "", "engine request JSON `FILE`, or - for stdin (required)")
 	format := fs.String("format", "text", "output: text (the explanation) or json (the decision)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -43,7 +59,7 @@ func cmdExplain(args []string, e env) error {
 	if err != nil {
 		return fmt.Errorf("request %s: %w", name, err)
 	}
-	dec, err := engine.DecideRequest(req)
+	dec, err := req.Decide()
 	if err != nil {
 		return fmt.Errorf("request %s: %w", name, err)
 	}

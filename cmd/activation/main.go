@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Exit codes.
@@ -27,15 +28,29 @@ type env struct {
 	isTerminal bool
 }
 
-const usage = `usage: activation <command> [flags]
+// command is one subcommand: its name, a one-line summary and what runs it.
+type command struct {
+	name, summary string
+	run           func(args []string, e env) error
+}
 
-commands:
-  simulate  replay usage series and compare replica-count policies at a violation budget
-  train     train the two default processors (admission and capacity) from usage series
-  explain   decide one engine request and explain the decision
+// commands is the command table, in the order the usage lists them.
+var commands = []command{
+	{"simulate", "replay usage series and compare replica-count policies at a violation budget", cmdSimulate},
+	{"train", "train the two default processors (admission and capacity) from usage series", cmdTrain},
+	{"explain", "decide one engine request and explain the decision", cmdExplain},
+	{"version", "print the version (also --version)", cmdVersion},
+}
 
-Run 'activation <command> -h' for a command's flags.
-`
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("usage: activation <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nRun 'activation <command> -h' for a command's flags and examples.\n")
+	return b.String()
+}
 
 func main() {
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, isTerminal: isTerminal(os.Stdout)}
@@ -44,24 +59,27 @@ func main() {
 
 func run(args []string, e env) int {
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, usage)
+		fmt.Fprint(e.stderr, usageText())
 		return exitUsage
 	}
-	var err error
 	switch args[0] {
-	case "simulate":
-		err = cmdSimulate(args[1:], e)
-	case "train":
-		err = cmdTrain(args[1:], e)
-	case "explain":
-		err = cmdExplain(args[1:], e)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(e.stdout, usage)
+		fmt.Fprint(e.stdout, usageText())
 		return exitOK
-	default:
-		fmt.Fprintf(e.stderr, "activation: unknown command %q\n\n%s", args[0], usage)
+	case "-version", "--version":
+		args = append([]string{"version"}, args[1:]...)
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == args[0] {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(e.stderr, "activation: unknown command %q\n\n%s", args[0], usageText())
 		return exitUsage
 	}
+	err := cmd.run(args[1:], e)
 	var ue *usageError
 	switch {
 	case err == nil:
@@ -86,10 +104,35 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name string, e env) *flag.FlagSet {
+// help is what a subcommand's -h prints above its flags.
+type help struct {
+	synopsis    string   // after "usage: activation <name> "
+	description string   // a paragraph
+	examples    []string // command lines, each with a comment line before it
+}
+
+// newFlags returns a flag set that reports errors instead of exiting and,
+// given a help, whose -h prints the synopsis, the description, examples and
+// the flags.
+func newFlags(name string, e env, hs ...help) *flag.FlagSet {
 	fs := flag.NewFlagSet("activation "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	if len(hs) == 0 {
+		return fs
+	}
+	h := hs[0]
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: activation %s %s\n\n%s\n", name, h.synopsis, h.description)
+		if len(h.examples) > 0 {
+			fmt.Fprintf(w, "\nexamples:\n")
+			for _, ex := range h.examples {
+				fmt.Fprintf(w, "  %s\n", ex)
+			}
+		}
+		fmt.Fprintf(w, "\nflags:\n")
+		fs.PrintDefaults()
+	}
 	return fs
 }
 

@@ -127,6 +127,16 @@ func TestSimulateTable(t *testing.T) {
 	}
 }
 
+// oneRowDir holds a usable series and one with a single row.
+func oneRowDir(t *testing.T) string {
+	t.Helper()
+	dir := seriesDir(t, 1, 400)
+	if err := os.WriteFile(filepath.Join(dir, "syn1.csv"), []byte("ts,value\n1600000000,1.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestSimulateBadInput(t *testing.T) {
 	dir := seriesDir(t, 2, 400)
 	for _, c := range []struct {
@@ -150,6 +160,13 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", filepath.Join(dir, "missing")}, exitError, "--traces"},
 		{[]string{"--traces", dir, "--capacity-model", filepath.Join(dir, "none.json")}, exitError, "--capacity-model"},
 		{[]string{"--traces", dir, "--admission-model", "builtin:nope"}, exitError, "--admission-model"},
+		{[]string{"--traces", dir + ",," + dir}, exitUsage, "empty directory name"},
+		{[]string{"--traces", dir + "," + dir}, exitUsage, "both family"},
+		{[]string{"--traces", dir, "--hysteresis", "-2"}, exitUsage, "--hysteresis"},
+		{[]string{"--traces", dir, "--max-scale-up", "lots"}, exitUsage, "--max-scale-up"},
+		{[]string{"--traces", dir, "--max-scale-down", "0%"}, exitUsage, "--max-scale-down"},
+		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "no memory columns"},
+		{[]string{"--traces", oneRowDir(t), "--split", "all"}, exitError, "syn1: 1 sample; a series needs at least 2"},
 	} {
 		code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate"}, c.args...)...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
@@ -299,6 +316,8 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--out", filepath.Join(t.TempDir(), "none")}, exitError, "--out"},
 		{[]string{"--traces", dir, "--out", file}, exitError, "not a directory"},
 		{[]string{"--traces", t.TempDir(), "--out", t.TempDir()}, exitError, "no *.csv"},
+		{[]string{"--traces", oneRowDir(t), "--out", t.TempDir()}, exitError, "syn1: 1 sample; a series needs at least 2"},
+		{[]string{"--traces", dir + ",", "--out", t.TempDir()}, exitUsage, "empty directory name"},
 	} {
 		code, _, stderr := runCmd(t, "", false, append([]string{"train"}, c.args...)...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
@@ -319,5 +338,323 @@ func TestCommands(t *testing.T) {
 	}
 	if code, _, stderr := runCmd(t, "", false, "simulate", "-h"); code != exitOK || !strings.Contains(stderr, "--budget") && !strings.Contains(stderr, "-budget") {
 		t.Errorf("simulate -h: exit %d %q", code, stderr)
+	}
+}
+
+// Every subcommand's help has examples, and no flag's value reads like a
+// CSV header (the type placeholders are words such as DIR or FILE).
+func TestHelpHasExamples(t *testing.T) {
+	for _, name := range []string{"simulate", "train", "explain"} {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := runCmd(t, "", false, name, "-h")
+			if code != exitOK {
+				t.Fatalf("exit %d", code)
+			}
+			if !strings.Contains(stderr, "examples:\n  # ") || !strings.Contains(stderr, "  activation "+name+" ") {
+				t.Errorf("no examples:\n%s", stderr)
+			}
+			if strings.Contains(stderr, "ts,value\n") || strings.Contains(stderr, "-traces ts") {
+				t.Errorf("a flag shows a CSV header as its type:\n%s", stderr)
+			}
+		})
+	}
+	_, _, stderr := runCmd(t, "", false, "simulate", "-h")
+	for _, want := range []string{"-traces DIR[,DIR...]", "-plot FILE", "-quiet", "-hysteresis N"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("simulate -h lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// The sample request in the repository is accepted, and its quotas, which
+// leave per_branch (and more) unset, take the engine's defaults as every
+// front end does.
+func TestExplainExampleRequest(t *testing.T) {
+	path := filepath.Join("..", "..", "examples", "cli", "request.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"first_quota", "second_quota"} {
+		if _, ok := doc[q]; !ok {
+			t.Fatalf("the example has no %s", q)
+		}
+		if _, ok := doc[q]["per_branch"]; ok {
+			t.Fatalf("the example's %s sets per_branch; it should show the default", q)
+		}
+	}
+	code, stdout, stderr := runCmd(t, "", false, "explain", "--request", path, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var d engine.Decision
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []engine.HostDecision{d.First, d.Second} {
+		if h.Quota.PerBranch != 1 || h.Quota.Rounding == "" {
+			t.Errorf("%s host quota %+v: per_branch should default to 1", h.Role, h.Quota)
+		}
+	}
+	if d.First.Quota.Min != 1 || d.First.Quota.Max != 24 || d.Second.Quota.Max != 12 || d.Second.Quota.Rounding != engine.RoundFloor {
+		t.Errorf("quotas %+v and %+v do not follow the example", d.First.Quota, d.Second.Quota)
+	}
+	// The same request through the engine directly gives the same decision.
+	req, err := readRequest(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := req.Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&d, roundTrip(t, want)) {
+		t.Errorf("explain gave %+v, the engine %+v", d, want)
+	}
+	code, stdout, _ = runCmd(t, "", false, "explain", "--request", path)
+	if code != exitOK || !strings.Contains(stdout, "first host web-1:") || !strings.Contains(stdout, "second host batch-1:") {
+		t.Errorf("text explanation: exit %d\n%s", code, stdout)
+	}
+}
+
+func roundTrip(t *testing.T, d *engine.Decision) *engine.Decision {
+	t.Helper()
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out engine.Decision
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
+// Several trace directories: each is a family with its own result, and
+// the pooled result sums them (every series weighing the same).
+func TestSimulateSeveralFamilies(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "alpha"), filepath.Join(root, "beta")
+	for i, dir := range []string{a, b} {
+		src := seriesDir(t, 2+i, 400)
+		if err := os.Rename(src, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plot := filepath.Join(root, "out", "fam.png")
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", a+","+b, "--split", "all", "--format", "json", "--plot", plot)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Family   string   `json:"family"`
+		Series   []string `json:"series"`
+		Families []struct {
+			Family   string   `json:"family"`
+			Series   []string `json:"series"`
+			Policies []struct {
+				Name  string      `json:"name"`
+				Curve []sim.Point `json:"curve"`
+			} `json:"policies"`
+		} `json:"families"`
+		Policies []struct {
+			Name  string      `json:"name"`
+			Curve []sim.Point `json:"curve"`
+		} `json:"policies"`
+		Plots []string `json:"plots"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if doc.Family != "pooled" || len(doc.Families) != 2 || doc.Families[0].Family != "alpha" || doc.Families[1].Family != "beta" {
+		t.Fatalf("families %q pooled as %q", []string{doc.Families[0].Family}, doc.Family)
+	}
+	if len(doc.Series) != 5 || len(doc.Families[0].Series) != 2 || len(doc.Families[1].Series) != 3 {
+		t.Fatalf("series: pooled %d, families %d and %d", len(doc.Series), len(doc.Families[0].Series), len(doc.Families[1].Series))
+	}
+	// Pooled density is the series-weighted mean of the families'.
+	for pi, p := range doc.Policies {
+		for k, pt := range p.Curve {
+			fa, fb := doc.Families[0].Policies[pi].Curve[k], doc.Families[1].Policies[pi].Curve[k]
+			want := (2*fa.Density + 3*fb.Density) / 5
+			if math.Abs(pt.Density-want) > 1e-9 {
+				t.Fatalf("%s knob %g: pooled density %v, want %v", p.Name, pt.Knob, pt.Density, want)
+			}
+		}
+	}
+	if len(doc.Plots) != 3 {
+		t.Fatalf("plots %v, want one per family and one pooled", doc.Plots)
+	}
+	for _, p := range doc.Plots {
+		png, err := os.ReadFile(p)
+		if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+			t.Errorf("plot %s: %v", p, err)
+		}
+	}
+}
+
+// On a terminal simulate draws a progress bar (the phase and the series
+// done) and clears it before the results; -quiet and a pipe get none.
+func TestSimulateProgressBar(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	code, stdout, stderr := runCmd(t, "", true, "simulate", "--traces", dir, "--split", "all")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "\r") || !strings.Contains(stdout, "replaying") || !strings.Contains(stdout, "2/2 series") {
+		t.Errorf("no progress bar on a terminal:\n%q", stdout)
+	}
+	last := stdout[strings.LastIndex(stdout, "\r")+1:]
+	if !strings.HasPrefix(last, "scenario shifted") {
+		t.Errorf("the results do not start on a clean line after the bar:\n%q", last[:min(80, len(last))])
+	}
+	for _, args := range [][]string{{"-quiet"}, nil} {
+		term := len(args) > 0
+		code, stdout, _ := runCmd(t, "", term, append([]string{"simulate", "--traces", dir, "--split", "all"}, args...)...)
+		if code != exitOK || strings.Contains(stdout, "\r") {
+			t.Errorf("terminal %v, args %v: a progress bar was drawn:\n%q", term, args, stdout)
+		}
+	}
+}
+
+// With step limits the report replays the activation policy both ways
+// and gives its churn with and without.
+func TestSimulateSteps(t *testing.T) {
+	dir := seriesDir(t, 2, 700)
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--budget", "0.05", "--hysteresis", "3", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Churn struct {
+			Without, With *struct {
+				ChangesPerHour float64 `json:"changes_per_hour"`
+			}
+		} `json:"churn"`
+		Policies []struct {
+			Name  string      `json:"name"`
+			Curve []sim.Point `json:"curve"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Churn.Without == nil || doc.Churn.With == nil {
+		t.Fatalf("no churn with and without steps:\n%s", stdout)
+	}
+	var plain, stepped []sim.Point
+	for _, p := range doc.Policies {
+		switch p.Name {
+		case sim.PolicyActivation:
+			plain = p.Curve
+		case stepsPolicy:
+			stepped = p.Curve
+		}
+	}
+	if len(plain) == 0 || len(plain) != len(stepped) {
+		t.Fatalf("curves: %d without steps, %d with", len(plain), len(stepped))
+	}
+	// A hysteresis band of 3 holds every change of 1 or 2: at every knob
+	// setting the stepped policy changes its counts less often.
+	for k := range plain {
+		if stepped[k].ChangesPerHour > plain[k].ChangesPerHour {
+			t.Errorf("knob %g: %.2f changes/hour with hysteresis, %.2f without", plain[k].Knob, stepped[k].ChangesPerHour, plain[k].ChangesPerHour)
+		}
+	}
+	code, stdout, _ = runCmd(t, "", false, "simulate", "--traces", seriesDir(t, 2, 300), "--split", "all", "--budget", "0.05", "--hysteresis", "3")
+	if code != exitOK || !strings.Contains(stdout, "churn: activation") || !strings.Contains(stdout, stepsPolicy) {
+		t.Errorf("table without churn:\n%s", stdout)
+	}
+}
+
+// A PlanetLab-like family (<day>/<vm>.csv): a VM's days are one series,
+// named by the VM, on one side of the split.
+func TestSimulateNestedFamily(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "planet")
+	for day := 0; day < 2; day++ {
+		for vm := 0; vm < 4; vm++ {
+			rng := rand.New(rand.NewPCG(uint64(day*10+vm), 3))
+			var b strings.Builder
+			b.WriteString("ts,value\n")
+			for s := 0; s < 288; s++ {
+				fmt.Fprintf(&b, "%d,%d\n", 1300000000+86400*3*day+300*s, 12+rng.IntN(20)+int(10*math.Sin(float64(s)/40)))
+			}
+			p := filepath.Join(dir, fmt.Sprintf("2011030%d", day+1), fmt.Sprintf("vm_%d.csv", vm))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Family    string   `json:"family"`
+		Series    []string `json:"series"`
+		Decisions int      `json:"decisions"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// 4 VMs of 2 x 288 samples: (576 - 120) / 5 decisions each.
+	if doc.Family != "planet" || strings.Join(doc.Series, " ") != "vm_0 vm_1 vm_2 vm_3" || doc.Decisions != 4*((576-120+4)/5) {
+		t.Fatalf("family %s series %v decisions %d", doc.Family, doc.Series, doc.Decisions)
+	}
+}
+
+// A Bitbrains-like family in the memory scenario: violations are reported
+// for CPU and memory apart.
+func TestSimulateMemoryScenario(t *testing.T) {
+	dir := t.TempDir()
+	for vm := 0; vm < 3; vm++ {
+		rng := rand.New(rand.NewPCG(uint64(vm), 11))
+		var b strings.Builder
+		b.WriteString("ts,cpu_mhz,cpu_capacity_mhz,mem_kb,mem_capacity_kb\n")
+		for s := 0; s < 600; s++ {
+			cpu := 200 + 150*math.Sin(float64(s)/50) + 50*rng.Float64()
+			mem := 1048576 * (0.4 + 0.3*math.Sin(float64(s)/200+float64(vm)) + 0.05*rng.Float64())
+			fmt.Fprintf(&b, "%d,%.3f,2600,%.1f,2097152\n", 1372629804+300*s, cpu, mem)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("vm%03d.csv", vm+1)), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--scenario", "memory", "--format", "json", "--budget", "0.05")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Policies []struct {
+			Name  string      `json:"name"`
+			Curve []sim.Point `json:"curve"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var memViol, cpuViol bool
+	for _, p := range doc.Policies {
+		for _, pt := range p.Curve {
+			if pt.CPUViolationRate > pt.ViolationRate+1e-12 || pt.MemoryViolationRate > pt.ViolationRate+1e-12 {
+				t.Fatalf("%s: a resource's violation rate above the total: %+v", p.Name, pt)
+			}
+			memViol = memViol || pt.MemoryViolationRate > 0
+			cpuViol = cpuViol || pt.CPUViolationRate > 0
+		}
+	}
+	if !memViol || !cpuViol {
+		t.Fatalf("no setting overloads memory (%v) or CPU (%v): the fixture does not test the memory scenario", memViol, cpuViol)
+	}
+	code, stdout, _ = runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--scenario", "memory", "--budget", "0.05")
+	if code != exitOK || !strings.Contains(stdout, "memory violations") || !strings.Contains(stdout, "cpu violations") {
+		t.Errorf("table without the violations per resource:\n%s", stdout)
 	}
 }

@@ -6,10 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -27,44 +28,101 @@ const traceSamples = 1440
 // oracle violate most of the time and would squash the interesting part.
 const maxPlotDensity = 1.2
 
-// palette gives each policy its own colour (plotutil's cycles after 7).
-var palette = []color.Color{
-	color.RGBA{R: 230, G: 25, B: 75, A: 255},  // request-sum: red
-	color.RGBA{R: 60, G: 180, B: 75, A: 255},  // p95-window: green
-	color.RGBA{R: 0, G: 130, B: 200, A: 255},  // max-window: blue
-	color.RGBA{R: 245, G: 130, B: 48, A: 255}, // n-sigma: orange
-	color.RGBA{R: 145, G: 30, B: 180, A: 255}, // usage-threshold: purple
-	color.RGBA{R: 0, G: 0, B: 0, A: 255},      // oracle: black
-	color.RGBA{R: 240, G: 50, B: 230, A: 255}, // activation: magenta
-	color.RGBA{R: 128, G: 128, B: 0, A: 255},  // linear: olive
-	color.RGBA{R: 70, G: 240, B: 240, A: 255}, // others: cyan
-	color.RGBA{R: 170, G: 110, B: 40, A: 255}, // brown
+// policyStyle is how one policy is drawn: its colour, marker and line.
+type policyStyle struct {
+	color  color.Color
+	shape  draw.GlyphDrawer
+	dashes []vg.Length
+	width  vg.Length
 }
 
-func policyColor(i int) color.Color { return palette[i%len(palette)] }
+func rgb(r, g, b uint8) color.Color { return color.RGBA{R: r, G: g, B: b, A: 255} }
 
-// writePlot draws the density/violation curves of every policy and a
-// two-host time series of the activation policy at its best setting within
-// budget (or its safest setting when none is within budget) on the first
-// replayed series.
-func writePlot(path string, rep *sim.Report, act sim.Policy, budget float64) error {
-	curves, err := curvePlot(rep, budget)
+var (
+	solid  []vg.Length
+	dashed = []vg.Length{vg.Points(6), vg.Points(3)}
+	dotted = []vg.Length{vg.Points(1.5), vg.Points(2.5)}
+	dashDo = []vg.Length{vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}
+	longDs = []vg.Length{vg.Points(10), vg.Points(3)}
+)
+
+// styles gives every known policy its own colour, marker and line style,
+// so that curves that meet (request-sum and the linear ablation sit close
+// together) stay apart to the eye.
+var styles = map[string]policyStyle{
+	sim.PolicyRequestSum:     {rgb(230, 25, 75), draw.BoxGlyph{}, dashed, vg.Points(1.5)},
+	sim.PolicyP95Window:      {rgb(60, 160, 60), draw.TriangleGlyph{}, dotted, vg.Points(1.5)},
+	sim.PolicyMaxWindow:      {rgb(0, 110, 200), draw.PyramidGlyph{}, dashDo, vg.Points(1.5)},
+	sim.PolicyNSigma:         {rgb(245, 130, 48), draw.CrossGlyph{}, longDs, vg.Points(1.5)},
+	sim.PolicyUsageThreshold: {rgb(145, 30, 180), draw.PlusGlyph{}, dashed, vg.Points(1.5)},
+	sim.PolicyOracle:         {rgb(0, 0, 0), draw.CircleGlyph{}, solid, vg.Points(1)},
+	sim.PolicyActivation:     {rgb(220, 0, 160), draw.CircleGlyph{}, solid, vg.Points(2.5)},
+	stepsPolicy:              {rgb(90, 50, 10), draw.SquareGlyph{}, []vg.Length{vg.Points(4), vg.Points(2)}, vg.Points(1.2)},
+	sim.PolicyLinear:         {rgb(110, 110, 0), draw.RingGlyph{}, dotted, vg.Points(2)},
+}
+
+func styleOf(name string) policyStyle {
+	if s, ok := styles[name]; ok {
+		return s
+	}
+	return policyStyle{rgb(70, 200, 200), draw.RingGlyph{}, solid, vg.Points(1)}
+}
+
+// knobWords names each knob in words for the legend.
+var knobWords = map[string]string{
+	"k":                     "request overcommit factor k",
+	"m":                     "margin m over the window statistic",
+	"N":                     "N standard deviations",
+	"theta":                 "host usage threshold theta",
+	sim.KnobOutputThreshold: "engine output threshold",
+	sim.KnobPerBranch:       "containers per activated branch",
+	"scale":                 "scale of the linear prediction",
+}
+
+func knobInWords(name string) string {
+	if w, ok := knobWords[name]; ok {
+		return w
+	}
+	return name
+}
+
+// The page: the curve plot above, the two-host time series below, each
+// with its legend in a column to the right of the data.
+const (
+	pageW       = 13 * vg.Inch
+	pageH       = 14 * vg.Inch
+	legendW     = 4.6 * vg.Inch
+	curveShare  = 0.46 // of the height
+	legendFont  = 10
+	legendInset = 0.15 * vg.Inch
+)
+
+// writePlot draws rep's density/violation curves, and the two hosts of
+// traceFrom's first replay unit over time under the activation policy at
+// its best setting within budget (or its safest setting when none is).
+func writePlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget float64) error {
+	curves, curveLegend, err := curvePlot(rep, budget)
 	if err != nil {
 		return err
 	}
-	usage, counts, err := tracePlots(rep, act, budget)
+	usage, counts, traceLegend, err := tracePlots(traceFrom, rep, act, budget)
 	if err != nil {
 		return err
 	}
-	const w, h = 9 * vg.Inch, 12 * vg.Inch
-	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseBackgroundColor(color.White))
+	img := vgimg.NewWith(vgimg.UseWH(pageW, pageH), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
-	top := draw.Crop(dc, 0, 0, h*0.45, 0) // upper 55%
-	bottom := draw.Crop(dc, 0, 0, 0, -h*0.55)
-	curves.Draw(top)
-	rows := plot.Align([][]*plot.Plot{{usage}, {counts}}, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Millimeter * 4, PadTop: vg.Millimeter * 2}, bottom)
+	top := draw.Crop(dc, 0, 0, pageH*(1-curveShare), 0)
+	bottom := draw.Crop(dc, 0, 0, 0, -pageH*curveShare)
+	left := func(c draw.Canvas) draw.Canvas { return draw.Crop(c, 0, -legendW, 0, 0) }
+	right := func(c draw.Canvas) draw.Canvas {
+		return draw.Crop(c, c.Max.X-c.Min.X-legendW+legendInset, 0, 0, -legendInset)
+	}
+	curves.Draw(left(top))
+	curveLegend.Draw(right(top))
+	rows := plot.Align([][]*plot.Plot{{usage}, {counts}}, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Millimeter * 6, PadTop: vg.Millimeter * 4}, left(bottom))
 	usage.Draw(rows[0][0])
 	counts.Draw(rows[1][0])
+	traceLegend.Draw(right(bottom))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -79,19 +137,55 @@ func writePlot(path string, rep *sim.Report, act sim.Policy, budget float64) err
 	return f.Close()
 }
 
-func curvePlot(rep *sim.Report, budget float64) (*plot.Plot, error) {
+func newLegend() plot.Legend {
+	l := plot.NewLegend()
+	l.Top, l.Left = true, true
+	l.TextStyle.Font.Size = font.Length(legendFont)
+	l.ThumbnailWidth = vg.Points(34)
+	l.Padding = vg.Points(4)
+	return l
+}
+
+func curvePlot(rep *sim.Report, budget float64) (*plot.Plot, plot.Legend, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Density against violation rate (%s scenario, %d series)", rep.Scenario.Name, len(rep.Series))
-	p.X.Label.Text = fmt.Sprintf("violation rate (share of host-samples over capacity; 0 drawn at %g)", minPlotRate)
-	p.Y.Label.Text = "density (mean replicas per host / oracle's)"
+	leg := newLegend()
+	p.Title.Text = fmt.Sprintf("Density against violation rate: %s scenario, %s, %d series\n(each point is one knob setting; a large marker is the best setting within the %g budget)",
+		rep.Scenario.Name, familyWords(rep.Family), len(rep.Series), budget)
+	p.X.Label.Text = fmt.Sprintf("violation rate: share of host-samples over capacity (log scale; 0 is drawn at %g)", minPlotRate)
+	p.Y.Label.Text = "density: mean replicas per host / the oracle's"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.X.Min, p.X.Max = minPlotRate, 1
 	p.Y.Min, p.Y.Max = 0, maxPlotDensity
-	p.Legend.Top = true
-	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
-	for i, c := range rep.Curves {
+	bl, err := plotter.NewLine(plotter.XYs{{X: budget, Y: 0}, {X: budget, Y: maxPlotDensity}})
+	if err != nil {
+		return nil, leg, err
+	}
+	bl.Color = color.Gray{Y: 90}
+	bl.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+	bl.Width = vg.Points(1.5)
+	p.Add(bl)
+	leg.Add(fmt.Sprintf("budget: %g violation rate", budget), bl)
+	// Thick lines first and thin ones over them, so that curves that
+	// coincide (activation with and without steps, request-sum and the
+	// linear ablation) all stay visible; the oracle's one point last.
+	order := make([]int, 0, len(rep.Curves))
+	for i := range rep.Curves {
+		order = append(order, i)
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ca, cb := rep.Curves[order[a]].Policy, rep.Curves[order[b]].Policy
+		if (ca == sim.PolicyOracle) != (cb == sim.PolicyOracle) {
+			return cb == sim.PolicyOracle
+		}
+		return styleOf(ca).width > styleOf(cb).width
+	})
+	labels := make([]string, len(rep.Curves))
+	thumbsOf := make([][]plot.Thumbnailer, len(rep.Curves))
+	for _, i := range order {
+		c := rep.Curves[i]
+		st := styleOf(c.Policy)
 		pts := make(plotter.XYs, 0, len(c.Points))
 		for _, pt := range c.Points {
 			if pt.Density > maxPlotDensity {
@@ -99,54 +193,80 @@ func curvePlot(rep *sim.Report, budget float64) (*plot.Plot, error) {
 			}
 			pts = append(pts, plotter.XY{X: math.Max(pt.ViolationRate, minPlotRate), Y: pt.Density})
 		}
-		if len(pts) == 0 {
-			continue
+		best, _, ok := c.Best(budget)
+		label := c.Policy
+		switch {
+		case c.KnobName == "" && ok:
+			label += fmt.Sprintf(": density %.3f", best.Density)
+		case ok:
+			label += fmt.Sprintf(": %.3f at %s %g", best.Density, knobInWords(c.KnobName), best.Knob)
+		case c.KnobName != "":
+			label += fmt.Sprintf(": none within budget (knob: %s)", knobInWords(c.KnobName))
+		default:
+			label += ": not within budget"
 		}
-		col := policyColor(i)
-		if len(pts) == 1 {
+		var thumbs []plot.Thumbnailer
+		if len(pts) > 1 {
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return nil, leg, err
+			}
+			l.Color, l.Dashes, l.Width = st.color, st.dashes, st.width
 			s, err := plotter.NewScatter(pts)
 			if err != nil {
-				return nil, err
+				return nil, leg, err
 			}
-			s.Color, s.Shape, s.Radius = col, plotutil.Shape(i), vg.Points(4)
-			p.Add(s)
-			p.Legend.Add(c.Policy, s)
-			continue
+			s.Color, s.Shape, s.Radius = st.color, st.shape, vg.Points(2)
+			p.Add(l, s)
+			thumbs = append(thumbs, l)
 		}
-		l, s, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			return nil, err
+		if ok && best.Density <= maxPlotDensity {
+			b, err := plotter.NewScatter(plotter.XYs{{X: math.Max(best.ViolationRate, minPlotRate), Y: best.Density}})
+			if err != nil {
+				return nil, leg, err
+			}
+			b.Color, b.Shape, b.Radius = st.color, st.shape, vg.Points(6)
+			p.Add(b)
+			thumbs = append(thumbs, b)
 		}
-		l.Color, s.Color, s.Shape, s.Radius = col, col, plotutil.Shape(i), vg.Points(1.5)
-		if sim.IsBaseline(c.Policy) {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		} else {
-			l.Width = vg.Points(2)
-		}
-		p.Add(l, s)
-		p.Legend.Add(c.Policy, l, s)
+		labels[i], thumbsOf[i] = label, thumbs
 	}
-	bl, err := plotter.NewLine(plotter.XYs{{X: budget, Y: 0}, {X: budget, Y: maxPlotDensity}})
-	if err != nil {
-		return nil, err
+	for i := range rep.Curves { // the legend in the report's order
+		if len(thumbsOf[i]) > 0 {
+			leg.Add(labels[i], thumbsOf[i]...)
+		}
 	}
-	bl.Color = color.Gray{Y: 80}
-	bl.Dashes = []vg.Length{vg.Points(1), vg.Points(3)}
-	p.Add(bl)
-	p.Legend.Add(fmt.Sprintf("budget %g", budget), bl)
-	return p, nil
+	return p, leg, nil
 }
 
-var hostColors = []color.Color{color.RGBA{R: 230, G: 25, B: 75, A: 255}, color.RGBA{R: 0, G: 130, B: 200, A: 255}}
+func familyWords(f string) string {
+	switch f {
+	case "":
+		return "all series"
+	case "pooled":
+		return "families pooled"
+	}
+	return "family " + f
+}
 
-func tracePlots(rep *sim.Report, act sim.Policy, budget float64) (*plot.Plot, *plot.Plot, error) {
-	c := rep.Curve(act.Name())
-	rs := rep.Replays()
-	if c == nil || len(rs) == 0 {
-		return nil, nil, fmt.Errorf("no %s curve to draw", act.Name())
+// Host styles: the first host a broad light band, the second a thin dark
+// dashed line over it, so that both stay visible where they coincide.
+var (
+	hostColors = [2]color.Color{color.RGBA{R: 250, G: 150, B: 60, A: 255}, color.RGBA{R: 0, G: 70, B: 160, A: 255}}
+	hostWidth  = [2]vg.Length{vg.Points(5), vg.Points(1.3)}
+	hostDashes = [2][]vg.Length{nil, {vg.Points(5), vg.Points(2)}}
+	hostNames  = [2]string{"first host (admission processor, A_in)", "second host (capacity processor, A_out)"}
+	hostShort  = [2]string{"first host", "second host"}
+)
+
+func tracePlots(from, curves *sim.Report, act sim.Policy, budget float64) (*plot.Plot, *plot.Plot, plot.Legend, error) {
+	leg := newLegend()
+	c := curves.Curve(act.Name())
+	if c == nil || len(c.Points) == 0 {
+		return nil, nil, leg, fmt.Errorf("no %s curve to draw", act.Name())
 	}
 	pt, _, ok := c.Best(budget)
-	setting := "best within budget"
+	setting := "its best setting within the budget"
 	if !ok {
 		// The safest setting: the lowest violation rate.
 		pt = c.Points[0]
@@ -155,76 +275,103 @@ func tracePlots(rep *sim.Report, act sim.Policy, budget float64) (*plot.Plot, *p
 				pt = q
 			}
 		}
-		setting = "none within budget: safest"
+		setting = "no setting within the budget: its safest"
 	}
-	r := rs[0]
+	r, err := from.Prepare(0)
+	if err != nil {
+		return nil, nil, leg, err
+	}
 	times, hosts, err := sim.Trace(r, act, pt.Knob)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, leg, err
 	}
 	n := min(traceSamples, len(times))
 	hours := func(i int) float64 { return float64(times[i]-times[0]) / 3600 }
-	title := fmt.Sprintf("%s on %s, %s %g (%s), first %d samples", act.Name(), r.Name, c.KnobName, pt.Knob, setting, n)
+	apps := hosts[0].App
+	if len(hosts) > 1 && hosts[1].App != hosts[0].App {
+		apps = "first host " + hosts[0].App + ", second host " + hosts[1].App
+	}
 
 	up := plot.New()
-	up.Title.Text = "Host usage: " + title
-	up.Y.Label.Text = "usage / capacity"
+	up.Title.Text = fmt.Sprintf("The two hosts over time, series %s, first %d samples:\n%s at %s (%s %g)",
+		apps, n, act.Name(), setting, knobInWords(c.KnobName), pt.Knob)
+	up.Y.Label.Text = "host usage / capacity"
 	up.Add(plotter.NewGrid())
 	cp := plot.New()
-	cp.Title.Text = "Replica counts"
-	cp.X.Label.Text = "hours"
-	cp.Y.Label.Text = "replicas"
+	cp.X.Label.Text = "hours from the first decision"
+	if len(hosts) > 1 && hosts[1].App != hosts[0].App {
+		cp.X.Label.Text += " (of the first host's series; the two series' samples are paired in order)"
+	}
+	cp.Y.Label.Text = "replicas running"
 	cp.Add(plotter.NewGrid())
-	names := []string{"first host (admission, A_in)", "second host (capacity, A_out)"}
+	capLine, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 1}, {X: hours(n - 1), Y: 1}})
+	if err != nil {
+		return nil, nil, leg, err
+	}
+	capLine.Color = color.RGBA{R: 200, A: 255}
+	capLine.Width = vg.Points(1.5)
+	capLine.Dashes = []vg.Length{vg.Points(8), vg.Points(3)}
+	up.Add(capLine)
+	maxY, maxCount := 1.0, 1.0
 	for h := 0; h < min(2, len(hosts)); h++ {
 		u := make(plotter.XYs, n)
 		k := make(plotter.XYs, n)
+		o := make(plotter.XYs, n)
+		var m plotter.XYs
 		for i := 0; i < n; i++ {
 			u[i] = plotter.XY{X: hours(i), Y: hosts[h].Usage[i]}
 			k[i] = plotter.XY{X: hours(i), Y: float64(hosts[h].Counts[i])}
+			o[i] = plotter.XY{X: hours(i), Y: float64(hosts[h].Oracle[i])}
+			maxY = math.Max(maxY, hosts[h].Usage[i])
+			maxCount = math.Max(maxCount, math.Max(k[i].Y, o[i].Y))
+			if hosts[h].Memory != nil {
+				m = append(m, plotter.XY{X: hours(i), Y: hosts[h].Memory[i]})
+				maxY = math.Max(maxY, hosts[h].Memory[i])
+			}
 		}
 		lu, err := plotter.NewLine(u)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, leg, err
 		}
 		lk, err := plotter.NewLine(k)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, leg, err
 		}
-		lu.Color, lk.Color = hostColors[h], hostColors[h]
+		lo, err := plotter.NewLine(o)
+		if err != nil {
+			return nil, nil, leg, err
+		}
+		for _, l := range []*plotter.Line{lu, lk} {
+			l.Color, l.Width, l.Dashes = hostColors[h], hostWidth[h], hostDashes[h]
+			l.StepStyle = plotter.PreStep
+		}
+		lu.StepStyle = plotter.NoStep
+		lo.Color, lo.Width = hostColors[h], vg.Points(1)
+		lo.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+		lo.StepStyle = plotter.PreStep
 		up.Add(lu)
-		up.Legend.Add(names[h], lu)
-		cp.Add(lk)
-		cp.Legend.Add(names[h], lk)
+		cp.Add(lk, lo)
+		leg.Add(hostNames[h]+": CPU usage, replicas", lk)
+		leg.Add(hostShort[h]+": the oracle's replicas", lo)
+		if m != nil {
+			lm, err := plotter.NewLine(m)
+			if err != nil {
+				return nil, nil, leg, err
+			}
+			lm.Color, lm.Width = hostColors[h], vg.Points(1)
+			lm.Dashes = []vg.Length{vg.Points(2), vg.Points(2), vg.Points(6), vg.Points(2)}
+			up.Add(lm)
+			leg.Add(hostShort[h]+": memory use / capacity", lm)
+		}
 	}
-	o := make(plotter.XYs, n)
-	for i := 0; i < n; i++ {
-		o[i] = plotter.XY{X: hours(i), Y: float64(r.Oracle(0, i/rep.Scenario.Interval))}
+	leg.Add("host capacity (usage 1)", capLine)
+	// Bursts far over capacity would squash the rest: the axis stops at
+	// twice the capacity and says so.
+	const maxUsageAxis = 2.0
+	up.Y.Min, up.Y.Max = 0, math.Min(1.1*maxY, maxUsageAxis)
+	if 1.1*maxY > maxUsageAxis {
+		up.Y.Label.Text += fmt.Sprintf(" (axis cut at %g; peaks reach %.1f)", maxUsageAxis, maxY)
 	}
-	lo, err := plotter.NewLine(o)
-	if err != nil {
-		return nil, nil, err
-	}
-	lo.Color = color.Gray{Y: 120}
-	lo.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
-	cp.Add(lo)
-	cp.Legend.Add("oracle (first host)", lo)
-	capLine, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 1}, {X: hours(n - 1), Y: 1}})
-	if err != nil {
-		return nil, nil, err
-	}
-	capLine.Color = color.RGBA{R: 200, A: 255}
-	capLine.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-	up.Add(capLine)
-	up.Legend.Add("capacity", capLine)
-	// Head room above the data for the legends.
-	up.Y.Min, up.Y.Max = 0, 1.45
-	maxCount := 1.0
-	for _, xy := range o {
-		maxCount = math.Max(maxCount, xy.Y)
-	}
-	cp.Y.Min, cp.Y.Max = 0, 1.45*maxCount
-	up.Legend.Top, cp.Legend.Top = true, true
-	up.Legend.Left, cp.Legend.Left = true, true
-	return up, cp, nil
+	cp.Y.Min, cp.Y.Max = 0, 1.1*maxCount
+	return up, cp, leg, nil
 }

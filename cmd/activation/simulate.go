@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,31 +29,65 @@ const (
 	splitAll   = "all"
 )
 
+// stepsPolicy names the activation policy replayed with step limits.
+const stepsPolicy = sim.PolicyActivation + "-steps"
+
 type simulateFlags struct {
 	traces, format, plot, scenario, split, knob string
 	admission, capacity                         string
+	maxUp, maxDown, hysteresis                  string
 	budget                                      float64
 	workers                                     int
+	quiet                                       bool
+}
+
+var simulateHelp = help{
+	synopsis: "--traces DIR[,DIR...] [flags]",
+	description: `Replay real usage series on simulated hosts and compare the activation
+engine's container counts with production-style policies (request-sum,
+p95-window, max-window, n-sigma, usage-threshold), a linear ablation and the
+oracle. Each policy's one knob is swept; a policy's figure at the budget is
+its best density whose violation rate is within it. Each --traces directory
+is a family (flat DIR/<series>.csv, or PlanetLab's DIR/<day>/<vm>.csv where
+a VM's days are one series), split by series name, replayed one series at
+a time per worker, and reported on its own; with several families the
+results are also pooled (every series weighs the same).
+Scenarios: ` + strings.Join(sim.ScenarioNames(), ", ") + `.`,
+	examples: []string{
+		"# the held-out crane series at a 1% budget, with a plot",
+		"activation simulate --traces engine/testdata/traces/crane --budget 0.01 --plot bench.png",
+		"# three families, every series, per family and pooled, as JSON",
+		"activation simulate --traces ../shared/traces/crane,../shared/traces/planetlab,../shared/traces/bitbrains --split all --format json",
+		"# memory judged as well as CPU (series with memory, such as Bitbrains')",
+		"activation simulate --traces ../shared/traces/bitbrains --scenario memory",
+		"# churn with and without step limits and a hysteresis band",
+		"activation simulate --traces engine/testdata/traces/crane --hysteresis 2 --max-scale-down 10%",
+	},
 }
 
 func cmdSimulate(args []string, e env) error {
-	fs := newFlags("simulate", e)
+	fs := newFlags("simulate", e, simulateHelp)
 	var f simulateFlags
-	fs.StringVar(&f.traces, "traces", "", "directory of `ts,value` CSV usage series (required)")
-	fs.Float64Var(&f.budget, "budget", 0.01, "violation budget: the largest share of host-samples over capacity a policy may cause")
+	fs.StringVar(&f.traces, "traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required)")
+	fs.Float64Var(&f.budget, "budget", 0.01, "violation budget: the largest `share` of host-samples over capacity a policy may cause")
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
-	fs.StringVar(&f.plot, "plot", "", "write a PNG plot to this file (density against violation rate, and a two-host time series)")
-	fs.StringVar(&f.scenario, "scenario", sim.ScenarioShifted, "replay scenario: shifted (phase-shifted replicas, 46% median slack, 110 pods per host) or yardstick (the yardstick's setup)")
+	fs.StringVar(&f.plot, "plot", "", "write a PNG plot to this `FILE` (density against violation rate, and the two hosts over time); with several families, one FILE-<family>.png each and FILE-pooled.png")
+	fs.StringVar(&f.scenario, "scenario", sim.ScenarioShifted, "replay `scenario`: "+strings.Join(sim.ScenarioNames(), ", "))
 	fs.StringVar(&f.split, "split", splitTest, "series to replay: test (held out from training), train or all")
 	fs.StringVar(&f.knob, "knob", sim.KnobOutputThreshold, "activation policy knob to sweep: output_threshold or per_branch")
-	fs.StringVar(&f.admission, "admission-model", engine.DefaultFirstModel, "first host's model: builtin:<name> or a model file")
-	fs.StringVar(&f.capacity, "capacity-model", engine.DefaultSecondModel, "second host's model: builtin:<name> or a model file")
-	fs.IntVar(&f.workers, "workers", 0, "parallel workers (0: GOMAXPROCS)")
+	fs.StringVar(&f.admission, "admission-model", engine.DefaultFirstModel, "first host's `model`: builtin:<name> or a model file")
+	fs.StringVar(&f.capacity, "capacity-model", engine.DefaultSecondModel, "second host's `model`: builtin:<name> or a model file")
+	fs.StringVar(&f.maxUp, "max-scale-up", "", "also replay the activation policy with step limits, as activation-steps: at most `N` replicas (or N%) up per decision")
+	fs.StringVar(&f.maxDown, "max-scale-down", "", "step limit of activation-steps: at most `N` replicas (or N%) down per decision")
+	fs.StringVar(&f.hysteresis, "hysteresis", "", "hysteresis band of activation-steps: a change of fewer than `N` replicas (or N%) is not made")
+	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar even on a terminal")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if f.traces == "" {
-		return usagef("--traces: required: a directory of CSV usage series")
+	dirs, err := traceDirs(f.traces)
+	if err != nil {
+		return err
 	}
 	if math.IsNaN(f.budget) || f.budget <= 0 || f.budget >= 1 {
 		return usagef("--budget: %v; it must be a share of host-samples in (0, 1), e.g. 0.01 for 1%%", f.budget)
@@ -76,30 +111,54 @@ func cmdSimulate(args []string, e env) error {
 	if f.plot != "" && !strings.HasSuffix(strings.ToLower(f.plot), ".png") {
 		return usagef("--plot: %q; the plot is a PNG file, name it *.png", f.plot)
 	}
+	var steps engine.Steps
+	for _, s := range []struct {
+		flag, value string
+		to          *engine.Step
+	}{{"--max-scale-up", f.maxUp, &steps.MaxUp}, {"--max-scale-down", f.maxDown, &steps.MaxDown}, {"--hysteresis", f.hysteresis, &steps.Hysteresis}} {
+		st, err := engine.ParseStep(s.value)
+		if err != nil {
+			return usagef("%s: %v", s.flag, err)
+		}
+		*s.to = st
+	}
+	withSteps := f.maxUp != "" || f.maxDown != "" || f.hysteresis != ""
 
 	start := time.Now()
-	all, err := traces.LoadDir(f.traces)
-	if err != nil {
-		return fmt.Errorf("--traces: %w", err)
+	type family struct {
+		dir         traceDir
+		train, test []traces.Ref
+		replay      []traces.Ref
+		rep         *sim.Report
 	}
-	trainSet, testSet := traces.SplitByName(all, heldOutShare, splitSeed)
-	var replay []traces.Series
-	switch f.split {
-	case splitTest:
-		replay = testSet
-	case splitTrain:
-		replay = trainSet
-	default:
-		replay = all
+	var fams []*family
+	var trainAll []traces.Ref
+	for _, d := range dirs {
+		refs, err := traces.Scan(d.path)
+		if err != nil {
+			return fmt.Errorf("--traces: %w", err)
+		}
+		fm := &family{dir: d}
+		fm.train, fm.test = traces.SplitRefs(refs, heldOutShare, splitSeed)
+		switch f.split {
+		case splitTest:
+			fm.replay = fm.test
+		case splitTrain:
+			fm.replay = fm.train
+		default:
+			fm.replay = refs
+		}
+		if len(fm.replay) == 0 {
+			return fmt.Errorf("--split %s: family %s has no series on that side of the split of %d series (the held-out split needs at least 2 series; use --split all)", f.split, d.family, len(refs))
+		}
+		trainAll = append(trainAll, fm.train...)
+		fams = append(fams, fm)
 	}
-	if len(replay) == 0 {
-		return fmt.Errorf("--split %s: no series on that side of the split of %d series (the held-out split needs at least 2 series; use --split all)", f.split, len(all))
-	}
-	adm, err := engine.LoadSource(f.admission)
+	adm, err := engine.Models.LoadFor(engine.RoleFirst, f.admission)
 	if err != nil {
 		return fmt.Errorf("--admission-model: %w", err)
 	}
-	capy, err := engine.LoadSource(f.capacity)
+	capy, err := engine.Models.LoadFor(engine.RoleSecond, f.capacity)
 	if err != nil {
 		return fmt.Errorf("--capacity-model: %w", err)
 	}
@@ -108,13 +167,20 @@ func cmdSimulate(args []string, e env) error {
 		return err
 	}
 	policies := append(sim.Baselines(), act)
+	if withSteps {
+		stepped, err := sim.Activation(sim.ActivationConfig{Name: stepsPolicy, Admission: adm, Capacity: capy, Knob: f.knob, Steps: steps})
+		if err != nil {
+			return err
+		}
+		policies = append(policies, stepped)
+	}
 	var notes []string
-	if len(trainSet) > 0 {
+	if len(trainAll) > 0 {
 		feats := make([]string, 0, len(capy.Model().Inputs))
 		for _, in := range capy.Model().Inputs {
 			feats = append(feats, in.Name)
 		}
-		lin, err := sim.Linear(trainSet, sc, sim.LinearConfig{Features: feats, Slots: capy.CountableOutputs()})
+		lin, err := sim.LinearSources(context.Background(), sim.FromRefs(trainAll), sc, sim.LinearConfig{Features: feats, Slots: capy.CountableOutputs()}, f.workers)
 		if err != nil {
 			return err
 		}
@@ -123,16 +189,69 @@ func cmdSimulate(args []string, e env) error {
 		notes = append(notes, "linear ablation left out: no training series to fit it on")
 	}
 	if f.split != splitTest {
-		notes = append(notes, "replaying series the default models were trained on: not a held-out result")
+		notes = append(notes, "replaying series the default models may have been trained on: not a held-out result")
 	}
-	rep, err := sim.Run(context.Background(), replay, sc, policies, sim.Options{Workers: f.workers})
-	if err != nil {
-		return err
+
+	var bar *simBar
+	if e.isTerminal && !f.quiet {
+		bar = &simBar{w: e.stdout}
 	}
-	out := buildOutput(rep, f, adm, capy, notes)
+	var reps []*sim.Report
+	for _, fm := range fams {
+		opt := sim.Options{Workers: f.workers}
+		if bar != nil {
+			bar.family = fm.dir.family
+			opt.Progress = bar.update
+		}
+		rep, err := sim.RunSources(context.Background(), sim.FromRefs(fm.replay), sc, policies, opt)
+		if bar != nil {
+			bar.clear()
+		}
+		if err != nil {
+			return fmt.Errorf("family %s: %w", fm.dir.family, err)
+		}
+		rep.Family = fm.dir.family
+		fm.rep = rep
+		reps = append(reps, rep)
+	}
+	out := &output{Scenario: sc, Split: f.split, Budget: f.budget,
+		Models: []modelInfo{
+			{Role: engine.RoleFirst, Name: adm.Model().Name, Digest: adm.Digest()},
+			{Role: engine.RoleSecond, Name: capy.Model().Name, Digest: capy.Digest()},
+		},
+		Notes: notes}
+	if withSteps {
+		out.Steps = &stepsInfo{MaxScaleUp: f.maxUp, MaxScaleDown: f.maxDown, Hysteresis: f.hysteresis}
+	}
+	if len(reps) == 1 {
+		out.familyResult = buildFamily(reps[0], f.budget)
+	} else {
+		pooled, err := sim.Pool(reps...)
+		if err != nil {
+			return err
+		}
+		out.familyResult = buildFamily(pooled, f.budget)
+		for _, r := range reps {
+			out.Families = append(out.Families, buildFamily(r, f.budget))
+		}
+		reps = append(reps, pooled)
+	}
 	if f.plot != "" {
-		if err := writePlot(f.plot, rep, act, f.budget); err != nil {
-			return fmt.Errorf("--plot: %w", err)
+		for _, r := range reps {
+			path := f.plot
+			if len(reps) > 1 {
+				path = strings.TrimSuffix(f.plot, filepath.Ext(f.plot)) + "-" + r.Family + ".png"
+			}
+			// The time series is of the family's first replay unit; the
+			// pooled plot shows the first family's.
+			traceFrom := r
+			if r.Family == "pooled" {
+				traceFrom = reps[0]
+			}
+			if err := writePlot(path, r, traceFrom, act, f.budget); err != nil {
+				return fmt.Errorf("--plot: %w", err)
+			}
+			out.Plots = append(out.Plots, path)
 		}
 	}
 	out.ElapsedSeconds = math.Round(time.Since(start).Seconds()*100) / 100
@@ -141,23 +260,46 @@ func cmdSimulate(args []string, e env) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	return writeTable(e.stdout, out)
+	return writeTables(e.stdout, out)
 }
 
-// output is the JSON document simulate writes.
+// output is the JSON document simulate writes: the result (one family's,
+// or with several families the pooled one) and, with several families,
+// each family's.
 type output struct {
-	Scenario       sim.Scenario   `json:"scenario"`
-	Split          string         `json:"split"`
-	Series         []string       `json:"series"`
-	Budget         float64        `json:"budget"`
-	RequestFactor  float64        `json:"request_factor"`
-	MedianSlack    float64        `json:"median_slack"`
-	MeanSlack      float64        `json:"mean_slack"`
-	Models         []modelInfo    `json:"models"`
-	Policies       []policyResult `json:"policies"`
-	Summary        sim.Summary    `json:"summary"`
+	Scenario sim.Scenario `json:"scenario"`
+	Split    string       `json:"split"`
+	Budget   float64      `json:"budget"`
+	Models   []modelInfo  `json:"models"`
+	Steps    *stepsInfo   `json:"steps,omitempty"`
+	familyResult
+	Families       []familyResult `json:"families,omitempty"`
+	Plots          []string       `json:"plots,omitempty"`
 	Notes          []string       `json:"notes,omitempty"`
 	ElapsedSeconds float64        `json:"elapsed_seconds"`
+}
+
+// stepsInfo is the step limits the activation-steps policy replays with.
+type stepsInfo struct {
+	MaxScaleUp   string `json:"max_scale_up,omitempty"`
+	MaxScaleDown string `json:"max_scale_down,omitempty"`
+	Hysteresis   string `json:"hysteresis,omitempty"`
+}
+
+// familyResult is one family's (or the pooled) result at the budget.
+type familyResult struct {
+	Family        string         `json:"family"`
+	Series        []string       `json:"series"`
+	Skipped       []sim.Skipped  `json:"skipped,omitempty"`
+	RequestFactor float64        `json:"request_factor,omitempty"`
+	MedianSlack   float64        `json:"median_slack,omitempty"`
+	MeanSlack     float64        `json:"mean_slack,omitempty"`
+	Decisions     int64          `json:"decisions"`
+	Policies      []policyResult `json:"policies"`
+	Summary       sim.Summary    `json:"summary"`
+	// Churn compares the activation policy's changes per hour with and
+	// without step limits (when they were replayed).
+	Churn *churn `json:"churn,omitempty"`
 }
 
 type modelInfo struct {
@@ -169,65 +311,144 @@ type modelInfo struct {
 // policyResult is a policy's best setting within the budget (knob null and
 // within_budget false when none is), and its whole curve.
 type policyResult struct {
-	Name            string      `json:"name"`
-	KnobName        string      `json:"knob_name,omitempty"`
-	Knob            *float64    `json:"knob"`
-	WithinBudget    bool        `json:"within_budget"`
-	Density         float64     `json:"density"`
-	ReplicasPerHost float64     `json:"replicas_per_host"`
-	ViolationRate   float64     `json:"violation_rate"`
-	Severity        float64     `json:"severity"`
-	ChangesPerHour  float64     `json:"changes_per_hour"`
-	Curve           []sim.Point `json:"curve"`
+	Name                string      `json:"name"`
+	KnobName            string      `json:"knob_name,omitempty"`
+	Knob                *float64    `json:"knob"`
+	WithinBudget        bool        `json:"within_budget"`
+	Density             float64     `json:"density"`
+	ReplicasPerHost     float64     `json:"replicas_per_host"`
+	ViolationRate       float64     `json:"violation_rate"`
+	CPUViolationRate    float64     `json:"cpu_violation_rate"`
+	MemoryViolationRate float64     `json:"memory_violation_rate"`
+	Severity            float64     `json:"severity"`
+	MemorySeverity      float64     `json:"memory_severity"`
+	ChangesPerHour      float64     `json:"changes_per_hour"`
+	Curve               []sim.Point `json:"curve"`
 }
 
-func buildOutput(rep *sim.Report, f simulateFlags, adm, capy *engine.Processor, notes []string) *output {
-	out := &output{
-		Scenario: rep.Scenario, Split: f.split, Series: rep.Series, Budget: f.budget,
+// churn is the activation policy's best setting within budget without and
+// with step limits.
+type churn struct {
+	Without *churnPoint `json:"without"`
+	With    *churnPoint `json:"with"`
+}
+
+type churnPoint struct {
+	Knob           float64 `json:"knob"`
+	Density        float64 `json:"density"`
+	ChangesPerHour float64 `json:"changes_per_hour"`
+}
+
+func buildFamily(rep *sim.Report, budget float64) familyResult {
+	fr := familyResult{
+		Family: rep.Family, Series: rep.Series, Skipped: rep.Skipped,
 		RequestFactor: rep.RequestFactor, MedianSlack: rep.MedianSlack, MeanSlack: rep.MeanSlack,
-		Models: []modelInfo{
-			{Role: engine.RoleFirst, Name: adm.Model().Name, Digest: adm.Digest()},
-			{Role: engine.RoleSecond, Name: capy.Model().Name, Digest: capy.Digest()},
-		},
-		Summary: rep.Summarize(f.budget),
-		Notes:   notes,
+		Decisions: rep.Decisions, Summary: rep.Summarize(budget),
 	}
 	for _, c := range rep.Curves {
 		pr := policyResult{Name: c.Policy, KnobName: c.KnobName, Curve: c.Points}
-		if p, _, ok := c.Best(f.budget); ok {
+		if p, _, ok := c.Best(budget); ok {
 			k := p.Knob
 			if c.KnobName != "" {
 				pr.Knob = &k
 			}
 			pr.WithinBudget = true
 			pr.Density, pr.ReplicasPerHost, pr.ViolationRate = p.Density, p.ReplicasPerHost, p.ViolationRate
-			pr.Severity, pr.ChangesPerHour = p.Severity, p.ChangesPerHour
+			pr.CPUViolationRate, pr.MemoryViolationRate = p.CPUViolationRate, p.MemoryViolationRate
+			pr.Severity, pr.MemorySeverity, pr.ChangesPerHour = p.Severity, p.MemorySeverity, p.ChangesPerHour
 		}
-		out.Policies = append(out.Policies, pr)
+		fr.Policies = append(fr.Policies, pr)
 	}
-	return out
+	if c := rep.Curve(stepsPolicy); c != nil {
+		point := func(name string) *churnPoint {
+			if p, _, ok := rep.Curve(name).Best(budget); ok {
+				return &churnPoint{Knob: p.Knob, Density: p.Density, ChangesPerHour: p.ChangesPerHour}
+			}
+			return nil
+		}
+		fr.Churn = &churn{Without: point(sim.PolicyActivation), With: point(stepsPolicy)}
+	}
+	return fr
 }
 
-func writeTable(w io.Writer, out *output) error {
-	fmt.Fprintf(w, "scenario %s, %s split: %d series (%s)\n", out.Scenario.Name, out.Split, len(out.Series), strings.Join(out.Series, " "))
-	fmt.Fprintf(w, "requests x%.3f: median slack %.2f (mean of series medians %.2f); budget %g violations\n\n", out.RequestFactor, out.MedianSlack, out.MeanSlack, out.Budget)
+func writeTables(w io.Writer, out *output) error {
+	fmt.Fprintf(w, "scenario %s, %s split, budget %g violations\n", out.Scenario.Name, out.Split, out.Budget)
+	if s := out.Steps; s != nil {
+		fmt.Fprintf(w, "%s: the activation policy with max_scale_up %q, max_scale_down %q, hysteresis %q\n", stepsPolicy, s.MaxScaleUp, s.MaxScaleDown, s.Hysteresis)
+	}
+	for _, fr := range out.Families {
+		fmt.Fprintln(w)
+		if err := writeTable(w, &fr, out.Scenario.Memory); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	if len(out.Families) > 0 {
+		fmt.Fprintf(w, "pooled over the %d families (every series weighs the same):\n", len(out.Families))
+	}
+	if err := writeTable(w, &out.familyResult, out.Scenario.Memory); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, n := range out.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if len(out.Plots) > 0 {
+		fmt.Fprintf(w, "plots: %s\n", strings.Join(out.Plots, " "))
+	}
+	fmt.Fprintf(w, "models: %s %s, %s %s; %.1f s\n", out.Models[0].Name, short(out.Models[0].Digest), out.Models[1].Name, short(out.Models[1].Digest), out.ElapsedSeconds)
+	return nil
+}
+
+func writeTable(w io.Writer, fr *familyResult, memory bool) error {
+	fmt.Fprintf(w, "family %s: %d series (%s), %d decision points\n", fr.Family, len(fr.Series), listNames(fr.Series, 8), fr.Decisions)
+	if len(fr.Skipped) > 0 {
+		var why []string
+		for _, s := range fr.Skipped {
+			why = append(why, s.Series+": "+s.Reason)
+		}
+		fmt.Fprintf(w, "left out %d series that cannot be replayed: %s\n", len(fr.Skipped), listNames(why, 3))
+	}
+	if fr.RequestFactor > 0 {
+		fmt.Fprintf(w, "requests x%.3f: median slack %.2f (mean of series medians %.2f)\n", fr.RequestFactor, fr.MedianSlack, fr.MeanSlack)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tknob\tdensity\treplicas/host\tviolation rate\tseverity\tchanges/hour\t")
-	for _, p := range out.Policies {
+	head := "policy\tknob\tdensity\treplicas/host\tviolation rate\t"
+	if memory {
+		head += "cpu violations\tmemory violations\t"
+	}
+	head += "severity\t"
+	if memory {
+		head += "memory severity\t"
+	}
+	fmt.Fprintln(tw, head+"changes/hour\t")
+	for _, p := range fr.Policies {
 		if !p.WithinBudget {
-			fmt.Fprintf(tw, "%s\tnone within budget\t\t\t\t\t\t\n", p.Name)
+			fmt.Fprintf(tw, "%s\tnone within budget\t\t\t\t\t\t", p.Name)
+			if memory {
+				fmt.Fprint(tw, "\t\t\t")
+			}
+			fmt.Fprintln(tw)
 			continue
 		}
 		knob := ""
 		if p.Knob != nil {
 			knob = fmt.Sprintf("%s %g", p.KnobName, *p.Knob)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.1f\t%.4f\t%.3f\t%.2f\t\n", p.Name, knob, p.Density, p.ReplicasPerHost, p.ViolationRate, p.Severity, p.ChangesPerHour)
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.1f\t%.4f\t", p.Name, knob, p.Density, p.ReplicasPerHost, p.ViolationRate)
+		if memory {
+			fmt.Fprintf(tw, "%.4f\t%.4f\t", p.CPUViolationRate, p.MemoryViolationRate)
+		}
+		fmt.Fprintf(tw, "%.3f\t", p.Severity)
+		if memory {
+			fmt.Fprintf(tw, "%.3f\t", p.MemorySeverity)
+		}
+		fmt.Fprintf(tw, "%.2f\t\n", p.ChangesPerHour)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	s := out.Summary
+	s := fr.Summary
 	opt := func(v *float64, pct bool) string {
 		if v == nil {
 			return "undefined"
@@ -237,13 +458,18 @@ func writeTable(w io.Writer, out *output) error {
 		}
 		return fmt.Sprintf("%.2f", *v)
 	}
-	fmt.Fprintf(w, "\nactivation %.3f of the oracle: %s vs request-sum (%.3f), %s vs the best baseline %s (%.3f); gap to the oracle closed: %s\n",
+	fmt.Fprintf(w, "activation %.3f of the oracle: %s vs request-sum (%.3f), %s vs the best baseline %s (%.3f); gap to the oracle closed: %s\n",
 		s.ActivationDensity, opt(s.GainVsRequestSum, true), s.RequestSumDensity, opt(s.GainVsBestBaseline, true),
 		s.BestBaseline, s.BestBaselineDensity, opt(s.GapClosed, false))
-	for _, n := range out.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+	if c := fr.Churn; c != nil {
+		show := func(p *churnPoint) string {
+			if p == nil {
+				return "none within budget"
+			}
+			return fmt.Sprintf("%.2f changes/hour at density %.3f", p.ChangesPerHour, p.Density)
+		}
+		fmt.Fprintf(w, "churn: activation %s; with step limits %s\n", show(c.Without), show(c.With))
 	}
-	fmt.Fprintf(w, "models: %s %s, %s %s; %.1f s\n", out.Models[0].Name, short(out.Models[0].Digest), out.Models[1].Name, short(out.Models[1].Digest), out.ElapsedSeconds)
 	return nil
 }
 

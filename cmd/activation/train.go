@@ -19,18 +19,36 @@ const (
 	capacityFile  = engine.BuiltinCapacity + ".json"
 )
 
+var trainHelp = help{
+	synopsis: "--traces DIR[,DIR...] --out DIR [flags]",
+	description: `Train the two default processors (the first host's admission processor and
+the second host's capacity processor) from real usage series and write
+admission.json and capacity.json into --out (both or neither). A trace
+directory is one CSV file per series (ts,value, or Bitbrains' ts,cpu_mhz,...)
+or PlanetLab's <day>/<vm>.csv, where the days of one VM are one series;
+several directories are trained on together. Series are held out by name
+(traces.SplitByName), never only by time. A series needs at least 2 samples.`,
+	examples: []string{
+		"# retrain the built-in models from the bundled series",
+		"activation train --traces engine/testdata/traces/crane --out engine/models",
+		"# train on three families at once, no progress bar",
+		"activation train --traces ../shared/traces/crane,../shared/traces/planetlab,../shared/traces/bitbrains --out /tmp/models -quiet",
+	},
+}
+
 func cmdTrain(args []string, e env) error {
-	fs := newFlags("train", e)
-	dir := fs.String("traces", "", "directory of `ts,value` CSV usage series (required)")
-	out := fs.String("out", "", "directory to write admission.json and capacity.json into (required)")
+	fs := newFlags("train", e, trainHelp)
+	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required)")
+	out := fs.String("out", "", "`DIR` to write admission.json and capacity.json into (required)")
 	seed := fs.Uint64("seed", 0, "training seed (0: the default settings' seed)")
 	epochs := fs.Int("epochs", 0, "training epochs per processor (0: the default)")
 	quiet := fs.Bool("quiet", false, "no progress bar even on a terminal")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *dir == "" {
-		return usagef("--traces: required: a directory of CSV usage series")
+	dirs, err := traceDirs(*dir)
+	if err != nil {
+		return err
 	}
 	if *out == "" {
 		return usagef("--out: required: the directory to write the models into")
@@ -43,9 +61,13 @@ func cmdTrain(args []string, e env) error {
 	} else if !st.IsDir() {
 		return fmt.Errorf("--out: %s is not a directory", *out)
 	}
-	all, err := traces.LoadDir(*dir)
-	if err != nil {
-		return fmt.Errorf("--traces: %w", err)
+	var all []traces.Series
+	for _, d := range dirs {
+		ss, err := traces.LoadDir(d.path)
+		if err != nil {
+			return fmt.Errorf("--traces: %w", err)
+		}
+		all = append(all, ss...)
 	}
 	s := train.DefaultSettings()
 	if *seed != 0 {
@@ -54,18 +76,18 @@ func cmdTrain(args []string, e env) error {
 	if *epochs != 0 {
 		s.Epochs = *epochs
 	}
-	var bar *progressBar
+	var pb *trainBar
 	if e.isTerminal && !*quiet {
-		bar = &progressBar{w: e.stdout}
+		pb = &trainBar{w: e.stdout}
 	}
 	start := time.Now()
 	res, err := train.Train(all, s, func(p train.Progress) {
-		if bar != nil {
-			bar.update(p)
+		if pb != nil {
+			pb.update(p)
 		}
 	})
-	if bar != nil {
-		bar.done()
+	if pb != nil {
+		pb.done()
 	}
 	if err != nil {
 		return err
@@ -93,20 +115,18 @@ func cmdTrain(args []string, e env) error {
 		lines = append(lines, fmt.Sprintf("  %s  %s  %v layers, val_bce %s", path, d, f.m.LayerSizes(), f.m.Provenance.Metrics["val_bce"]))
 	}
 	fmt.Fprintf(e.stdout, "trained on %d series (%s), held out %d (%s); %d examples, %s\n%s\n",
-		len(res.TrainSeries), strings.Join(res.TrainSeries, " "), len(res.HeldOut), strings.Join(res.HeldOut, " "),
+		len(res.TrainSeries), listNames(res.TrainSeries, 12), len(res.HeldOut), listNames(res.HeldOut, 12),
 		res.Examples, time.Since(start).Round(100*time.Millisecond), strings.Join(lines, "\n"))
 	return nil
 }
 
-// progressBar draws one self-overwriting line per model on a terminal.
-type progressBar struct {
+// trainBar draws one self-overwriting line per model on a terminal.
+type trainBar struct {
 	w     io.Writer
 	model string
 }
 
-const barWidth = 30
-
-func (b *progressBar) update(p train.Progress) {
+func (b *trainBar) update(p train.Progress) {
 	if b.model != "" && b.model != p.Model {
 		fmt.Fprintln(b.w)
 	}
@@ -114,7 +134,7 @@ func (b *progressBar) update(p train.Progress) {
 	fmt.Fprintf(b.w, "\r%s", progressLine(p))
 }
 
-func (b *progressBar) done() {
+func (b *trainBar) done() {
 	if b.model != "" {
 		fmt.Fprintln(b.w)
 	}
@@ -122,11 +142,7 @@ func (b *progressBar) done() {
 
 // progressLine renders one progress report.
 func progressLine(p train.Progress) string {
-	filled := 0
-	if p.Epochs > 0 {
-		filled = min(barWidth, barWidth*p.Epoch/p.Epochs)
-	}
-	return fmt.Sprintf("%-10s [%s%s] epoch %d/%d  loss %.5f  elapsed %s  left %s ",
-		p.Model, strings.Repeat("=", filled), strings.Repeat(" ", barWidth-filled),
-		p.Epoch, p.Epochs, p.Loss, p.Elapsed.Round(100*time.Millisecond), p.Remaining.Round(100*time.Millisecond))
+	return fmt.Sprintf("%-10s %s epoch %d/%d  loss %.5f  elapsed %s  left %s ",
+		p.Model, bar(p.Epoch, p.Epochs), p.Epoch, p.Epochs, p.Loss,
+		p.Elapsed.Round(100*time.Millisecond), p.Remaining.Round(100*time.Millisecond))
 }
