@@ -1,7 +1,8 @@
 package engine
 
-// The built-in models are trained from the real usage series bundled in
-// testdata/traces/crane (Apache-2.0, see its README and LICENSE) by the
-// project's trainer, seeded and reproducible:
+// The built-in models are trained by the project's trainer, seeded and
+// reproducible, from the real usage series bundled in testdata/traces: the
+// Crane series and a PlanetLab sample (both Apache-2.0, see the READMEs and
+// LICENSEs beside them), each directory a family split by identity:
 //
-//go:generate go run ../cmd/activation train --traces testdata/traces/crane --out models
+//go:generate go run ../cmd/activation train --traces testdata/traces/crane,testdata/traces/planetlab --out models -quiet

@@ -148,7 +148,18 @@ func (o *Observation) Validate(role string) error {
 	case n > MaxSamples:
 		return bad("usage_samples", "has %d samples, more than the limit of %d", n, MaxSamples)
 	}
+	cpuLimit := math.Min(MaxResource, MaxUsageRatio*cpuCap)
+	memLimit := MaxResource
+	if memCap > 0 {
+		memLimit = math.Min(memLimit, MaxUsageRatio*memCap)
+	}
 	for i, s := range o.Samples {
+		// The usual case is checked without building field names: a
+		// window of thousands of samples costs one pass.
+		if s.Time >= 0 && (i == 0 || s.Time > o.Samples[i-1].Time) &&
+			s.CPUMHz >= 0 && s.CPUMHz <= cpuLimit && s.MemoryMB >= 0 && s.MemoryMB <= memLimit {
+			continue
+		}
 		if s.Time < 0 {
 			return bad(fmt.Sprintf("usage_samples[%d].time", i), "is %d; it must be a Unix time in seconds, >= 0", s.Time)
 		}

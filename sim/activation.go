@@ -138,14 +138,18 @@ func (m *Meter) Read() MeterReading {
 		Replay: time.Duration(m.replayNanos.Load()), Bare: time.Duration(m.bareNanos.Load())}
 }
 
-// DefaultThresholds is the output-threshold sweep: 25 values evenly spaced
-// in log-odds from -3 to 3 (0.047 to 0.953), because a sigmoid output's
-// threshold moves the decision boundary by its log-odds.
+// DefaultThresholds is the output-threshold sweep: 113 values evenly
+// spaced in log-odds from -4 to 10 (0.018 to 0.99995), because a sigmoid
+// output's threshold moves the decision boundary by its log-odds (the
+// engine's outputs are sigmoid(alpha (1 - cost)): log-odds l is a safety
+// margin of l/alpha of the host). A sweep costs one forward pass whatever
+// its length, so it is fine enough to meet a budget closely and wide
+// enough for the most cautious families at 0.1%.
 func DefaultThresholds() []float64 {
 	var out []float64
-	for i := 0; i <= 24; i++ {
-		l := -3 + 0.25*float64(i)
-		out = append(out, math.Round(1e4/(1+math.Exp(-l)))/1e4)
+	for i := 0; i <= 112; i++ {
+		l := -4 + 0.125*float64(i)
+		out = append(out, 1/(1+math.Exp(-l)))
 	}
 	return out
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,11 +28,15 @@ the second host's capacity processor) from real usage series and write
 admission.json and capacity.json into --out (both or neither). A trace
 directory is one CSV file per series (ts,value, or Bitbrains' ts,cpu_mhz,...)
 or PlanetLab's <day>/<vm>.csv, where the days of one VM are one series;
-several directories are trained on together. Series are held out by name
-(traces.SplitByName), never only by time. A series needs at least 2 samples.`,
+each directory is a family and one pair of processors is trained on all of
+them. Series are held out by identity (the series name; a VM's name for
+PlanetLab), per family, never only by time; a validation split by identity
+stops training early. A series needs at least 2 samples.`,
 	examples: []string{
-		"# retrain the built-in models from the bundled series",
-		"activation train --traces engine/testdata/traces/crane --out engine/models",
+		"# retrain the built-in models from the bundled series (go generate ./engine)",
+		"activation train --traces engine/testdata/traces/crane,engine/testdata/traces/planetlab --out engine/models",
+		"# the hand-wired ablation: max-of-predictors, perfectly correlated replicas",
+		"activation train --traces engine/testdata/traces/crane --trunk max --multiplex=false --out /tmp/ablation",
 		"# train on three families at once, no progress bar",
 		"activation train --traces ../shared/traces/crane,../shared/traces/planetlab,../shared/traces/bitbrains --out /tmp/models -quiet",
 	},
@@ -43,6 +49,7 @@ func cmdTrain(args []string, e env) error {
 	seed := fs.Uint64("seed", 0, "training seed (0: the default settings' seed)")
 	epochs := fs.Int("epochs", 0, "training epochs per processor (0: the default)")
 	quiet := fs.Bool("quiet", false, "no progress bar even on a terminal")
+	settings := addSettingsFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -61,15 +68,14 @@ func cmdTrain(args []string, e env) error {
 	} else if !st.IsDir() {
 		return fmt.Errorf("--out: %s is not a directory", *out)
 	}
-	var all []traces.Series
-	for _, d := range dirs {
-		ss, err := traces.LoadDir(d.path)
-		if err != nil {
-			return fmt.Errorf("--traces: %w", err)
-		}
-		all = append(all, ss...)
+	fams, err := loadFamilies(dirs)
+	if err != nil {
+		return err
 	}
-	s := train.DefaultSettings()
+	s, err := settings()
+	if err != nil {
+		return err
+	}
 	if *seed != 0 {
 		s.Seed = *seed
 	}
@@ -81,7 +87,7 @@ func cmdTrain(args []string, e env) error {
 		pb = &trainBar{w: e.stdout}
 	}
 	start := time.Now()
-	res, err := train.Train(all, s, func(p train.Progress) {
+	res, err := train.TrainFamilies(fams, s, func(p train.Progress) {
 		if pb != nil {
 			pb.update(p)
 		}
@@ -145,4 +151,60 @@ func progressLine(p train.Progress) string {
 	return fmt.Sprintf("%-10s %s epoch %d/%d  loss %.5f  elapsed %s  left %s ",
 		p.Model, bar(p.Epoch, p.Epochs), p.Epoch, p.Epochs, p.Loss,
 		p.Elapsed.Round(100*time.Millisecond), p.Remaining.Round(100*time.Millisecond))
+}
+
+// loadFamilies reads each trace directory as one family.
+func loadFamilies(dirs []traceDir) ([]train.Family, error) {
+	var fams []train.Family
+	for _, d := range dirs {
+		ss, err := traces.LoadDir(d.path)
+		if err != nil {
+			return nil, fmt.Errorf("--traces: %w", err)
+		}
+		fams = append(fams, train.Family{Name: d.family, Series: ss})
+	}
+	return fams, nil
+}
+
+// addSettingsFlags adds the model-shape settings of train and tune; the
+// returned function reads them over train.DefaultSettings.
+func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
+	d := train.DefaultSettings()
+	trunk := fs.String("trunk", d.Trunk, "the estimate's trunk: "+train.TrunkMLP+" (a learned network) or "+train.TrunkMax+" (the hand-wired max-of-predictors)")
+	hidden := fs.String("hidden", joinInts(d.Hidden), "hidden widths of the "+train.TrunkMLP+" trunk, comma-separated `W[,W...]`")
+	statistics := fs.String("statistics", strings.Join(d.Statistics, ","), "window statistics the trunk reads, comma-separated `NAME[,NAME...]` (of "+statisticNames()+")")
+	multiplex := fs.Bool("multiplex", d.Multiplex, "labels from a replay of phase-shifted replicas (false: every replica follows the series exactly)")
+	rows := fs.Int("max-rows", d.MaxRowsPerSeries, "at most `N` evenly spaced examples per series (0: all)")
+	return func() (train.Settings, error) {
+		s := d
+		s.Trunk, s.Multiplex, s.MaxRowsPerSeries = *trunk, *multiplex, *rows
+		s.Statistics = strings.Split(*statistics, ",")
+		s.Hidden = nil
+		if strings.TrimSpace(*hidden) != "" {
+			for _, h := range strings.Split(*hidden, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(h))
+				if err != nil {
+					return s, usagef("--hidden: %q is not a whole number", h)
+				}
+				s.Hidden = append(s.Hidden, n)
+			}
+		}
+		return s, nil
+	}
+}
+
+func statisticNames() string {
+	names := make([]string, len(train.Statistics))
+	for i, st := range train.Statistics {
+		names[i] = st.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
 }
