@@ -76,9 +76,20 @@ func LinearSources(ctx context.Context, train []Source, sc Scenario, cfg LinearC
 			slots = capy.CountableOutputs()
 		}
 	}
+	// The capacity model's memory inputs are a hard gate, not part of the
+	// CPU estimate the ablation replaces: leave them out.
+	cpu := names[:0:0]
 	for _, n := range names {
 		switch n {
-		case engine.FeatCPUHostMean, engine.FeatCPUHostMax, engine.FeatMemHostMax, engine.FeatMemReplicaMax, engine.FeatMemReplicaDemand:
+		case engine.FeatMemFit, engine.FeatMemReplicaMax, engine.FeatMemHostMax, engine.FeatMemReplicaDemand:
+			continue
+		}
+		cpu = append(cpu, n)
+	}
+	names = cpu
+	for _, n := range names {
+		switch n {
+		case engine.FeatCPUHostMean, engine.FeatCPUHostMax:
 			return nil, fmt.Errorf("linear ablation: feature %q is not a replica usage feature", n)
 		}
 	}

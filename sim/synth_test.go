@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/activation-scheduler/terraform-provider-activation/stats"
 	"github.com/activation-scheduler/terraform-provider-activation/traces"
 )
 
@@ -27,7 +28,7 @@ func TestSyntheticIsSeededAndShaped(t *testing.T) {
 	}
 	// A daily cycle of amplitude 0.5: the day's quartiles differ clearly.
 	day := a.Values[:1440]
-	if q1, q3 := traces.Quantile(day, 0.1), traces.Quantile(day, 0.9); q3 < 1.5*q1 {
+	if q1, q3 := stats.Quantile(day, 0.1), stats.Quantile(day, 0.9); q3 < 1.5*q1 {
 		t.Errorf("no daily cycle: p10 %v p90 %v", q1, q3)
 	}
 	// Bursts: the burst amplitude 1.5 puts the max well above the p99 of a
@@ -35,7 +36,7 @@ func TestSyntheticIsSeededAndShaped(t *testing.T) {
 	quiet := DefaultSynth()
 	quiet.Bursts = 0
 	flat, _ := Synthetic("svc", 1, quiet)
-	if m1, m0 := traces.Quantile(a.Values, 1), traces.Quantile(flat.Values, 1); m1 < m0+1 {
+	if m1, m0 := stats.Quantile(a.Values, 1), stats.Quantile(flat.Values, 1); m1 < m0+1 {
 		t.Errorf("no bursts: max %v, %v without bursts", m1, m0)
 	}
 	for i, v := range a.Values {

@@ -325,10 +325,6 @@ func LoadDir(dir string) ([]Series, error) {
 	return out, nil
 }
 
-// Quantile is stats.Quantile, kept for callers of this package.
-//
-// Deprecated: use stats.Quantile.
-func Quantile(xs []float64, q float64) float64 { return stats.Quantile(xs, q) }
 
 // Normalize returns a copy of s scaled so that its p99 over the whole series
 // equals target (a share of a host's capacity). A series whose p99 is zero

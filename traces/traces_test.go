@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"github.com/activation-scheduler/terraform-provider-activation/stats"
 	"math"
 	"os"
 	"path/filepath"
@@ -177,7 +178,7 @@ func TestNormalize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := Quantile(n.Values, 0.99); math.Abs(p-0.1) > 1e-12 {
+	if p := stats.Quantile(n.Values, 0.99); math.Abs(p-0.1) > 1e-12 {
 		t.Fatalf("p99 after normalising is %v, want 0.1", p)
 	}
 	if s.Values[0] != 1 {

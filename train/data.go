@@ -41,9 +41,13 @@ func (f *Family) split(s Settings) (trainIdx, valIdx, testIdx []int) {
 		}
 	}
 	side := map[string]int{}
-	rest, test := traces.SplitByName(ids, s.HeldOutShare, s.SplitSeed)
-	for _, t := range test {
-		side[t.Name] = 2
+	rest := ids
+	if s.HeldOutShare > 0 {
+		var test []traces.Series
+		rest, test = traces.SplitByName(ids, s.HeldOutShare, s.SplitSeed)
+		for _, t := range test {
+			side[t.Name] = 2
+		}
 	}
 	if len(rest) >= 2 {
 		_, val := traces.SplitByName(rest, s.ValShare, s.SplitSeed+1)

@@ -45,6 +45,9 @@ type Settings struct {
 	ValShare     float64
 	HeldOutShare float64
 	SplitSeed    uint64
+	// NoHeldOut trains on every identity but the validation ones (the
+	// caller has held its series out already, as nested validation does).
+	NoHeldOut bool
 	// Statistics names the window statistics the estimate reads (see
 	// Statistics); nil is the default set.
 	Statistics []string
@@ -106,7 +109,9 @@ func (s Settings) withDefaults() Settings {
 	setF(&s.ScaleMin, d.ScaleMin)
 	setF(&s.ScaleMax, d.ScaleMax)
 	setF(&s.ValShare, d.ValShare)
-	setF(&s.HeldOutShare, d.HeldOutShare)
+	if s.HeldOutShare == 0 && !s.NoHeldOut {
+		s.HeldOutShare = d.HeldOutShare
+	}
 	if s.Statistics == nil {
 		s.Statistics = d.Statistics
 	}

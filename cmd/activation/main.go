@@ -39,6 +39,7 @@ var commands = []command{
 	{"simulate", "replay usage series and compare replica-count policies at a violation budget", cmdSimulate},
 	{"train", "train the two default processors (admission and capacity) from usage series", cmdTrain},
 	{"explain", "decide one engine request and explain the decision", cmdExplain},
+	{"tune", "choose the model's shape by nested validation inside the training split", cmdTune},
 	{"version", "print the version (also --version)", cmdVersion},
 }
 

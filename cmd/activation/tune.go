@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/sim"
+	"github.com/activation-scheduler/terraform-provider-activation/traces"
+	"github.com/activation-scheduler/terraform-provider-activation/train"
+)
+
+var tuneHelp = help{
+	synopsis: "--traces DIR[,DIR...] [flags]",
+	description: `Choose the model's shape by nested validation inside the training split:
+the held-out identities of each family (the split train and simulate use)
+are set aside and never read; the rest is split again, --folds times, into
+inner training and inner validation identities; every candidate shape is
+trained on each inner training set and replayed (scenario shifted) on its
+inner validation set against the baselines. The table gives, per candidate,
+family and budget, the activation density over the best baseline's, averaged
+over folds, and the geometric mean of them all: the candidate to choose is
+the one with the highest. Nothing is tuned on the held-out series.`,
+	examples: []string{
+		"# the nested validation behind the default settings (see docs/benchmarks.md)",
+		"activation tune --traces engine/testdata/traces/crane,engine/testdata/traces/planetlab",
+	},
+}
+
+// tuneCandidate is one model shape nested validation compares.
+type tuneCandidate struct {
+	name string
+	edit func(*train.Settings)
+}
+
+// tuneCandidates are the shapes compared: the default, its neighbours and
+// the hand-wired ablations.
+func tuneCandidates() []tuneCandidate {
+	withStats := func(extra ...string) func(*train.Settings) {
+		return func(s *train.Settings) { s.Statistics = append(append([]string(nil), s.Statistics...), extra...) }
+	}
+	return []tuneCandidate{
+		{"mlp 12 (default)", func(*train.Settings) {}},
+		{"mlp 24-12", func(s *train.Settings) { s.Hidden = []int{24, 12} }},
+		{"mlp 12 + trend", withStats("trend_up", "trend_down")},
+		{"mlp 12 + p99", withStats("p99")},
+		{"mlp 12, correlated labels", func(s *train.Settings) { s.Multiplex = false }},
+		{"max-of-predictors", func(s *train.Settings) { s.Trunk, s.Hidden = train.TrunkMax, nil }},
+	}
+}
+
+func cmdTune(args []string, e env) error {
+	fs := newFlags("tune", e, tuneHelp)
+	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family (required)")
+	folds := fs.Int("folds", 3, "inner validation folds")
+	budgets := fs.String("budgets", "0.01,0.001", "violation budgets, comma-separated")
+	only := fs.String("candidates", "", "comma-separated candidate numbers to run (1-based; empty: all)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dirs, err := traceDirs(*dir)
+	if err != nil {
+		return err
+	}
+	if *folds < 1 || *folds > 10 {
+		return usagef("--folds: %d; want 1 to 10", *folds)
+	}
+	var bs []float64
+	for _, b := range strings.Split(*budgets, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(b), 64)
+		if err != nil || !(v > 0 && v < 1) {
+			return usagef("--budgets: %q is not a share in (0, 1)", b)
+		}
+		bs = append(bs, v)
+	}
+	fams, err := loadFamilies(dirs)
+	if err != nil {
+		return err
+	}
+	cands := tuneCandidates()
+	if *only != "" {
+		var picked []tuneCandidate
+		for _, c := range strings.Split(*only, ",") {
+			i, err := strconv.Atoi(strings.TrimSpace(c))
+			if err != nil || i < 1 || i > len(cands) {
+				return usagef("--candidates: %q is not one of 1..%d", c, len(cands))
+			}
+			picked = append(picked, cands[i-1])
+		}
+		cands = picked
+	}
+	base := train.DefaultSettings()
+	// ratio[c][f][b] summed over folds
+	ratio := make([][][]float64, len(cands))
+	for c := range ratio {
+		ratio[c] = make([][]float64, len(fams))
+		for f := range ratio[c] {
+			ratio[c][f] = make([]float64, len(bs))
+		}
+	}
+	start := time.Now()
+	for fold := 0; fold < *folds; fold++ {
+		inner, val := make([]train.Family, len(fams)), make([][]traces.Series, len(fams))
+		for f, fam := range fams {
+			outerTrain, _ := traces.SplitByName(fam.Series, base.HeldOutShare, base.SplitSeed)
+			innerTrain, innerVal := traces.SplitByName(outerTrain, 0.25, uint64(100+fold))
+			inner[f] = train.Family{Name: fam.Name, Series: innerTrain}
+			val[f] = innerVal
+		}
+		for c, cand := range cands {
+			s := base
+			s.NoHeldOut, s.HeldOutShare = true, 0
+			cand.edit(&s)
+			res, err := train.TrainFamilies(inner, s, nil)
+			if err != nil {
+				return fmt.Errorf("candidate %q fold %d: %w", cand.name, fold+1, err)
+			}
+			adm, err := engine.NewProcessor(res.Admission)
+			if err != nil {
+				return err
+			}
+			capy, err := engine.NewProcessor(res.Capacity)
+			if err != nil {
+				return err
+			}
+			for f := range fams {
+				act, err := sim.Activation(sim.ActivationConfig{Admission: adm, Capacity: capy})
+				if err != nil {
+					return err
+				}
+				rep, err := sim.Run(context.Background(), val[f], sim.Shifted(), append(sim.Baselines(), act), sim.Options{})
+				if err != nil {
+					return fmt.Errorf("candidate %q fold %d family %s: %w", cand.name, fold+1, fams[f].Name, err)
+				}
+				for b, budget := range bs {
+					sum := rep.Summarize(budget)
+					r := 0.0
+					if sum.BestBaselineDensity > 0 {
+						r = sum.ActivationDensity / sum.BestBaselineDensity
+					}
+					ratio[c][f][b] += r / float64(*folds)
+				}
+			}
+			fmt.Fprintf(e.stderr, "fold %d/%d, candidate %d/%d (%s) done, %s\n", fold+1, *folds, c+1, len(cands), cand.name, time.Since(start).Round(time.Second))
+		}
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "candidate")
+	for _, fam := range fams {
+		for _, b := range bs {
+			fmt.Fprintf(tw, "\t%s %g%%", fam.Name, 100*b)
+		}
+	}
+	fmt.Fprint(tw, "\tgeometric mean\n")
+	for c, cand := range cands {
+		fmt.Fprint(tw, cand.name)
+		logSum, n := 0.0, 0
+		for f := range fams {
+			for b := range bs {
+				r := ratio[c][f][b]
+				fmt.Fprintf(tw, "\t%.3f", r)
+				logSum += math.Log(math.Max(r, 1e-6))
+				n++
+			}
+		}
+		fmt.Fprintf(tw, "\t%.3f\n", math.Exp(logSum/float64(n)))
+	}
+	return tw.Flush()
+}
