@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -365,12 +364,4 @@ func (p *Processor) readsMemory() bool {
 		}
 	}
 	return false
-}
-
-// nanOrZero is 0 for NaN.
-func nanOrZero(x float64) float64 {
-	if math.IsNaN(x) {
-		return 0
-	}
-	return x
 }

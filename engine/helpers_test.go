@@ -13,10 +13,10 @@ func testModel(inputs []Node, outputs []Node, eps, thr float64, layers ...Layer)
 	}
 }
 
-func nodes(prefix string, n int, countable bool) []Node {
+func nodes(prefix string, n int) []Node {
 	out := make([]Node, n)
 	for i := range out {
-		out[i] = Node{Name: prefix + string(rune('0'+i%10)) + string(rune('a'+i/10)), Countable: countable}
+		out[i] = Node{Name: prefix + string(rune('0'+i%10)) + string(rune('a'+i/10)), Countable: true}
 	}
 	return out
 }

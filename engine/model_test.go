@@ -77,7 +77,8 @@ func TestParseModelErrorsNameTheField(t *testing.T) {
 		}, field: "inputs[1].name", reason: "repeats"},
 		{name: "negative epsilon", edit: func(d map[string]any) { d["input_epsilon"] = -1 }, field: "input_epsilon", reason: ">= 0"},
 		{name: "no provenance", edit: func(d map[string]any) { d["provenance"] = map[string]any{} }, field: "provenance.method", reason: "how the model was made"},
-		{name: "unknown field", edit: func(d map[string]any) { d["wieghts"] = 1 }, field: "", reason: "unknown field"},
+		{name: "unknown field", edit: func(d map[string]any) { d["wieghts"] = 1 }, field: "", reason: "unknown field"}, //nolint:misspell // the misspelt field is the test
+
 		{name: "too many parameters", edit: func(d map[string]any) {
 			big := make([]any, 3000)
 			for i := range big {

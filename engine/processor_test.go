@@ -129,7 +129,7 @@ func equalInts(a, b []int) bool {
 // a0 -> b1... here W2 = [[1,0],[1,1]] leaves b0 <- a0 and b1 <- a0, a1, so
 // paths = 2 (to a0) * 1 + 2 * 2 = 6.
 func TestDeeperNetwork(t *testing.T) {
-	m := testModel(nodes("x", 2, true), nodes("o", 1, true), 0, 0.5,
+	m := testModel(nodes("x", 2), nodes("o", 1), 0, 0.5,
 		Layer{Activation: ActivationReLU, Weights: [][]float64{{1, 1}, {1, 1}}, Biases: []float64{0, 0}},
 		Layer{Activation: ActivationReLU, Weights: [][]float64{{1, 0}, {1, 1}}, Biases: []float64{0, 0}},
 		Layer{Activation: ActivationIdentity, Weights: [][]float64{{1, 1}}, Biases: []float64{0}},
@@ -181,7 +181,7 @@ func TestBranchTotalPast64Bits(t *testing.T) {
 		layers = append(layers, Layer{Activation: ActivationReLU, Weights: ones(width, width), Biases: make([]float64, width)})
 	}
 	layers = append(layers, Layer{Activation: ActivationSigmoid, Weights: ones(1, width), Biases: []float64{0}})
-	p, err := NewProcessor(testModel(nodes("x", width, true), nodes("o", 1, true), 0, 0.5, layers...))
+	p, err := NewProcessor(testModel(nodes("x", width), nodes("o", 1), 0, 0.5, layers...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,9 +38,10 @@ type QuotaSpec struct {
 	Rounding  *string  `json:"rounding,omitempty"`
 }
 
-// DefaultQuota is one container per activated branch, from 0 to max.
-func DefaultQuota(max int) Quota {
-	return Quota{Min: 0, Max: max, PerBranch: 1, Rounding: RoundNearest}
+// DefaultQuota is one container per activated branch, from 0 to the
+// model's slot count.
+func DefaultQuota(slots int) Quota {
+	return Quota{Min: 0, Max: slots, PerBranch: 1, Rounding: RoundNearest}
 }
 
 // Spec returns q as a spec with every field given.

@@ -325,7 +325,6 @@ func LoadDir(dir string) ([]Series, error) {
 	return out, nil
 }
 
-
 // Normalize returns a copy of s scaled so that its p99 over the whole series
 // equals target (a share of a host's capacity). A series whose p99 is zero
 // cannot be normalised. Memory is not scaled.

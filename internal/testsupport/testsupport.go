@@ -74,8 +74,8 @@ func SeriesObservation(t testing.TB, name string, end, window, replicas int, sha
 }
 
 // Quota is a fully given quota spec.
-func Quota(min, max int, perBranch float64, rounding string) *engine.QuotaSpec {
-	return engine.Quota{Min: min, Max: max, PerBranch: perBranch, Rounding: rounding}.Spec()
+func Quota(lo, hi int, perBranch float64, rounding string) *engine.QuotaSpec {
+	return engine.Quota{Min: lo, Max: hi, PerBranch: perBranch, Rounding: rounding}.Spec()
 }
 
 // Flat is an observation of a host with `running` replicas using
