@@ -9,9 +9,9 @@ package nomadconn
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
