@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
 // autoscalerPath is the agent binary; the test fails when it is not given.
@@ -57,7 +57,9 @@ var plugins struct {
 func pluginDir(t testing.TB) string {
 	t.Helper()
 	plugins.once.Do(func() {
-		dir, err := os.MkdirTemp("", "activation-plugins-")
+		// Shared by every test of the binary (built once), so not the first
+		// test's t.TempDir: TestMain removes it.
+		dir, err := os.MkdirTemp("", "activation-plugins-") //nolint:usetesting // see above
 		if err != nil {
 			plugins.err = err
 			return

@@ -17,6 +17,7 @@ import (
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/engine/golden"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadplugin"
@@ -181,15 +182,22 @@ func eventCount(ev api.ScalingEvent) (int, bool) {
 }
 
 // eventParity checks every scaling event of a group that set a count: it
-// carries the digest of a logged engine request, its decided counts equal
-// the engine's on that request, the strategy asked for the engine's count
-// capped at what Nomad can place, and the count set is the one the
-// strategy asked for that group. It returns how many events it checked.
+// carries the digest of a logged engine request, its decided count of each
+// host the check decides (both for role "split", the role's host
+// otherwise) equals the engine's on that request, the strategy asked for
+// the engine's count capped at what the stand-in can place, and the count
+// set is the one the strategy asked for that group. It returns how many
+// events it checked.
 func eventParity(t testing.TB, s *nomadstandin.Server, reqs map[string]*engine.Request, job, group string, host int, role string) int {
 	t.Helper()
 	gs, err := s.Group("", job, group)
 	if err != nil {
 		t.Fatal(err)
+	}
+	keys := [][2]string{{nomadplugin.MetaFirstDecided, nomadplugin.MetaFirstCount}, {nomadplugin.MetaSecondDecided, nomadplugin.MetaSecondCount}}
+	decides := []int{host}
+	if role == nomadplugin.RoleSplit {
+		decides = []int{0, 1}
 	}
 	checked := 0
 	for _, ev := range gs.Events {
@@ -207,8 +215,7 @@ func eventParity(t testing.TB, s *nomadstandin.Server, reqs map[string]*engine.R
 			continue // logged after we read the log; the next check sees it
 		}
 		decided, want := decide(t, req), asked(t, req)
-		keys := [][2]string{{nomadplugin.MetaFirstDecided, nomadplugin.MetaFirstCount}, {nomadplugin.MetaSecondDecided, nomadplugin.MetaSecondCount}}
-		for h := 0; h < 2; h++ {
+		for _, h := range decides {
 			if got, _ := metaNum(ev.Meta, keys[h][0]); got != decided[h] {
 				t.Errorf("%s/%s event %s: decided host %d = %d, the engine says %d", job, group, dg, h, got, decided[h])
 			}
@@ -307,19 +314,19 @@ func decide(t testing.TB, r *engine.Request) [2]int {
 	return [2]int{d.First.Containers, d.Second.Containers}
 }
 
-// asked is what the strategy asks for on r in placement cap mode with no
-// steps: each host's engine count, never more than Nomad can place there
-// (its running replicas aside).
+// fits is how many replicas of reqCPU MHz and reqMem MB the stand-in
+// places on a host of hostCPU and hostMem that runs nothing else: from the
+// stand-in's set-up and its placement by reservations, not from the
+// engine's placement estimate, which the strategy's cap uses.
+const fits = min(hostCPU/reqCPU, hostMem/int64(reqMem))
+
+// asked is what the strategy must ask for on r in placement cap mode with
+// no steps, on hosts that run nothing but the group: each host's engine
+// count, at most what the stand-in can place there.
 func asked(t testing.TB, r *engine.Request) [2]int {
 	t.Helper()
-	d, err := r.Decide()
-	if err != nil {
-		t.Fatalf("engine decision: %v", err)
-	}
-	return [2]int{
-		min(d.First.Containers, max(d.First.Placement.Placeable, r.First.RunningReplicas)),
-		min(d.Second.Containers, max(d.Second.Placement.Placeable, r.Second.RunningReplicas)),
-	}
+	d := decide(t, r)
+	return [2]int{min(d[0], int(fits)), min(d[1], int(fits))}
 }
 
 // fixedPoint follows the strategy (placement capped, no steps) from
@@ -373,8 +380,7 @@ type agentCase struct {
 	a     *agent
 	token string
 
-	snapMu   sync.Mutex
-	webSnaps [][2]int // web's groups as each register of web arrives
+	regs *registerLog // web's registers
 }
 
 type groupRef struct {
@@ -390,13 +396,25 @@ var agentGroups = []groupRef{
 }
 
 var agentChecks = []struct {
-	name, job string
-	groups    [2]string
-	window    int
+	name, job, role string
+	groups          [2]string
+	window          int
 }{
-	{"web-split", "web", [2]string{"front", "back"}, 1},
-	{"api-first", "api", [2]string{"g1", "g2"}, 3},
-	{"api-second", "api", [2]string{"g1", "g2"}, 3},
+	{"web-split", "web", nomadplugin.RoleSplit, [2]string{"front", "back"}, 1},
+	{"api-first", "api", nomadplugin.RoleFirst, [2]string{"g1", "g2"}, 3},
+	{"api-second", "api", nomadplugin.RoleSecond, [2]string{"g1", "g2"}, 3},
+}
+
+// decidedHosts are the hosts a check with role decides: both for role
+// "split", the role's host otherwise.
+func decidedHosts(role string) []int {
+	switch role {
+	case nomadplugin.RoleFirst:
+		return []int{0}
+	case nomadplugin.RoleSecond:
+		return []int{1}
+	}
+	return []int{0, 1}
 }
 
 func (c *agentCase) jobCounts(t testing.TB, job string) [2]int {
@@ -428,9 +446,10 @@ func (c *agentCase) mark(t testing.TB) map[string]int {
 }
 
 // settled waits until, with the replay frozen, every check's latest logged
-// request (made after since) equals the one built independently from the
-// replay and the stand-in's current counts, and every group has the count
-// the engine gives for that independent request.
+// request (made after since) equals, for each host it decides, the one
+// built independently from the replay and the stand-in's current counts,
+// every group has the count the engine gives for that independent request
+// capped at what the stand-in can place, and none is queued.
 func (c *agentCase) settled(t *testing.T, what string, timeout time.Duration, since map[string]int) {
 	t.Helper()
 	eventually(t, timeout, what, func() (bool, string) {
@@ -445,25 +464,24 @@ func (c *agentCase) settled(t *testing.T, what string, timeout time.Duration, si
 			cur := c.jobCounts(t, ch.job)
 			want := expectedRequest(v, cur, [2][]int64{sampleTimes(logged.First), sampleTimes(logged.Second)})
 			want.MinSamples = ch.window
-			if len(logged.First.Samples) != ch.window || len(logged.Second.Samples) != ch.window {
-				return false, fmt.Sprintf("%s: window of %d + %d samples, not yet full (%d)", ch.name, len(logged.First.Samples), len(logged.Second.Samples), ch.window)
-			}
-			for h, pair := range [][2]engine.Observation{{logged.First, want.First}, {logged.Second, want.Second}} {
-				if diff := sameObs(pair[0], pair[1]); diff != "" {
+			d := asked(t, want)
+			pairs := [2][2]engine.Observation{{logged.First, want.First}, {logged.Second, want.Second}}
+			for _, h := range decidedHosts(ch.role) {
+				if n := len(pairs[h][0].Samples); n != ch.window {
+					return false, fmt.Sprintf("%s host %d: window of %d samples, not yet full (%d)", ch.name, h, n, ch.window)
+				}
+				if diff := sameObs(pairs[h][0], pairs[h][1]); diff != "" {
 					return false, fmt.Sprintf("%s host %d: the latest logged observation differs from the replay's: %s", ch.name, h, diff)
 				}
-			}
-			if logged.FirstModel != want.FirstModel || logged.SecondModel != want.SecondModel || logged.FirstQuota != nil || logged.SecondQuota != nil {
-				t.Fatalf("%s: logged models %q, %q and quotas %v, %v; the policies set the defaults", ch.name, logged.FirstModel, logged.SecondModel, logged.FirstQuota, logged.SecondQuota)
-			}
-			d := asked(t, want)
-			for h, g := range ch.groups {
-				if ch.name == "api-first" && h == 1 || ch.name == "api-second" && h == 0 {
-					continue // the other policy scales that group
+				if gs, _ := c.s.Group("", ch.job, ch.groups[h]); gs.Queued != 0 {
+					t.Fatalf("%s/%s has %d queued allocations in placement cap mode", ch.job, ch.groups[h], gs.Queued)
 				}
 				if cur[h] != d[h] {
-					return false, fmt.Sprintf("%s/%s is %d, the strategy on the replay's observation asks %d", ch.job, g, cur[h], d[h])
+					return false, fmt.Sprintf("%s/%s is %d, the strategy on the replay's observation asks %d", ch.job, ch.groups[h], cur[h], d[h])
 				}
+			}
+			if logged.FirstQuota != nil || logged.SecondQuota != nil || logged.FirstModel != want.FirstModel || logged.SecondModel != want.SecondModel {
+				t.Fatalf("%s: logged models %q, %q and quotas %v, %v; the policies set the defaults", ch.name, logged.FirstModel, logged.SecondModel, logged.FirstQuota, logged.SecondQuota)
 			}
 		}
 		return true, ""
@@ -493,7 +511,7 @@ func (c *agentCase) noScalingSince(t testing.TB, from int, what string) (bool, s
 func (c *agentCase) writesSince(from int) int {
 	n := 0
 	for _, r := range c.s.Requests()[from:] {
-		if (r.Method == http.MethodPut || r.Method == http.MethodPost) && (strings.HasSuffix(r.Path, "/scale") || r.Path == "/v1/jobs") {
+		if (r.Method == http.MethodPut || r.Method == http.MethodPost) && strings.HasPrefix(r.Path, "/v1/job/") {
 			n++
 		}
 	}
@@ -555,24 +573,9 @@ func setupAgentCase(t *testing.T) *agentCase {
 			t.Fatal(err)
 		}
 	}
-	// Snapshots of web's groups as each register arrives (only web's
-	// host-quota target registers jobs): the state the previous writes
-	// left. Not t.Fatal: this runs on the stand-in's handler goroutine; a
-	// failed read leaves -1, which no assertion accepts.
-	s.SetHook(func(method, path string) {
-		if method == http.MethodPut && path == "/v1/jobs" {
-			var cs [2]int
-			for h, g := range []string{"front", "back"} {
-				cs[h] = -1
-				if gs, err := s.Group("", "web", g); err == nil {
-					cs[h] = gs.Count
-				}
-			}
-			c.snapMu.Lock()
-			c.webSnaps = append(c.webSnaps, cs)
-			c.snapMu.Unlock()
-		}
-	})
+	// Web's registers as they arrive (only web's host-quota target
+	// registers jobs): the state the previous writes left.
+	c.regs = newRegisterLog(s, "web", [2]string{"front", "back"})
 	c.rp.start(500 * time.Millisecond)
 	t.Cleanup(c.rp.close)
 
@@ -606,13 +609,18 @@ func setupAgentCase(t *testing.T) *agentCase {
       Job   = "api"
       Group = "g1"
     }`),
-		"api-second.hcl": policyFile("api-second", "api-second", `        role        = "second"
-        job         = "api"
-        first_group = "g1"
+		// The second host through the host-quota target's single-group
+		// mode (check-and-set scale requests); its check names only its
+		// own host.
+		"api-second.hcl": policyFile("api-second", "api-second", `        role         = "second"
+        job          = "api"
         second_group = "g2"
-`+hosts("host-c", "second-api", 3), `"nomad-target" {
-      Job   = "api"
-      Group = "g2"
+        second_node_pool = "second-api"
+        window           = "3"
+        min_samples      = "3"
+`+noSteps, `"host-quota" {
+      job   = "api"
+      group = "g2"
     }`),
 	}
 	for name, body := range files {
@@ -691,11 +699,9 @@ func TestE2EAgent(t *testing.T) {
 		{"a burst moves both jobs; a failed register changes neither of web's groups", func(t *testing.T) {
 			burst = chooseBurst(t, c.rp, before, apiBefore)
 			const faultMsg = "injected: register fails"
-			c.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: "/v1/jobs", Times: 1, Status: 500, Message: faultMsg})
+			c.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: jobPath("web"), Times: 1, Status: 500, Message: faultMsg})
 			m := c.mark(t)
-			c.snapMu.Lock()
-			snapsBefore := len(c.webSnaps)
-			c.snapMu.Unlock()
+			snapsBefore := len(c.regs.list())
 			c.rp.set(true, burst)
 			var failure logEntry
 			eventually(t, 30*time.Second, "the target's error for the failed register in the agent log", func() (bool, string) {
@@ -714,13 +720,12 @@ func TestE2EAgent(t *testing.T) {
 			// next register (the repair) found it there too: a failure
 			// leaves the pair where the last decision put it.
 			eventually(t, 30*time.Second, "the next evaluation registers web's split", func() (bool, string) {
-				c.snapMu.Lock()
-				defer c.snapMu.Unlock()
-				if len(c.webSnaps) < snapsBefore+2 {
-					return false, fmt.Sprintf("%d registers of web since the burst", len(c.webSnaps)-snapsBefore)
+				rs := c.regs.list()
+				if len(rs) < snapsBefore+2 {
+					return false, fmt.Sprintf("%d registers of web since the burst", len(rs)-snapsBefore)
 				}
-				for i, snap := range c.webSnaps[snapsBefore : snapsBefore+2] {
-					if snap != before {
+				for i, r := range rs[snapsBefore : snapsBefore+2] {
+					if snap := r.found; snap != before {
 						t.Fatalf("register %d after the burst found web at %v, want the settled %v", i+1, snap, before)
 					}
 				}
@@ -764,6 +769,10 @@ func TestE2EAgent(t *testing.T) {
 		{"5xx answers to the strategy's reads change nothing", func(t *testing.T) {
 			held := [2][2]int{c.jobCounts(t, "web"), c.jobCounts(t, "api")}
 			fromLog, fromReq := len(c.a.entries(t)), len(c.s.Requests())
+			// A proxy that echoes the request's token in its error answer
+			// (the first answers to node reads), then Nomad without a
+			// leader.
+			c.s.InjectFault(nomadstandin.Fault{Method: http.MethodGet, Path: "/v1/node*", Status: 503, Times: 3, Message: tokenEcho + c.token})
 			for _, p := range []string{"/v1/node*", "/v1/client/*"} {
 				c.s.InjectFault(nomadstandin.Fault{Method: http.MethodGet, Path: p, Status: 503, Message: "injected: no leader"})
 			}
@@ -811,6 +820,15 @@ func TestE2EAgent(t *testing.T) {
 			if strings.Contains(string(logs), c.token) {
 				t.Errorf("the ACL token appears in the agent's log")
 			}
+			// The echoed token reached the plugins, redacted: the check
+			// above could fail.
+			echoed := false
+			for _, e := range c.a.entries(t) {
+				echoed = echoed || strings.Contains(fmt.Sprint(map[string]any(e)), tokenEcho+nomadconn.Redacted)
+			}
+			if !echoed {
+				t.Errorf("the agent's log has no redacted echo of the token (%q): the stand-in's echo did not reach the plugins", tokenEcho+nomadconn.Redacted)
+			}
 			if !strings.Contains(string(logs), "decision request") {
 				t.Errorf("the agent's log has no trace of the strategy's decisions")
 			}
@@ -833,6 +851,10 @@ func TestE2EAgent(t *testing.T) {
 		}
 	}
 }
+
+// tokenEcho starts an error answer that quotes the request's ACL token, as
+// a proxy in front of Nomad may.
+const tokenEcho = "injected: proxy refused X-Nomad-Token "
 
 // chooseBurst picks a burst size from the engine's answers: web's first
 // evaluation in the burst (window 1) must change both groups and their

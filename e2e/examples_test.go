@@ -155,8 +155,9 @@ func exampleStart(t testing.TB, v [2]float64) [2]int {
 		return r
 	}
 	// asked is the count the strategy asks for: the engine's, never more
-	// than Nomad can place (the running replicas aside), moved from the
-	// current count within the policy's step limits and hysteresis.
+	// than the stand-in can place (fits: the example hosts run nothing
+	// else), moved from the current count within the policy's step limits
+	// and hysteresis.
 	step := func(v string) engine.Step {
 		st, err := engine.ParseStep(v)
 		if err != nil {
@@ -174,7 +175,7 @@ func exampleStart(t testing.TB, v [2]float64) [2]int {
 		var out [2]int
 		for h, hd := range []engine.HostDecision{d.First, d.Second} {
 			cur := []int{r.First.RunningReplicas, r.Second.RunningReplicas}[h]
-			target := min(hd.Containers, max(hd.Placement.Placeable, cur))
+			target := min(hd.Containers, int(fits))
 			out[h] = st.Apply(cur, target, hd.Quota.Min, hd.Quota.Max).Count
 		}
 		return out

@@ -62,7 +62,9 @@ func children(ppid int) map[string]int {
 // 1 s evaluation interval against the stand-in (10 host pairs, 10 jobs per
 // pair) for 30 s after a 10 s warm-up, and reports the evaluations per
 // second the strategy made and each plugin process's CPU time and peak RSS.
-// Run it alone: go test ./e2e -run '^$' -bench BenchmarkAgent100Policies -benchtime 1x
+// Run it alone:
+//
+//	go test ./e2e -run '^$' -bench BenchmarkAgent100Policies -benchtime 1x
 func BenchmarkAgent100Policies(b *testing.B) {
 	autoscalerPath(b)
 	pdir := pluginDir(b)

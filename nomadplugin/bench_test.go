@@ -2,11 +2,13 @@ package nomadplugin
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad-autoscaler/sdk"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 )
@@ -19,14 +21,21 @@ const (
 	largeLatency = 10 * time.Millisecond
 )
 
-// BenchmarkEvaluationLarge is one strategy evaluation (Run, split role,
-// both hosts selected by name with a server-side filter) against a
-// stand-in in a separate process holding N = 5000 nodes and A = 1000
-// allocations per host, every request delayed 10 ms. It reports ns/op and
-// requests/eval (Nomad requests per evaluation, steady state: the node
-// cache of what other jobs reserve is warm), and fails unless every
-// evaluation decides. Goals (issue 13): under 1.5 s, requests/eval at
-// most the allocations read plus 4.
+// BenchmarkEvaluationLarge is one policy evaluation as the agent makes it
+// (target Status, strategy Run with the split role, both hosts selected by
+// name with a server-side filter, and target Scale when the action changes
+// the count) against a stand-in in a separate process holding N = 5000
+// nodes and A = 1000 allocations per host, every request delayed 10 ms.
+// It reports ns/op, requests/eval (the strategy's Nomad requests, steady
+// state: the node cache of what other allocations reserve is warm) and
+// target-requests/eval (Status, and Scale when the count changes, which
+// the pinned quotas keep from happening; a Scale's writes are counted by
+// TestTargetScaleIsOneRegister) apart. It fails unless every evaluation
+// decides and the strategy's requests stay within the bound they meet,
+// 2A + 4: one stats read per allocation of each host (Nomad has no batch
+// stats endpoint), the job, its allocation list and the two nodes. Issue
+// 13's goal of A + 4 for both hosts is not met: see
+// docs/nomad/README.md#scale.
 func BenchmarkEvaluationLarge(b *testing.B) {
 	sc := nomadstandin.Scenario{
 		Nodes: []nomadstandin.NodeSpec{
@@ -51,37 +60,78 @@ func BenchmarkEvaluationLarge(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stop()
-	st := NewStrategy(hclog.NewNullLogger())
-	if err := st.SetConfig(map[string]string{AgentKeyNomadAddress: url}); err != nil {
+	agent := map[string]string{AgentKeyNomadAddress: url}
+	st, tg := NewStrategy(hclog.NewNullLogger()), NewTarget(hclog.NewNullLogger())
+	if err := st.SetConfig(agent); err != nil {
 		b.Fatal(err)
 	}
+	if err := tg.SetConfig(agent); err != nil {
+		b.Fatal(err)
+	}
+	// Each host's quota pinned at A: the engine decides A + A, the counts
+	// stay, and every evaluation reads A allocations per host (a Scale
+	// would change A).
+	a := strconv.Itoa(largeAllocs)
 	cfg := map[string]string{
 		KeyRole: RoleSplit, KeyJob: wJob, KeyMinSamples: "1",
 		PrefixFirst + KeyNodeName: "host-a", PrefixFirst + KeyGroup: wFirst,
 		PrefixSecond + KeyNodeName: "host-b", PrefixSecond + KeyGroup: wSecond,
+		PrefixFirst + KeyMin: a, PrefixFirst + KeyMax: a, PrefixSecond + KeyMin: a, PrefixSecond + KeyMax: a,
 	}
-	run := func() {
-		ev, err := st.Run(newEval("large", cfg), 2*largeAllocs)
+	counter := &requestCounter{b: b, ctx: ctx, url: url}
+	eval := func() (strategy, target int64) {
+		status, err := tg.Status(tcfg)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if strings.HasPrefix(ev.Action.Reason, "no scaling") {
+		target += counter.since()
+		ev, err := st.Run(newEval("large", cfg), status.Count)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if strings.HasPrefix(ev.Action.Reason, noScalingPrefix) {
 			b.Fatalf("the evaluation did not decide: %s", ev.Action.Reason)
 		}
+		strategy = counter.since()
+		if ev.Action.Direction != sdk.ScaleDirectionNone && ev.Action.Count != status.Count {
+			if err := tg.Scale(*ev.Action, tcfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return strategy, target + counter.since()
 	}
-	run() // the node cache of what other jobs reserve, warm
-	before, err := nomadstandin.FetchRequestCounts(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
+	eval() // the node cache of what other allocations reserve, warm
+	var strategyRequests, targetRequests int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		run()
+		s, t := eval()
+		strategyRequests += s
+		targetRequests += t
+		if bound := int64(2*largeAllocs + 4); s > bound {
+			b.Fatalf("evaluation %d made %d strategy requests, more than 2A + 4 = %d", i, s, bound)
+		}
 	}
 	b.StopTimer()
-	after, err := nomadstandin.FetchRequestCounts(ctx, url)
+	b.ReportMetric(float64(strategyRequests)/float64(b.N), "requests/eval")
+	b.ReportMetric(float64(targetRequests)/float64(b.N), "target-requests/eval")
+}
+
+// requestCounter counts the stand-in's requests between calls (its own
+// counting endpoint is not counted).
+type requestCounter struct {
+	b    *testing.B
+	ctx  context.Context
+	url  string
+	last int64
+}
+
+// since is how many requests the stand-in served since the last call.
+func (c *requestCounter) since() int64 {
+	rc, err := nomadstandin.FetchRequestCounts(c.ctx, c.url)
 	if err != nil {
-		b.Fatal(err)
+		c.b.Fatal(err)
 	}
-	b.ReportMetric(float64(after.Total-before.Total)/float64(b.N), "requests/eval")
+	n := int64(rc.Total) - c.last
+	c.last = int64(rc.Total)
+	return n
 }

@@ -3,6 +3,7 @@ package nomadplugin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,10 +171,13 @@ func cfgErr(key, format string, args ...any) error {
 type hostConfig struct {
 	role   string // engine.RoleFirst / RoleSecond
 	prefix string
-	query  nomadusage.Query
-	model  string            // model source; "" is the role's default
-	quota  *engine.QuotaSpec // only the keys given; nil when none is
-	usage  string
+	// read: the check reads this host (both hosts for role "split", the
+	// role's host otherwise).
+	read  bool
+	query nomadusage.Query
+	model string            // model source; "" is the role's default
+	quota *engine.QuotaSpec // only the keys given; nil when none is
+	usage string
 }
 
 type strategyConfig struct {
@@ -191,6 +195,18 @@ type strategyConfig struct {
 }
 
 func (c *strategyConfig) hosts() [2]*hostConfig { return [2]*hostConfig{&c.first, &c.second} }
+
+// readHosts are the hosts an evaluation reads and decides: both for role
+// "split", the role's host otherwise.
+func (c *strategyConfig) readHosts() []*hostConfig {
+	switch c.role {
+	case RoleFirst:
+		return []*hostConfig{&c.first}
+	case RoleSecond:
+		return []*hostConfig{&c.second}
+	}
+	return []*hostConfig{&c.first, &c.second}
+}
 
 // configReader reads typed values from a check's config map, checking only
 // the type.
@@ -292,24 +308,61 @@ func quoteList(vs []string) string {
 // the agent's nomad_namespace. The engine judges every value it has a rule
 // for (probe); errors are *ConfigError naming the key.
 func parseStrategyConfig(m map[string]string, defaultNamespace string) (*strategyConfig, error) {
-	known := map[string]bool{}
-	for _, k := range StrategyKeys() {
-		known[k] = true
+	if err := checkStrategyKeys(m); err != nil {
+		return nil, err
 	}
+	r := &configReader{m: m}
+	c, err := parseGlobals(r)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := namespaceOf(r, defaultNamespace)
+	if err != nil {
+		return nil, err
+	}
+	job, _ := r.get(KeyJob)
+	if c.role == RoleSplit && job == "" {
+		return nil, cfgErr(KeyJob, "is required with role %q: the strategy reads each group's running replicas", RoleSplit)
+	}
+	c.first = hostConfig{role: engine.RoleFirst, prefix: PrefixFirst}
+	c.second = hostConfig{role: engine.RoleSecond, prefix: PrefixSecond}
+	for _, h := range c.hosts() {
+		h.read = c.role == RoleSplit || c.role == h.role
+		if err := parseHost(r, h, ns, job, c.role); err != nil {
+			return nil, err
+		}
+	}
+	if c.first.usage == UsageAPM && c.second.usage == UsageAPM && c.role == RoleSplit {
+		return nil, cfgErr(PrefixSecond+KeyUsage, "both hosts use %q, but a check has one query: read one host from Nomad", UsageAPM)
+	}
+	if err := c.probe(); err != nil {
+		return nil, err
+	}
+	return c, c.checkWindow()
+}
+
+// checkStrategyKeys refuses a key the strategy does not know (the agent's
+// internal keys aside).
+func checkStrategyKeys(m map[string]string) error {
+	known := StrategyKeys()
 	var unknown []string
 	for k := range m {
-		if !known[k] && !strings.HasPrefix(k, "_nomad_autoscaler") {
+		if !slices.Contains(known, k) && !strings.HasPrefix(k, agentInternalPrefix) {
 			unknown = append(unknown, k)
 		}
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, cfgErr(unknown[0], "unknown key (the strategy accepts %s)", strings.Join(StrategyKeys(), ", "))
+	if len(unknown) == 0 {
+		return nil
 	}
-	r := &configReader{m: m}
+	sort.Strings(unknown)
+	return cfgErr(unknown[0], "unknown key (the strategy accepts %s)", strings.Join(known, ", "))
+}
+
+// parseGlobals reads the check-wide keys.
+func parseGlobals(r *configReader) (*strategyConfig, error) {
 	c := &strategyConfig{window: DefaultWindow, maxAge: DefaultMaxAge, placement: DefaultPlacement,
 		readTimeout: DefaultReadTimeout, given: map[string]bool{}}
-	for k := range m {
+	for k := range r.m {
 		c.given[k] = true
 	}
 	c.opts.Warmup = DefaultWarmup
@@ -342,40 +395,36 @@ func parseStrategyConfig(m map[string]string, defaultNamespace string) (*strateg
 		}
 		return nil, err
 	}
+	return c, nil
+}
+
+// namespaceOf is the check's namespace, else the agent's; "*" is refused.
+func namespaceOf(r *configReader, defaultNamespace string) (string, error) {
 	ns, _ := r.get(KeyNamespace)
 	nsKey := KeyNamespace
 	if ns == "" {
 		ns, nsKey = defaultNamespace, AgentKeyNomadNamespace
 	}
 	if ns == "*" {
-		return nil, cfgErr(KeyNamespace, "is \"*\" (from %s): that names every namespace, and a job lives in one: set %s to the job's namespace", nsKey, KeyNamespace)
+		return "", cfgErr(KeyNamespace, "is \"*\" (from %s): that names every namespace, and a job lives in one: set %s to the job's namespace", nsKey, KeyNamespace)
 	}
-	job, _ := r.get(KeyJob)
-	if c.role == RoleSplit && job == "" {
-		return nil, cfgErr(KeyJob, "is required with role %q: the strategy reads each group's running replicas", RoleSplit)
-	}
-	c.first = hostConfig{role: engine.RoleFirst, prefix: PrefixFirst}
-	c.second = hostConfig{role: engine.RoleSecond, prefix: PrefixSecond}
-	for _, h := range c.hosts() {
-		if err := parseHost(r, h, ns, job, c.role); err != nil {
-			return nil, err
-		}
-	}
-	if c.first.usage == UsageAPM && c.second.usage == UsageAPM {
-		return nil, cfgErr(PrefixSecond+KeyUsage, "both hosts use %q, but a check has one query: read one host from Nomad", UsageAPM)
-	}
-	if err := c.probe(); err != nil {
-		return nil, err
-	}
-	if min := c.minSamples; min > c.window {
-		return nil, cfgErr(KeyWindow, "is %d, fewer than %s %d: no evaluation could decide", c.window, KeyMinSamples, min)
-	}
-	if c.minSamples == 0 && c.window < engine.DefaultMinSamples {
-		return nil, cfgErr(KeyWindow, "is %d, fewer than the engine's default %s %d: no evaluation could decide; set %s as well", c.window, KeyMinSamples, engine.DefaultMinSamples, KeyMinSamples)
-	}
-	return c, nil
+	return ns, nil
 }
 
+// checkWindow refuses a window no evaluation could decide on.
+func (c *strategyConfig) checkWindow() error {
+	if c.minSamples > c.window {
+		return cfgErr(KeyWindow, "is %d, fewer than %s %d: no evaluation could decide", c.window, KeyMinSamples, c.minSamples)
+	}
+	if c.minSamples == 0 && c.window < engine.DefaultMinSamples {
+		return cfgErr(KeyWindow, "is %d, fewer than the engine's default %s %d: no evaluation could decide; set %s as well", c.window, KeyMinSamples, engine.DefaultMinSamples, KeyMinSamples)
+	}
+	return nil
+}
+
+// parseHost reads one host's keys. A host the check does not read (the
+// other host of a per-host role) needs no selector; its keys, if given,
+// are still judged.
 func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 	p := h.prefix
 	get := func(k string) string { v, _ := r.get(p + k); return v }
@@ -383,18 +432,8 @@ func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 	q.Namespace, q.Job, q.Label = ns, job, h.role
 	q.Host = nomadusage.HostSelector{NodeID: get(KeyNodeID), Name: get(KeyNodeName), Pool: get(KeyNodePool),
 		Class: get(KeyNodeClass), Datacenter: get(KeyNodeDatacenter)}
-	if q.Host.IsZero() {
-		return cfgErr(p+KeyNodeID, "the %s host needs %s, or any of %s, %s, %s and %s", h.role, p+KeyNodeID, p+KeyNodeName, p+KeyNodePool, p+KeyNodeClass, p+KeyNodeDatacenter)
-	}
-	for _, k := range []string{KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter} {
-		if v := get(k); v != "" {
-			if _, err := (nomadusage.HostSelector{Name: v}).Filter(); err != nil {
-				return cfgErr(p+k, "%v", err)
-			}
-		}
-	}
-	if filter, _ := q.Host.Filter(); q.Host.NodeID != "" && filter != "" {
-		return cfgErr(p+KeyNodeID, "is given with a name, pool, class or datacenter filter: give the node ID alone, or the filters")
+	if err := checkSelector(h, q.Host); err != nil {
+		return err
 	}
 	q.Group = get(KeyGroup)
 	if q.Group != "" && job == "" {
@@ -424,10 +463,34 @@ func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 	if r.err != nil {
 		return r.err
 	}
-	if _, given := r.get(p + KeyReplicaCPU); job == "" && !given {
+	if _, given := r.get(p + KeyReplicaCPU); h.read && job == "" && !given {
 		return cfgErr(p+KeyReplicaCPU, "is required when no %q is set (there is no task group to take the request from)", KeyJob)
 	}
-	q.NoStats = h.usage == UsageAPM && job != ""
+	q.NoStats = h.usage == UsageAPM
+	return nil
+}
+
+// checkSelector checks a host's selector: required when the host is read;
+// a node ID alone, or filters a Nomad filter expression can write.
+func checkSelector(h *hostConfig, sel nomadusage.HostSelector) error {
+	p := h.prefix
+	if sel.IsZero() {
+		if h.read {
+			return cfgErr(p+KeyNodeID, "the %s host needs %s, or any of %s, %s, %s and %s", h.role, p+KeyNodeID, p+KeyNodeName, p+KeyNodePool, p+KeyNodeClass, p+KeyNodeDatacenter)
+		}
+		return nil
+	}
+	for _, kv := range []struct{ key, v string }{{KeyNodeName, sel.Name}, {KeyNodePool, sel.Pool}, {KeyNodeClass, sel.Class}, {KeyNodeDatacenter, sel.Datacenter}} {
+		if kv.v == "" {
+			continue
+		}
+		if _, err := (nomadusage.HostSelector{Name: kv.v}).Filter(); err != nil {
+			return cfgErr(p+kv.key, "%v", err)
+		}
+	}
+	if filter, _ := sel.Filter(); sel.NodeID != "" && filter != "" {
+		return cfgErr(p+KeyNodeID, "is given with a name, pool, class or datacenter filter: give the node ID alone, or the filters")
+	}
 	return nil
 }
 

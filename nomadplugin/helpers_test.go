@@ -1,8 +1,15 @@
 package nomadplugin
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -25,7 +32,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// memReader is a UsageReader serving readings from memory: for each host
+// memReader is a usageReader serving readings from memory: for each host
 // (by the query's label, "first" or "second") an observation template and
 // its samples; each ReadHosts returns the next sample of each host, at its
 // time. The template is passed through as it is (the engine judges it).
@@ -178,7 +185,7 @@ func setQuota(m map[string]string, prefix string, q *engine.QuotaSpec) {
 func newEval(name string, config map[string]string) *sdk.ScalingCheckEvaluation {
 	return &sdk.ScalingCheckEvaluation{
 		Check:  &sdk.ScalingPolicyCheck{Name: name, Strategy: &sdk.ScalingPolicyStrategy{Name: StrategyName, Config: config}},
-		Action: &sdk.ScalingAction{Meta: map[string]any{"nomad_policy_id": "policy-" + name}},
+		Action: &sdk.ScalingAction{Meta: map[string]any{agentMetaPolicyID: "policy-" + name}},
 	}
 }
 
@@ -205,4 +212,116 @@ func withKeys(m map[string]string, kv ...string) map[string]string {
 		}
 	}
 	return out
+}
+
+// proxy sits between a plugin and the stand-in: it records the requests it
+// forwards and the answers it returns, with their bodies, and can rewrite
+// Nomad's answers (to show fields or states the stand-in does not model).
+type proxy struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	rewriter func(method, path string, body []byte) []byte
+	sent     []proxied
+	answered []proxied
+}
+
+type proxied struct {
+	method, path string
+	body         []byte
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		var body []byte
+		if r.Out.Body != nil {
+			body, _ = io.ReadAll(r.Out.Body) // a failed read forwards an empty body, which the stand-in refuses
+			r.Out.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		p.record(&p.sent, proxied{r.Out.Method, r.Out.URL.Path, body})
+	}}
+	rp.ModifyResponse = func(resp *http.Response) error {
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		f := p.rewriter
+		p.mu.Unlock()
+		if f != nil {
+			body = f(resp.Request.Method, resp.Request.URL.Path, body)
+		}
+		p.record(&p.answered, proxied{resp.Request.Method, resp.Request.URL.Path, body})
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Content-Length")
+		return nil
+	}
+	p.srv = httptest.NewServer(rp)
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *proxy) record(list *[]proxied, r proxied) {
+	p.mu.Lock()
+	*list = append(*list, r)
+	p.mu.Unlock()
+}
+
+// rewrite sets how answers are rewritten (nil: as they are).
+func (p *proxy) rewrite(f func(method, path string, body []byte) []byte) {
+	p.mu.Lock()
+	p.rewriter = f
+	p.mu.Unlock()
+}
+
+// requests are the requests forwarded so far with this method and path.
+func (p *proxy) requests(method, path string) []proxied { return p.matching(p.sent, method, path) }
+
+// answers are the answers returned so far to requests with this method
+// and path, as the plugin got them.
+func (p *proxy) answers(method, path string) []proxied { return p.matching(p.answered, method, path) }
+
+func (p *proxy) matching(list []proxied, method, path string) []proxied {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []proxied
+	for _, r := range list {
+		if r.method == method && r.path == path {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// setMember returns a JSON object with key set to the JSON value v.
+func setMember(t *testing.T, obj []byte, key, v string) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &m); err != nil {
+		t.Errorf("not a JSON object: %v", err)
+		return obj
+	}
+	m[key] = json.RawMessage(v)
+	return marshalAsNomad(t, m)
+}
+
+// marshalAsNomad writes v as JSON without HTML escapes, as Nomad's encoder
+// does.
+func marshalAsNomad(t *testing.T, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Error(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

@@ -9,26 +9,30 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/nomad-autoscaler/sdk"
+	sdknomad "github.com/hashicorp/nomad-autoscaler/sdk/helper/nomad"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
-// Keys the agent passes to every plugin's SetConfig: the agent's own Nomad
-// settings (inherited unless the plugin's config sets them).
+// Keys of the agent's Nomad settings that every plugin's SetConfig gets
+// (inherited unless the plugin's config sets them). The SDK's
+// sdk/helper/nomad reads all twelve; the plugins name these few in their
+// own messages and checks.
 const (
 	AgentKeyNomadAddress    = "nomad_address"
-	AgentKeyNomadRegion     = "nomad_region"
 	AgentKeyNomadNamespace  = "nomad_namespace"
 	AgentKeyNomadToken      = "nomad_token"
-	AgentKeyNomadHTTPAuth   = "nomad_http-auth"
-	AgentKeyNomadCACert     = "nomad_ca-cert"
-	AgentKeyNomadCAPath     = "nomad_ca-path"
-	AgentKeyNomadClientCert = "nomad_client-cert"
-	AgentKeyNomadClientKey  = "nomad_client-key"
-	AgentKeyNomadTLSServer  = "nomad_tls-server-name"
 	AgentKeyNomadSkipVerify = "nomad_skip-verify"
 	AgentKeyNomadBlockWait  = "nomad_block-query-wait-time"
+)
+
+// Prefixes of the keys the agent itself puts into a plugin's config: its
+// Nomad settings, and internal keys such as
+// "_nomad_autoscaler_grpc_timeout" (which a check's strategy config may
+// carry too).
+const (
+	agentSettingPrefix  = "nomad_"
+	agentInternalPrefix = "_nomad_autoscaler"
 )
 
 // Plugin-level keys (the `config` map of the agent's `strategy` or
@@ -41,9 +45,20 @@ const (
 	// read it makes), and never more than nine tenths of the agent's own
 	// gRPC deadline for the call. Default DefaultStatusTimeout.
 	PluginKeyStatusTimeout = "status_timeout"
-	// PluginKeyScaleTimeout bounds one target Scale call. Default
-	// DefaultScaleTimeout.
+	// PluginKeyScaleTimeout bounds one target Scale call up to its write;
+	// the scaling events a split register records after it have their own
+	// budget, request_timeout. Default DefaultScaleTimeout.
 	PluginKeyScaleTimeout = "scale_timeout"
+	// PluginKeyIgnoreEnvVars: "true" reads no NOMAD_* variable of the
+	// plugin's environment (terraform-provider-nomad's ignore_env_vars):
+	// only the agent's settings and the plugin's keys apply. Default
+	// "false".
+	PluginKeyIgnoreEnvVars = "ignore_env_vars"
+	// PluginKeyHeaderPrefix + a header name: a header sent with every
+	// request to Nomad, such as a proxy's own authentication
+	// ("header.X-Proxy-Auth"); its value is a secret, redacted like the
+	// token.
+	PluginKeyHeaderPrefix = "header."
 )
 
 // Deadline defaults.
@@ -53,11 +68,9 @@ const (
 	DefaultScaleTimeout   = 30 * time.Second
 )
 
-// isAgentKey says whether the agent itself puts key into a plugin config:
-// inherited nomad_* settings and internal keys such as
-// "_nomad_autoscaler_grpc_timeout".
+// isAgentKey says whether the agent itself puts key into a plugin config.
 func isAgentKey(k string) bool {
-	return strings.HasPrefix(k, "_nomad_autoscaler") || strings.HasPrefix(k, "nomad_")
+	return strings.HasPrefix(k, agentSettingPrefix) || strings.HasPrefix(k, agentInternalPrefix)
 }
 
 // pluginConfig is what SetConfig reads: the Nomad connection and the
@@ -67,25 +80,15 @@ type pluginConfig struct {
 	durations map[string]time.Duration
 }
 
-// connect reads SetConfig's map: the agent's nomad_* keys become
-// nomadconn.Settings (NOMAD_* in the plugin's environment fill what the
-// agent does not pass), own lists the plugin-level duration keys the plugin
-// accepts with their defaults. Unknown keys are refused.
+// connect reads SetConfig's map: the agent's nomad_* keys, read by the
+// SDK's sdk/helper/nomad, become nomadconn.Settings (NOMAD_* in the
+// plugin's environment fill what the agent does not pass, unless
+// ignore_env_vars), with the plugin's headers; own lists the plugin-level
+// duration keys the plugin accepts with their defaults. Unknown keys are
+// refused.
 func connect(m map[string]string, own map[string]time.Duration) (*pluginConfig, error) {
-	var unknown []string
-	for k := range m {
-		if _, ok := own[k]; !ok && !isAgentKey(k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		names := make([]string, 0, len(own))
-		for k := range own {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		return nil, cfgErr(unknown[0], "unknown plugin config key (the plugin accepts %s and the agent's nomad_* settings)", strings.Join(names, ", "))
+	if err := checkPluginKeys(m, own); err != nil {
+		return nil, err
 	}
 	pc := &pluginConfig{durations: map[string]time.Duration{}}
 	for k, def := range own {
@@ -98,33 +101,85 @@ func connect(m map[string]string, own map[string]time.Duration) (*pluginConfig, 
 			pc.durations[k] = d
 		}
 	}
-	s := nomadconn.Settings{
-		Address: m[AgentKeyNomadAddress], Region: m[AgentKeyNomadRegion], Namespace: m[AgentKeyNomadNamespace],
-		Token: m[AgentKeyNomadToken], HTTPAuth: m[AgentKeyNomadHTTPAuth],
-		CACert: m[AgentKeyNomadCACert], CAPath: m[AgentKeyNomadCAPath],
-		ClientCert: m[AgentKeyNomadClientCert], ClientKey: m[AgentKeyNomadClientKey], TLSServerName: m[AgentKeyNomadTLSServer],
-		RequestTimeout: pc.durations[PluginKeyRequestTimeout],
+	s, err := settings(m)
+	if err != nil {
+		return nil, err
 	}
+	s.RequestTimeout = pc.durations[PluginKeyRequestTimeout]
+	if pc.conn, err = nomadconn.New(s, nil); err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
+
+// checkPluginKeys refuses a key that is neither the plugin's, a header,
+// nor the agent's.
+func checkPluginKeys(m map[string]string, own map[string]time.Duration) error {
+	var unknown []string
+	for k := range m {
+		if _, ok := own[k]; !ok && k != PluginKeyIgnoreEnvVars && !strings.HasPrefix(k, PluginKeyHeaderPrefix) && !isAgentKey(k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	names := []string{PluginKeyIgnoreEnvVars, PluginKeyHeaderPrefix + "<name>"}
+	for k := range own {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return cfgErr(unknown[0], "unknown plugin config key (the plugin accepts %s and the agent's nomad_* settings)", strings.Join(names, ", "))
+}
+
+// settings turns the config map into nomadconn.Settings: the agent's
+// nomad_* keys through the SDK's ConfigFromNamespacedMap (which ignores a
+// malformed boolean or duration: those two are checked here first, so the
+// error names the key), the plugin's headers and ignore_env_vars.
+func settings(m map[string]string) (nomadconn.Settings, error) {
+	var s nomadconn.Settings
 	if v := m[AgentKeyNomadSkipVerify]; v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, cfgErr(AgentKeyNomadSkipVerify, "is %q; it must be true or false", v)
+			return s, cfgErr(AgentKeyNomadSkipVerify, "is %q; it must be true or false", v)
 		}
 		s.SkipVerify = &b
 	}
 	if v := m[AgentKeyNomadBlockWait]; v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, cfgErr(AgentKeyNomadBlockWait, "is %q; it must be a positive Go duration", v)
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return s, cfgErr(AgentKeyNomadBlockWait, "is %q; it must be a positive Go duration", v)
 		}
-		s.BlockWait = d
 	}
-	conn, err := nomadconn.New(s, nil)
-	if err != nil {
-		return nil, err
+	if v, ok := m[PluginKeyIgnoreEnvVars]; ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return s, cfgErr(PluginKeyIgnoreEnvVars, "is %q; it must be true or false", v)
+		}
+		s.IgnoreEnv = b
 	}
-	pc.conn = conn
-	return pc, nil
+	c := sdknomad.ConfigFromNamespacedMap(m)
+	s.Address, s.Region, s.Namespace, s.Token, s.BlockWait = c.Address, c.Region, c.Namespace, c.SecretID, c.WaitTime
+	s.CACert, s.CAPath, s.ClientCert, s.ClientKey = c.TLSConfig.CACert, c.TLSConfig.CAPath, c.TLSConfig.ClientCert, c.TLSConfig.ClientKey
+	s.TLSServerName = c.TLSConfig.TLSServerName
+	if a := c.HttpAuth; a != nil {
+		s.HTTPAuth = a.Username
+		if a.Password != "" {
+			s.HTTPAuth += ":" + a.Password
+		}
+	}
+	for k, v := range m {
+		if name, ok := strings.CutPrefix(k, PluginKeyHeaderPrefix); ok {
+			if name == "" {
+				return s, cfgErr(k, "names no header: write %s<name>, such as %sX-Proxy-Auth", PluginKeyHeaderPrefix, PluginKeyHeaderPrefix)
+			}
+			if s.Headers == nil {
+				s.Headers = map[string]string{}
+			}
+			s.Headers[name] = v
+		}
+	}
+	return s, nil
 }
 
 // safeKeys lists a config map's keys, never its values, for logs.
@@ -147,36 +202,4 @@ func deadlineErr(ctx context.Context, budgetKey string, budget time.Duration, ca
 		return fmt.Errorf("%s: the %s budget of %s ran out: %w", call, budgetKey, budget, err)
 	}
 	return fmt.Errorf("%s: %w", call, err)
-}
-
-// The plugin boundary: everything a plugin returns to the agent (errors,
-// reasons, meta) and every action it writes to Nomad passes through the
-// connection's redaction once, here. Nomad's own answers are redacted
-// where they come in (nomadconn's transport).
-
-// redactError is the boundary for errors.
-func redactError(conn *nomadconn.Conn, err error) error {
-	if conn == nil {
-		return err
-	}
-	return conn.Redact(err)
-}
-
-// redactAction is the boundary for actions: their reason and string meta.
-func redactAction(conn *nomadconn.Conn, a *sdk.ScalingAction) {
-	if conn == nil || a == nil {
-		return
-	}
-	a.Reason = conn.RedactString(a.Reason)
-	if len(a.Meta) == 0 {
-		return
-	}
-	m := make(map[string]any, len(a.Meta))
-	for k, v := range a.Meta {
-		if s, ok := v.(string); ok {
-			v = conn.RedactString(s)
-		}
-		m[k] = v
-	}
-	a.Meta = m
 }

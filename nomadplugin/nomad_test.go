@@ -2,11 +2,15 @@ package nomadplugin
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 )
 
@@ -47,6 +51,11 @@ func TestSetConfig(t *testing.T) {
 				{name: "the address from NOMAD_ADDR", cfg: map[string]string{AgentKeyNomadToken: token}, env: map[string]string{"NOMAD_ADDR": w.s.URL()}},
 				{name: "no token: refused by Nomad", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL()}, callErr: "403"},
 				{name: "bad skip-verify", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), AgentKeyNomadSkipVerify: "perhaps"}, wantErr: AgentKeyNomadSkipVerify},
+				{name: "bad block-query wait", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), AgentKeyNomadBlockWait: "soon"}, wantErr: AgentKeyNomadBlockWait},
+				{name: "bad ignore_env_vars", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyIgnoreEnvVars: "sometimes"}, wantErr: PluginKeyIgnoreEnvVars},
+				{name: "a header without a name", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyHeaderPrefix: "x"}, wantErr: PluginKeyHeaderPrefix},
+				{name: "ignore_env_vars: NOMAD_TOKEN is not read", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyIgnoreEnvVars: "true"},
+					env: map[string]string{"NOMAD_TOKEN": token}, callErr: "403"},
 				{name: "bad request timeout", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyRequestTimeout: "soon"}, wantErr: PluginKeyRequestTimeout},
 				{name: "unknown plugin key", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "request_timout": "1s"}, wantErr: "request_timout"},
 				{name: "bad address", cfg: map[string]string{AgentKeyNomadAddress: "ftp://nomad"}, wantErr: "scheme"},
@@ -94,5 +103,58 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "read scale status") {
 		t.Errorf("the error does not say which call timed out: %v", err)
+	}
+}
+
+// TestPluginHeaders (issue 11.3 parity): a plugin's header.<name> keys are
+// sent with every request to Nomad, and their values are redacted like the
+// token when Nomad (or a proxy) echoes them.
+func TestPluginHeaders(t *testing.T) {
+	const secret = "proxy-secret-0123456789"
+	var got []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("X-Proxy-Auth"))
+		mu.Unlock()
+		http.Error(w, "proxy refused X-Proxy-Auth: "+r.Header.Get("X-Proxy-Auth"), http.StatusBadGateway)
+	}))
+	defer srv.Close()
+	cfg := map[string]string{AgentKeyNomadAddress: srv.URL, PluginKeyHeaderPrefix + "X-Proxy-Auth": secret}
+	tg := targetAt(t, cfg)
+	_, statusErr := tg.Status(tcfg)
+	st := NewStrategy(nil)
+	must(t, st.SetConfig(cfg))
+	ev, err := st.Run(newEval("headers", splitConfig()), 2)
+	must(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 2 {
+		t.Fatalf("%d requests reached the server, want the target's and the strategy's", len(got))
+	}
+	for _, h := range got {
+		if h != secret {
+			t.Errorf("a request came with X-Proxy-Auth %q, want the configured value", h)
+		}
+	}
+	for what, text := range map[string]string{"status error": fmt.Sprint(statusErr), "reason": ev.Action.Reason} {
+		if !strings.Contains(text, "proxy refused X-Proxy-Auth: "+nomadconn.Redacted) || strings.Contains(text, secret) {
+			t.Errorf("the %s does not quote the answer with the header's value redacted: %s", what, text)
+		}
+	}
+}
+
+// TestPluginIgnoreEnvVars (issue 11.3 parity): with ignore_env_vars the
+// plugin's NOMAD_NAMESPACE (which a plugin run inside a Nomad allocation
+// inherits) is not read.
+func TestPluginIgnoreEnvVars(t *testing.T) {
+	w := newWorld(t, 3, 2)
+	t.Setenv("NOMAD_NAMESPACE", "the-allocations-own")
+	if st, err := w.target(t).Status(tcfg); st != nil || err != nil {
+		t.Fatalf("the premise fails: with NOMAD_NAMESPACE read, status %+v, %v; want no job there", st, err)
+	}
+	st, err := w.target(t, PluginKeyIgnoreEnvVars, "true").Status(tcfg)
+	if err != nil || st == nil || st.Count != 5 {
+		t.Errorf("with ignore_env_vars: status %+v, %v; want the job in the default namespace", st, err)
 	}
 }

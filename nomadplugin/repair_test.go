@@ -20,9 +20,15 @@ import (
 // strategy run, clamp to the policy's [min, max], skip when the count does
 // not change, meta through JSON as over gRPC, target scale. between, if
 // set, runs after the strategy and before the target.
-func agentEval(t *testing.T, st *Strategy, tg *Target, cfg map[string]string, min, max int64, between func()) (*sdk.ScalingAction, error) {
+func agentEval(t *testing.T, st *Strategy, tg *Target, cfg map[string]string, lo, hi int64, between func()) (*sdk.ScalingAction, error) {
 	t.Helper()
-	status, err := tg.Status(tcfg)
+	return agentEvalWith(t, st, tg, tcfg, cfg, lo, hi, between)
+}
+
+// agentEvalWith is agentEval with the target's config.
+func agentEvalWith(t *testing.T, st *Strategy, tg *Target, target, cfg map[string]string, lo, hi int64, between func()) (*sdk.ScalingAction, error) {
+	t.Helper()
+	status, err := tg.Status(target)
 	if err != nil {
 		t.Fatalf("status: %v", err)
 	}
@@ -35,7 +41,7 @@ func agentEval(t *testing.T, st *Strategy, tg *Target, cfg map[string]string, mi
 		return &a, nil
 	}
 	a.Canonicalize()
-	a.CapCount(min, max)
+	a.CapCount(lo, hi)
 	if a.Count == status.Count {
 		return &a, nil
 	}
@@ -50,7 +56,7 @@ func agentEval(t *testing.T, st *Strategy, tg *Target, cfg map[string]string, mi
 	if between != nil {
 		between()
 	}
-	return &a, tg.Scale(a, tcfg)
+	return &a, tg.Scale(a, target)
 }
 
 // splitConfig is a split check on the world's two hosts that decides from
@@ -104,18 +110,63 @@ func TestConcurrentChangeNotOverwritten(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the next evaluation: %v", err)
 	}
-	cur, _, _ := metaInt(a.Meta, HostMeta(RoleFirst, MetaCurrent))
-	if a.Direction != sdk.ScaleDirectionNone && int(cur) != person[0] {
-		t.Errorf("the next evaluation started from %d, not the person's %d", cur, person[0])
+	if a.Direction == sdk.ScaleDirectionNone {
+		t.Fatalf("the premise fails: the next evaluation keeps the person's %v (%s)", person, a.Reason)
 	}
-	want := person
-	if a.Direction != sdk.ScaleDirectionNone {
-		f, _, _ := metaInt(a.Meta, MetaFirstCount)
-		s, _, _ := metaInt(a.Meta, MetaSecondCount)
-		want = [2]int{int(f), int(s)}
+	cur := [2]int64{}
+	for h, role := range []string{RoleFirst, RoleSecond} {
+		cur[h], _, _ = metaInt(a.Meta, HostMeta(role, MetaCurrent))
 	}
-	if got := w.counts(t); got != want {
-		t.Errorf("after the next evaluation the groups are %v, its decision %v", got, want)
+	if cur != [2]int64{int64(person[0]), int64(person[1])} {
+		t.Errorf("the next evaluation started from %v, not the person's %v", cur, person)
+	}
+	f, _, _ := metaInt(a.Meta, MetaFirstCount)
+	sc, _, _ := metaInt(a.Meta, MetaSecondCount)
+	if got := w.counts(t); got != [2]int{int(f), int(sc)} {
+		t.Errorf("after the next evaluation the groups are %v, its decision %d + %d", got, f, sc)
+	}
+}
+
+// TestQueuedAtStartIsRepaired (issue B1): a group whose count Nomad cannot
+// place in full (queued allocations) at an unchanged split sum is brought
+// to what Nomad can place: the target reports the desired counts, so the
+// strategy's cap is a change the agent acts on. Both modes: split, and a
+// per-host check through the single-group target.
+func TestQueuedAtStartIsRepaired(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		target   map[string]string
+		check    map[string]string
+		wantSum  int64
+		wantBack int
+	}{
+		// The second group is at its max, 2: the sum the strategy asks,
+		// 10 + 2, is the running sum.
+		{"split", tcfg, withKeys(splitConfig(), KeyPlacement, PlacementCap, PrefixSecond+KeyMax, "2"), 12, 2},
+		{"per host, single-group target", gcfg, withKeys(splitConfig(), KeyRole, RoleFirst, KeyPlacement, PlacementCap), 10, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 12, 2)
+			if gs := w.group(t, wFirst); gs.Queued != 2 || gs.Running != 10 {
+				t.Fatalf("the premise fails: front runs %d with %d queued, want 10 and 2", gs.Running, gs.Queued)
+			}
+			for _, g := range []string{wFirst, wSecond} {
+				must(t, w.s.SetGroupUsage("", wJob, g, 50, 100))
+			}
+			st := NewStrategy(hclog.NewNullLogger())
+			must(t, st.SetConfig(w.agentConfig))
+			tg := w.target(t)
+			a, err := agentEvalWith(t, st, tg, tc.target, tc.check, 0, 100, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Count != tc.wantSum || a.Direction != sdk.ScaleDirectionDown {
+				t.Fatalf("action %s to %d, want down to %d (Nomad places 10 front replicas): %s", a.Direction, a.Count, tc.wantSum, a.Reason)
+			}
+			if got, gs := w.counts(t), w.group(t, wFirst); got != [2]int{10, tc.wantBack} || gs.Queued != 0 {
+				t.Errorf("groups %v with %d of front queued, want [10 %d] and none queued", got, gs.Queued, tc.wantBack)
+			}
+		})
 	}
 }
 
@@ -319,7 +370,7 @@ func TestColdStartNeverMaximum(t *testing.T) {
 			if !tc.fresh {
 				now = func() time.Time { return time.Now().Add(time.Hour) }
 			}
-			st := NewStrategy(hclog.NewNullLogger(), WithClock(now))
+			st := newStrategy(hclog.NewNullLogger(), withClock(now))
 			if err := st.SetConfig(w.agentConfig); err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,8 +42,10 @@ const (
 	MetaFirstReason  = "activation.first.reason"
 	MetaSecondReason = "activation.second.reason"
 	// MetaFirstMin, MetaFirstMax, MetaSecondMin and MetaSecondMax are each
-	// host's quota bounds, so that the host-quota target keeps each group
-	// within its quota when the agent clamped the sum.
+	// host's quota bounds as the limits applied them, so that the
+	// host-quota target keeps each group within its quota when the agent
+	// clamped the sum. On a node Nomad places nothing new on, min is the
+	// current count when that is below the quota's min (never scaled up).
 	MetaFirstMin  = "activation.first.min"
 	MetaFirstMax  = "activation.first.max"
 	MetaSecondMin = "activation.second.min"
@@ -71,8 +74,11 @@ const (
 	// MetaRefused: the first host's first refused slot and the resource
 	// that refused it, e.g. "slot_7 (new replica): cpu".
 	MetaRefused = "refused"
-	// MetaCurrent: the count the limits started from (the group's count in
-	// the job, or its running replicas without a job).
+	// MetaCurrent: the count the limits started from: with role "split"
+	// the group's count in the job (its desired count, queued allocations
+	// included); with role "first" or "second" the agent's current count
+	// (what the target's Status reports), which the agent compares the
+	// action with.
 	MetaCurrent = "current"
 	// MetaPlaceable: how many replicas Nomad can place on the host at
 	// today's reservations.
@@ -90,8 +96,12 @@ const (
 // HostMeta is the per-host meta key of role ("first" or "second").
 func HostMeta(role, name string) string { return "activation." + role + "." + name }
 
-// UsageReader reads the hosts' usage; *nomadusage.Reader is the real one.
-type UsageReader interface {
+// agentMetaPolicyID is the meta key the agent gives every action with the
+// policy's ID (sdk.ScalingPolicy's evaluation; the SDK has no constant).
+const agentMetaPolicyID = "nomad_policy_id"
+
+// usageReader reads the hosts' usage; *nomadusage.Reader is the real one.
+type usageReader interface {
 	ReadHosts(ctx context.Context, qs []nomadusage.Query, opts nomadusage.Options) ([]*nomadusage.Reading, error)
 }
 
@@ -103,9 +113,9 @@ type Strategy struct {
 	now    func() time.Time
 
 	mu        sync.Mutex
-	reader    UsageReader
+	reader    usageReader
 	conn      *nomadconn.Conn
-	fixedRead bool // the reader came from WithReader
+	fixedRead bool // the reader came from withReader
 	configs   map[string]*strategyConfig
 	windows   map[string]*windowEntry
 }
@@ -115,20 +125,23 @@ type windowEntry struct {
 	lastUsed time.Time
 }
 
-// StrategyOption configures a Strategy made by NewStrategy.
-type StrategyOption func(*Strategy)
+// strategyOption configures a Strategy made by newStrategy (tests and
+// benchmarks).
+type strategyOption func(*Strategy)
 
-// WithReader makes the strategy read usage through r instead of the Nomad
-// connection SetConfig builds (tests and benchmarks).
-func WithReader(r UsageReader) StrategyOption {
+// withReader makes the strategy read usage through r instead of the Nomad
+// connection SetConfig builds.
+func withReader(r usageReader) strategyOption {
 	return func(s *Strategy) { s.reader, s.fixedRead = r, true }
 }
 
-// WithClock sets the strategy's clock.
-func WithClock(now func() time.Time) StrategyOption { return func(s *Strategy) { s.now = now } }
+// withClock sets the strategy's clock.
+func withClock(now func() time.Time) strategyOption { return func(s *Strategy) { s.now = now } }
 
 // NewStrategy returns the strategy; logger is the one the plugin SDK gives.
-func NewStrategy(logger hclog.Logger, opts ...StrategyOption) *Strategy {
+func NewStrategy(logger hclog.Logger) *Strategy { return newStrategy(logger) }
+
+func newStrategy(logger hclog.Logger, opts ...strategyOption) *Strategy {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
@@ -166,35 +179,34 @@ func (s *Strategy) SetConfig(config map[string]string) error {
 	return nil
 }
 
-func (s *Strategy) connection() *nomadconn.Conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conn
-}
-
-func (s *Strategy) config(m map[string]string) (*strategyConfig, error) {
+// config parses a check's config once per distinct map; reader is the
+// usage reader, taken with it.
+func (s *Strategy) config(m map[string]string) (*strategyConfig, usageReader, error) {
 	key := canonical(m)
 	s.mu.Lock()
 	c, ok := s.configs[key]
+	reader := s.reader
 	ns := ""
 	if s.conn != nil {
 		ns = s.conn.Namespace()
 	}
 	s.mu.Unlock()
-	if ok {
-		return c, nil
+	if !ok {
+		var err error
+		if c, err = parseStrategyConfig(m, ns); err != nil {
+			return nil, nil, err
+		}
+		s.mu.Lock()
+		if len(s.configs) > 4096 {
+			s.configs = map[string]*strategyConfig{}
+		}
+		s.configs[key] = c
+		s.mu.Unlock()
 	}
-	c, err := parseStrategyConfig(m, ns)
-	if err != nil {
-		return nil, err
+	if reader == nil {
+		return nil, nil, fmt.Errorf("no Nomad connection: SetConfig was not called")
 	}
-	s.mu.Lock()
-	if len(s.configs) > 4096 {
-		s.configs = map[string]*strategyConfig{}
-	}
-	s.configs[key] = c
-	s.mu.Unlock()
-	return c, nil
+	return c, reader, nil
 }
 
 // window returns the usage window kept for one host of one check.
@@ -219,40 +231,34 @@ func (s *Strategy) window(key string, c *strategyConfig, now time.Time) *nomadus
 	return e.w
 }
 
+// noScalingPrefix starts the reason of an evaluation with no action.
+const noScalingPrefix = "no scaling: "
+
+// outcome is how an evaluation ended, for the plugin's log: an action, an
+// expected state with no action (a window still filling), or a failure
+// with no action (Nomad unreadable, stale or refused usage).
+type outcome int
+
+const (
+	outcomeDecided outcome = iota
+	outcomeExpected
+	outcomeFailed
+)
+
 // noScale is the evaluation with no action, and why.
 func noScale(eval *sdk.ScalingCheckEvaluation, count int64, reason string) *sdk.ScalingCheckEvaluation {
 	eval.Action.Count = count
 	eval.Action.Direction = sdk.ScaleDirectionNone
-	eval.Action.Reason = "no scaling: " + reason
+	eval.Action.Reason = noScalingPrefix + reason
 	return eval
 }
 
-// Run implements strategy.Strategy: read both hosts' usage (one
-// nomadusage ReadHosts call), make one engine.Decide call, limit each
-// host's count (placement, node state, steps) and return the role's count.
-// Its result and error are redacted here, at the plugin boundary.
+// Run implements strategy.Strategy: read the role's hosts' usage (one
+// nomadusage ReadHosts call: both hosts for role "split", the role's host
+// otherwise), make one engine.Decide call, limit each host's count
+// (placement, node state, steps) and return the role's count. Everything
+// it returns came through nomadconn, which redacts Nomad's answers.
 func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.ScalingCheckEvaluation, error) {
-	out, err := s.run(eval, count)
-	conn := s.connection()
-	err = redactError(conn, err)
-	if out == nil || out.Action == nil {
-		return out, err
-	}
-	redactAction(conn, out.Action)
-	check := ""
-	if out.Check != nil {
-		check = out.Check.Name
-	}
-	if strings.HasPrefix(out.Action.Reason, "no scaling: ") {
-		s.logger.Warn("no scaling", "check", check, "reason", strings.TrimPrefix(out.Action.Reason, "no scaling: "))
-	} else {
-		s.logger.Debug("decided", "check", check, "count", out.Action.Count, "direction", out.Action.Direction.String(),
-			"first", out.Action.Meta[MetaFirstCount], "second", out.Action.Meta[MetaSecondCount], "reason", out.Action.Reason)
-	}
-	return out, err
-}
-
-func (s *Strategy) run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.ScalingCheckEvaluation, error) {
 	if eval == nil || eval.Check == nil || eval.Check.Strategy == nil {
 		return nil, fmt.Errorf("%s: evaluation without a check strategy", StrategyName)
 	}
@@ -260,87 +266,223 @@ func (s *Strategy) run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 		eval.Action = &sdk.ScalingAction{}
 	}
 	eval.Action.Canonicalize()
-	c, err := s.config(eval.Check.Strategy.Config)
+	c, reader, err := s.config(eval.Check.Strategy.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
 	}
-	s.mu.Lock()
-	reader := s.reader
-	s.mu.Unlock()
-	if reader == nil {
-		return nil, fmt.Errorf("%s: no Nomad connection: SetConfig was not called", StrategyName)
-	}
-	now := s.now()
-	policy, _ := eval.Action.Meta["nomad_policy_id"].(string)
-	checkKey := policy + "\x00" + eval.Check.Name
-
-	ctx, cancel := context.WithTimeout(context.Background(), c.readTimeout)
-	defer cancel()
-	rds, err := reader.ReadHosts(ctx, []nomadusage.Query{c.first.query, c.second.query}, c.opts)
+	policy, _ := eval.Action.Meta[agentMetaPolicyID].(string)
+	e := &checkRun{s: s, c: c, eval: eval, count: count, now: s.now(), key: policy + "\x00" + eval.Check.Name}
+	how, err := e.run(reader)
 	if err != nil {
-		return noScale(eval, count, deadlineErr(ctx, KeyReadTimeout, c.readTimeout, "reading the hosts' usage from Nomad", err).Error()), nil
+		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
 	}
-	if len(rds) != 2 || rds[0] == nil || rds[1] == nil {
-		return nil, fmt.Errorf("%s: the usage reader returned %d readings for 2 hosts", StrategyName, len(rds))
+	s.log(eval, how)
+	return eval, nil
+}
+
+// log writes the evaluation's outcome: a decision at debug level, no
+// action at info level when it was expected, at warn level otherwise.
+func (s *Strategy) log(eval *sdk.ScalingCheckEvaluation, how outcome) {
+	a := eval.Action
+	switch how {
+	case outcomeDecided:
+		s.logger.Debug("decided", "check", eval.Check.Name, "count", a.Count, "direction", a.Direction.String(),
+			"first", a.Meta[MetaFirstCount], "second", a.Meta[MetaSecondCount], "reason", a.Reason)
+	case outcomeExpected:
+		s.logger.Info("no scaling", "check", eval.Check.Name, "reason", strings.TrimPrefix(a.Reason, noScalingPrefix))
+	default:
+		s.logger.Warn("no scaling", "check", eval.Check.Name, "reason", strings.TrimPrefix(a.Reason, noScalingPrefix))
 	}
-	var obs [2]engine.Observation
-	var in [2]engine.HostInput
-	req := &engine.Request{MinSamples: c.minSamples}
-	for i, h := range c.hosts() {
-		o, why := s.observe(checkKey, c, h, rds[i], eval.Metrics, now)
-		if why != "" {
-			return noScale(eval, count, why), nil
+}
+
+// checkRun is one evaluation of a check.
+type checkRun struct {
+	s     *Strategy
+	c     *strategyConfig
+	eval  *sdk.ScalingCheckEvaluation
+	count int64
+	now   time.Time
+	key   string // the policy and the check: the windows' key
+}
+
+// run reads, decides, limits and acts; a state with no action is the
+// evaluation's reason, an error a configuration or programming fault.
+func (e *checkRun) run(reader usageReader) (outcome, error) {
+	hosts := e.c.readHosts()
+	rds, why := e.read(reader, hosts)
+	if why != "" {
+		e.noScale(why)
+		return outcomeFailed, nil
+	}
+	obs := make([]engine.Observation, len(hosts))
+	for i, h := range hosts {
+		if obs[i], why = e.s.observe(e.key, e.c, h, rds[i], e.eval.Metrics, e.now); why != "" {
+			e.noScale(why)
+			return outcomeFailed, nil
 		}
-		obs[i] = o
+	}
+	d, how, err := e.decide(hosts, obs)
+	if d == nil {
+		return how, err
+	}
+	plans := make([]hostPlan, len(hosts))
+	for i, h := range hosts {
+		current := int(e.count)
+		if e.c.role == RoleSplit {
+			current = rds[i].DesiredCount
+		}
+		plans[i] = e.c.plan(h, d.of(h.role), rds[i], &obs[i], current)
+	}
+	act(e.eval.Action, e.c, plans, e.count)
+	if hosts[0].query.Job != "" {
+		e.eval.Action.Meta[MetaJobModifyIndex] = rds[0].JobModifyIndex
+	}
+	return outcomeDecided, nil
+}
+
+func (e *checkRun) noScale(why string) { noScale(e.eval, e.count, why) }
+
+// read reads the hosts within read_timeout; why says why not.
+func (e *checkRun) read(reader usageReader, hosts []*hostConfig) ([]*nomadusage.Reading, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.c.readTimeout)
+	defer cancel()
+	qs := make([]nomadusage.Query, len(hosts))
+	for i, h := range hosts {
+		qs[i] = h.query
+	}
+	rds, err := reader.ReadHosts(ctx, qs, e.c.opts)
+	if err != nil {
+		return nil, deadlineErr(ctx, KeyReadTimeout, e.c.readTimeout, "reading the hosts' usage from Nomad", err).Error()
+	}
+	if len(rds) != len(hosts) || slices.Contains(rds, nil) {
+		return nil, fmt.Sprintf("the usage reader returned %d readings for %d hosts", len(rds), len(hosts))
+	}
+	return rds, ""
+}
+
+// decision is the engine's decision of the hosts read.
+type decision struct{ d *engine.Decision }
+
+func (d decision) of(role string) *engine.HostDecision {
+	if role == engine.RoleFirst {
+		return &d.d.First
+	}
+	return &d.d.Second
+}
+
+// decide makes the one engine.Decide call. A per-host role reads and
+// decides one host, and engine.Decide takes both: the other slot gets the
+// same observation with the other role's built-in model and default quota,
+// and its decision is discarded (no Nomad read is made for it). A nil
+// decision comes with the outcome: no action (the evaluation's reason
+// says why) or an error.
+func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decision, outcome, error) {
+	in, req, err := e.inputs(hosts, obs)
+	if err != nil {
+		return nil, outcomeFailed, err
+	}
+	e.traceRequest(req)
+	d, err := engine.Decide(in[0], in[1])
+	if err != nil {
+		err = e.ownHost(err)
+		if key, ok := e.c.keyFor(err); ok {
+			return nil, outcomeFailed, &ConfigError{Key: key, Reason: engine.Reason(err)}
+		}
+		if errors.Is(err, engine.ErrTooFewSamples) {
+			e.noScale(fmt.Sprintf("keeping the current count: %v", err))
+			return nil, outcomeExpected, nil
+		}
+		if _, part, _, ok := engine.FieldOf(err); ok && part == engine.PartObservation {
+			e.noScale(fmt.Sprintf("the engine refused the usage read: %v", err))
+			return nil, outcomeFailed, nil
+		}
+		return nil, outcomeFailed, err
+	}
+	if e.s.logger.IsTrace() {
+		e.s.logger.Trace("decision", "check", e.eval.Check.Name, "explain", d.Explain())
+	}
+	return &decision{d}, outcomeDecided, nil
+}
+
+// inputs are the engine's two host inputs and the request that logs them.
+func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]engine.HostInput, *engine.Request, error) {
+	var in [2]engine.HostInput
+	req := &engine.Request{MinSamples: e.c.minSamples}
+	for i, h := range hosts {
 		source := h.model
 		if source == "" {
 			source = engine.DefaultModelFor(h.role)
 		}
 		p, err := engine.Models.LoadFor(h.role, source)
 		if err != nil {
-			return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, c.configError(err))
+			return in, nil, e.c.configError(err)
 		}
-		in[i] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: c.minSamples}
-		if i == 0 {
-			req.FirstModel, req.FirstQuota = source, h.quota
-		} else {
-			req.SecondModel, req.SecondQuota = source, h.quota
-		}
+		slot := roleIndex(h.role)
+		in[slot] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: e.c.minSamples}
+		setRequestHost(req, h.role, obs[i], source, h.quota)
 	}
-	req.First, req.Second = obs[0], obs[1]
-	digest := ""
-	if s.logger.IsTrace() {
-		if b, err := json.Marshal(req); err == nil {
-			sum := sha256.Sum256(b)
-			digest = hex.EncodeToString(sum[:8])
-			s.logger.Trace("decision request", "check", eval.Check.Name, "digest", digest, "request", string(b))
-		}
+	if len(hosts) == 1 {
+		// The other slot: the same observation, the other role's built-in
+		// model and default quota; its decision is discarded.
+		other := otherRole(hosts[0].role)
+		in[roleIndex(other)] = engine.HostInput{Observation: &obs[0], MinSamples: e.c.minSamples}
+		setRequestHost(req, other, obs[0], engine.DefaultModelFor(other), nil)
 	}
-	d, err := engine.Decide(in[0], in[1])
+	return in, req, nil
+}
+
+// ownHost maps an observation error of the discarded slot of a per-host
+// role (which holds the role's own observation) to the role's host.
+func (e *checkRun) ownHost(err error) error {
+	var oe *engine.ObservationError
+	if e.c.role == RoleSplit || !errors.As(err, &oe) || oe.Host == e.c.role {
+		return err
+	}
+	own := *oe
+	own.Host = e.c.role
+	return &own
+}
+
+// traceRequest logs the engine request in full at trace level and puts its
+// digest in the action's meta, so that a scaling event can be matched with
+// the request that made it.
+func (e *checkRun) traceRequest(req *engine.Request) {
+	if !e.s.logger.IsTrace() {
+		return
+	}
+	b, err := json.Marshal(req)
 	if err != nil {
-		if key, ok := c.keyFor(err); ok {
-			return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, &ConfigError{Key: key, Reason: engine.Reason(err)})
-		}
-		if errors.Is(err, engine.ErrTooFewSamples) {
-			return noScale(eval, count, fmt.Sprintf("keeping the current count: %v", err)), nil
-		}
-		if _, part, _, ok := engine.FieldOf(err); ok && part == engine.PartObservation {
-			return noScale(eval, count, fmt.Sprintf("the engine refused the usage read: %v", err)), nil
-		}
-		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
+		return
 	}
-	if s.logger.IsTrace() {
-		s.logger.Trace("decision", "check", eval.Check.Name, "explain", d.Explain())
+	sum := sha256.Sum256(b)
+	digest := hex.EncodeToString(sum[:8])
+	e.s.logger.Trace("decision request", "check", e.eval.Check.Name, "digest", digest, "request", string(b))
+	e.eval.Action.Meta[MetaRequestDigest] = digest
+}
+
+// roleIndex is a host's slot in engine.Decide: 0 first, 1 second.
+func roleIndex(role string) int {
+	if role == engine.RoleFirst {
+		return 0
 	}
-	plans := [2]hostPlan{c.plan(&c.first, &d.First, rds[0], &obs[0]), c.plan(&c.second, &d.Second, rds[1], &obs[1])}
-	act(eval.Action, c, d, plans, count)
-	if c.first.query.Job != "" {
-		eval.Action.Meta[MetaJobModifyIndex] = rds[0].JobModifyIndex
+	return 1
+}
+
+func otherRole(role string) string {
+	if role == engine.RoleFirst {
+		return engine.RoleSecond
 	}
-	if digest != "" {
-		eval.Action.Meta[MetaRequestDigest] = digest
+	return engine.RoleFirst
+}
+
+// setRequestHost sets one host of the request: its observation, model
+// source and quota.
+func setRequestHost(req *engine.Request, role string, o engine.Observation, source string, q *engine.QuotaSpec) {
+	if role == engine.RoleFirst {
+		req.First, req.FirstModel, req.FirstQuota = o, source, q
+		return
 	}
-	return eval, nil
+	req.Second, req.SecondModel, req.SecondQuota = o, source, q
 }
 
 // observe returns a host's observation, or why there is none.
@@ -396,155 +538,4 @@ func apmObservation(h *hostConfig, c *strategyConfig, r *nomadusage.Reading, met
 		o.Samples = o.Samples[len(o.Samples)-c.window:]
 	}
 	return o, ""
-}
-
-// hostPlan is how one host's count goes from the engine's decision to the
-// count asked for.
-type hostPlan struct {
-	role      string
-	decided   int // the engine's count
-	current   int // where the limits start: the group's count, or its running replicas
-	running   int
-	placeable int
-	final     int // the count asked for
-	queued    int // of final, more than Nomad can place
-	held      int // held back by the step limits
-	limit     string
-	refused   string
-	notes     []string
-}
-
-// plan limits the engine's count of one host: placement (cap mode never
-// asks for more than Nomad can place, running replicas aside), node state
-// (a node that is down, draining or ineligible is never scaled up), then
-// the step limits and hysteresis within the quota.
-func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation) hostPlan {
-	p := hostPlan{role: h.role, decided: hd.Containers, running: o.RunningReplicas, placeable: hd.Placement.Placeable,
-		limit: hd.Limit, current: o.RunningReplicas}
-	if h.query.Job != "" {
-		p.current = rd.DesiredCount
-	}
-	if r := hd.Refused; r != nil {
-		what := "new replica"
-		if r.Running {
-			what = "running replica"
-		}
-		p.refused = fmt.Sprintf("%s (%s): %s", r.Name, what, r.Resource)
-	}
-	target := p.decided
-	if c.placement == PlacementCap {
-		if bound := max(p.placeable, p.running); target > bound {
-			p.notes = append(p.notes, fmt.Sprintf("placement cap: Nomad can place %d at today's reservations (%.0f MHz, %.0f MB free), not %d",
-				bound, hd.Placement.FreeCPUMHz, hd.Placement.FreeMemoryMB, target))
-			target = bound
-		}
-	}
-	if why := rd.Node.Why(); why != "" && target > p.current {
-		p.notes = append(p.notes, fmt.Sprintf("node %s %s: not scaled up from %d", rd.NodeName, why, p.current))
-		target = p.current
-	}
-	st := c.steps.Apply(p.current, target, hd.Quota.Min, hd.Quota.Max)
-	p.final = st.Count
-	if st.Why != "" {
-		p.held = st.Held
-		p.notes = append(p.notes, fmt.Sprintf("%s (held back %d)", st.Why, abs(st.Held)))
-	}
-	if p.final > p.placeable {
-		p.queued = p.final - p.placeable
-		p.notes = append(p.notes, fmt.Sprintf("%d of %d will stay queued: Nomad can place %d at today's reservations", p.queued, p.final, p.placeable))
-	}
-	return p
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
-// summary is the plan in words, for the scaling reason.
-func (p *hostPlan) summary() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d (engine %d, bound by %s", p.role, p.final, p.decided, p.limit)
-	if p.refused != "" {
-		fmt.Fprintf(&b, ", first refused %s", p.refused)
-	}
-	b.WriteString(")")
-	if len(p.notes) > 0 {
-		b.WriteString(": ")
-		b.WriteString(strings.Join(p.notes, "; "))
-	}
-	return b.String()
-}
-
-func (p *hostPlan) meta(m map[string]any) {
-	m[HostMeta(p.role, MetaLimit)] = p.limit
-	if p.refused != "" {
-		m[HostMeta(p.role, MetaRefused)] = p.refused
-	}
-	m[HostMeta(p.role, MetaCurrent)] = p.current
-	m[HostMeta(p.role, MetaPlaceable)] = p.placeable
-	m[HostMeta(p.role, MetaQueued)] = p.queued
-	m[HostMeta(p.role, MetaHeld)] = p.held
-	if len(p.notes) > 0 {
-		m[HostMeta(p.role, MetaHeldBy)] = strings.Join(p.notes, "; ")
-	}
-}
-
-// act fills the action from the decision and the plans.
-func act(a *sdk.ScalingAction, c *strategyConfig, d *engine.Decision, plans [2]hostPlan, count int64) {
-	f, sc := &plans[0], &plans[1]
-	firstReason, secondReason := d.First.Reason(), d.Second.Reason()
-	a.Meta[MetaRole] = c.role
-	a.Meta[MetaPlacement] = c.placement
-	a.Meta[MetaFirstDecided] = f.decided
-	a.Meta[MetaSecondDecided] = sc.decided
-	a.Meta[MetaFirstReason] = firstReason
-	a.Meta[MetaSecondReason] = secondReason
-	a.Meta[MetaFirstMin], a.Meta[MetaFirstMax] = d.First.Quota.Min, d.First.Quota.Max
-	a.Meta[MetaSecondMin], a.Meta[MetaSecondMax] = d.Second.Quota.Min, d.Second.Quota.Max
-	f.meta(a.Meta)
-	sc.meta(a.Meta)
-	applyF, applyS := f.final, sc.final
-	switch c.role {
-	case RoleFirst:
-		a.Count = int64(applyF)
-		a.Reason = f.summary() + "; " + firstReason
-	case RoleSecond:
-		a.Count = int64(applyS)
-		a.Reason = sc.summary() + "; " + secondReason
-	default:
-		step := ""
-		if int64(applyF+applyS) == count && int64(f.current+sc.current) == count && (applyF != f.current || applyS != sc.current) {
-			// Same sum, new split: the agent would skip an action whose
-			// count equals the current one. Grow the growing group now;
-			// the next evaluation shrinks the other.
-			if applyF > f.current {
-				applyS = sc.current
-			} else {
-				applyF = f.current
-			}
-			step = "1/2"
-			a.Meta[MetaStep] = step
-		}
-		a.Count = int64(applyF + applyS)
-		var b strings.Builder
-		fmt.Fprintf(&b, "split %d = %d + %d", applyF+applyS, applyF, applyS)
-		if step != "" {
-			fmt.Fprintf(&b, " (step 1 of 2 towards %d + %d at an unchanged sum)", f.final, sc.final)
-		}
-		fmt.Fprintf(&b, "; %s; %s; %s; %s", f.summary(), sc.summary(), firstReason, secondReason)
-		a.Reason = b.String()
-	}
-	a.Meta[MetaFirstCount] = applyF
-	a.Meta[MetaSecondCount] = applyS
-	switch {
-	case a.Count > count:
-		a.Direction = sdk.ScaleDirectionUp
-	case a.Count < count:
-		a.Direction = sdk.ScaleDirectionDown
-	default:
-		a.Direction = sdk.ScaleDirectionNone
-	}
 }

@@ -29,7 +29,7 @@ func runWindow(t testing.TB, r *engine.Request, cfg map[string]string, count int
 		t.Fatalf("the two observations have %d and %d samples; this test feeds them in step and needs equal windows", n, len(r.Second.Samples))
 	}
 	clk := &clock{}
-	st := NewStrategy(hclog.NewNullLogger(), WithReader(newMemReader(r.First, r.Second)), WithClock(clk.now))
+	st := newStrategy(hclog.NewNullLogger(), withReader(newMemReader(r.First, r.Second)), withClock(clk.now))
 	var ev *sdk.ScalingCheckEvaluation
 	for i := 0; i < n; i++ {
 		clk.set(time.Unix(max(r.First.Samples[i].Time, r.Second.Samples[i].Time), 0))
@@ -93,19 +93,24 @@ func TestGoldenVectors(t *testing.T) {
 				if a.Count != int64(want) {
 					t.Errorf("role %s: count %d, golden %d (reason %s)", role, a.Count, want, a.Reason)
 				}
-				if a.Meta[MetaFirstDecided] != v.Want.First.Containers || a.Meta[MetaSecondDecided] != v.Want.Second.Containers {
-					t.Errorf("role %s: decided %v + %v, golden %d + %d", role, a.Meta[MetaFirstDecided], a.Meta[MetaSecondDecided], v.Want.First.Containers, v.Want.Second.Containers)
-				}
 				wf, ws := v.Want.First, v.Want.Second
 				wf.Host, ws.Host = engine.RoleFirst, engine.RoleSecond
-				if got := a.Meta[MetaFirstReason]; got != wf.Reason() {
-					t.Errorf("first reason\n got %v\nwant %s", got, wf.Reason())
-				}
-				if got := a.Meta[MetaSecondReason]; got != ws.Reason() {
-					t.Errorf("second reason\n got %v\nwant %s", got, ws.Reason())
-				}
-				if a.Meta[HostMeta(RoleFirst, MetaLimit)] != wf.Limit || a.Meta[HostMeta(RoleSecond, MetaLimit)] != ws.Limit {
-					t.Errorf("limits %v, %v; golden %s, %s", a.Meta[HostMeta(RoleFirst, MetaLimit)], a.Meta[HostMeta(RoleSecond, MetaLimit)], wf.Limit, ws.Limit)
+				for _, h := range []struct {
+					role string
+					want engine.HostDecision
+				}{{RoleFirst, wf}, {RoleSecond, ws}} {
+					k := hostMetaKeys[h.role]
+					if role != RoleSplit && role != h.role {
+						// A per-host check decides its own host only.
+						if _, ok := a.Meta[k.decided]; ok {
+							t.Errorf("role %s: the action carries the %s host's decision %v", role, h.role, a.Meta[k.decided])
+						}
+						continue
+					}
+					if a.Meta[k.decided] != h.want.Containers || a.Meta[k.reason] != h.want.Reason() || a.Meta[HostMeta(h.role, MetaLimit)] != h.want.Limit {
+						t.Errorf("role %s, %s host: decided %v, limit %v, reason\n got %v\nwant %d, %s, %s", role, h.role,
+							a.Meta[k.decided], a.Meta[HostMeta(h.role, MetaLimit)], a.Meta[k.reason], h.want.Containers, h.want.Limit, h.want.Reason())
+					}
 				}
 				if wf.Refused != nil && role != RoleSecond && !strings.Contains(a.Reason, "first refused "+wf.Refused.Name) {
 					t.Errorf("the reason does not name the first refused slot %s: %s", wf.Refused.Name, a.Reason)
@@ -143,31 +148,42 @@ func TestRunMatchesDecide(t *testing.T) {
 	}
 }
 
+// TestSplitAction: the split's sum, the two-step split at an unchanged sum
+// and its direction. A group held for the first step is held within its
+// quota (issue S1: current [2, 14] with the second host's max 5 held the
+// second group at 14, and the target then set [20, 5]).
 func TestSplitAction(t *testing.T) {
 	cases := []struct {
 		name             string
 		f, s, curF, curS int
+		sMax             int
 		count            int64
 		wantF, wantS     int
 		wantStep         bool
 		wantDir          sdk.ScaleDirection
 	}{
-		{"sum changes", 4, 3, 2, 2, 4, 4, 3, false, sdk.ScaleDirectionUp},
-		{"same split", 4, 3, 4, 3, 7, 4, 3, false, sdk.ScaleDirectionNone},
-		{"same sum, first grows", 5, 2, 3, 4, 7, 5, 4, true, sdk.ScaleDirectionUp},
-		{"same sum, second grows", 2, 5, 4, 3, 7, 4, 5, true, sdk.ScaleDirectionUp},
-		{"down", 1, 1, 4, 3, 7, 1, 1, false, sdk.ScaleDirectionDown},
+		{"sum changes", 4, 3, 2, 2, 8, 4, 4, 3, false, sdk.ScaleDirectionUp},
+		{"same split", 4, 3, 4, 3, 8, 7, 4, 3, false, sdk.ScaleDirectionNone},
+		{"same sum, first grows", 5, 2, 3, 4, 8, 7, 5, 4, true, sdk.ScaleDirectionUp},
+		{"same sum, second grows", 2, 5, 4, 3, 8, 7, 4, 5, true, sdk.ScaleDirectionUp},
+		{"down", 1, 1, 4, 3, 8, 7, 1, 1, false, sdk.ScaleDirectionDown},
+		// The second group at 14 is outside its quota [0, 5]: it is never
+		// held there. Growing the first with the second at 5 keeps the
+		// sum, so the first step shrinks the second, the first held.
+		{"same sum, the group to hold is above its quota", 11, 5, 2, 14, 5, 16, 2, 5, true, sdk.ScaleDirectionDown},
+		// The split is the current counts clamped into the quotas: no step
+		// changes the sum, so the agent skips it.
+		{"same sum, only the quota moves the counts", 11, 5, 11, 5, 8, 16, 11, 5, false, sdk.ScaleDirectionNone},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev := newEval("x", nil)
 			ev.Action.Canonicalize()
-			d := &engine.Decision{
-				First:  engine.HostDecision{Role: engine.RoleFirst, Layer: engine.LayerInput, Containers: c.f, Quota: engine.DefaultQuota(8), BranchTotal: "1"},
-				Second: engine.HostDecision{Role: engine.RoleSecond, Layer: engine.LayerOutput, Containers: c.s, Quota: engine.DefaultQuota(8), BranchTotal: "1"},
+			plans := []hostPlan{
+				{role: RoleFirst, decided: c.f, final: c.f, current: c.curF, lo: 0, hi: 20},
+				{role: RoleSecond, decided: c.s, final: c.s, current: c.curS, lo: 0, hi: c.sMax},
 			}
-			plans := [2]hostPlan{{role: RoleFirst, decided: c.f, final: c.f, current: c.curF}, {role: RoleSecond, decided: c.s, final: c.s, current: c.curS}}
-			act(ev.Action, &strategyConfig{role: RoleSplit}, d, plans, c.count)
+			act(ev.Action, &strategyConfig{role: RoleSplit}, plans, c.count)
 			a := ev.Action
 			if a.Meta[MetaFirstCount] != c.wantF || a.Meta[MetaSecondCount] != c.wantS || a.Count != int64(c.wantF+c.wantS) {
 				t.Errorf("applies %v + %v (count %d), want %d + %d", a.Meta[MetaFirstCount], a.Meta[MetaSecondCount], a.Count, c.wantF, c.wantS)
@@ -181,14 +197,26 @@ func TestSplitAction(t *testing.T) {
 			if a.Meta[MetaFirstDecided] != c.f || a.Meta[MetaSecondDecided] != c.s {
 				t.Errorf("decided meta %v + %v", a.Meta[MetaFirstDecided], a.Meta[MetaSecondDecided])
 			}
+			if s, _ := a.Meta[MetaSecondCount].(int); s > c.sMax {
+				t.Errorf("the second group is asked %d, above its quota's max %d", s, c.sMax)
+			}
+			// What the target makes of it: never a group above its quota
+			// or above both its strategy count and its current count.
+			q := Quota{{0, 20}, {0, int64(c.sMax)}}
+			if a.Direction != sdk.ScaleDirectionNone {
+				got, _, err := SplitWithin(a.Count, a.Meta, [2]int64{int64(c.curF), int64(c.curS)}, q)
+				if err != nil || got != [2]int64{int64(c.wantF), int64(c.wantS)} {
+					t.Errorf("the target splits the action into %v (%v), want %d + %d", got, err, c.wantF, c.wantS)
+				}
+			}
 		})
 	}
 }
 
 // flatPair is two hosts of 20000 MHz running `running` replicas at per
-// MHz each, requesting req MHz and 512 MB each, 10 one-minute samples.
-func flatPair(running int, per, req float64) (engine.Observation, engine.Observation) {
-	o := testsupport.Flat(testsupport.HostMHz, running, per, req, 10)
+// MHz each, requesting 2000 MHz and 512 MB each, 10 one-minute samples.
+func flatPair(running int, per float64) (engine.Observation, engine.Observation) {
+	o := testsupport.Flat(testsupport.HostMHz, running, per, 2000, 10)
 	o.MemoryCapacityMB = testsupport.HostMemoryMB
 	o.RequestedMemoryMB = float64(running) * testsupport.ReplicaMemMB
 	o.ReplicaMemoryDemandMB = testsupport.ReplicaMemMB
@@ -204,7 +232,7 @@ func flatPair(running int, per, req float64) (engine.Observation, engine.Observa
 func runFlat(t *testing.T, rd *memReader, cfg map[string]string, count int64) *sdk.ScalingAction {
 	t.Helper()
 	clk := &clock{}
-	st := NewStrategy(hclog.NewNullLogger(), WithReader(rd), WithClock(clk.now))
+	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
 	var a *sdk.ScalingAction
 	for _, s := range rd.obs[engine.RoleFirst].Samples {
 		clk.set(time.Unix(s.Time, 0))
@@ -232,7 +260,7 @@ func flatConfig(role string) map[string]string {
 func TestStepLimits(t *testing.T) {
 	// Two replicas at 10 MHz each: the capacity processor's every slot
 	// holds data, and a quota max of 78 makes the engine's count 78.
-	first, second := flatPair(2, 10, 2000)
+	first, second := flatPair(2, 10)
 	cases := []struct {
 		name       string
 		role       string
@@ -293,7 +321,7 @@ func TestStepLimits(t *testing.T) {
 func TestPlacement(t *testing.T) {
 	// 2 replicas at 100 MHz each reserving 2000 MHz on a 20000 MHz host,
 	// others reserving 12000: Nomad can place 4 of this size.
-	first, second := flatPair(2, 100, 2000)
+	first, second := flatPair(2, 100)
 	second.OtherReservedCPUMHz = 12000
 	cfg := withKeys(flatConfig(RoleSecond), KeyMaxScaleUp, StepNone, KeyHysteresis, StepNone)
 	for _, tc := range []struct {
@@ -337,36 +365,124 @@ func TestPlacement(t *testing.T) {
 }
 
 // TestNodeState: a host whose node is draining, ineligible or down is
-// never scaled up (the reason says why); scaling down is allowed.
+// never scaled up, not even into its quota (issue S2: a draining node went
+// from 2 to the quota's min 5); the reason says why. An engine count below
+// the current one is made.
 func TestNodeState(t *testing.T) {
-	first, second := flatPair(2, 10, 2000)
+	idle, _ := flatPair(2, 10)   // the engine wants the quota's max
+	busy, _ := flatPair(2, 1800) // the engine wants about ten
+	draining := nomadusage.NodeState{Status: "ready", Drain: true, Eligibility: "ineligible"}
 	cfg := withKeys(flatConfig(RoleSecond), KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone, KeyPlacement, PlacementReport)
 	for _, tc := range []struct {
-		name    string
-		state   nomadusage.NodeState
-		desired int
-		max     string
-		want    int64
-		why     string
+		name     string
+		obs      engine.Observation
+		state    nomadusage.NodeState
+		current  int
+		min, max string
+		want     int64 // -1: the engine's count
+		why      []string
 	}{
-		{"draining: no scale up", nomadusage.NodeState{Status: "ready", Drain: true, Eligibility: "ineligible"}, 2, "40", 2, "is draining"},
-		{"ineligible: no scale up", nomadusage.NodeState{Status: "ready", Eligibility: "ineligible"}, 2, "40", 2, "is ineligible for scheduling"},
-		{"down: no scale up", nomadusage.NodeState{Status: "down", Eligibility: "eligible"}, 2, "40", 2, "is down"},
-		{"draining: scale down allowed", nomadusage.NodeState{Status: "ready", Drain: true, Eligibility: "ineligible"}, 30, "5", 5, ""},
-		{"ready: scale up", nomadusage.NodeState{Status: "ready", Eligibility: "eligible"}, 2, "40", 40, ""},
+		{"draining: no scale up", idle, draining, 2, "0", "40", 2, []string{"is draining", "not scaled up from 2"}},
+		{"ineligible: no scale up", idle, nomadusage.NodeState{Status: "ready", Eligibility: "ineligible"}, 2, "0", "40", 2, []string{"is ineligible for scheduling", "not scaled up from 2"}},
+		{"down: no scale up", idle, nomadusage.NodeState{Status: "down", Eligibility: "eligible"}, 2, "0", "40", 2, []string{"is down", "not scaled up from 2"}},
+		{"draining below the quota's min: not raised into it", idle, draining, 2, "5", "40", 2, []string{"the quota's min 5 is not enforced, the count stays at 2"}},
+		{"draining: the engine's scale-down is made", busy, draining, 30, "0", "40", -1, nil},
+		{"ready: scale up", idle, nomadusage.NodeState{Status: "ready", Eligibility: "eligible"}, 2, "0", "40", 40, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rd := newMemReader(first, second)
+			rd := newMemReader(tc.obs, tc.obs)
 			rd.node[engine.RoleSecond] = tc.state
-			rd.desired[engine.RoleSecond] = tc.desired
-			a := runFlat(t, rd, withKeys(cfg, PrefixSecond+KeyMax, tc.max), int64(tc.desired))
-			if a.Count != tc.want {
-				t.Errorf("count %d, want %d: %s", a.Count, tc.want, a.Reason)
+			a := runFlat(t, rd, withKeys(cfg, PrefixSecond+KeyMin, tc.min, PrefixSecond+KeyMax, tc.max), int64(tc.current))
+			decided, _ := a.Meta[MetaSecondDecided].(int)
+			want := tc.want
+			if want < 0 {
+				want = int64(decided)
+				if decided >= tc.current || decided <= 0 {
+					t.Fatalf("the premise fails: the engine decided %d, not a scale-down from %d within the quota: %s", decided, tc.current, a.Reason)
+				}
 			}
-			if tc.why != "" && (!strings.Contains(a.Reason, tc.why) || !strings.Contains(a.Reason, "not scaled up from 2")) {
-				t.Errorf("reason does not say the node %s: %s", tc.why, a.Reason)
+			if a.Count != want {
+				t.Errorf("count %d, want %d: %s", a.Count, want, a.Reason)
+			}
+			if a.Count > int64(tc.current) && tc.state.Why() != "" {
+				t.Errorf("a node that %s went from %d to %d", tc.state.Why(), tc.current, a.Count)
+			}
+			for _, why := range tc.why {
+				if !strings.Contains(a.Reason, why) {
+					t.Errorf("reason does not say %q: %s", why, a.Reason)
+				}
+			}
+			// The quota in meta is the one applied: the target never
+			// raises the group into the configured one.
+			if lo, _ := a.Meta[MetaSecondMin].(int); int64(lo) > a.Count {
+				t.Errorf("meta %s = %d, above the count %d", MetaSecondMin, lo, a.Count)
 			}
 		})
+	}
+}
+
+// TestPlacementQuotaWins (issue S10): in cap mode a quota min above what
+// Nomad can place wins, and the reason says so.
+func TestPlacementQuotaWins(t *testing.T) {
+	first, second := flatPair(2, 100)
+	second.OtherReservedCPUMHz = 12000 // Nomad can place 4 of this size
+	cfg := withKeys(flatConfig(RoleSecond), KeyMaxScaleUp, StepNone, KeyHysteresis, StepNone, PrefixSecond+KeyMin, "6", PrefixSecond+KeyMax, "40")
+	a := runFlat(t, newMemReader(first, second), cfg, 2)
+	if a.Count != 6 || a.Meta[HostMeta(RoleSecond, MetaQueued)] != 2 {
+		t.Errorf("count %d, queued %v; want the quota's min 6, 2 of them queued: %s", a.Count, a.Meta[HostMeta(RoleSecond, MetaQueued)], a.Reason)
+	}
+	if !strings.Contains(a.Reason, "the quota's min 6 is above what Nomad can place (4): the quota wins over the placement cap") {
+		t.Errorf("the reason does not say the quota won: %s", a.Reason)
+	}
+}
+
+// TestPerHostReadsItsHost (issue S4): a per-host check reads and decides
+// its own host only: the other host's failure does not stop it, and the
+// other host costs no Nomad read. An error in its observation names its
+// host, whatever slot engine.Decide judged it in.
+func TestPerHostReadsItsHost(t *testing.T) {
+	first, second := flatPair(2, 100)
+	for _, role := range []string{RoleFirst, RoleSecond} {
+		t.Run(role, func(t *testing.T) {
+			other := otherRole(role)
+			rd := newMemReader(first, second)
+			rd.err[other] = fmt.Errorf("host %s: %w", other, nomadusage.ErrNodeNotFound)
+			a := runFlat(t, rd, flatConfig(role), 2)
+			if strings.HasPrefix(a.Reason, noScalingPrefix) {
+				t.Fatalf("the other host's failure stopped the %s check: %s", role, a.Reason)
+			}
+			for _, qs := range rd.queries {
+				if len(qs) != 1 || qs[0].Label != role {
+					t.Fatalf("the %s check read %+v, want its own host alone", role, qs)
+				}
+			}
+			if _, ok := a.Meta[hostMetaKeys[other].decided]; ok {
+				t.Errorf("the action carries the %s host's decision", other)
+			}
+			// A negative usage sample: the error names the role's host.
+			bad := first
+			bad.Samples = append([]engine.Sample(nil), first.Samples...)
+			bad.Samples[0].CPUMHz = -5
+			a = runFlat(t, newMemReader(bad, bad), flatConfig(role), 2)
+			if want := role + " host observation: usage_samples[0].cpu_mhz"; !strings.Contains(a.Reason, want) {
+				t.Errorf("reason %q does not name %q", a.Reason, want)
+			}
+		})
+	}
+}
+
+// TestPerHostPlansFromTheAgentsCount (issue B1): a per-host check's steps
+// start from the agent's count (the target's Status), which the agent
+// compares the action with; a split check's from each group's count in the
+// job (Status is their sum).
+func TestPerHostPlansFromTheAgentsCount(t *testing.T) {
+	first, second := flatPair(2, 10)
+	rd := newMemReader(first, second)
+	rd.desired[engine.RoleSecond] = 12 // the job's count: queued allocations beyond the running ones
+	cfg := withKeys(flatConfig(RoleSecond), KeyMaxScaleUp, "4", KeyHysteresis, StepNone, KeyPlacement, PlacementReport, PrefixSecond+KeyMax, "40")
+	a := runFlat(t, rd, cfg, 8)
+	if a.Count != 12 || a.Meta[HostMeta(RoleSecond, MetaCurrent)] != 8 || a.Direction != sdk.ScaleDirectionUp {
+		t.Errorf("count %d (%s) from current %v: want 8 + 4 = 12 up from the agent's 8: %s", a.Count, a.Direction, a.Meta[HostMeta(RoleSecond, MetaCurrent)], a.Reason)
 	}
 }
 
@@ -426,7 +542,7 @@ func TestNoScaling(t *testing.T) {
 			if at.IsZero() {
 				at = now
 			}
-			st := NewStrategy(hclog.NewNullLogger(), WithReader(rd), WithClock(func() time.Time { return at }))
+			st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(func() time.Time { return at }))
 			cfg := withKeys(goldenConfig(&base, RoleSplit), KeyWindow, "60", KeyMinSamples, "1")
 			if tc.cfg != nil {
 				tc.cfg(cfg)
@@ -450,7 +566,7 @@ func TestNoScaling(t *testing.T) {
 
 // TestInvalidInputs runs the engine's rule book through the strategy's
 // input forms. Observation fields that come from Nomad are fed through a
-// fake UsageReader, sample by sample into the strategy's window: no
+// fake usageReader, sample by sample into the strategy's window: no
 // scaling, and the reason names the field. Fields the check's config sets
 // (demands, wanted and queued replicas) and quotas are fed as config keys:
 // a *ConfigError naming the key, and nothing read or scaled.
@@ -498,7 +614,7 @@ func TestInvalidInputs(t *testing.T) {
 					spec = r.SecondQuota
 				}
 				setQuota(cfg, prefix, spec)
-				st := NewStrategy(nil, WithReader(newMemReader(valid.First, valid.Second)))
+				st := newStrategy(nil, withReader(newMemReader(valid.First, valid.Second)))
 				_, err := st.Run(newEval("bad", cfg), 3)
 				var ce *ConfigError
 				if !errors.As(err, &ce) || ce.Key != prefix+tc.Field {
@@ -507,7 +623,7 @@ func TestInvalidInputs(t *testing.T) {
 			case byConfig[base] != nil:
 				byConfig[base](cfg, prefix, &r, o)
 				rd := newMemReader(valid.First, valid.Second)
-				st := NewStrategy(nil, WithReader(rd))
+				st := newStrategy(nil, withReader(rd))
 				_, err := st.Run(newEval("bad", cfg), 3)
 				var ce *ConfigError
 				if !errors.As(err, &ce) || ce.Key != prefix+configKey[base] {
@@ -568,7 +684,7 @@ func runInvalid(t *testing.T, valid, bad *engine.Request, cfg map[string]string)
 	rd := newMemReader(bad.First, bad.Second)
 	n := max(len(bad.First.Samples), len(bad.Second.Samples), 1)
 	clk := &clock{t: time.Unix(valid.First.Samples[len(valid.First.Samples)-1].Time, 0)}
-	st := NewStrategy(nil, WithReader(rd), WithClock(clk.now))
+	st := newStrategy(nil, withReader(rd), withClock(clk.now))
 	var a *sdk.ScalingAction
 	for range n {
 		ev, err := st.Run(newEval("bad", cfg), 3)
@@ -610,7 +726,7 @@ func TestAPMUsage(t *testing.T) {
 	rd := newMemReader(r.First, r.Second)
 	rd.next[engine.RoleSecond] = len(r.Second.Samples) - 3
 	clk := &clock{}
-	st := NewStrategy(hclog.NewNullLogger(), WithReader(rd), WithClock(clk.now))
+	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
 	var out *sdk.ScalingCheckEvaluation
 	for i := 3; i > 0; i-- {
 		clk.set(time.Unix(r.Second.Samples[len(r.Second.Samples)-i].Time, 0).Add(time.Duration(now.Unix()-r.Second.Samples[len(r.Second.Samples)-1].Time) * time.Second))
@@ -624,10 +740,9 @@ func TestAPMUsage(t *testing.T) {
 		t.Errorf("APM count %d, engine %d (%s)", out.Action.Count, d.First.Containers, out.Action.Reason)
 	}
 	// With usage from the APM, the reader reads no allocation stats for
-	// that host.
-	last := rd.queries[len(rd.queries)-1]
-	if !last[0].NoStats || last[1].NoStats {
-		t.Errorf("queries NoStats = %v, %v; want the APM host without stats reads", last[0].NoStats, last[1].NoStats)
+	// that host; a per-host check reads its own host only.
+	if last := rd.queries[len(rd.queries)-1]; len(last) != 1 || last[0].Label != engine.RoleFirst || !last[0].NoStats {
+		t.Errorf("queries %+v; want the first host alone, without stats reads", last)
 	}
 }
 
@@ -700,7 +815,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 	// A config error from Run is an error, and reads nothing.
 	rd := newMemReader(engine.Observation{}, engine.Observation{})
-	st := NewStrategy(nil, WithReader(rd))
+	st := newStrategy(nil, withReader(rd))
 	if _, err := st.Run(newEval("bad", withKeys(ok(), KeyRole, "both")), 3); err == nil || !strings.Contains(err.Error(), `"role"`) {
 		t.Errorf("Run with a bad role: %v", err)
 	}
@@ -711,7 +826,7 @@ func TestConfigErrors(t *testing.T) {
 
 // TestReadOptions: the check's read settings reach the reader.
 func TestReadOptions(t *testing.T) {
-	first, second := flatPair(2, 100, 2000)
+	first, second := flatPair(2, 100)
 	rd := newMemReader(first, second)
 	cfg := withKeys(flatConfig(RoleSplit), KeyReadConcurrency, "7", KeyMinAnswered, "0.5", KeyWarmup, "90s", PrefixFirst+KeyNodeDatacenter, "dc2")
 	runFlat(t, rd, cfg, 4)
@@ -743,10 +858,10 @@ func TestModelFileReload(t *testing.T) {
 	if err := engine.WriteModelFile(path, &m); err != nil {
 		t.Fatal(err)
 	}
-	first, second := flatPair(4, 1500, 2000)
+	first, second := flatPair(4, 1500)
 	rd := newMemReader(first, second)
 	clk := &clock{}
-	st := NewStrategy(nil, WithReader(rd), WithClock(clk.now))
+	st := newStrategy(nil, withReader(rd), withClock(clk.now))
 	cfg := withKeys(flatConfig(RoleSecond), PrefixSecond+KeyModel, path, KeyMinSamples, "1", KeyWindow, "10")
 	run := func() *sdk.ScalingAction {
 		t.Helper()
@@ -788,7 +903,7 @@ func BenchmarkStrategyRun(b *testing.B) {
 	r := unlabelled(vs[0].Request)
 	r.FirstModel, r.SecondModel, r.FirstQuota, r.SecondQuota = "", "", nil, nil
 	clk := &clock{}
-	st := NewStrategy(hclog.NewNullLogger(), WithReader(newMemReader(r.First, r.Second)), WithClock(clk.now))
+	st := newStrategy(hclog.NewNullLogger(), withReader(newMemReader(r.First, r.Second)), withClock(clk.now))
 	cfg := configFor(&r, RoleSplit, 60)
 	t0 := time.Unix(r.First.Samples[0].Time, 0)
 	evs := [2]*sdk.ScalingCheckEvaluation{}
@@ -813,5 +928,48 @@ func BenchmarkStrategyRun(b *testing.B) {
 		if _, ok := ev.Action.Meta[MetaFirstDecided]; !ok || strings.HasPrefix(ev.Action.Reason, "no scaling") {
 			b.Fatalf("the benchmark did not decide: %s", ev.Action.Reason)
 		}
+	}
+}
+
+// TestNoScalingLogLevels: a window still filling is an expected state,
+// logged at info level; a failed read is logged at warn level.
+func TestNoScalingLogLevels(t *testing.T) {
+	first, second := flatPair(2, 100)
+	for _, tc := range []struct {
+		name  string
+		cfg   map[string]string
+		err   error
+		level string
+	}{
+		{"too few samples", withKeys(flatConfig(RoleSplit), KeyMinSamples, "5", KeyWindow, "10"), nil, "[INFO]"},
+		{"a failed read", flatConfig(RoleSplit), errors.New("injected: read failed"), "[WARN]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			rd := newMemReader(first, second)
+			rd.err[engine.RoleFirst] = tc.err
+			st := newStrategy(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs}), withReader(rd),
+				withClock(func() time.Time { return time.Unix(first.Samples[0].Time, 0) }))
+			ev, err := st.Run(newEval("levels", tc.cfg), 4)
+			if err != nil || !strings.HasPrefix(ev.Action.Reason, noScalingPrefix) {
+				t.Fatalf("the premise fails: %v, %q; want no scaling", err, ev.Action.Reason)
+			}
+			if line := logs.String(); !strings.Contains(line, tc.level) || !strings.Contains(line, " no scaling:") {
+				t.Errorf("log %q: want %s no scaling", line, tc.level)
+			}
+		})
+	}
+}
+
+// TestAPMWithoutJob: a host whose usage comes from the APM reads no usage
+// from Nomad without a job either (no client stats read to throw away).
+func TestAPMWithoutJob(t *testing.T) {
+	c, err := parseStrategyConfig(map[string]string{KeyRole: RoleFirst, PrefixFirst + KeyNodeName: "host-a",
+		PrefixFirst + KeyUsage: UsageAPM, PrefixFirst + KeyReplicaCPU: "500"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := c.first.query; q.Job != "" || !q.NoStats {
+		t.Errorf("query %+v: want no job and no stats read", q)
 	}
 }

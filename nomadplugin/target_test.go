@@ -1,22 +1,24 @@
 package nomadplugin
 
 import (
-	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad-autoscaler/plugins/shared"
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 )
 
-// world is a stand-in with two hosts and a job with one group on each.
+// world is a stand-in with two hosts and a job with one group on each: 20
+// 000 MHz hosts and 2000 MHz replicas, so ten replicas fit a host and more
+// stay queued.
 type world struct {
 	s            *nomadstandin.Server
 	nodeA, nodeB string
@@ -27,6 +29,8 @@ const (
 	wJob    = "web"
 	wFirst  = "front"
 	wSecond = "back"
+	// wJobPath is the job's path: GET reads it, PUT registers it.
+	wJobPath = "/v1/job/" + wJob
 )
 
 func newWorld(t *testing.T, first, second int) *world {
@@ -56,24 +60,31 @@ func newWorld(t *testing.T, first, second int) *world {
 
 func (w *world) target(t *testing.T, kv ...string) *Target {
 	t.Helper()
+	return targetAt(t, withKeys(w.agentConfig, kv...))
+}
+
+// targetAt is a target with this SetConfig map.
+func targetAt(t *testing.T, config map[string]string) *Target {
+	t.Helper()
 	tg := NewTarget(hclog.NewNullLogger())
-	if err := tg.SetConfig(withKeys(w.agentConfig, kv...)); err != nil {
+	if err := tg.SetConfig(config); err != nil {
 		t.Fatal(err)
 	}
 	return tg
 }
 
+func (w *world) group(t *testing.T, g string) nomadstandin.GroupStatus {
+	t.Helper()
+	gs, err := w.s.Group("", wJob, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gs
+}
+
 func (w *world) counts(t *testing.T) [2]int {
 	t.Helper()
-	a, err := w.s.Group("", wJob, wFirst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := w.s.Group("", wJob, wSecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return [2]int{a.Count, b.Count}
+	return [2]int{w.group(t, wFirst).Count, w.group(t, wSecond).Count}
 }
 
 // puts lists the stand-in's writes since from: path and status.
@@ -87,33 +98,43 @@ func (w *world) puts(from int) []nomadstandin.Request {
 	return out
 }
 
-var tcfg = map[string]string{TargetKeyJob: wJob, TargetKeyFirstGroup: wFirst, TargetKeySecondGroup: wSecond}
+// tcfg is the split-mode target config; gcfg the single-group one.
+var (
+	tcfg = map[string]string{TargetKeyJob: wJob, TargetKeyFirstGroup: wFirst, TargetKeySecondGroup: wSecond}
+	gcfg = map[string]string{TargetKeyJob: wJob, TargetKeyGroup: wFirst}
+)
 
+// TestTargetStatus: the count is the groups' desired counts (queued
+// allocations included: issue B1), the running ones in meta; cooldown from
+// the newest event; not ready during a deployment or when stopped.
 func TestTargetStatus(t *testing.T) {
-	w := newWorld(t, 3, 2)
+	w := newWorld(t, 12, 2)
+	if q := w.group(t, wFirst).Queued; q != 2 {
+		t.Fatalf("the premise fails: front has %d queued allocations, want 2 of 12 (ten fit)", q)
+	}
 	tg := w.target(t)
 	st, err := tg.Status(tcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Ready || st.Count != 5 || st.Meta[MetaGroupRunningPrefix+wFirst] != "3" {
-		t.Fatalf("status %+v", st)
+	if !st.Ready || st.Count != 14 || st.Meta[MetaGroupRunningPrefix+wFirst] != "10" || st.Meta[MetaGroupRunningPrefix+wSecond] != "2" {
+		t.Fatalf("status %+v: want count 14 (12 + 2 desired) with 10 and 2 running in meta", st)
 	}
 	if _, ok := st.Meta[sdk.TargetStatusMetaKeyLastEvent]; ok {
 		t.Errorf("last event reported before any event")
 	}
+	if one, err := tg.Status(gcfg); err != nil || one.Count != 12 || one.Meta[MetaGroupRunningPrefix+wFirst] != "10" {
+		t.Errorf("single-group status %+v, %v: want front's desired 12, 10 running", one, err)
+	}
 	// The scaling events the target records give the cooldown its last
 	// event time.
 	before := uint64(time.Now().UnixNano())
-	if err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10), Reason: "r"}, tcfg); err != nil {
+	if err := tg.Scale(sdk.ScalingAction{Count: 8, Meta: quotaMeta(6, 2, 0, 10, 0, 10), Reason: "r"}, tcfg); err != nil {
 		t.Fatal(err)
 	}
-	st, err = tg.Status(tcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Count != 6 {
-		t.Errorf("after scaling: count %d, want 6 (%+v)", st.Count, st)
+	st = status(t, tg, tcfg)
+	if st.Count != 8 {
+		t.Errorf("after scaling: count %d, want 8 (%+v)", st.Count, st)
 	}
 	last, err := strconv.ParseUint(st.Meta[sdk.TargetStatusMetaKeyLastEvent], 10, 64)
 	if err != nil {
@@ -121,31 +142,17 @@ func TestTargetStatus(t *testing.T) {
 	} else if last < before {
 		t.Errorf("last event %d is before the scale (%d)", last, before)
 	}
-	status := func(what string) *sdk.TargetStatus {
-		t.Helper()
-		st, err := tg.Status(tcfg)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		return st
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Deployment in progress: not ready. Stopped job: not ready.
-	must(w.s.SetDeploymentActive("", wJob, true))
-	if status("deployment").Ready {
+	must(t, w.s.SetDeploymentActive("", wJob, true))
+	if status(t, tg, tcfg).Ready {
 		t.Errorf("ready during a deployment")
 	}
-	must(w.s.SetDeploymentActive("", wJob, false))
-	if !status("after the deployment").Ready {
+	must(t, w.s.SetDeploymentActive("", wJob, false))
+	if !status(t, tg, tcfg).Ready {
 		t.Errorf("not ready after the deployment")
 	}
-	must(w.s.SetJobStopped("", wJob, true))
-	if st := status("stopped"); st.Ready || st.Count != 0 {
+	must(t, w.s.SetJobStopped("", wJob, true))
+	if st := status(t, tg, tcfg); st.Ready {
 		t.Errorf("stopped job: %+v", st)
 	}
 	// Unknown job: no target.
@@ -162,8 +169,47 @@ func TestTargetStatus(t *testing.T) {
 	}
 }
 
+func status(t *testing.T, tg *Target, cfg map[string]string) *sdk.TargetStatus {
+	t.Helper()
+	st, err := tg.Status(cfg)
+	if err != nil || st == nil {
+		t.Fatalf("status: %+v, %v", st, err)
+	}
+	return st
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTargetDeploymentOfAnEarlierJob: a deployment of an earlier job of the
+// same ID (purged and registered again: another JobCreateIndex) does not
+// hold the job, as Nomad's Job.Scale does not count it.
+func TestTargetDeploymentOfAnEarlierJob(t *testing.T) {
+	w := newWorld(t, 2, 2)
+	must(t, w.s.SetDeploymentActive("", wJob, true))
+	px := newProxy(t, w.s.URL())
+	tg := targetAt(t, map[string]string{AgentKeyNomadAddress: px.srv.URL})
+	if status(t, tg, tcfg).Ready {
+		t.Fatalf("the premise fails: ready during the job's own deployment")
+	}
+	px.rewrite(func(method, path string, body []byte) []byte {
+		if method == http.MethodGet && path == wJobPath+"/deployment" {
+			return setMember(t, body, "JobCreateIndex", "1")
+		}
+		return body
+	})
+	if !status(t, tg, tcfg).Ready {
+		t.Errorf("a deployment of an earlier job with this ID holds the job")
+	}
+}
+
 // TestTargetDeadlines: Status and Scale end within their budgets when
-// Nomad does not answer, and say which call ran out.
+// Nomad does not answer, and say which call ran out; a write cut by its
+// deadline says its outcome is unknown.
 func TestTargetDeadlines(t *testing.T) {
 	w := newWorld(t, 2, 2)
 	tg := w.target(t, PluginKeyStatusTimeout, "300ms", PluginKeyScaleTimeout, "500ms")
@@ -172,14 +218,23 @@ func TestTargetDeadlines(t *testing.T) {
 		fault  nomadstandin.Fault
 		call   func() error
 		budget time.Duration
-		want   string
+		want   []string
 	}{
-		{"status: a hung scale status read", nomadstandin.Fault{Method: http.MethodGet, Path: "/v1/job/" + wJob + "/scale", Hang: true},
-			func() error { _, err := tg.Status(tcfg); return err }, 300 * time.Millisecond, "read scale status of job \"web\": the status_timeout budget of 300ms ran out"},
-		{"status: the agent's gRPC deadline is shorter", nomadstandin.Fault{Method: http.MethodGet, Path: "/v1/job/" + wJob + "/scale", Hang: true},
-			func() error { _, err := tg.Status(withKeys(tcfg, agentKeyGRPC, "200ms")); return err }, 180 * time.Millisecond, "status_timeout budget of 180ms"},
-		{"scale: a hung write", nomadstandin.Fault{Method: http.MethodPut, Hang: true},
-			func() error { return tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg) }, 500 * time.Millisecond, "the scale_timeout budget of 500ms ran out"},
+		{"status: a hung scale status read", nomadstandin.Fault{Method: http.MethodGet, Path: wJobPath + "/scale", Hang: true},
+			func() error { _, err := tg.Status(tcfg); return err }, 300 * time.Millisecond,
+			[]string{"read scale status of job \"web\": the status_timeout budget of 300ms ran out"}},
+		{"status: the agent's gRPC deadline is shorter", nomadstandin.Fault{Method: http.MethodGet, Path: wJobPath + "/scale", Hang: true},
+			func() error {
+				_, err := tg.Status(withKeys(tcfg, shared.PluginConfigKeyGRPCTimeout, "200ms"))
+				return err
+			}, 180 * time.Millisecond,
+			[]string{"status_timeout budget of 180ms"}},
+		{"scale: a hung register", nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath, Hang: true},
+			func() error { return tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg) }, 500 * time.Millisecond,
+			[]string{"the scale_timeout budget of 500ms ran out", outcomeUnknown}},
+		{"scale: a hung single-group write", nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath + "/scale", Hang: true},
+			func() error { return tg.Scale(sdk.ScalingAction{Count: 4}, gcfg) }, 500 * time.Millisecond,
+			[]string{"the scale_timeout budget of 500ms ran out", outcomeUnknown}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w.s.InjectFault(tc.fault)
@@ -187,45 +242,115 @@ func TestTargetDeadlines(t *testing.T) {
 			start := time.Now()
 			err := tc.call()
 			el := time.Since(start)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("err = %v, want one saying %q", err, want)
+				}
 			}
 			if el > tc.budget+2*time.Second {
 				t.Errorf("the call took %s with a budget of %s", el, tc.budget)
-			}
-			if got := w.counts(t); got != [2]int{2, 2} {
-				t.Errorf("counts %v after a call that ran out of time", got)
 			}
 		})
 	}
 }
 
+// TestTargetWriteOutcome (issue S3): a write Nomad answers with an error
+// changed nothing, and the error says so; a scaling event that fails after
+// the register does not fail Scale (the split is applied), and is logged.
+func TestTargetWriteOutcome(t *testing.T) {
+	t.Run("Nomad refuses the register", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		tg := w.target(t)
+		w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath, Status: 500, Message: "injected: no leader"})
+		err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg)
+		if err == nil || !strings.Contains(err.Error(), outcomeRefused+": neither group was changed") || strings.Contains(err.Error(), outcomeUnknown) {
+			t.Fatalf("err = %v, want Nomad's refusal and neither group changed", err)
+		}
+		if got := w.counts(t); got != [2]int{2, 2} {
+			t.Errorf("counts %v after a refused register", got)
+		}
+	})
+	t.Run("a gateway's timeout leaves the outcome unknown", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		tg := w.target(t)
+		w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath, Status: http.StatusGatewayTimeout})
+		err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg)
+		if err == nil || !strings.Contains(err.Error(), outcomeUnknown) {
+			t.Fatalf("err = %v, want the outcome unknown", err)
+		}
+	})
+	t.Run("a failed event after the register", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		var logs syncBuffer
+		tg := NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: &logs}))
+		must(t, tg.SetConfig(withKeys(w.agentConfig, PluginKeyRequestTimeout, "300ms", PluginKeyScaleTimeout, "5s")))
+		w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath + "/scale", Hang: true})
+		start := time.Now()
+		if err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg); err != nil {
+			t.Fatalf("Scale failed after the register applied the split: %v", err)
+		}
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("the hung event writes took %s: their budget is request_timeout (300ms)", el)
+		}
+		if got := w.counts(t); got != [2]int{4, 2} {
+			t.Errorf("counts %v, want the registered [4 2]", got)
+		}
+		if !strings.Contains(logs.String(), "[WARN]") || !strings.Contains(logs.String(), "scaling event was not recorded") || !strings.Contains(logs.String(), "group="+wFirst) {
+			t.Errorf("the failed event is not logged as a warning: %q", logs.String())
+		}
+	})
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func TestTargetConfigErrors(t *testing.T) {
 	w := newWorld(t, 1, 1)
 	tg := w.target(t)
-	cases := []struct{ name, key, value, wantKey string }{
-		{"no job", TargetKeyJob, "", TargetKeyJob},
-		{"no first group", TargetKeyFirstGroup, "", TargetKeyFirstGroup},
-		{"no second group", TargetKeySecondGroup, "", TargetKeySecondGroup},
-		{"same groups", TargetKeySecondGroup, wFirst, TargetKeySecondGroup},
-		{"bad dry run", TargetKeyDryRun, "maybe", TargetKeyDryRun},
-		{"unknown key", "frist_group", "x", "frist_group"},
-		{"namespace *", TargetKeyNamespace, "*", TargetKeyNamespace},
-		{"agent namespace *", agentKeyNamespace, "*", TargetKeyNamespace},
-		{"quota not a number", TargetKeyFirstMax, "lots", TargetKeyFirstMax},
-		{"negative quota min: the engine's rule", TargetKeySecondMin, "-1", TargetKeySecondMin},
-		{"quota max above the engine's limit", TargetKeyFirstMax, "99999999", TargetKeyFirstMax},
+	cases := []struct {
+		name string
+		cfg  map[string]string
+		key  string
+	}{
+		{"no job", withKeys(tcfg, TargetKeyJob, ""), TargetKeyJob},
+		{"first group without the second", withKeys(tcfg, TargetKeySecondGroup, ""), TargetKeySecondGroup},
+		{"second group without the first", withKeys(tcfg, TargetKeyFirstGroup, ""), TargetKeyFirstGroup},
+		{"no group at all", withKeys(tcfg, TargetKeyFirstGroup, "", TargetKeySecondGroup, ""), TargetKeyGroup},
+		{"group with split groups", withKeys(tcfg, TargetKeyGroup, wFirst), TargetKeyGroup},
+		{"same groups", withKeys(tcfg, TargetKeySecondGroup, wFirst), TargetKeySecondGroup},
+		{"bad dry run", withKeys(tcfg, TargetKeyDryRun, "maybe"), TargetKeyDryRun},
+		{"unknown key", withKeys(tcfg, "frist_group", "x"), "frist_group"},
+		{"namespace *", withKeys(tcfg, TargetKeyNamespace, "*"), TargetKeyNamespace},
+		{"agent namespace *", withKeys(tcfg, agentKeyNamespace, "*"), TargetKeyNamespace},
+		{"quota not a number", withKeys(tcfg, TargetKeyFirstMax, "lots"), TargetKeyFirstMax},
+		{"negative quota min: the engine's rule", withKeys(tcfg, TargetKeySecondMin, "-1"), TargetKeySecondMin},
+		{"quota max above the engine's limit", withKeys(tcfg, TargetKeyFirstMax, "99999999"), TargetKeyFirstMax},
+		{"a host quota in single-group mode", withKeys(gcfg, TargetKeyFirstMax, "4"), TargetKeyFirstMax},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := withKeys(tcfg, c.key, c.value)
 			for _, call := range []func() error{
-				func() error { _, err := tg.Status(cfg); return err },
-				func() error { return tg.Scale(sdk.ScalingAction{Count: 9}, cfg) },
+				func() error { _, err := tg.Status(c.cfg); return err },
+				func() error { return tg.Scale(sdk.ScalingAction{Count: 9}, c.cfg) },
 			} {
 				var ce *ConfigError
-				if err := call(); !errors.As(err, &ce) || ce.Key != c.wantKey {
-					t.Errorf("err = %v, want a ConfigError for %q", err, c.wantKey)
+				if err := call(); !errors.As(err, &ce) || ce.Key != c.key {
+					t.Errorf("err = %v, want a ConfigError for %q", err, c.key)
 				}
 			}
 			if got := w.counts(t); got != [2]int{1, 1} {
@@ -240,6 +365,10 @@ func TestTargetConfigErrors(t *testing.T) {
 	}
 	if st, err := tg.Status(withKeys(agent, TargetKeyJob, "nope")); st != nil || err != nil {
 		t.Errorf("the policy's job did not override the agent's Job: %+v, %v", st, err)
+	}
+	// The agent's Group alone is single-group mode.
+	if st, err := tg.Status(withKeys(agent, TargetKeySecondGroup, "")); err != nil || st == nil || st.Count != 1 {
+		t.Errorf("single-group status from the agent's Group key: %+v, %v", st, err)
 	}
 	// A plugin config key the target does not know is refused.
 	if err := NewTarget(nil).SetConfig(withKeys(w.agentConfig, "scale_timout", "5s")); err == nil || !strings.Contains(err.Error(), "scale_timout") {
@@ -271,8 +400,8 @@ func TestTargetScale(t *testing.T) {
 			action: sdk.ScalingAction{Count: 7, Meta: quotaMeta(4, 3, 0, 10, 0, 10)}, want: [2]int{4, 3}},
 		{name: "agent clamped the sum down", start: [2]int{1, 1},
 			action: sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(6, 4, 0, 10, 0, 10), "nomad_autoscaler.count.capped", true)}, want: [2]int{3, 2}},
-		{name: "agent clamped the sum up", start: [2]int{1, 1},
-			action: sdk.ScalingAction{Count: 4, Meta: quotaMeta(0, 1, 0, 10, 0, 10)}, want: [2]int{0, 4}},
+		{name: "agent raised the sum above the split and the current counts: refused", start: [2]int{1, 1},
+			action: sdk.ScalingAction{Count: 4, Meta: quotaMeta(0, 1, 0, 10, 0, 10)}, want: [2]int{1, 1}, errHas: "above both the strategy's count and its current count"},
 		{name: "agent action without split, quotas from the target config", start: [2]int{2, 6},
 			cfg:    withKeys(tcfg, TargetKeyFirstMax, "10", TargetKeySecondMax, "10"),
 			action: sdk.ScalingAction{Count: 4, Meta: map[string]any{}}, want: [2]int{1, 3}},
@@ -280,16 +409,27 @@ func TestTargetScale(t *testing.T) {
 			action: sdk.ScalingAction{Count: 4, Meta: map[string]any{}, Reason: "current count (8) above limit (4)"}, want: [2]int{2, 6}, errHas: "no host quota is known"},
 		{name: "deployment in progress", start: [2]int{1, 1},
 			action: sdk.ScalingAction{Count: 7, Meta: quotaMeta(4, 3, 0, 10, 0, 10)},
-			prep: func(t *testing.T, w *world) {
-				if err := w.s.SetDeploymentActive("", wJob, true); err != nil {
-					t.Fatal(err)
-				}
-			}, want: [2]int{1, 1}, noop: true},
+			prep:   func(t *testing.T, w *world) { must(t, w.s.SetDeploymentActive("", wJob, true)) }, want: [2]int{1, 1}, noop: true},
 		{name: "dry_run records null-count events", start: [2]int{1, 1}, cfg: withKeys(tcfg, TargetKeyDryRun, "true"),
 			action: sdk.ScalingAction{Count: 7, Reason: "why", Meta: quotaMeta(4, 3, 0, 10, 0, 10)}, want: [2]int{1, 1}, events: 1},
 		{name: "agent dry-run", start: [2]int{1, 1},
-			action: sdk.ScalingAction{Count: -1, Reason: "why", Meta: withMeta(quotaMeta(4, 3, 0, 10, 0, 10), "nomad_autoscaler.dry_run", true, "nomad_autoscaler.dry_run.count", 7.0)},
+			action: sdk.ScalingAction{Count: -1, Reason: "why", Meta: withMeta(quotaMeta(4, 3, 0, 10, 0, 10), "nomad_autoscaler.dry_run", true, agentMetaDryRunCount, 7.0)},
 			want:   [2]int{1, 1}, events: 1},
+		{name: "a per-host check's action: refused in split mode", start: [2]int{1, 1},
+			action: sdk.ScalingAction{Count: 3, Meta: withMeta(quotaMeta(3, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, want: [2]int{1, 1}, errHas: "its count is one host's"},
+		{name: "a split's action: refused in single-group mode", start: [2]int{1, 1}, cfg: gcfg,
+			action: sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(3, 2, 0, 10, 0, 10), MetaRole, RoleSplit)}, want: [2]int{1, 1}, errHas: "its count is the sum of both hosts"},
+		{name: "single-group mode: the role's count", start: [2]int{1, 1}, cfg: gcfg,
+			action: sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, want: [2]int{5, 1}},
+		{name: "single-group mode: the agent's own action", start: [2]int{1, 1}, cfg: gcfg,
+			action: sdk.ScalingAction{Count: 3, Meta: map[string]any{}, Reason: "current count (1) below limit (3)"}, want: [2]int{3, 1}},
+		{name: "single-group mode: a count outside the role's quota", start: [2]int{1, 1}, cfg: gcfg,
+			action: sdk.ScalingAction{Count: 12, Meta: withMeta(quotaMeta(8, 0, 0, 8, 0, 10), MetaRole, RoleFirst)}, want: [2]int{1, 1}, errHas: "outside the first host's quota [0, 8]"},
+		{name: "single-group mode: deployment in progress", start: [2]int{1, 1}, cfg: gcfg,
+			action: sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)},
+			prep:   func(t *testing.T, w *world) { must(t, w.s.SetDeploymentActive("", wJob, true)) }, want: [2]int{1, 1}, noop: true},
+		{name: "single-group mode: dry run", start: [2]int{1, 1}, cfg: withKeys(gcfg, TargetKeyDryRun, "true"),
+			action: sdk.ScalingAction{Count: 5, Reason: "why", Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, want: [2]int{1, 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -320,7 +460,7 @@ func TestTargetScale(t *testing.T) {
 			}
 			if c.events > 0 {
 				for _, g := range []string{wFirst, wSecond} {
-					gs, _ := w.s.Group("", wJob, g)
+					gs := w.group(t, g)
 					if len(gs.Events) != c.events || gs.Events[0].Count != nil || !strings.Contains(gs.Events[0].Message, "why") {
 						t.Errorf("group %s events %+v, want one with a null count and the reason", g, gs.Events)
 						continue
@@ -356,7 +496,7 @@ func TestTargetScaleIsOneRegister(t *testing.T) {
 	for _, r := range w.puts(from) {
 		paths = append(paths, r.Path)
 	}
-	want := []string{"/v1/jobs", "/v1/job/" + wJob + "/scale", "/v1/job/" + wJob + "/scale"}
+	want := []string{wJobPath, wJobPath + "/scale", wJobPath + "/scale"}
 	if strings.Join(paths, " ") != strings.Join(want, " ") {
 		t.Errorf("writes %v, want %v: one register, then one event per group", paths, want)
 	}
@@ -364,7 +504,7 @@ func TestTargetScaleIsOneRegister(t *testing.T) {
 		t.Fatalf("counts %v, want [2 4]", got)
 	}
 	for g, prev := range map[string]float64{wFirst: 5, wSecond: 1} {
-		gs, _ := w.s.Group("", wJob, g)
+		gs := w.group(t, g)
 		if len(gs.Events) != 1 || gs.Events[0].Count != nil || !strings.Contains(gs.Events[0].Message, "because") {
 			t.Errorf("group %s events %+v: want one count-less event with the reason", g, gs.Events)
 			continue
@@ -384,49 +524,53 @@ func TestTargetScaleIsOneRegister(t *testing.T) {
 }
 
 // TestTargetCheckAndSet: a job changed after the strategy read it, or
-// between the target's read and its write, is not overwritten.
+// between the target's read and its write, is not overwritten; in both
+// modes.
 func TestTargetCheckAndSet(t *testing.T) {
-	t.Run("changed since the strategy read it", func(t *testing.T) {
-		w := newWorld(t, 2, 2)
-		tg := w.target(t)
-		st, err := tg.Status(tcfg)
-		if err != nil || st == nil {
-			t.Fatal(st, err)
-		}
-		if err := w.s.SetGroupCount("", wJob, wFirst, 7); err != nil { // a person's `nomad job run`
-			t.Fatal(err)
-		}
-		stale := withMeta(quotaMeta(3, 3, 0, 10, 0, 10), MetaJobModifyIndex, float64(1))
-		err = tg.Scale(sdk.ScalingAction{Count: 6, Meta: stale}, tcfg)
-		if !errors.Is(err, ErrJobChanged) || !strings.Contains(err.Error(), "job changed since it was read: not overwritten; the next evaluation decides again") {
-			t.Fatalf("err = %v, want ErrJobChanged", err)
-		}
-		if got := w.counts(t); got != [2]int{7, 2} {
-			t.Errorf("counts %v, want the person's [7 2]", got)
-		}
-	})
-	t.Run("changed between the target's read and its write", func(t *testing.T) {
-		w := newWorld(t, 2, 2)
-		tg := w.target(t)
-		w.s.SetHook(func(method, path string) {
-			if method == http.MethodPut && path == "/v1/jobs" {
-				w.s.SetHook(nil)
-				_ = w.s.SetGroupCount("", wJob, wSecond, 9) // checked below
+	for _, mode := range []struct {
+		name   string
+		cfg    map[string]string
+		action sdk.ScalingAction
+		write  string
+	}{
+		{"split", tcfg, sdk.ScalingAction{Count: 6, Meta: quotaMeta(3, 3, 0, 10, 0, 10)}, wJobPath},
+		{"single group", gcfg, sdk.ScalingAction{Count: 3, Meta: withMeta(quotaMeta(3, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, wJobPath + "/scale"},
+	} {
+		t.Run(mode.name+": changed since the strategy read it", func(t *testing.T) {
+			w := newWorld(t, 2, 2)
+			tg := w.target(t)
+			must(t, w.s.SetGroupCount("", wJob, wSecond, 7)) // a person's `nomad job run`
+			err := tg.Scale(sdk.ScalingAction{Count: mode.action.Count, Meta: withMeta(mode.action.Meta, MetaJobModifyIndex, float64(1))}, mode.cfg)
+			if !errors.Is(err, ErrJobChanged) || !strings.Contains(err.Error(), ErrJobChanged.Error()) {
+				t.Fatalf("err = %v, want ErrJobChanged", err)
+			}
+			if got := w.counts(t); got != [2]int{2, 7} {
+				t.Errorf("counts %v, want the person's [2 7]", got)
 			}
 		})
-		err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(3, 3, 0, 10, 0, 10)}, tcfg)
-		if !errors.Is(err, ErrJobChanged) {
-			t.Fatalf("err = %v, want ErrJobChanged", err)
-		}
-		if got := w.counts(t); got != [2]int{2, 9} {
-			t.Errorf("counts %v, want the concurrent change [2 9] kept", got)
-		}
-		for _, g := range []string{wFirst, wSecond} {
-			if gs, _ := w.s.Group("", wJob, g); len(gs.Events) != 0 {
-				t.Errorf("group %s got events %+v for a write that did not happen", g, gs.Events)
+		t.Run(mode.name+": changed between the target's read and its write", func(t *testing.T) {
+			w := newWorld(t, 2, 2)
+			tg := w.target(t)
+			w.s.SetHook(func(method, path string) {
+				if method == http.MethodPut && path == mode.write {
+					w.s.SetHook(nil)
+					_ = w.s.SetGroupCount("", wJob, wSecond, 9) // checked below
+				}
+			})
+			err := tg.Scale(mode.action, mode.cfg)
+			if !errors.Is(err, ErrJobChanged) {
+				t.Fatalf("err = %v, want ErrJobChanged", err)
 			}
-		}
-	})
+			if got := w.counts(t); got != [2]int{2, 9} {
+				t.Errorf("counts %v, want the concurrent change [2 9] kept", got)
+			}
+			for _, g := range []string{wFirst, wSecond} {
+				if gs := w.group(t, g); len(gs.Events) != 0 {
+					t.Errorf("group %s got events %+v for a write that did not happen", g, gs.Events)
+				}
+			}
+		})
+	}
 }
 
 // TestTargetQuotaForAgentActions: an action the agent makes itself carries
@@ -459,88 +603,6 @@ func TestTargetQuotaForAgentActions(t *testing.T) {
 			t.Errorf("counts %v, want [3 7]", got)
 		}
 	})
-}
-
-func TestSplit(t *testing.T) {
-	cases := []struct {
-		name    string
-		total   int64
-		meta    map[string]any
-		current [2]int64
-		want    [2]int64
-		wantErr string
-	}{
-		{"as decided, ints", 7, map[string]any{MetaFirstCount: 4, MetaSecondCount: 3}, [2]int64{1, 1}, [2]int64{4, 3}, ""},
-		{"as decided, float64 over gRPC", 7, map[string]any{MetaFirstCount: 4.0, MetaSecondCount: 3.0}, [2]int64{1, 1}, [2]int64{4, 3}, ""},
-		{"json.Number", 7, map[string]any{MetaFirstCount: json.Number("4"), MetaSecondCount: json.Number("3")}, [2]int64{}, [2]int64{4, 3}, ""},
-		{"clamped down, proportional", 5, map[string]any{MetaFirstCount: 6.0, MetaSecondCount: 4.0}, [2]int64{}, [2]int64{3, 2}, ""},
-		{"clamped up from zero", 3, map[string]any{MetaFirstCount: 0.0, MetaSecondCount: 0.0}, [2]int64{}, [2]int64{2, 1}, ""},
-		{"no split: current proportions", 6, map[string]any{}, [2]int64{1, 2}, [2]int64{2, 4}, ""},
-		{"no split, nothing running", 1, nil, [2]int64{}, [2]int64{1, 0}, ""},
-		{"fraction refused", 7, map[string]any{MetaFirstCount: 3.5, MetaSecondCount: 3.5}, [2]int64{}, [2]int64{}, "whole number"},
-		{"negative refused", 7, map[string]any{MetaFirstCount: -1.0, MetaSecondCount: 8.0}, [2]int64{}, [2]int64{}, ">= 0"},
-		{"NaN refused", 7, map[string]any{MetaFirstCount: math.NaN(), MetaSecondCount: 8.0}, [2]int64{}, [2]int64{}, "whole number"},
-		{"wrong type refused", 7, map[string]any{MetaFirstCount: true, MetaSecondCount: 8.0}, [2]int64{}, [2]int64{}, "want a number"},
-		// The agent clamped the sum; each group stays within its host's quota.
-		{"clamped down, first at its min", 5, quotaMeta(1, 9, 4, 8, 0, 8), [2]int64{}, [2]int64{4, 1}, ""},
-		{"clamped down, second at its min", 5, quotaMeta(8, 1, 0, 8, 3, 8), [2]int64{}, [2]int64{2, 3}, ""},
-		{"clamped up, first at its max", 12, quotaMeta(2, 2, 0, 4, 0, 10), [2]int64{}, [2]int64{4, 8}, ""},
-		{"clamped up, second at its max", 13, quotaMeta(6, 6, 0, 12, 0, 2), [2]int64{}, [2]int64{11, 2}, ""},
-		{"below both mins", 3, quotaMeta(4, 4, 2, 8, 2, 8), [2]int64{}, [2]int64{}, "within [4, 16]"},
-		{"above both maxes", 20, quotaMeta(4, 4, 0, 8, 0, 8), [2]int64{}, [2]int64{}, "within [0, 16]"},
-		{"min above max refused", 5, quotaMeta(4, 4, 9, 8, 0, 8), [2]int64{}, [2]int64{}, MetaFirstMin},
-		// Issue 13: a split whose sum is the total but whose first count is
-		// above the first host's max gave [10 0].
-		{"regression: the split's sum is right but first is past its max", 10,
-			map[string]any{MetaFirstCount: 10.0, MetaSecondCount: 0.0, MetaFirstMax: 5.0}, [2]int64{}, [2]int64{5, 5}, ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, _, err := Split(c.total, c.meta, c.current)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want %q", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != c.want || got[0]+got[1] != c.total {
-				t.Errorf("Split = %v, want %v (total %d)", got, c.want, c.total)
-			}
-			q, _, _ := metaQuota(c.meta)
-			for i := range got {
-				if got[i] < q[i][0] || got[i] > q[i][1] {
-					t.Errorf("group %d at %d, outside its quota %v", i, got[i], q[i])
-				}
-			}
-		})
-	}
-}
-
-// TestSplitWithinNeverLeavesTheQuota: for every total a quota pair allows
-// and every basis, each group stays within its quota and the sum is the
-// total.
-func TestSplitWithinNeverLeavesTheQuota(t *testing.T) {
-	quotas := []Quota{{{0, 3}, {0, 20}}, {{2, 5}, {1, 4}}, {{0, 0}, {0, 9}}, {{4, 8}, {0, 8}}}
-	for _, q := range quotas {
-		for total := q[0][0] + q[1][0]; total <= q[0][1]+q[1][1]; total++ {
-			for f := int64(0); f <= 12; f += 3 {
-				for s := int64(0); s <= 12; s += 4 {
-					for _, meta := range []map[string]any{{MetaFirstCount: f, MetaSecondCount: s}, {}} {
-						got, _, err := SplitWithin(total, meta, [2]int64{s, f}, q)
-						if err != nil {
-							t.Fatalf("quota %v total %d split %d+%d: %v", q, total, f, s, err)
-						}
-						if got[0]+got[1] != total || got[0] < q[0][0] || got[0] > q[0][1] || got[1] < q[1][0] || got[1] > q[1][1] {
-							t.Fatalf("quota %v total %d split %d+%d meta %v: got %v", q, total, f, s, meta, got)
-						}
-					}
-				}
-			}
-		}
-	}
 }
 
 // TestTargetBadMetaChangesNothing: a malformed split is an error and no

@@ -15,8 +15,8 @@
 // and per running allocation of the host's group one stats read, at most
 // Options.Concurrency in flight. A host whose share of answered stats reads
 // is below Options.MinAnswered fails the call (ErrTooFewAnswered); above
-// it, the answered ones stand for the rest. Query.NoStats reads no stats
-// (usage from an APM). A node's state (down, draining, ineligible) is
+// it, the answered ones stand for the rest. Query.NoStats reads no usage
+// from Nomad (usage from an APM). A node's state (down, draining, ineligible) is
 // reported in Reading.Node, never refused: the caller decides what it
 // allows. See ReadHosts for the details.
 //
@@ -54,10 +54,20 @@
 //     resources; RunningReplicas how many there are, WarmingReplicas how
 //     many of those are warming (Options.Warmup); OtherReservedCPUMHz and
 //     OtherReservedMemoryMB what every other allocation placed on the node
-//     reserves (other jobs, and this job's other groups); the replica
-//     demand the query's, else the task group's request. The reading adds
-//     the job's JobModifyIndex, the group's count and one replica's
-//     reservation.
+//     (pending or running, meant to run) reserves: other jobs, and this
+//     job's other groups. They come from the node's allocation list
+//     (GET /v1/node/:id/allocations, remembered for NodeCacheTTL), the one
+//     listing that carries allocations' resources: Nomad's job allocation
+//     list answers stubs without them. The token sees only the allocations
+//     of namespaces it may read-job: give it read-job on every namespace
+//     whose allocations share the hosts, or their reservations are missed.
+//     The replica demand is the query's, else the task group's request.
+//     The reading adds the job's JobModifyIndex, the group's count and one
+//     replica's reservation.
+//   - Without a job: one sample of the node's client stats (none with
+//     Query.NoStats); RunningReplicas and the requests over every running
+//     allocation on the node; what pending ones reserve is
+//     OtherReservedCPUMHz/MemoryMB.
 //   - Host: the query's Label, or the node's name. WantedReplicas and
 //     QueuedReplicas: passed through.
 //

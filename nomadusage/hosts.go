@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
 // Options tune how ReadHosts (and a Reader's Read) read.
@@ -93,11 +95,14 @@ func (o Options) Resolve() (Options, error) {
 //     and one GET /v1/job/:job/allocations, whatever the number of hosts;
 //   - per host: one node read (GET /v1/node/:id, or a filtered
 //     GET /v1/nodes), and, at most once per NodeCacheTTL, the node's
-//     allocations (GET /v1/node/:id/allocations: what other jobs reserve
-//     there);
+//     allocations (GET /v1/node/:id/allocations: what every allocation
+//     there but the group's own reserves, the job's other groups included;
+//     the job's allocation list carries no resources);
 //   - per running allocation of the host's group: one
 //     GET /v1/client/allocation/:id/stats, at most Concurrency in flight
-//     over all hosts (none with Query.NoStats).
+//     over all hosts (none with Query.NoStats);
+//   - per host without a job: the node's allocations and, unless
+//     Query.NoStats, its client stats (GET /v1/client/stats).
 //
 // Everything that does not depend on another answer is read at once: the
 // job, its allocations and the nodes, then the hosts' stats.
@@ -255,7 +260,7 @@ func (ev *evaluation) readJobHosts(ctx context.Context, ns, jobID string, hosts 
 	}
 	wg.Wait()
 	switch {
-	case jobErr != nil && isNotFound(jobErr):
+	case jobErr != nil && nomadconn.IsStatus(jobErr, http.StatusNotFound):
 		jobErr = fmt.Errorf("read job %q: %w: %w", jobID, ErrJobNotFound, jobErr)
 	case jobErr != nil:
 		jobErr = fmt.Errorf("read job %q: %w", jobID, jobErr)
@@ -290,8 +295,8 @@ type statsResult struct {
 }
 
 // readGroup reads one host's group from the job, its allocation list and
-// the node: replicas, requests, what others reserve there, and the usage
-// sample from the allocations' stats.
+// the node: replicas, requests, what every other allocation on the node
+// reserves, and the usage sample from the allocations' stats.
 func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, ns string, stubs []*api.AllocationListStub) (*Reading, error) {
 	q, n := h.q, h.node
 	rd, err := ev.r.newReading(n, q, ev.now)
@@ -302,52 +307,16 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 	if err != nil {
 		return nil, err
 	}
-	jobID := q.Job
-	rd.Namespace, rd.Group = ns, *group.Name
-	if job.JobModifyIndex != nil {
-		rd.JobModifyIndex = *job.JobModifyIndex
-	}
-	if group.Count != nil {
-		rd.DesiredCount = *group.Count
-	}
-	groupCPU, groupMem := groupRequest(group)
-	rd.ReplicaCPUMHz, rd.ReplicaMemoryMB = groupCPU, groupMem
-	o := &rd.Observation
-	if o.ReplicaCPUDemandMHz == 0 {
-		if groupCPU <= 0 {
-			return nil, fmt.Errorf("job %q group %q: %w: no task requests CPU, so replica_cpu_demand_mhz must be given", jobID, rd.Group, ErrMissingData)
-		}
-		o.ReplicaCPUDemandMHz = groupCPU
-	}
-	if o.ReplicaMemoryDemandMB == 0 {
-		o.ReplicaMemoryDemandMB = groupMem
-	}
-	// The group's running allocations on the node, and what this job's
-	// other groups reserve there.
-	var mine []*api.AllocationListStub
-	var sameJobCPU, sameJobMem float64
-	for _, a := range stubs {
-		if a.NodeID != n.id || (ns != "" && a.Namespace != "" && a.Namespace != ns) {
-			continue
-		}
-		if a.TaskGroup == rd.Group {
-			if a.ClientStatus == api.AllocClientStatusRunning {
-				mine = append(mine, a)
-			}
-			continue
-		}
-		if reserves(a.ClientStatus, a.DesiredStatus) {
-			cpu, mem := requested(a.AllocatedResources, nil)
-			sameJobCPU += cpu
-			sameJobMem += mem
-		}
-	}
-	otherCPU, otherMem, err := ev.otherJobs(ctx, n, ns, jobID)
+	groupCPU, groupMem, err := rd.fromJob(job, group, ns)
 	if err != nil {
 		return nil, err
 	}
-	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = otherCPU+sameJobCPU, otherMem+sameJobMem
-
+	o := &rd.Observation
+	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, err = ev.otherAllocs(ctx, n, allocKey{ns: ns, job: q.Job, group: rd.Group})
+	if err != nil {
+		return nil, err
+	}
+	mine := runningOn(stubs, n.id, ns, rd.Group)
 	results := make([]statsResult, len(mine))
 	if !q.NoStats {
 		ev.readStats(ctx, n, mine, results)
@@ -355,136 +324,201 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 	return rd, ev.sample(rd, n, mine, results, !q.NoStats, groupCPU, groupMem)
 }
 
-// readStats reads the allocations' stats, at most Concurrency in flight
-// over the whole evaluation.
+// fromJob fills the reading's job facts (namespace, group, JobModifyIndex,
+// desired count, one replica's reservation, the demand the query leaves to
+// the group) and returns the group's request.
+func (rd *Reading) fromJob(job *api.Job, group *api.TaskGroup, ns string) (cpu, mem float64, err error) {
+	rd.Namespace, rd.Group = ns, *group.Name
+	if job.JobModifyIndex != nil {
+		rd.JobModifyIndex = *job.JobModifyIndex
+	}
+	if group.Count != nil {
+		rd.DesiredCount = *group.Count
+	}
+	cpu, mem = groupRequest(group)
+	rd.ReplicaCPUMHz, rd.ReplicaMemoryMB = cpu, mem
+	o := &rd.Observation
+	if o.ReplicaCPUDemandMHz == 0 {
+		if cpu <= 0 {
+			return 0, 0, fmt.Errorf("job %q group %q: %w: no task requests CPU, so replica_cpu_demand_mhz must be given", rd.Job, rd.Group, ErrMissingData)
+		}
+		o.ReplicaCPUDemandMHz = cpu
+	}
+	if o.ReplicaMemoryDemandMB == 0 {
+		o.ReplicaMemoryDemandMB = mem
+	}
+	return cpu, mem, nil
+}
+
+// runningOn is the group's running allocations on the node, from the job's
+// allocation list.
+func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api.AllocationListStub {
+	var out []*api.AllocationListStub
+	for _, a := range stubs {
+		if a.NodeID == nodeID && a.TaskGroup == group && a.ClientStatus == api.AllocClientStatusRunning && sameNamespace(a.Namespace, ns) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sameNamespace says whether an allocation's namespace is ns ("" on either
+// side matches: an old Nomad, or the client's namespace).
+func sameNamespace(allocNS, ns string) bool {
+	return ns == "" || allocNS == "" || allocNS == ns
+}
+
+// readStats reads the allocations' stats with a pool of at most
+// Concurrency workers; the evaluation's semaphore keeps at most Concurrency
+// reads in flight over every host.
 func (ev *evaluation) readStats(ctx context.Context, n *node, allocs []*api.AllocationListStub, out []statsResult) {
+	next := make(chan int)
 	var wg sync.WaitGroup
-	for i, a := range allocs {
+	for range min(ev.opts.Concurrency, len(allocs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case ev.sem <- struct{}{}:
-			case <-ctx.Done():
-				out[i].err = fmt.Errorf("read stats of allocation %s on node %s: not started: %w", a.ID, n.name, ctx.Err())
-				return
-			}
-			defer func() { <-ev.sem }()
-			st, err := ev.r.Client.Allocations().Stats(&api.Allocation{ID: a.ID, NodeID: a.NodeID, Namespace: a.Namespace}, (&api.QueryOptions{}).WithContext(ctx))
-			switch {
-			case err != nil && isNotFound(err):
-				// Stopped between the listing and the stats read: it no
-				// longer runs, so it is not a replica.
-				out[i].gone = true
-			case err != nil:
-				out[i].err = fmt.Errorf("read stats of allocation %s on node %s: %w", a.ID, n.name, err)
-			case st.ResourceUsage == nil || st.ResourceUsage.CpuStats == nil:
-				out[i].err = fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats", a.ID, n.name, ErrMissingData)
-			default:
-				out[i].cpu = st.ResourceUsage.CpuStats.TotalTicks
-				out[i].ts = st.Timestamp
-				if ms := st.ResourceUsage.MemoryStats; ms != nil {
-					// cgroups v2 reports Usage and may leave RSS at zero.
-					used := ms.RSS
-					if used == 0 {
-						used = ms.Usage
-					}
-					out[i].mem = float64(used) / mib
-				}
+			for i := range next {
+				out[i] = ev.readOne(ctx, n, allocs[i])
 			}
 		}()
 	}
+	for i := range allocs {
+		next <- i
+	}
+	close(next)
 	wg.Wait()
+}
+
+// readOne reads one allocation's stats, holding one of the evaluation's
+// Concurrency slots.
+func (ev *evaluation) readOne(ctx context.Context, n *node, a *api.AllocationListStub) statsResult {
+	select {
+	case ev.sem <- struct{}{}:
+	case <-ctx.Done():
+		return statsResult{err: fmt.Errorf("read stats of allocation %s on node %s: not started: %w", a.ID, n.name, ctx.Err())}
+	}
+	defer func() { <-ev.sem }()
+	st, err := ev.r.Client.Allocations().Stats(&api.Allocation{ID: a.ID, NodeID: a.NodeID, Namespace: a.Namespace}, (&api.QueryOptions{}).WithContext(ctx))
+	switch {
+	case err != nil && nomadconn.IsStatus(err, http.StatusNotFound):
+		// Stopped between the listing and the stats read: it no longer
+		// runs, so it is not a replica.
+		return statsResult{gone: true}
+	case err != nil:
+		return statsResult{err: fmt.Errorf("read stats of allocation %s on node %s: %w", a.ID, n.name, err)}
+	case st.ResourceUsage == nil || st.ResourceUsage.CpuStats == nil:
+		return statsResult{err: fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats", a.ID, n.name, ErrMissingData)}
+	}
+	r := statsResult{cpu: st.ResourceUsage.CpuStats.TotalTicks, ts: st.Timestamp}
+	if ms := st.ResourceUsage.MemoryStats; ms != nil {
+		// cgroups v2 reports Usage and may leave RSS at zero.
+		used := ms.RSS
+		if used == 0 {
+			used = ms.Usage
+		}
+		r.mem = float64(used) / mib
+	}
+	return r
+}
+
+// tally is what the stats reads of one host's group showed.
+type tally struct {
+	firstErr                error
+	running, youngNoStats   int
+	asked, answered         int
+	warmAnswered, warmTotal int
+	warmCPU, warmMem        float64
+	allCPU, allMem          float64
+	oldest                  int64
+}
+
+// add counts one allocation and its stats result.
+func (t *tally) add(r *statsResult, young, stats, zeroTicksWarm bool) {
+	if !stats {
+		if young {
+			t.youngNoStats++
+		}
+		return
+	}
+	t.asked++
+	if r.err != nil {
+		if t.firstErr == nil {
+			t.firstErr = r.err
+		}
+		if !young {
+			t.warmTotal++
+		}
+		return
+	}
+	t.answered++
+	t.allCPU += r.cpu
+	t.allMem += r.mem
+	if r.ts > 0 && (t.oldest == 0 || r.ts < t.oldest) {
+		t.oldest = r.ts
+	}
+	if young || (zeroTicksWarm && r.cpu == 0) {
+		return
+	}
+	t.warmAnswered++
+	t.warmTotal++
+	t.warmCPU += r.cpu
+	t.warmMem += r.mem
 }
 
 // sample fills the reading's replicas, requests, warming replicas and
 // usage sample from the stats results (see ReadHosts).
 func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, groupCPU, groupMem float64) error {
 	o := &rd.Observation
-	var (
-		firstErr                error
-		asked, answered         int
-		warmAnswered, warmTotal int
-		warmCPU, warmMem        float64
-		allCPU, allMem          float64
-		oldest                  int64
-		running, youngNoStats   int
-	)
+	var t tally
 	for i, a := range allocs {
-		r := &res[i]
-		if r.gone {
+		if res[i].gone {
 			continue
 		}
-		running++
+		t.running++
+		cpu, mem := groupCPU, groupMem // stubs without resources: the group's request
 		if a.AllocatedResources != nil {
-			cpu, mem := requested(a.AllocatedResources, nil)
-			o.RequestedCPUMHz += cpu
-			o.RequestedMemoryMB += mem
-		} else {
-			// Stubs without resources: the group's request.
-			o.RequestedCPUMHz += groupCPU
-			o.RequestedMemoryMB += groupMem
+			cpu, mem = requested(a.AllocatedResources, nil)
 		}
+		o.RequestedCPUMHz += cpu
+		o.RequestedMemoryMB += mem
 		young := ev.opts.Warmup > 0 && ev.now.Sub(startedAt(a)) < ev.opts.Warmup
-		if !stats {
-			if young {
-				youngNoStats++
-			}
-			continue
-		}
-		asked++
-		if r.err != nil {
-			if firstErr == nil {
-				firstErr = r.err
-			}
-			if !young {
-				warmTotal++
-			}
-			continue
-		}
-		answered++
-		allCPU += r.cpu
-		allMem += r.mem
-		if r.ts > 0 && (oldest == 0 || r.ts < oldest) {
-			oldest = r.ts
-		}
-		if young || (ev.opts.Warmup > 0 && r.cpu == 0) {
-			continue
-		}
-		warmAnswered++
-		warmTotal++
-		warmCPU += r.cpu
-		warmMem += r.mem
+		t.add(&res[i], young, stats, ev.opts.Warmup > 0)
 	}
-	o.RunningReplicas = running
-	rd.StatsAsked, rd.StatsAnswered = asked, answered
-	if asked > 0 && float64(answered) < ev.opts.MinAnswered*float64(asked) {
+	o.RunningReplicas = t.running
+	rd.StatsAsked, rd.StatsAnswered = t.asked, t.answered
+	if t.asked > 0 && float64(t.answered) < ev.opts.MinAnswered*float64(t.asked) {
 		return fmt.Errorf("host %s: %w: %d of %d running allocations of group %q on node %s answered, fewer than the share %v a decision needs; first failure: %w",
-			o.Host, ErrTooFewAnswered, answered, asked, rd.Group, n.name, ev.opts.MinAnswered, firstErr)
+			o.Host, ErrTooFewAnswered, t.answered, t.asked, rd.Group, n.name, ev.opts.MinAnswered, t.firstErr)
 	}
-	if oldest > 0 {
-		rd.Time = time.Unix(0, oldest)
+	if t.oldest > 0 {
+		rd.Time = time.Unix(0, t.oldest)
 	}
-	var cpu, mem float64
-	switch {
-	case !stats:
-		o.WarmingReplicas = youngNoStats
-	case warmAnswered > 0:
-		// The warm ones that answered stand for every warm one.
-		f := float64(warmTotal) / float64(warmAnswered)
-		cpu, mem = warmCPU*f, warmMem*f
-		o.WarmingReplicas = running - warmTotal
-	case answered > 0:
-		// No warm evidence: every replica counts as warming, with all the
-		// usage the answered ones showed, extrapolated to all.
-		f := float64(running) / float64(answered)
-		cpu, mem = allCPU*f, allMem*f
-		if ev.opts.Warmup > 0 {
-			o.WarmingReplicas = running
-		}
-	}
+	cpu, mem := ev.usage(&t, o, stats)
 	o.Samples = []engine.Sample{{Time: rd.Time.Unix(), CPUMHz: cpu, MemoryMB: mem}}
 	return nil
+}
+
+// usage is the sample's usage from the tally, and the warming replicas:
+// the warm ones that answered stand for every warm one; with no warm
+// evidence every replica counts as warming, with all the usage the
+// answered ones showed, extrapolated to all.
+func (ev *evaluation) usage(t *tally, o *engine.Observation, stats bool) (cpu, mem float64) {
+	switch {
+	case !stats:
+		o.WarmingReplicas = t.youngNoStats
+	case t.warmAnswered > 0:
+		f := float64(t.warmTotal) / float64(t.warmAnswered)
+		cpu, mem = t.warmCPU*f, t.warmMem*f
+		o.WarmingReplicas = t.running - t.warmTotal
+	case t.answered > 0:
+		f := float64(t.running) / float64(t.answered)
+		cpu, mem = t.allCPU*f, t.allMem*f
+		if ev.opts.Warmup > 0 {
+			o.WarmingReplicas = t.running
+		}
+	}
+	return cpu, mem
 }
 
 // startedAt is when an allocation started running: its tasks' latest
@@ -509,7 +543,19 @@ func reserves(clientStatus, desiredStatus string) bool {
 		(desiredStatus == "" || desiredStatus == api.AllocDesiredStatusRun)
 }
 
-type othersKey struct{ node, ns, job string }
+// allocKey names the allocations a reading covers: those of group in job
+// (in namespace ns).
+type allocKey struct{ ns, job, group string }
+
+// covers says whether the allocation belongs to k.
+func (k allocKey) covers(a *api.Allocation) bool {
+	return a.JobID == k.job && a.TaskGroup == k.group && sameNamespace(a.Namespace, k.ns)
+}
+
+type othersKey struct {
+	node string
+	allocKey
+}
 
 type othersEntry struct {
 	cpu, mem float64
@@ -519,24 +565,28 @@ type othersEntry struct {
 // maxOthers bounds the node cache; past it the cache starts afresh.
 const maxOthers = 4096
 
-// otherJobs is what the allocations of every job but jobID reserve on node
-// n, from the node's allocation list, remembered for NodeCacheTTL.
-func (ev *evaluation) otherJobs(ctx context.Context, n *node, ns, jobID string) (cpu, mem float64, err error) {
-	key := othersKey{n.id, ns, jobID}
+// otherAllocs is what every allocation on node n but those of k reserves
+// (other jobs, and k's job's other groups), from the node's allocation
+// list, remembered for NodeCacheTTL. Nomad's job allocation list carries no
+// resources (Job.Allocations answers stubs without them), so the node's
+// list, which does, is the one source of what the job's other groups on the
+// node reserve.
+func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu, mem float64, err error) {
+	key := othersKey{n.id, k}
 	if v, ok := ev.r.others.Load(key); ok {
-		if e := v.(othersEntry); ev.now.Sub(e.at) < ev.opts.NodeCacheTTL && !e.at.After(ev.now) {
+		if e, _ := v.(othersEntry); ev.now.Sub(e.at) < ev.opts.NodeCacheTTL && !e.at.After(ev.now) {
 			return e.cpu, e.mem, nil
 		}
 	}
 	allocs, _, err := ev.r.Client.Nodes().Allocations(n.id, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return 0, 0, fmt.Errorf("list allocations of node %s (%s) for what other jobs reserve there: %w", n.name, n.id, err)
+		return 0, 0, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, err)
 	}
 	for _, a := range allocs {
-		if !reserves(a.ClientStatus, a.DesiredStatus) || (a.JobID == jobID && (ns == "" || a.Namespace == "" || a.Namespace == ns)) {
+		if !reserves(a.ClientStatus, a.DesiredStatus) || k.covers(a) {
 			continue
 		}
-		c, m := requested(a.AllocatedResources, a.Resources)
+		c, m := requested(a.AllocatedResources, a.Resources) //nolint:staticcheck // Nomads before 0.9 report only Resources
 		cpu += c
 		mem += m
 	}

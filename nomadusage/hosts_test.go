@@ -1,10 +1,17 @@
 package nomadusage
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +19,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 )
 
@@ -330,7 +338,6 @@ func TestReadHostsBadInput(t *testing.T) {
 		want string
 	}{
 		{"no selector", []Query{{Job: jobID}}, Options{}, "no host selector"},
-		{"no stats without a job", []Query{{Host: HostSelector{NodeID: p.nodeA}, NoStats: true, ReplicaCPUDemandMHz: 1}}, Options{}, "needs a job"},
 		{"negative concurrency", p.queries(), Options{Concurrency: -1}, "concurrency"},
 		{"share above 1", p.queries(), Options{MinAnswered: 1.5}, "min_answered"},
 	} {
@@ -343,5 +350,163 @@ func TestReadHostsBadInput(t *testing.T) {
 	}
 	if n := len(p.s.Requests()) - from; n != 0 {
 		t.Errorf("bad input made %d requests", n)
+	}
+}
+
+// TestReadHostsCoLocatedGroup: a third group of the same job on the first
+// host reserves room there, and the reading counts it among what others
+// reserve. Nomad's job allocation list carries no resources (the stand-in
+// answers as Nomad does), so only the node's allocation list can tell.
+func TestReadHostsCoLocatedGroup(t *testing.T) {
+	p := newPair(t, 4)
+	must(t, p.s.AddJob(nomadstandin.JobSpec{ID: "batch", Groups: []nomadstandin.GroupSpec{
+		{Name: "y", Count: 1, CPUMHz: 700, MemoryMB: 512, NodeID: p.nodeB},
+	}}))
+	// Job web gets a third group, "side", next to "front" on host-a.
+	job, _, err := p.client.Jobs().Info(jobID, nil)
+	must(t, err)
+	side := *job.TaskGroups[0]
+	side.Name, side.Count = new("side"), new(3)
+	side.Tasks = []*api.Task{{Name: "app", Driver: "docker", Resources: &api.Resources{CPU: new(1000), MemoryMB: new(768)}}}
+	job.TaskGroups = append(job.TaskGroups, &side)
+	_, _, err = p.client.Jobs().Register(job, nil)
+	must(t, err)
+	if st, _ := p.s.Group("", jobID, "side"); st.Running != 3 {
+		t.Fatalf("the premise fails: group side runs %d allocations, want 3 on host-a", st.Running)
+	}
+	qs := append(p.queries(), Query{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: "side", Label: "side"})
+	rs, err := (&Reader{Client: p.client}).ReadHosts(context.Background(), qs, Options{})
+	must(t, err)
+	for _, tc := range []struct {
+		host     string
+		cpu, mem float64
+	}{
+		// front: job other's 3000 MHz / 4096 MB and side's 3 x 1000 / 768.
+		{"first", 3000 + 3*1000, 4096 + 3*768},
+		// back: job batch's allocation; back's own never counts.
+		{"second", 700, 512},
+		// side: job other's and front's 4 x 500 / 256.
+		{"side", 3000 + 4*500, 4096 + 4*256},
+	} {
+		var o engine.Observation
+		for _, r := range rs {
+			if r.Observation.Host == tc.host {
+				o = r.Observation
+			}
+		}
+		if o.OtherReservedCPUMHz != tc.cpu || o.OtherReservedMemoryMB != tc.mem {
+			t.Errorf("%s: others reserve %v MHz %v MB, want %v, %v", tc.host, o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, tc.cpu, tc.mem)
+		}
+	}
+}
+
+// TestReadHostsNoStatsWithoutJob: a whole-node host whose usage comes from
+// elsewhere (an APM) reads no client stats.
+func TestReadHostsNoStatsWithoutJob(t *testing.T) {
+	p := newPair(t, 2)
+	from := len(p.s.Requests())
+	rs, err := (&Reader{Client: p.client}).ReadHosts(context.Background(),
+		[]Query{{Host: HostSelector{Name: "host-a"}, NoStats: true, ReplicaCPUDemandMHz: 100}}, Options{})
+	must(t, err)
+	if n := p.requests(from)["/v1/client/stats"]; n != 0 {
+		t.Errorf("%d client stats reads for a host whose usage comes from elsewhere", n)
+	}
+	if o := rs[0].Observation; o.RunningReplicas != 3 || len(o.Samples) != 1 || o.Samples[0].CPUMHz != 0 {
+		t.Errorf("observation %+v: want the node's 3 running allocations and one sample without usage", o)
+	}
+}
+
+// TestReadNodeUsagePending: without a job, what a pending allocation
+// (placed, not running yet) reserves is reserved by others; the running
+// ones are the replicas. The stand-in starts allocations at once, so a
+// proxy shows one of them as pending.
+func TestReadNodeUsagePending(t *testing.T) {
+	p := newPair(t, 2)
+	client := pendingProxy(t, p.s.URL(), "other")
+	rs, err := (&Reader{Client: client}).ReadHosts(context.Background(),
+		[]Query{{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 100}}, Options{})
+	must(t, err)
+	o := rs[0].Observation
+	if o.RunningReplicas != 2 || o.RequestedCPUMHz != 2*500 || o.OtherReservedCPUMHz != 3000 || o.OtherReservedMemoryMB != 4096 {
+		t.Errorf("running %d requesting %v MHz, others %v MHz %v MB; want 2, 1000, and job other's pending 3000 MHz 4096 MB",
+			o.RunningReplicas, o.RequestedCPUMHz, o.OtherReservedCPUMHz, o.OtherReservedMemoryMB)
+	}
+}
+
+// pendingProxy is a client for the stand-in at target whose node
+// allocation lists show job's allocations as pending.
+func pendingProxy(t *testing.T, target, job string) *api.Client {
+	t.Helper()
+	u, err := url.Parse(target)
+	must(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if !strings.HasPrefix(resp.Request.URL.Path, "/v1/node/") || !strings.HasSuffix(resp.Request.URL.Path, "/allocations") {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		var allocs []*api.Allocation
+		if err := json.Unmarshal(body, &allocs); err != nil {
+			return err
+		}
+		for _, a := range allocs {
+			if a.JobID == job {
+				a.ClientStatus = api.AllocClientStatusPending
+			}
+		}
+		if body, err = json.Marshal(allocs); err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Content-Length")
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	c, err := api.NewClient(&api.Config{Address: srv.URL, TLSConfig: &api.TLSConfig{}})
+	must(t, err)
+	return c
+}
+
+// TestReadStatsWorkerPool: the stats reads of a host run on a pool of at
+// most Concurrency workers, not one goroutine per allocation waiting for a
+// slot.
+func TestReadStatsWorkerPool(t *testing.T) {
+	p := newPair(t, 1)
+	const n = 400
+	must(t, p.s.AddJob(nomadstandin.JobSpec{ID: "many", Groups: []nomadstandin.GroupSpec{
+		{Name: "g", Count: n, CPUMHz: 10, MemoryMB: 16, NodeID: p.nodeB},
+	}}))
+	p.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Delay: 5 * time.Millisecond})
+	rd := &Reader{Client: p.client}
+	base := runtime.NumGoroutine()
+	done := make(chan error, 1)
+	var rs []*Reading
+	go func() {
+		var err error
+		rs, err = rd.ReadHosts(context.Background(), []Query{{Host: HostSelector{NodeID: p.nodeB}, Job: "many", Group: "g"}}, Options{Concurrency: 2})
+		done <- err
+	}()
+	peak := 0
+	for {
+		select {
+		case err := <-done:
+			must(t, err)
+			if rs[0].StatsAnswered != n {
+				t.Fatalf("the premise fails: %d stats reads answered, want %d", rs[0].StatsAnswered, n)
+			}
+			// The plugin's two workers and the client's and the stand-in's
+			// connections: far below one goroutine per allocation.
+			if peak-base > n/4 {
+				t.Errorf("%d goroutines above the baseline while %d stats reads ran 2 at a time", peak-base, n)
+			}
+			return
+		case <-time.After(2 * time.Millisecond):
+			peak = max(peak, runtime.NumGoroutine())
+		}
 	}
 }

@@ -2,13 +2,14 @@ package nomadusage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
 // node is what a read needs of a node, from its full record or from a
@@ -73,11 +74,6 @@ func (n *node) capacity() (cpu, mem float64, err error) {
 	return cpu, max(mem, 0), nil
 }
 
-func isNotFound(err error) bool {
-	var ue api.UnexpectedResponseError
-	return errors.As(err, &ue) && ue.HasStatusCode() && ue.StatusCode() == http.StatusNotFound
-}
-
 // findNode reads the one node sel names, whatever its state: by ID with
 // GET /v1/node/:id, otherwise with one GET /v1/nodes whose server-side
 // filter is the selector (resources included), so that Nomad, not the
@@ -90,7 +86,7 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 	if sel.NodeID != "" {
 		n, _, err := c.Nodes().Info(sel.NodeID, qo)
 		if err != nil {
-			if isNotFound(err) {
+			if nomadconn.IsStatus(err, http.StatusNotFound) {
 				return nil, fmt.Errorf("host %s: %w: node %s: %w", sel, ErrNodeNotFound, sel.NodeID, err)
 			}
 			return nil, fmt.Errorf("read node %s for host %s: %w", sel.NodeID, sel, err)
@@ -131,34 +127,4 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 		names = append(names, fmt.Sprintf("%s (%s)", n.Name, n.ID))
 	}
 	return nil, fmt.Errorf("host %s: %w: %s; narrow the selector or give a node ID", sel, ErrAmbiguous, strings.Join(names, ", "))
-}
-
-// ResolveNode finds the one node the selector names and requires it to be
-// ready (ErrNodeNotReady otherwise). It reads the node's full record.
-func ResolveNode(ctx context.Context, c *api.Client, sel HostSelector) (*api.Node, error) {
-	if sel.IsZero() {
-		return nil, ErrNoSelector
-	}
-	id := sel.NodeID
-	if id == "" {
-		n, err := findNode(ctx, c, sel)
-		if err != nil {
-			return nil, err
-		}
-		id = n.id
-	}
-	n, _, err := c.Nodes().Info(id, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		if isNotFound(err) {
-			return nil, fmt.Errorf("host %s: %w: node %s: %w", sel, ErrNodeNotFound, id, err)
-		}
-		return nil, fmt.Errorf("read node %s for host %s: %w", id, sel, err)
-	}
-	if !sel.matches(n.Name, n.NodePool, n.NodeClass, n.Datacenter) {
-		return nil, fmt.Errorf("host %s: %w: node %s is named %q in pool %q class %q datacenter %q", sel, ErrNodeNotFound, id, n.Name, n.NodePool, n.NodeClass, n.Datacenter)
-	}
-	if n.Status != api.NodeStatusReady {
-		return nil, fmt.Errorf("host %s: %w: node %s (%s) is %q", sel, ErrNodeNotReady, n.Name, n.ID, n.Status)
-	}
-	return n, nil
 }

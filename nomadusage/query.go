@@ -136,8 +136,9 @@ type Query struct {
 	QueuedReplicas []engine.Replica
 	// Label names the host in the observation; default the node's name.
 	Label string
-	// NoStats (ReadHosts, job readings only): read no allocation stats; the
-	// observation's sample then carries no usage (the caller takes usage
+	// NoStats (ReadHosts only): read no usage from Nomad, neither the
+	// group's allocation stats nor, without a job, the node's client stats;
+	// the observation's sample then carries no usage (the caller takes usage
 	// from elsewhere, such as an APM), and warming replicas are told by age
 	// only.
 	NoStats bool
@@ -150,9 +151,6 @@ func (q *Query) Validate() error {
 	}
 	if q.Group != "" && q.Job == "" {
 		return fmt.Errorf("%w: group %q is set without a job", ErrBadQuery, q.Group)
-	}
-	if q.NoStats && q.Job == "" {
-		return fmt.Errorf("%w: reading no stats needs a job (the replicas are its allocations)", ErrBadQuery)
 	}
 	if q.Job == "" && q.ReplicaCPUDemandMHz <= 0 {
 		return fmt.Errorf("%w: replica_cpu_demand_mhz must be > 0 when no job is named (there is no task group to take the request from)", ErrBadQuery)

@@ -3,6 +3,7 @@ package nomadusage
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
 // Reader reads hosts' usage through a Nomad API client. It remembers for
@@ -60,13 +62,13 @@ func (r *Reader) node(ctx context.Context, sel HostSelector) (*node, error) {
 	}
 	key := sel.String()
 	if v, ok := r.resolved.Load(key); ok {
-		rn := v.(resolvedNode)
+		rn, _ := v.(resolvedNode)
 		if r.now().Sub(rn.at) < ResolveTTL {
 			n, _, err := r.Client.Nodes().Info(rn.id, (&api.QueryOptions{}).WithContext(ctx))
 			switch {
 			case err == nil && sel.matches(n.Name, n.NodePool, n.NodeClass, n.Datacenter):
 				return nodeFromInfo(n), nil
-			case err != nil && !isNotFound(err):
+			case err != nil && !nomadconn.IsStatus(err, http.StatusNotFound):
 				return nil, fmt.Errorf("read node %s for host %s: %w", rn.id, sel, err)
 			}
 		}
@@ -142,8 +144,9 @@ func (r *Reader) newReading(n *node, q *Query, at time.Time) (*Reading, error) {
 }
 
 // readNodeUsage is the whole-node mode: one sample of the node's client
-// stats (CPUTicksConsumed, Memory.Used); requests and replicas over every
-// running allocation on the node.
+// stats (CPUTicksConsumed, Memory.Used), none with q.NoStats; requests and
+// replicas over every running allocation on the node; what pending ones
+// reserve (placed, not running yet) is reserved by others.
 func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading, error) {
 	rd, err := r.newReading(n, q, r.now())
 	if err != nil {
@@ -156,13 +159,20 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 		return nil, fmt.Errorf("list allocations of node %s (%s): %w", n.name, n.id, err)
 	}
 	for _, a := range allocs {
-		if a.ClientStatus != api.AllocClientStatusRunning {
-			continue
+		cpu, mem := requested(a.AllocatedResources, a.Resources) //nolint:staticcheck // Nomads before 0.9 report only Resources
+		switch {
+		case a.ClientStatus == api.AllocClientStatusRunning:
+			o.RequestedCPUMHz += cpu
+			o.RequestedMemoryMB += mem
+			o.RunningReplicas++
+		case reserves(a.ClientStatus, a.DesiredStatus):
+			o.OtherReservedCPUMHz += cpu
+			o.OtherReservedMemoryMB += mem
 		}
-		cpu, mem := requested(a.AllocatedResources, a.Resources)
-		o.RequestedCPUMHz += cpu
-		o.RequestedMemoryMB += mem
-		o.RunningReplicas++
+	}
+	if q.NoStats {
+		o.Samples = []engine.Sample{{Time: rd.Time.Unix()}}
+		return rd, nil
 	}
 	// Nomad's answer carries the stats' Timestamp (Unix ns), which
 	// api.HostStats does not decode: read it alongside.
@@ -189,7 +199,9 @@ type hostStats struct {
 }
 
 // requested is the CPU (MHz) and memory (MB) an allocation reserves: its
-// tasks' allocated resources, or the deprecated Resources of old Nomads.
+// tasks' allocated resources, or the deprecated Resources of Nomads before
+// 0.9 (callers pass the allocation's deprecated field for those on
+// purpose).
 func requested(ar *api.AllocatedResources, legacy *api.Resources) (cpu, mem float64) {
 	if ar != nil {
 		for _, t := range ar.Tasks {

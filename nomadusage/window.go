@@ -86,13 +86,6 @@ func (w *Window) Len() int {
 	return w.n
 }
 
-// Reset empties the window.
-func (w *Window) Reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.resetLocked()
-}
-
 func (w *Window) resetLocked() {
 	w.start, w.n, w.latest, w.nodeID = 0, 0, nil, ""
 }

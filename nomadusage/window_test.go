@@ -18,8 +18,8 @@ func reading(node string, at time.Time, cpu float64, replicas int) *Reading {
 
 // warmReading is a reading whose sample sums the warm replicas' usage
 // (running less warming), as ReadHosts gives it.
-func warmReading(node string, at time.Time, cpu float64, running, warming int) *Reading {
-	r := reading(node, at, cpu, running)
+func warmReading(at time.Time, cpu float64, running, warming int) *Reading {
+	r := reading("a", at, cpu, running)
 	r.Observation.WarmingReplicas = warming
 	return r
 }
@@ -67,11 +67,11 @@ func TestWindow(t *testing.T) {
 		// sample is still the 2 warm ones' 200, and the old sample is not
 		// tripled (per warm replica it stays 100).
 		{"rescaled by the warm replicas", 5, time.Minute,
-			[]*Reading{warmReading("a", sec(0), 200, 2, 0), warmReading("a", sec(1), 200, 6, 4)},
+			[]*Reading{warmReading(sec(0), 200, 2, 0), warmReading(sec(1), 200, 6, 4)},
 			sec(1), []float64{200, 200}, nil},
 		// Every replica warming: samples sum all running replicas.
 		{"every replica warming", 5, time.Minute,
-			[]*Reading{warmReading("a", sec(0), 200, 2, 0), warmReading("a", sec(1), 30, 6, 6)},
+			[]*Reading{warmReading(sec(0), 200, 2, 0), warmReading(sec(1), 30, 6, 6)},
 			sec(1), []float64{600, 30}, nil},
 	}
 	for _, tc := range cases {

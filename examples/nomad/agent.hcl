@@ -7,7 +7,8 @@
 #   go build -o plugins/host-quota       ./cmd/host-quota
 #
 # The token is best given as NOMAD_TOKEN in the agent's environment (or
-# -nomad-token); the plugins inherit it and never log it.
+# -nomad-token); the plugins inherit it and never log it. acl-policy.hcl is
+# the ACL policy it needs.
 
 log_level  = "INFO"
 plugin_dir = "./plugins"
@@ -17,9 +18,10 @@ nomad {
 }
 
 policy {
-  # File policies: the split mode (one policy, host-quota target) in
-  # policies/split; the per-host mode (two policies, built-in Nomad target)
-  # in policies/per-host. Use one folder per job, never both.
+  # File policies: the split mode (one policy, host-quota target in split
+  # mode) in policies/split; the per-host mode (two policies, host-quota
+  # target in single-group mode) in policies/per-host. Use one folder per
+  # job, never both.
   dir                         = "./policies/split"
   default_evaluation_interval = "10s"
   default_cooldown            = "30s"
@@ -38,5 +40,10 @@ target "host-quota" {
   config = {
     # A target call never waits longer than this on Nomad.
     scale_timeout = "20s"
+    # Run inside a Nomad allocation? Ignore the task's own NOMAD_* (its
+    # NOMAD_NAMESPACE, say): only the agent's nomad block applies.
+    # ignore_env_vars = "true"
+    # A proxy in front of Nomad that wants its own header:
+    # "header.X-Proxy-Auth" = "..."
   }
 }

@@ -391,13 +391,19 @@ func (s *Server) apiAlloc(a *alloc, withJob bool) *api.Allocation {
 	return out
 }
 
-func (s *Server) allocStub(a *alloc) *api.AllocationListStub {
+// allocStub is an allocation's list stub; withResources adds its
+// AllocatedResources, as Nomad's Allocation.Stub does only when asked
+// (Job.Allocations asks for none: alloc.Stub(nil)).
+func (s *Server) allocStub(a *alloc, withResources bool) *api.AllocationListStub {
 	stub := &api.AllocationListStub{
 		ID: a.id, Namespace: a.namespace, EvalID: a.evalID, Name: a.name, NodeID: a.nodeID,
 		JobID: a.jobID, JobType: api.JobTypeService, JobVersion: a.jobVersion, TaskGroup: a.group,
-		AllocatedResources: a.resources(), DesiredStatus: a.desiredStatus, DesiredDescription: a.desiredDesc,
+		DesiredStatus: a.desiredStatus, DesiredDescription: a.desiredDesc,
 		ClientStatus: a.clientStatus, TaskStates: a.taskStates(), DeploymentStatus: a.deploymentStatus(),
 		CreateIndex: a.createIndex, ModifyIndex: a.modifyIndex, CreateTime: a.createTime, ModifyTime: a.modifyTime,
+	}
+	if withResources {
+		stub.AllocatedResources = a.resources()
 	}
 	if n, ok := s.nodes[a.nodeID]; ok {
 		stub.NodeName = n.spec.Name
@@ -449,8 +455,8 @@ func (j *job) allAllocs() []*alloc {
 }
 
 // jobAllocs answers GET /v1/job/:id/allocations. Like Nomad
-// (Job.Allocations), it ignores a filter parameter: filter with
-// GET /v1/allocations.
+// (Job.Allocations), it ignores a filter parameter (filter with
+// GET /v1/allocations) and answers stubs without AllocatedResources.
 func (s *Server) jobAllocs(w http.ResponseWriter, r *http.Request, stop chan struct{}, ns, id string) {
 	s.blocking(w, r, stop, func() (uint64, any, error) {
 		j, ok := s.jobs[jobKey{ns, id}]
@@ -461,7 +467,7 @@ func (s *Server) jobAllocs(w http.ResponseWriter, r *http.Request, stop chan str
 		as := j.allAllocs()
 		out := make([]*api.AllocationListStub, len(as))
 		for i, a := range as {
-			out[i] = s.allocStub(a)
+			out[i] = s.allocStub(a, false)
 		}
 		return s.allocsIndex, out, nil
 	})
@@ -564,7 +570,7 @@ func (s *Server) listAllocs(w http.ResponseWriter, r *http.Request, stop chan st
 				return 0, nil, err
 			}
 			if ok {
-				out = append(out, s.allocStub(a))
+				out = append(out, s.allocStub(a, true))
 			}
 		}
 		return s.allocsIndex, out, nil

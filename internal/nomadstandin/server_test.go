@@ -132,6 +132,21 @@ func TestNodesAndStats(t *testing.T) {
 	if len(allocs) != 2 || allocs[0].AllocatedResources.Tasks["app"].Cpu.CpuShares != 500 || allocs[0].Job == nil {
 		t.Fatalf("node allocations = %d, first %+v", len(allocs), allocs[0])
 	}
+	// Nomad's Job.Allocations answers stubs without resources
+	// (alloc.Stub(nil)); the allocation list carries them.
+	jobStubs, _, err := f.c.Jobs().Allocations(f.job, false, nil)
+	if err != nil || len(jobStubs) != 3 {
+		t.Fatalf("job allocations: %d, %v; want 3", len(jobStubs), err)
+	}
+	for _, st := range jobStubs {
+		if st.AllocatedResources != nil {
+			t.Errorf("job allocation stub %s carries AllocatedResources; Nomad's job allocation list has none", st.Name)
+		}
+	}
+	listed, _, err := f.c.Allocations().List(nil)
+	if err != nil || len(listed) != 3 || listed[0].AllocatedResources == nil {
+		t.Errorf("allocation list: %d stubs, %v; want 3 with AllocatedResources", len(listed), err)
+	}
 	var cpu float64
 	for _, a := range allocs {
 		st, err := f.c.Allocations().Stats(a, nil)

@@ -1,7 +1,15 @@
-# Per-host mode, first host: an ordinary policy with the built-in Nomad
-# target scales group "front" to the first host's count. Use this pair of
-# policies (web-first.hcl, web-second.hcl) or split/web.hcl for a job, never
-# both: point the agent's policy dir at one of the two folders.
+# Per-host mode, first host: group "front" gets the first host's count.
+# Use this pair of policies (web-first.hcl, web-second.hcl) or
+# split/web.hcl for a job, never both: point the agent's policy dir at one
+# of the two folders.
+#
+# A per-host check reads and decides its own host only. The host-quota
+# target in single-group mode (group = "...") writes the count with a
+# check-and-set scale request (a job changed since the strategy read it is
+# not overwritten) and reports the group's desired count, queued
+# allocations included. The built-in "nomad-target" also works, but it has
+# no check-and-set and reports the running count: a count Nomad could not
+# place in full then stays queued (docs/nomad/host-quota.md).
 scaling "web-first" {
   enabled = true
   type    = "horizontal"
@@ -17,19 +25,18 @@ scaling "web-first" {
         role = "first"
         job  = "web"
 
-        first_node_pool  = "activation-first"
-        first_group      = "front"
-        second_node_pool = "activation-second"
-        second_group     = "back"
+        first_node_pool = "activation-first"
+        first_group     = "front"
+        first_max       = "48"
 
         max_scale_up   = "4"
         max_scale_down = "25%"
       }
     }
 
-    target "nomad-target" {
-      Job   = "web"
-      Group = "front"
+    target "host-quota" {
+      job   = "web"
+      group = "front"
     }
   }
 }

@@ -1,4 +1,5 @@
-# Per-host mode, second host: group "back" gets the second host's count.
+# Per-host mode, second host: group "back" gets the second host's count
+# (see web-first.hcl).
 scaling "web-second" {
   enabled = true
   type    = "horizontal"
@@ -14,19 +15,18 @@ scaling "web-second" {
         role = "second"
         job  = "web"
 
-        first_node_pool  = "activation-first"
-        first_group      = "front"
         second_node_pool = "activation-second"
         second_group     = "back"
+        second_max       = "48"
 
         max_scale_up   = "4"
         max_scale_down = "25%"
       }
     }
 
-    target "nomad-target" {
-      Job   = "web"
-      Group = "back"
+    target "host-quota" {
+      job   = "web"
+      group = "back"
     }
   }
 }

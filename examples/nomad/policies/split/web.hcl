@@ -5,8 +5,10 @@
 # agent clamps the sum, the target splits the clamped sum in proportion,
 # keeping each group within its host's quota; a sum no split can reach is
 # refused and changes nothing. The target sets both groups in one job
-# register under check-and-set: a change made to the job since the
-# strategy read it is never overwritten (docs/nomad/host-quota.md).
+# register under check-and-set, the job otherwise as Nomad has it: a change
+# made to the job since the strategy read it is never overwritten
+# (docs/nomad/host-quota.md). The token needs submit-job on the job's
+# namespace (acl-policy.hcl).
 scaling "web-split" {
   enabled = true
   type    = "horizontal"
@@ -38,8 +40,9 @@ scaling "web-split" {
         max_scale_down = "25%"
         hysteresis     = "2"
 
-        # Never ask for more replicas than Nomad can place on a host
-        # ("report" asks anyway and says how many will queue).
+        # Never ask for more replicas than Nomad can place on a host, unless
+        # a quota's min says more: the quota wins ("report" asks anyway and
+        # says how many will queue).
         placement = "cap"
 
         first_max       = "48"

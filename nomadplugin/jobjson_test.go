@@ -1,0 +1,157 @@
+package nomadplugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/nomad-autoscaler/sdk"
+)
+
+// futureField is a job field this plugin's nomad/api module does not know
+// (as a newer Nomad would add one), with values a decode and encode
+// through Go types would change: a number past 2^53, an HTML character,
+// an unknown nested object.
+const futureField = `{"Limit":9007199254740993,"Note":"a<b","Nested":{"Z":1,"A":[true,null]}}`
+
+// TestTargetRegisterKeepsTheJob (issue B2): the register sends the job back
+// as Nomad answered it, only the two counts changed: a field the plugin's
+// api module does not know, in the job and in a group, reaches Nomad byte
+// for byte, and so does every other member.
+func TestTargetRegisterKeepsTheJob(t *testing.T) {
+	w := newWorld(t, 2, 2)
+	px := newProxy(t, w.s.URL())
+	px.rewrite(func(method, path string, body []byte) []byte {
+		if method != http.MethodGet || path != wJobPath {
+			return body
+		}
+		body = setMember(t, body, "FutureField", futureField)
+		var groups []json.RawMessage
+		if err := json.Unmarshal(jobMembers(t, body)["TaskGroups"], &groups); err != nil {
+			t.Error(err)
+			return body
+		}
+		groups[1] = setMember(t, groups[1], "FutureGroupField", futureField)
+		return setMember(t, body, "TaskGroups", string(marshalAsNomad(t, groups)))
+	})
+	tg := targetAt(t, map[string]string{AgentKeyNomadAddress: px.srv.URL})
+	if err := tg.Scale(sdk.ScalingAction{Count: 7, Meta: quotaMeta(4, 3, 0, 10, 0, 10)}, tcfg); err != nil {
+		t.Fatal(err)
+	}
+	reads, writes := px.answers(http.MethodGet, wJobPath), px.requests(http.MethodPut, wJobPath)
+	if len(reads) != 1 || len(writes) != 1 {
+		t.Fatalf("%d job reads and %d registers, want one of each", len(reads), len(writes))
+	}
+	if got := w.counts(t); got != [2]int{4, 3} {
+		t.Fatalf("counts %v, want [4 3]", got)
+	}
+	var sent struct {
+		Job            json.RawMessage
+		EnforceIndex   bool
+		JobModifyIndex uint64
+	}
+	must(t, json.Unmarshal(writes[0].body, &sent))
+	answered := jobMembers(t, reads[0].body)
+	if !sent.EnforceIndex || sent.JobModifyIndex == 0 || string(answered["JobModifyIndex"]) != fmt.Sprint(sent.JobModifyIndex) {
+		t.Errorf("the register is not check-and-set at the index read: EnforceIndex %v at %d, read %s", sent.EnforceIndex, sent.JobModifyIndex, answered["JobModifyIndex"])
+	}
+	if !bytes.Contains(writes[0].body, []byte(`"FutureField":`+futureField)) || !bytes.Contains(writes[0].body, []byte(`"FutureGroupField":`+futureField)) {
+		t.Errorf("the register lost or changed the fields the api module does not know:\n%s", writes[0].body)
+	}
+	// Every member of the job and of its groups but the counts is sent as
+	// Nomad answered it.
+	job := jobMembers(t, sent.Job)
+	if len(job) != len(answered) {
+		t.Errorf("the register sends %d job members, Nomad answered %d", len(job), len(answered))
+	}
+	for k, v := range job {
+		if k != "TaskGroups" && !bytes.Equal(v, answered[k]) {
+			t.Errorf("job member %s: sent %s, Nomad answered %s", k, v, answered[k])
+		}
+	}
+	var sentGroups, readGroups []json.RawMessage
+	must(t, json.Unmarshal(job["TaskGroups"], &sentGroups))
+	must(t, json.Unmarshal(answered["TaskGroups"], &readGroups))
+	if len(sentGroups) != len(readGroups) {
+		t.Fatalf("%d groups sent, %d answered", len(sentGroups), len(readGroups))
+	}
+	for i := range sentGroups {
+		sg, rg := jobMembers(t, sentGroups[i]), jobMembers(t, readGroups[i])
+		for k, v := range rg {
+			if k != "Count" && !bytes.Equal(v, sg[k]) {
+				t.Errorf("group %d member %s: sent %s, Nomad answered %s", i, k, sg[k], v)
+			}
+		}
+	}
+}
+
+func jobMembers(t *testing.T, obj []byte) map[string]json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &m); err != nil {
+		t.Fatalf("not a JSON object: %v", err)
+	}
+	return m
+}
+
+// TestTargetRefusesJobs (issue B2): the jobs whose counts a register must
+// not change are refused before any write, with the job's kind named.
+func TestTargetRefusesJobs(t *testing.T) {
+	for _, tc := range []struct{ name, key, value, want string }{
+		{"batch", "Type", `"batch"`, `a "batch" job`},
+		{"system", "Type", `"system"`, `a "system" job`},
+		{"periodic", "Periodic", `{"Enabled":true,"Spec":"*/5 * * * *","SpecType":"cron"}`, "a periodic job"},
+		{"parameterized", "ParameterizedJob", `{"Payload":"optional"}`, "a parameterized job"},
+		{"multiregion", "Multiregion", `{"Regions":[{"Name":"east"},{"Name":"west"}]}`, "a multiregion job"},
+	} {
+		for _, mode := range []struct {
+			name   string
+			cfg    map[string]string
+			action sdk.ScalingAction
+		}{
+			{"split", tcfg, sdk.ScalingAction{Count: 7, Meta: quotaMeta(4, 3, 0, 10, 0, 10)}},
+			{"single group", gcfg, sdk.ScalingAction{Count: 4}},
+		} {
+			t.Run(tc.name+", "+mode.name, func(t *testing.T) {
+				w := newWorld(t, 2, 2)
+				px := newProxy(t, w.s.URL())
+				px.rewrite(func(method, path string, body []byte) []byte {
+					if method == http.MethodGet && path == wJobPath {
+						return setMember(t, body, tc.key, tc.value)
+					}
+					return body
+				})
+				tg := targetAt(t, map[string]string{AgentKeyNomadAddress: px.srv.URL})
+				from := len(w.s.Requests())
+				err := tg.Scale(mode.action, mode.cfg)
+				if !errors.Is(err, errNotScalable) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "no group was changed") {
+					t.Fatalf("err = %v, want a refusal naming %s", err, tc.want)
+				}
+				if n := len(w.puts(from)); n != 0 {
+					t.Errorf("%d writes for a job the target refuses", n)
+				}
+			})
+		}
+	}
+}
+
+// TestWithCounts: only the named groups' Count changes; a group without a
+// Count gets one; a group the job lacks is an error.
+func TestWithCounts(t *testing.T) {
+	job := []byte(`{"ID":"web","X":{"b":1, "a":2},"TaskGroups":[{"Name":"a","Count":1,"Y":"a<b"},{"Name":"b"},{"Name":"c","Count":3}]}`)
+	got, err := withCounts(job, map[string]int64{"a": 5, "b": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"ID":"web","X":{"b":1, "a":2},"TaskGroups":[{"Name":"a","Count":5,"Y":"a<b"},{"Name":"b","Count":2},{"Name":"c","Count":3}]}`
+	if string(got) != want {
+		t.Errorf("withCounts =\n%s\nwant\n%s", got, want)
+	}
+	if _, err := withCounts(job, map[string]int64{"a": 1, "z": 2}); err == nil {
+		t.Errorf("a group the job lacks: no error")
+	}
+}

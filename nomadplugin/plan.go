@@ -1,0 +1,201 @@
+package nomadplugin
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/nomad-autoscaler/sdk"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
+)
+
+// stepFirstOfTwo is MetaStep's value on the first step of a split at an
+// unchanged sum.
+const stepFirstOfTwo = "1/2"
+
+// hostPlan is how one host's count goes from the engine's decision to the
+// count asked for.
+type hostPlan struct {
+	role      string
+	decided   int    // the engine's count
+	reason    string // the engine's one-line account
+	current   int    // where the limits start (see MetaCurrent)
+	running   int
+	placeable int
+	lo, hi    int // the quota, as the limits applied it
+	final     int // the count asked for
+	queued    int // of final, more than Nomad can place
+	held      int // held back by the step limits
+	limit     string
+	refused   string
+	notes     []string
+}
+
+// plan limits the engine's count of one host, from current: placement
+// (cap mode never asks for more than Nomad can place, running replicas
+// aside, unless the quota's min says more), node state (a node that is
+// down, draining or ineligible is never scaled up, not even into the
+// quota), then the step limits and hysteresis within the quota.
+func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation, current int) hostPlan {
+	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
+		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, limit: hd.Limit, refused: refusedSlot(hd.Refused)}
+	target := p.decided
+	bound := max(p.placeable, p.running)
+	if c.placement == PlacementCap && target > bound {
+		p.note("placement cap: Nomad can place %d at today's reservations (%.0f MHz, %.0f MB free), not %d",
+			bound, hd.Placement.FreeCPUMHz, hd.Placement.FreeMemoryMB, target)
+		target = bound
+	}
+	if why := rd.Node.Why(); why != "" {
+		target = p.holdOnNode(rd.NodeName, why, target)
+	}
+	st := c.steps.Apply(p.current, target, p.lo, p.hi)
+	p.final = st.Count
+	if st.Why != "" {
+		p.held = st.Held
+		p.note("%s (held back %d)", st.Why, max(st.Held, -st.Held))
+	}
+	if c.placement == PlacementCap && p.final > bound && p.final == p.lo {
+		p.note("the quota's min %d is above what Nomad can place (%d): the quota wins over the placement cap", p.lo, bound)
+	}
+	if p.final > p.placeable {
+		p.queued = p.final - p.placeable
+		p.note("%d of %d will stay queued: Nomad can place %d at today's reservations", p.queued, p.final, p.placeable)
+	}
+	return p
+}
+
+// holdOnNode keeps the count of a host whose node Nomad places nothing new
+// on: never up, not even into the quota (its min becomes the current count
+// when that is below it); down is allowed.
+func (p *hostPlan) holdOnNode(node, why string, target int) int {
+	if p.current < p.lo {
+		p.note("node %s %s: the quota's min %d is not enforced, the count stays at %d", node, why, p.lo, p.current)
+		p.lo = p.current
+	}
+	if target > p.current {
+		p.note("node %s %s: not scaled up from %d", node, why, p.current)
+		return p.current
+	}
+	return target
+}
+
+func (p *hostPlan) note(format string, args ...any) {
+	p.notes = append(p.notes, fmt.Sprintf(format, args...))
+}
+
+// refusedSlot is the first host's first refused slot in words.
+func refusedSlot(r *engine.RefusedSlot) string {
+	if r == nil {
+		return ""
+	}
+	what := "new replica"
+	if r.Running {
+		what = "running replica"
+	}
+	return fmt.Sprintf("%s (%s): %s", r.Name, what, r.Resource)
+}
+
+// summary is the plan in words, for the scaling reason.
+func (p *hostPlan) summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d (engine %d, bound by %s", p.role, p.final, p.decided, p.limit)
+	if p.refused != "" {
+		fmt.Fprintf(&b, ", first refused %s", p.refused)
+	}
+	b.WriteString(")")
+	if len(p.notes) > 0 {
+		b.WriteString(": ")
+		b.WriteString(strings.Join(p.notes, "; "))
+	}
+	return b.String()
+}
+
+// hostMetaKeys are each host's meta keys for the count applied, the
+// engine's count and account, and the quota.
+var hostMetaKeys = map[string]struct{ count, decided, reason, min, max string }{
+	RoleFirst:  {MetaFirstCount, MetaFirstDecided, MetaFirstReason, MetaFirstMin, MetaFirstMax},
+	RoleSecond: {MetaSecondCount, MetaSecondDecided, MetaSecondReason, MetaSecondMin, MetaSecondMax},
+}
+
+// meta writes the host's meta, with count the count a target applies now.
+func (p *hostPlan) meta(m map[string]any, count int) {
+	k := hostMetaKeys[p.role]
+	m[k.count], m[k.decided], m[k.reason], m[k.min], m[k.max] = count, p.decided, p.reason, p.lo, p.hi
+	m[HostMeta(p.role, MetaLimit)] = p.limit
+	if p.refused != "" {
+		m[HostMeta(p.role, MetaRefused)] = p.refused
+	}
+	m[HostMeta(p.role, MetaCurrent)] = p.current
+	m[HostMeta(p.role, MetaPlaceable)] = p.placeable
+	m[HostMeta(p.role, MetaQueued)] = p.queued
+	m[HostMeta(p.role, MetaHeld)] = p.held
+	if len(p.notes) > 0 {
+		m[HostMeta(p.role, MetaHeldBy)] = strings.Join(p.notes, "; ")
+	}
+}
+
+// act fills the action from the plans of the hosts read: the role's
+// host's count, or for role "split" both (see splitStep).
+func act(a *sdk.ScalingAction, c *strategyConfig, plans []hostPlan, count int64) {
+	a.Meta[MetaRole] = c.role
+	a.Meta[MetaPlacement] = c.placement
+	if c.role == RoleSplit {
+		splitAction(a, &plans[0], &plans[1], count)
+	} else {
+		p := &plans[0]
+		p.meta(a.Meta, p.final)
+		a.Count = int64(p.final)
+		a.Reason = p.summary() + "; " + p.reason
+	}
+	switch {
+	case a.Count > count:
+		a.Direction = sdk.ScaleDirectionUp
+	case a.Count < count:
+		a.Direction = sdk.ScaleDirectionDown
+	default:
+		a.Direction = sdk.ScaleDirectionNone
+	}
+}
+
+// splitAction is the sum of the two counts, both in meta.
+func splitAction(a *sdk.ScalingAction, f, s *hostPlan, count int64) {
+	applyF, applyS, step := splitStep(f, s, count)
+	f.meta(a.Meta, applyF)
+	s.meta(a.Meta, applyS)
+	a.Count = int64(applyF + applyS)
+	var b strings.Builder
+	fmt.Fprintf(&b, "split %d = %d + %d", applyF+applyS, applyF, applyS)
+	if step {
+		a.Meta[MetaStep] = stepFirstOfTwo
+		fmt.Fprintf(&b, " (step 1 of 2 towards %d + %d at an unchanged sum)", f.final, s.final)
+	}
+	fmt.Fprintf(&b, "; %s; %s; %s; %s", f.summary(), s.summary(), f.reason, s.reason)
+	a.Reason = b.String()
+}
+
+// splitStep returns the counts to apply now. The agent skips an action
+// whose count equals its current one, so a new split at an unchanged sum
+// goes in two steps: one group moves to its new count while the other is
+// held at its current count, clamped into its quota (a group outside its
+// quota is never held there); the next evaluation moves the other. A step
+// that raises the sum (the growing group first) is preferred, then any
+// step that changes it; when none does (the split is the current counts
+// clamped into the quotas) the split is returned as it is, and the agent
+// skips it.
+func splitStep(f, s *hostPlan, count int64) (applyF, applyS int, step bool) {
+	if int64(f.final+s.final) != count || int64(f.current+s.current) != count || (f.final == f.current && s.final == s.current) {
+		return f.final, s.final, false
+	}
+	held := func(p *hostPlan) int { return min(max(p.current, p.lo), p.hi) }
+	steps := [2][2]int{{f.final, held(s)}, {held(f), s.final}}
+	for _, rise := range []bool{true, false} {
+		for _, c := range steps {
+			if sum := int64(c[0] + c[1]); (rise && sum > count) || (!rise && sum != count) {
+				return c[0], c[1], true
+			}
+		}
+	}
+	return f.final, s.final, false
+}
