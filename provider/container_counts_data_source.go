@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -9,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -31,8 +33,9 @@ const (
 )
 
 var (
-	_ datasource.DataSource              = (*containerCountsDataSource)(nil)
-	_ datasource.DataSourceWithConfigure = (*containerCountsDataSource)(nil)
+	_ datasource.DataSource                   = (*containerCountsDataSource)(nil)
+	_ datasource.DataSourceWithConfigure      = (*containerCountsDataSource)(nil)
+	_ datasource.DataSourceWithValidateConfig = (*containerCountsDataSource)(nil)
 )
 
 // NewContainerCountsDataSource is activation_container_counts.
@@ -69,9 +72,10 @@ func (d *containerCountsDataSource) Metadata(_ context.Context, req datasource.M
 // quotaFields are a quota's attributes, as the data source takes them and
 // as the container_counts function does.
 var quotaFields = []field{
-	{name: quotaMin, kind: kindWhole, desc: "Fewest containers; default 0. From 0 to 2^20, at most `max`."},
-	{name: quotaMax, kind: kindWhole, desc: "Most containers; default the model's number of countable slots (the engine's default, as in the CLI's JSON and the Nomad strategy). From 0 to 2^20."},
-	{name: quotaPerBranch, kind: kindFigure, desc: "Containers per activated branch; default 1. Greater than 0, at most 2^20."},
+	{name: quotaMin, kind: kindWhole, desc: fmt.Sprintf("Fewest containers; default 0. From 0 to %s, at most `max`.", thousands(engine.MaxQuotaCount))},
+	{name: quotaMax, kind: kindWhole, desc: "Most containers; default the model's number of countable slots (the engine's default, as in the CLI's JSON and the Nomad strategy). " +
+		fmt.Sprintf("From 0 to %s.", thousands(engine.MaxQuotaCount))},
+	{name: quotaPerBranch, kind: kindFigure, desc: fmt.Sprintf("Containers per activated branch; default 1. Greater than 0, at most %s.", thousands(engine.MaxPerBranch))},
 	{name: quotaRounding, kind: kindString, desc: "How `amount x per_branch` becomes a whole number: `nearest` (default, half away from zero), `floor` or `ceil`."},
 }
 
@@ -135,11 +139,12 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 			"`first` and `second` take any object with the observation's attributes, such as `jsondecode()` of an " +
 			"observation file or `activation_host_usage`'s `observation`. Terraform converts the object to the " +
 			"attribute's type and drops attributes the type does not have, so a misspelt optional attribute is " +
-			"ignored rather than refused; a missing required one is an error.\n\n" +
-			fmt.Sprintf("Size: an observation holds at most %d,%03d usage samples (a week of one-minute samples, `engine.MaxSamples`). ", engine.MaxSamples/1000, engine.MaxSamples%1000) +
-			"Two such observations add about " + largestPlanFigure + " to a `tofu plan` on a 2-core machine " +
-			"(`tools/plan-bench.sh largest`), more than half of it OpenTofu's own work on a value of 20,000 objects; " +
-			"an hour of one-minute samples adds milliseconds.",
+			"ignored rather than refused; a missing required one is an error. The usage window (`usage_samples`) is typed " +
+			"dynamically and checked by the provider when the configuration is validated: there an attribute a sample does not " +
+			"have is refused, as the `container_counts` function refuses one anywhere.\n\n" +
+			fmt.Sprintf("Size: an observation holds at most %s usage samples (a week of one-minute samples). ", thousands(engine.MaxSamples)) +
+			"An hour of one-minute samples adds milliseconds to a `tofu plan`; two observations of a week each add seconds, most of " +
+			"them OpenTofu's own work on a value of 20,000 objects (`tools/plan-bench.sh largest` measures it on your machine).",
 		Attributes: map[string]schema.Attribute{
 			attrFirst:  observationInputAttribute("Observation of the first host (the one read at the admission processor's input layer)."),
 			attrSecond: observationInputAttribute("Observation of the second host (the one read at the capacity processor's output layer)."),
@@ -153,8 +158,8 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 			attrSecondQuota: quotaInputAttribute("second"),
 			attrMinSamples: schema.NumberAttribute{Optional: true,
 				MarkdownDescription: fmt.Sprintf("The fewest usage samples each host's window must hold for a decision: fewer is an error naming the window "+
-					"(one reading says nothing of how usage varies, and never gives a count). From 1 to %d,%03d; 0 or unset: the engine's default, %d.",
-					engine.MaxSamples/1000, engine.MaxSamples%1000, engine.DefaultMinSamples)},
+					"(one reading says nothing of how usage varies, and never gives a count). From 1 to %s; 0 or unset: the engine's default, %d.",
+					thousands(engine.MaxSamples), engine.DefaultMinSamples)},
 			attrFirstContainers:  computedInt("The first host's container count (same as `first_decision.containers`)."),
 			attrSecondContainers: computedInt("The second host's container count (same as `second_decision.containers`)."),
 			attrFirstDecision:    decisionOutputAttribute("first", engine.LayerInput, "A_in"),
@@ -168,6 +173,33 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
 	if pd := configureData(req, resp); pd != nil {
 		d.data = pd
+	}
+}
+
+// ValidateConfig checks each usage window's shape as soon as it is known
+// (the window is typed dynamically, so Terraform cannot): a list of
+// objects with the sample's attributes, of the sample's kinds. Values and
+// ranges are checked when the data source is read.
+func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
+	for _, host := range []string{attrFirst, attrSecond} {
+		// The window straight from the configuration's value: getting it
+		// through Config.GetAttribute would convert a week of samples three
+		// times over (a third of a second per host).
+		raw, _, err := tftypes.WalkAttributePath(req.Config.Raw, tftypes.NewAttributePath().WithAttributeName(host).WithAttributeName(obsUsageSamples))
+		v, ok := raw.(tftypes.Value)
+		if err != nil || !ok || !v.IsKnown() || v.IsNull() {
+			continue // absent or null: Terraform reports a missing one; unknown: checked once known
+		}
+		w, err := types.DynamicType.ValueFromTerraform(ctx, v)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root(host).AtName(obsUsageSamples), "Invalid value", err.Error())
+			continue
+		}
+		if dv, ok := w.(types.Dynamic); ok {
+			if _, err := windowOf(dv, path.Root(host).AtName(obsUsageSamples)); err != nil {
+				addValueError(&resp.Diagnostics, err)
+			}
+		}
 	}
 }
 
@@ -192,18 +224,17 @@ func (d *containerCountsDataSource) Read(ctx context.Context, req datasource.Rea
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	var defaults providerData
-	if d.data != nil {
-		defaults = *d.data
+	in, errs := m.hostInputs(countsRoots, d.data)
+	for _, e := range errs {
+		addValueError(&resp.Diagnostics, e)
 	}
-	first, second, ok := m.hostInputs(&defaults, &resp.Diagnostics)
-	if !ok {
+	if len(errs) > 0 {
 		return
 	}
 	tflog.Trace(ctx, "activation_container_counts: deciding", map[string]any{
-		"first_samples": len(first.Observation.Samples), "second_samples": len(second.Observation.Samples),
+		"first_samples": len(in[0].Observation.Samples), "second_samples": len(in[1].Observation.Samples),
 	})
-	dec, err := engine.Decide(first, second)
+	dec, err := engine.Decide(in[0], in[1])
 	if err != nil {
 		addEngineError(&resp.Diagnostics, countsRoots, err)
 		return
@@ -223,67 +254,96 @@ func unknownOf(attribute string) any {
 }
 
 // hostInputs builds the engine's two host inputs from a known
-// configuration; a value that does not fit the engine's types, or a model
-// that does not load, is a diagnostic on its attribute.
-func (m *containerCountsModel) hostInputs(defaults *providerData, diags *diag.Diagnostics) (first, second engine.HostInput, ok bool) {
+// configuration whose values live at roots: the data source's attributes
+// (with the provider's data pd for the default models) or the function's
+// arguments (pd nil: the built-in models). Every value that does not fit
+// the engine's types and every model that does not load is reported, for
+// both hosts, each as a *valueError naming its attribute.
+func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([2]engine.HostInput, []*valueError) {
+	var in [2]engine.HostInput
+	var errs []*valueError
+	add := func(err error) {
+		var ve *valueError
+		if !errors.As(err, &ve) {
+			ve = &valueError{path: path.Empty(), reason: err.Error()}
+		}
+		errs = append(errs, ve)
+	}
 	minSamples, why := count(m.MinSamples)
 	if why != "" {
-		diags.AddAttributeError(path.Root(attrMinSamples), "Invalid value", attributeDetail(path.Root(attrMinSamples), why))
-		return first, second, false
+		errs = append(errs, &valueError{path: roots.minSamples, reason: why})
 	}
-	for _, h := range []struct {
+	if pd == nil {
+		pd = &providerData{}
+	}
+	for i, h := range []struct {
 		role        string
 		obs         *observationModel
 		quota       *quotaModel
 		model       types.String
 		defaultFrom string
-		defaultSrc  string
-		in          *engine.HostInput
+		defaultSrc  types.String
 	}{
-		{engine.RoleFirst, m.First, m.FirstQuota, m.FirstModel, "default_first_model", defaults.DefaultFirstModel, &first},
-		{engine.RoleSecond, m.Second, m.SecondQuota, m.SecondModel, "default_second_model", defaults.DefaultSecondModel, &second},
+		{engine.RoleFirst, m.First, m.FirstQuota, m.FirstModel, attrDefaultFirstModel, pd.DefaultFirstModel},
+		{engine.RoleSecond, m.Second, m.SecondQuota, m.SecondModel, attrDefaultSecondModel, pd.DefaultSecondModel},
 	} {
-		roots := countsRoots.hosts[h.role]
+		r := roots.hosts[h.role]
 		if h.obs == nil { // required: the framework has refused a missing one already
-			diags.AddAttributeError(roots.observation, "Missing observation", attributeDetail(roots.observation, "is required"))
-			return first, second, false
+			errs = append(errs, &valueError{path: r.observation, reason: "is required"})
+			continue
 		}
-		o, err := h.obs.toEngine(roots.observation)
+		o, err := h.obs.toEngine(r.observation)
 		if err != nil {
-			addValueError(diags, err)
-			return first, second, false
+			add(err)
 		}
-		q, err := h.quota.toEngine(roots.quota)
+		q, err := h.quota.toEngine(r.quota)
 		if err != nil {
-			addValueError(diags, err)
-			return first, second, false
+			add(err)
 		}
-		source := h.model.ValueString()
-		fromProvider := source == "" && h.defaultSrc != ""
-		if fromProvider {
-			source = h.defaultSrc
+		proc, verr := modelFor(h.role, h.model, h.defaultSrc, h.defaultFrom, r.model)
+		if verr != nil {
+			errs = append(errs, verr)
 		}
-		proc, err := engine.Models.LoadFor(h.role, source)
-		if err != nil {
-			if fromProvider {
-				diags.AddAttributeError(roots.model, "Cannot load the model",
-					fmt.Sprintf("Attribute %s is unset, so the provider's %s (%s) is used: %s.", roots.model, h.defaultFrom, source, engine.Reason(err)))
-			} else {
-				diags.AddAttributeError(roots.model, "Cannot load the model", attributeDetail(roots.model, engine.Reason(err)))
-			}
-			return first, second, false
-		}
-		*h.in = engine.HostInput{Observation: &o, Model: proc, Quota: q, MinSamples: minSamples}
+		in[i] = engine.HostInput{Observation: &o, Model: proc, Quota: q, MinSamples: minSamples}
 	}
-	return first, second, true
+	return in, errs
 }
 
-func addValueError(diags *diag.Diagnostics, err error) {
-	if ve, ok := err.(*valueError); ok {
-		diags.AddAttributeError(ve.path, "Invalid value", ve.Error())
-		return
+// modelFor loads the model of a host whose model attribute (at) is own:
+// own's source, else the provider's default (the provider attribute
+// defaultFrom, null when unset), else the role's built-in model.
+func modelFor(role string, own, def types.String, defaultFrom string, at path.Path) (*engine.Processor, *valueError) {
+	if own.IsNull() && def.IsUnknown() {
+		return nil, &valueError{path: at, summary: "Unknown model source", reason: fmt.Sprintf(
+			"is unset, so the provider's %s is used, which is not known until apply: set %s, or give %s a value known when planning",
+			defaultFrom, at, defaultFrom)}
 	}
-	diags.AddError("Invalid configuration", err.Error())
+	if own.IsNull() && !def.IsNull() {
+		p, err := engine.Models.LoadFor(role, def.ValueString())
+		if err != nil {
+			return nil, &valueError{path: at, summary: "Cannot load the model", reason: fmt.Sprintf(
+				"is unset, so the provider's %s (%s) is used: %s", defaultFrom, def.ValueString(), engine.Reason(err))}
+		}
+		return p, nil
+	}
+	p, err := engine.Models.LoadFor(role, own.ValueString())
+	if err != nil {
+		return nil, &valueError{path: at, summary: "Cannot load the model", reason: engine.Reason(err)}
+	}
+	return p, nil
+}
+
+// addValueError adds err as an error diagnostic on the attribute it names.
+func addValueError(diags *diag.Diagnostics, err error) {
+	var ve *valueError
+	switch {
+	case !errors.As(err, &ve):
+		diags.AddError("Invalid configuration", err.Error())
+	case noPath(ve.path):
+		diags.AddError(ve.diagSummary(), ve.reason)
+	default:
+		diags.AddAttributeError(ve.path, ve.diagSummary(), ve.Error())
+	}
 }
 
 // addEngineError adds an engine error as a diagnostic on the attribute it
@@ -296,10 +356,3 @@ func addEngineError(diags *diag.Diagnostics, roots inputRoots, err error) {
 	}
 	diags.AddAttributeError(p, "Cannot compute the container counts", attributeDetail(p, engine.Reason(err)))
 }
-
-// largestPlanFigure is what two observations of engine.MaxSamples samples
-// add to a `tofu plan`, measured with tools/plan-bench.sh largest (12.6 to
-// 12.9 s of wall time and about 13 CPU-seconds on the project's shared
-// 2-core machine; the provider before the typed decoding and the dynamic
-// window: 29 to 34 s, 30 CPU-seconds).
-const largestPlanFigure = "13 seconds"

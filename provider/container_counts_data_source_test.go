@@ -282,31 +282,35 @@ func expectedPath(c testsupport.InvalidInput) path.Path {
 	roots := countsRoots.hosts[c.Host]
 	switch c.Part {
 	case engine.PartQuota:
-		return fieldPath(roots.quota, c.Field)
+		return fieldPath(roots.quota, quotaFields, c.Field)
 	case engine.PartModel:
 		return roots.model
 	}
-	return fieldPath(roots.observation, c.Field)
+	return fieldPath(roots.observation, observationFields, c.Field)
+}
+
+// holdableInvalidInputs is the engine's rule book (testsupport.InvalidInputs)
+// less the cases a Terraform value cannot hold: a NaN. A Terraform number
+// is a big.Float, which has none, and OpenTofu refuses the configuration
+// that tries (0/0) before the provider is called:
+// TestAccContainerCounts_invalidInputs shows it for every NaN case.
+func holdableInvalidInputs(t testing.TB) []testsupport.InvalidInput {
+	var out []testsupport.InvalidInput
+	for _, c := range testsupport.InvalidInputs() {
+		if !hasNaN(invalidRequest(t, c)) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // TestContainerCountsReadInvalidInputs runs the engine's rule book through
 // the data source's Read: each broken rule is an error on the attribute
-// the table names, with the engine's reason. A NaN cannot reach Read: a
-// Terraform number is a big.Float, which has none (the acceptance test
-// shows OpenTofu refusing the configuration that tries).
+// the table names, with the engine's reason.
 func TestContainerCountsReadInvalidInputs(t *testing.T) {
-	for _, c := range testsupport.InvalidInputs() {
+	for _, c := range holdableInvalidInputs(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			r := invalidRequest(t, c)
-			if hasNaN(r) {
-				defer func() {
-					if _, ok := recover().(big.ErrNaN); !ok {
-						t.Error("a Terraform number (big.Float) took a NaN: Read must handle it")
-					}
-				}()
-				types.NumberValue(big.NewFloat(math.NaN()))
-				return
-			}
 			_, err := r.Decide()
 			if err == nil {
 				t.Fatal("the engine accepts the case")
@@ -331,6 +335,84 @@ func assertDiagOn(t *testing.T, diags diag.Diagnostics, p path.Path, reason stri
 		}
 	}
 	t.Fatalf("no error on %s: %v", p, diags)
+}
+
+// TestContainerCountsValidateWindow: the usage windows' shape is checked
+// when the configuration is validated (tofu validate, before any plan),
+// through the provider's protocol server as OpenTofu calls it; a window not
+// known yet is not judged.
+func TestContainerCountsValidateWindow(t *testing.T) {
+	ctx := context.Background()
+	srv, err := providerFactories[TypeName]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	sample := func(attrs map[string]attr.Value) attr.Value {
+		ts := map[string]attr.Type{}
+		for k, v := range attrs {
+			ts[k] = v.Type(ctx)
+		}
+		return types.ObjectValueMust(ts, attrs)
+	}
+	good := sample(map[string]attr.Value{sampleTime: wholeValue(60), sampleCPUMHz: numberValue(5)})
+	window := func() *tftypes.AttributePath {
+		return tftypes.NewAttributePath().WithAttributeName(attrFirst).WithAttributeName(obsUsageSamples)
+	}
+	tuple := func(elems ...attr.Value) types.Dynamic {
+		ts := make([]attr.Type, len(elems))
+		for i, e := range elems {
+			ts[i] = e.Type(ctx)
+		}
+		return types.DynamicValue(types.TupleValueMust(ts, elems))
+	}
+	for _, c := range []struct {
+		name   string
+		window types.Dynamic
+		path   *tftypes.AttributePath // nil for no error
+		detail string
+	}{
+		{"samples", tuple(good, sample(map[string]attr.Value{sampleTime: wholeValue(120), sampleCPUMHz: numberValue(7), sampleMemoryMB: numberValue(9)})), nil, ""},
+		{"numbers as strings", tuple(sample(map[string]attr.Value{sampleTime: types.StringValue("60"), sampleCPUMHz: types.StringValue("5.5")})), nil, ""},
+		{"not known yet", types.DynamicUnknown(), nil, ""},
+		{"an extra attribute", tuple(good, sample(map[string]attr.Value{sampleTime: wholeValue(120), sampleCPUMHz: numberValue(7), "cpu": numberValue(7)})),
+			window().WithElementKeyInt(1), `Attribute first.usage_samples[1]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb.`},
+		{"a required attribute missing", tuple(sample(map[string]attr.Value{sampleTime: wholeValue(60)})),
+			window().WithElementKeyInt(0).WithAttributeName(sampleCPUMHz), "Attribute first.usage_samples[0].cpu_mhz: is required."},
+		{"a word for a number", tuple(sample(map[string]attr.Value{sampleTime: wholeValue(60), sampleCPUMHz: types.StringValue("high")})),
+			window().WithElementKeyInt(0).WithAttributeName(sampleCPUMHz), `Attribute first.usage_samples[0].cpu_mhz: must be a number, not the string "high".`},
+		{"a set", types.DynamicValue(types.SetValueMust(good.Type(ctx), []attr.Value{good})),
+			window(), "Attribute first.usage_samples: must be a list, not a set: a set has no order"},
+		{"an object", types.DynamicValue(good), window(), "Attribute first.usage_samples: must be a list of objects, not an object."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
+			m.First.UsageSamples = c.window
+			cfg := configOf(t, &m)
+			dv, err := tfprotov6.NewDynamicValue(cfg.Raw.Type(), cfg.Raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := srv.ValidateDataResourceConfig(ctx, &tfprotov6.ValidateDataResourceConfigRequest{TypeName: TypeName + "_container_counts", Config: &dv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.path == nil {
+				if len(resp.Diagnostics) > 0 {
+					t.Fatalf("refused at validation: %v", resp.Diagnostics[0].Detail)
+				}
+				return
+			}
+			if len(resp.Diagnostics) != 1 {
+				t.Fatalf("want one error at validation, got %d", len(resp.Diagnostics))
+			}
+			if d := resp.Diagnostics[0]; !d.Attribute.Equal(c.path) || !strings.Contains(d.Detail, c.detail) {
+				t.Errorf("error %q on %v, want %q on %v", d.Detail, d.Attribute, c.detail, c.path)
+			}
+		})
+	}
 }
 
 // TestContainerCountsReadTypeErrors: values a configuration can hold that
@@ -423,11 +505,11 @@ func TestContainerCountsReadModels(t *testing.T) {
 		want   string // path of the error, "" for none
 		detail string
 	}{
-		{"provider default used", providerData{DefaultSecondModel: capFile}, "", "", ""},
+		{"provider default used", providerData{DefaultSecondModel: types.StringValue(capFile)}, "", "", ""},
 		{"missing file", providerData{}, filepath.Join(dir, "missing.json"), "first_model", "no such file"},
 		{"model cannot serve the role", providerData{}, capFile, "first_model", "Attribute first_model: "},
-		{"bad provider default", providerData{DefaultFirstModel: filepath.Join(dir, "gone.json")}, "", "first_model",
-			"Attribute first_model is unset, so the provider's default_first_model (" + filepath.Join(dir, "gone.json") + ") is used"},
+		{"bad provider default", providerData{DefaultFirstModel: types.StringValue(filepath.Join(dir, "gone.json"))}, "", "first_model",
+			"Attribute first_model: is unset, so the provider's default_first_model (" + filepath.Join(dir, "gone.json") + ") is used"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -656,6 +738,7 @@ func decisionCheck(h *engine.HostDecision) knownvalue.Check {
 			plFreeMemoryMB: knownvalue.Float64Exact(pl.FreeMemoryMB), plReplicaCPUMHz: knownvalue.Float64Exact(pl.ReplicaCPUMHz),
 			plReplicaMemoryMB: knownvalue.Float64Exact(pl.ReplicaMemoryMB), plCPUMHz: knownvalue.Int64Exact(int64(pl.CPUMHz)),
 			plMemoryMB: knownvalue.Int64Exact(int64(pl.MemoryMB)), plMemoryMaxMB: knownvalue.Int64Exact(int64(pl.MemoryMaxMB)),
+			plFits: knownvalue.Bool(pl.Fits),
 		}),
 		decBranchTotal: knownvalue.StringExact(h.BranchTotal),
 		decQuota: knownvalue.ObjectExact(map[string]knownvalue.Check{
@@ -723,6 +806,24 @@ func TestAccContainerCounts_newInputs(t *testing.T) {
 	}
 	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
 		Config:            countsConfig(requestAttrs(r), ""),
+		ConfigStateChecks: decisionChecks(countsAddr, want),
+	}}})
+}
+
+// TestAccContainerCounts_numbersAsStrings: numbers written as strings in a
+// usage window are those numbers, as OpenTofu converts them for the
+// observation's typed attributes.
+func TestAccContainerCounts_numbersAsStrings(t *testing.T) {
+	attrs, first, _ := baseAttrs(t)
+	quoted := regexp.MustCompile(`(time|cpu_mhz|memory_mb) = ([0-9.e+-]+)`)
+	first[obsUsageSamples] = quoted.ReplaceAllString(first[obsUsageSamples], `$1 = "$2"`)
+	if !strings.Contains(first[obsUsageSamples], `cpu_mhz = "`) {
+		t.Fatalf("no number was quoted: %s", first[obsUsageSamples])
+	}
+	attrs[attrFirst] = hclObject(first)
+	want := mustDecide(t, &engine.Request{First: testFirst(t), Second: testSecond(t)})
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		Config:            countsConfig(attrs, ""),
 		ConfigStateChecks: decisionChecks(countsAddr, want),
 	}}})
 }
@@ -1001,6 +1102,12 @@ func TestAccContainerCounts_configurationErrors(t *testing.T) {
 		{"sample cpu missing", mutated(func(_ *testing.T, _, _, second map[string]string) {
 			second[obsUsageSamples] = "[{ time = 1 }]"
 		}), literal("Attribute second.usage_samples[0].cpu_mhz: is required")},
+		{"sample with an extra attribute", mutated(func(_ *testing.T, _, _, second map[string]string) {
+			second[obsUsageSamples] = "[{ time = 1, cpu_mhz = 2 }, { time = 2, cpu_mhz = 2, cpu = 3 }]"
+		}), literal(`Attribute second.usage_samples[1]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb.`)},
+		{"window as a set", mutated(func(_ *testing.T, _, first, _ map[string]string) {
+			first[obsUsageSamples] = "toset(" + first[obsUsageSamples] + ")"
+		}), literal("Attribute first.usage_samples: must be a list, not a set: a set has no order")},
 		{"quota rounding not a string", top(attrFirstQuota, `{ rounding = ["up"] }`), `Inappropriate value for attribute "first_quota"`},
 		{"model builtin unknown", top(attrFirstModel, `"builtin:nope"`), `Attribute first_model names built-in model "nope", which does not exist`},
 		{"model empty", top(attrSecondModel, `""`), `Attribute second_model string length must be between 1 and`},

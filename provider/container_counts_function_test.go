@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/engine/golden"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
@@ -137,15 +138,100 @@ func TestContainerCountsFunctionRun(t *testing.T) {
 	if !reflect.DeepEqual(got, countsResult(want)) {
 		t.Fatalf("function result differs from the engine's decision:\n got %+v\nwant %+v", got, countsResult(want))
 	}
-	// Null and {} quotas are every default.
-	for _, quotas := range []attr.Value{nil, jsonValue(t, map[string]any{})} {
-		got, ferr := runFunction(t, jsonValue(t, first), jsonValue(t, second), quotas)
-		if ferr != nil {
-			t.Fatal(ferr)
-		}
-		if want := countsResult(mustDecide(t, &engine.Request{First: first, Second: second})); !reflect.DeepEqual(got, want) {
-			t.Fatalf("default quotas: got %+v, want %+v", got, want)
-		}
+	// {} is every default.
+	got, ferr = runFunction(t, jsonValue(t, first), jsonValue(t, second), jsonValue(t, map[string]any{}))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if want := countsResult(mustDecide(t, &engine.Request{First: first, Second: second})); !reflect.DeepEqual(got, want) {
+		t.Fatalf("default quotas: got %+v, want %+v", got, want)
+	}
+}
+
+// TestContainerCountsFunctionGolden runs every golden decision vector
+// through the function, each observation and quota as jsondecode() gives
+// it: the result is the vector's decision. The function has no model
+// argument: a vector that names a model other than the built-in default
+// fails here rather than being left out.
+func TestContainerCountsFunctionGolden(t *testing.T) {
+	vs, err := golden.Load(golden.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		t.Run(v.Name, func(t *testing.T) {
+			if m := v.Request.FirstModel; m != "" && m != engine.DefaultFirstModel {
+				t.Fatalf("first_model %q: the function decides with the built-in models only", m)
+			}
+			if m := v.Request.SecondModel; m != "" && m != engine.DefaultSecondModel {
+				t.Fatalf("second_model %q: the function decides with the built-in models only", m)
+			}
+			got, ferr := runFunction(t, jsonValue(t, v.Request.First), jsonValue(t, v.Request.Second), jsonValue(t, quotasOf(&v.Request)))
+			if ferr != nil {
+				t.Fatal(ferr)
+			}
+			want := v.Want
+			if !reflect.DeepEqual(got, countsResult(&want)) {
+				t.Fatalf("the function's result differs from the golden decision:\n got %+v\nwant %+v", got, countsResult(&want))
+			}
+		})
+	}
+}
+
+// quotasOf is r's quotas and minimum as the function's third argument.
+func quotasOf(r *engine.Request) map[string]any {
+	q := map[string]any{}
+	if r.FirstQuota != nil {
+		q[fnFirst] = r.FirstQuota
+	}
+	if r.SecondQuota != nil {
+		q[fnSecond] = r.SecondQuota
+	}
+	if r.MinSamples != 0 {
+		q[fnMinSamples] = r.MinSamples
+	}
+	return q
+}
+
+// engineValue is an observation as the framework holds it (not through
+// JSON, which has no infinity): what a configuration of it gives the
+// function.
+func engineValue(t *testing.T, o engine.Observation) attr.Value {
+	t.Helper()
+	m := observationFromEngine(&o)
+	v, diags := types.ObjectValueFrom(context.Background(), observationAttrTypes, &m)
+	if diags.HasError() {
+		t.Fatal(diags)
+	}
+	return v
+}
+
+// TestContainerCountsFunctionInvalidInputs runs the engine's rule book
+// through the function: each broken rule is an error on the argument
+// holding the attribute the table names, with the engine's reason.
+func TestContainerCountsFunctionInvalidInputs(t *testing.T) {
+	for _, c := range holdableInvalidInputs(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			r := invalidRequest(t, c)
+			_, err := r.Decide()
+			if err == nil {
+				t.Fatal("the engine accepts the case")
+			}
+			_, ferr := runFunction(t, engineValue(t, r.First), engineValue(t, r.Second), jsonValue(t, quotasOf(r)))
+			if ferr == nil {
+				t.Fatal("no error")
+			}
+			p := fieldPath(fnRoots.hosts[c.Host].observation, observationFields, c.Field)
+			if c.Part == engine.PartQuota {
+				p = fieldPath(fnRoots.hosts[c.Host].quota, quotaFields, c.Field)
+			}
+			if ferr.FunctionArgument == nil || *ferr.FunctionArgument != argumentOf(p) {
+				t.Errorf("error on argument %v, want %d: %s", ferr.FunctionArgument, argumentOf(p), ferr.Text)
+			}
+			if want := attributeDetail(p, engine.Reason(err)); ferr.Text != want {
+				t.Errorf("error %q, want %q", ferr.Text, want)
+			}
+		})
 	}
 }
 
@@ -171,13 +257,21 @@ func TestContainerCountsFunctionErrors(t *testing.T) {
 		message string
 	}{
 		{"misspelt attribute", []attr.Value{obs(func(m map[string]any) { m["cpu_capcity_mhz"] = 1 }), ok, none}, 0,
-			`first has an attribute "cpu_capcity_mhz", which is not one of:`},
+			`Attribute first: has an attribute "cpu_capcity_mhz", which is not one of:`},
 		{"missing required", []attr.Value{ok, obs(func(m map[string]any) { delete(m, obsReplicaCPUDemandMHz) }), none}, 1,
-			"second.replica_cpu_demand_mhz is required"},
+			"Attribute second.replica_cpu_demand_mhz: is required."},
 		{"wrong kind", []attr.Value{ok, obs(func(m map[string]any) { m[obsRunningReplicas] = "six" }), none}, 1,
-			"second.running_replicas must be a number, not a string"},
+			`Attribute second.running_replicas: must be a number, not the string "six".`},
+		{"a bool for a number", []attr.Value{ok, obs(func(m map[string]any) { m[obsRunningReplicas] = true }), none}, 1,
+			`Attribute second.running_replicas: must be a number, not a bool.`},
 		{"sample not an object", []attr.Value{obs(func(m map[string]any) { m[obsUsageSamples] = []any{1, 2} }), ok, none}, 0,
 			"Attribute first.usage_samples[0]: must be an object, not a number"},
+		{"sample with an extra attribute", []attr.Value{obs(func(m map[string]any) {
+			m[obsUsageSamples] = []any{map[string]any{sampleTime: 1, sampleCPUMHz: 2, "cpu": 3}}
+		}), ok, none}, 0, `Attribute first.usage_samples[0]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb.`},
+		{"queued replica with an extra attribute", []attr.Value{obs(func(m map[string]any) {
+			m[obsQueuedReplicas] = []any{map[string]any{replicaCPUMHz: 100, "gpu": 1}}
+		}), ok, none}, 0, `Attribute first.queued_replicas[0]: has an attribute "gpu", which is not one of: cpu_mhz, memory_mb.`},
 		{"fractional count", []attr.Value{ok, obs(func(m map[string]any) { m[obsWarmingReplicas] = 1.5 }), none}, 1,
 			"Attribute second.warming_replicas: is 1.5; it must be a whole number"},
 		{"engine rule on an observation", []attr.Value{ok, obs(func(m map[string]any) { m[obsCPUCapacityMHz] = 0 }), none}, 1,
@@ -187,7 +281,11 @@ func TestContainerCountsFunctionErrors(t *testing.T) {
 		{"too few samples for min_samples: on the window", []attr.Value{ok, ok, jsonValue(t, map[string]any{"min_samples": 31})}, 0,
 			"Attribute first.usage_samples: has 30 sample(s); at least 31 are needed"},
 		{"unknown quota attribute", []attr.Value{ok, ok, jsonValue(t, map[string]any{"third": map[string]any{}})}, 2,
-			`quotas has an attribute "third"`},
+			`Attribute quotas: has an attribute "third", which is not one of: first, second, min_samples.`},
+		{"null quotas", []attr.Value{ok, ok, nil}, 2, "Attribute quotas: must not be null: pass {} for every default."},
+		{"quotas not an object", []attr.Value{ok, ok, types.StringValue("defaults")}, 2, "Attribute quotas: must be an object, not a string."},
+		{"a window that is not a list", []attr.Value{ok, obs(func(m map[string]any) { m[obsUsageSamples] = "samples" }), none}, 1,
+			"Attribute second.usage_samples: must be a list of objects, not a string."},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -205,6 +303,93 @@ func TestContainerCountsFunctionErrors(t *testing.T) {
 				t.Errorf("error %q does not say %q", ferr.Text, c.message)
 			}
 		})
+	}
+}
+
+// setWindow is obs with its usage window as a set of the same samples.
+func setWindow(t *testing.T, o engine.Observation) attr.Value {
+	t.Helper()
+	v, ok := engineValue(t, o).(types.Object)
+	if !ok {
+		t.Fatal("an observation is not an object")
+	}
+	a := v.Attributes()
+	w, ok := a[obsUsageSamples].(types.Dynamic).UnderlyingValue().(types.List)
+	if !ok {
+		t.Fatal("the window is not a list")
+	}
+	a[obsUsageSamples] = types.DynamicValue(types.SetValueMust(w.ElementType(context.Background()), w.Elements()))
+	return types.ObjectValueMust(v.AttributeTypes(context.Background()), a)
+}
+
+// TestContainerCountsFunctionConversions: values convert as OpenTofu
+// converts the data source's typed attributes (numeric strings are
+// numbers; a number is a string where a label goes); a window that is a
+// set is refused, since a set loses the samples' time order.
+func TestContainerCountsFunctionConversions(t *testing.T) {
+	first, second := testFirst(t), testSecond(t)
+	asStrings := func(o engine.Observation) attr.Value {
+		data, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range m {
+			if f, ok := v.(float64); ok {
+				m[k] = fmt.Sprint(f) // "20000", as a string
+			}
+		}
+		for _, s := range m[obsUsageSamples].([]any) {
+			sm := s.(map[string]any)
+			for k, v := range sm {
+				sm[k] = fmt.Sprint(v)
+			}
+		}
+		m[obsHost] = 42 // a number where a string goes
+		return jsonValue(t, m)
+	}
+	got, ferr := runFunction(t, asStrings(first), jsonValue(t, second), jsonValue(t, map[string]any{"min_samples": "5"}))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	first.Host = "42"
+	if want := countsResult(mustDecide(t, &engine.Request{First: first, Second: second, MinSamples: 5})); !reflect.DeepEqual(got, want) {
+		t.Fatalf("numbers written as strings: got %+v, want %+v", got, want)
+	}
+	_, ferr = runFunction(t, jsonValue(t, first), setWindow(t, second), jsonValue(t, map[string]any{}))
+	if ferr == nil || ferr.FunctionArgument == nil || *ferr.FunctionArgument != 1 ||
+		!strings.Contains(ferr.Text, "Attribute second.usage_samples: must be a list, not a set: a set has no order") {
+		t.Fatalf("a window that is a set: %v", ferr)
+	}
+}
+
+// TestContainerCountsFunctionBothHosts: a value of each host that does not
+// fit is reported, both at once.
+func TestContainerCountsFunctionBothHosts(t *testing.T) {
+	first, second := testFirst(t), testSecond(t)
+	bad := func(o engine.Observation, field string, v any) attr.Value {
+		data, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		m[field] = v
+		return jsonValue(t, m)
+	}
+	_, ferr := runFunction(t, bad(first, obsRunningReplicas, 1.5), bad(second, obsWantedReplicas, 2.5), jsonValue(t, map[string]any{}))
+	if ferr == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"Attribute first.running_replicas: is 1.5", "Attribute second.wanted_replicas: is 2.5"} {
+		if !strings.Contains(ferr.Text, want) {
+			t.Errorf("error %q does not say %q", ferr.Text, want)
+		}
 	}
 }
 
@@ -267,6 +452,43 @@ output "same_as_data_source" {
 	}}})
 }
 
+// TestAccContainerCountsFunction_golden runs every golden decision vector
+// through the function with the real OpenTofu, the observations and quotas
+// read with jsondecode(file()): each result is the vector's decision.
+func TestAccContainerCountsFunction_golden(t *testing.T) {
+	vs, err := golden.Load(golden.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var cfg strings.Builder
+	var checks []statecheck.StateCheck
+	for i, v := range vs {
+		if v.Request.FirstModel != "" && v.Request.FirstModel != engine.DefaultFirstModel ||
+			v.Request.SecondModel != "" && v.Request.SecondModel != engine.DefaultSecondModel {
+			t.Fatalf("%s names a model other than the built-in defaults: the function decides with those only", v.Name)
+		}
+		file := func(kind string, x any) string {
+			data, err := json.Marshal(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Sprintf("jsondecode(file(%s))", hclString(writeFile(t, dir, fmt.Sprintf("v%d-%s.json", i, kind), data)))
+		}
+		fmt.Fprintf(&cfg, "# %s\noutput \"v%d\" {\n  value = provider::activation::container_counts(%s, %s, %s)\n}\n",
+			v.Name, i, file("first", v.Request.First), file("second", v.Request.Second), file("quotas", quotasOf(&v.Request)))
+		want := v.Want
+		checks = append(checks, statecheck.ExpectKnownOutputValue(fmt.Sprintf("v%d", i), knownvalue.ObjectExact(map[string]knownvalue.Check{
+			attrFirstContainers:  knownvalue.Int64Exact(int64(want.First.Containers)),
+			attrSecondContainers: knownvalue.Int64Exact(int64(want.Second.Containers)),
+			attrFirstDecision:    decisionCheck(&want.First),
+			attrSecondDecision:   decisionCheck(&want.Second),
+			attrExplanation:      knownvalue.StringExact(want.Explain()),
+		})))
+	}
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{Config: cfg.String(), ConfigStateChecks: checks}}})
+}
+
 // TestAccContainerCountsFunction_errors: a bad argument is an error naming
 // the argument, the attribute and the reason.
 func TestAccContainerCountsFunction_errors(t *testing.T) {
@@ -295,6 +517,17 @@ func TestAccContainerCountsFunction_errors(t *testing.T) {
 			o := observationHCL(testSecond(t))
 			o["wanted_replica"] = "3"
 			return call("", hclObject(o), "{}")(t)
-		}, `Invalid value for "second" parameter: second has an attribute "wanted_replica"`},
+		}, `Invalid value for "second" parameter: ` + literal(`Attribute second: has an attribute "wanted_replica"`)},
+		{"window as a set", func(t *testing.T) string {
+			o := observationHCL(testSecond(t))
+			o[obsUsageSamples] = "toset(" + o[obsUsageSamples] + ")"
+			return call("", hclObject(o), "{}")(t)
+		}, `Invalid value for "second" parameter: ` + literal("Attribute second.usage_samples: must be a list, not a set: a set has no order")},
+		// quotas must not be null, whether null is written bare or comes
+		// typed from a variable: OpenTofu refuses both before the call.
+		{"quotas bare null", call("", "", "null"), `Invalid function argument.*argument must not be null`},
+		{"quotas typed null", func(t *testing.T) string {
+			return "variable \"quotas\" {\n  type    = object({ min_samples = number })\n  default = null\n}\n" + call("", "", "var.quotas")(t)
+		}, `Invalid function argument.*argument must not be null`},
 	})
 }

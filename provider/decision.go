@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -58,6 +59,7 @@ const (
 	plCPUMHz          = "cpu_mhz"
 	plMemoryMB        = "memory_mb"
 	plMemoryMaxMB     = "memory_max_mb"
+	plFits            = "fits"
 
 	quotaMin       = "min"
 	quotaMax       = "max"
@@ -122,17 +124,23 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 		decPlacement: schema.SingleNestedAttribute{Computed: true,
 			MarkdownDescription: "How the count meets Nomad's placement, which admits a replica only while the reservations (requested resources) of " +
 				"everything on the host fit its allocatable resources. Render `cpu_mhz`, `memory_mb` and `memory_max_mb` as the task's " +
-				"`resources` with `count = containers` and Nomad can place every replica (see the provider's documentation).",
+				"`resources` with `count = containers` and Nomad can place every replica when `fits` is true (see the provider's documentation).",
 			Attributes: map[string]schema.Attribute{
 				plPlaceable:       computedInt("How many replicas Nomad can place at today's reservations (`replica_cpu_mhz`, `replica_memory_mb`)."),
 				plFreeCPUMHz:      computedFloat("The host's CPU capacity less what other workloads reserve, MHz."),
 				plFreeMemoryMB:    computedFloat("Its memory capacity less what other workloads reserve, MB (0 when the capacity is unknown)."),
 				plReplicaCPUMHz:   computedFloat("What one replica reserves today: the running replicas' CPU request each, else the demand, MHz."),
 				plReplicaMemoryMB: computedFloat("Likewise for memory, MB."),
-				plCPUMHz:          computedInt("Per-replica CPU reservation (Nomad's `cpu`, MHz) with which the decided count fits: never above today's."),
-				plMemoryMB:        computedInt("Per-replica memory reservation (Nomad's `memory`, MB) with which the decided count fits: never above today's."),
+				plCPUMHz: computedInt(fmt.Sprintf("Per-replica CPU reservation (Nomad's `cpu`, MHz) with which the decided count fits (see `fits`): "+
+					"never above today's, never below Nomad's smallest, %d MHz.", engine.MinReservationCPUMHz)),
+				plMemoryMB: computedInt(fmt.Sprintf("Per-replica memory reservation (Nomad's `memory`, MB) with which the decided count fits (see `fits`): "+
+					"never above today's, never below Nomad's smallest, %d MB.", engine.MinReservationMemoryMB)),
 				plMemoryMaxMB: computedInt("Per-replica hard memory limit (Nomad's `memory_max`, MB): at least the replica's observed memory peak, " +
 					"so a smaller reservation never caps real use. Needs Nomad's memory oversubscription."),
+				plFits: computedBool(fmt.Sprintf("Whether the decided count at `cpu_mhz` and `memory_mb` each fits what the host has left "+
+					"(`free_cpu_mhz`, `free_memory_mb`), so that Nomad places every replica. False only when even Nomad's smallest reservation "+
+					"(%d MHz, %d MB per replica) times the count does not fit: Nomad then leaves replicas queued whatever the reservation, "+
+					"and a lower `max` in the quota (or more room on the host) is the remedy.", engine.MinReservationCPUMHz, engine.MinReservationMemoryMB)),
 			}},
 		decBranchTotal: computedString("Exact number of activated branches (input-to-output paths), in decimal: it may exceed 64 bits."),
 		decQuota: schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "The quota applied, defaults filled in by the engine.",
@@ -191,6 +199,7 @@ type placementModel struct {
 	CPUMHz          int64   `tfsdk:"cpu_mhz"`
 	MemoryMB        int64   `tfsdk:"memory_mb"`
 	MemoryMaxMB     int64   `tfsdk:"memory_max_mb"`
+	Fits            bool    `tfsdk:"fits"`
 }
 
 type quotaOutModel struct {
@@ -236,6 +245,7 @@ func decisionFromEngine(h *engine.HostDecision) *decisionModel {
 			Placeable: int64(h.Placement.Placeable), FreeCPUMHz: h.Placement.FreeCPUMHz, FreeMemoryMB: h.Placement.FreeMemoryMB,
 			ReplicaCPUMHz: h.Placement.ReplicaCPUMHz, ReplicaMemoryMB: h.Placement.ReplicaMemoryMB,
 			CPUMHz: int64(h.Placement.CPUMHz), MemoryMB: int64(h.Placement.MemoryMB), MemoryMaxMB: int64(h.Placement.MemoryMaxMB),
+			Fits: h.Placement.Fits,
 		},
 		BranchTotal: h.BranchTotal,
 		Quota:       quotaOutModel{Min: int64(h.Quota.Min), Max: int64(h.Quota.Max), PerBranch: h.Quota.PerBranch, Rounding: h.Quota.Rounding},

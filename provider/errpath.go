@@ -52,9 +52,9 @@ func (r inputRoots) pathOf(err error) (p path.Path, ok bool) {
 		if field == attrMinSamples {
 			return r.minSamples, true
 		}
-		return fieldPath(roots.observation, field), true
+		return fieldPath(roots.observation, observationFields, field), true
 	case engine.PartQuota:
-		return fieldPath(roots.quota, field), true
+		return fieldPath(roots.quota, quotaFields, field), true
 	case engine.PartModel:
 		return roots.model, true
 	}
@@ -62,40 +62,49 @@ func (r inputRoots) pathOf(err error) (p path.Path, ok bool) {
 }
 
 // fieldPath turns an engine field path such as "usage_samples[3].time"
-// into an attribute path under root. A part that does not parse ends the
-// path there, so the diagnostic still lands on the nearest attribute.
-func fieldPath(root path.Path, field string) path.Path {
+// into an attribute path under root, following fields (the attributes
+// under root): each name must be one of them, and an index may follow only
+// a list. A part that does not parse or that fields do not have ends the
+// path there, so the diagnostic still lands on the nearest attribute the
+// schema has.
+func fieldPath(root path.Path, fields []field, field string) path.Path {
 	p := root
 	if field == "" {
 		return p
 	}
 	for _, part := range strings.Split(field, ".") {
-		name, rest, _ := strings.Cut(part, "[")
-		if name == "" {
+		name, rest, indexed := strings.Cut(part, "[")
+		f, ok := fieldNamed(fields, name)
+		if !ok {
 			return p
 		}
-		p = p.AtName(name)
-		for rest != "" {
-			idx, after, ok := strings.Cut(rest, "]")
-			if !ok {
+		p, fields = p.AtName(name), f.nested
+		list := f.kind == kindObjects || f.kind == kindWindow
+		if !list {
+			if indexed {
 				return p
 			}
-			i, err := strconv.Atoi(idx)
-			if err != nil || i < 0 {
-				return p
-			}
-			p = p.AtListIndex(i)
-			if after == "" {
-				break
-			}
-			if !strings.HasPrefix(after, "[") {
-				return p
-			}
-			rest = after[1:]
+			continue
+		}
+		if !indexed {
+			return p // a list's elements have no names
+		}
+		idx, after, ok := strings.Cut(rest, "]")
+		i, err := strconv.Atoi(idx)
+		if !ok || err != nil || i < 0 {
+			return p
+		}
+		p = p.AtListIndex(i)
+		if after != "" {
+			return p // the schema has no list of lists
 		}
 	}
 	return p
 }
+
+// noPath reports whether p names no attribute (path.Path{} or
+// path.Empty(), which Path.Equal tells apart).
+func noPath(p path.Path) bool { return len(p.Steps()) == 0 }
 
 // attributeDetail is the text of a diagnostic about the attribute at p.
 func attributeDetail(p path.Path, reason string) string {

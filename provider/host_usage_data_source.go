@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -42,6 +43,7 @@ const (
 	huSampleInterval  = "sample_interval_seconds"
 	huObservation     = "observation"
 	huReadAt          = "read_at"
+	huWarmup          = "warmup"
 	huTimeouts        = "timeouts"
 	maxHostUsageReads = 60
 	maxSampleInterval = 10
@@ -49,6 +51,10 @@ const (
 	// defaultReadTimeout bounds a read when timeouts.read is unset, besides
 	// the waits between samples.
 	defaultReadTimeout = 2 * time.Minute
+
+	// defaultWarmup is warmup's default: the activation-quota strategy's
+	// (nomadplugin.DefaultWarmup), so that both read a node alike.
+	defaultWarmup = 2 * time.Minute
 )
 
 var (
@@ -81,6 +87,7 @@ type hostUsageModel struct {
 	SampleInterval        types.Number   `tfsdk:"sample_interval_seconds"`
 	Observation           types.Object   `tfsdk:"observation"`
 	ReadAt                types.String   `tfsdk:"read_at"`
+	Warmup                types.String   `tfsdk:"warmup"`
 	Timeouts              timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -160,6 +167,14 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			huObservation: observationOutputAttribute("The host observation: capacity (node resources less reserved), the usage samples, " +
 				"the requested resources and number of the running allocations, and the replica demand. Pass it as `first` or `second` of `activation_container_counts`."),
 			huReadAt: schema.StringAttribute{Computed: true, MarkdownDescription: "Time of the last read, RFC 3339."},
+			huWarmup: schema.StringAttribute{Optional: true,
+				MarkdownDescription: "With a `job`: a running allocation younger than this (from its tasks' latest start), or whose stats " +
+					"show no CPU ticks yet, is *warming*: it is counted in the observation's `warming_replicas` and its usage is left out " +
+					"of the sample while any allocation is warm, so the engine counts it at the warm replicas' usage (or at its requested " +
+					"resources when none is warm), never at zero. A Go duration >= 0, such as `\"90s\"`; default `\"" + strings.TrimSuffix(defaultWarmup.String(), "0s") +
+					"\"`, the `activation-quota` strategy's; `\"0s\"` turns the rule off (every running allocation counts as warm, " +
+					"whatever its usage). Instances with the same `warmup` share one reader.",
+				Validators: []validator.String{durationValidator()}},
 		},
 		Blocks: map[string]schema.Block{huTimeouts: timeoutsBlock(ctx)},
 	}
@@ -303,8 +318,14 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 				timeout, samples-1, interval, waits))
 		return
 	}
-	conn, reader, err := d.data.Nomad.get()
+	warmup := defaultWarmup
+	if !m.Warmup.IsNull() {
+		warmup, _ = time.ParseDuration(m.Warmup.ValueString()) // the validator has checked it
+	}
+	conn, reader, err := d.data.Nomad.get(nomadusage.Options{Warmup: warmup})
 	if err != nil {
+		// The provider's settings are not this data source's attributes:
+		// the message names the provider's attribute.
 		resp.Diagnostics.AddError("Cannot use the Nomad settings", err.Error())
 		return
 	}
@@ -423,8 +444,10 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 		diags.AddError("A request to Nomad timed out", fmt.Sprintf(
 			"Nomad at %s did not answer in time (%s per request), during read %d of %d. The call that timed out: %s.",
 			addr, nomadconn.DefaultRequestTimeout, at.read, at.of, msg))
-	case errors.Is(err, nomadusage.ErrNodeNotFound), errors.Is(err, nomadusage.ErrAmbiguous),
-		errors.Is(err, nomadusage.ErrNodeNotReady), errors.Is(err, nomadusage.ErrNoSelector):
+	case errors.Is(err, nomadusage.ErrNodeNotReady):
+		p := m.selectorPath()
+		diags.AddAttributeError(p, "The host is not ready", fmt.Sprintf("Attribute %s: %s. A node that is down or initializing has no usage to read.", p, msg))
+	case errors.Is(err, nomadusage.ErrNodeNotFound), errors.Is(err, nomadusage.ErrAmbiguous), errors.Is(err, nomadusage.ErrNoSelector):
 		p := m.selectorPath()
 		diags.AddAttributeError(p, "Cannot find the host", fmt.Sprintf("Attribute %s: %s.", p, msg))
 	case errors.Is(err, nomadusage.ErrJobNotFound):

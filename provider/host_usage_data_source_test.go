@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -18,9 +17,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflogtest"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -151,11 +152,14 @@ func observationCheck(o engine.Observation, from, to time.Time) knownvalue.Check
 	})
 }
 
-// expectedReading reads q directly with nomadusage: what the data source
-// must return (its usage values are fixed in the stand-in).
+// expectedReading reads q directly with nomadusage, with the options the
+// data source reads with by default (warmup): what the data source must
+// pass through unchanged. What nomadusage reads is its own tests' concern;
+// TestAccHostUsage_warmup checks the warm-up against figures computed from
+// the scenario instead.
 func expectedReading(t *testing.T, c *api.Client, q nomadusage.Query) *nomadusage.Reading {
 	t.Helper()
-	rd, err := (&nomadusage.Reader{Client: c}).Read(context.Background(), q)
+	rd, err := (&nomadusage.Reader{Client: c, Options: nomadusage.Options{Warmup: defaultWarmup}}).Read(context.Background(), q)
 	if err != nil {
 		t.Fatalf("direct read: %v", err)
 	}
@@ -210,7 +214,7 @@ func nullUsageModel() hostUsageModel {
 		Namespace: types.StringNull(), Job: types.StringNull(), Group: types.StringNull(),
 		ReplicaCPUDemandMHz: types.NumberNull(), ReplicaMemoryDemandMB: types.NumberNull(), WantedReplicas: types.NumberNull(),
 		Label: types.StringNull(), Samples: types.NumberNull(), SampleInterval: types.NumberNull(),
-		Observation: types.ObjectNull(observationAttrTypes), ReadAt: types.StringNull(),
+		Observation: types.ObjectNull(observationAttrTypes), ReadAt: types.StringNull(), Warmup: types.StringNull(),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"read": types.StringType})},
 	}
 }
@@ -309,19 +313,17 @@ func TestHostUsageTimeoutNamesTheCall(t *testing.T) {
 
 // TestHostUsageSharedConnection: every read of a provider instance goes
 // through its one connection and reader, also when reads run in parallel
-// as OpenTofu runs them.
+// from a cold start, as OpenTofu runs them (go test -race).
 func TestHostUsageSharedConnection(t *testing.T) {
 	f := newUsageFixture(t)
 	c := newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
-	conn, reader, err := c.get()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var wg sync.WaitGroup
+	start := make(chan struct{})
 	for _, name := range []string{"host-a", "host-b", "host-a", "host-b", "host-a", "host-b"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-start
 			m := nullUsageModel()
 			m.NodeName, m.ReplicaCPUDemandMHz = types.StringValue(name), numberValue(100)
 			if got, diags := readUsageWith(t, context.Background(), c, m); diags != "" || got.NodeName.ValueString() != name {
@@ -329,9 +331,19 @@ func TestHostUsageSharedConnection(t *testing.T) {
 			}
 		}()
 	}
+	close(start)
 	wg.Wait()
-	if conn2, reader2, _ := c.get(); conn2 != conn || reader2 != reader {
-		t.Fatal("the connection or the reader changed between reads")
+	opts := nomadusage.Options{Warmup: defaultWarmup}
+	conn, reader, err := c.get(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn2, reader2, _ := c.get(opts); conn2 != conn || reader2 != reader || len(c.readers) != 1 {
+		t.Fatalf("the reads made %d readers, or the connection or the reader changed", len(c.readers))
+	}
+	// Another warm-up is another reader on the same connection.
+	if conn3, reader3, _ := c.get(nomadusage.Options{}); conn3 != conn || reader3 == reader || reader3.Options.Warmup != 0 {
+		t.Fatal("a read with another warm-up does not get its own reader on the one connection")
 	}
 }
 
@@ -490,45 +502,174 @@ func TestAccHostUsage_cluster(t *testing.T) {
 	}}})
 }
 
-// TestAccHostUsage_standInIgnoresNomadEnv: whatever NOMAD_* variables the
-// process has, the provider the stand-in tests run never falls back to
-// them, so a developer's token, namespace or region never reaches the
-// stand-in. Not parallel: it sets the environment, which the parallel tests
-// only see restored (they resume after every sequential test has ended).
-func TestAccHostUsage_standInIgnoresNomadEnv(t *testing.T) {
+// TestAccHostUsage_nomadEnv: the provider as users run it (New, which
+// reads the process's environment) falls back to the NOMAD_* variables:
+// the stand-in, which accepts only the token in NOMAD_TOKEN, receives it,
+// with NOMAD_NAMESPACE and NOMAD_REGION. The provider the stand-in tests
+// run (providerFactories) reads none of them, so a developer's token,
+// namespace or region never reaches the stand-in. Not parallel: it sets
+// the environment, which the parallel tests only see restored (they resume
+// after every sequential test has ended).
+func TestAccHostUsage_nomadEnv(t *testing.T) {
 	accPreCheck(t)
 	const namespace, region = "elsewhere-ns", "elsewhere-region"
 	t.Setenv(nomadconn.EnvToken, secretToken)
 	t.Setenv(nomadconn.EnvNamespace, namespace)
 	t.Setenv(nomadconn.EnvRegion, region)
-	// The variables are really set: a provider reading the process's
-	// environment (as users run it) would send them.
-	if got, err := (nomadconn.Settings{}).Resolve(os.LookupEnv); err != nil || got.Token != secretToken || got.Namespace != namespace {
-		t.Fatalf("the environment does not hold the test's NOMAD_* variables: %+v %v", got, err)
+	// A whole-node read: no job, so the namespace names nothing the
+	// stand-in must hold.
+	read := func(t *testing.T, f *usageFixture, factories map[string]func() (tfprotov6.ProviderServer, error)) []nomadstandin.Request {
+		t.Helper()
+		resource.Test(t, resource.TestCase{
+			PreCheck:                 func() { accPreCheck(t) },
+			ProtoV6ProviderFactories: factories,
+			Steps: []resource.TestStep{{
+				Config: f.providerHCL("") + usageConfig("test", map[string]string{huNodeID: hclString(f.nodeB), huReplicaCPU: "100"}),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huNodeName), knownvalue.StringExact("host-b")),
+				},
+			}},
+		})
+		reqs := f.s.Requests()
+		if len(reqs) == 0 {
+			t.Fatal("the stand-in received no request")
+		}
+		return reqs
 	}
-	f := newUsageFixture(t)
-	resource.Test(t, resource.TestCase{
-		PreCheck:                 func() { accPreCheck(t) },
-		ProtoV6ProviderFactories: providerFactories,
-		Steps: []resource.TestStep{{
-			Config: f.providerHCL("") + usageConfig("test", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}),
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huNamespace), knownvalue.StringExact("default")),
-			},
-		}},
+	t.Run("New reads the environment", func(t *testing.T) {
+		f := newUsageFixture(t)
+		f.s.RequireToken(secretToken, nomadstandin.TokenPolicy{})
+		users := map[string]func() (tfprotov6.ProviderServer, error){TypeName: providerserver.NewProtocol6WithError(New("test")())}
+		for _, r := range read(t, f, users) {
+			if !r.HadToken || !strings.Contains(r.Query, namespace) || !strings.Contains(r.Query, region) {
+				t.Errorf("request %s %s?%s: token %v; want NOMAD_TOKEN, NOMAD_NAMESPACE and NOMAD_REGION from the environment", r.Method, r.Path, r.Query, r.HadToken)
+			}
+		}
 	})
-	reqs := f.s.Requests()
-	if len(reqs) == 0 {
-		t.Fatal("the stand-in received no request")
-	}
-	for _, r := range reqs {
-		if r.HadToken {
-			t.Errorf("request %s %s carried a token from the environment", r.Method, r.Path)
+	t.Run("the stand-in tests' provider does not", func(t *testing.T) {
+		f := newUsageFixture(t)
+		for _, r := range read(t, f, providerFactories) {
+			if r.HadToken || strings.Contains(r.Query, namespace) || strings.Contains(r.Query, region) {
+				t.Errorf("request %s %s?%s carried NOMAD_TOKEN, NOMAD_NAMESPACE or NOMAD_REGION from the environment", r.Method, r.Path, r.Query)
+			}
 		}
-		if strings.Contains(r.Query, namespace) || strings.Contains(r.Query, region) {
-			t.Errorf("request %s %s?%s carried NOMAD_NAMESPACE or NOMAD_REGION", r.Method, r.Path, r.Query)
+	})
+}
+
+// TestAccHostUsage_nomadProviderSettings: a nomad block written as for
+// terraform-provider-nomad works: the token as secret_id, and skip_verify
+// with a CA, which that provider allows.
+func TestAccHostUsage_nomadProviderSettings(t *testing.T) {
+	f := newUsageFixture(t)
+	f.s.RequireToken(secretToken, nomadstandin.TokenPolicy{})
+	provider := fmt.Sprintf("provider \"activation\" {\n  nomad {\n    address = %s\n    secret_id = %s\n    skip_verify = true\n    ca_pem = %s\n  }\n}\n",
+		hclString(f.s.URL()), hclString(secretToken), hclString(otherCAPEM(t)))
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		Config: provider + usageConfig("test", map[string]string{huNodeName: `"host-b"`, huReplicaCPU: "100"}),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huNodeID), knownvalue.StringExact(f.nodeB)),
+		},
+	}}})
+}
+
+// TestAccHostUsage_warmup: replicas that just started are warming, never
+// warm replicas at zero. Four allocations of a group run at 400 MHz and
+// 100 MB each; the group then scales to eight, and the stand-in reports
+// no usage for the four new ones during their first warmupScenario (as
+// Nomad shows for a task whose first stats are not in). The expected
+// figures come from that scenario, not from a reader:
+//   - warmup as long as the scenario's: the four new allocations are
+//     warming, and the sample is the four warm ones' usage;
+//   - warmup unset (2 minutes): every allocation is younger, so all eight
+//     are warming, and the sample is all the usage;
+//   - warmup "0s" turns the rule off: eight warm replicas using 1600 MHz,
+//     200 MHz each (the reading the rule exists to prevent).
+func TestAccHostUsage_warmup(t *testing.T) {
+	const (
+		warmupScenario = 20 * time.Second
+		cpuRequest     = 500
+		memRequest     = 256
+		cpuUse, memUse = 400.0, 100.0
+	)
+	f := newUsageFixture(t)
+	node, err := f.s.AddNode(nomadstandin.NodeSpec{Name: "host-w", CPUMHz: 16000, MemoryMB: 32768})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.AddJob(nomadstandin.JobSpec{ID: "warm", Groups: []nomadstandin.GroupSpec{
+		{Name: "g", Count: 4, CPUMHz: cpuRequest, MemoryMB: memRequest, NodeID: node, Warmup: warmupScenario},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.SetGroupUsage("", "warm", "g", cpuUse, memUse); err != nil {
+		t.Fatal(err)
+	}
+	var scaledAt time.Time
+	scaleUp := func() {
+		// The four first allocations leave their warm-up: wait until each
+		// reports its usage.
+		deadline := time.Now().Add(warmupScenario + time.Minute)
+		for _, id := range f.s.AllocIDs("", "warm", "g") {
+			for {
+				st, err := f.client.Allocations().Stats(&api.Allocation{ID: id}, nil)
+				if err == nil && st.ResourceUsage.CpuStats.TotalTicks > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("allocation %s never reported its usage: %v", id, err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		if err := f.s.SetGroupCount("", "warm", "g", 8); err != nil {
+			t.Fatal(err)
+		}
+		scaledAt = time.Now()
+		if g, err := f.s.Group("", "warm", "g"); err != nil || g.Running != 8 {
+			t.Fatalf("the group did not scale to 8 running allocations: %+v %v", g, err)
 		}
 	}
+	ds := func(name, warmup string) string {
+		attrs := map[string]string{huNodeName: `"host-w"`, huJob: `"warm"`, huGroup: `"g"`}
+		if warmup != "" {
+			attrs[huWarmup] = hclString(warmup)
+		}
+		return usageConfig(name, attrs)
+	}
+	expect := func(name string, warming int, cpu, mem float64) []statecheck.StateCheck {
+		addr := "data.activation_host_usage." + name
+		obs := tfjsonpath.New(huObservation)
+		return []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr, obs.AtMapKey(obsRunningReplicas), knownvalue.Int64Exact(8)),
+			statecheck.ExpectKnownValue(addr, obs.AtMapKey(obsWarmingReplicas), knownvalue.Int64Exact(int64(warming))),
+			statecheck.ExpectKnownValue(addr, obs.AtMapKey(obsRequestedCPUMHz), knownvalue.Float64Exact(8*cpuRequest)),
+			statecheck.ExpectKnownValue(addr, obs.AtMapKey(obsRequestedMemoryMB), knownvalue.Float64Exact(8*memRequest)),
+			statecheck.ExpectKnownValue(addr, obs.AtMapKey(obsUsageSamples).AtSliceIndex(0).AtMapKey(sampleCPUMHz), knownvalue.Float64Exact(cpu)),
+			statecheck.ExpectKnownValue(addr, obs.AtMapKey(obsUsageSamples).AtSliceIndex(0).AtMapKey(sampleMemoryMB), knownvalue.Float64Exact(mem)),
+			// The premise: the read came while the new allocations were
+			// still in the scenario's warm-up.
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huReadAt), knownvalue.StringFunc(func(v string) error {
+				at, err := time.Parse(time.RFC3339, v)
+				if err != nil {
+					return err
+				}
+				if at.After(scaledAt.Add(warmupScenario)) {
+					return fmt.Errorf("read at %s, after the new allocations' warm-up ended (%s): the test's premise does not hold, not the provider",
+						at, scaledAt.Add(warmupScenario).Format(time.RFC3339))
+				}
+				return nil
+			})),
+		}
+	}
+	var checks []statecheck.StateCheck
+	checks = append(checks, expect("scenario", 4, 4*cpuUse, 4*memUse)...)
+	checks = append(checks, expect("default", 8, 4*cpuUse, 4*memUse)...)
+	checks = append(checks, expect("off", 0, 4*cpuUse, 4*memUse)...)
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		PreConfig:         scaleUp,
+		Config:            f.providerHCL("") + ds("scenario", warmupScenario.String()) + ds("default", "") + ds("off", "0s"),
+		ConfigStateChecks: checks,
+	}}})
 }
 
 func TestAccHostUsage_errors(t *testing.T) {
@@ -556,7 +697,7 @@ func TestAccHostUsage_errors(t *testing.T) {
 				t.Fatal(err)
 			}
 			return ""
-		}, byName("host-a"), `Attribute node_name: .*not ready`},
+		}, byName("host-a"), `The host is not ready.*Attribute node_name: .*not ready`},
 		{"unknown job", nil, func(*usageFixture) map[string]string {
 			return map[string]string{huNodeName: `"host-a"`, huJob: `"nope"`}
 		}, `Attribute job: read job "nope"`},
@@ -687,8 +828,12 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		{"provider ca file and pem", cfg(nomad("    ca_file = \"/etc/nomad/ca.pem\"\n    ca_pem = \"-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\""), ok),
 			`Attribute "nomad\.ca_pem" cannot be specified when "nomad\.ca_file" is specified`},
 		{"provider pem not pem", cfg(nomad(`    cert_pem = "not a certificate"`+"\n"+`    key_file = "/k.pem"`), ok), `Attribute nomad\.cert_pem does not hold PEM text`},
-		{"provider skip verify with ca", cfg(nomad("    ca_file = \"/etc/nomad/ca.pem\"\n    skip_verify = true"), ok),
-			`Attribute "nomad\.(ca_file|skip_verify)" cannot be specified when "nomad\.(ca_file|skip_verify)" is specified`},
+		{"provider token and secret_id", cfg(nomad("    token = \"a-token\"\n    secret_id = \"a-token\""), ok),
+			`Attribute "nomad\.(token|secret_id)" cannot be specified when "nomad\.(token|secret_id)" is specified`},
+		{"provider cert file with key PEM", cfg(nomad("    cert_file = \"/etc/nomad/cli.pem\"\n    key_pem = \"-----BEGIN PRIVATE KEY-----\\nMIIB\\n-----END PRIVATE KEY-----\""), ok),
+			literal("Attribute nomad.key_pem: nomad.key_pem is PEM text, and nomad.cert_file is a file")},
+		{"warmup not a duration", cfg("", with(huWarmup, `"two minutes"`)), literal(`Attribute warmup: is "two minutes"; it must be a Go duration >= 0`)},
+		{"warmup negative", cfg("", with(huWarmup, `"-1s"`)), literal(`Attribute warmup: is "-1s"; it must be a Go duration >= 0`)},
 		{"provider region empty", cfg(nomad(`    region = ""`), ok), `Attribute nomad\.region string length must be between 1 and`},
 	})
 }
@@ -734,6 +879,7 @@ func TestAddNomadError(t *testing.T) {
 		summary string
 	}{
 		{"node not found by name", nil, byName, fmt.Errorf("x: %w", nomadusage.ErrNodeNotFound), huNodeName, "Cannot find the host"},
+		{"node not ready", nil, byName, fmt.Errorf("host x: %w: node h is \"down\"", nomadusage.ErrNodeNotReady), huNodeName, "The host is not ready"},
 		{"ambiguous pool", nil, noJob, fmt.Errorf("x: %w", nomadusage.ErrAmbiguous), huNodePool, "Cannot find the host"},
 		{"no selector", nil, byName, fmt.Errorf("%w: %w", nomadusage.ErrBadQuery, nomadusage.ErrNoSelector), huNodeName, "Cannot find the host"},
 		{"job 404", nil, jobGroup, fmt.Errorf("%w: %w", nomadusage.ErrJobNotFound, notFound), huJob, "Cannot find the workload"},

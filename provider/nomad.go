@@ -7,15 +7,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/boolvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
@@ -23,11 +20,12 @@ import (
 )
 
 // Attribute names of the provider's nomad block. Each falls back to the
-// NOMAD_* variable the Nomad CLI reads (see nomadconn.Settings), as in
-// terraform-provider-nomad.
+// NOMAD_* variable the Nomad CLI reads (see nomadconn.Settings).
 const (
+	attrNomad          = "nomad"
 	nomadAddress       = "address"
 	nomadToken         = "token"
+	nomadSecretID      = "secret_id"
 	nomadHTTPAuth      = "http_auth"
 	nomadHeaders       = "headers"
 	nomadRegion        = "region"
@@ -43,15 +41,18 @@ const (
 	nomadSkipVerify    = "skip_verify"
 	nomadIgnoreEnvVars = "ignore_env_vars"
 
-	// envAllocID is set inside a Nomad allocation: the task's own
+	// envAllocID is set inside a Nomad allocation, envTFCRunID in a
+	// Terraform Cloud or Enterprise run (which runs in one): the task's own
 	// NOMAD_NAMESPACE and NOMAD_REGION are then not the user's intent.
-	envAllocID = "NOMAD_ALLOC_ID"
+	envAllocID  = "NOMAD_ALLOC_ID"
+	envTFCRunID = "TFC_RUN_ID"
 )
 
 // nomadModel is the provider's nomad block.
 type nomadModel struct {
 	Address       types.String `tfsdk:"address"`
 	Token         types.String `tfsdk:"token"`
+	SecretID      types.String `tfsdk:"secret_id"`
 	HTTPAuth      types.String `tfsdk:"http_auth"`
 	Headers       types.Map    `tfsdk:"headers"`
 	Region        types.String `tfsdk:"region"`
@@ -77,27 +78,39 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 		return []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.ConflictsWith(blockPath(other))}
 	}
 	env := func(name string) string { return " Falls back to `" + name + "`" }
+	const mix = ": the Nomad API client takes a certificate and its key both as files or both as PEM text, never one of each."
 	return schema.SingleNestedBlock{
-		MarkdownDescription: "How to reach the Nomad HTTP API, for `activation_host_usage`: the attributes of terraform-provider-nomad. " +
+		MarkdownDescription: "How to reach the Nomad HTTP API, for `activation_host_usage`. " +
 			"Every attribute falls back to the Nomad CLI's environment variable when unset (unless `ignore_env_vars` says otherwise). " +
 			"One connection is made per provider instance, on first use, and shared by every `activation_host_usage`. " +
 			"Secrets (the token, the basic-auth password, header values, a password in the address) are never logged and are " +
-			"removed from every error.",
+			"removed from every error. " +
+			"The attributes follow terraform-provider-nomad's provider configuration (`address`, `region`, `secret_id`, `http_auth`, " +
+			"`headers`, `ca_file`, `ca_pem`, `cert_file`, `cert_pem`, `key_file`, `key_pem`, `skip_verify`, `ignore_env_vars`), " +
+			"with these differences: the ACL token is `token`, and `secret_id` is accepted as its alias; `headers` is a map of " +
+			"name to value, not repeated `headers { name, value }` blocks; `namespace`, `ca_path` and `tls_server_name` are added; " +
+			"`auth_jwt` is not supported; `ignore_env_vars` may name any of the variables below (terraform-provider-nomad honours " +
+			"only `NOMAD_NAMESPACE` and `NOMAD_REGION`), and its default also applies inside a Nomad allocation.",
 		Attributes: map[string]schema.Attribute{
 			nomadAddress: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Address of a Nomad agent, for example `https://nomad.example.com:4646`." + env(nomadconn.EnvAddress) +
 					", then `" + nomadconn.DefaultAddress + "`. A password in it (`https://user:pass@...`) is redacted wherever the address is shown.",
 				Validators: []validator.String{urlValidator()}},
 			nomadToken: schema.StringAttribute{Optional: true, Sensitive: true,
-				MarkdownDescription: "ACL token (secret ID) sent with every request." + env(nomadconn.EnvToken) + ". Never logged.",
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 1024)}},
+				MarkdownDescription: "ACL token (secret ID) sent with every request." + env(nomadconn.EnvToken) + ". Never logged. " +
+					"Conflicts with `secret_id`, its alias.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 1024), stringvalidator.ConflictsWith(blockPath(nomadSecretID))}},
+			nomadSecretID: schema.StringAttribute{Optional: true, Sensitive: true,
+				MarkdownDescription: "Alias of `token`, under terraform-provider-nomad's name: the ACL token sent with every request." +
+					env(nomadconn.EnvToken) + ". Never logged. Conflicts with `token`.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 1024), stringvalidator.ConflictsWith(blockPath(nomadToken))}},
 			nomadHTTPAuth: schema.StringAttribute{Optional: true, Sensitive: true,
 				MarkdownDescription: "HTTP basic authentication, `user` or `user:password`, for a Nomad behind an authenticating proxy." +
 					env(nomadconn.EnvHTTPAuth) + ". Never logged.",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
 			nomadHeaders: schema.MapAttribute{Optional: true, Sensitive: true, ElementType: types.StringType,
-				MarkdownDescription: "Headers sent with every request, name to value (a proxy's own credentials, for example). " +
-					"Their values are treated as secrets.",
+				MarkdownDescription: "Headers sent with every request, name to value (a proxy's own credentials, for example): a map, " +
+					"where terraform-provider-nomad takes repeated `headers { name, value }` blocks. Their values are treated as secrets.",
 				Validators: []validator.Map{mapvalidator.SizeAtLeast(1)}},
 			nomadRegion: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Nomad region to query." + env(nomadconn.EnvRegion) + ", then the agent's own region.",
@@ -115,59 +128,43 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 				MarkdownDescription: "PEM CA certificate to verify the agent's TLS certificate. Conflicts with `ca_file`.",
 				Validators:          pemValidators(nomadCAFile)},
 			nomadCertFile: schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Path of a PEM client certificate for mutual TLS." + env(nomadconn.EnvClientCert) + ". Needs a key; conflicts with `cert_pem`.",
-				Validators:          fileValidators(nomadCertPEM)},
+				MarkdownDescription: "Path of a PEM client certificate for mutual TLS." + env(nomadconn.EnvClientCert) + ". Conflicts with `cert_pem`. " +
+					"Needs its key as a file: `key_file` (or `" + nomadconn.EnvClientKey + "`)" + mix,
+				Validators: fileValidators(nomadCertPEM)},
 			nomadCertPEM: schema.StringAttribute{Optional: true,
-				MarkdownDescription: "PEM client certificate for mutual TLS. Needs a key; conflicts with `cert_file`.",
+				MarkdownDescription: "PEM client certificate for mutual TLS. Conflicts with `cert_file`. Needs its key as PEM text: `key_pem`" + mix,
 				Validators:          pemValidators(nomadCertFile)},
 			nomadKeyFile: schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Path of the PEM private key of the client certificate." + env(nomadconn.EnvClientKey) + ". Conflicts with `key_pem`.",
-				Validators:          fileValidators(nomadKeyPEM)},
+				MarkdownDescription: "Path of the PEM private key of the client certificate." + env(nomadconn.EnvClientKey) + ". Conflicts with `key_pem`. " +
+					"Goes with a certificate file: `cert_file` (or `" + nomadconn.EnvClientCert + "`)" + mix,
+				Validators: fileValidators(nomadKeyPEM)},
 			nomadKeyPEM: schema.StringAttribute{Optional: true, Sensitive: true,
-				MarkdownDescription: "PEM private key of the client certificate. Conflicts with `key_file`.",
+				MarkdownDescription: "PEM private key of the client certificate. Conflicts with `key_file`. Goes with `cert_pem`" + mix,
 				Validators:          pemValidators(nomadKeyFile)},
 			nomadTLSServerName: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Server name (SNI) to expect in the agent's TLS certificate." + env(nomadconn.EnvTLSServerName) + ".",
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 253)}},
 			nomadSkipVerify: schema.BoolAttribute{Optional: true,
 				MarkdownDescription: "Skip verification of the agent's TLS certificate (testing only)." + env(nomadconn.EnvSkipVerify) +
-					". Conflicts with `ca_file` and `ca_pem`.",
-				Validators: []validator.Bool{boolvalidator.ConflictsWith(blockPath(nomadCAFile), blockPath(nomadCAPEM))}},
+					". With it, a CA (`ca_file`, `ca_pem`, `ca_path`) is not used to verify the agent.",
+			},
 			nomadIgnoreEnvVars: schema.MapAttribute{Optional: true, ElementType: types.BoolType,
-				MarkdownDescription: "Environment variables to ignore, name to `true`, for example `{ NOMAD_NAMESPACE = true }`; any of `" +
-					strings.Join(nomadconn.EnvVars, "`, `") + "`. Unset inside a Nomad allocation (`" + envAllocID + "` is set): " +
-					"`{ NOMAD_NAMESPACE = true, NOMAD_REGION = true }`, as terraform-provider-nomad does, so that the task's own " +
-					"namespace and region are not taken for the user's.",
+				MarkdownDescription: "Environment variables not to fall back to, name to `true`; any of `" +
+					strings.Join(nomadconn.EnvVars, "`, `") + "`. Unset or `{}`: none, except inside a Nomad allocation (`" + envAllocID +
+					"` is set) or a Terraform Cloud or Enterprise run (`" + envTFCRunID + "` is set), where the default is " +
+					"`{ NOMAD_NAMESPACE = true, NOMAD_REGION = true }`, as terraform-provider-nomad's, so that the task's own namespace " +
+					"and region are not taken for the user's. A map that names any variable replaces that default: to ignore the " +
+					"namespace and still ignore the region, name both.",
 				Validators: []validator.Map{mapvalidator.KeysAre(stringvalidator.OneOf(nomadconn.EnvVars...))}},
 		},
-	}
-}
-
-// validateNomadTLSPairs checks that a client certificate and its key come
-// together (Terraform-side: the pair is incomplete whatever the values).
-func validateNomadTLSPairs(ctx context.Context, cfg tfsdk.Config, resp *provider.ValidateConfigResponse) {
-	var n *nomadModel
-	resp.Diagnostics.Append(cfg.GetAttribute(ctx, path.Root("nomad"), &n)...)
-	if resp.Diagnostics.HasError() || n == nil {
-		return
-	}
-	given := func(v types.String) bool { return !v.IsNull() } // unknown counts as given
-	cert := given(n.CertFile) || given(n.CertPEM)
-	key := given(n.KeyFile) || given(n.KeyPEM)
-	switch {
-	case cert && !key:
-		resp.Diagnostics.AddAttributeError(path.Root("nomad").AtName(nomadCertFile), "Client certificate without a key",
-			"A client certificate (cert_file or cert_pem) needs its private key: set key_file or key_pem as well.")
-	case key && !cert:
-		resp.Diagnostics.AddAttributeError(path.Root("nomad").AtName(nomadKeyFile), "Client key without a certificate",
-			"A client key (key_file or key_pem) needs its certificate: set cert_file or cert_pem as well.")
 	}
 }
 
 // nomadConnection is a provider instance's way to Nomad: the nomad block's
 // settings, and, made on first use and then shared by every
 // activation_host_usage read (OpenTofu reads data sources in parallel), one
-// nomadconn.Conn and one nomadusage.Reader.
+// nomadconn.Conn and one nomadusage.Reader per set of read options (in
+// practice one: the options come from the data source's warmup).
 type nomadConnection struct {
 	settings nomadconn.Settings
 	// getenv is the environment the settings fall back to, without the
@@ -176,18 +173,43 @@ type nomadConnection struct {
 	// unknown lists the block's attributes not known when the provider was
 	// configured (values computed during apply).
 	unknown []string
-	// err is a problem found in the block itself.
+	// err is a problem found in the block itself, when it was read; it
+	// never changes afterwards.
 	err error
+	// certFrom and keyFrom say where the client certificate and key come
+	// from: an attribute of the block, or its variable.
+	certFrom, keyFrom pairSource
 
-	once   sync.Once
-	conn   *nomadconn.Conn
-	reader *nomadusage.Reader
+	once    sync.Once
+	conn    *nomadconn.Conn
+	connErr error // set by once, read after it
+
+	mu      sync.Mutex
+	readers map[nomadusage.Options]*nomadusage.Reader
+}
+
+// pairSource is where one half of the client certificate pair comes from.
+type pairSource struct {
+	// attr is the block's attribute, or "" when the value comes from the
+	// environment (env) or is unset.
+	attr, env string
+	pem       bool
+}
+
+func (s pairSource) set() bool { return s.attr != "" || s.env != "" }
+
+// name is the attribute or the variable, for a message.
+func (s pairSource) name() string {
+	if s.attr != "" {
+		return attrNomad + "." + s.attr
+	}
+	return s.env
 }
 
 // newNomadConnection reads the nomad block (nil when absent); getenv is the
 // process environment the settings fall back to.
 func newNomadConnection(ctx context.Context, n *nomadModel, getenv nomadconn.Getenv) *nomadConnection {
-	c := &nomadConnection{}
+	c := &nomadConnection{readers: map[nomadusage.Options]*nomadusage.Reader{}}
 	if n == nil {
 		n = &nomadModel{}
 	}
@@ -200,6 +222,9 @@ func newNomadConnection(ctx context.Context, n *nomadModel, getenv nomadconn.Get
 	s := &c.settings
 	s.Address = str(nomadAddress, n.Address)
 	s.Token = str(nomadToken, n.Token)
+	if secretID := str(nomadSecretID, n.SecretID); s.Token == "" {
+		s.Token = secretID
+	}
 	s.HTTPAuth = str(nomadHTTPAuth, n.HTTPAuth)
 	s.Region = str(nomadRegion, n.Region)
 	s.Namespace = str(nomadNamespace, n.Namespace)
@@ -240,7 +265,7 @@ func newNomadConnection(ctx context.Context, n *nomadModel, getenv nomadconn.Get
 	switch {
 	case n.IgnoreEnvVars.IsUnknown():
 		c.unknown = append(c.unknown, nomadIgnoreEnvVars)
-	case !n.IgnoreEnvVars.IsNull():
+	case !n.IgnoreEnvVars.IsNull() && len(n.IgnoreEnvVars.Elements()) > 0:
 		var m map[string]types.Bool
 		diags.Append(n.IgnoreEnvVars.ElementsAs(ctx, &m, false)...)
 		for k, v := range m {
@@ -249,10 +274,8 @@ func newNomadConnection(ctx context.Context, n *nomadModel, getenv nomadconn.Get
 			}
 			ignored[k] = v.ValueBool()
 		}
-	default:
-		if id, ok := getenv(envAllocID); ok && id != "" {
-			ignored[nomadconn.EnvNamespace], ignored[nomadconn.EnvRegion] = true, true
-		}
+	case inNomadOrTFC(getenv):
+		ignored[nomadconn.EnvNamespace], ignored[nomadconn.EnvRegion] = true, true
 	}
 	if diags.HasError() {
 		c.err = fmt.Errorf("the provider's nomad block: %s", diags.Errors()[0].Detail())
@@ -268,12 +291,86 @@ func newNomadConnection(ctx context.Context, n *nomadModel, getenv nomadconn.Get
 		}
 		return getenv(name)
 	}
+	c.certFrom = pairHalf(s.ClientCertPEM, nomadCertPEM, s.ClientCert, nomadCertFile, nomadconn.EnvClientCert, c.getenv)
+	c.keyFrom = pairHalf(s.ClientKeyPEM, nomadKeyPEM, s.ClientKey, nomadKeyFile, nomadconn.EnvClientKey, c.getenv)
 	return c
 }
 
-// get returns the shared connection and reader, making them on first use.
-// Its errors never hold a secret.
-func (c *nomadConnection) get() (*nomadconn.Conn, *nomadusage.Reader, error) {
+// inNomadOrTFC reports whether the provider runs inside a Nomad allocation
+// or a Terraform Cloud or Enterprise run.
+func inNomadOrTFC(getenv nomadconn.Getenv) bool {
+	for _, name := range []string{envAllocID, envTFCRunID} {
+		if v, ok := getenv(name); ok && v != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// pairHalf is where a client certificate (or key) comes from: its PEM
+// attribute, its file attribute, then its variable, as nomadconn.Resolve
+// fills them (the variable only when neither attribute is set).
+func pairHalf(pemValue, pemAttr, fileValue, fileAttr, env string, getenv nomadconn.Getenv) pairSource {
+	switch {
+	case pemValue != "":
+		return pairSource{attr: pemAttr, pem: true}
+	case fileValue != "":
+		return pairSource{attr: fileAttr}
+	}
+	if v, ok := getenv(env); ok && v != "" {
+		return pairSource{env: env}
+	}
+	return pairSource{}
+}
+
+// clientPair checks the client certificate and its key as they resolve
+// (the block, then the environment): both or neither, and both files or
+// both PEM text, the only pairs the Nomad API client accepts. The error
+// names the attribute at fault (or the variable, when the environment
+// gave the half that is wrong) and the other half. A pair with a value
+// not known yet is not judged.
+func (c *nomadConnection) clientPair() *valueError {
+	for _, u := range c.unknown {
+		switch u {
+		case nomadCertFile, nomadCertPEM, nomadKeyFile, nomadKeyPEM, nomadIgnoreEnvVars:
+			return nil
+		}
+	}
+	cert, key := c.certFrom, c.keyFrom
+	at := func(s pairSource) path.Path {
+		if s.attr == "" {
+			return path.Empty()
+		}
+		return path.Root(attrNomad).AtName(s.attr)
+	}
+	kind := func(s pairSource) string {
+		if s.pem {
+			return "PEM text"
+		}
+		return "a file"
+	}
+	switch {
+	case cert.set() && !key.set():
+		return &valueError{path: at(cert), summary: "Client certificate without a key", reason: fmt.Sprintf(
+			"%s gives a client certificate, and no key is set: set key_file or key_pem (or %s)", cert.name(), nomadconn.EnvClientKey)}
+	case key.set() && !cert.set():
+		return &valueError{path: at(key), summary: "Client key without a certificate", reason: fmt.Sprintf(
+			"%s gives a client key, and no certificate is set: set cert_file or cert_pem (or %s)", key.name(), nomadconn.EnvClientCert)}
+	case cert.set() && cert.pem != key.pem:
+		fault, other := key, cert
+		if key.attr == "" { // the key comes from the environment: the certificate's attribute is at fault
+			fault, other = cert, key
+		}
+		return &valueError{path: at(fault), summary: "Client certificate and key of different kinds", reason: fmt.Sprintf(
+			"%s is %s, and %s is %s: the Nomad API client takes a client certificate and its key both as files or both as PEM text",
+			fault.name(), kind(fault), other.name(), kind(other))}
+	}
+	return nil
+}
+
+// get returns the shared connection and the reader for opts, making them
+// on first use. Its errors never hold a secret.
+func (c *nomadConnection) get(opts nomadusage.Options) (*nomadconn.Conn, *nomadusage.Reader, error) {
 	if len(c.unknown) > 0 {
 		return nil, nil, fmt.Errorf("the provider's nomad block has values not known until apply (%s); activation_host_usage needs them known when it is read",
 			strings.Join(c.unknown, ", "))
@@ -281,15 +378,21 @@ func (c *nomadConnection) get() (*nomadconn.Conn, *nomadusage.Reader, error) {
 	if c.err != nil {
 		return nil, nil, c.err
 	}
-	c.once.Do(func() {
-		conn, err := nomadconn.New(c.settings, c.getenv)
-		if err != nil {
-			c.err = err
-			return
-		}
-		c.conn, c.reader = conn, &nomadusage.Reader{Client: conn.Client()}
-	})
-	return c.conn, c.reader, c.err
+	if err := c.clientPair(); err != nil {
+		return nil, nil, err
+	}
+	c.once.Do(func() { c.conn, c.connErr = nomadconn.New(c.settings, c.getenv) })
+	if c.connErr != nil {
+		return nil, nil, c.connErr
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.readers[opts]
+	if !ok {
+		r = &nomadusage.Reader{Client: c.conn.Client(), Options: opts}
+		c.readers[opts] = r
+	}
+	return c.conn, r, nil
 }
 
 // logFields describe the settings for a debug log: where, and which

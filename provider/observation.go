@@ -1,17 +1,15 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/big"
-	"strings"
+	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
@@ -75,12 +73,14 @@ const (
 )
 
 // field describes one attribute of an observation (or of one of its list
-// elements).
+// elements): desc is its description as an input, out as an output (the
+// observation activation_host_usage reads).
 type field struct {
 	name     string
 	kind     fieldKind
 	required bool
 	desc     string
+	out      string
 	nested   []field
 }
 
@@ -91,37 +91,82 @@ var sampleFields = []field{
 }
 
 var replicaFields = []field{
-	{name: replicaCPUMHz, kind: kindFigure, required: true, desc: "Expected CPU demand (MHz) of this replica; greater than 0."},
-	{name: replicaMemoryMB, kind: kindFigure, desc: "Expected memory demand (MB) of this replica. Unset: 0."},
+	{name: replicaCPUMHz, kind: kindFigure, required: true, desc: "Expected CPU demand (MHz) of this replica; greater than 0.",
+		out: "CPU demand (MHz) of the queued replica."},
+	{name: replicaMemoryMB, kind: kindFigure, desc: "Expected memory demand (MB) of this replica. Unset: 0.",
+		out: "Memory demand (MB) of the queued replica."},
 }
 
 // observationFields is every attribute of an observation, in the engine's
 // order. Limits are the engine's (see the data source's description): every
-// figure finite, >= 0, at most 1e9 and at most 1e6 x the host's capacity;
-// every count a whole number up to 2^20.
+// figure finite, >= 0, at most engine.MaxResource and at most
+// engine.MaxUsageRatio x the host's capacity; every count a whole number up
+// to engine.MaxReplicas.
 var observationFields = []field{
-	{name: obsHost, kind: kindString, desc: "Label of the host in explanations (for example its Nomad node name); at most 256 bytes."},
-	{name: obsCPUCapacityMHz, kind: kindFigure, required: true, desc: "The host's allocatable CPU in MHz (what the scheduler may place on); greater than 0."},
-	{name: obsMemoryCapacityMB, kind: kindFigure, desc: "The host's allocatable memory in MB. 0 or unset: unknown, and memory is then not judged (the decision's `evidence.memory_judged` says so)."},
-	{name: obsUsageSamples, kind: kindWindow, required: true, nested: sampleFields, desc: "The recent real usage window, oldest first: the usage summed over the workload's running replicas on this host. " +
-		"A list of `{ time, cpu_mhz, memory_mb }` objects: `time` (Unix seconds, whole, >= 0, strictly increasing) and `cpu_mhz` required, " +
-		"`memory_mb` optional (0), each summed over the workload's running replicas on the host. " +
-		"From 1 to 10,080 samples (a week of minutes); a decision needs at least `min_samples` of them. " +
-		"The list is typed dynamically so that a week of samples plans in seconds: the provider checks each sample's attributes " +
-		"(an attribute that is not one of these three is an error, not ignored)."},
-	{name: obsRequestedCPUMHz, kind: kindFigure, required: true, desc: "Sum of the CPU (MHz) the running replicas reserve: what request-sum admission counts."},
-	{name: obsRequestedMemoryMB, kind: kindFigure, desc: "Sum of the memory (MB) the running replicas reserve. Unset: 0."},
-	{name: obsRunningReplicas, kind: kindWhole, required: true, desc: "How many replicas produced the usage samples. With none running, a replica counts at its demand."},
-	{name: obsWarmingReplicas, kind: kindWhole, desc: "How many of the running replicas are still warming up (just started, or no usage reported yet): they count at the warm replicas' usage, " +
-		"or at their requested resources when none is warm, never at zero. At most `running_replicas`; unset: 0."},
-	{name: obsReplicaCPUDemandMHz, kind: kindFigure, required: true, desc: "Expected CPU demand (MHz) of one new replica of the workload; greater than 0."},
-	{name: obsReplicaMemoryDemandMB, kind: kindFigure, desc: "Expected memory demand (MB) of one new replica. Unset: 0."},
-	{name: obsWantedReplicas, kind: kindWhole, desc: "How many replicas want to run on the host, the running ones included: the first host's demand slots past the running replicas hold the demand " +
-		"of a new replica up to this number. 0 or unset offers every slot. Not with `queued_replicas`."},
-	{name: obsQueuedReplicas, kind: kindObjects, nested: replicaFields, desc: "The new replicas queued to run on the host after the running ones, in order, each with its own demand " +
-		"(replicas of different sizes, or several groups queued for one host). `[]` means nobody new wants to run; unset: `wanted_replicas` says how many. Not with `wanted_replicas`."},
-	{name: obsOtherReservedCPUMHz, kind: kindFigure, desc: "CPU (MHz) other workloads reserve on the host, at most its capacity: this workload's room is the capacity less it. Unset: 0."},
-	{name: obsOtherReservedMemoryMB, kind: kindFigure, desc: "Memory (MB) other workloads reserve on the host, at most its capacity. Unset: 0."},
+	{name: obsHost, kind: kindString,
+		desc: fmt.Sprintf("Label of the host in explanations (for example its Nomad node name); at most %d bytes.", engine.MaxHostLabel),
+		out:  "Label of the host: the data source's `label`, else the node's name."},
+	{name: obsCPUCapacityMHz, kind: kindFigure, required: true,
+		desc: "The host's allocatable CPU in MHz (what the scheduler may place on); greater than 0.",
+		out:  "The node's allocatable CPU in MHz: its CPU less what the node reserves for itself."},
+	{name: obsMemoryCapacityMB, kind: kindFigure,
+		desc: "The host's allocatable memory in MB. 0 or unset: unknown, and memory is then not judged (the decision's `evidence.memory_judged` says so).",
+		out:  "The node's allocatable memory in MB: its memory less what the node reserves for itself."},
+	{name: obsUsageSamples, kind: kindWindow, required: true, nested: sampleFields,
+		desc: "The recent real usage window, oldest first: the usage summed over the workload's running replicas on this host. " +
+			"A list of `{ time, cpu_mhz, memory_mb }` objects: `time` (Unix seconds, whole, >= 0, strictly increasing) and `cpu_mhz` required, " +
+			"`memory_mb` optional (0), each summed over the workload's running replicas on the host. " +
+			fmt.Sprintf("From 1 to %s samples (a week of minutes); a decision needs at least `min_samples` of them. ", thousands(engine.MaxSamples)) +
+			"The list is typed dynamically so that a week of samples plans quickly: the provider checks each sample's attributes " +
+			"when the configuration is validated (an attribute that is not one of these three is an error, not ignored; a number " +
+			"written as a string, such as `\"1200\"`, is that number). A list or a tuple, never a set: a set has no order, and the " +
+			"samples must stay in time order.",
+		out: "The usage read, one sample per read, oldest first: `{ time, cpu_mhz, memory_mb }`, with the time Nomad took the stats " +
+			"(Unix seconds) and the CPU (MHz) and memory (MB) used: with a `job`, by the task group's running allocations on the node, " +
+			"only the warm ones while any is warm (see `warmup`), so that the engine divides it among the warm replicas; " +
+			"without, by the whole node."},
+	{name: obsRequestedCPUMHz, kind: kindFigure, required: true,
+		desc: "Sum of the CPU (MHz) the running replicas reserve: what request-sum admission counts.",
+		out:  "Sum of the CPU (MHz) the running allocations read reserve."},
+	{name: obsRequestedMemoryMB, kind: kindFigure,
+		desc: "Sum of the memory (MB) the running replicas reserve. Unset: 0.",
+		out:  "Sum of the memory (MB) the running allocations read reserve."},
+	{name: obsRunningReplicas, kind: kindWhole, required: true,
+		desc: "How many replicas produced the usage samples. With none running, a replica counts at its demand.",
+		out:  "Running allocations read: the task group's on the node with a `job`, every allocation on the node without."},
+	{name: obsWarmingReplicas, kind: kindWhole,
+		desc: "How many of the running replicas are still warming up (just started, or no usage reported yet): they count at the warm replicas' usage, " +
+			"or at their requested resources when none is warm, never at zero. At most `running_replicas`; unset: 0.",
+		out: "How many of the running allocations are warming up: younger than `warmup`, or with no CPU ticks yet (with a `job`; 0 without)."},
+	{name: obsReplicaCPUDemandMHz, kind: kindFigure, required: true,
+		desc: "Expected CPU demand (MHz) of one new replica of the workload; greater than 0.",
+		out:  "Expected CPU demand (MHz) of one replica: `replica_cpu_demand_mhz`, else the task group's CPU request."},
+	{name: obsReplicaMemoryDemandMB, kind: kindFigure,
+		desc: "Expected memory demand (MB) of one new replica. Unset: 0.",
+		out:  "Expected memory demand (MB) of one replica: `replica_memory_demand_mb`, else the task group's memory request (0 without a `job`)."},
+	{name: obsWantedReplicas, kind: kindWhole,
+		desc: "How many replicas want to run on the host, the running ones included: the first host's demand slots past the running replicas hold the demand " +
+			"of a new replica up to this number. 0 or unset offers every slot. Not with `queued_replicas`.",
+		out: "The data source's `wanted_replicas` (0 when unset: every slot is offered)."},
+	{name: obsQueuedReplicas, kind: kindObjects, nested: replicaFields,
+		desc: "The new replicas queued to run on the host after the running ones, in order, each with its own demand " +
+			"(replicas of different sizes, or several groups queued for one host). `[]` means nobody new wants to run; unset: `wanted_replicas` says how many. Not with `wanted_replicas`.",
+		out: "Null: this data source queues no replica (`wanted_replicas` says how many want to run)."},
+	{name: obsOtherReservedCPUMHz, kind: kindFigure,
+		desc: "CPU (MHz) other workloads reserve on the host, at most its capacity: this workload's room is the capacity less it. Unset: 0.",
+		out:  "CPU (MHz) reserved on the node by allocations the observation does not cover: with a `job`, every other job's and group's placed there; without, the pending ones."},
+	{name: obsOtherReservedMemoryMB, kind: kindFigure,
+		desc: "Memory (MB) other workloads reserve on the host, at most its capacity. Unset: 0.",
+		out:  "Memory (MB) reserved on the node by allocations the observation does not cover, as for `other_reserved_cpu_mhz`."},
+}
+
+// thousands writes n with a comma between thousands (10080 is "10,080").
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // fieldAttributes is the schema of fields: inputs (required or optional,
@@ -130,19 +175,23 @@ func fieldAttributes(fields []field, computed bool) map[string]schema.Attribute 
 	out := make(map[string]schema.Attribute, len(fields))
 	for _, f := range fields {
 		req, opt := !computed && f.required, !computed && !f.required
+		desc := f.desc
+		if computed {
+			desc = f.out
+		}
 		switch f.kind {
 		case kindFigure, kindWhole:
-			out[f.name] = schema.NumberAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc}
+			out[f.name] = schema.NumberAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: desc}
 		case kindString:
-			out[f.name] = schema.StringAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc}
+			out[f.name] = schema.StringAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: desc}
 		case kindObjects:
-			out[f.name] = schema.ListNestedAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc,
+			out[f.name] = schema.ListNestedAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: desc,
 				NestedObject: schema.NestedAttributeObject{Attributes: fieldAttributes(f.nested, computed)}}
 		case kindObject:
-			out[f.name] = schema.SingleNestedAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc,
+			out[f.name] = schema.SingleNestedAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: desc,
 				Attributes: fieldAttributes(f.nested, computed)}
 		case kindWindow:
-			out[f.name] = schema.DynamicAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: f.desc}
+			out[f.name] = schema.DynamicAttribute{Required: req, Optional: opt, Computed: computed, MarkdownDescription: desc}
 		}
 	}
 	return out
@@ -212,16 +261,6 @@ type observationModel struct {
 	OtherReservedCPUMHz   types.Number  `tfsdk:"other_reserved_cpu_mhz"`
 	OtherReservedMemoryMB types.Number  `tfsdk:"other_reserved_memory_mb"`
 }
-
-// valueError is a configured value that does not fit the engine's type, at
-// path: a type error, reported by the provider (range errors are the
-// engine's).
-type valueError struct {
-	path   path.Path
-	reason string
-}
-
-func (e *valueError) Error() string { return attributeDetail(e.path, e.reason) }
 
 // figure reads a CPU or memory figure; null is 0. A value beyond a 64-bit
 // float (1e400) is a type error; an infinite one (1/0) goes to the engine,
@@ -308,7 +347,7 @@ func (m *observationModel) toEngine(root path.Path) (engine.Observation, error) 
 			return fail(root.AtName(f.name), why)
 		}
 	}
-	samples, err := objectsOf(m.UsageSamples, sampleFields, root.AtName(obsUsageSamples))
+	samples, err := windowOf(m.UsageSamples, root.AtName(obsUsageSamples))
 	if err != nil {
 		return engine.Observation{}, err
 	}
@@ -348,103 +387,6 @@ func (m *observationModel) toEngine(root path.Path) (engine.Observation, error) 
 		}
 	}
 	return o, nil
-}
-
-// objectsOf checks that a dynamically typed window is a list (or tuple, as
-// jsondecode gives) of objects with fields' attributes, and returns each
-// element's attributes; the error names the element or attribute at fault.
-func objectsOf(v types.Dynamic, fields []field, p path.Path) ([]map[string]attr.Value, error) {
-	if v.IsNull() || v.IsUnderlyingValueNull() {
-		return nil, &valueError{path: p, reason: "is required"}
-	}
-	var elems []attr.Value
-	switch l := v.UnderlyingValue().(type) {
-	case basetypes.ListValue:
-		elems = l.Elements()
-	case basetypes.TupleValue:
-		elems = l.Elements()
-	case basetypes.SetValue:
-		elems = l.Elements()
-	default:
-		return nil, &valueError{path: p, reason: "must be a list of objects, not a " + friendlyAttrType(v.UnderlyingValue())}
-	}
-	out := make([]map[string]attr.Value, len(elems))
-	for i, e := range elems {
-		var a map[string]attr.Value
-		switch o := e.(type) {
-		case basetypes.ObjectValue:
-			if !o.IsNull() {
-				a = o.Attributes()
-			}
-		case basetypes.MapValue:
-			if !o.IsNull() {
-				a = o.Elements()
-			}
-		default:
-			return nil, &valueError{path: p.AtListIndex(i), reason: "must be an object, not a " + friendlyAttrType(e)}
-		}
-		if a == nil {
-			return nil, &valueError{path: p.AtListIndex(i), reason: "must be an object, not null"}
-		}
-		if err := checkFields(a, fields, p.AtListIndex(i)); err != nil {
-			return nil, err
-		}
-		out[i] = a
-	}
-	return out, nil
-}
-
-// checkFields checks an object's attributes against fields (scalars only):
-// none unknown to fields, every required one set, numbers and strings where
-// fields say so.
-func checkFields(a map[string]attr.Value, fields []field, p path.Path) error {
-	for name := range a {
-		if !hasField(fields, name) {
-			return &valueError{path: p, reason: fmt.Sprintf("has an attribute %q, which is not one of: %s", name, fieldNames(fields))}
-		}
-	}
-	for _, f := range fields {
-		v, ok := a[f.name]
-		if !ok || v.IsNull() {
-			if f.required {
-				return &valueError{path: p.AtName(f.name), reason: "is required"}
-			}
-			continue
-		}
-		switch f.kind {
-		case kindFigure, kindWhole:
-			if _, ok := v.(basetypes.NumberValue); !ok {
-				return &valueError{path: p.AtName(f.name), reason: "must be a number, not a " + friendlyAttrType(v)}
-			}
-		case kindString:
-			if _, ok := v.(basetypes.StringValue); !ok {
-				return &valueError{path: p.AtName(f.name), reason: "must be a string, not a " + friendlyAttrType(v)}
-			}
-		}
-	}
-	return nil
-}
-
-func hasField(fields []field, name string) bool {
-	for _, f := range fields {
-		if f.name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func fieldNames(fields []field) string {
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.name
-	}
-	return strings.Join(names, ", ")
-}
-
-// friendlyAttrType names a value's type as HCL users know it.
-func friendlyAttrType(v attr.Value) string {
-	return friendlyType(v.Type(context.Background()).TerraformType(context.Background()))
 }
 
 // numberAt is attribute name of an object's attributes as a number (null

@@ -7,6 +7,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -58,12 +59,20 @@ type providerModel struct {
 	Nomad              *nomadModel  `tfsdk:"nomad"`
 }
 
+// Attribute names of the provider.
+const (
+	attrDefaultFirstModel  = "default_first_model"
+	attrDefaultSecondModel = "default_second_model"
+)
+
 // providerData is what Configure hands to every data source.
 type providerData struct {
-	// DefaultFirstModel and DefaultSecondModel are model sources used when
-	// a data source names none; empty means the engine's built-ins.
-	DefaultFirstModel  string
-	DefaultSecondModel string
+	// DefaultFirstModel and DefaultSecondModel are the model sources used
+	// when a data source names none, as configured: null means the
+	// engine's built-ins, unknown a value computed during apply (an error
+	// only for the data sources that use it).
+	DefaultFirstModel  types.String
+	DefaultSecondModel types.String
 	// Nomad is the provider instance's one connection to Nomad (block then
 	// NOMAD_* fallbacks), made on first use and shared by every
 	// activation_host_usage.
@@ -90,7 +99,10 @@ func (p *activationProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			"`cpu_mhz`, `memory_mb` and `memory_max_mb` form a per-replica reservation, never above today's, with which the " +
 			"decided count fits the host's allocatable resources less what other workloads reserve there " +
 			"(`other_reserved_cpu_mhz`, `other_reserved_memory_mb`). Render them with the count into the task's `resources` " +
-			"(see `examples/demo`): the reservation follows real usage, and the activation engine decides how many replicas run.\n\n" +
+			"(see `examples/demo`): the reservation follows real usage, and the activation engine decides how many replicas run. " +
+			"`placement.fits` says whether that reservation places the whole count: it is false only when even Nomad's smallest " +
+			fmt.Sprintf("reservation (%d MHz, %d MB per replica) times the count exceeds what the host has left; ", engine.MinReservationCPUMHz, engine.MinReservationMemoryMB) +
+			"the rest would stay queued, so lower the quota's `max` or make room.\n\n" +
 			"`memory_max_mb` is the hard memory limit (`memory_max`): at least the replica's observed memory peak, so a " +
 			"smaller reservation never caps what a replica really uses. Nomad honours `memory_max` only with memory " +
 			"oversubscription enabled (`nomad operator scheduler set-config -memory-oversubscription=true`, or " +
@@ -99,27 +111,42 @@ func (p *activationProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			"count then fits only while count x `memory_max_mb` <= `placement.free_memory_mb`. " +
 			"`placement.placeable` says how many replicas Nomad could place at today's reservations.",
 		Attributes: map[string]schema.Attribute{
-			"default_first_model": schema.StringAttribute{
+			attrDefaultFirstModel: schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "Model source for the first host (admission processor) when a data source names none: " +
-					"`builtin:<name>` or the path of a model file. Defaults to `" + engine.DefaultFirstModel + "`.",
+					"`builtin:<name>` or the path of a model file. Defaults to `" + engine.DefaultFirstModel + "`. A value known only " +
+					"after apply is an error for the data sources that use it, not for the others.",
 				Validators: modelSourceValidators(),
 			},
-			"default_second_model": schema.StringAttribute{
+			attrDefaultSecondModel: schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "Model source for the second host (capacity processor) when a data source names none: " +
-					"`builtin:<name>` or the path of a model file. Defaults to `" + engine.DefaultSecondModel + "`.",
+					"`builtin:<name>` or the path of a model file. Defaults to `" + engine.DefaultSecondModel + "`. A value known only " +
+					"after apply is an error for the data sources that use it, not for the others.",
 				Validators: modelSourceValidators(),
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"nomad": nomadBlockSchema(),
+			attrNomad: nomadBlockSchema(),
 		},
 	}
 }
 
+// ValidateConfig checks what the nomad block's attributes cannot check one
+// by one: the client certificate and its key, as they resolve with the
+// environment (see nomadConnection.clientPair). A pair wrong in the
+// environment alone is no error of the configuration: it is reported when
+// activation_host_usage uses the connection, so that a configuration
+// without it is not refused for the environment's sake.
 func (p *activationProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
-	validateNomadTLSPairs(ctx, req.Config, resp)
+	var n *nomadModel
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrNomad), &n)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := newNomadConnection(ctx, n, p.getenv).clientPair(); err != nil && !noPath(err.path) {
+		addValueError(&resp.Diagnostics, err)
+	}
 }
 
 func (p *activationProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -128,23 +155,11 @@ func (p *activationProvider) Configure(ctx context.Context, req provider.Configu
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	data := &providerData{}
-	if v := cfg.DefaultFirstModel; !v.IsNull() && !v.IsUnknown() {
-		data.DefaultFirstModel = v.ValueString()
-	} else if v.IsUnknown() {
-		resp.Diagnostics.AddAttributeError(path.Root("default_first_model"), "Unknown model source",
-			"default_first_model must be known when the provider is configured: it cannot come from a value computed during apply.")
-	}
-	if v := cfg.DefaultSecondModel; !v.IsNull() && !v.IsUnknown() {
-		data.DefaultSecondModel = v.ValueString()
-	} else if v.IsUnknown() {
-		resp.Diagnostics.AddAttributeError(path.Root("default_second_model"), "Unknown model source",
-			"default_second_model must be known when the provider is configured: it cannot come from a value computed during apply.")
-	}
+	data := &providerData{DefaultFirstModel: cfg.DefaultFirstModel, DefaultSecondModel: cfg.DefaultSecondModel}
 	data.Nomad = newNomadConnection(ctx, cfg.Nomad, p.getenv)
 	fields := data.Nomad.logFields()
-	fields["default_first_model"] = data.DefaultFirstModel
-	fields["default_second_model"] = data.DefaultSecondModel
+	fields[attrDefaultFirstModel] = data.DefaultFirstModel.String()
+	fields[attrDefaultSecondModel] = data.DefaultSecondModel.String()
 	tflog.Debug(ctx, "activation provider configured", fields)
 	resp.DataSourceData = data
 	resp.ResourceData = data

@@ -2,9 +2,15 @@ package provider
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,9 +19,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -25,6 +33,7 @@ import (
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
+	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
 func TestProviderSchema(t *testing.T) {
@@ -52,7 +61,7 @@ func TestProviderSchema(t *testing.T) {
 			t.Errorf("nomad.%s: no MarkdownDescription", name)
 		}
 	}
-	for _, secret := range []string{nomadToken, nomadHTTPAuth, nomadHeaders, nomadKeyPEM} {
+	for _, secret := range []string{nomadToken, nomadSecretID, nomadHTTPAuth, nomadHeaders, nomadKeyPEM} {
 		if !nb.Attributes[secret].IsSensitive() {
 			t.Errorf("nomad.%s is not sensitive", secret)
 		}
@@ -86,7 +95,7 @@ func TestProviderSchema(t *testing.T) {
 // nullNomadBlock is a nomad block with nothing set.
 func nullNomadBlock() *nomadModel {
 	return &nomadModel{
-		Address: types.StringNull(), Token: types.StringNull(), HTTPAuth: types.StringNull(), Headers: types.MapNull(types.StringType),
+		Address: types.StringNull(), Token: types.StringNull(), SecretID: types.StringNull(), HTTPAuth: types.StringNull(), Headers: types.MapNull(types.StringType),
 		Region: types.StringNull(), Namespace: types.StringNull(), CAFile: types.StringNull(), CAPath: types.StringNull(),
 		CAPEM: types.StringNull(), CertFile: types.StringNull(), CertPEM: types.StringNull(), KeyFile: types.StringNull(),
 		KeyPEM: types.StringNull(), TLSServerName: types.StringNull(), SkipVerify: types.BoolNull(), IgnoreEnvVars: types.MapNull(types.BoolType),
@@ -120,6 +129,8 @@ var nomadSettingCases = []struct {
 }{
 	{nomadAddress, nomadconn.EnvAddress, func(n *nomadModel, v string) { n.Address = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.Address }},
 	{nomadToken, nomadconn.EnvToken, func(n *nomadModel, v string) { n.Token = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.Token }},
+	// secret_id is terraform-provider-nomad's name of the token.
+	{nomadSecretID, nomadconn.EnvToken, func(n *nomadModel, v string) { n.SecretID = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.Token }},
 	{nomadHTTPAuth, nomadconn.EnvHTTPAuth, func(n *nomadModel, v string) { n.HTTPAuth = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.HTTPAuth }},
 	{nomadRegion, nomadconn.EnvRegion, func(n *nomadModel, v string) { n.Region = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.Region }},
 	{nomadNamespace, nomadconn.EnvNamespace, func(n *nomadModel, v string) { n.Namespace = types.StringValue(v) }, func(s nomadconn.Settings) string { return s.Namespace }},
@@ -196,16 +207,36 @@ func TestNomadSettings(t *testing.T) {
 			t.Errorf("headers %v", got)
 		}
 	})
-	t.Run("inside a Nomad allocation", func(t *testing.T) {
-		env := map[string]string{envAllocID: "5e3c...", nomadconn.EnvNamespace: "task-ns", nomadconn.EnvRegion: "task-region", nomadconn.EnvToken: "tok"}
-		s := resolved(t, nullNomadBlock(), env)
-		if s.Namespace != "" || s.Region != "" || s.Token != "tok" {
-			t.Errorf("inside an allocation NOMAD_NAMESPACE and NOMAD_REGION are ignored by default, others read: %+v", s)
-		}
+	// Inside a Nomad allocation (NOMAD_ALLOC_ID) or a Terraform Cloud run
+	// (TFC_RUN_ID, as terraform-provider-nomad tests), ignore_env_vars unset
+	// or {} ignores the task's own NOMAD_NAMESPACE and NOMAD_REGION; a map
+	// that names any variable replaces that default.
+	for _, marker := range []string{envAllocID, envTFCRunID} {
+		t.Run("inside "+marker, func(t *testing.T) {
+			env := map[string]string{marker: "5e3c...", nomadconn.EnvNamespace: "task-ns", nomadconn.EnvRegion: "task-region", nomadconn.EnvToken: "tok"}
+			for name, ignore := range map[string]types.Map{
+				"unset": types.MapNull(types.BoolType),
+				"{}":    types.MapValueMust(types.BoolType, map[string]attr.Value{}),
+			} {
+				n := nullNomadBlock()
+				n.IgnoreEnvVars = ignore
+				if s := resolved(t, n, env); s.Namespace != "" || s.Region != "" || s.Token != "tok" {
+					t.Errorf("ignore_env_vars %s: NOMAD_NAMESPACE and NOMAD_REGION are ignored by default, others read: %+v", name, s)
+				}
+			}
+			n := nullNomadBlock()
+			n.IgnoreEnvVars = types.MapValueMust(types.BoolType, map[string]attr.Value{nomadconn.EnvRegion: types.BoolValue(false)})
+			if s := resolved(t, n, env); s.Region != "task-region" || s.Namespace != "task-ns" {
+				t.Errorf("an explicit ignore_env_vars replaces the default: %+v", s)
+			}
+		})
+	}
+	t.Run("outside an allocation", func(t *testing.T) {
+		env := map[string]string{nomadconn.EnvNamespace: "ns", nomadconn.EnvRegion: "r"}
 		n := nullNomadBlock()
-		n.IgnoreEnvVars = types.MapValueMust(types.BoolType, map[string]attr.Value{nomadconn.EnvRegion: types.BoolValue(false)})
-		if s := resolved(t, n, env); s.Region != "task-region" || s.Namespace != "task-ns" {
-			t.Errorf("an explicit ignore_env_vars replaces the default: %+v", s)
+		n.IgnoreEnvVars = types.MapValueMust(types.BoolType, map[string]attr.Value{})
+		if s := resolved(t, n, env); s.Namespace != "ns" || s.Region != "r" {
+			t.Errorf("ignore_env_vars = {} ignores nothing: %+v", s)
 		}
 	})
 	t.Run("ignore every variable", func(t *testing.T) {
@@ -230,13 +261,13 @@ func TestNomadSettings(t *testing.T) {
 	t.Run("unknown values are reported", func(t *testing.T) {
 		n := nullNomadBlock()
 		n.Address, n.SkipVerify = types.StringUnknown(), types.BoolUnknown()
-		_, _, err := newNomadConnection(context.Background(), n, nil).get()
+		_, _, err := newNomadConnection(context.Background(), n, nil).get(nomadusage.Options{})
 		if err == nil || !strings.Contains(err.Error(), "address, skip_verify") || !strings.Contains(err.Error(), "not known until apply") {
 			t.Fatalf("get: %v", err)
 		}
 	})
 	t.Run("bad NOMAD_SKIP_VERIFY", func(t *testing.T) {
-		_, _, err := newNomadConnection(context.Background(), nil, nomadconn.MapEnv(map[string]string{nomadconn.EnvSkipVerify: "maybe"})).get()
+		_, _, err := newNomadConnection(context.Background(), nil, nomadconn.MapEnv(map[string]string{nomadconn.EnvSkipVerify: "maybe"})).get(nomadusage.Options{})
 		if err == nil || !strings.Contains(err.Error(), nomadconn.EnvSkipVerify) {
 			t.Fatalf("get: %v", err)
 		}
@@ -306,7 +337,7 @@ func TestNomadConnectionOnTheWire(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					conn, _, err := c.get()
+					conn, _, err := c.get(nomadusage.Options{})
 					if err != nil {
 						t.Error(err)
 						return
@@ -369,10 +400,17 @@ func TestNomadCAs(t *testing.T) {
 		{"NOMAD_CACERT", block(func(*nomadModel) {}), map[string]string{nomadconn.EnvCACert: caFile}, true},
 		{"NOMAD_CAPATH", block(func(*nomadModel) {}), map[string]string{nomadconn.EnvCAPath: caDir}, true},
 		{"skip_verify", block(func(n *nomadModel) { n.SkipVerify = types.BoolValue(true) }), nil, true},
+		// As in terraform-provider-nomad, skip_verify may come with a CA:
+		// the connection is then not verified (a CA of another server
+		// does not fail it).
+		{"skip_verify with another server's CA", block(func(n *nomadModel) {
+			n.SkipVerify, n.CAPEM = types.BoolValue(true), types.StringValue(otherCAPEM(t))
+		}), nil, true},
+		{"another server's CA", block(func(n *nomadModel) { n.CAPEM = types.StringValue(otherCAPEM(t)) }), nil, false},
 		{"no CA", block(func(*nomadModel) {}), nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			conn, _, err := newNomadConnection(context.Background(), c.n, nomadconn.MapEnv(c.env)).get()
+			conn, _, err := newNomadConnection(context.Background(), c.n, nomadconn.MapEnv(c.env)).get(nomadusage.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -451,17 +489,209 @@ func TestErrorPaths(t *testing.T) {
 func TestFieldPath(t *testing.T) {
 	root := path.Root("first")
 	for field, want := range map[string]string{
-		"":                             "first",
-		"host":                         "first.host",
-		"usage_samples[0].cpu_mhz":     "first.usage_samples[0].cpu_mhz",
-		"queued_replicas[11].cpu_mhz":  "first.queued_replicas[11].cpu_mhz",
-		"layers[1].weights[3][7]":      "first.layers[1].weights[3][7]",
-		"usage_samples[x].time":        "first.usage_samples",
-		"usage_samples[2]junk.time":    "first.usage_samples[2]",
-		"usage_samples[2].time.deeper": "first.usage_samples[2].time.deeper",
+		"":                            "first",
+		"host":                        "first.host",
+		"usage_samples[0].cpu_mhz":    "first.usage_samples[0].cpu_mhz",
+		"queued_replicas[11].cpu_mhz": "first.queued_replicas[11].cpu_mhz",
+		"usage_samples[x].time":       "first.usage_samples",
+		"usage_samples[2]junk.time":   "first.usage_samples[2]",
+		// Never deeper than the schema: the path stops at the last
+		// attribute the observation has.
+		"usage_samples[2].time.deeper": "first.usage_samples[2].time",
+		"usage_samples[2][3]":          "first.usage_samples[2]",
+		"usage_samples.time":           "first.usage_samples",
+		"host[0]":                      "first.host",
+		"no_such_field.x":              "first",
+		"layers[1].weights[3][7]":      "first",
 	} {
-		if got := fieldPath(root, field).String(); got != want {
+		if got := fieldPath(root, observationFields, field).String(); got != want {
 			t.Errorf("%q: got %q, want %q", field, got, want)
 		}
+	}
+	if got := fieldPath(path.Root("second_quota"), quotaFields, "per_branch.x").String(); got != "second_quota.per_branch" {
+		t.Errorf("quota: got %q", got)
+	}
+}
+
+// otherCAPEM is a self-signed CA certificate that signed no test server.
+func otherCAPEM(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "another CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+// TestNomadClientPair: the client certificate and its key are judged as
+// they resolve, block then environment (ignore_env_vars included): both
+// or neither, both files or both PEM text; the error lands on the
+// attribute at fault (none when only the environment gave it) and names
+// the other half.
+func TestNomadClientPair(t *testing.T) {
+	const pemText = "-----BEGIN X-----"
+	set := func(f func(n *nomadModel)) *nomadModel {
+		n := nullNomadBlock()
+		f(n)
+		return n
+	}
+	certFile := func(n *nomadModel) { n.CertFile = types.StringValue("/c.pem") }
+	certPEM := func(n *nomadModel) { n.CertPEM = types.StringValue(pemText) }
+	keyFile := func(n *nomadModel) { n.KeyFile = types.StringValue("/k.pem") }
+	keyPEM := func(n *nomadModel) { n.KeyPEM = types.StringValue(pemText) }
+	both := func(fs ...func(n *nomadModel)) func(n *nomadModel) {
+		return func(n *nomadModel) {
+			for _, f := range fs {
+				f(n)
+			}
+		}
+	}
+	envCert := map[string]string{nomadconn.EnvClientCert: "/env-c.pem"}
+	envKey := map[string]string{nomadconn.EnvClientKey: "/env-k.pem"}
+	for _, c := range []struct {
+		name string
+		n    *nomadModel
+		env  map[string]string
+		path string // "" with want "": no error
+		want string
+	}{
+		{"files", set(both(certFile, keyFile)), nil, "", ""},
+		{"PEM", set(both(certPEM, keyPEM)), nil, "", ""},
+		{"neither", set(func(*nomadModel) {}), nil, "", ""},
+		{"cert file and NOMAD_CLIENT_KEY", set(certFile), envKey, "", ""},
+		{"NOMAD_CLIENT_CERT and key file", set(keyFile), envCert, "", ""},
+		{"both variables", nullNomadBlock(), map[string]string{nomadconn.EnvClientCert: "/c", nomadconn.EnvClientKey: "/k"}, "", ""},
+		{"cert PEM without key", set(certPEM), nil, "nomad.cert_pem", "nomad.cert_pem gives a client certificate, and no key is set"},
+		{"cert file without key", set(certFile), nil, "nomad.cert_file", "nomad.cert_file gives a client certificate, and no key is set"},
+		{"key PEM without cert", set(keyPEM), nil, "nomad.key_pem", "nomad.key_pem gives a client key, and no certificate is set"},
+		{"NOMAD_CLIENT_KEY ignored", set(certFile), envKey, "nomad.cert_file", "no key is set"},
+		{"cert file, key PEM", set(both(certFile, keyPEM)), nil, "nomad.key_pem",
+			"nomad.key_pem is PEM text, and nomad.cert_file is a file: the Nomad API client takes a client certificate and its key both as files or both as PEM text"},
+		{"cert PEM, key file", set(both(certPEM, keyFile)), nil, "nomad.key_file", "nomad.key_file is a file, and nomad.cert_pem is PEM text"},
+		{"cert PEM, NOMAD_CLIENT_KEY", set(certPEM), envKey, "nomad.cert_pem", "nomad.cert_pem is PEM text, and NOMAD_CLIENT_KEY is a file"},
+		{"NOMAD_CLIENT_CERT, key PEM", set(keyPEM), envCert, "nomad.key_pem", "nomad.key_pem is PEM text, and NOMAD_CLIENT_CERT is a file"},
+		// The environment alone is no error of the configuration (see
+		// the subtest below).
+		{"NOMAD_CLIENT_CERT alone", nullNomadBlock(), envCert, "", ""},
+		{"unknown key: not judged yet", set(both(certFile, func(n *nomadModel) { n.KeyPEM = types.StringUnknown() })), nil, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.name == "NOMAD_CLIENT_KEY ignored" {
+				c.n.IgnoreEnvVars = types.MapValueMust(types.BoolType, map[string]attr.Value{nomadconn.EnvClientKey: types.BoolValue(true)})
+			}
+			var resp provider.ValidateConfigResponse
+			p := newWithEnv("test", nomadconn.MapEnv(c.env))()
+			p.(provider.ProviderWithValidateConfig).ValidateConfig(context.Background(), provider.ValidateConfigRequest{Config: providerConfig(t, c.n)}, &resp)
+			if c.want == "" {
+				if resp.Diagnostics.HasError() {
+					t.Fatalf("refused: %v", resp.Diagnostics)
+				}
+				return
+			}
+			if resp.Diagnostics.ErrorsCount() != 1 {
+				t.Fatalf("want one error, got %v", resp.Diagnostics)
+			}
+			d := resp.Diagnostics.Errors()[0]
+			got := ""
+			if wp, ok := d.(diag.DiagnosticWithPath); ok {
+				got = wp.Path().String()
+			}
+			if got != c.path || !strings.Contains(d.Detail(), c.want) {
+				t.Errorf("error on %q: %q; want on %q, saying %q", got, d.Detail(), c.path, c.want)
+			}
+		})
+	}
+}
+
+// TestNomadClientPairFromTheEnvironment: a pair wrong in the environment
+// alone is reported when activation_host_usage uses the connection, naming
+// the variable.
+func TestNomadClientPairFromTheEnvironment(t *testing.T) {
+	c := newNomadConnection(context.Background(), nil, nomadconn.MapEnv(map[string]string{nomadconn.EnvClientCert: "/env-c.pem"}))
+	_, _, err := c.get(nomadusage.Options{})
+	if err == nil || !strings.Contains(err.Error(), "NOMAD_CLIENT_CERT gives a client certificate, and no key is set") {
+		t.Fatalf("get: %v", err)
+	}
+}
+
+// providerConfig is the provider configuration with the nomad block n.
+func providerConfig(t *testing.T, n *nomadModel) tfsdk.Config {
+	t.Helper()
+	return providerConfigOf(t, &providerModel{DefaultFirstModel: types.StringNull(), DefaultSecondModel: types.StringNull(), Nomad: n})
+}
+
+// providerConfigOf is the provider configuration m.
+func providerConfigOf(t *testing.T, m *providerModel) tfsdk.Config {
+	t.Helper()
+	ctx := context.Background()
+	var sresp provider.SchemaResponse
+	New("test")().Schema(ctx, provider.SchemaRequest{}, &sresp)
+	st := tfsdk.State{Schema: sresp.Schema}
+	if diags := st.Set(ctx, m); diags.HasError() {
+		t.Fatal(diags)
+	}
+	return tfsdk.Config{Schema: sresp.Schema, Raw: st.Raw}
+}
+
+// TestNomadConnectionColdStart: the first uses of a connection, from many
+// reads at once as OpenTofu makes them, all get the same answer (here the
+// error of a bad NOMAD_SKIP_VERIFY), with no data race (go test -race).
+func TestNomadConnectionColdStart(t *testing.T) {
+	c := newNomadConnection(context.Background(), nil, nomadconn.MapEnv(map[string]string{nomadconn.EnvSkipVerify: "maybe"}))
+	var wg sync.WaitGroup
+	errs := make([]error, 16)
+	start := make(chan struct{})
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, _, errs[i] = c.get(nomadusage.Options{})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), nomadconn.EnvSkipVerify) {
+			t.Errorf("get: %v", err)
+		}
+	}
+}
+
+// TestConfigureUnknownDefaultModel: a default model known only after apply
+// is no error for the provider (nor for data sources that name their own
+// model): only the data sources that use it report it.
+func TestConfigureUnknownDefaultModel(t *testing.T) {
+	ctx := context.Background()
+	p := newWithEnv("test", noEnv)()
+	cfg := providerConfigOf(t, &providerModel{DefaultFirstModel: types.StringUnknown(), DefaultSecondModel: types.StringUnknown()})
+	var resp provider.ConfigureResponse
+	p.Configure(ctx, provider.ConfigureRequest{Config: cfg}, &resp)
+	if resp.Diagnostics.HasError() {
+		t.Fatalf("configure: %v", resp.Diagnostics)
+	}
+	pd, ok := resp.DataSourceData.(*providerData)
+	if !ok {
+		t.Fatalf("data source data %T", resp.DataSourceData)
+	}
+	r := &engine.Request{First: testFirst(t), Second: testSecond(t)}
+	own := newCountsModel(r)
+	own.FirstModel, own.SecondModel = types.StringValue(engine.DefaultFirstModel), types.StringValue(engine.DefaultSecondModel)
+	if _, diags := readInProcess(t, pd, &own); diags.HasError() {
+		t.Errorf("a data source naming its own models: %v", diags)
+	}
+	m := newCountsModel(r)
+	m.SecondModel = types.StringValue(engine.DefaultSecondModel)
+	_, diags := readInProcess(t, pd, &m)
+	assertDiagOn(t, diags, path.Root(attrFirstModel), "is unset, so the provider's default_first_model is used, which is not known until apply")
+	if diags.ErrorsCount() != 1 {
+		t.Errorf("only the host using the unknown default is at fault: %v", diags)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -34,6 +35,28 @@ func (v wholeBetween) ValidateNumber(_ context.Context, req validator.NumberRequ
 	if i, why := whole(req.ConfigValue); why != "" || i < v.min || i > v.max {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid attribute value", attributeDetail(req.Path,
 			fmt.Sprintf("is %s; it must be a whole number from %d to %d", req.ConfigValue.ValueBigFloat().Text('g', 10), v.min, v.max)))
+	}
+}
+
+// duration accepts a Go duration >= 0 ("90s", "2m", "0s").
+type duration struct{}
+
+// durationValidator checks that a string is a Go duration >= 0.
+func durationValidator() validator.String { return duration{} }
+
+func (duration) Description(context.Context) string {
+	return `value must be a Go duration >= 0, such as "90s" or "2m"`
+}
+
+func (v duration) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (duration) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err != nil || d < 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration", attributeDetail(req.Path,
+			fmt.Sprintf("is %q; it must be a Go duration >= 0, such as \"90s\" or \"2m\"", req.ConfigValue.ValueString())))
 	}
 }
 

@@ -55,8 +55,11 @@ locals {
       cpu_mhz       = g.decision.placement.cpu_mhz
       memory_mb     = g.decision.placement.memory_mb
       memory_max_mb = g.decision.placement.memory_max_mb
+      fits          = g.decision.placement.fits
       reason        = g.decision.reason
-      placement     = "today's reservation places ${g.decision.placement.placeable}; this one places all ${g.decision.containers}"
+      placement = (g.decision.placement.fits
+        ? "today's reservation places ${g.decision.placement.placeable}; this one places all ${g.decision.containers}"
+      : "even Nomad's smallest reservation does not place all ${g.decision.containers}: lower the quota's max")
     }
   ]
   jobspec = templatefile("${path.module}/web.nomad.hcl.tftpl", {
@@ -70,6 +73,16 @@ locals {
 # Nomad provider's nomad_job resource or to `nomad job run`).
 resource "terraform_data" "jobspec" {
   input = local.jobspec
+
+  lifecycle {
+    # placement.fits is false only when even Nomad's smallest reservation
+    # times the count does not fit the host: such a count would leave
+    # replicas queued, so it is refused here rather than handed to Nomad.
+    precondition {
+      condition     = alltrue([for g in local.groups : g.fits])
+      error_message = "A count does not fit its host at any reservation: ${join("; ", [for g in local.groups : "${g.name}: ${g.placement}" if !g.fits])}."
+    }
+  }
 }
 
 output "first_containers" {
@@ -89,7 +102,7 @@ output "explanation" {
 output "placement" {
   description = "Per host: the count, and the per-task reservation that lets Nomad place it."
   value = { for g in local.groups : g.node => {
-    count = g.containers, cpu = g.cpu_mhz, memory = g.memory_mb, memory_max = g.memory_max_mb
+    count = g.containers, cpu = g.cpu_mhz, memory = g.memory_mb, memory_max = g.memory_max_mb, fits = g.fits
   } }
 }
 

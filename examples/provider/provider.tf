@@ -7,8 +7,9 @@ provider "activation" {
   default_first_model  = "builtin:admission"
   default_second_model = "builtin:capacity"
 
-  # How activation_host_usage reaches Nomad: the attributes of
-  # terraform-provider-nomad. Unset attributes fall back to NOMAD_ADDR,
+  # How activation_host_usage reaches Nomad: terraform-provider-nomad's
+  # attributes (the token is `token`; `secret_id`, that provider's name, is
+  # accepted too; `headers` is a map). Unset attributes fall back to NOMAD_ADDR,
   # NOMAD_TOKEN, NOMAD_HTTP_AUTH, NOMAD_REGION, NOMAD_NAMESPACE, NOMAD_CACERT,
   # NOMAD_CAPATH, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY, NOMAD_TLS_SERVER_NAME
   # and NOMAD_SKIP_VERIFY. One connection per provider instance is shared by
@@ -23,9 +24,10 @@ provider "activation" {
     # http_auth = "ops:${var.proxy_password}"
     # headers   = { "X-Proxy-Token" = var.proxy_token }
 
-    # Inside a Nomad allocation the task's own NOMAD_NAMESPACE and
-    # NOMAD_REGION are ignored by default; name the variables to ignore:
-    ignore_env_vars = { NOMAD_NAMESPACE = true }
+    # Inside a Nomad allocation (NOMAD_ALLOC_ID) or a Terraform Cloud run
+    # (TFC_RUN_ID), NOMAD_NAMESPACE and NOMAD_REGION are ignored by default.
+    # A map replaces that default, so name every variable to ignore:
+    ignore_env_vars = { NOMAD_NAMESPACE = true, NOMAD_REGION = true }
   }
 }
 

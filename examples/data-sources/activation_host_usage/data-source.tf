@@ -11,6 +11,11 @@ data "activation_host_usage" "first" {
   samples                 = 6
   sample_interval_seconds = 5
 
+  # Allocations younger than this, or with no CPU ticks yet, are warming:
+  # counted at the warm replicas' usage, never at zero (default "2m", as
+  # the activation-quota strategy; "0s" turns the rule off).
+  warmup = "90s"
+
   # The whole read, waits included, may take at most this long (default:
   # 2 minutes plus the waits between samples).
   timeouts {

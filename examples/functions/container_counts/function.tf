@@ -15,9 +15,9 @@ output "counts" {
   value = [local.counts.first_containers, local.counts.second_containers]
 }
 
-# Every quota attribute is optional: {} takes the engine's defaults (pass
-# {}, not a bare null, which OpenTofu cannot type until apply). The
-# decisions carry the placement reservation, as in the data source.
+# Every quota attribute is optional: {} takes the engine's defaults (the
+# argument itself must not be null). The decisions carry the placement
+# reservation, as in the data source.
 output "second_host_reservation" {
   value = provider::activation::container_counts(local.first_host, local.second_host, {}).second_decision.placement
 }
