@@ -80,7 +80,7 @@ func DefaultSettings() Settings {
 		Seed: 1, Window: 120, Horizon: 5, Step: 5, Slots: 110,
 		Epochs: 12, Patience: 3, BatchSize: 256, LearningRate: 1e-2, L2: 0, OverloadWeight: 5,
 		ScaleMin: 0.02, ScaleMax: 0.25, ValShare: 0.25, HeldOutShare: 0.34, SplitSeed: 1,
-		Statistics: DefaultStatistics, Trunk: TrunkMLP, Hidden: []int{12},
+		Statistics: DefaultStatistics, Trunk: TrunkMLP, Hidden: []int{24, 12},
 		Multiplex: true, MaxShift: 30, ScaleJitter: 0.1, MaxRowsPerSeries: 400,
 	}
 }

@@ -41,15 +41,20 @@ type tuneCandidate struct {
 // tuneCandidates are the shapes compared: the default, its neighbours and
 // the hand-wired ablations.
 func tuneCandidates() []tuneCandidate {
-	withStats := func(extra ...string) func(*train.Settings) {
-		return func(s *train.Settings) { s.Statistics = append(append([]string(nil), s.Statistics...), extra...) }
+	shape := func(hidden []int, extra ...string) func(*train.Settings) {
+		return func(s *train.Settings) {
+			s.Hidden = hidden
+			s.Statistics = append(append([]string(nil), s.Statistics...), extra...)
+		}
 	}
 	return []tuneCandidate{
-		{"mlp 12 (default)", func(*train.Settings) {}},
-		{"mlp 24-12", func(s *train.Settings) { s.Hidden = []int{24, 12} }},
-		{"mlp 12 + trend", withStats("trend_up", "trend_down")},
-		{"mlp 12 + p99", withStats("p99")},
-		{"mlp 12, correlated labels", func(s *train.Settings) { s.Multiplex = false }},
+		{"mlp 24-12 (default)", shape([]int{24, 12})},
+		{"mlp 12", shape([]int{12})},
+		{"mlp 12 + trend", shape([]int{12}, "trend_up", "trend_down")},
+		{"mlp 12 + p99", shape([]int{12}, "p99")},
+		{"mlp 24-12 + p99", shape([]int{24, 12}, "p99")},
+		{"mlp 24-12 + p99 + trend", shape([]int{24, 12}, "p99", "trend_up", "trend_down")},
+		{"mlp 24-12, correlated labels", func(s *train.Settings) { s.Hidden, s.Multiplex = []int{24, 12}, false }},
 		{"max-of-predictors", func(s *train.Settings) { s.Trunk, s.Hidden = train.TrunkMax, nil }},
 	}
 }
