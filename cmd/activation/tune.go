@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -56,6 +57,25 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12 + p99 + trend", shape([]int{24, 12}, "p99", "trend_up", "trend_down")},
 		{"mlp 24-12, correlated labels", func(s *train.Settings) { s.Hidden, s.Multiplex = []int{24, 12}, false }},
 		{"max-of-predictors", func(s *train.Settings) { s.Trunk, s.Hidden = train.TrunkMax, nil }},
+		{"mlp 24-12 without level (mean, mean_last5)", without("mean", "mean_last5")},
+		{"mlp 24-12 without dispersion (mean_std2)", without("mean_std2")},
+		{"mlp 24-12 without tail (p95, max)", without("p95", "max")},
+		{"mlp 24-12 without recent peaks (max_last5, max_last20)", without("max_last5", "max_last20")},
+	}
+}
+
+// without is the default shape with a group of statistics removed: the
+// ablation of one feature group.
+func without(drop ...string) func(*train.Settings) {
+	return func(s *train.Settings) {
+		s.Hidden = []int{24, 12}
+		kept := make([]string, 0, len(s.Statistics))
+		for _, st := range s.Statistics {
+			if !slices.Contains(drop, st) {
+				kept = append(kept, st)
+			}
+		}
+		s.Statistics = kept
 	}
 }
 
