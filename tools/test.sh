@@ -41,6 +41,12 @@ if ! make -s release-check; then
   exit 1
 fi
 
+step "golangci-lint (make lint)"
+if ! make -s lint; then
+  echo "error: make lint found problems (golangci-lint v2, .golangci.yml): see above" >&2
+  exit 1
+fi
+
 step "go mod tidy"
 if ! make -s tidycheck; then
   echo "error: go.mod/go.sum are not tidy (make tidycheck): apply the diff above with go mod tidy" >&2

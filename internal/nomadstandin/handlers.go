@@ -650,11 +650,9 @@ func (s *Server) allocStats(w http.ResponseWriter, id string) {
 			cpuMHz, memMB = 0, 0
 		}
 		ts := now.Add(-s.statsAge).UnixNano()
-		cores := 4
 		var coreMHz float64 = 1
 		if n, ok := s.nodes[a.nodeID]; ok {
-			cores = n.spec.Cores
-			coreMHz = float64(n.spec.CPUMHz) / float64(cores)
+			coreMHz = float64(n.spec.CPUMHz) / float64(n.spec.Cores)
 		}
 		ru := &api.ResourceUsage{
 			MemoryStats: &api.MemoryStats{RSS: uint64(max(memMB, 0) * mib), Usage: uint64(max(memMB, 0) * mib), Measured: []string{"RSS", "Usage"}},

@@ -97,7 +97,7 @@ func TestDeployments(t *testing.T) {
 			} else {
 				// A blocking query on the deployment is released when it completes.
 				_, meta, _ := cl.Jobs().LatestDeployment("web", nil)
-				d, _, err = cl.Jobs().LatestDeployment("web", &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 5 * time.Second})
+				_, _, err = cl.Jobs().LatestDeployment("web", &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 5 * time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -194,7 +194,10 @@ func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		return filepath.Join(strings.TrimSpace(string(out)), "bin", "go")
+	}
+	return "go"
 }
 
 // StartProcess builds the stand-in command (go build into a temporary

@@ -431,7 +431,13 @@ func (h *nodeHeap) Less(i, k int) bool {
 	}
 	return h.nodes[i].spec.ID < h.nodes[k].spec.ID
 }
-func (h *nodeHeap) Push(x any) { h.nodes = append(h.nodes, x.(*node)) }
+func (h *nodeHeap) Push(x any) {
+	n, ok := x.(*node)
+	if !ok {
+		panic(fmt.Sprintf("nodeHeap.Push: %T, want *node", x))
+	}
+	h.nodes = append(h.nodes, n)
+}
 func (h *nodeHeap) Pop() any {
 	n := h.nodes[len(h.nodes)-1]
 	h.nodes = h.nodes[:len(h.nodes)-1]
@@ -478,7 +484,7 @@ func (s *Server) checkConstraint(j *job, g *group, n *node, c constraint, jobLev
 	case "=", "==", "is":
 		return lok && rok && l == r
 	case "!=", "not":
-		return !(lok && rok && l == r)
+		return !lok || !rok || l != r
 	case "is_set":
 		return lok
 	case "is_not_set":
@@ -496,8 +502,10 @@ func (s *Server) checkConstraint(j *job, g *group, n *node, c constraint, jobLev
 var regexps sync.Map
 
 func cachedRegexp(pattern string) (*regexp.Regexp, error) {
-	if re, ok := regexps.Load(pattern); ok {
-		return re.(*regexp.Regexp), nil
+	if v, ok := regexps.Load(pattern); ok {
+		if re, ok := v.(*regexp.Regexp); ok {
+			return re, nil
+		}
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {

@@ -159,10 +159,9 @@ func TestPlacementByRequestedResources(t *testing.T) {
 
 func TestUnblockWhenRoomAppears(t *testing.T) {
 	type world struct {
-		s       *Server
-		c       *api.Client
-		node    string
-		newNode func() string
+		s    *Server
+		c    *api.Client
+		node string
 	}
 	cases := []struct {
 		name  string

@@ -78,7 +78,7 @@ func (l *Latency) UnmarshalJSON(b []byte) error {
 	}
 	d, err := durationJSON(aux.Delay)
 	if err != nil {
-		return fmt.Errorf("Delay: %w", err)
+		return fmt.Errorf("delay: %w", err)
 	}
 	*l = Latency{Method: aux.Method, Path: aux.Path, Delay: d}
 	return nil

@@ -172,7 +172,6 @@ type alloc struct {
 	jobVersion                                              uint64
 	deploymentID                                            string
 	healthy                                                 *bool
-	migrate                                                 bool
 	cpuMHz, memMB                                           float64
 }
 
@@ -342,7 +341,7 @@ func (s *Server) normalizeNodeLocked(spec *NodeSpec) error {
 	return nil
 }
 
-func (s *Server) insertNodeLocked(spec NodeSpec, idx uint64) *node {
+func (s *Server) insertNodeLocked(spec NodeSpec, idx uint64) {
 	if spec.Meta != nil {
 		m := make(map[string]string, len(spec.Meta))
 		for k, v := range spec.Meta {
@@ -358,7 +357,6 @@ func (s *Server) insertNodeLocked(spec NodeSpec, idx uint64) *node {
 	n.spec.Drain = false
 	s.nodes[spec.ID] = n
 	s.nodesIndex = idx
-	return n
 }
 
 // AddNode adds a node (ready and eligible unless the spec says otherwise)
@@ -689,14 +687,13 @@ func (s *Server) AddOtherJob(spec OtherJobSpec) error {
 }
 
 // newVersionLocked records a new version of j (an operator's submission).
-func (s *Server) newVersionLocked(j *job) uint64 {
+func (s *Server) newVersionLocked(j *job) {
 	j.version++
 	idx := s.bump()
 	j.modifyIndex, j.jobModifyIndex = idx, idx
 	j.submitTime = time.Now().UnixNano()
 	s.jobsIndex = idx
 	j.changed()
-	return idx
 }
 
 // SetJobStopped stops (or starts again) a job: a stopped job runs no
@@ -910,7 +907,7 @@ func (g *GroupSpec) UnmarshalJSON(b []byte) error {
 	}
 	d, err := durationJSON(aux.Warmup)
 	if err != nil {
-		return fmt.Errorf("Warmup: %w", err)
+		return fmt.Errorf("warmup: %w", err)
 	}
 	g.Warmup = d
 	return nil
