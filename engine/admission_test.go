@@ -186,19 +186,34 @@ func TestAdmissionAndCapacityDiffer(t *testing.T) {
 	if d.First.Amount <= d.Second.Amount {
 		t.Fatalf("demand below usage: A_in %d, A_out %d; want A_in > A_out", d.First.Amount, d.Second.Amount)
 	}
-	// A host at 7990 of 8000 MB admits no new replica and its safe count
-	// is bound by memory; an idle one is bound by CPU.
+	// A host at 7000 of 8000 MB admits no new replica and its safe count
+	// is bound by memory (the built-in models keep 10% of the memory free:
+	// 4 replicas at 1750 MB fit in 7200 MB, a fifth does not); an idle one
+	// is bound by CPU.
 	full := testsupport.Flat(8000, 4, 100, 100, 30)
 	full.MemoryCapacityMB, full.ReplicaMemoryDemandMB, full.RequestedMemoryMB = 8000, 500, 2000
 	for i := range full.Samples {
-		full.Samples[i].MemoryMB = 7990
+		full.Samples[i].MemoryMB = 7000
 	}
 	d = decide(full)
-	if d.First.Amount != 4 || d.First.Limit != LimitMemory || d.First.Refused == nil || d.First.Refused.Resource != LimitMemory {
-		t.Fatalf("memory-full first host: A_in %d, limit %s, refused %+v; want 4 bound by memory", d.First.Amount, d.First.Limit, d.First.Refused)
+	if d.First.Amount != 4 || d.First.Limit != LimitMemory || d.First.Refused == nil || d.First.Refused.Resource != LimitMemory || d.First.Refused.Running {
+		t.Fatalf("memory-full first host: A_in %d, limit %s, refused %+v; want 4 bound by memory, the first new replica refused", d.First.Amount, d.First.Limit, d.First.Refused)
 	}
 	if d.Second.Amount != 4 || d.Second.Limit != LimitMemory {
-		t.Fatalf("memory-full second host: A_out %d, limit %s; want 4 (4 x 1997.5 MB fit, 5 do not) bound by memory", d.Second.Amount, d.Second.Limit)
+		t.Fatalf("memory-full second host: A_out %d, limit %s; want 4 (4 x 1750 MB fit in 7200 MB, 5 do not) bound by memory", d.Second.Amount, d.Second.Limit)
+	}
+	// Past the headroom (7990 of 8000 MB), a running replica is refused too:
+	// 3 x 1997.5 MB fit in 7200 MB, 4 do not.
+	over := clone(full)
+	for i := range over.Samples {
+		over.Samples[i].MemoryMB = 7990
+	}
+	d = decide(over)
+	if d.First.Amount != 3 || d.First.Refused == nil || !d.First.Refused.Running || d.First.Refused.Resource != LimitMemory {
+		t.Fatalf("memory past the headroom, first host: A_in %d, refused %+v; want 3, a running replica refused by memory", d.First.Amount, d.First.Refused)
+	}
+	if d.Second.Amount != 3 || d.Second.Limit != LimitMemory {
+		t.Fatalf("memory past the headroom, second host: A_out %d, limit %s; want 3 bound by memory", d.Second.Amount, d.Second.Limit)
 	}
 	idle := clone(full)
 	for i := range idle.Samples {

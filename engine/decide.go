@@ -345,8 +345,8 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 		for i := 0; i < k; i++ {
 			used += fw.slotMem[i]
 		}
-		r.Reason = fmt.Sprintf("%s (%s, %.0f MB): memory: the memory peak of the replicas before it, %.0f MB of the %.0f MB this workload may use, leaves too little",
-			r.Name, what, r.MemoryMB, used*roomMem, roomMem)
+		r.Reason = fmt.Sprintf("%s (%s, %.0f MB): memory: with the replicas before it (%.0f MB at their peak) it brings the memory peak to %.0f MB of the %.0f MB this workload may use, more than the processor admits",
+			r.Name, what, r.MemoryMB, used*roomMem, (used+fw.slotMem[k])*roomMem, roomMem)
 	} else {
 		r.Reason = fmt.Sprintf("%s (%s, %.0f MHz): cpu: the processor's predicted usage of the replicas before it leaves less than it needs of the %.0f MHz this workload may use",
 			r.Name, what, r.CPUMHz, roomCPU)

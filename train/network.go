@@ -93,6 +93,13 @@ const (
 	gateScale   = 1e6
 	chainWeight = 1e-3
 	memMargin   = 1e-6
+	// memHeadroom is the share of the host's memory room both processors
+	// keep free: m replicas fit by memory when their window peak is at most
+	// 1 - memHeadroom of it. Memory cannot be throttled and grows past a
+	// window's peak (a window is hours; memory creeps over days), so a count
+	// packed to the peak itself overloads memory at a rate no output
+	// threshold can lower. 10%, the headroom operators commonly keep.
+	memHeadroom = 0.1
 	// gateRead is the weight of the gate into its output: large enough to
 	// carry data, small enough (gateRead x the gate <= 1e-6) not to move the
 	// output's decision.
@@ -309,7 +316,7 @@ func trunkLayers(md *engine.Model, tr trunk, in []int, pass []int) (a, b int, ca
 // replicas,
 //
 //	A_k = alpha (1 - m a - sqrt(m) b)                 (CPU: soft, the threshold moves it)
-//	B_k = memKnee (1 - m mem) - capKnee               (memory: hard)
+//	B_k = memKnee (1 - memHeadroom - m mem) - capKnee (memory: hard)
 //	d_k = relu(A_k - B_k)
 //	z_k = relu(capKnee + A_k - d_k + gateRead carrier) = relu(capKnee + min(A_k, B_k) + ...)
 //	safe_k = sigmoid(z_k - capKnee)
@@ -327,7 +334,7 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 	}
 	inputs = append(inputs, engine.FeatMemReplicaMax)
 	md := newModel(engine.BuiltinCapacity,
-		"Second-host capacity processor: reads the host's real usage and holds data at output safe_k when the host can safely run k+1 replicas, by CPU (the learned estimate of k+1 replicas' usage, soft: the output threshold is a safety margin) and by memory (k+1 replicas' memory peak must fit: a hard limit). A_out is the safe replica count.",
+		"Second-host capacity processor: reads the host's real usage and holds data at output safe_k when the host can safely run k+1 replicas, by CPU (the learned estimate of k+1 replicas' usage, soft: the output threshold is a safety margin) and by memory (k+1 replicas' memory peak must fit within 90% of the memory room: a hard limit). A_out is the safe replica count.",
 		namedNodes(inputs, false), slotNodes("safe_", slots, true), prov)
 	in := make([]int, F)
 	for f := range in {
@@ -345,7 +352,7 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 	d := make([]int, slots)
 	for k := range d {
 		m := float64(k + 1)
-		d[k] = lb.node(alpha - memKnee + capKnee)
+		d[k] = lb.node(alpha - memKnee*(1-memHeadroom) + capKnee)
 		lb.edge(d[k], a, -alpha*m)
 		lb.edge(d[k], b, -alpha*math.Sqrt(m))
 		lb.edge(d[k], mem, memKnee*m)
@@ -380,7 +387,7 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 //	C_k    = sum over slots i <= k of run_i + new_i
 //	         (= j a + sqrt(j) b + the new replicas' demand, j running)
 //	M_k    = sum of memory_i over slots i <= k (the memory peak)
-//	gate_k = relu(chainWeight slot_k + gateScale (1 - memMargin - M_k))
+//	gate_k = relu(chainWeight slot_k + gateScale (1 - memHeadroom - memMargin - M_k))
 //	admit_k = sigmoid(alpha (1 - C_k) + gateRead gate_k)
 //
 // Slot k starts an activated branch (slot_k -> its chain -> gate_k ->
@@ -403,7 +410,7 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 		inputs = append(inputs, engine.Node{Name: s.Usage})
 	}
 	md := newModel(engine.BuiltinAdmission,
-		"First-host admission processor: the replicas that want to run form a queue of demand slots, the running ones first. slot_k holds the CPU demand of the k-th replica; it starts an activated branch when the processor admits that replica: the learned estimate of the running replicas' usage plus the demand of the new ones up to it fits the host's CPU (soft: the output threshold is a safety margin), and their memory peak fits its memory (a hard limit). A_in is the number of admitted replicas.",
+		"First-host admission processor: the replicas that want to run form a queue of demand slots, the running ones first. slot_k holds the CPU demand of the k-th replica; it starts an activated branch when the processor admits that replica: the learned estimate of the running replicas' usage plus the demand of the new ones up to it fits the host's CPU (soft: the output threshold is a safety margin), and their memory peak fits within 90% of its memory (a hard limit). A_in is the number of admitted replicas.",
 		inputs, slotNodes("admit_", S, false), prov)
 	inSlot, inMem, inRun, inStat := 0, S, 2*S, 3*S
 	// A first layer: per slot its chain, its new-replica cost
@@ -443,7 +450,7 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 		g.edge(runB[k], run(k), bigM)
 		cost[k] = g.node(0)
 		g.edge(cost[k], newCost(k), 1)
-		gate[k] = g.node(gateScale * (1 - memMargin))
+		gate[k] = g.node(gateScale * (1 - memHeadroom - memMargin))
 		g.edge(gate[k], chain(k), chainWeight)
 		for i := 0; i <= k; i++ {
 			g.edge(gate[k], mem(i), -gateScale)

@@ -163,8 +163,8 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 			for k, out := range an.Outputs {
 				m := float64(k + 1)
 				want := sigmoid(p.alpha() * (1 - m*a - math.Sqrt(m)*b))
-				if m*memShare >= 1-1e-12 {
-					want = 0 // memory must fit with room to spare: an exact fit is refused
+				if m*memShare >= 1-memHeadroom-1e-12 {
+					want = 0 // memory must fit within 1 - memHeadroom: an exact fit is refused
 				}
 				if math.Abs(out-want) > 1e-6 {
 					t.Fatalf("%T trial %d: capacity output %d = %v, want %v (a %v, b %v, memory %v)", tr, trial, k, out, want, a, b, memShare)
@@ -194,7 +194,7 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 				ax[k], ax[slots+k], ax[2*slots+k] = cpu, mm, run
 				j := float64(min(k+1, n))
 				want := sigmoid(p.alpha() * (1 - j*a - math.Sqrt(j)*b - newCost))
-				if prefix && mem < 1 && want >= engine.DefaultOutputThreshold {
+				if prefix && mem < 1-memHeadroom && want >= engine.DefaultOutputThreshold {
 					admitted++
 				} else {
 					prefix = false
