@@ -199,7 +199,7 @@ func curvePlot(rep *sim.Report, budget float64) (*plot.Plot, plot.Legend, error)
 		case c.KnobName == "" && ok:
 			label += fmt.Sprintf(": density %.3f", best.Density)
 		case ok:
-			label += fmt.Sprintf(": %.3f at %s %g", best.Density, knobInWords(c.KnobName), best.Knob)
+			label += fmt.Sprintf(": %.3f at %s %.4g", best.Density, knobInWords(c.KnobName), best.Knob)
 		case c.KnobName != "":
 			label += fmt.Sprintf(": none within budget (knob: %s)", knobInWords(c.KnobName))
 		default:
@@ -293,7 +293,7 @@ func tracePlots(from, curves *sim.Report, act sim.Policy, budget float64) (*plot
 	}
 
 	up := plot.New()
-	up.Title.Text = fmt.Sprintf("The two hosts over time, series %s, first %d samples:\n%s at %s (%s %g)",
+	up.Title.Text = fmt.Sprintf("The two hosts over time, series %s, first %d samples:\n%s at %s (%s %.4g)",
 		apps, n, act.Name(), setting, knobInWords(c.KnobName), pt.Knob)
 	up.Y.Label.Text = "host usage / capacity"
 	up.Add(plotter.NewGrid())
