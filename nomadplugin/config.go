@@ -63,6 +63,10 @@ const (
 	// KeyMinAnswered: the share of a host's allocations whose stats must
 	// answer for the evaluation to decide. Default 0.8.
 	KeyMinAnswered = "min_answered"
+	// KeyStatsSample: at most this many of a host's allocations have their
+	// stats read per evaluation, drawn at random; the others are stood for
+	// by the ones read. Default nomadusage.DefaultStatsSample (256).
+	KeyStatsSample = "stats_sample"
 
 	// PrefixFirst and PrefixSecond start every per-host key.
 	PrefixFirst  = "first_"
@@ -140,7 +144,7 @@ const (
 )
 
 var globalKeys = []string{KeyRole, KeyNamespace, KeyJob, KeyWindow, KeyMaxAge, KeyMinSamples, KeyWarmup,
-	KeyMaxScaleUp, KeyMaxScaleDown, KeyHysteresis, KeyPlacement, KeyReadConcurrency, KeyReadTimeout, KeyMinAnswered}
+	KeyMaxScaleUp, KeyMaxScaleDown, KeyHysteresis, KeyPlacement, KeyReadConcurrency, KeyReadTimeout, KeyMinAnswered, KeyStatsSample}
 
 var hostKeys = []string{KeyNodeID, KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter, KeyGroup, KeyReplicaCPU, KeyReplicaMemory,
 	KeyWantedReplicas, KeyQueued, KeyModel, KeyMin, KeyMax, KeyPerBranch, KeyRounding, KeyUsage}
@@ -381,6 +385,7 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	r.int(KeyReadConcurrency, &c.opts.Concurrency)
 	r.duration(KeyReadTimeout, &c.readTimeout, false)
 	r.float(KeyMinAnswered, &c.opts.MinAnswered)
+	r.int(KeyStatsSample, &c.opts.StatsSample)
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -390,7 +395,7 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	if _, err := c.opts.Resolve(); err != nil {
 		var oe *nomadusage.OptionError
 		if errors.As(err, &oe) {
-			key := map[string]string{nomadusage.OptionConcurrency: KeyReadConcurrency, nomadusage.OptionMinAnswered: KeyMinAnswered, nomadusage.OptionWarmup: KeyWarmup}[oe.Option]
+			key := map[string]string{nomadusage.OptionConcurrency: KeyReadConcurrency, nomadusage.OptionMinAnswered: KeyMinAnswered, nomadusage.OptionWarmup: KeyWarmup, nomadusage.OptionStatsSample: KeyStatsSample}[oe.Option]
 			return nil, cfgErr(key, "%s", oe.Reason)
 		}
 		return nil, err

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +34,13 @@ type Options struct {
 	// NodeCacheTTL is how long what other jobs reserve on a node is
 	// remembered; 0 is DefaultNodeCacheTTL.
 	NodeCacheTTL time.Duration
+	// StatsSample bounds the stats reads per host: when a host runs more
+	// allocations of the group, this many are drawn at random (a new draw
+	// every call) and read, and the warm ones read stand for the warm ones
+	// not read, as they do for allocations that did not answer. 0 is
+	// DefaultStatsSample; set it above the allocations per host to read
+	// every one.
+	StatsSample int
 }
 
 // Defaults of Options.
@@ -38,8 +48,15 @@ const (
 	DefaultConcurrency  = 32
 	DefaultMinAnswered  = 0.8
 	DefaultNodeCacheTTL = 30 * time.Second
+	// DefaultStatsSample reads every allocation of a host up to 256 and a
+	// random 256 of more: the standard error of the mean usage of 256
+	// replicas of one group is a sixteenth of the spread between them, and
+	// an evaluation's requests stop growing with the group.
+	DefaultStatsSample = 256
 	// MaxConcurrency bounds Options.Concurrency.
 	MaxConcurrency = 1024
+	// MaxStatsSample bounds Options.StatsSample.
+	MaxStatsSample = 1 << 20
 )
 
 // Names of the options, as OptionError gives them.
@@ -48,6 +65,7 @@ const (
 	OptionMinAnswered  = "min_answered"
 	OptionWarmup       = "warmup"
 	OptionNodeCacheTTL = "node_cache_ttl"
+	OptionStatsSample  = "stats_sample"
 )
 
 // OptionError names the option that is out of range and why.
@@ -75,6 +93,9 @@ func (o Options) Resolve() (Options, error) {
 	if o.NodeCacheTTL == 0 {
 		o.NodeCacheTTL = DefaultNodeCacheTTL
 	}
+	if o.StatsSample == 0 {
+		o.StatsSample = DefaultStatsSample
+	}
 	switch {
 	case o.Concurrency < 1 || o.Concurrency > MaxConcurrency:
 		return o, &OptionError{OptionConcurrency, fmt.Sprintf("is %d; it must be from 1 to %d", o.Concurrency, MaxConcurrency)}
@@ -84,6 +105,8 @@ func (o Options) Resolve() (Options, error) {
 		return o, &OptionError{OptionWarmup, fmt.Sprintf("is %s; it must not be negative", o.Warmup)}
 	case o.NodeCacheTTL < 0:
 		return o, &OptionError{OptionNodeCacheTTL, fmt.Sprintf("is %s; it must not be negative", o.NodeCacheTTL)}
+	case o.StatsSample < 1 || o.StatsSample > MaxStatsSample:
+		return o, &OptionError{OptionStatsSample, fmt.Sprintf("is %d; it must be from 1 to %d", o.StatsSample, MaxStatsSample)}
 	}
 	return o, nil
 }
@@ -98,9 +121,9 @@ func (o Options) Resolve() (Options, error) {
 //     allocations (GET /v1/node/:id/allocations: what every allocation
 //     there but the group's own reserves, the job's other groups included;
 //     the job's allocation list carries no resources);
-//   - per running allocation of the host's group: one
-//     GET /v1/client/allocation/:id/stats, at most Concurrency in flight
-//     over all hosts (none with Query.NoStats);
+//   - per running allocation of the host's group, up to StatsSample of
+//     them drawn at random: one GET /v1/client/allocation/:id/stats, at
+//     most Concurrency in flight over all hosts (none with Query.NoStats);
 //   - per host without a job: the node's allocations and, unless
 //     Query.NoStats, its client stats (GET /v1/client/stats).
 //
@@ -111,7 +134,8 @@ func (o Options) Resolve() (Options, error) {
 // fails for a node that is down, draining or ineligible. A host whose share
 // of answered stats reads is below MinAnswered fails the call; above it,
 // the sample extrapolates: the warm allocations that answered stand for
-// the warm ones that did not (Reading.StatsAsked, StatsAnswered).
+// the warm ones that did not, or were not drawn (Reading.StatsAsked,
+// StatsAnswered).
 //
 // With Warmup set, warming allocations (young, or no CPU ticks yet) are
 // counted in Observation.WarmingReplicas and their usage is left out of the
@@ -291,7 +315,9 @@ type statsResult struct {
 	cpu, mem float64
 	ts       int64
 	gone     bool
-	err      error
+	// skipped: not drawn for the stats sample (Options.StatsSample).
+	skipped bool
+	err     error
 }
 
 // readGroup reads one host's group from the job, its allocation list and
@@ -319,7 +345,19 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 	mine := runningOn(stubs, n.id, ns, rd.Group)
 	results := make([]statsResult, len(mine))
 	if !q.NoStats {
-		ev.readStats(ctx, n, mine, results)
+		drawn := ev.draw(n, len(mine))
+		sub := make([]*api.AllocationListStub, len(drawn))
+		for j, i := range drawn {
+			sub[j] = mine[i]
+		}
+		read := make([]statsResult, len(drawn))
+		ev.readStats(ctx, n, sub, read)
+		for i := range results {
+			results[i].skipped = true
+		}
+		for j, i := range drawn {
+			results[i] = read[j]
+		}
 	}
 	return rd, ev.sample(rd, n, mine, results, !q.NoStats, groupCPU, groupMem)
 }
@@ -366,6 +404,27 @@ func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api
 // side matches: an old Nomad, or the client's namespace).
 func sameNamespace(allocNS, ns string) bool {
 	return ns == "" || allocNS == "" || allocNS == ns
+}
+
+// draw returns the indices, in order, of the allocations of a host of n
+// whose stats are read: all of them up to StatsSample, else StatsSample
+// drawn uniformly at random, a new draw each evaluation (seeded by its
+// time and the node) so that over evaluations every allocation is read.
+func (ev *evaluation) draw(nd *node, n int) []int {
+	k := ev.opts.StatsSample
+	if n <= k {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx
+	}
+	h := fnv.New64a()
+	h.Write([]byte(nd.id))
+	rng := rand.New(rand.NewPCG(uint64(ev.now.UnixNano()), h.Sum64()))
+	idx := rng.Perm(n)[:k]
+	slices.Sort(idx)
+	return idx
 }
 
 // readStats reads the allocations' stats with a pool of at most
@@ -438,6 +497,14 @@ func (t *tally) add(r *statsResult, young, stats, zeroTicksWarm bool) {
 	if !stats {
 		if young {
 			t.youngNoStats++
+		}
+		return
+	}
+	if r.skipped {
+		// Not drawn: a warm one is stood for by the warm ones read; a
+		// young one is warming.
+		if !young {
+			t.warmTotal++
 		}
 		return
 	}

@@ -488,7 +488,7 @@ func TestReadStatsWorkerPool(t *testing.T) {
 	var rs []*Reading
 	go func() {
 		var err error
-		rs, err = rd.ReadHosts(context.Background(), []Query{{Host: HostSelector{NodeID: p.nodeB}, Job: "many", Group: "g"}}, Options{Concurrency: 2})
+		rs, err = rd.ReadHosts(context.Background(), []Query{{Host: HostSelector{NodeID: p.nodeB}, Job: "many", Group: "g"}}, Options{Concurrency: 2, StatsSample: n})
 		done <- err
 	}()
 	peak := 0
@@ -509,4 +509,83 @@ func TestReadStatsWorkerPool(t *testing.T) {
 			peak = max(peak, runtime.NumGoroutine())
 		}
 	}
+}
+
+// TestReadHostsStatsSample: a host with more allocations than StatsSample
+// has that many stats read, a new random draw each call, and the ones read
+// stand for the others: the usage is the whole group's.
+func TestReadHostsStatsSample(t *testing.T) {
+	p := newPair(t, 1)
+	const n, k = 60, 16
+	must(t, p.s.AddJob(nomadstandin.JobSpec{ID: "many", Groups: []nomadstandin.GroupSpec{
+		{Name: "g", Count: n, CPUMHz: 100, MemoryMB: 64, NodeID: p.nodeB},
+	}}))
+	must(t, p.s.SetGroupUsage("", "many", "g", 40, 20))
+	q := []Query{{Host: HostSelector{NodeID: p.nodeB}, Job: "many", Group: "g"}}
+	now := time.Now().Add(time.Hour)
+	read := func(opts Options) (*Reading, map[string]bool) {
+		t.Helper()
+		from := len(p.s.Requests())
+		rd := &Reader{Client: p.client, Now: func() time.Time { return now }}
+		rs, err := rd.ReadHosts(context.Background(), q, opts)
+		must(t, err)
+		ids := map[string]bool{}
+		for _, r := range p.s.Requests()[from:] {
+			if strings.HasPrefix(r.Path, "/v1/client/allocation/") {
+				ids[r.Path] = true
+			}
+		}
+		return rs[0], ids
+	}
+	cases := []struct {
+		name        string
+		opts        Options
+		wantStats   int
+		wantWarming int
+	}{
+		{"the default reads all of 60 (up to 256)", Options{}, n, 0},
+		{"a sample of 16 of 60", Options{StatsSample: k}, k, 0},
+		{"a sample of 16 of 60 with a warm-up", Options{StatsSample: k, Warmup: time.Minute}, k, 0},
+		{"a sample at the group's size reads all", Options{StatsSample: n}, n, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, ids := read(c.opts)
+			o := r.Observation
+			if len(ids) != c.wantStats || r.StatsAsked != c.wantStats || r.StatsAnswered != c.wantStats {
+				t.Errorf("%d allocations' stats requested (asked %d, answered %d), want %d", len(ids), r.StatsAsked, r.StatsAnswered, c.wantStats)
+			}
+			if o.RunningReplicas != n || o.WarmingReplicas != c.wantWarming {
+				t.Errorf("running %d warming %d, want %d and %d", o.RunningReplicas, o.WarmingReplicas, n, c.wantWarming)
+			}
+			if !near(o.Samples[0].CPUMHz, 40*n) || !near(o.Samples[0].MemoryMB, 20*n) {
+				t.Errorf("usage %v MHz %v MB, want the group's %d MHz %d MB", o.Samples[0].CPUMHz, o.Samples[0].MemoryMB, 40*n, 20*n)
+			}
+			if o.RequestedCPUMHz != 100*n {
+				t.Errorf("requested %v MHz, want every allocation's %d", o.RequestedCPUMHz, 100*n)
+			}
+		})
+	}
+	t.Run("a new draw each evaluation", func(t *testing.T) {
+		seen := map[string]bool{}
+		for i := range 8 {
+			now = now.Add(time.Duration(i+1) * time.Second)
+			_, ids := read(Options{StatsSample: k})
+			for id := range ids {
+				seen[id] = true
+			}
+		}
+		if len(seen) <= k {
+			t.Errorf("8 evaluations read %d distinct allocations, the same %d each time; want new draws", len(seen), k)
+		}
+	})
+	t.Run("out of range", func(t *testing.T) {
+		for _, v := range []int{-1, MaxStatsSample + 1} {
+			_, err := Options{StatsSample: v}.Resolve()
+			var oe *OptionError
+			if !errors.As(err, &oe) || oe.Option != OptionStatsSample {
+				t.Errorf("StatsSample %d: %v, want an OptionError naming %s", v, err, OptionStatsSample)
+			}
+		}
+	})
 }

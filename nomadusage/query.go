@@ -220,8 +220,9 @@ type Reading struct {
 	DesiredCount    int
 	ReplicaCPUMHz   float64
 	ReplicaMemoryMB float64
-	// StatsAsked is how many running allocations' stats were read (less
-	// those that stopped in between), StatsAnswered how many answered. The
-	// sample extrapolates the answered ones to all (see ReadHosts).
+	// StatsAsked is how many running allocations' stats were read (at most
+	// Options.StatsSample; less those that stopped in between),
+	// StatsAnswered how many answered. The sample extrapolates the answered
+	// ones to all (see ReadHosts).
 	StatsAsked, StatsAnswered int
 }

@@ -322,7 +322,9 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if !m.Warmup.IsNull() {
 		warmup, _ = time.ParseDuration(m.Warmup.ValueString()) // the validator has checked it
 	}
-	conn, reader, err := d.data.Nomad.get(nomadusage.Options{Warmup: warmup})
+	// A plan reads once: every allocation of the group on the node, no
+	// sample (the strategy samples; see nomadusage.Options.StatsSample).
+	conn, reader, err := d.data.Nomad.get(nomadusage.Options{Warmup: warmup, StatsSample: nomadusage.MaxStatsSample})
 	if err != nil {
 		// The provider's settings are not this data source's attributes:
 		// the message names the provider's attribute.
