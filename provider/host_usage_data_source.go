@@ -322,9 +322,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if !m.Warmup.IsNull() {
 		warmup, _ = time.ParseDuration(m.Warmup.ValueString()) // the validator has checked it
 	}
-	// A plan reads once: every allocation of the group on the node, no
-	// sample (the strategy samples; see nomadusage.Options.StatsSample).
-	conn, reader, err := d.data.Nomad.get(nomadusage.Options{Warmup: warmup, StatsSample: nomadusage.MaxStatsSample})
+	conn, reader, err := d.data.Nomad.get(readerOptions(warmup))
 	if err != nil {
 		// The provider's settings are not this data source's attributes:
 		// the message names the provider's attribute.
@@ -490,4 +488,11 @@ func statusOf(err error) int {
 		return ue.StatusCode()
 	}
 	return 0
+}
+
+// readerOptions are the usage reader's options for a warm-up. A plan reads
+// once: every allocation of the group on the node, no sample (the strategy
+// samples; see nomadusage.Options.StatsSample).
+func readerOptions(warmup time.Duration) nomadusage.Options {
+	return nomadusage.Options{Warmup: warmup, StatsSample: nomadusage.MaxStatsSample}
 }

@@ -333,7 +333,7 @@ func TestHostUsageSharedConnection(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	opts := nomadusage.Options{Warmup: defaultWarmup}
+	opts := readerOptions(defaultWarmup)
 	conn, reader, err := c.get(opts)
 	if err != nil {
 		t.Fatal(err)
