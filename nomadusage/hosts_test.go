@@ -515,6 +515,23 @@ func TestReadStatsWorkerPool(t *testing.T) {
 // has that many stats read, a new random draw each call, and the ones read
 // stand for the others: the usage is the whole group's.
 func TestReadHostsStatsSample(t *testing.T) {
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Run("real cluster: a sample of one", func(t *testing.T) {
+			c := newCluster(t)
+			if c.alloc == nil {
+				t.Skipf("no running allocation on node %s of the real cluster", c.node.Name)
+			}
+			q := Query{Host: HostSelector{NodeID: c.node.ID}, Namespace: c.alloc.Namespace, Job: c.alloc.JobID, Group: c.alloc.TaskGroup, ReplicaCPUDemandMHz: 1}
+			rs, err := (&Reader{Client: c.client}).ReadHosts(context.Background(), []Query{q}, Options{StatsSample: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rs[0]; r.StatsAsked != 1 || r.Observation.RunningReplicas < 1 {
+				t.Errorf("stats asked %d of %d running, want 1", r.StatsAsked, r.Observation.RunningReplicas)
+			}
+		})
+		return
+	}
 	p := newPair(t, 1)
 	const n, k = 60, 16
 	must(t, p.s.AddJob(nomadstandin.JobSpec{ID: "many", Groups: []nomadstandin.GroupSpec{
