@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -200,6 +201,12 @@ func deadlineErr(ctx context.Context, budgetKey string, budget time.Duration, ca
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%s: the %s budget of %s ran out: %w", call, budgetKey, budget, err)
+	}
+	// One request's own limit (the HTTP client's timeout) is not the
+	// call's budget: name its key.
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("%s: one request ran past its %s: %w", call, PluginKeyRequestTimeout, err)
 	}
 	return fmt.Errorf("%s: %w", call, err)
 }

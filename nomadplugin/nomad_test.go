@@ -101,8 +101,8 @@ func TestRequestTimeout(t *testing.T) {
 	if el := time.Since(start); err == nil || el > 3*time.Second {
 		t.Fatalf("status against a 5 s answer with request_timeout 300ms: %v after %s", err, el)
 	}
-	if !strings.Contains(err.Error(), "read scale status") {
-		t.Errorf("the error does not say which call timed out: %v", err)
+	if !strings.Contains(err.Error(), "read scale status") || !strings.Contains(err.Error(), "one request ran past its "+PluginKeyRequestTimeout) {
+		t.Errorf("the error does not say which call timed out and which key bounds it: %v", err)
 	}
 }
 

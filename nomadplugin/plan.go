@@ -24,6 +24,7 @@ type hostPlan struct {
 	running   int
 	placeable int
 	lo, hi    int // the quota, as the limits applied it
+	quotaMin  int // the quota's min as configured (lo may be lowered)
 	final     int // the count asked for
 	queued    int // of final, more than Nomad can place
 	held      int // held back by the step limits
@@ -39,7 +40,7 @@ type hostPlan struct {
 // quota), then the step limits and hysteresis within the quota.
 func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation, current int) hostPlan {
 	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
-		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, limit: hd.Limit, refused: refusedSlot(hd.Refused)}
+		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused)}
 	target := p.decided
 	bound := max(p.placeable, p.running)
 	if c.placement == PlacementCap && target > bound {
@@ -128,6 +129,7 @@ func (p *hostPlan) meta(m map[string]any, count int) {
 		m[HostMeta(p.role, MetaRefused)] = p.refused
 	}
 	m[HostMeta(p.role, MetaCurrent)] = p.current
+	m[HostMeta(p.role, MetaQuotaMin)] = p.quotaMin
 	m[HostMeta(p.role, MetaPlaceable)] = p.placeable
 	m[HostMeta(p.role, MetaQueued)] = p.queued
 	m[HostMeta(p.role, MetaHeld)] = p.held

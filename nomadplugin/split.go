@@ -179,3 +179,19 @@ func splitBounds(total int64, split [2]int64, hasSplit bool, current [2]int64, q
 	}
 	return hi, nil
 }
+
+// configuredMins puts back, from an older event's meta, each host's quota
+// min as configured (MetaQuotaMin) where the limits had lowered it for a
+// node they held: that hold says nothing about a later action.
+func configuredMins(q *Quota, meta map[string]any) error {
+	for i, role := range []string{RoleFirst, RoleSecond} {
+		v, ok, err := metaInt(meta, HostMeta(role, MetaQuotaMin))
+		if err != nil {
+			return err
+		}
+		if ok && v > q[i][0] && v <= q[i][1] {
+			q[i][0] = v
+		}
+	}
+	return nil
+}

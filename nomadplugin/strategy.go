@@ -80,6 +80,12 @@ const (
 	// (what the target's Status reports), which the agent compares the
 	// action with.
 	MetaCurrent = "current"
+	// MetaQuotaMin: the host's quota min as configured. MetaFirstMin and
+	// MetaSecondMin carry the min the limits applied, lowered to the
+	// current count on a node Nomad places nothing new on; the target reads
+	// this one when it takes the quotas from an older scaling event, so
+	// that a hold long past does not lower a group's min.
+	MetaQuotaMin = "quota_min"
 	// MetaPlaceable: how many replicas Nomad can place on the host at
 	// today's reservations.
 	MetaPlaceable = "placeable"

@@ -261,13 +261,22 @@ func TestTargetWriteOutcome(t *testing.T) {
 	t.Run("Nomad refuses the register", func(t *testing.T) {
 		w := newWorld(t, 2, 2)
 		tg := w.target(t)
-		w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath, Status: 500, Message: "injected: no leader"})
+		w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath, Status: http.StatusBadRequest, Message: "injected: job validation failed"})
 		err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg)
 		if err == nil || !strings.Contains(err.Error(), outcomeRefused+": neither group was changed") || strings.Contains(err.Error(), outcomeUnknown) {
 			t.Fatalf("err = %v, want Nomad's refusal and neither group changed", err)
 		}
 		if got := w.counts(t); got != [2]int{2, 2} {
 			t.Errorf("counts %v after a refused register", got)
+		}
+	})
+	t.Run("a server error may have been applied: the outcome is unknown", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		tg := w.target(t)
+		w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath, Status: http.StatusInternalServerError, Message: "injected: leadership lost while committing log"})
+		err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg)
+		if err == nil || !strings.Contains(err.Error(), outcomeUnknown) || strings.Contains(err.Error(), outcomeRefused) {
+			t.Fatalf("err = %v, want the outcome unknown", err)
 		}
 	})
 	t.Run("a gateway's timeout leaves the outcome unknown", func(t *testing.T) {
@@ -591,6 +600,23 @@ func TestTargetQuotaForAgentActions(t *testing.T) {
 		}
 		if got := w.counts(t); got[0] > 3 || got[0]+got[1] != 10 {
 			t.Errorf("counts %v: the first group above its max 3, or not the agent's 10", got)
+		}
+	})
+	t.Run("an event's min lowered by a node hold is not the quota", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		tg := w.target(t)
+		// The strategy's last action held the first group at 1 on a
+		// draining node: its min 4 lowered to 1 for that action only.
+		held := quotaMeta(1, 3, 1, 10, 0, 20)
+		held[HostMeta(RoleFirst, MetaQuotaMin)], held[HostMeta(RoleSecond, MetaQuotaMin)] = 4.0, 0.0
+		if err := tg.Scale(sdk.ScalingAction{Count: 4, Meta: held}, tcfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.Scale(below, tcfg); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.counts(t); got[0] < 4 || got[0]+got[1] != 10 {
+			t.Errorf("counts %v: the first group below its quota's min 4, or not the agent's 10", got)
 		}
 	})
 	t.Run("from the target config", func(t *testing.T) {

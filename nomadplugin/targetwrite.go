@@ -51,15 +51,24 @@ func (w *scaleCall) writeErr(what, unchanged string, err error) error {
 	return fmt.Errorf("%w; %s", w.callErr(what, err), outcome)
 }
 
-// refusedByNomad says whether a write failed with Nomad's own error
-// answer, which means Nomad did not apply it. A gateway's timeout (502,
-// 504) is no such answer: the write may have gone through behind it.
+// refusedByNomad says whether a write failed with an answer that means
+// Nomad did not apply it: a 4xx, or a 500 carrying one of Nomad's own
+// refusals (a check-and-set index the job is no longer at, a deployment in
+// progress). Any other 5xx (a leadership change while committing, a
+// forwarding failure, a gateway's or a load balancer's error) may have
+// been applied behind it: its outcome is unknown.
 func refusedByNomad(err error) bool {
 	var ue api.UnexpectedResponseError
 	if !errors.As(err, &ue) || !ue.HasStatusCode() {
 		return false
 	}
-	return ue.StatusCode() != http.StatusBadGateway && ue.StatusCode() != http.StatusGatewayTimeout
+	code := ue.StatusCode()
+	if code >= 400 && code < 500 {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return code == http.StatusInternalServerError &&
+		(strings.Contains(msg, enforceIndexRefused) || strings.Contains(msg, strings.ToLower(deploymentBlocked)))
 }
 
 // readJob reads the job as Nomad answers it and refuses one the target
@@ -231,6 +240,9 @@ func (w *scaleCall) quota() (Quota, string, error) {
 		return unbounded, "", nil
 	}
 	q, _, err = metaQuota(newest.Meta)
+	if err == nil {
+		err = configuredMins(&q, newest.Meta)
+	}
 	if err != nil {
 		return q, "", fmt.Errorf("the scaling event at %s: %w", time.Unix(0, int64(newest.Time)).UTC().Format(time.RFC3339), err)
 	}

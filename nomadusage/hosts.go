@@ -400,10 +400,14 @@ func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api
 	return out
 }
 
-// sameNamespace says whether an allocation's namespace is ns ("" on either
-// side matches: an old Nomad, or the client's namespace).
+// sameNamespace says whether an allocation's namespace is ns. An unset ns
+// is Nomad's default namespace; an allocation without one (an old Nomad)
+// matches any.
 func sameNamespace(allocNS, ns string) bool {
-	return ns == "" || allocNS == "" || allocNS == ns
+	if ns == "" {
+		ns = api.DefaultNamespace
+	}
+	return allocNS == "" || allocNS == ns
 }
 
 // draw returns the indices, in order, of the allocations of a host of n

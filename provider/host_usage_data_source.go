@@ -174,7 +174,7 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 					"resources when none is warm), never at zero. A Go duration >= 0, such as `\"90s\"`; default `\"" + strings.TrimSuffix(defaultWarmup.String(), "0s") +
 					"\"`, the `activation-quota` strategy's; `\"0s\"` turns the rule off (every running allocation counts as warm, " +
 					"whatever its usage). Instances with the same `warmup` share one reader.",
-				Validators: []validator.String{durationValidator()}},
+				Validators: []validator.String{durationValidator(), stringvalidator.AlsoRequires(path.MatchRoot(huJob))}},
 		},
 		Blocks: map[string]schema.Block{huTimeouts: timeoutsBlock(ctx)},
 	}

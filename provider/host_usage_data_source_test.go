@@ -794,6 +794,7 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{"no selector", cfg("", map[string]string{huJob: `"web"`}), `At least one of these attributes must be configured: \[node_id,node_name,node_pool,node_class\]`},
 		{"group without job", cfg("", map[string]string{huNodeName: `"host-a"`, huGroup: `"front"`, huReplicaCPU: "10"}), `Attribute "job" must be specified when "group" is specified`},
+		{"warmup without job", cfg("", map[string]string{huNodeName: `"host-a"`, huWarmup: `"30s"`, huReplicaCPU: "10"}), `Attribute "job" must be specified when "warmup" is specified`},
 		{"no job and no demand", cfg("", with(huJob, "")), `Attribute replica_cpu_demand_mhz must be set when no job is named`},
 		// The values passed to the observation follow the engine's rules,
 		// checked before Nomad is asked.

@@ -1,7 +1,8 @@
 # Split mode: one policy scales both groups of job "web". The strategy
 # returns first + second; the host-quota target applies each count to its
-# group. Keep the policy's min/max within
-# [first_min + second_min, first_max + second_max] (here [0, 96]): when the
+# group. Set the policy's max to first_max + second_max and its min within
+# [first_min + second_min, max] (here max 96, min 0; a lower max would undo
+# a split that keeps the sum, whose first step raises it): when the
 # agent clamps the sum, the target splits the clamped sum in proportion,
 # keeping each group within its host's quota; a sum no split can reach is
 # refused and changes nothing. The target sets both groups in one job
