@@ -145,17 +145,23 @@ func (w *scaleCall) dryRun(current, counts [2]int64) error {
 	return nil
 }
 
+// read is what both modes start from: the job as Nomad has it, its
+// groups' current counts, and the total the action asks for (dry: a dry
+// run).
+func (w *scaleCall) read() (job *rawJob, current [2]int64, total int64, dry bool, err error) {
+	if job, err = w.readJob(); err != nil {
+		return nil, current, 0, false, err
+	}
+	if current, err = w.currentCounts(job); err != nil {
+		return nil, current, 0, false, err
+	}
+	total, dry, err = w.total(current)
+	return job, current, total, dry, err
+}
+
 // scaleSplit is Scale in split mode: read, split, guard, register, events.
 func (w *scaleCall) scaleSplit() error {
-	job, err := w.readJob()
-	if err != nil {
-		return err
-	}
-	current, err := w.currentCounts(job)
-	if err != nil {
-		return err
-	}
-	total, dry, err := w.total(current)
+	job, current, total, dry, err := w.read()
 	if err != nil {
 		return err
 	}
@@ -312,15 +318,7 @@ func (w *scaleCall) events(current, counts [2]int64, index uint64) {
 // scaleGroup is Scale in single-group mode: one check-and-set scale
 // request, which records its own scaling event.
 func (w *scaleCall) scaleGroup() error {
-	job, err := w.readJob()
-	if err != nil {
-		return err
-	}
-	current, err := w.currentCounts(job)
-	if err != nil {
-		return err
-	}
-	total, dry, err := w.total(current)
+	job, current, total, dry, err := w.read()
 	if err != nil {
 		return err
 	}

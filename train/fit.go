@@ -23,14 +23,8 @@ func capacityLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, gr
 		m := float64(k + 1)
 		sm := math.Sqrt(m)
 		cost := m*a + sm*b
-		q := sigmoid(alpha * (1 - cost))
-		y := d.capacityLabel(r, k)
-		w := 1.0
-		if y == 0 {
-			w = s.OverloadWeight
-		}
-		loss += w * bce(q, y)
-		dz := w * (q - y)
+		l, dz := slotTerm(alpha, cost, d.capacityLabel(r, k), s.OverloadWeight)
+		loss += l
 		da += dz * -alpha * m
 		db += dz * -alpha * sm
 		dAlpha += dz * alpha * (1 - cost)
@@ -40,6 +34,18 @@ func capacityLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, gr
 		grad[len(grad)-1] += dAlpha
 	}
 	return loss
+}
+
+// slotTerm is one slot's weighted cross-entropy for q = sigmoid(alpha (1 -
+// cost)) against label y (overload labels, y = 0, weigh overloadWeight),
+// and its derivative with respect to alpha (1 - cost).
+func slotTerm(alpha, cost, y, overloadWeight float64) (loss, dz float64) {
+	q := sigmoid(alpha * (1 - cost))
+	w := 1.0
+	if y == 0 {
+		w = overloadWeight
+	}
+	return w * bce(q, y), w * (q - y)
 }
 
 // admissionLoss: slot k = sigmoid(alpha (1 - C_k)) with C_k = j a +
@@ -55,14 +61,8 @@ func admissionLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, g
 		j := float64(min(k+1, n))
 		sj := math.Sqrt(j)
 		cost := j*a + sj*b + float64(max(0, k+1-n))*d.demand[r]
-		q := sigmoid(alpha * (1 - cost))
-		y := d.admissionLabel(r, k)
-		w := 1.0
-		if y == 0 {
-			w = s.OverloadWeight
-		}
-		loss += w * bce(q, y)
-		dz := w * (q - y)
+		l, dz := slotTerm(alpha, cost, d.admissionLabel(r, k), s.OverloadWeight)
+		loss += l
 		da += dz * -alpha * j
 		db += dz * -alpha * sj
 		dAlpha += dz * alpha * (1 - cost)

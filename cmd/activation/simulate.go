@@ -311,19 +311,13 @@ type modelInfo struct {
 // policyResult is a policy's best setting within the budget (knob null and
 // within_budget false when none is), and its whole curve.
 type policyResult struct {
-	Name                string      `json:"name"`
-	KnobName            string      `json:"knob_name,omitempty"`
-	Knob                *float64    `json:"knob"`
-	WithinBudget        bool        `json:"within_budget"`
-	Density             float64     `json:"density"`
-	ReplicasPerHost     float64     `json:"replicas_per_host"`
-	ViolationRate       float64     `json:"violation_rate"`
-	CPUViolationRate    float64     `json:"cpu_violation_rate"`
-	MemoryViolationRate float64     `json:"memory_violation_rate"`
-	Severity            float64     `json:"severity"`
-	MemorySeverity      float64     `json:"memory_severity"`
-	ChangesPerHour      float64     `json:"changes_per_hour"`
-	Curve               []sim.Point `json:"curve"`
+	Name         string   `json:"name"`
+	KnobName     string   `json:"knob_name,omitempty"`
+	Knob         *float64 `json:"knob"` // shadows sim.Point's Knob: null without one
+	WithinBudget bool     `json:"within_budget"`
+	// The best point's figures (zero when none is within budget).
+	sim.Point
+	Curve []sim.Point `json:"curve"`
 }
 
 // churn is the activation policy's best setting within budget without and
@@ -353,9 +347,7 @@ func buildFamily(rep *sim.Report, budget float64) familyResult {
 				pr.Knob = &k
 			}
 			pr.WithinBudget = true
-			pr.Density, pr.ReplicasPerHost, pr.ViolationRate = p.Density, p.ReplicasPerHost, p.ViolationRate
-			pr.CPUViolationRate, pr.MemoryViolationRate = p.CPUViolationRate, p.MemoryViolationRate
-			pr.Severity, pr.MemorySeverity, pr.ChangesPerHour = p.Severity, p.MemorySeverity, p.ChangesPerHour
+			pr.Point = p
 		}
 		fr.Policies = append(fr.Policies, pr)
 	}
