@@ -249,6 +249,35 @@ func TestFeatureVector(t *testing.T) {
 	}
 }
 
+// The daily-cycle features read the time of day of the last sample: at
+// 06:00 UTC sin is 1 and cos 0, at 18:00 sin is -1; the level features scale
+// the recent level (0.125 per replica here) by (1 + sin) / 2 and (1 + cos) / 2.
+func TestDailyCycleFeatures(t *testing.T) {
+	names := []string{FeatDaySin, FeatDayCos, FeatCPULevelDaySin, FeatCPULevelDayCos}
+	for _, c := range []struct {
+		last int64
+		want []float64
+	}{
+		{6 * 3600, []float64{1, 0, 0.125, 0.0625}},
+		{18 * 3600, []float64{-1, 0, 0, 0.0625}},
+		{86400 + 12*3600, []float64{0, -1, 0.0625, 0}},
+	} {
+		o := Observation{CPUCapacityMHz: 1000, RunningReplicas: 2, ReplicaCPUDemandMHz: 100, RequestedCPUMHz: 300}
+		for i, u := range []float64{100, 300, 200, 400} {
+			o.Samples = append(o.Samples, Sample{Time: c.last - int64(60*(3-i)), CPUMHz: u})
+		}
+		x, err := FeatureVector(&o, "second", names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range names {
+			if math.Abs(x[i]-c.want[i]) > 1e-12 {
+				t.Errorf("last sample at %d: %s = %v, want %v", c.last, names[i], x[i], c.want[i])
+			}
+		}
+	}
+}
+
 // A processor's very first decisions may come from many goroutines at once
 // (the race detector checks that nothing is set up lazily without care).
 func TestFreshProcessorConcurrentFirstUse(t *testing.T) {

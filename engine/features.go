@@ -61,6 +61,12 @@ const (
 	// unit circle.
 	FeatDaySin = "day_sin"
 	FeatDayCos = "day_cos"
+	// The recent level (cpu_replica_mean_last5) times (1 + day_sin) / 2
+	// and (1 + day_cos) / 2: the daily cycle in usage units and never
+	// negative, so that a network of ReLU layers whose estimate scales with
+	// the usage can read it.
+	FeatCPULevelDaySin = "cpu_level_day_sin"
+	FeatCPULevelDayCos = "cpu_level_day_cos"
 	// FeatRunning is the number of running replicas.
 	FeatRunning = "running_replicas"
 	// SlotPrefix + k names the admission processor's k-th demand slot:
@@ -83,7 +89,7 @@ var FeatureNames = []string{
 	FeatCPUFitMean, FeatCPUFitMeanLast5, FeatCPUFitMeanStd2, FeatCPUFitMeanStd3,
 	FeatCPUFitP95, FeatCPUFitP99, FeatCPUFitMax, FeatCPUFitMaxLast5, FeatCPUFitMaxLast20, FeatCPUFitDemand,
 	FeatMemReplicaMax, FeatMemReplicaDemand, FeatMemHostMax, FeatMemFit,
-	FeatDaySin, FeatDayCos, FeatRunning,
+	FeatDaySin, FeatDayCos, FeatCPULevelDaySin, FeatCPULevelDayCos, FeatRunning,
 }
 
 // MaxFit caps the fit features (replicas that fit at the observed usage).
@@ -140,6 +146,8 @@ const (
 	fMemFit
 	fDaySin
 	fDayCos
+	fCPULevelDaySin
+	fCPULevelDayCos
 	fRunning
 	numFeatures
 )
@@ -330,6 +338,8 @@ func (fw *featureWork) compute(o *Observation) {
 	last := o.Samples[n-1].Time
 	day := float64(last%86400) / 86400 * 2 * math.Pi
 	f[fDaySin], f[fDayCos] = math.Sin(day), math.Cos(day)
+	f[fCPULevelDaySin] = f[fCPUReplicaMeanLast5] * (1 + f[fDaySin]) / 2
+	f[fCPULevelDayCos] = f[fCPUReplicaMeanLast5] * (1 + f[fDayCos]) / 2
 	f[fRunning] = float64(running)
 }
 

@@ -27,6 +27,26 @@ type Tally struct {
 	// the replayed time times the number of hosts.
 	Changes   int     `json:"changes"`
 	HostHours float64 `json:"host_hours"`
+	// Roles splits the host-samples, counts and violations by the host's
+	// place in its pair: [0] the first hosts (even indexes: the activation
+	// policy's admission host), [1] the second.
+	Roles [2]RoleTally `json:"roles"`
+}
+
+// RoleTally is the part of a Tally one role's hosts did.
+type RoleTally struct {
+	HostSamples    int     `json:"host_samples"`
+	Replicas       float64 `json:"replicas"`
+	OracleReplicas float64 `json:"oracle_replicas"`
+	Violations     int     `json:"violations"`
+}
+
+// Density is the role's mean count as a share of the oracle's.
+func (t RoleTally) Density() float64 { return ratio(t.Replicas, t.OracleReplicas) }
+
+// ViolationRate is the role's share of host-samples over capacity.
+func (t RoleTally) ViolationRate() float64 {
+	return ratio(float64(t.Violations), float64(t.HostSamples))
 }
 
 // Density is the mean count as a share of the oracle's mean count.
@@ -81,6 +101,14 @@ type Point struct {
 	Severity            float64 `json:"severity"`
 	MemorySeverity      float64 `json:"memory_severity"`
 	ChangesPerHour      float64 `json:"changes_per_hour"`
+	// FirstDensity and SecondDensity, FirstViolationRate and
+	// SecondViolationRate are the density and violation rate of the
+	// pairs' first and second hosts alone (averaged over series like the
+	// totals; 0 for a role no host plays).
+	FirstDensity        float64 `json:"first_host_density"`
+	SecondDensity       float64 `json:"second_host_density"`
+	FirstViolationRate  float64 `json:"first_host_violation_rate"`
+	SecondViolationRate float64 `json:"second_host_violation_rate"`
 }
 
 // accum sums tallies of one knob setting over series, so that a run holds
@@ -92,6 +120,7 @@ type accum struct {
 	Changes                                   float64
 	Excess, MemExcess                         float64
 	CPUViolations, MemoryViolations           int64
+	RoleDensity, RoleViol                     [2]float64
 }
 
 func (a *accum) add(t Tally) {
@@ -106,6 +135,10 @@ func (a *accum) add(t Tally) {
 	a.MemExcess += t.MemoryExcess
 	a.CPUViolations += int64(t.CPUViolations)
 	a.MemoryViolations += int64(t.MemoryViolations)
+	for i, rt := range t.Roles {
+		a.RoleDensity[i] += rt.Density()
+		a.RoleViol[i] += rt.ViolationRate()
+	}
 }
 
 func (a *accum) merge(b accum) {
@@ -120,6 +153,10 @@ func (a *accum) merge(b accum) {
 	a.MemExcess += b.MemExcess
 	a.CPUViolations += b.CPUViolations
 	a.MemoryViolations += b.MemoryViolations
+	for i := range a.RoleDensity {
+		a.RoleDensity[i] += b.RoleDensity[i]
+		a.RoleViol[i] += b.RoleViol[i]
+	}
 }
 
 func (a *accum) point(knob float64) Point {
@@ -136,6 +173,8 @@ func (a *accum) point(knob float64) Point {
 	p.ChangesPerHour = a.Changes / n
 	p.Severity = ratio(a.Excess, float64(a.CPUViolations))
 	p.MemorySeverity = ratio(a.MemExcess, float64(a.MemoryViolations))
+	p.FirstDensity, p.SecondDensity = a.RoleDensity[0]/n, a.RoleDensity[1]/n
+	p.FirstViolationRate, p.SecondViolationRate = a.RoleViol[0]/n, a.RoleViol[1]/n
 	return p
 }
 
@@ -180,9 +219,13 @@ func tallyBlock(t *Tally, r *Replay, h, d, n int) {
 	lo, hi := r.Block(d)
 	ht := &r.hosts[h]
 	o := ht.oracle[d]
+	rt := &t.Roles[h%2]
 	t.HostSamples += hi - lo
 	t.Replicas += float64(n * (hi - lo))
 	t.OracleReplicas += float64(o * (hi - lo))
+	rt.HostSamples += hi - lo
+	rt.Replicas += float64(n * (hi - lo))
+	rt.OracleReplicas += float64(o * (hi - lo))
 	if n <= o {
 		return
 	}
@@ -198,6 +241,7 @@ func tallyBlock(t *Tally, r *Replay, h, d, n int) {
 		}
 		if x > 1 || m > 1 {
 			t.Violations++
+			rt.Violations++
 		}
 	}
 }

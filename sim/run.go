@@ -488,6 +488,13 @@ type Summary struct {
 	BestBaselineDensity float64 `json:"best_baseline_density"`
 	ActivationDensity   float64 `json:"activation_density"`
 	OracleDensity       float64 `json:"oracle_density"`
+	// AdmissionOracleDensity is the activation policy's ceiling at no
+	// violation (the policy named admission-oracle; null when it was not
+	// replayed), and CeilingGapClosed (ceiling - best baseline) / (oracle -
+	// best baseline): the most of the gap an activation pair can close
+	// without violations, given the admission rule.
+	AdmissionOracleDensity *float64 `json:"admission_oracle_density"`
+	CeilingGapClosed       *float64 `json:"ceiling_gap_closed"`
 	// GainVsRequestSum and GainVsBestBaseline are density ratios minus one;
 	// GapClosed is (activation - best baseline) / (oracle - best baseline).
 	// Each is null when undefined (a zero denominator).
@@ -535,11 +542,19 @@ func (rep *Report) Summarize(budget float64) Summary {
 	}
 	s.ActivationDensity = best(PolicyActivation)
 	s.OracleDensity = best(PolicyOracle)
+	if rep.Curve(PolicyAdmissionOracle) != nil {
+		c := best(PolicyAdmissionOracle)
+		s.AdmissionOracleDensity = &c
+	}
 	s.GainVsRequestSum = gain(s.ActivationDensity, s.RequestSumDensity)
 	s.GainVsBestBaseline = gain(s.ActivationDensity, s.BestBaselineDensity)
 	if gap := s.OracleDensity - s.BestBaselineDensity; gap > 0 {
 		g := (s.ActivationDensity - s.BestBaselineDensity) / gap
 		s.GapClosed = &g
+		if s.AdmissionOracleDensity != nil {
+			c := (*s.AdmissionOracleDensity - s.BestBaselineDensity) / gap
+			s.CeilingGapClosed = &c
+		}
 	}
 	return s
 }

@@ -123,6 +123,13 @@ func TestMetricsOnHandSeries(t *testing.T) {
 			check("violation rate", tl.ViolationRate(), c.viol)
 			check("severity", tl.Severity(), c.sev)
 			check("changes per hour", tl.ChangesPerHour(), c.changesH)
+			// Both hosts run the same counts: each role has half of it.
+			for i, rt := range tl.Roles {
+				if 2*rt.Violations != tl.Violations || 2*rt.HostSamples != tl.HostSamples {
+					t.Errorf("role %d: %d violations in %d host-samples, want half of %d in %d", i, rt.Violations, rt.HostSamples, tl.Violations, tl.HostSamples)
+				}
+				check("role density", rt.Density(), c.density)
+			}
 		})
 	}
 }

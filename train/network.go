@@ -18,6 +18,7 @@ type Statistic struct {
 // Statistics are every statistic the trainer can use.
 var Statistics = []Statistic{
 	{"mean", engine.FeatCPUReplicaMean},
+	{"last", engine.FeatCPUReplicaLast},
 	{"mean_last5", engine.FeatCPUReplicaMeanLast5},
 	{"mean_std2", engine.FeatCPUReplicaMeanStd2},
 	{"mean_std3", engine.FeatCPUReplicaMeanStd3},
@@ -28,6 +29,8 @@ var Statistics = []Statistic{
 	{"max_last20", engine.FeatCPUReplicaMaxLast20},
 	{"trend_up", engine.FeatCPUReplicaTrendUp},
 	{"trend_down", engine.FeatCPUReplicaTrendDown},
+	{"level_day_sin", engine.FeatCPULevelDaySin},
+	{"level_day_cos", engine.FeatCPULevelDayCos},
 }
 
 // statisticsByName returns the named statistics, in the given order.

@@ -76,7 +76,7 @@ func TestSimulateJSON(t *testing.T) {
 		names = append(names, name)
 		byName[name] = pm
 	}
-	want := []string{sim.PolicyRequestSum, sim.PolicyP95Window, sim.PolicyMaxWindow, sim.PolicyNSigma, sim.PolicyUsageThreshold, sim.PolicyOracle, sim.PolicyActivation, sim.PolicyLinear}
+	want := []string{sim.PolicyRequestSum, sim.PolicyP95Window, sim.PolicyMaxWindow, sim.PolicyNSigma, sim.PolicyUsageThreshold, sim.PolicyOracle, sim.PolicyAdmissionOracle, sim.PolicyActivation, sim.PolicyLinear}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("policies %v, want %v", names, want)
 	}
@@ -84,7 +84,7 @@ func TestSimulateJSON(t *testing.T) {
 	if !ok {
 		t.Fatalf("no summary: %v", doc["summary"])
 	}
-	for _, k := range []string{"request_sum_density", "best_baseline", "best_baseline_density", "activation_density", "oracle_density", "gain_vs_request_sum", "gain_vs_best_baseline", "gap_closed"} {
+	for _, k := range []string{"request_sum_density", "best_baseline", "best_baseline_density", "activation_density", "oracle_density", "gain_vs_request_sum", "gain_vs_best_baseline", "gap_closed", "admission_oracle_density", "ceiling_gap_closed"} {
 		if _, ok := sum[k]; !ok {
 			t.Errorf("summary has no %q", k)
 		}
@@ -95,6 +95,24 @@ func TestSimulateJSON(t *testing.T) {
 	}
 	if got := sum["oracle_density"]; got != 1.0 {
 		t.Errorf("oracle density %v, want 1", got)
+	}
+	// The admission oracle is the oracle held back on the first host: never
+	// above it, and never a violation.
+	ceiling, ok := sum["admission_oracle_density"].(float64)
+	if !ok || ceiling > 1 || ceiling <= 0 {
+		t.Errorf("admission oracle density %v, want within (0, 1]", sum["admission_oracle_density"])
+	}
+	if got, want := ceiling, byName[sim.PolicyAdmissionOracle]["density"]; got != want {
+		t.Errorf("summary admission_oracle_density %v, policy density %v", got, want)
+	}
+	if v := byName[sim.PolicyAdmissionOracle]["violation_rate"]; v != 0.0 {
+		t.Errorf("admission oracle violation rate %v, want 0", v)
+	}
+	// The activation's density is a weighted mean of its two hosts' (each
+	// over its own oracle).
+	act := byName[sim.PolicyActivation]
+	if f, s, d := act["first_host_density"].(float64), act["second_host_density"].(float64), act["density"].(float64); d < min(f, s)-1e-9 || d > max(f, s)+1e-9 || f == s {
+		t.Errorf("activation density %v, its hosts' %v and %v: want two figures around it", d, f, s)
 	}
 	if g, ok := sum["gain_vs_request_sum"].(float64); ok {
 		want := sum["activation_density"].(float64)/sum["request_sum_density"].(float64) - 1
@@ -120,7 +138,7 @@ func TestSimulateTable(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"scenario yardstick, all split", "policy", "violation rate", "activation", "per_branch", "n-sigma", "not a held-out result"} {
+	for _, want := range []string{"scenario yardstick, all split", "policy", "violation rate", "activation", "per_branch", "n-sigma", "not a held-out result", "activation by host: first", "ceiling: the admission oracle"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}

@@ -50,15 +50,16 @@ var (
 // so that curves that meet (request-sum and the linear ablation sit close
 // together) stay apart to the eye.
 var styles = map[string]policyStyle{
-	sim.PolicyRequestSum:     {rgb(230, 25, 75), draw.BoxGlyph{}, dashed, vg.Points(1.5)},
-	sim.PolicyP95Window:      {rgb(60, 160, 60), draw.TriangleGlyph{}, dotted, vg.Points(1.5)},
-	sim.PolicyMaxWindow:      {rgb(0, 110, 200), draw.PyramidGlyph{}, dashDo, vg.Points(1.5)},
-	sim.PolicyNSigma:         {rgb(245, 130, 48), draw.CrossGlyph{}, longDs, vg.Points(1.5)},
-	sim.PolicyUsageThreshold: {rgb(145, 30, 180), draw.PlusGlyph{}, dashed, vg.Points(1.5)},
-	sim.PolicyOracle:         {rgb(0, 0, 0), draw.CircleGlyph{}, solid, vg.Points(1)},
-	sim.PolicyActivation:     {rgb(220, 0, 160), draw.CircleGlyph{}, solid, vg.Points(2.5)},
-	stepsPolicy:              {rgb(90, 50, 10), draw.SquareGlyph{}, []vg.Length{vg.Points(4), vg.Points(2)}, vg.Points(1.2)},
-	sim.PolicyLinear:         {rgb(110, 110, 0), draw.RingGlyph{}, dotted, vg.Points(2)},
+	sim.PolicyRequestSum:      {rgb(230, 25, 75), draw.BoxGlyph{}, dashed, vg.Points(1.5)},
+	sim.PolicyP95Window:       {rgb(60, 160, 60), draw.TriangleGlyph{}, dotted, vg.Points(1.5)},
+	sim.PolicyMaxWindow:       {rgb(0, 110, 200), draw.PyramidGlyph{}, dashDo, vg.Points(1.5)},
+	sim.PolicyNSigma:          {rgb(245, 130, 48), draw.CrossGlyph{}, longDs, vg.Points(1.5)},
+	sim.PolicyUsageThreshold:  {rgb(145, 30, 180), draw.PlusGlyph{}, dashed, vg.Points(1.5)},
+	sim.PolicyOracle:          {rgb(0, 0, 0), draw.CircleGlyph{}, solid, vg.Points(1)},
+	sim.PolicyAdmissionOracle: {rgb(128, 128, 128), draw.CircleGlyph{}, solid, vg.Points(1)},
+	sim.PolicyActivation:      {rgb(220, 0, 160), draw.CircleGlyph{}, solid, vg.Points(2.5)},
+	stepsPolicy:               {rgb(90, 50, 10), draw.SquareGlyph{}, []vg.Length{vg.Points(4), vg.Points(2)}, vg.Points(1.2)},
+	sim.PolicyLinear:          {rgb(110, 110, 0), draw.RingGlyph{}, dotted, vg.Points(2)},
 }
 
 func styleOf(name string) policyStyle {
@@ -176,8 +177,8 @@ func curvePlot(rep *sim.Report, budget float64) (*plot.Plot, plot.Legend, error)
 	}
 	sort.SliceStable(order, func(a, b int) bool {
 		ca, cb := rep.Curves[order[a]].Policy, rep.Curves[order[b]].Policy
-		if (ca == sim.PolicyOracle) != (cb == sim.PolicyOracle) {
-			return cb == sim.PolicyOracle
+		if oa, ob := isOracle(ca), isOracle(cb); oa != ob {
+			return ob
 		}
 		return styleOf(ca).width > styleOf(cb).width
 	})
@@ -374,4 +375,10 @@ func tracePlots(from, curves *sim.Report, act sim.Policy, budget float64) (*plot
 	}
 	cp.Y.Min, cp.Y.Max = 0, 1.1*maxCount
 	return up, cp, leg, nil
+}
+
+// isOracle reports whether a policy is one of the oracles (one point each,
+// drawn last).
+func isOracle(name string) bool {
+	return name == sim.PolicyOracle || name == sim.PolicyAdmissionOracle
 }

@@ -45,8 +45,10 @@ var simulateHelp = help{
 	synopsis: "--traces DIR[,DIR...] [flags]",
 	description: `Replay real usage series on simulated hosts and compare the activation
 engine's container counts with production-style policies (request-sum,
-p95-window, max-window, n-sigma, usage-threshold), a linear ablation and the
-oracle. Each policy's one knob is swept; a policy's figure at the budget is
+p95-window, max-window, n-sigma, usage-threshold), a linear ablation, the
+oracle and the admission oracle (the oracle with the first host under the
+admission rule: new replicas count at their request; the activation pair's
+ceiling at no violation). Each policy's one knob is swept; a policy's figure at the budget is
 its best density whose violation rate is within it. Each --traces directory
 is a family (flat DIR/<series>.csv, or PlanetLab's DIR/<day>/<vm>.csv where
 a VM's days are one series), split by series name, replayed one series at
@@ -166,7 +168,7 @@ func cmdSimulate(args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	policies := append(sim.Baselines(), act)
+	policies := append(sim.Baselines(), sim.AdmissionOracle(), act)
 	if withSteps {
 		stepped, err := sim.Activation(sim.ActivationConfig{Name: stepsPolicy, Admission: adm, Capacity: capy, Knob: f.knob, Steps: steps})
 		if err != nil {
@@ -453,6 +455,16 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 	fmt.Fprintf(w, "activation %.3f of the oracle: %s vs request-sum (%.3f), %s vs the best baseline %s (%.3f); gap to the oracle closed: %s\n",
 		s.ActivationDensity, opt(s.GainVsRequestSum, true), s.RequestSumDensity, opt(s.GainVsBestBaseline, true),
 		s.BestBaseline, s.BestBaselineDensity, opt(s.GapClosed, false))
+	for _, pr := range fr.Policies {
+		if pr.Name == sim.PolicyActivation && pr.WithinBudget {
+			fmt.Fprintf(w, "activation by host: first %.3f of the oracle (violation rate %.4f), second %.3f (%.4f)\n",
+				pr.FirstDensity, pr.FirstViolationRate, pr.SecondDensity, pr.SecondViolationRate)
+		}
+	}
+	if s.AdmissionOracleDensity != nil {
+		fmt.Fprintf(w, "ceiling: the admission oracle %.3f of the oracle (%s of the gap, at no violation)\n",
+			*s.AdmissionOracleDensity, opt(s.CeilingGapClosed, false))
+	}
 	if c := fr.Churn; c != nil {
 		show := func(p *churnPoint) string {
 			if p == nil {

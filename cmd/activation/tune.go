@@ -61,6 +61,13 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12 without dispersion (mean_std2)", without("mean_std2")},
 		{"mlp 24-12 without tail (p95, max)", without("p95", "max")},
 		{"mlp 24-12 without recent peaks (max_last5, max_last20)", without("max_last5", "max_last20")},
+		{"mlp 24-12 + last", shape([]int{24, 12}, "last")},
+		{"mlp 48-24", shape([]int{48, 24})},
+		{"mlp 24-12, 1000 rows per series", func(s *train.Settings) { s.Hidden, s.MaxRowsPerSeries = []int{24, 12}, 1000 }},
+		{"mlp 24-12, 30 epochs, patience 5", func(s *train.Settings) { s.Hidden, s.Epochs, s.Patience = []int{24, 12}, 30, 5 }},
+		{"mlp 24-12, overload weight 2", func(s *train.Settings) { s.Hidden, s.OverloadWeight = []int{24, 12}, 2 }},
+		{"mlp 24-12, overload weight 12", func(s *train.Settings) { s.Hidden, s.OverloadWeight = []int{24, 12}, 12 }},
+		{"mlp 24-12 + daily cycle", shape([]int{24, 12}, "level_day_sin", "level_day_cos")},
 	}
 }
 
