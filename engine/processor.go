@@ -63,13 +63,23 @@ type compiledLayer struct {
 	neg     []uint64 // neg[u*words:(u+1)*words]: targets v with w(u,v) < 0
 	// logAbsW[v*in+u] = log|w(u,v)|, for the strongest-branch search.
 	logAbsW []float64
-	// A layer with few edges also keeps them in compressed sparse rows and
-	// its forward pass reads only those (a dense BLAS product otherwise).
+	// live[u] and live[in+u]: the words of pos and neg that hold a target
+	// of u (the others are all zero and need no visit); trimmed when that
+	// saves visiting at least half of the words.
+	live    []wordRange
+	trimmed bool
+	// A layer with few edges also keeps them in compressed sparse columns
+	// and its forward pass reads only the columns of nonzero inputs (a
+	// dense BLAS product otherwise). sb is the bias with -0 read as +0.
 	sparse bool
-	rowPtr []int32 // edges of node v: rowPtr[v]..rowPtr[v+1]
-	colIdx []int32
+	colPtr []int32 // edges from node u: colPtr[u]..colPtr[u+1]
+	rowIdx []int32
 	vals   []float64
+	sb     []float64
 }
+
+// wordRange is a half-open range of bitset words.
+type wordRange struct{ lo, hi int32 }
 
 // sparseDensity is the share of nonzero weights below which a layer's
 // forward pass uses its sparse rows instead of a dense product.
@@ -86,29 +96,38 @@ func (cl *compiledLayer) compress() {
 		return
 	}
 	cl.sparse = true
-	cl.rowPtr = make([]int32, cl.out+1)
-	cl.colIdx = make([]int32, 0, nz)
+	cl.colPtr = make([]int32, cl.in+1)
+	cl.rowIdx = make([]int32, 0, nz)
 	cl.vals = make([]float64, 0, nz)
-	for v := 0; v < cl.out; v++ {
-		for u, w := range cl.w.Data[v*cl.in : (v+1)*cl.in] {
-			if w != 0 {
-				cl.colIdx = append(cl.colIdx, int32(u))
+	for u := 0; u < cl.in; u++ {
+		for v := 0; v < cl.out; v++ {
+			if w := cl.w.Data[v*cl.in+u]; w != 0 {
+				cl.rowIdx = append(cl.rowIdx, int32(v))
 				cl.vals = append(cl.vals, w)
 			}
 		}
-		cl.rowPtr[v+1] = int32(len(cl.colIdx))
+		cl.colPtr[u+1] = int32(len(cl.rowIdx))
+	}
+	cl.sb = make([]float64, cl.out)
+	for v, b := range cl.b {
+		cl.sb[v] = b + 0 // -0 + 0 = +0
 	}
 }
 
-// product sets y = W x + b.
+// product sets y = W x + b. A sparse layer adds each nonzero input's
+// column in input order, so every y[v] sums the same terms in the same
+// order as a row-by-row product would (a zero input's terms are zeros, and
+// adding a zero to a sum that starts at +0 changes nothing).
 func (cl *compiledLayer) product(x, y []float64) {
 	if cl.sparse {
-		for v := range y {
-			sum := cl.b[v]
-			for k := cl.rowPtr[v]; k < cl.rowPtr[v+1]; k++ {
-				sum += cl.vals[k] * x[cl.colIdx[k]]
+		copy(y, cl.sb)
+		for u, xu := range x {
+			if xu == 0 {
+				continue
 			}
-			y[v] = sum
+			for k := cl.colPtr[u]; k < cl.colPtr[u+1]; k++ {
+				y[cl.rowIdx[k]] += cl.vals[k] * xu
+			}
 		}
 		return
 	}
@@ -185,6 +204,14 @@ func NewProcessor(m *Model) (*Processor, error) {
 				}
 			}
 		}
+		cl.live = make([]wordRange, 2*in)
+		width := 0
+		for u := 0; u < in; u++ {
+			cl.live[u] = trim(cl.pos[u*cl.words : (u+1)*cl.words])
+			cl.live[in+u] = trim(cl.neg[u*cl.words : (u+1)*cl.words])
+			width += int(cl.live[u].hi-cl.live[u].lo) + int(cl.live[in+u].hi-cl.live[in+u].lo)
+		}
+		cl.trimmed = 2*width <= 2*in*cl.words
 		cl.compress()
 		p.layers = append(p.layers, cl)
 		in = out
@@ -450,6 +477,33 @@ func (cl *compiledLayer) liveTargets(u int, a float64) []uint64 {
 	return cl.neg[u*cl.words : (u+1)*cl.words]
 }
 
+// liveWords is liveTargets trimmed to the words that hold a target: the
+// words and the index of the first.
+func (cl *compiledLayer) liveWords(u int, a float64) ([]uint64, int) {
+	if !cl.trimmed {
+		return cl.liveTargets(u, a), 0
+	}
+	set, r := cl.neg, cl.live[cl.in+u]
+	if a > 0 {
+		set, r = cl.pos, cl.live[u]
+	}
+	base := u * cl.words
+	return set[base+int(r.lo) : base+int(r.hi)], int(r.lo)
+}
+
+// trim returns the range of words of b from its first nonzero word to its
+// last (empty when b is all zero).
+func trim(b []uint64) wordRange {
+	lo, hi := 0, len(b)
+	for lo < hi && b[lo] == 0 {
+		lo++
+	}
+	for hi > lo && b[hi-1] == 0 {
+		hi--
+	}
+	return wordRange{int32(lo), int32(hi)}
+}
+
 func hasBit(b []uint64, i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
 
 // branches computes the backward reach (for A_in), the forward path counts
@@ -467,9 +521,9 @@ func (p *Processor) branches(ws *Workspace) {
 				t := bits.TrailingZeros64(word)
 				word &= word - 1
 				u := w*64 + t
-				live := cl.liveTargets(u, act[u])
-				for k, m := range live {
-					if m&up[k] != 0 {
+				live, off := cl.liveWords(u, act[u])
+				for i, m := range live {
+					if m&up[off+i] != 0 {
 						bk[u/64] |= 1 << (u % 64)
 						break
 					}
@@ -519,8 +573,9 @@ func (p *Processor) branches(ws *Workspace) {
 			if c == 0 {
 				continue
 			}
-			live := cl.liveTargets(u, act[u])
-			for k, m := range live {
+			live, off := cl.liveWords(u, act[u])
+			for i, m := range live {
+				k := off + i
 				m &= up[k]
 				base := k * 64
 				if safe {

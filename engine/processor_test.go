@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas/blas64"
 	"testing"
 )
 
@@ -320,7 +322,7 @@ func randomModel(r *rand.Rand) *Model {
 
 func TestDynamicProgrammeMatchesEnumeration(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
-	checked, nonzero, sparseLayers, denseLayers := 0, 0, 0, 0
+	checked, nonzero, sparseLayers, denseLayers, trimmedLayers := 0, 0, 0, 0, 0
 	for n := 0; n < 3000; n++ {
 		m := randomModel(r)
 		p, err := NewProcessor(m)
@@ -328,6 +330,9 @@ func TestDynamicProgrammeMatchesEnumeration(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range p.layers {
+			if p.layers[i].trimmed {
+				trimmedLayers++
+			}
 			if p.layers[i].sparse {
 				sparseLayers++
 			} else {
@@ -363,8 +368,8 @@ func TestDynamicProgrammeMatchesEnumeration(t *testing.T) {
 	}
 	// The random networks must exercise real branches, not only empty ones,
 	// through both forward products.
-	if sparseLayers == 0 || denseLayers == 0 {
-		t.Fatalf("forward products exercised: %d sparse layers, %d dense", sparseLayers, denseLayers)
+	if sparseLayers == 0 || denseLayers == 0 || trimmedLayers == 0 || trimmedLayers == sparseLayers+denseLayers {
+		t.Fatalf("forward products exercised: %d sparse layers, %d dense, %d of them with trimmed target sets", sparseLayers, denseLayers, trimmedLayers)
 	}
 	if nonzero < checked/6 {
 		t.Fatalf("only %d of %d random cases had activated branches", nonzero, checked)
@@ -408,5 +413,48 @@ func TestAnalyzeRejectsBadInput(t *testing.T) {
 	other := handNet(t)
 	if _, err := p.Analyze([]float64{1, 2, 0}, NewWorkspace(other)); err == nil {
 		t.Fatal("another processor's workspace accepted")
+	}
+}
+
+// A sparse layer's column-wise product with zero inputs skipped gives,
+// bit for bit, the row-by-row sum bias + w0 x0 + w1 x1 + ... in input
+// order, signed zeros aside (a bias of -0 reads as +0).
+func TestSparseProductMatchesRowOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for n := 0; n < 500; n++ {
+		in, out := 1+r.IntN(300), 1+r.IntN(120)
+		cl := compiledLayer{in: in, out: out, b: make([]float64, out),
+			w: blas64.General{Rows: out, Cols: in, Stride: in, Data: make([]float64, out*in)}}
+		for v := range cl.b {
+			cl.b[v] = r.NormFloat64()
+		}
+		for i := range cl.w.Data {
+			if r.Float64() < 0.05 {
+				cl.w.Data[i] = r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
+			}
+		}
+		cl.compress()
+		if !cl.sparse {
+			continue
+		}
+		x := make([]float64, in)
+		for i := range x {
+			if r.IntN(2) == 0 {
+				x[i] = r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
+			}
+		}
+		y := make([]float64, out)
+		cl.product(x, y)
+		for v := range y {
+			sum := cl.b[v]
+			for u := 0; u < in; u++ {
+				if w := cl.w.Data[v*in+u]; w != 0 {
+					sum += w * x[u]
+				}
+			}
+			if math.Float64bits(y[v]) != math.Float64bits(sum) && !(y[v] == 0 && sum == 0) {
+				t.Fatalf("layer %d, node %d: %v, row order gives %v", n, v, y[v], sum)
+			}
+		}
 	}
 }

@@ -67,8 +67,9 @@ func (p *Processor) sweepInput(x []float64, ws *Workspace, role string, threshol
 					t := bits.TrailingZeros64(word)
 					word &= word - 1
 					u := wd*64 + t
-					for k, m := range cl.liveTargets(u, ws.act[l][u]) {
-						dst[k] |= m & ws.holds[l+1][k]
+					live, off := cl.liveWords(u, ws.act[l][u])
+					for i, m := range live {
+						dst[off+i] |= m & ws.holds[l+1][off+i]
 					}
 				}
 			}
@@ -94,7 +95,9 @@ func (p *Processor) sweepInput(x []float64, ws *Workspace, role string, threshol
 		for u := range sc {
 			best := negInf
 			if hasBit(ws.holds[l], u) {
-				for k, m := range cl.liveTargets(u, ws.act[l][u]) {
+				live, off := cl.liveWords(u, ws.act[l][u])
+				for i, m := range live {
+					k := off + i
 					m &= hb[k]
 					for m != 0 {
 						t := bits.TrailingZeros64(m)
