@@ -82,7 +82,7 @@ type compiledLayer struct {
 type wordRange struct{ lo, hi int32 }
 
 // sparseDensity is the share of nonzero weights below which a layer's
-// forward pass uses its sparse rows instead of a dense product.
+// forward pass uses its sparse columns instead of a dense product.
 const sparseDensity = 0.15
 
 func (cl *compiledLayer) compress() {
