@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -35,6 +36,36 @@ type HostInput struct {
 	// MinSamples is the fewest usage samples the host's window must hold
 	// for a decision; 0 is DefaultMinSamples.
 	MinSamples int
+	// HoldBand, when > 0, also reads the counts at output thresholds
+	// HoldBand logits stricter and looser than the model's (HostDecision.
+	// Hold): a controller may keep a current count that lies between them.
+	// At most MaxHoldBand; the model's outputs must be sigmoid.
+	HoldBand float64
+}
+
+// MaxHoldBand is the widest hold band, in logits.
+const MaxHoldBand = 10
+
+// HoldRange is the range of counts the models find about as safe as the
+// decided one: the counts, through the same quota, at output thresholds
+// Band logits stricter (Low) and looser (High) than the model's. Low <=
+// Containers <= High.
+type HoldRange struct {
+	Band float64 `json:"band"`
+	Low  int     `json:"low"`
+	High int     `json:"high"`
+}
+
+// Keeps reports whether a controller at count current may stay there: the
+// current count lies within the range.
+func (h *HoldRange) Keeps(current int) bool {
+	return h != nil && current >= h.Low && current <= h.High
+}
+
+// ShiftThreshold moves an output threshold in (0, 1) by d logits (d > 0:
+// stricter, fewer outputs hold data).
+func ShiftThreshold(t, d float64) float64 {
+	return 1 / (1 + math.Exp(-(math.Log(t/(1-t)) + d)))
 }
 
 // Decision is the method's answer for the two hosts.
@@ -91,6 +122,9 @@ type HostDecision struct {
 	// Placement says how the count meets the scheduler's placement by
 	// requested resources.
 	Placement Placement `json:"placement"`
+	// Hold is the range of counts about as safe as Containers, when the
+	// input asked for a hold band (nil otherwise).
+	Hold *HoldRange `json:"hold,omitempty"`
 }
 
 // RefusedSlot is the first replica the admission processor refused.
@@ -221,10 +255,18 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 	if err != nil {
 		return err
 	}
-	return p.decideHost(o, role, q, h)
+	if b := in.HoldBand; b != 0 {
+		if badNumber(b) || b < 0 || b > MaxHoldBand {
+			return obsErr(role, "hold_band", "is %v; it must be a number from 0 to %d (logits)", b, MaxHoldBand)
+		}
+		if act := p.model.Layers[len(p.model.Layers)-1].Activation; act != ActivationSigmoid {
+			return obsErr(role, "hold_band", "model %s has %s outputs; a hold band needs sigmoid outputs (a band in logits)", p.model.Name, act)
+		}
+	}
+	return p.decideHost(o, role, q, in.HoldBand, h)
 }
 
-func (p *Processor) decideHost(o *Observation, role string, q Quota, h *HostDecision) error {
+func (p *Processor) decideHost(o *Observation, role string, q Quota, band float64, h *HostDecision) error {
 	w := p.getWork()
 	defer p.putWork(w)
 	w.fw.compute(o)
@@ -268,6 +310,16 @@ func (p *Processor) decideHost(o *Observation, role string, q Quota, h *HostDeci
 		p.capacityLimit(w, h)
 	}
 	h.Placement = placement(o, &w.fw, h.Containers)
+	if band > 0 {
+		ts := [2]float64{ShiftThreshold(p.thr, band), ShiftThreshold(p.thr, -band)}
+		var am [2]int
+		if err := p.sweepInput(w.x, w.ws, role, ts[:], am[:]); err != nil {
+			return fmt.Errorf("%s host: hold band: %w", role, err)
+		}
+		lo, _ := q.Apply(am[0])
+		hi, _ := q.Apply(am[1])
+		h.Hold = &HoldRange{Band: band, Low: lo, High: hi}
+	}
 	return nil
 }
 

@@ -18,12 +18,14 @@ type Request struct {
 	// MinSamples is the fewest usage samples each host's window must hold
 	// (0: DefaultMinSamples).
 	MinSamples int `json:"min_samples,omitempty"`
+	// HoldBand, when > 0, asks both hosts' hold ranges (HostInput.HoldBand).
+	HoldBand float64 `json:"hold_band,omitempty"`
 }
 
 // Inputs resolves the request's model sources through the model cache.
 func (r *Request) Inputs() (first, second HostInput, err error) {
-	first = HostInput{Observation: &r.First, Quota: r.FirstQuota, MinSamples: r.MinSamples}
-	second = HostInput{Observation: &r.Second, Quota: r.SecondQuota, MinSamples: r.MinSamples}
+	first = HostInput{Observation: &r.First, Quota: r.FirstQuota, MinSamples: r.MinSamples, HoldBand: r.HoldBand}
+	second = HostInput{Observation: &r.Second, Quota: r.SecondQuota, MinSamples: r.MinSamples, HoldBand: r.HoldBand}
 	if first.Model, err = Models.LoadFor(RoleFirst, r.FirstModel); err != nil {
 		return
 	}

@@ -3,6 +3,7 @@ package nomadplugin
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -50,6 +51,11 @@ const (
 	// KeyHysteresis: a move smaller than this is not made. Default "10%";
 	// "none" turns it off.
 	KeyHysteresis = "hysteresis"
+	// KeyHoldBand: a host keeps its count while it lies between the
+	// engine's counts at output thresholds this many logits stricter and
+	// looser than the model's (engine.HostDecision.Hold): a hold measured
+	// in the models' confidence. Default 0 (off); 0 to engine.MaxHoldBand.
+	KeyHoldBand = "hold_band"
 	// KeyPlacement: "cap" (never ask for more replicas than Nomad can place
 	// at today's reservations) or "report" (ask anyway and say how many
 	// will queue). Default "cap".
@@ -144,7 +150,7 @@ const (
 )
 
 var globalKeys = []string{KeyRole, KeyNamespace, KeyJob, KeyWindow, KeyMaxAge, KeyMinSamples, KeyWarmup,
-	KeyMaxScaleUp, KeyMaxScaleDown, KeyHysteresis, KeyPlacement, KeyReadConcurrency, KeyReadTimeout, KeyMinAnswered, KeyStatsSample}
+	KeyMaxScaleUp, KeyMaxScaleDown, KeyHysteresis, KeyHoldBand, KeyPlacement, KeyReadConcurrency, KeyReadTimeout, KeyMinAnswered, KeyStatsSample}
 
 var hostKeys = []string{KeyNodeID, KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter, KeyGroup, KeyReplicaCPU, KeyReplicaMemory,
 	KeyWantedReplicas, KeyQueued, KeyModel, KeyMin, KeyMax, KeyPerBranch, KeyRounding, KeyUsage}
@@ -191,6 +197,7 @@ type strategyConfig struct {
 	maxAge        time.Duration
 	minSamples    int // 0 is the engine's default
 	steps         engine.Steps
+	holdBand      float64 // 0: no hold band
 	placement     string
 	readTimeout   time.Duration
 	opts          nomadusage.Options
@@ -381,6 +388,7 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	r.step(KeyMaxScaleUp, DefaultMaxScaleUp, &c.steps.MaxUp)
 	r.step(KeyMaxScaleDown, DefaultMaxScaleDown, &c.steps.MaxDown)
 	r.step(KeyHysteresis, DefaultHysteresis, &c.steps.Hysteresis)
+	r.float(KeyHoldBand, &c.holdBand)
 	r.oneOf(KeyPlacement, &c.placement, PlacementCap, PlacementReport)
 	r.int(KeyReadConcurrency, &c.opts.Concurrency)
 	r.duration(KeyReadTimeout, &c.readTimeout, false)
@@ -388,6 +396,9 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	r.int(KeyStatsSample, &c.opts.StatsSample)
 	if r.err != nil {
 		return nil, r.err
+	}
+	if math.IsNaN(c.holdBand) || c.holdBand < 0 || c.holdBand > engine.MaxHoldBand {
+		return nil, cfgErr(KeyHoldBand, "is %v; it must be a number of logits from 0 (off) to %d", c.holdBand, engine.MaxHoldBand)
 	}
 	if c.window < 1 || c.window > MaxWindow {
 		return nil, cfgErr(KeyWindow, "is %d; it must be a whole number from 1 to %d", c.window, MaxWindow)
@@ -575,7 +586,7 @@ func (c *strategyConfig) probe() error {
 		for k := range n {
 			o.Samples = append(o.Samples, engine.Sample{Time: int64(k)})
 		}
-		in[i] = engine.HostInput{Observation: o, Model: p, Quota: h.quota, MinSamples: c.minSamples}
+		in[i] = engine.HostInput{Observation: o, Model: p, Quota: h.quota, MinSamples: c.minSamples, HoldBand: c.holdBand}
 	}
 	if _, err := engine.Decide(in[0], in[1]); err != nil {
 		return c.configError(err)
@@ -609,8 +620,11 @@ func (c *strategyConfig) keyFor(err error) (string, bool) {
 	case engine.PartModel:
 		return h.prefix + KeyModel, true
 	}
-	if field == "min_samples" {
+	switch field {
+	case "min_samples":
 		return KeyMinSamples, true
+	case "hold_band":
+		return KeyHoldBand, true
 	}
 	base, _, _ := strings.Cut(field, "[")
 	if k, ok := observationKeys[base]; ok && c.given[h.prefix+k] {

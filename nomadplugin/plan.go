@@ -30,18 +30,26 @@ type hostPlan struct {
 	held      int // held back by the step limits
 	limit     string
 	refused   string
+	hold      *engine.HoldRange
 	notes     []string
 }
 
-// plan limits the engine's count of one host, from current: placement
+// plan limits the engine's count of one host, from current: the hold
+// band (a current count within the engine's hold range stays), placement
 // (cap mode never asks for more than Nomad can place, running replicas
 // aside, unless the quota's min says more), node state (a node that is
 // down, draining or ineligible is never scaled up, not even into the
 // quota), then the step limits and hysteresis within the quota.
 func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation, current int) hostPlan {
 	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
-		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused)}
+		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused),
+		hold: hd.Hold}
 	target := p.decided
+	if hd.Hold.Keeps(p.current) && target != p.current {
+		p.note("hold band %g: %d stays (the models find %d to %d about as safe)", hd.Hold.Band, p.current, hd.Hold.Low, hd.Hold.High)
+		p.held = target - p.current
+		target = p.current
+	}
 	bound := max(p.placeable, p.running)
 	if c.placement == PlacementCap && target > bound {
 		p.note("placement cap: Nomad can place %d at today's reservations (%.0f MHz, %.0f MB free), not %d",
@@ -133,6 +141,9 @@ func (p *hostPlan) meta(m map[string]any, count int) {
 	m[HostMeta(p.role, MetaPlaceable)] = p.placeable
 	m[HostMeta(p.role, MetaQueued)] = p.queued
 	m[HostMeta(p.role, MetaHeld)] = p.held
+	if p.hold != nil {
+		m[HostMeta(p.role, MetaHoldLow)], m[HostMeta(p.role, MetaHoldHigh)] = p.hold.Low, p.hold.High
+	}
 	if len(p.notes) > 0 {
 		m[HostMeta(p.role, MetaHeldBy)] = strings.Join(p.notes, "; ")
 	}

@@ -97,6 +97,10 @@ const (
 	MetaHeld = "held"
 	// MetaHeldBy: which limits changed the engine's count, in words.
 	MetaHeldBy = "held_by"
+	// MetaHoldLow and MetaHoldHigh: with hold_band, the engine's hold
+	// range (a current count within it stays).
+	MetaHoldLow  = "hold_low"
+	MetaHoldHigh = "hold_high"
 )
 
 // HostMeta is the per-host meta key of role ("first" or "second").
@@ -413,7 +417,7 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 // inputs are the engine's two host inputs and the request that logs them.
 func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]engine.HostInput, *engine.Request, error) {
 	var in [2]engine.HostInput
-	req := &engine.Request{MinSamples: e.c.minSamples}
+	req := &engine.Request{MinSamples: e.c.minSamples, HoldBand: e.c.holdBand}
 	for i, h := range hosts {
 		source := h.model
 		if source == "" {
@@ -424,7 +428,7 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 			return in, nil, e.c.configError(err)
 		}
 		slot := roleIndex(h.role)
-		in[slot] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: e.c.minSamples}
+		in[slot] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: e.c.minSamples, HoldBand: e.c.holdBand}
 		setRequestHost(req, h.role, obs[i], source, h.quota)
 	}
 	if len(hosts) == 1 {

@@ -315,6 +315,56 @@ func TestStepLimits(t *testing.T) {
 	}
 }
 
+// TestHoldBand: with hold_band, a current count within the engine's hold
+// range stays (the reason says so, and held is the engine's count less
+// it); a count outside it moves to the engine's count.
+func TestHoldBand(t *testing.T) {
+	first, second := flatPair(8, 900)
+	cfg := withKeys(flatConfig(RoleSecond), KeyHoldBand, "3", KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone,
+		KeyHysteresis, StepNone, KeyPlacement, PlacementReport, PrefixSecond+KeyMax, "100")
+	run := func(count int) *sdk.ScalingAction {
+		rd := newMemReader(first, second)
+		rd.desired[engine.RoleSecond] = count
+		a := runFlat(t, rd, cfg, int64(count))
+		if strings.HasPrefix(a.Reason, "no scaling") {
+			t.Fatal(a.Reason)
+		}
+		return a
+	}
+	a := run(8)
+	decided, _ := a.Meta[MetaSecondDecided].(int)
+	lo, okLo := a.Meta[HostMeta(RoleSecond, MetaHoldLow)].(int)
+	hi, okHi := a.Meta[HostMeta(RoleSecond, MetaHoldHigh)].(int)
+	if !okLo || !okHi || lo > decided || hi < decided || hi-lo < 2 {
+		t.Fatalf("engine %d, hold range [%v, %v]: the test needs a range of 3 or more around it: %v", decided, a.Meta[HostMeta(RoleSecond, MetaHoldLow)], a.Meta[HostMeta(RoleSecond, MetaHoldHigh)], a.Meta)
+	}
+	inside := lo
+	if inside == decided {
+		inside = hi
+	}
+	a = run(inside)
+	if a.Count != int64(inside) || !strings.Contains(a.Reason, "hold band 3: "+strconv.Itoa(inside)+" stays") {
+		t.Errorf("from %d inside [%d, %d]: count %d, reason %s", inside, lo, hi, a.Count, a.Reason)
+	}
+	if got := a.Meta[HostMeta(RoleSecond, MetaHeld)]; got != decided-inside {
+		t.Errorf("held meta %v, want %d", got, decided-inside)
+	}
+	for _, outside := range []int{lo - 1, hi + 1} {
+		if outside < 0 {
+			continue
+		}
+		if a = run(outside); a.Count != int64(decided) || strings.Contains(a.Reason, "hold band") {
+			t.Errorf("from %d outside [%d, %d]: count %d, want the engine's %d: %s", outside, lo, hi, a.Count, decided, a.Reason)
+		}
+	}
+	// Without the key there is no hold range.
+	rd := newMemReader(first, second)
+	rd.desired[engine.RoleSecond] = 8
+	if a = runFlat(t, rd, withKeys(cfg, KeyHoldBand, ""), 8); a.Meta[HostMeta(RoleSecond, MetaHoldLow)] != nil {
+		t.Errorf("hold range without hold_band: %v", a.Meta)
+	}
+}
+
 // TestPlacement: in cap mode the strategy never asks for more than Nomad
 // can place (running replicas aside); in report mode it asks and says how
 // many will queue.
@@ -775,6 +825,10 @@ func TestConfigErrors(t *testing.T) {
 		{"bad percent", []string{KeyMaxScaleDown, "-5%"}, "", KeyMaxScaleDown, "percentage"},
 		{"bad hysteresis", []string{KeyHysteresis, "lots"}, "", KeyHysteresis, `or "none"`},
 		{"bad placement", []string{KeyPlacement, "maybe"}, "", KeyPlacement, `"cap" or "report"`},
+		{"negative hold band", []string{KeyHoldBand, "-1"}, "", KeyHoldBand, "from 0 (off)"},
+		{"hold band past the engine's", []string{KeyHoldBand, "11"}, "", KeyHoldBand, "from 0 (off) to 10"},
+		{"NaN hold band", []string{KeyHoldBand, "NaN"}, "", KeyHoldBand, "logits"},
+		{"hold band not a number", []string{KeyHoldBand, "wide"}, "", KeyHoldBand, "a number"},
 		{"negative concurrency", []string{KeyReadConcurrency, "-1"}, "", KeyReadConcurrency, "from 1"},
 		{"concurrency beyond the reader's limit", []string{KeyReadConcurrency, "5000"}, "", KeyReadConcurrency, "from 1 to 1024"},
 		{"bad min answered", []string{KeyMinAnswered, "1.5"}, "", KeyMinAnswered, "share"},
@@ -812,6 +866,27 @@ func TestConfigErrors(t *testing.T) {
 				t.Errorf("error %v; want key %q saying %q", err, c.wantKey, c.want)
 			}
 		})
+	}
+	// A hold band needs sigmoid outputs: a model without them is refused
+	// when the config is read, naming hold_band.
+	b, err := engine.Builtin(engine.BuiltinCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := *b.Model()
+	m.Layers = append([]engine.Layer(nil), m.Layers...)
+	m.Layers[len(m.Layers)-1].Activation = engine.ActivationIdentity
+	path := filepath.Join(t.TempDir(), "identity.json")
+	if err := engine.WriteModelFile(path, &m); err != nil {
+		t.Fatal(err)
+	}
+	_, err = parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path, KeyHoldBand, "1"), "")
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != KeyHoldBand || !strings.Contains(ce.Reason, "sigmoid") {
+		t.Errorf("identity outputs with hold_band: %v, want an error naming %s", err, KeyHoldBand)
+	}
+	if _, err := parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path), ""); err != nil {
+		t.Errorf("identity outputs without a hold band: %v", err)
 	}
 	// A config error from Run is an error, and reads nothing.
 	rd := newMemReader(engine.Observation{}, engine.Observation{})

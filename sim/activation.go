@@ -104,6 +104,12 @@ type ActivationConfig struct {
 	// engine's at every decision (max_scale_up, max_scale_down and a
 	// hysteresis band), as a controller applying engine.Steps would.
 	Steps engine.Steps
+	// HoldBand, when > 0 (output-threshold knob only), keeps a host's
+	// count while it lies within the engine's hold range (the counts at
+	// output thresholds HoldBand logits stricter and looser than the
+	// knob's; see engine.HostInput.HoldBand), before the Steps: a hold
+	// measured in the models' confidence rather than in replicas.
+	HoldBand float64
 	// Meter, when set, measures what the policy's replays cost and, at
 	// every decision, also times one bare engine.Decide on the same two
 	// observations: the cost a replay of a single knob setting cannot go
@@ -164,6 +170,7 @@ type activation struct {
 	values    []float64
 	index     map[float64]int
 	steps     engine.Steps
+	band      float64
 	meter     *Meter
 }
 
@@ -178,7 +185,7 @@ type activation struct {
 // observation holds the host's replica count, so knob values whose counts
 // have diverged need one pass each.
 func Activation(cfg ActivationConfig) (Policy, error) {
-	a := &activation{name: cfg.Name, kind: cfg.Knob, index: map[float64]int{}, steps: cfg.Steps, meter: cfg.Meter}
+	a := &activation{name: cfg.Name, kind: cfg.Knob, index: map[float64]int{}, steps: cfg.Steps, band: cfg.HoldBand, meter: cfg.Meter}
 	if a.name == "" {
 		a.name = PolicyActivation
 	}
@@ -225,6 +232,14 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 	}
 	if len(vals) == 0 {
 		return nil, fmt.Errorf("activation policy: knob %s: no values to sweep", a.kind)
+	}
+	if b := cfg.HoldBand; b != 0 {
+		switch {
+		case math.IsNaN(b) || b < 0 || b > engine.MaxHoldBand:
+			return nil, fmt.Errorf("activation policy: hold band %v: want a number from 0 to %d (logits)", b, engine.MaxHoldBand)
+		case a.kind != KnobOutputThreshold:
+			return nil, fmt.Errorf("activation policy: a hold band moves output thresholds; the %s knob keeps them", a.kind)
+		}
 	}
 	for i, v := range vals {
 		if _, dup := a.index[v]; dup {
@@ -281,8 +296,8 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 	}
 	limit := min(r.MaxReplicas(), engine.MaxQuotaCount)
 	dec := &activationDecider{a: a, r: r, knobs: knobs, quotas: make([]engine.Quota, len(knobs)),
-		thresholds: make([]float64, len(knobs)), amounts: make([]int, len(knobs)), order: make([]int, len(knobs)),
-		ts:      make([]float64, 0, len(knobs)),
+		thresholds: make([]float64, len(knobs)), amounts: make([]int, 3*len(knobs)), order: make([]int, len(knobs)),
+		ts:      make([]float64, 0, 3*len(knobs)),
 		stepped: !a.steps.MaxUp.IsZero() || !a.steps.MaxDown.IsZero() || !a.steps.Hysteresis.IsZero()}
 	for j, i := range knobs {
 		v := a.values[i]
@@ -434,9 +449,15 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 			for bi := range ad.buckets {
 				b := &ad.buckets[bi]
 				ts := ad.ts[:0]
+				banded := a.band > 0 && a.kind == KnobOutputThreshold
 				if a.kind == KnobOutputThreshold {
 					for _, j := range b.knobs {
 						ts = append(ts, ad.thresholds[j])
+					}
+					if banded {
+						for _, j := range b.knobs {
+							ts = append(ts, engine.ShiftThreshold(ad.thresholds[j], a.band), engine.ShiftThreshold(ad.thresholds[j], -a.band))
+						}
 					}
 				} else {
 					ts = append(ts, p.Model().Threshold())
@@ -455,6 +476,15 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					}
 					q := ad.quotas[j]
 					target, _ := q.Apply(amount)
+					if banded {
+						// What a controller given HostDecision.Hold does.
+						n := len(b.knobs)
+						lo, _ := q.Apply(amounts[n+2*gi])
+						hi, _ := q.Apply(amounts[n+2*gi+1])
+						if hold := (engine.HoldRange{Band: a.band, Low: lo, High: hi}); hold.Keeps(prev[j][h]) {
+							target = prev[j][h]
+						}
+					}
 					if ad.stepped {
 						target = a.steps.Apply(prev[j][h], target, q.Min, q.Max).Count
 					}

@@ -194,3 +194,66 @@ func TestActivationPerBranch(t *testing.T) {
 		}
 	}
 }
+
+// With a hold band, the policy keeps a host's count exactly when the
+// engine's hold range (engine.Decide with HostInput.HoldBand) keeps it, and
+// otherwise sets the engine's count.
+func TestActivationHoldBandIsTheEngineHold(t *testing.T) {
+	all := loadCrane(t)
+	r, err := Prepare(all[0], Shifted(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const band = 1.0
+	p, err := Activation(ActivationConfig{HoldBand: band})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thr := engine.DefaultOutputThreshold
+	dec, err := p.New(r, thr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := engine.Quota{Min: 0, Max: r.MaxReplicas(), PerBranch: 1, Rounding: engine.RoundNearest}
+	prev, out := []int{r.StartCount(0), r.StartCount(1)}, make([]int, 2)
+	held, moved := 0, 0
+	for d := 0; d < r.Decisions(); d++ {
+		if err := dec.Decide(d, prev, out); err != nil {
+			t.Fatal(err)
+		}
+		if d%37 == 0 {
+			var first, second engine.Observation
+			r.Observation(0, d, prev[0], engine.RoleFirst, "first", &first)
+			r.Observation(1, d, prev[1], engine.RoleSecond, "second", &second)
+			want, err := engine.Decide(engine.HostInput{Observation: &first, Quota: q.Spec(), HoldBand: band},
+				engine.HostInput{Observation: &second, Quota: q.Spec(), HoldBand: band})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for h, hd := range []engine.HostDecision{want.First, want.Second} {
+				w := hd.Containers
+				if hd.Hold.Keeps(prev[h]) {
+					w = prev[h]
+				}
+				if out[h] != w {
+					t.Fatalf("decision %d, host %d at %d: policy %d, engine %d with hold %+v", d, h, prev[h], out[h], hd.Containers, *hd.Hold)
+				}
+				if hd.Hold.Keeps(prev[h]) && hd.Containers != prev[h] {
+					held++
+				} else if hd.Containers != prev[h] {
+					moved++
+				}
+			}
+		}
+		copy(prev, out)
+	}
+	if held == 0 || moved == 0 {
+		t.Errorf("checked %d held and %d moved counts: the test needs both", held, moved)
+	}
+	if _, err := Activation(ActivationConfig{HoldBand: -1}); err == nil {
+		t.Error("a negative hold band accepted")
+	}
+	if _, err := Activation(ActivationConfig{HoldBand: 1, Knob: KnobPerBranch}); err == nil {
+		t.Error("a hold band with the per_branch knob accepted")
+	}
+}

@@ -181,6 +181,8 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir + ",," + dir}, exitUsage, "empty directory name"},
 		{[]string{"--traces", dir + "," + dir}, exitUsage, "both family"},
 		{[]string{"--traces", dir, "--hysteresis", "-2"}, exitUsage, "--hysteresis"},
+		{[]string{"--traces", dir, "--hold-band", "-1"}, exitUsage, "--hold-band"},
+		{[]string{"--traces", dir, "--hold-band", "1", "--knob", "per_branch"}, exitUsage, "--hold-band"},
 		{[]string{"--traces", dir, "--max-scale-up", "lots"}, exitUsage, "--max-scale-up"},
 		{[]string{"--traces", dir, "--max-scale-down", "0%"}, exitUsage, "--max-scale-down"},
 		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "no memory columns"},
@@ -586,6 +588,40 @@ func TestSimulateSteps(t *testing.T) {
 	code, stdout, _ = runCmd(t, "", false, "simulate", "--traces", seriesDir(t, 2, 300), "--split", "all", "--budget", "0.05", "--hysteresis", "3")
 	if code != exitOK || !strings.Contains(stdout, "churn: activation") || !strings.Contains(stdout, stepsPolicy) {
 		t.Errorf("table without churn:\n%s", stdout)
+	}
+}
+
+// A hold band replays as activation-steps and changes counts less often
+// over the sweep than the plain policy.
+func TestSimulateHoldBand(t *testing.T) {
+	dir := seriesDir(t, 2, 700)
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--budget", "0.05", "--hold-band", "1", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Steps struct {
+			HoldBand float64 `json:"hold_band"`
+		} `json:"steps"`
+		Policies []struct {
+			Name  string      `json:"name"`
+			Curve []sim.Point `json:"curve"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Steps.HoldBand != 1 {
+		t.Errorf("steps report hold band %v, want 1", doc.Steps.HoldBand)
+	}
+	changes := map[string]float64{}
+	for _, p := range doc.Policies {
+		for _, pt := range p.Curve {
+			changes[p.Name] += pt.ChangesPerHour
+		}
+	}
+	if changes[stepsPolicy] == 0 || changes[stepsPolicy] >= changes[sim.PolicyActivation] {
+		t.Errorf("changes per hour summed over the sweep: %.1f with the hold band, %.1f without", changes[stepsPolicy], changes[sim.PolicyActivation])
 	}
 }
 

@@ -36,6 +36,7 @@ type simulateFlags struct {
 	traces, format, plot, scenario, split, knob string
 	admission, capacity                         string
 	maxUp, maxDown, hysteresis                  string
+	holdBand                                    float64
 	budget                                      float64
 	workers                                     int
 	quiet                                       bool
@@ -64,6 +65,8 @@ Scenarios: ` + strings.Join(sim.ScenarioNames(), ", ") + `.`,
 		"activation simulate --traces ../shared/traces/bitbrains --scenario memory",
 		"# churn with and without step limits and a hysteresis band",
 		"activation simulate --traces engine/testdata/traces/crane --hysteresis 2 --max-scale-down 10%",
+		"# churn with a hold band: keep a count the models find about as safe",
+		"activation simulate --traces engine/testdata/traces/crane --hold-band 0.5",
 	},
 }
 
@@ -82,6 +85,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.StringVar(&f.maxUp, "max-scale-up", "", "also replay the activation policy with step limits, as activation-steps: at most `N` replicas (or N%) up per decision")
 	fs.StringVar(&f.maxDown, "max-scale-down", "", "step limit of activation-steps: at most `N` replicas (or N%) down per decision")
 	fs.StringVar(&f.hysteresis, "hysteresis", "", "hysteresis band of activation-steps: a change of fewer than `N` replicas (or N%) is not made")
+	fs.Float64Var(&f.holdBand, "hold-band", 0, "hold band of activation-steps: a host keeps its count while it lies between the counts at output thresholds `B` logits stricter and looser (the strategy's hold_band)")
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar even on a terminal")
 	if err := parse(fs, args); err != nil {
@@ -124,7 +128,13 @@ func cmdSimulate(args []string, e env) error {
 		}
 		*s.to = st
 	}
-	withSteps := f.maxUp != "" || f.maxDown != "" || f.hysteresis != ""
+	if math.IsNaN(f.holdBand) || f.holdBand < 0 || f.holdBand > engine.MaxHoldBand {
+		return usagef("--hold-band: %v; it must be a number of logits from 0 to %d", f.holdBand, engine.MaxHoldBand)
+	}
+	if f.holdBand > 0 && f.knob != sim.KnobOutputThreshold {
+		return usagef("--hold-band: a hold band moves output thresholds; the %s knob keeps them", f.knob)
+	}
+	withSteps := f.maxUp != "" || f.maxDown != "" || f.hysteresis != "" || f.holdBand > 0
 
 	start := time.Now()
 	type family struct {
@@ -170,7 +180,7 @@ func cmdSimulate(args []string, e env) error {
 	}
 	policies := append(sim.Baselines(), sim.AdmissionOracle(), act)
 	if withSteps {
-		stepped, err := sim.Activation(sim.ActivationConfig{Name: stepsPolicy, Admission: adm, Capacity: capy, Knob: f.knob, Steps: steps})
+		stepped, err := sim.Activation(sim.ActivationConfig{Name: stepsPolicy, Admission: adm, Capacity: capy, Knob: f.knob, Steps: steps, HoldBand: f.holdBand})
 		if err != nil {
 			return err
 		}
@@ -223,7 +233,7 @@ func cmdSimulate(args []string, e env) error {
 		},
 		Notes: notes}
 	if withSteps {
-		out.Steps = &stepsInfo{MaxScaleUp: f.maxUp, MaxScaleDown: f.maxDown, Hysteresis: f.hysteresis}
+		out.Steps = &stepsInfo{MaxScaleUp: f.maxUp, MaxScaleDown: f.maxDown, Hysteresis: f.hysteresis, HoldBand: f.holdBand}
 	}
 	if len(reps) == 1 {
 		out.familyResult = buildFamily(reps[0], f.budget)
@@ -283,9 +293,10 @@ type output struct {
 
 // stepsInfo is the step limits the activation-steps policy replays with.
 type stepsInfo struct {
-	MaxScaleUp   string `json:"max_scale_up,omitempty"`
-	MaxScaleDown string `json:"max_scale_down,omitempty"`
-	Hysteresis   string `json:"hysteresis,omitempty"`
+	MaxScaleUp   string  `json:"max_scale_up,omitempty"`
+	MaxScaleDown string  `json:"max_scale_down,omitempty"`
+	Hysteresis   string  `json:"hysteresis,omitempty"`
+	HoldBand     float64 `json:"hold_band,omitempty"`
 }
 
 // familyResult is one family's (or the pooled) result at the budget.
@@ -368,7 +379,7 @@ func buildFamily(rep *sim.Report, budget float64) familyResult {
 func writeTables(w io.Writer, out *output) error {
 	fmt.Fprintf(w, "scenario %s, %s split, budget %g violations\n", out.Scenario.Name, out.Split, out.Budget)
 	if s := out.Steps; s != nil {
-		fmt.Fprintf(w, "%s: the activation policy with max_scale_up %q, max_scale_down %q, hysteresis %q\n", stepsPolicy, s.MaxScaleUp, s.MaxScaleDown, s.Hysteresis)
+		fmt.Fprintf(w, "%s: the activation policy with max_scale_up %q, max_scale_down %q, hysteresis %q, hold band %g\n", stepsPolicy, s.MaxScaleUp, s.MaxScaleDown, s.Hysteresis, s.HoldBand)
 	}
 	for _, fr := range out.Families {
 		fmt.Fprintln(w)

@@ -1,0 +1,113 @@
+package engine_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	. "github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// The hold range is the decision at thresholds band logits stricter and
+// looser than the model's, through the same quota: exactly what Decide
+// gives with the model's threshold moved, and it widens with the band.
+func TestHoldRange(t *testing.T) {
+	obs := seriesObservation(t, "series3", 3000, 120, 6, 0.1)
+	for _, role := range []string{RoleFirst, RoleSecond} {
+		p, err := Models.LoadFor(role, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := func(thr float64) int {
+			m := *p.Model()
+			m.OutputThreshold = &thr
+			q, err := NewProcessor(&m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return decideOne(t, role, obs, q, 0).Containers
+		}
+		if h := decideOne(t, role, obs, p, 0).Hold; h != nil {
+			t.Fatalf("%s host: hold range %+v without a band", role, h)
+		}
+		prevLo, prevHi := math.MaxInt, -1
+		for _, band := range []float64{0.25, 1, 3} {
+			d := decideOne(t, role, obs, p, band)
+			h := d.Hold
+			if h == nil {
+				t.Fatalf("%s host, band %v: no hold range", role, band)
+			}
+			if h.Band != band || h.Low > d.Containers || h.High < d.Containers {
+				t.Errorf("%s host, band %v: hold %+v around %d", role, band, *h, d.Containers)
+			}
+			thr := p.Model().Threshold()
+			if lo, hi := at(ShiftThreshold(thr, band)), at(ShiftThreshold(thr, -band)); h.Low != lo || h.High != hi {
+				t.Errorf("%s host, band %v: hold [%d, %d], the moved thresholds give [%d, %d]", role, band, h.Low, h.High, lo, hi)
+			}
+			if h.Low > prevLo || h.High < prevHi {
+				t.Errorf("%s host, band %v: hold [%d, %d] narrower than a smaller band's [%d, %d]", role, band, h.Low, h.High, prevLo, prevHi)
+			}
+			prevLo, prevHi = h.Low, h.High
+		}
+		if prevLo == prevHi {
+			t.Errorf("%s host: a 3-logit band holds only %d: the test needs a wider range", role, prevLo)
+		}
+	}
+	var h *HoldRange
+	if h.Keeps(3) {
+		t.Error("no hold range keeps a count")
+	}
+	if r := (&HoldRange{Low: 2, High: 4}); !r.Keeps(2) || !r.Keeps(4) || r.Keeps(1) || r.Keeps(5) {
+		t.Errorf("range %+v keeps the wrong counts", *r)
+	}
+}
+
+func TestHoldBandErrors(t *testing.T) {
+	obs := seriesObservation(t, "series3", 3000, 120, 6, 0.1)
+	for _, band := range []float64{-1, math.NaN(), math.Inf(1), MaxHoldBand + 1} {
+		_, err := Decide(HostInput{Observation: &obs, HoldBand: band}, HostInput{Observation: &obs})
+		var oe *ObservationError
+		if !errors.As(err, &oe) || oe.Field != "hold_band" {
+			t.Errorf("band %v: error %v, want one naming hold_band", band, err)
+		}
+	}
+	// A model whose outputs are not sigmoid has no logits to move.
+	p, err := Models.LoadFor(RoleSecond, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := *p.Model()
+	m.Layers = append([]Layer(nil), m.Layers...)
+	last := m.Layers[len(m.Layers)-1]
+	last.Activation = ActivationIdentity
+	m.Layers[len(m.Layers)-1] = last
+	thr := 0.5
+	m.OutputThreshold = &thr
+	q, err := NewProcessor(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Decide(HostInput{Observation: &obs}, HostInput{Observation: &obs, Model: q, HoldBand: 1})
+	var oe *ObservationError
+	if !errors.As(err, &oe) || oe.Field != "hold_band" {
+		t.Errorf("identity outputs with a band: error %v, want one naming hold_band", err)
+	}
+}
+
+func decideOne(t *testing.T, role string, obs Observation, p *Processor, band float64) HostDecision {
+	t.Helper()
+	in := HostInput{Observation: &obs, Model: p, HoldBand: band}
+	other := HostInput{Observation: &obs}
+	if role == RoleFirst {
+		d, err := Decide(in, other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.First
+	}
+	d, err := Decide(other, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Second
+}
