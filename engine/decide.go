@@ -63,9 +63,14 @@ func (h *HoldRange) Keeps(current int) bool {
 }
 
 // ShiftThreshold moves an output threshold in (0, 1) by d logits (d > 0:
-// stricter, fewer outputs hold data).
+// stricter, fewer outputs hold data). The result is never on the other
+// side of t (the round trip through the logit is not exact).
 func ShiftThreshold(t, d float64) float64 {
-	return 1 / (1 + math.Exp(-(math.Log(t/(1-t)) + d)))
+	u := 1 / (1 + math.Exp(-(math.Log(t/(1-t)) + d)))
+	if d >= 0 {
+		return max(u, t)
+	}
+	return min(u, t)
 }
 
 // Decision is the method's answer for the two hosts.
@@ -171,6 +176,9 @@ func (h *HostDecision) Reason() string {
 	fmt.Fprintf(&b, "; %s activated branches", h.BranchTotal)
 	if h.Clamped {
 		fmt.Fprintf(&b, "; clamped from %d", h.Unclamped)
+	}
+	if h.Hold != nil {
+		fmt.Fprintf(&b, "; hold band %s: %d to %d", strconv.FormatFloat(h.Hold.Band, 'g', -1, 64), h.Hold.Low, h.Hold.High)
 	}
 	return b.String()
 }

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	. "github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -110,4 +111,28 @@ func decideOne(t *testing.T, role string, obs Observation, p *Processor, band fl
 		t.Fatal(err)
 	}
 	return d.Second
+}
+
+// A shift never lands on the wrong side of the threshold, however small
+// (the round trip through the logit is not exact), so Low <= Containers <=
+// High holds for any band.
+func TestShiftThresholdSide(t *testing.T) {
+	for _, thr := range []float64{0.9, 0.8933094060543487, 0.5, 1e-9, 1 - 1e-9} {
+		for _, d := range []float64{1e-300, 1e-15, 1e-3, 2} {
+			if s := ShiftThreshold(thr, d); s < thr {
+				t.Errorf("ShiftThreshold(%v, %v) = %v, looser than the threshold", thr, d, s)
+			}
+			if s := ShiftThreshold(thr, -d); s > thr {
+				t.Errorf("ShiftThreshold(%v, %v) = %v, stricter than the threshold", thr, -d, s)
+			}
+		}
+	}
+	obs := seriesObservation(t, "series3", 3000, 120, 6, 0.1)
+	d := decideOne(t, RoleSecond, obs, nil, 1e-300)
+	if h := d.Hold; h == nil || h.Low > d.Containers || h.High < d.Containers {
+		t.Errorf("a tiny band: hold %+v around %d", h, d.Containers)
+	}
+	if !strings.Contains(d.Reason(), "hold band 1e-300:") {
+		t.Errorf("the reason does not give the hold range: %s", d.Reason())
+	}
 }

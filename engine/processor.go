@@ -116,8 +116,9 @@ func (cl *compiledLayer) compress() {
 
 // product sets y = W x + b. A sparse layer adds each nonzero input's
 // column in input order, so every y[v] sums the same terms in the same
-// order as a row-by-row product would (a zero input's terms are zeros, and
-// adding a zero to a sum that starts at +0 changes nothing).
+// order as a row-by-row product would: the same value (a zero input's
+// terms are zeros, and adding a zero to a sum that starts at +0 changes
+// nothing; a bias of -0 reads as +0).
 func (cl *compiledLayer) product(x, y []float64) {
 	if cl.sparse {
 		copy(y, cl.sb)

@@ -4,9 +4,9 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"testing"
 
 	"gonum.org/v1/gonum/blas/blas64"
-	"testing"
 )
 
 // The hand-worked network of these tests:

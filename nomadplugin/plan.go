@@ -27,29 +27,25 @@ type hostPlan struct {
 	quotaMin  int // the quota's min as configured (lo may be lowered)
 	final     int // the count asked for
 	queued    int // of final, more than Nomad can place
-	held      int // held back by the step limits
+	held      int // held back by the hold band and the step limits
 	limit     string
 	refused   string
 	hold      *engine.HoldRange
 	notes     []string
 }
 
-// plan limits the engine's count of one host, from current: the hold
-// band (a current count within the engine's hold range stays), placement
+// plan limits the engine's count of one host, from current: placement
 // (cap mode never asks for more than Nomad can place, running replicas
 // aside, unless the quota's min says more), node state (a node that is
 // down, draining or ineligible is never scaled up, not even into the
-// quota), then the step limits and hysteresis within the quota.
+// quota), the hold band (a current count within the engine's hold range
+// stays, where placement and node state allow it), then the step limits
+// and hysteresis within the quota.
 func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation, current int) hostPlan {
 	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
 		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused),
 		hold: hd.Hold}
 	target := p.decided
-	if hd.Hold.Keeps(p.current) && target != p.current {
-		p.note("hold band %g: %d stays (the models find %d to %d about as safe)", hd.Hold.Band, p.current, hd.Hold.Low, hd.Hold.High)
-		p.held = target - p.current
-		target = p.current
-	}
 	bound := max(p.placeable, p.running)
 	if c.placement == PlacementCap && target > bound {
 		p.note("placement cap: Nomad can place %d at today's reservations (%.0f MHz, %.0f MB free), not %d",
@@ -58,6 +54,16 @@ func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadu
 	}
 	if why := rd.Node.Why(); why != "" {
 		target = p.holdOnNode(rd.NodeName, why, target)
+	}
+	// The hold band keeps the current count when the models find it about
+	// as safe, unless the placement cap would not keep it (queued replicas
+	// above what Nomad can place) or the node places nothing new (its state
+	// decides the count).
+	placeable := c.placement != PlacementCap || p.current <= bound
+	if hd.Hold.Keeps(p.current) && target != p.current && placeable && rd.Node.Schedulable() {
+		p.note("hold band %g: %d stays (the models find %d to %d about as safe)", hd.Hold.Band, p.current, hd.Hold.Low, hd.Hold.High)
+		p.held = target - p.current
+		target = p.current
 	}
 	st := c.steps.Apply(p.current, target, p.lo, p.hi)
 	p.final = st.Count

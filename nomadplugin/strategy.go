@@ -92,8 +92,9 @@ const (
 	// MetaQueued: how many of the count will stay queued (more than Nomad
 	// can place).
 	MetaQueued = "queued"
-	// MetaHeld: how many replicas the step limits held back (the engine's
-	// count less the count asked for, after placement and node state).
+	// MetaHeld: how many replicas the hold band or the step limits held
+	// back (the engine's count less the count asked for, after placement
+	// and node state).
 	MetaHeld = "held"
 	// MetaHeldBy: which limits changed the engine's count, in words.
 	MetaHeldBy = "held_by"

@@ -353,7 +353,7 @@ func TestHoldBand(t *testing.T) {
 		if outside < 0 {
 			continue
 		}
-		if a = run(outside); a.Count != int64(decided) || strings.Contains(a.Reason, "hold band") {
+		if a = run(outside); a.Count != int64(decided) || strings.Contains(a.Reason, "stays (the models find") {
 			t.Errorf("from %d outside [%d, %d]: count %d, want the engine's %d: %s", outside, lo, hi, a.Count, decided, a.Reason)
 		}
 	}
@@ -362,6 +362,52 @@ func TestHoldBand(t *testing.T) {
 	rd.desired[engine.RoleSecond] = 8
 	if a = runFlat(t, rd, withKeys(cfg, KeyHoldBand, ""), 8); a.Meta[HostMeta(RoleSecond, MetaHoldLow)] != nil {
 		t.Errorf("hold range without hold_band: %v", a.Meta)
+	}
+}
+
+// TestHoldBandWithLimits: the hold band keeps a current count only where
+// the placement cap and the node's state would keep it too, and the reason
+// and the held meta say what happened.
+func TestHoldBandWithLimits(t *testing.T) {
+	ready := nomadusage.NodeState{Status: "ready", Eligibility: "eligible"}
+	draining := ready
+	draining.Drain = true
+	for _, tc := range []struct {
+		name            string
+		placement       string
+		node            nomadusage.NodeState
+		decided, place  int
+		current         int
+		hold            [2]int
+		wantFinal       int
+		wantHeld        int
+		wantStays, want string
+	}{
+		{name: "kept in report mode", placement: PlacementReport, node: ready, decided: 10, place: 6, current: 8, hold: [2]int{7, 11},
+			wantFinal: 8, wantHeld: 2, wantStays: "hold band 1: 8 stays"},
+		{name: "kept under the cap", placement: PlacementCap, node: ready, decided: 5, place: 6, current: 6, hold: [2]int{4, 7},
+			wantFinal: 6, wantHeld: -1, wantStays: "hold band 1: 6 stays"},
+		{name: "queued replicas above the cap are not kept", placement: PlacementCap, node: ready, decided: 10, place: 6, current: 8, hold: [2]int{7, 11},
+			wantFinal: 6, want: "placement cap"},
+		{name: "a draining node follows the engine down", placement: PlacementReport, node: draining, decided: 7, place: 20, current: 8, hold: [2]int{6, 9},
+			wantFinal: 7},
+		{name: "outside the range the engine's count", placement: PlacementReport, node: ready, decided: 10, place: 20, current: 5, hold: [2]int{7, 11},
+			wantFinal: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &strategyConfig{placement: tc.placement}
+			hd := &engine.HostDecision{Role: engine.RoleSecond, Containers: tc.decided, Quota: engine.Quota{Min: 0, Max: 100},
+				Placement: engine.Placement{Placeable: tc.place}, Hold: &engine.HoldRange{Band: 1, Low: tc.hold[0], High: tc.hold[1]}}
+			rd := &nomadusage.Reading{NodeName: "n1", Node: tc.node}
+			p := c.plan(&hostConfig{role: engine.RoleSecond}, hd, rd, &engine.Observation{RunningReplicas: min(tc.current, tc.place)}, tc.current)
+			notes := strings.Join(p.notes, "; ")
+			if p.final != tc.wantFinal || p.held != tc.wantHeld {
+				t.Errorf("final %d held %d, want %d and %d: %s", p.final, p.held, tc.wantFinal, tc.wantHeld, notes)
+			}
+			if stays := strings.Contains(notes, "stays"); stays != (tc.wantStays != "") || !strings.Contains(notes, tc.wantStays) || !strings.Contains(notes, tc.want) {
+				t.Errorf("notes %q, want %q and %q", notes, tc.wantStays, tc.want)
+			}
+		})
 	}
 }
 

@@ -108,8 +108,8 @@ func TestSimulateJSON(t *testing.T) {
 	if v := byName[sim.PolicyAdmissionOracle]["violation_rate"]; v != 0.0 {
 		t.Errorf("admission oracle violation rate %v, want 0", v)
 	}
-	// The activation's density is a weighted mean of its two hosts' (each
-	// over its own oracle).
+	// The activation's density lies between its two hosts' (per series it
+	// is their mean weighted by the oracle's counts).
 	act := byName[sim.PolicyActivation]
 	if f, s, d := act["first_host_density"].(float64), act["second_host_density"].(float64), act["density"].(float64); d < min(f, s)-1e-9 || d > max(f, s)+1e-9 || f == s {
 		t.Errorf("activation density %v, its hosts' %v and %v: want two figures around it", d, f, s)
