@@ -46,6 +46,10 @@ type HostInput struct {
 // MaxHoldBand is the widest hold band, in logits.
 const MaxHoldBand = 10
 
+// HoldBandOK reports whether b is a hold band Decide accepts: a number
+// from 0 (off) to MaxHoldBand. Front ends check their settings with it.
+func HoldBandOK(b float64) bool { return b >= 0 && b <= MaxHoldBand }
+
 // HoldRange is the range of counts the models find about as safe as the
 // decided one: the counts, through the same quota, at output thresholds
 // Band logits stricter (Low) and looser (High) than the model's. Low <=
@@ -264,7 +268,7 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 		return err
 	}
 	if b := in.HoldBand; b != 0 {
-		if badNumber(b) || b < 0 || b > MaxHoldBand {
+		if !HoldBandOK(b) {
 			return obsErr(role, "hold_band", "is %v; it must be a number from 0 to %d (logits)", b, MaxHoldBand)
 		}
 		if act := p.model.Layers[len(p.model.Layers)-1].Activation; act != ActivationSigmoid {

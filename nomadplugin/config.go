@@ -3,7 +3,6 @@ package nomadplugin
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -397,7 +396,7 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if math.IsNaN(c.holdBand) || c.holdBand < 0 || c.holdBand > engine.MaxHoldBand {
+	if !engine.HoldBandOK(c.holdBand) {
 		return nil, cfgErr(KeyHoldBand, "is %v; it must be a number of logits from 0 (off) to %d", c.holdBand, engine.MaxHoldBand)
 	}
 	if c.window < 1 || c.window > MaxWindow {

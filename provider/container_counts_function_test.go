@@ -329,14 +329,7 @@ func setWindow(t *testing.T, o engine.Observation) attr.Value {
 func TestContainerCountsFunctionConversions(t *testing.T) {
 	first, second := testFirst(t), testSecond(t)
 	asStrings := func(o engine.Observation) attr.Value {
-		data, err := json.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			t.Fatal(err)
-		}
+		m := observationMap(t, o)
 		for k, v := range m {
 			if f, ok := v.(float64); ok {
 				m[k] = fmt.Sprint(f) // "20000", as a string
@@ -366,19 +359,26 @@ func TestContainerCountsFunctionConversions(t *testing.T) {
 	}
 }
 
+// observationMap is o as the JSON object HCL would write for it.
+func observationMap(t *testing.T, o engine.Observation) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestContainerCountsFunctionBothHosts: a value of each host that does not
 // fit is reported, both at once.
 func TestContainerCountsFunctionBothHosts(t *testing.T) {
 	first, second := testFirst(t), testSecond(t)
 	bad := func(o engine.Observation, field string, v any) attr.Value {
-		data, err := json.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			t.Fatal(err)
-		}
+		m := observationMap(t, o)
 		m[field] = v
 		return jsonValue(t, m)
 	}

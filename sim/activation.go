@@ -235,7 +235,7 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 	}
 	if b := cfg.HoldBand; b != 0 {
 		switch {
-		case math.IsNaN(b) || b < 0 || b > engine.MaxHoldBand:
+		case !engine.HoldBandOK(b):
 			return nil, fmt.Errorf("activation policy: hold band %v: want a number from 0 to %d (logits)", b, engine.MaxHoldBand)
 		case a.kind != KnobOutputThreshold:
 			return nil, fmt.Errorf("activation policy: a hold band moves output thresholds; the %s knob keeps them", a.kind)

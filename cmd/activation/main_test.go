@@ -541,40 +541,58 @@ func TestSimulateProgressBar(t *testing.T) {
 	}
 }
 
-// With step limits the report replays the activation policy both ways
-// and gives its churn with and without.
-func TestSimulateSteps(t *testing.T) {
-	dir := seriesDir(t, 2, 700)
-	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--budget", "0.05", "--hysteresis", "3", "--format", "json")
+// steppedRun is what simulate reports with step limits or a hold band:
+// the churn block, the limits replayed and every policy's curve.
+type steppedRun struct {
+	Churn struct {
+		Without, With *struct {
+			ChangesPerHour float64 `json:"changes_per_hour"`
+		}
+	} `json:"churn"`
+	Steps struct {
+		HoldBand float64 `json:"hold_band"`
+	} `json:"steps"`
+	Policies []struct {
+		Name  string      `json:"name"`
+		Curve []sim.Point `json:"curve"`
+	} `json:"policies"`
+	stdout string
+}
+
+// runStepped runs simulate as JSON on two synthetic series at a 5% budget
+// with the given step flags.
+func runStepped(t *testing.T, flags ...string) steppedRun {
+	t.Helper()
+	args := append([]string{"simulate", "--traces", seriesDir(t, 2, 700), "--split", "all", "--budget", "0.05", "--format", "json"}, flags...)
+	code, stdout, stderr := runCmd(t, "", false, args...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var doc struct {
-		Churn struct {
-			Without, With *struct {
-				ChangesPerHour float64 `json:"changes_per_hour"`
-			}
-		} `json:"churn"`
-		Policies []struct {
-			Name  string      `json:"name"`
-			Curve []sim.Point `json:"curve"`
-		} `json:"policies"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+	r := steppedRun{stdout: stdout}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Churn.Without == nil || doc.Churn.With == nil {
-		t.Fatalf("no churn with and without steps:\n%s", stdout)
-	}
-	var plain, stepped []sim.Point
-	for _, p := range doc.Policies {
-		switch p.Name {
-		case sim.PolicyActivation:
-			plain = p.Curve
-		case stepsPolicy:
-			stepped = p.Curve
+	return r
+}
+
+// curve is the named policy's curve (nil when absent).
+func (r steppedRun) curve(name string) []sim.Point {
+	for _, p := range r.Policies {
+		if p.Name == name {
+			return p.Curve
 		}
 	}
+	return nil
+}
+
+// With step limits the report replays the activation policy both ways
+// and gives its churn with and without.
+func TestSimulateSteps(t *testing.T) {
+	doc := runStepped(t, "--hysteresis", "3")
+	if doc.Churn.Without == nil || doc.Churn.With == nil {
+		t.Fatalf("no churn with and without steps:\n%s", doc.stdout)
+	}
+	plain, stepped := doc.curve(sim.PolicyActivation), doc.curve(stepsPolicy)
 	if len(plain) == 0 || len(plain) != len(stepped) {
 		t.Fatalf("curves: %d without steps, %d with", len(plain), len(stepped))
 	}
@@ -585,7 +603,7 @@ func TestSimulateSteps(t *testing.T) {
 			t.Errorf("knob %g: %.2f changes/hour with hysteresis, %.2f without", plain[k].Knob, stepped[k].ChangesPerHour, plain[k].ChangesPerHour)
 		}
 	}
-	code, stdout, _ = runCmd(t, "", false, "simulate", "--traces", seriesDir(t, 2, 300), "--split", "all", "--budget", "0.05", "--hysteresis", "3")
+	code, stdout, _ := runCmd(t, "", false, "simulate", "--traces", seriesDir(t, 2, 300), "--split", "all", "--budget", "0.05", "--hysteresis", "3")
 	if code != exitOK || !strings.Contains(stdout, "churn: activation") || !strings.Contains(stdout, stepsPolicy) {
 		t.Errorf("table without churn:\n%s", stdout)
 	}
@@ -594,30 +612,14 @@ func TestSimulateSteps(t *testing.T) {
 // A hold band replays as activation-steps and changes counts less often
 // over the sweep than the plain policy.
 func TestSimulateHoldBand(t *testing.T) {
-	dir := seriesDir(t, 2, 700)
-	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--budget", "0.05", "--hold-band", "1", "--format", "json")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var doc struct {
-		Steps struct {
-			HoldBand float64 `json:"hold_band"`
-		} `json:"steps"`
-		Policies []struct {
-			Name  string      `json:"name"`
-			Curve []sim.Point `json:"curve"`
-		} `json:"policies"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := runStepped(t, "--hold-band", "1")
 	if doc.Steps.HoldBand != 1 {
 		t.Errorf("steps report hold band %v, want 1", doc.Steps.HoldBand)
 	}
 	changes := map[string]float64{}
-	for _, p := range doc.Policies {
-		for _, pt := range p.Curve {
-			changes[p.Name] += pt.ChangesPerHour
+	for _, name := range []string{stepsPolicy, sim.PolicyActivation} {
+		for _, pt := range doc.curve(name) {
+			changes[name] += pt.ChangesPerHour
 		}
 	}
 	if changes[stepsPolicy] == 0 || changes[stepsPolicy] >= changes[sim.PolicyActivation] {

@@ -128,7 +128,7 @@ func cmdSimulate(args []string, e env) error {
 		}
 		*s.to = st
 	}
-	if math.IsNaN(f.holdBand) || f.holdBand < 0 || f.holdBand > engine.MaxHoldBand {
+	if !engine.HoldBandOK(f.holdBand) {
 		return usagef("--hold-band: %v; it must be a number of logits from 0 to %d", f.holdBand, engine.MaxHoldBand)
 	}
 	if f.holdBand > 0 && f.knob != sim.KnobOutputThreshold {
