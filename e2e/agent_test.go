@@ -1,7 +1,9 @@
 // Package e2e runs the real nomad-autoscaler agent (v0.4.6) with the
 // activation-quota strategy and host-quota target plugins against the Nomad
-// API stand-in. `make test` builds the agent (tools/build-autoscaler.sh) and
-// sets ACTIVATION_AUTOSCALER_PATH; without it the tests fail.
+// API stand-in, and TestE2ECluster against the real cluster at NOMAD_ADDR
+// when the tests are started with it. `make test` builds the agent
+// (tools/build-autoscaler.sh) and sets ACTIVATION_AUTOSCALER_PATH; without
+// it the tests fail.
 package e2e
 
 import (
@@ -112,17 +114,24 @@ type agent struct {
 // logs at level, the plugins in pluginDir, the stand-in at nomadAddr, file
 // policies from policyDir and the Nomad policy source disabled.
 func agentConfig(level, pluginDir, nomadAddr, policyDir string) string {
+	return agentConfigNomad(level, pluginDir, fmt.Sprintf("address = %q", nomadAddr), policyDir)
+}
+
+// agentConfigNomad is agentConfig with the agent's whole nomad block body.
+func agentConfigNomad(level, pluginDir, nomadBlock, policyDir string) string {
 	return fmt.Sprintf(`log_level = %q
 log_json = true
 plugin_dir = %q
-nomad { address = %q }
+nomad {
+%s
+}
 policy {
   dir = %q
   source "nomad" { enabled = false }
 }
 strategy "activation-quota" { driver = "activation-quota" }
 target "host-quota" { driver = "host-quota" }
-`, level, pluginDir, nomadAddr, policyDir)
+`, level, pluginDir, nomadBlock, policyDir)
 }
 
 func startAgent(t testing.TB, dir, configHCL string, extra ...string) *agent {
@@ -329,9 +338,10 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 }
 
 // TestMain clears NOMAD_* (a developer's token or namespace must not leak
-// into stand-in runs) and removes the plugin_dir built for the run.
+// into stand-in runs; TestE2ECluster alone reads them, to run on the real
+// cluster at NOMAD_ADDR) and removes the plugin_dir built for the run.
 func TestMain(m *testing.M) {
-	nomadconn.TakeEnv()
+	clusterEnv = nomadconn.TakeEnv()
 	code := m.Run()
 	if plugins.dir != "" {
 		_ = os.RemoveAll(plugins.dir)

@@ -185,22 +185,18 @@ func eventCount(ev api.ScalingEvent) (int, bool) {
 // carries the digest of a logged engine request, its decided count of each
 // host the check decides (both for role "split", the role's host
 // otherwise) equals the engine's on that request, the strategy asked for
-// the engine's count capped at what the stand-in can place, and the count
-// set is the one the strategy asked for that group. It returns how many
-// events it checked.
-func eventParity(t testing.TB, s *nomadstandin.Server, reqs map[string]*engine.Request, job, group string, host int, role string) int {
+// want on that request (the engine's count under the case's limits), and
+// the count set is the one the strategy asked for that group. It returns
+// how many events it checked.
+func eventParity(t testing.TB, events []api.ScalingEvent, reqs map[string]*engine.Request, job, group string, host int, role string, want func(testing.TB, *engine.Request) [2]int) int {
 	t.Helper()
-	gs, err := s.Group("", job, group)
-	if err != nil {
-		t.Fatal(err)
-	}
 	keys := [][2]string{{nomadplugin.MetaFirstDecided, nomadplugin.MetaFirstCount}, {nomadplugin.MetaSecondDecided, nomadplugin.MetaSecondCount}}
 	decides := []int{host}
 	if role == nomadplugin.RoleSplit {
 		decides = []int{0, 1}
 	}
 	checked := 0
-	for _, ev := range gs.Events {
+	for _, ev := range events {
 		set, ok := eventCount(ev)
 		if !ok {
 			continue
@@ -214,17 +210,17 @@ func eventParity(t testing.TB, s *nomadstandin.Server, reqs map[string]*engine.R
 		if !ok {
 			continue // logged after we read the log; the next check sees it
 		}
-		decided, want := decide(t, req), asked(t, req)
+		decided, asks := decide(t, req), want(t, req)
 		for _, h := range decides {
 			if got, _ := metaNum(ev.Meta, keys[h][0]); got != decided[h] {
 				t.Errorf("%s/%s event %s: decided host %d = %d, the engine says %d", job, group, dg, h, got, decided[h])
 			}
 		}
-		applied := want[host]
+		applied := asks[host]
 		if role == nomadplugin.RoleSplit {
 			a, _ := metaNum(ev.Meta, keys[host][1])
-			if _, step := ev.Meta[nomadplugin.MetaStep]; !step && a != want[host] {
-				t.Errorf("%s/%s event %s: applied %d without a step, the strategy should ask %d (engine %d)", job, group, dg, a, want[host], decided[host])
+			if _, step := ev.Meta[nomadplugin.MetaStep]; !step && a != asks[host] {
+				t.Errorf("%s/%s event %s: applied %d without a step, the strategy should ask %d (engine %d)", job, group, dg, a, asks[host], decided[host])
 			}
 			applied = a
 		}
@@ -427,7 +423,11 @@ func (c *agentCase) parity(t testing.TB) map[string]int {
 	reqs, _ := c.a.requests(t)
 	out := map[string]int{}
 	for _, g := range agentGroups {
-		out[g.job+"/"+g.group] = eventParity(t, c.s, reqs, g.job, g.group, g.host, g.role)
+		gs, err := c.s.Group("", g.job, g.group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[g.job+"/"+g.group] = eventParity(t, gs.Events, reqs, g.job, g.group, g.host, g.role, asked)
 	}
 	if t.Failed() {
 		t.FailNow()

@@ -85,6 +85,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, stop
 			s.jobInfo(w, r, stop, ns, id)
 		case sub == "" && write:
 			s.jobRegister(w, r, id, body)
+		case sub == "" && r.Method == http.MethodDelete:
+			s.jobDeregister(w, r, ns, id)
 		case sub == "scale" && get:
 			s.jobScaleStatus(w, r, stop, ns, id)
 		case sub == "scale" && write:

@@ -1,6 +1,8 @@
 package nomadstandin
 
 import (
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -427,5 +429,78 @@ func TestColdAllocations(t *testing.T) {
 		if st.CreateTime == 0 || st.TaskStates["app"] == nil || st.TaskStates["app"].StartedAt.IsZero() {
 			t.Errorf("stub %s lacks times: %+v", st.Name, st)
 		}
+	}
+}
+
+func TestJobDeregister(t *testing.T) {
+	s, cl := newStandin(t)
+	n := must[string](t)(s.AddNode(NodeSpec{Name: "n", CPUMHz: 4000, MemoryMB: 8192}))
+	for _, id := range []string{"keep", "gone"} {
+		if err := s.AddJob(JobSpec{ID: id, Groups: []GroupSpec{{Name: "g", Count: 2, CPUMHz: 500, MemoryMB: 256, NodeID: n}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := s.AllocIDs("", "gone", "g")
+	before, _, err := cl.Jobs().Info("keep", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Without purge: stopped, a new version, its allocations stop, still listed.
+	evalID, wm, err := cl.Jobs().Deregister("keep", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := cl.Jobs().Info("keep", nil)
+	if err != nil {
+		t.Fatalf("a deregistered job without purge stays readable: %v", err)
+	}
+	if !*j.Stop || *j.Version != *before.Version+1 || evalID == "" || wm.LastIndex < *j.JobModifyIndex {
+		t.Errorf("after deregister: stop %v version %d (was %d), eval %q index %d", *j.Stop, *j.Version, *before.Version, evalID, wm.LastIndex)
+	}
+	if st, _ := s.Group("", "keep", "g"); st.Running != 0 {
+		t.Errorf("a stopped job runs %d allocations", st.Running)
+	}
+
+	// With purge: gone, with its allocations; the other job is untouched.
+	if _, _, err := cl.Jobs().Deregister("gone", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cl.Jobs().Info("gone", nil); statusOf(err) != 404 {
+		t.Errorf("a purged job reads as %v, want 404", err)
+	}
+	if _, _, err := cl.Allocations().Info(gone[0], nil); statusOf(err) != 404 {
+		t.Errorf("a purged job's allocation reads as %v, want 404", err)
+	}
+	allocs, _, err := cl.Nodes().Allocations(n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range allocs {
+		if a.JobID == "gone" {
+			t.Errorf("node still lists %s of the purged job", a.ID)
+		}
+	}
+	stubs, _, err := cl.Jobs().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stubs) != 1 || stubs[0].ID != "keep" {
+		t.Errorf("jobs after purge: %d, want only keep", len(stubs))
+	}
+
+	// Unknown job: no error, as Nomad. A malformed purge: 400 naming it.
+	if _, _, err := cl.Jobs().Deregister("never", true, nil); err != nil {
+		t.Errorf("deregister of an unknown job: %v", err)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, s.URL()+"/v1/job/keep?purge=maybe", nil)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 400 || !strings.Contains(string(body), `"purge"`) {
+		t.Errorf("purge=maybe: %d %s", r.StatusCode, body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -329,6 +330,69 @@ func (s *Server) jobRegister(w http.ResponseWriter, r *http.Request, urlID strin
 		return
 	}
 	writeJSON(w, idx, resp)
+}
+
+// jobDeregister answers DELETE /v1/job/:id as Nomad's Job.Deregister: the
+// job stops (its allocations stop, a new version, an evaluation); with
+// ?purge=true it is then removed with its allocations. An unknown job is no
+// error (Nomad's answer is an evaluation for a job it does not have).
+func (s *Server) jobDeregister(w http.ResponseWriter, r *http.Request, ns, id string) {
+	purge, err := queryBool(r, "purge")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[jobKey{ns, id}]
+	if !ok {
+		idx := s.bump()
+		writeJSON(w, idx, &api.JobDeregisterResponse{JobModifyIndex: idx, EvalCreateIndex: idx})
+		return
+	}
+	j.stopped = true
+	s.newVersionLocked(j)
+	ev := s.evaluateLocked(j, "job-deregister", true)
+	s.unblockLocked()
+	if purge {
+		s.purgeLocked(j)
+	}
+	writeJSON(w, s.index, &api.JobDeregisterResponse{EvalID: ev.ID, EvalCreateIndex: ev.CreateIndex, JobModifyIndex: j.jobModifyIndex})
+}
+
+// purgeLocked removes a stopped job and its allocations.
+func (s *Server) purgeLocked(j *job) {
+	for _, g := range append(append([]*group(nil), j.groups...), j.retired...) {
+		for _, a := range append(append([]*alloc(nil), g.live...), g.terminal...) {
+			delete(s.allocs, a.id)
+			if n, ok := s.nodes[a.nodeID]; ok {
+				delete(n.allocs, a.id)
+			}
+		}
+	}
+	for _, d := range j.deployments {
+		if d.timer != nil {
+			d.timer.Stop()
+		}
+	}
+	delete(s.jobs, j.key())
+	delete(s.blockedJobs, j.key())
+	idx := s.bump()
+	s.jobsIndex, s.allocsIndex = idx, idx
+}
+
+// queryBool reads an optional boolean query parameter as Nomad's agent
+// does (strconv.ParseBool), naming it when malformed.
+func queryBool(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, errorf(http.StatusBadRequest, "Failed to parse value of %q (%v) as a bool: %v", name, v, err)
+	}
+	return b, nil
 }
 
 // enforceIndex is Nomad's Job.EnforceIndex (nomad/structs/job.go).
