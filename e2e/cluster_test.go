@@ -104,9 +104,10 @@ func newE2ECluster(t *testing.T) *cluster {
 	const token = "e2e-cluster-secret-3f1c"
 	s.RequireToken(token, nomadstandin.TokenPolicy{Write: true})
 	for _, name := range []string{"e2e-a", "e2e-b"} {
-		// 600 MHz allocatable: six replicas fit, so the placement cap
-		// binds before the quota's max of 8.
-		if _, err := s.AddNode(nomadstandin.NodeSpec{Name: name, CPUMHz: 700, ReservedCPUMHz: 100, MemoryMB: 4096}); err != nil {
+		// 900 MHz allocatable: nine replicas fit, one fewer than the two
+		// jobs' quota max of 5 on each node, so the placement cap binds
+		// for the group that scales last.
+		if _, err := s.AddNode(nomadstandin.NodeSpec{Name: name, CPUMHz: 1000, ReservedCPUMHz: 100, MemoryMB: 4096}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +115,7 @@ func newE2ECluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{client: client, token: token, driver: "docker", max: 8, pool: "default",
+	c := &cluster{client: client, token: token, driver: "docker", max: 5, pool: "default",
 		nomad: fmt.Sprintf("address = %q\ntoken = %q", s.URL(), token)}
 	c.nodes = pickNodes(t, client, "e2e-a,e2e-b")
 	c.registered = func(t *testing.T, jobID string) {
@@ -310,6 +311,16 @@ func TestE2EClusterEnv(t *testing.T) {
 	runClusterCase(t, c)
 }
 
+// clusterCheck is one policy of TestE2ECluster: its check's name, the
+// job it scales (its groups are clusterGroups, host by host), its role
+// and the target block.
+type clusterCheck struct {
+	name, job, role, target string
+}
+
+// hostKeys are the decision log's and the meta's per-host count keys.
+var hostKeys = [2]string{"first", "second"}
+
 // runClusterCase is TestE2ECluster on c.
 func runClusterCase(t *testing.T, c *cluster) {
 	t.Helper()
@@ -318,77 +329,90 @@ func runClusterCase(t *testing.T, c *cluster) {
 	if _, err := rand.Read(suffix); err != nil {
 		t.Fatal(err)
 	}
-	jobID := "activation-e2e-" + hex.EncodeToString(suffix)
-	if _, _, err := c.client.Jobs().Register(c.clusterJob(t, jobID), nil); err != nil {
-		t.Fatalf("register %s: %v", jobID, err)
+	// Two jobs: one split across both hosts by one check through the
+	// host-quota target's split mode; one whose groups two per-host checks
+	// scale, the first host's through the agent's built-in nomad-target,
+	// the second's through host-quota's single-group mode.
+	split := "activation-e2e-" + hex.EncodeToString(suffix)
+	perHost := split + "-hosts"
+	checks := []clusterCheck{
+		{"cluster-split", split, nomadplugin.RoleSplit, fmt.Sprintf(`"host-quota" {
+      job          = %q
+      first_group  = %q
+      second_group = %q
+    }`, split, clusterGroups[0], clusterGroups[1])},
+		{"cluster-first", perHost, nomadplugin.RoleFirst, fmt.Sprintf(`"nomad-target" {
+      Job   = %q
+      Group = %q
+    }`, perHost, clusterGroups[0])},
+		{"cluster-second", perHost, nomadplugin.RoleSecond, fmt.Sprintf(`"host-quota" {
+      job   = %q
+      group = %q
+    }`, perHost, clusterGroups[1])},
 	}
-	t.Cleanup(func() {
-		if _, _, err := c.client.Jobs().Deregister(jobID, true, nil); err != nil {
-			t.Errorf("purge %s (remove it by hand: nomad job stop -purge %s): %v", jobID, jobID, err)
-		} else if _, _, err := c.client.Jobs().Info(jobID, nil); err == nil || !strings.Contains(err.Error(), "404") {
-			t.Errorf("job %s after its purge: %v, want 404", jobID, err)
+	for _, jobID := range []string{split, perHost} {
+		if _, _, err := c.client.Jobs().Register(c.clusterJob(t, jobID), nil); err != nil {
+			t.Fatalf("register %s: %v", jobID, err)
 		}
-	})
-	if c.registered != nil {
-		c.registered(t, jobID)
+		t.Cleanup(func() {
+			if _, _, err := c.client.Jobs().Deregister(jobID, true, nil); err != nil {
+				t.Errorf("purge %s (remove it by hand: nomad job stop -purge %s): %v", jobID, jobID, err)
+			} else if _, _, err := c.client.Jobs().Info(jobID, nil); err == nil || !strings.Contains(err.Error(), "404") {
+				t.Errorf("job %s after its purge: %v, want 404", jobID, err)
+			}
+		})
+		if c.registered != nil {
+			c.registered(t, jobID)
+		}
 	}
-	t.Logf("job %s on nodes %s and %s (through NOMAD_* variables: %t)", jobID, c.nodes[0].Name, c.nodes[1].Name, c.real)
+	t.Logf("jobs %s and %s on nodes %s and %s (through NOMAD_* variables: %t)", split, perHost, c.nodes[0].Name, c.nodes[1].Name, c.real)
 
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policies")
 	if err := os.MkdirAll(pol, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	check := fmt.Sprintf(`        role           = "split"
-        job            = %q
-        first_node_id  = %q
-        first_group    = %q
-        second_node_id = %q
-        second_group   = %q
-        window         = "3"
-        min_samples    = "1"
-        first_min      = "1"
-        first_max      = "%d"
-        second_min     = "1"
-        second_max     = "%d"
-`, jobID, c.nodes[0].ID, clusterGroups[0], c.nodes[1].ID, clusterGroups[1], c.max, c.max) + noSteps
-	target := fmt.Sprintf(`"host-quota" {
-      job          = %q
-      first_group  = %q
-      second_group = %q
-    }`, jobID, clusterGroups[0], clusterGroups[1])
-	if err := os.WriteFile(filepath.Join(pol, "cluster.hcl"), []byte(policyFileWith("cluster", "cluster", check, target, "1s", "2s")), 0o600); err != nil {
-		t.Fatal(err)
+	for _, ck := range checks {
+		keys := fmt.Sprintf("        role = %q\n        job = %q\n        window = \"3\"\n        min_samples = \"1\"\n", ck.role, ck.job)
+		for _, h := range decidedHosts(ck.role) {
+			keys += fmt.Sprintf("        %[1]s_node_id = %[2]q\n        %[1]s_group = %[3]q\n        %[1]s_min = \"1\"\n        %[1]s_max = \"%[4]d\"\n",
+				hostKeys[h], c.nodes[h].ID, clusterGroups[h], c.max)
+		}
+		body := policyFileWith(ck.name, ck.name, keys+noSteps, ck.target, "1s", "2s")
+		if err := os.WriteFile(filepath.Join(pol, ck.name+".hcl"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	a := startAgent(t, dir, agentConfigNomad("TRACE", pdir, c.nomad, pol))
 
-	// decisions are the check's "decided" log lines; the job has settled
-	// when both groups set a count and the job's counts are the newest
-	// decision's (three decisions at least).
-	decisions := func() []logEntry {
+	// decisions are a check's "decided" log lines. The jobs have settled
+	// when every check decided three times at least and each group it
+	// scales set a count and is at the check's newest decision.
+	decisions := func(check string) []logEntry {
 		var out []logEntry
 		for _, e := range a.entries(t) {
-			if e.str("@message") == "decided" && e.str("check") == "cluster" {
+			if e.str("@message") == "decided" && e.str("check") == check {
 				out = append(out, e)
 			}
 		}
 		return out
 	}
-	eventually(t, 3*time.Minute, "the agent scales the job and it settles", func() (bool, string) {
-		ds := decisions()
-		if len(ds) < 3 {
-			return false, fmt.Sprintf("%d decisions so far (the nodes must place a few %d MHz / %d MB tasks)", len(ds), clusterTaskCPU, clusterTaskMem)
-		}
-		st, _, err := c.client.Jobs().ScaleStatus(jobID, nil)
-		if err != nil {
-			return false, err.Error()
-		}
-		last := ds[len(ds)-1]
-		for h, g := range clusterGroups {
-			tg := st.TaskGroups[g]
-			want, _ := metaNum(last, []string{"first", "second"}[h])
-			if !slices.ContainsFunc(tg.Events, func(ev api.ScalingEvent) bool { _, ok := eventCount(ev); return ok }) || tg.Desired != want {
-				return false, fmt.Sprintf("group %s: desired %d, newest decision %d, %d events", g, tg.Desired, want, len(tg.Events))
+	eventually(t, 3*time.Minute, "the agent scales the jobs and they settle", func() (bool, string) {
+		for _, ck := range checks {
+			ds := decisions(ck.name)
+			if len(ds) < 3 {
+				return false, fmt.Sprintf("check %s: %d decisions so far (the nodes must place a few %d MHz / %d MB tasks)", ck.name, len(ds), clusterTaskCPU, clusterTaskMem)
+			}
+			st, _, err := c.client.Jobs().ScaleStatus(ck.job, nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, h := range decidedHosts(ck.role) {
+				tg := st.TaskGroups[clusterGroups[h]]
+				want, _ := metaNum(ds[len(ds)-1], hostKeys[h])
+				if !slices.ContainsFunc(tg.Events, func(ev api.ScalingEvent) bool { _, ok := eventCount(ev); return ok }) || tg.Desired != want {
+					return false, fmt.Sprintf("check %s, group %s/%s: desired %d, newest decision %d, %d events", ck.name, ck.job, clusterGroups[h], tg.Desired, want, len(tg.Events))
+				}
 			}
 		}
 		return true, ""
@@ -396,69 +420,61 @@ func runClusterCase(t *testing.T, c *cluster) {
 	a.stop(t)
 
 	reqs, byCheck := a.requests(t)
-	if len(byCheck["cluster"]) == 0 {
-		t.Fatal("the strategy logged no decision request")
-	}
-	st, _, err := c.client.Jobs().ScaleStatus(jobID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for h, g := range clusterGroups {
-		n := eventParity(t, st.TaskGroups[g].Events, reqs, jobID, g, h, nomadplugin.RoleSplit, cappedAsk)
-		if n == 0 {
-			t.Errorf("group %s: no scaling event could be checked against a logged request", g)
+	for _, ck := range checks {
+		if len(byCheck[ck.name]) == 0 {
+			t.Fatalf("check %s: the strategy logged no decision request", ck.name)
 		}
-		t.Logf("group %s: desired %d, %d scaling events checked against the engine", g, st.TaskGroups[g].Desired, n)
-	}
-
-	// The observations the strategy read agree with the API: each host's
-	// capacity is its node's resources less its reservation, each
-	// replica's demand the task's request, the running replicas at most
-	// the group's count.
-	job, _, err := c.client.Jobs().Info(jobID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dg := range byCheck["cluster"] {
-		r := reqs[dg]
-		for h, o := range []engine.Observation{r.First, r.Second} {
-			n := c.nodes[h]
-			capCPU, capMem := float64(n.NodeResources.Cpu.CpuShares), float64(n.NodeResources.Memory.MemoryMB)
-			if rr := n.ReservedResources; rr != nil {
+		st, _, err := c.client.Jobs().ScaleStatus(ck.job, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, _, err := c.client.Jobs().Info(ck.job, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds := decisions(ck.name)
+		for _, h := range decidedHosts(ck.role) {
+			g := clusterGroups[h]
+			n := eventParity(t, st.TaskGroups[g].Events, reqs, ck.job, g, h, ck.role, cappedAsk)
+			if n == 0 {
+				t.Errorf("check %s, group %s: no scaling event could be checked against a logged request", ck.name, g)
+			}
+			// Every decision within the quota; the group ends at the
+			// newest one, away from its one replica.
+			for _, e := range ds {
+				if v, ok := metaNum(e, hostKeys[h]); !ok || v < 1 || v > c.max {
+					t.Errorf("check %s decision %s count %v: outside the quota 1 to %d", ck.name, hostKeys[h], e[hostKeys[h]], c.max)
+				}
+			}
+			want, _ := metaNum(ds[len(ds)-1], hostKeys[h])
+			tg := job.TaskGroups[h]
+			if *tg.Name != g || *tg.Count != want || want == 1 {
+				t.Errorf("check %s: group %s ends at %d, the newest decision says %d (and the group must have left one replica)", ck.name, *tg.Name, *tg.Count, want)
+			}
+			t.Logf("check %s: group %s/%s at %d, %d scaling events checked against the engine", ck.name, ck.job, g, *tg.Count, n)
+			// The observations the strategy read agree with the API:
+			// the host's capacity is its node's resources less its
+			// reservation, a replica's demand the task's request, the
+			// running replicas within the quota.
+			nd := c.nodes[h]
+			capCPU, capMem := float64(nd.NodeResources.Cpu.CpuShares), float64(nd.NodeResources.Memory.MemoryMB)
+			if rr := nd.ReservedResources; rr != nil {
 				capCPU -= float64(rr.Cpu.CpuShares)
 				capMem -= float64(rr.Memory.MemoryMB)
 			}
-			if o.CPUCapacityMHz != capCPU || o.MemoryCapacityMB != capMem {
-				t.Errorf("request %s, %s host: capacity %v MHz %v MB, node %s has %v and %v", dg, clusterGroups[h], o.CPUCapacityMHz, o.MemoryCapacityMB, n.Name, capCPU, capMem)
-			}
-			if o.ReplicaCPUDemandMHz != clusterTaskCPU || o.ReplicaMemoryDemandMB != clusterTaskMem {
-				t.Errorf("request %s, %s host: replica demand %v MHz %v MB, the task requests %d and %d", dg, clusterGroups[h], o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB, clusterTaskCPU, clusterTaskMem)
-			}
-			if o.RunningReplicas < 0 || o.RunningReplicas > c.max {
-				t.Errorf("request %s, %s host: %d running replicas, outside 0 to the quota's %d", dg, clusterGroups[h], o.RunningReplicas, c.max)
-			}
-		}
-	}
-
-	// Every decision within the quota; the job ends at the newest one.
-	ds := decisions()
-	for _, e := range ds {
-		for _, k := range []string{"first", "second"} {
-			if n, ok := metaNum(e, k); !ok || n < 1 || n > c.max {
-				t.Errorf("decision %s count %v: outside the quota 1 to %d", k, e[k], c.max)
+			for _, dg := range byCheck[ck.name] {
+				o := []engine.Observation{reqs[dg].First, reqs[dg].Second}[h]
+				if o.CPUCapacityMHz != capCPU || o.MemoryCapacityMB != capMem {
+					t.Errorf("check %s request %s, %s host: capacity %v MHz %v MB, node %s has %v and %v", ck.name, dg, g, o.CPUCapacityMHz, o.MemoryCapacityMB, nd.Name, capCPU, capMem)
+				}
+				if o.ReplicaCPUDemandMHz != clusterTaskCPU || o.ReplicaMemoryDemandMB != clusterTaskMem {
+					t.Errorf("check %s request %s, %s host: replica demand %v MHz %v MB, the task requests %d and %d", ck.name, dg, g, o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB, clusterTaskCPU, clusterTaskMem)
+				}
+				if o.RunningReplicas < 0 || o.RunningReplicas > c.max {
+					t.Errorf("check %s request %s, %s host: %d running replicas, outside 0 to the quota's %d", ck.name, dg, g, o.RunningReplicas, c.max)
+				}
 			}
 		}
-	}
-	moved := false
-	for h, tg := range job.TaskGroups {
-		want, _ := metaNum(ds[len(ds)-1], []string{"first", "second"}[h])
-		if *tg.Name != clusterGroups[h] || *tg.Count != want {
-			t.Errorf("group %s ends at %d, the newest decision says %d", *tg.Name, *tg.Count, want)
-		}
-		moved = moved || *tg.Count != 1
-	}
-	if !moved {
-		t.Errorf("the job never left one replica per group: nothing was scaled")
 	}
 	if c.token != "" && strings.Contains(string(a.log(t)), c.token) {
 		t.Errorf("the agent's log holds the Nomad token")
