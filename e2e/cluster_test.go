@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,10 +105,11 @@ func newE2ECluster(t *testing.T) *cluster {
 	const token = "e2e-cluster-secret-3f1c"
 	s.RequireToken(token, nomadstandin.TokenPolicy{Write: true})
 	for _, name := range []string{"e2e-a", "e2e-b"} {
-		// 900 MHz allocatable: nine replicas fit, one fewer than the two
-		// jobs' quota max of 5 on each node, so the placement cap binds
-		// for the group that scales last.
-		if _, err := s.AddNode(nomadstandin.NodeSpec{Name: name, CPUMHz: 1000, ReservedCPUMHz: 100, MemoryMB: 4096}); err != nil {
+		// 1100 MHz allocatable: room for both jobs at their quota max of
+		// 5 on each node (two checks deciding at once cannot both take
+		// the last slot and leave an allocation queued, which would hold
+		// a deployment open). TestE2EPlacement covers the placement cap.
+		if _, err := s.AddNode(nomadstandin.NodeSpec{Name: name, CPUMHz: 1200, ReservedCPUMHz: 100, MemoryMB: 4096}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -387,7 +389,8 @@ func runClusterCase(t *testing.T, c *cluster) {
 
 	// decisions are a check's "decided" log lines. The jobs have settled
 	// when every check decided three times at least and each group it
-	// scales set a count and is at the check's newest decision.
+	// scales set a count, is at the check's newest decision and has nothing
+	// queued.
 	decisions := func(check string) []logEntry {
 		var out []logEntry
 		for _, e := range a.entries(t) {
@@ -407,16 +410,49 @@ func runClusterCase(t *testing.T, c *cluster) {
 			if err != nil {
 				return false, err.Error()
 			}
+			sum, _, err := c.client.Jobs().Summary(ck.job, nil)
+			if err != nil {
+				return false, err.Error()
+			}
 			for _, h := range decidedHosts(ck.role) {
-				tg := st.TaskGroups[clusterGroups[h]]
+				g := clusterGroups[h]
+				tg := st.TaskGroups[g]
 				want, _ := metaNum(ds[len(ds)-1], hostKeys[h])
 				if !slices.ContainsFunc(tg.Events, func(ev api.ScalingEvent) bool { _, ok := eventCount(ev); return ok }) || tg.Desired != want {
-					return false, fmt.Sprintf("check %s, group %s/%s: desired %d, newest decision %d, %d events", ck.name, ck.job, clusterGroups[h], tg.Desired, want, len(tg.Events))
+					return false, fmt.Sprintf("check %s, group %s/%s: desired %d, newest decision %d, %d events", ck.name, ck.job, g, tg.Desired, want, len(tg.Events))
+				}
+				// The placement cap asks for no more than Nomad places:
+				// nothing stays queued.
+				if q := sum.Summary[g].Queued; q != 0 {
+					return false, fmt.Sprintf("check %s, group %s/%s: %d allocations queued at count %d", ck.name, ck.job, g, q, tg.Desired)
 				}
 			}
 		}
 		return true, ""
 	})
+	// On steady usage the counts stay put: three more evaluations of
+	// every check set nothing (a first host that admitted replicas at
+	// their request and refused them once running would flap here).
+	events := func() map[string]int {
+		out := map[string]int{}
+		for _, ck := range checks {
+			st, _, err := c.client.Jobs().ScaleStatus(ck.job, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range decidedHosts(ck.role) {
+				g := clusterGroups[h]
+				out[ck.job+"/"+g] = len(st.TaskGroups[g].Events)
+				out[ck.job+"/"+g+" count"] = st.TaskGroups[g].Desired
+			}
+		}
+		return out
+	}
+	settled := events()
+	time.Sleep(7 * time.Second)
+	if now := events(); !maps.Equal(now, settled) {
+		t.Errorf("on steady usage the counts moved after settling: events and counts %v, then %v", settled, now)
+	}
 	a.stop(t)
 
 	reqs, byCheck := a.requests(t)

@@ -310,3 +310,68 @@ func TestSweepBuiltinModels(t *testing.T) {
 		}
 	}
 }
+
+// A replica the first host admits is not refused once it runs: with each
+// replica using what it did (the same per-replica window), deciding again
+// with the admitted count running admits at least as many. Workloads that
+// use more than they request included, where a new replica counted only at
+// its request would be admitted and then refused (the count would flap).
+func TestAdmissionAdmittedStaysAdmitted(t *testing.T) {
+	r := rand.New(rand.NewPCG(2026, 12))
+	steady := func(running int, level, req float64, wobble []float64) Observation {
+		const capCPU = 8000.0
+		o := Observation{CPUCapacityMHz: capCPU, RunningReplicas: running, ReplicaCPUDemandMHz: req * capCPU,
+			RequestedCPUMHz: float64(running) * req * capCPU}
+		for i, w := range wobble {
+			o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: float64(running) * level * w * capCPU})
+		}
+		return o
+	}
+	grew := 0
+	for trial := 0; trial < 300; trial++ {
+		level := 0.01 + 0.1*r.Float64()
+		req := level * (0.3 + 1.5*r.Float64()) // from far below to above the usage
+		wobble := make([]float64, 60)
+		for i := range wobble {
+			wobble[i] = 0.7 + 0.6*r.Float64()
+		}
+		n := 1 + r.IntN(20)
+		m := admitted(t, steady(n, level, req, wobble)).Amount
+		if m <= n {
+			continue
+		}
+		grew++
+		if again := admitted(t, steady(m, level, req, wobble)).Amount; again < m {
+			t.Fatalf("trial %d: usage %.3f, request %.3f of the host: %d running admitted %d, but %d running admit only %d",
+				trial, level, req, n, m, m, again)
+		}
+	}
+	if grew < 50 {
+		t.Fatalf("the premise fails: only %d of 300 hosts admitted a new replica", grew)
+	}
+}
+
+// The floor is the workload's own: new replicas offered by
+// wanted_replicas (or every slot) are replicas of the observed workload and
+// count at no less than a running one's estimate, while queued_replicas
+// entries have a size of their own and count at their demand. On a workload
+// that uses twice its request, a queue of the same demands is admitted
+// further when it is given as queued replicas.
+func TestAdmissionFloorIsTheWorkloads(t *testing.T) {
+	const capCPU = 8000.0
+	o := Observation{CPUCapacityMHz: capCPU, RunningReplicas: 4, ReplicaCPUDemandMHz: 200, RequestedCPUMHz: 800, WantedReplicas: 30}
+	for i := 0; i < 60; i++ {
+		o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: 4 * 400 * (0.9 + 0.2*float64(i%5)/4)})
+	}
+	own := admitted(t, o)
+	queued := clone(o)
+	queued.WantedReplicas = 0
+	for range 26 {
+		queued.QueuedReplicas = append(queued.QueuedReplicas, Replica{CPUMHz: 200})
+	}
+	other := admitted(t, queued)
+	if own.Amount <= o.RunningReplicas || own.Amount >= other.Amount {
+		t.Fatalf("the workload's own new replicas admitted to %d, the same demands queued to %d (running %d): want 4 < own < queued",
+			own.Amount, other.Amount, o.RunningReplicas)
+	}
+}

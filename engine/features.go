@@ -71,11 +71,15 @@ const (
 	FeatRunning = "running_replicas"
 	// SlotPrefix + k names the admission processor's k-th demand slot:
 	// its CPU demand (share of CPU capacity; countable). The slot's memory
-	// demand and whether it is a running replica are the inputs
-	// SlotPrefix + k + SlotMemorySuffix and + SlotRunningSuffix.
+	// demand, whether it is a running replica, and whether it is a new
+	// replica of the observed workload itself (offered by WantedReplicas
+	// or every slot, not a QueuedReplicas entry of its own size) are the
+	// inputs SlotPrefix + k + SlotMemorySuffix, + SlotRunningSuffix and +
+	// SlotOwnSuffix.
 	SlotPrefix        = "slot_"
 	SlotMemorySuffix  = "_memory"
 	SlotRunningSuffix = "_running"
+	SlotOwnSuffix     = "_own"
 )
 
 // FeatureNames lists every named feature the engine can derive, besides the
@@ -185,8 +189,8 @@ type featureWork struct {
 	// per-replica CPU request share and memory peak share (see compute)
 	reqShare, memShare float64
 	// slots, filled for the number of slots a model reads
-	slotCPU, slotMem, slotRun []float64
-	slotsFilled               int // slots holding a replica
+	slotCPU, slotMem, slotRun, slotOwn []float64
+	slotsFilled                        int // slots holding a replica
 }
 
 // compute derives every named feature of o (which must be valid) into
@@ -358,12 +362,13 @@ func (o *Observation) room() (cpu, mem float64) {
 // memory peak share of one replica, and running = 1; then the new replicas,
 // from QueuedReplicas or, in the common case, WantedReplicas minus the
 // running ones (every remaining slot when WantedReplicas is 0), each at its
-// demand. Slots past the queue are empty (NaN: they hold no data).
+// demand, own = 1 for the latter (replicas of the observed workload). Slots
+// past the queue are empty (NaN: they hold no data).
 func (fw *featureWork) fillSlots(o *Observation, k int) {
 	if cap(fw.slotCPU) < k {
-		fw.slotCPU, fw.slotMem, fw.slotRun = make([]float64, k), make([]float64, k), make([]float64, k)
+		fw.slotCPU, fw.slotMem, fw.slotRun, fw.slotOwn = make([]float64, k), make([]float64, k), make([]float64, k), make([]float64, k)
 	}
-	cpu, mem, run := fw.slotCPU[:k], fw.slotMem[:k], fw.slotRun[:k]
+	cpu, mem, run, own := fw.slotCPU[:k], fw.slotMem[:k], fw.slotRun[:k], fw.slotOwn[:k]
 	capCPU, capMem := o.room()
 	memShare := func(mb float64) float64 {
 		if capMem <= 0 {
@@ -380,19 +385,19 @@ func (fw *featureWork) fillSlots(o *Observation, k int) {
 	for i := range cpu {
 		switch {
 		case i < runningSlots:
-			cpu[i], mem[i], run[i] = capShare(fw.reqShare), fw.memShare, 1
+			cpu[i], mem[i], run[i], own[i] = capShare(fw.reqShare), fw.memShare, 1, 0
 		case o.QueuedReplicas != nil:
 			q := i - runningSlots
 			if q >= len(o.QueuedReplicas) {
-				cpu[i], mem[i], run[i] = math.NaN(), math.NaN(), math.NaN()
+				cpu[i], mem[i], run[i], own[i] = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 				continue
 			}
 			r := o.QueuedReplicas[q]
-			cpu[i], mem[i], run[i] = capShare(r.CPUMHz/capCPU), memShare(r.MemoryMB), 0
+			cpu[i], mem[i], run[i], own[i] = capShare(r.CPUMHz/capCPU), memShare(r.MemoryMB), 0, 0
 		case i < wanted:
-			cpu[i], mem[i], run[i] = capShare(o.ReplicaCPUDemandMHz/capCPU), memShare(o.ReplicaMemoryDemandMB), 0
+			cpu[i], mem[i], run[i], own[i] = capShare(o.ReplicaCPUDemandMHz/capCPU), memShare(o.ReplicaMemoryDemandMB), 0, 1
 		default:
-			cpu[i], mem[i], run[i] = math.NaN(), math.NaN(), math.NaN()
+			cpu[i], mem[i], run[i], own[i] = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 			continue
 		}
 		filled++
@@ -411,6 +416,7 @@ const (
 	slotCPUSource = -1 - iota
 	slotMemSource
 	slotRunSource
+	slotOwnSource
 )
 
 func newFeatureMap(m *Model) (featureMap, error) {
@@ -430,8 +436,8 @@ func newFeatureMap(m *Model) (featureMap, error) {
 			fm.slots = max(fm.slots, k+1)
 			continue
 		}
-		return featureMap{}, modelErr(fmt.Sprintf("inputs[%d].name", i), "unknown feature %q: the engine derives %s, and %s<k>, %s<k>%s, %s<k>%s demand slots",
-			in.Name, strings.Join(FeatureNames, ", "), SlotPrefix, SlotPrefix, SlotMemorySuffix, SlotPrefix, SlotRunningSuffix)
+		return featureMap{}, modelErr(fmt.Sprintf("inputs[%d].name", i), "unknown feature %q: the engine derives %s, and %s<k>, %s<k>%s, %s<k>%s, %s<k>%s demand slots",
+			in.Name, strings.Join(FeatureNames, ", "), SlotPrefix, SlotPrefix, SlotMemorySuffix, SlotPrefix, SlotRunningSuffix, SlotPrefix, SlotOwnSuffix)
 	}
 	if fm.slots > MaxReplicas {
 		return featureMap{}, modelErr("inputs", "reads slot %d, more than the limit of %d slots", fm.slots-1, MaxReplicas)
@@ -439,7 +445,8 @@ func newFeatureMap(m *Model) (featureMap, error) {
 	return fm, nil
 }
 
-// parseSlot reads "slot_<k>", "slot_<k>_memory" or "slot_<k>_running".
+// parseSlot reads "slot_<k>", "slot_<k>_memory", "slot_<k>_running" or
+// "slot_<k>_own".
 func parseSlot(name string) (k, source int, ok bool) {
 	rest, found := strings.CutPrefix(name, SlotPrefix)
 	if !found {
@@ -450,6 +457,8 @@ func parseSlot(name string) (k, source int, ok bool) {
 		rest, source = r, slotMemSource
 	} else if r, cut := strings.CutSuffix(rest, SlotRunningSuffix); cut {
 		rest, source = r, slotRunSource
+	} else if r, cut := strings.CutSuffix(rest, SlotOwnSuffix); cut {
+		rest, source = r, slotOwnSource
 	}
 	k, err := strconv.Atoi(rest)
 	if err != nil || k < 0 || strconv.Itoa(k) != rest {
@@ -472,6 +481,8 @@ func (fm *featureMap) fill(fw *featureWork, o *Observation, x []float64) {
 			x[i] = fw.slotMem[fm.slot[i]]
 		case slotRunSource:
 			x[i] = fw.slotRun[fm.slot[i]]
+		case slotOwnSource:
+			x[i] = fw.slotOwn[fm.slot[i]]
 		default:
 			x[i] = fw.feats[src]
 		}

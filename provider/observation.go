@@ -139,7 +139,7 @@ var observationFields = []field{
 			"or at their requested resources when none is warm, never at zero. At most `running_replicas`; unset: 0.",
 		out: "How many of the running allocations are warming up: younger than `warmup`, or with no CPU ticks yet (with a `job`; 0 without)."},
 	{name: obsReplicaCPUDemandMHz, kind: kindFigure, required: true,
-		desc: "Expected CPU demand (MHz) of one new replica of the workload; greater than 0.",
+		desc: "Expected CPU demand (MHz) of one new replica of the workload; greater than 0. While the workload runs, the first host counts a new replica of it at no less than a running replica's learned estimate, so a workload that uses more than this is not admitted at it.",
 		out:  "Expected CPU demand (MHz) of one replica: `replica_cpu_demand_mhz`, else the task group's CPU request."},
 	{name: obsReplicaMemoryDemandMB, kind: kindFigure,
 		desc: "Expected memory demand (MB) of one new replica. Unset: 0.",
@@ -150,7 +150,7 @@ var observationFields = []field{
 		out: "The data source's `wanted_replicas` (0 when unset: every slot is offered)."},
 	{name: obsQueuedReplicas, kind: kindObjects, nested: replicaFields,
 		desc: "The new replicas queued to run on the host after the running ones, in order, each with its own demand " +
-			"(replicas of different sizes, or several groups queued for one host). `[]` means nobody new wants to run; unset: `wanted_replicas` says how many. Not with `wanted_replicas`.",
+			"(replicas of different sizes, or several groups queued for one host), counted at that demand (not at the running replicas' estimate). `[]` means nobody new wants to run; unset: `wanted_replicas` says how many. Not with `wanted_replicas`.",
 		out: "Null: this data source queues no replica (`wanted_replicas` says how many want to run)."},
 	{name: obsOtherReservedCPUMHz, kind: kindFigure,
 		desc: "CPU (MHz) other workloads reserve on the host, at most its capacity: this workload's room is the capacity less it. Unset: 0.",

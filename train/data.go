@@ -96,12 +96,16 @@ func (d *dataset) capacityLabel(r, k int) float64 {
 	return 0
 }
 
-// admissionLabel is slot k's admission label for row r: the running
-// replicas (up to k+1 of them) at their real usage plus the new replicas up
-// to k at their demand fit.
+// admissionLabel is slot k's admission label for row r: the k+1 replicas
+// fit at their real usage and, the rule for replicas not yet observed, the
+// running ones (up to k+1 of them) at their real usage plus the new ones up
+// to k at their demand fit too.
 func (d *dataset) admissionLabel(r, k int) float64 {
 	n := d.running[r]
 	used := d.peak(r, min(k+1, n)) + float64(max(0, k+1-n))*d.demand[r]
+	if k+1 > n {
+		used = max(used, d.peak(r, k+1))
+	}
 	if used <= 1 {
 		return 1
 	}

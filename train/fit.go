@@ -48,23 +48,33 @@ func slotTerm(alpha, cost, y, overloadWeight float64) (loss, dz float64) {
 	return w * bce(q, y), w * (q - y)
 }
 
-// admissionLoss: slot k = sigmoid(alpha (1 - C_k)) with C_k = j a +
-// sqrt(j) b + the new replicas' demand (j = min(k+1, running)), against
-// "the queue up to k fits".
+// admissionLoss: slot k = sigmoid(alpha (1 - C_k)) with C_k the sum over
+// slots i <= k of a running replica's a + (sqrt(i+1) - sqrt(i)) b and a new
+// one's larger of its demand and that same figure (at least one replica
+// runs in every row: a new replica of an observed workload costs at least
+// what it will once it runs), against "the queue up to k fits".
 func admissionLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64 {
 	c.u = d.useRow(r)
 	a, b := p.tr.eval(c.u, c)
 	alpha := p.alpha()
 	n := d.running[r]
 	var loss, da, db, dAlpha float64
+	// cost, dCostA, dCostB accumulate C_k and its derivatives over slots.
+	var cost, dCostA, dCostB float64
 	for k := 0; k < s.Slots; k++ {
-		j := float64(min(k+1, n))
-		sj := math.Sqrt(j)
-		cost := j*a + sj*b + float64(max(0, k+1-n))*d.demand[r]
+		step := math.Sqrt(float64(k+1)) - math.Sqrt(float64(k))
+		run := a + step*b
+		if k < n || run > d.demand[r] {
+			cost += run
+			dCostA++
+			dCostB += step
+		} else {
+			cost += d.demand[r]
+		}
 		l, dz := slotTerm(alpha, cost, d.admissionLabel(r, k), s.OverloadWeight)
 		loss += l
-		da += dz * -alpha * j
-		db += dz * -alpha * sj
+		da += dz * -alpha * dCostA
+		db += dz * -alpha * dCostB
 		dAlpha += dz * alpha * (1 - cost)
 	}
 	if grad != nil {

@@ -381,14 +381,19 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 }
 
 // exportAdmission builds the first host's admission processor. Inputs: per
-// slot k, slot_k (its CPU demand share; countable), slot_k_memory and
-// slot_k_running; then the usage statistics. With a and b the trunk's
+// slot k, slot_k (its CPU demand share; countable), slot_k_memory,
+// slot_k_running and slot_k_own; then the usage statistics. With a and b the trunk's
 // estimate of a running replica, the network computes
 //
 //	run_k  = a + (sqrt(k+1) - sqrt(k)) b if slot k is a running replica, else 0
 //	new_k  = slot k's CPU demand if it is a new replica, else 0
-//	C_k    = sum over slots i <= k of run_i + new_i
-//	         (= j a + sqrt(j) b + the new replicas' demand, j running)
+//	extra_k = relu(a + (sqrt(k+1) - sqrt(k)) b - new_k) if slot k is a new
+//	          replica of the workload (slot_k_own) and slot 0 runs, else 0
+//	C_k    = sum over slots i <= k of run_i + new_i + extra_i
+//	         (a new replica of a workload that runs costs the larger of its
+//	         demand and what it will cost once running: admitting it never
+//	         makes a replica refused at the next decision on the same usage;
+//	         with nothing running yet, its demand)
 //	M_k    = sum of memory_i over slots i <= k (the memory peak)
 //	gate_k = relu(chainWeight slot_k + gateScale (1 - memHeadroom - memMargin - M_k))
 //	admit_k = sigmoid(alpha (1 - C_k) + gateRead gate_k)
@@ -409,16 +414,19 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 	for k := 0; k < S; k++ {
 		inputs = append(inputs, engine.Node{Name: engine.SlotPrefix + strconv.Itoa(k) + engine.SlotRunningSuffix})
 	}
+	for k := 0; k < S; k++ {
+		inputs = append(inputs, engine.Node{Name: engine.SlotPrefix + strconv.Itoa(k) + engine.SlotOwnSuffix})
+	}
 	for _, s := range stats {
 		inputs = append(inputs, engine.Node{Name: s.Usage})
 	}
 	md := newModel(engine.BuiltinAdmission,
-		"First-host admission processor: the replicas that want to run form a queue of demand slots, the running ones first. slot_k holds the CPU demand of the k-th replica; it starts an activated branch when the processor admits that replica: the learned estimate of the running replicas' usage plus the demand of the new ones up to it fits the host's CPU (soft: the output threshold is a safety margin), and their memory peak fits within 90% of its memory (a hard limit). A_in is the number of admitted replicas.",
+		"First-host admission processor: the replicas that want to run form a queue of demand slots, the running ones first. slot_k holds the CPU demand of the k-th replica; it starts an activated branch when the processor admits that replica: the learned estimate of the running replicas' usage plus the new ones up to it, each at its demand and a new replica of the workload itself at no less than a running one's estimate, fits the host's CPU (soft: the output threshold is a safety margin), and their memory peak fits within 90% of its memory (a hard limit). A_in is the number of admitted replicas.",
 		inputs, slotNodes("admit_", S, false), prov)
-	inSlot, inMem, inRun, inStat := 0, S, 2*S, 3*S
+	inSlot, inMem, inRun, inOwn, inStat := 0, S, 2*S, 3*S, 4*S
 	// A first layer: per slot its chain, its new-replica cost
-	// relu(slot - bigM running), its memory and its running flag; and
-	// copies of the statistics for the trunk.
+	// relu(slot - bigM running), its memory, its running flag and its own
+	// flag; and copies of the statistics for the trunk.
 	lb := layerBuilder{act: engine.ActivationReLU}
 	statIn := make([]int, F)
 	for f := range statIn {
@@ -427,24 +435,39 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 	}
 	var pass []int
 	for k := 0; k < S; k++ {
-		c, n, m, r := lb.node(0), lb.node(0), lb.node(0), lb.node(0)
+		c, n, m, r, o := lb.node(0), lb.node(0), lb.node(0), lb.node(0), lb.node(0)
 		lb.edge(c, inSlot+k, 1)
 		lb.edge(n, inSlot+k, 1)
 		lb.edge(n, inRun+k, -bigM)
 		lb.edge(m, inMem+k, 1)
 		lb.edge(r, inRun+k, 1)
-		pass = append(pass, c, n, m, r)
+		lb.edge(o, inOwn+k, 1)
+		pass = append(pass, c, n, m, r, o)
 	}
 	md.Layers = append(md.Layers, lb.layer())
 	a, b, carried := trunkLayers(md, p.tr, statIn, pass)
-	chain := func(k int) int { return carried[4*k] }
-	newCost := func(k int) int { return carried[4*k+1] }
-	mem := func(k int) int { return carried[4*k+2] }
-	run := func(k int) int { return carried[4*k+3] }
+	chain := func(k int) int { return carried[5*k] }
+	newCost := func(k int) int { return carried[5*k+1] }
+	mem := func(k int) int { return carried[5*k+2] }
+	run := func(k int) int { return carried[5*k+3] }
+	own := func(k int) int { return carried[5*k+4] }
 	// Costs and gates.
 	g := layerBuilder{act: engine.ActivationReLU}
-	runA, runB, cost, gate := make([]int, S), make([]int, S), make([]int, S), make([]int, S)
+	runA, runB, cost, extra, gate := make([]int, S), make([]int, S), make([]int, S), make([]int, S), make([]int, S)
 	for k := 0; k < S; k++ {
+		// A new replica of the workload (own) while it runs (slot 0 is
+		// running) costs at least what it will once it runs: extra_k =
+		// relu(a + (sqrt(k+1) - sqrt(k)) b - demand_k) for such a slot; 0
+		// for a running one, a queued replica of its own size, or when
+		// nothing runs yet (slot 0 is new only then).
+		if k > 0 {
+			extra[k] = g.node(-2 * bigM)
+			g.edge(extra[k], a, 1)
+			g.edge(extra[k], b, math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))
+			g.edge(extra[k], newCost(k), -1)
+			g.edge(extra[k], own(k), bigM)
+			g.edge(extra[k], run(0), bigM)
+		}
 		runA[k] = g.node(-bigM)
 		g.edge(runA[k], a, 1)
 		g.edge(runA[k], run(k), bigM)
@@ -468,6 +491,9 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 			out.edge(j, runA[i], -alpha)
 			out.edge(j, runB[i], -alpha)
 			out.edge(j, cost[i], -alpha)
+			if i > 0 {
+				out.edge(j, extra[i], -alpha)
+			}
 		}
 		out.edge(j, gate[k], gateRead)
 	}

@@ -176,31 +176,38 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 			if an.OutputAmount != held {
 				t.Fatalf("%T trial %d: A_out %d, want the %d outputs at or above the threshold", tr, trial, an.OutputAmount, held)
 			}
-			// Admission: n running replicas, then new ones of random sizes.
+			// Admission: n running replicas, then new ones of random sizes,
+			// some of them the workload's own (at least a running one's
+			// estimate while one runs).
 			n := rng.IntN(slots)
-			ax := make([]float64, 3*slots+len(stats))
-			var newCost, mem float64
+			ax := make([]float64, 4*slots+len(stats))
+			var cost, mem float64
 			admitted := 0
 			prefix := true
 			for k := 0; k < slots; k++ {
 				cpu, mm := 0.01+0.1*rng.Float64(), 0.08*rng.Float64()
-				run := 0.0
-				if k < n {
+				run, own := 0.0, 0.0
+				asRunning := a + (math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))*b
+				switch {
+				case k < n:
 					run = 1
-				} else {
-					newCost += cpu
+					cost += asRunning
+				case n > 0 && rng.IntN(2) == 0:
+					own = 1
+					cost += math.Max(cpu, asRunning)
+				default:
+					cost += cpu
 				}
 				mem += mm
-				ax[k], ax[slots+k], ax[2*slots+k] = cpu, mm, run
-				j := float64(min(k+1, n))
-				want := sigmoid(p.alpha() * (1 - j*a - math.Sqrt(j)*b - newCost))
+				ax[k], ax[slots+k], ax[2*slots+k], ax[3*slots+k] = cpu, mm, run, own
+				want := sigmoid(p.alpha() * (1 - cost))
 				if prefix && mem < 1-memHeadroom && want >= engine.DefaultOutputThreshold {
 					admitted++
 				} else {
 					prefix = false
 				}
 			}
-			copy(ax[3*slots:], use)
+			copy(ax[4*slots:], use)
 			aan, err := adm.Analyze(ax, aws)
 			if err != nil {
 				t.Fatal(err)
