@@ -398,8 +398,11 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 //	gate_k = relu(chainWeight slot_k + gateScale (1 - memHeadroom - memMargin - M_k))
 //	admit_k = sigmoid(alpha (1 - C_k) + gateRead gate_k)
 //
-// Slot k starts an activated branch (slot_k -> its chain -> gate_k ->
-// admit_k) exactly when it holds a replica, the memory of replicas 0..k
+// (each slot's run_i + new_i + extra_i is summed into one node a layer
+// before the outputs, so that C_k takes one edge per slot)
+//
+// Slot k starts an activated branch (slot_k -> its chain -> gate_k -> its
+// copy -> admit_k) exactly when it holds a replica, the memory of replicas 0..k
 // fits (gate_k holds data: a hard test) and the CPU test holds at the
 // output threshold. Slots are a queue: a replica's own demand and the
 // demands of the replicas before it only lower its output, so raising any
@@ -483,19 +486,31 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 		}
 	}
 	md.Layers = append(md.Layers, g.layer())
+	// Each slot's cost as one node (the four terms are >= 0, so the ReLU
+	// of their sum is the sum), so that admit_k reads one edge per slot
+	// before it rather than four; the gates carried alongside.
+	h := layerBuilder{act: engine.ActivationReLU}
+	slotCost, gateIn := make([]int, S), make([]int, S)
+	for k := 0; k < S; k++ {
+		slotCost[k] = h.node(0)
+		h.edge(slotCost[k], runA[k], 1)
+		h.edge(slotCost[k], runB[k], 1)
+		h.edge(slotCost[k], cost[k], 1)
+		if k > 0 {
+			h.edge(slotCost[k], extra[k], 1)
+		}
+		gateIn[k] = h.node(0)
+		h.edge(gateIn[k], gate[k], 1)
+	}
+	md.Layers = append(md.Layers, h.layer())
 	alpha := p.alpha()
 	out := layerBuilder{act: engine.ActivationSigmoid}
 	for k := 0; k < S; k++ {
 		j := out.node(alpha)
 		for i := 0; i <= k; i++ {
-			out.edge(j, runA[i], -alpha)
-			out.edge(j, runB[i], -alpha)
-			out.edge(j, cost[i], -alpha)
-			if i > 0 {
-				out.edge(j, extra[i], -alpha)
-			}
+			out.edge(j, slotCost[i], -alpha)
 		}
-		out.edge(j, gate[k], gateRead)
+		out.edge(j, gateIn[k], gateRead)
 	}
 	md.Layers = append(md.Layers, out.layer())
 	return md
