@@ -54,12 +54,12 @@ type cluster struct {
 	real   bool
 	client *api.Client
 	// nomad is the agent's nomad block body (address, token, TLS...).
-	nomad  string
-	token  string // "" when none
-	nodes  [2]*api.Node
-	pool   string // the job's node pool
-	driver string
-	max    int // each host's quota max
+	nomad string
+	token string // "" when none
+	nodes [2]*api.Node
+	pool  string // the job's node pool
+	// the task driver and each host's quota max (nodes: as picked above)
+	clusterOptions
 	// registered is called once the job is registered (the stand-in sets
 	// its groups' usage there); nil on a real cluster.
 	registered func(t *testing.T, jobID string)
@@ -117,7 +117,7 @@ func newE2ECluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{client: client, token: token, driver: "docker", max: 5, pool: "default",
+	c := &cluster{client: client, token: token, clusterOptions: clusterOptions{driver: "docker", max: 5}, pool: "default",
 		nomad: fmt.Sprintf("address = %q\ntoken = %q", s.URL(), token)}
 	c.nodes = pickNodes(t, client, "e2e-a,e2e-b")
 	c.registered = func(t *testing.T, jobID string) {
@@ -141,7 +141,7 @@ func envCluster(t *testing.T, env map[string]string, opt clusterOptions) *cluste
 	if err != nil {
 		t.Fatalf("client for NOMAD_ADDR: %v", err)
 	}
-	c := &cluster{real: true, client: client, token: env[nomadconn.EnvToken], driver: opt.driver, max: opt.max}
+	c := &cluster{real: true, client: client, token: env[nomadconn.EnvToken], clusterOptions: opt}
 	c.nodes = pickNodes(t, client, opt.nodes)
 	c.pool = c.nodes[0].NodePool
 	if c.nodes[1].NodePool != c.pool {
@@ -253,10 +253,7 @@ func (c *cluster) clusterJob(t *testing.T, id string) *api.Job {
 // most what Nomad can place (running replicas aside), within the quota.
 func cappedAsk(t testing.TB, r *engine.Request) [2]int {
 	t.Helper()
-	d, err := r.Decide()
-	if err != nil {
-		t.Fatalf("engine decision: %v", err)
-	}
+	d := decision(t, r)
 	var out [2]int
 	for h, hd := range []engine.HostDecision{d.First, d.Second} {
 		running := []engine.Observation{r.First, r.Second}[h].RunningReplicas

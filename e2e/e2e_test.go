@@ -301,12 +301,19 @@ func sampleTimes(o engine.Observation) []int64 {
 	return out
 }
 
-func decide(t testing.TB, r *engine.Request) [2]int {
+// decision is the engine's decision on r; the test fails without one.
+func decision(t testing.TB, r *engine.Request) *engine.Decision {
 	t.Helper()
 	d, err := r.Decide()
 	if err != nil {
 		t.Fatalf("engine decision: %v", err)
 	}
+	return d
+}
+
+func decide(t testing.TB, r *engine.Request) [2]int {
+	t.Helper()
+	d := decision(t, r)
 	return [2]int{d.First.Containers, d.Second.Containers}
 }
 

@@ -458,6 +458,7 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 	g := layerBuilder{act: engine.ActivationReLU}
 	runA, runB, cost, extra, gate := make([]int, S), make([]int, S), make([]int, S), make([]int, S), make([]int, S)
 	for k := 0; k < S; k++ {
+		step := math.Sqrt(float64(k+1)) - math.Sqrt(float64(k)) // b's weight in slot k
 		// A new replica of the workload (own) while it runs (slot 0 is
 		// running) costs at least what it will once it runs: extra_k =
 		// relu(a + (sqrt(k+1) - sqrt(k)) b - demand_k) for such a slot; 0
@@ -466,7 +467,7 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 		if k > 0 {
 			extra[k] = g.node(-2 * bigM)
 			g.edge(extra[k], a, 1)
-			g.edge(extra[k], b, math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))
+			g.edge(extra[k], b, step)
 			g.edge(extra[k], newCost(k), -1)
 			g.edge(extra[k], own(k), bigM)
 			g.edge(extra[k], run(0), bigM)
@@ -475,7 +476,7 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 		g.edge(runA[k], a, 1)
 		g.edge(runA[k], run(k), bigM)
 		runB[k] = g.node(-bigM)
-		g.edge(runB[k], b, math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))
+		g.edge(runB[k], b, step)
 		g.edge(runB[k], run(k), bigM)
 		cost[k] = g.node(0)
 		g.edge(cost[k], newCost(k), 1)
