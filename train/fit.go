@@ -2,8 +2,13 @@ package train
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -100,6 +105,82 @@ func meanLoss(p *processor, d *dataset, s Settings, lossFn lossFunc) float64 {
 type fitResult struct {
 	trainLoss, valLoss float64
 	bestEpoch, epochs  int
+	// restart is the start kept (0-based); valLosses every start's best
+	// validation loss, in start order.
+	restart   int
+	valLosses []float64
+}
+
+func (f fitResult) restartLosses() string {
+	out := make([]string, len(f.valLosses))
+	for i, l := range f.valLosses {
+		out[i] = strconv.FormatFloat(l, 'f', 5, 64)
+	}
+	return strings.Join(out, " ")
+}
+
+// fitRestarts trains a processor s.Restarts times and keeps the start with
+// the lowest validation loss (the first on a tie). The first start draws
+// its initial weights and batch order from rng, as a single run does; each
+// further start i from its own stream seeded by (s.Seed, name, i), so a
+// start's result does not depend on how many there are. Further starts run
+// in parallel, one per CPU.
+func fitRestarts(newTrunk func(*rand.Rand) trunk, train, val *dataset, s Settings, rng *rand.Rand, lossFn lossFunc, name string, progress func(Progress)) (*processor, fitResult, error) {
+	type run struct {
+		p   *processor
+		res fitResult
+		err error
+	}
+	runs := make([]run, s.Restarts)
+	first := newProcessor(newTrunk(rng))
+	res, err := fit(first, train, val, s, rng, lossFn, name, progress)
+	runs[0] = run{first, res, err}
+	if err != nil {
+		return nil, res, err
+	}
+	var mu sync.Mutex
+	report := func(i int) func(Progress) {
+		if progress == nil {
+			return nil
+		}
+		return func(p Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			p.Model = fmt.Sprintf("%s %d/%d", name, i+1, s.Restarts)
+			progress(p)
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	for i := 1; i < s.Restarts; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			h := fnv.New64a()
+			fmt.Fprintf(h, "%s restart %d", name, i)
+			r := rand.New(rand.NewPCG(s.Seed, h.Sum64()))
+			p := newProcessor(newTrunk(r))
+			res, err := fit(p, train, val, s, r, lossFn, name, report(i))
+			runs[i] = run{p, res, err}
+		}(i)
+	}
+	wg.Wait()
+	best := 0
+	losses := make([]float64, len(runs))
+	for i, r := range runs {
+		if r.err != nil {
+			return nil, r.res, fmt.Errorf("restart %d: %w", i+1, r.err)
+		}
+		losses[i] = r.res.valLoss
+		if r.res.valLoss < runs[best].res.valLoss {
+			best = i
+		}
+	}
+	out := runs[best].res
+	out.restart, out.valLosses = best, losses
+	return runs[best].p, out, nil
 }
 
 // fit trains p with Adam on shuffled mini-batches and a cosine learning

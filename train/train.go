@@ -134,24 +134,22 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	}
 	res.Examples, res.ValExamples = trainData.rows, valData.rows
 
-	newTrunk := func() trunk {
+	newTrunk := func(rng *rand.Rand) trunk {
 		if s.Trunk == TrunkMax {
 			return newMaxTrunk(len(stats))
 		}
 		return newMLPTrunk(len(stats), s.Hidden, stats, rng)
 	}
-	capP := newProcessor(newTrunk())
-	capFit, err := fit(capP, &trainData, &valData, s, rng, capacityLoss, "capacity", progress)
+	capP, capFit, err := fitRestarts(newTrunk, &trainData, &valData, s, rng, capacityLoss, "capacity", progress)
 	if err != nil {
 		return nil, err
 	}
-	admP := newProcessor(newTrunk())
-	admFit, err := fit(admP, &trainData, &valData, s, rng, admissionLoss, "admission", progress)
+	admP, admFit, err := fitRestarts(newTrunk, &trainData, &valData, s, rng, admissionLoss, "admission", progress)
 	if err != nil {
 		return nil, err
 	}
 	metrics := func(p *processor, f fitResult) map[string]string {
-		return map[string]string{
+		m := map[string]string{
 			"train_examples":  strconv.Itoa(trainData.rows),
 			"val_examples":    strconv.Itoa(valData.rows),
 			"train_bce":       strconv.FormatFloat(f.trainLoss, 'f', 5, 64),
@@ -162,6 +160,10 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			"trunk":           p.tr.describe(stats),
 			"held_out_series": strconv.Itoa(len(res.HeldOut)),
 		}
+		if s.Restarts > 1 {
+			m["restart_chosen"], m["restart_val_bce"] = strconv.Itoa(f.restart+1), f.restartLosses()
+		}
+		return m
 	}
 	prov := func(method string, m map[string]string) engine.Provenance {
 		data := []string{"real CPU usage series, families " + strings.Join(families, ", ") + ", split by identity; trained on:"}
@@ -196,7 +198,7 @@ func settingsMap(s Settings) map[string]string {
 	for i, h := range s.Hidden {
 		hidden[i] = strconv.Itoa(h)
 	}
-	return map[string]string{
+	m := map[string]string{
 		"seed": strconv.FormatUint(s.Seed, 10), "window": strconv.Itoa(s.Window), "horizon": strconv.Itoa(s.Horizon),
 		"step": strconv.Itoa(s.Step), "slots": strconv.Itoa(s.Slots),
 		"epochs": strconv.Itoa(s.Epochs), "patience": strconv.Itoa(s.Patience), "batch_size": strconv.Itoa(s.BatchSize),
@@ -208,4 +210,8 @@ func settingsMap(s Settings) map[string]string {
 		"max_rows_per_series": strconv.Itoa(s.MaxRowsPerSeries),
 		"normalisation":       "each series scaled so its p99 is 1, then by a per-example p99 share drawn from [scale_min, scale_max]",
 	}
+	if s.Restarts > 1 { // a single start is written as before restarts existed
+		m["restarts"] = strconv.Itoa(s.Restarts)
+	}
+	return m
 }

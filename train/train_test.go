@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -377,6 +378,11 @@ func TestTrainRejectsBadSettings(t *testing.T) {
 	if _, err := Train(all, s, nil); err == nil {
 		t.Fatal("window of 1 accepted")
 	}
+	s = DefaultSettings()
+	s.Restarts = 65
+	if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "restarts") {
+		t.Fatalf("65 restarts: %v, want an error naming restarts", err)
+	}
 }
 
 // bundledFamilies are the families go generate ./engine trains on.
@@ -421,6 +427,62 @@ func TestEmbeddedModelsAreTheTrainedOnes(t *testing.T) {
 		}
 		if d != p.Digest() {
 			t.Errorf("built-in %s is %s, training with the defaults gives %s: run go generate ./engine", m.Name, p.Digest(), d)
+		}
+	}
+}
+
+// Restarts keep the start with the lowest validation loss; the first start
+// is the single run, and the choice does not depend on which parallel
+// start finishes first.
+func TestTrainRestartsKeepTheBestStart(t *testing.T) {
+	all := syntheticSet()
+	single, err := Train(all, smallSettings(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := smallSettings()
+	s.Restarts = 4
+	r1, err := Train(all, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Train(all, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range []*engine.Model{r1.Admission, r1.Capacity} {
+		one := []*engine.Model{single.Admission, single.Capacity}[i]
+		met := m.Provenance.Metrics
+		var losses []float64
+		for _, f := range strings.Fields(met["restart_val_bce"]) {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				t.Fatalf("%s: restart_val_bce %q: %v", m.Name, met["restart_val_bce"], err)
+			}
+			losses = append(losses, v)
+		}
+		if len(losses) != 4 {
+			t.Fatalf("%s: %d restart losses (%q), want 4", m.Name, len(losses), met["restart_val_bce"])
+		}
+		if got, want := strconv.FormatFloat(losses[0], 'f', 5, 64), one.Provenance.Metrics["val_bce"]; got != want {
+			t.Errorf("%s: first start's validation loss %s, a single run's %s", m.Name, got, want)
+		}
+		chosen, err := strconv.Atoi(met["restart_chosen"])
+		if err != nil || chosen < 1 || chosen > 4 {
+			t.Fatalf("%s: restart_chosen %q", m.Name, met["restart_chosen"])
+		}
+		if met["val_bce"] != strconv.FormatFloat(losses[chosen-1], 'f', 5, 64) {
+			t.Errorf("%s: val_bce %s is not start %d's %v", m.Name, met["val_bce"], chosen, losses[chosen-1])
+		}
+		for j, l := range losses {
+			if l < losses[chosen-1] {
+				t.Errorf("%s: kept start %d (%v) but start %d has %v", m.Name, chosen, losses[chosen-1], j+1, l)
+			}
+		}
+		d1, _ := m.Digest()
+		d2, _ := []*engine.Model{r2.Admission, r2.Capacity}[i].Digest()
+		if d1 != d2 {
+			t.Errorf("%s: two runs with 4 restarts gave %s and %s", m.Name, d1, d2)
 		}
 	}
 }

@@ -175,9 +175,10 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	statistics := fs.String("statistics", strings.Join(d.Statistics, ","), "window statistics the trunk reads, comma-separated `NAME[,NAME...]` (of "+statisticNames()+")")
 	multiplex := fs.Bool("multiplex", d.Multiplex, "labels from a replay of phase-shifted replicas (false: every replica follows the series exactly)")
 	rows := fs.Int("max-rows", d.MaxRowsPerSeries, "at most `N` evenly spaced examples per series (0: all)")
+	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to 64)")
 	return func() (train.Settings, error) {
 		s := d
-		s.Trunk, s.Multiplex, s.MaxRowsPerSeries = *trunk, *multiplex, *rows
+		s.Trunk, s.Multiplex, s.MaxRowsPerSeries, s.Restarts = *trunk, *multiplex, *rows, *restarts
 		s.Statistics = strings.Split(*statistics, ",")
 		s.Hidden = nil
 		if strings.TrimSpace(*hidden) != "" {

@@ -68,6 +68,7 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12, overload weight 2", func(s *train.Settings) { s.Hidden, s.OverloadWeight = []int{24, 12}, 2 }},
 		{"mlp 24-12, overload weight 12", func(s *train.Settings) { s.Hidden, s.OverloadWeight = []int{24, 12}, 12 }},
 		{"mlp 24-12 + daily cycle", shape([]int{24, 12}, "level_day_sin", "level_day_cos")},
+		{"mlp 24-12, best of 8 restarts", func(s *train.Settings) { s.Hidden, s.Restarts = []int{24, 12}, 8 }},
 	}
 }
 
