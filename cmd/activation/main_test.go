@@ -333,6 +333,7 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--out", t.TempDir()}, exitUsage, "--traces"},
 		{[]string{"--traces", dir}, exitUsage, "--out"},
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--epochs", "-1"}, exitUsage, "--epochs"},
+		{[]string{"--traces", dir, "--out", t.TempDir(), "--restarts", "0"}, exitUsage, "--restarts: 0; want 1 to 64"},
 		{[]string{"--traces", dir, "--out", filepath.Join(t.TempDir(), "none")}, exitError, "--out"},
 		{[]string{"--traces", dir, "--out", file}, exitError, "not a directory"},
 		{[]string{"--traces", t.TempDir(), "--out", t.TempDir()}, exitError, "no *.csv"},

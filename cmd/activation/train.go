@@ -178,6 +178,9 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to 64)")
 	return func() (train.Settings, error) {
 		s := d
+		if *restarts < 1 || *restarts > 64 {
+			return s, usagef("--restarts: %d; want 1 to 64", *restarts)
+		}
 		s.Trunk, s.Multiplex, s.MaxRowsPerSeries, s.Restarts = *trunk, *multiplex, *rows, *restarts
 		s.Statistics = strings.Split(*statistics, ",")
 		s.Hidden = nil
