@@ -272,16 +272,28 @@ func (p *Processor) putWork(w *decideWork) { p.pool.Put(w) }
 // Features returns the model's input vector for o, by input node, for
 // tools that explain or train. It validates o first.
 func (p *Processor) Features(o *Observation, role string) ([]float64, error) {
+	return p.FeaturesInto(nil, o, role)
+}
+
+// FeaturesInto is Features writing into dst's storage when it has room for
+// the model's inputs (a caller that keeps its vectors allocates nothing per
+// call); it returns the vector, dst resliced or a new one.
+func (p *Processor) FeaturesInto(dst []float64, o *Observation, role string) ([]float64, error) {
 	if p.featuresErr != nil {
 		return nil, fmt.Errorf("model %s cannot read an observation: %w", p.model.Name, p.featuresErr)
 	}
 	if err := o.Validate(role); err != nil {
 		return nil, err
 	}
-	var fw featureWork
-	fw.compute(o)
-	x := make([]float64, len(p.model.Inputs))
-	p.features.fill(&fw, o, x)
+	n := len(p.model.Inputs)
+	if cap(dst) < n {
+		dst = make([]float64, n)
+	}
+	x := dst[:n]
+	w := p.getWork()
+	defer p.putWork(w)
+	w.fw.compute(o)
+	p.features.fill(&w.fw, o, x)
 	return x, nil
 }
 

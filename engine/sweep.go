@@ -35,6 +35,24 @@ func (p *Processor) Sweep(o *Observation, role string, thresholds []float64, amo
 	return p.sweepInput(w.x, w.ws, role, thresholds, amounts)
 }
 
+// SweepInputs is Sweep on an input vector x from Features (or
+// FeaturesInto) for the same role: a caller that already computed x, to
+// compare observations, does not pay for the features twice.
+func (p *Processor) SweepInputs(x []float64, role string, thresholds []float64, amounts []int) error {
+	if len(amounts) != len(thresholds) {
+		return fmt.Errorf("sweep: %d thresholds but %d amounts", len(thresholds), len(amounts))
+	}
+	if len(x) != len(p.model.Inputs) {
+		return fmt.Errorf("sweep %s: input vector has %d values, the model has %d inputs", p.model.Name, len(x), len(p.model.Inputs))
+	}
+	if err := p.canServe(role); err != nil {
+		return err
+	}
+	w := p.getWork()
+	defer p.putWork(w)
+	return p.sweepInput(x, w.ws, role, thresholds, amounts)
+}
+
 // sweepInput is Sweep on an input vector.
 func (p *Processor) sweepInput(x []float64, ws *Workspace, role string, thresholds []float64, amounts []int) error {
 	for i, v := range x {

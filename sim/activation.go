@@ -327,6 +327,7 @@ type activationDecider struct {
 	amounts, order []int
 	ts             []float64
 	obsPool        []*engine.Observation
+	xPool          [][]float64
 	buckets        []bucket
 }
 
@@ -424,9 +425,16 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				var b *bucket
 				if ad.dedupe[side].on() {
 					var err error
-					if x, err = p.Features(o, role); err != nil { // validates o
+					// The vector goes in the bucket's own storage: a
+					// vector matching an earlier bucket is dropped and its
+					// storage used again by the next group.
+					for len(ad.xPool) <= len(ad.buckets) {
+						ad.xPool = append(ad.xPool, nil)
+					}
+					if x, err = p.FeaturesInto(ad.xPool[len(ad.buckets)], o, role); err != nil { // validates o
 						return err
 					}
+					ad.xPool[len(ad.buckets)] = x
 					b = ad.find(x)
 				} else if err := o.Validate(role); err != nil {
 					return err
@@ -463,7 +471,13 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					ts = append(ts, p.Model().Threshold())
 				}
 				amounts := ad.amounts[:len(ts)]
-				if err := p.Sweep(b.obs, role, ts, amounts); err != nil {
+				var err error
+				if b.x != nil { // the features are computed already
+					err = p.SweepInputs(b.x, role, ts, amounts)
+				} else {
+					err = p.Sweep(b.obs, role, ts, amounts)
+				}
+				if err != nil {
 					return fmt.Errorf("%s host: %w", role, err)
 				}
 				if ad.metered {
