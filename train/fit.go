@@ -132,16 +132,10 @@ func fitRestarts(newTrunk func(*rand.Rand) trunk, train, val *dataset, s Setting
 		err error
 	}
 	runs := make([]run, s.Restarts)
-	first := newProcessor(newTrunk(rng))
-	res, err := fit(first, train, val, s, rng, lossFn, name, progress)
-	runs[0] = run{first, res, err}
-	if err != nil {
-		return nil, res, err
-	}
 	var mu sync.Mutex
 	report := func(i int) func(Progress) {
-		if progress == nil {
-			return nil
+		if progress == nil || s.Restarts == 1 {
+			return progress
 		}
 		return func(p Progress) {
 			mu.Lock()
@@ -149,6 +143,12 @@ func fitRestarts(newTrunk func(*rand.Rand) trunk, train, val *dataset, s Setting
 			p.Model = fmt.Sprintf("%s %d/%d", name, i+1, s.Restarts)
 			progress(p)
 		}
+	}
+	first := newProcessor(newTrunk(rng))
+	res, err := fit(first, train, val, s, rng, lossFn, name, report(0))
+	runs[0] = run{first, res, err}
+	if err != nil {
+		return nil, res, err
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
