@@ -123,8 +123,8 @@ func (f fitResult) restartLosses() string {
 // the lowest validation loss (the first on a tie). The first start draws
 // its initial weights and batch order from rng, as a single run does; each
 // further start i from its own stream seeded by (s.Seed, name, i), so a
-// start's result does not depend on how many there are. Further starts run
-// in parallel, one per CPU.
+// start's result does not depend on how many there are. The starts run in
+// parallel, one per CPU (only the first reads rng).
 func fitRestarts(newTrunk func(*rand.Rand) trunk, train, val *dataset, s Settings, rng *rand.Rand, lossFn lossFunc, name string, progress func(Progress)) (*processor, fitResult, error) {
 	type run struct {
 		p   *processor
@@ -144,23 +144,20 @@ func fitRestarts(newTrunk func(*rand.Rand) trunk, train, val *dataset, s Setting
 			progress(p)
 		}
 	}
-	first := newProcessor(newTrunk(rng))
-	res, err := fit(first, train, val, s, rng, lossFn, name, report(0))
-	runs[0] = run{first, res, err}
-	if err != nil {
-		return nil, res, err
-	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	for i := 1; i < s.Restarts; i++ {
+	for i := 0; i < s.Restarts; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			h := fnv.New64a()
-			fmt.Fprintf(h, "%s restart %d", name, i)
-			r := rand.New(rand.NewPCG(s.Seed, h.Sum64()))
+			r := rng // the first start: a single run's stream
+			if i > 0 {
+				h := fnv.New64a()
+				fmt.Fprintf(h, "%s restart %d", name, i)
+				r = rand.New(rand.NewPCG(s.Seed, h.Sum64()))
+			}
 			p := newProcessor(newTrunk(r))
 			res, err := fit(p, train, val, s, r, lossFn, name, report(i))
 			runs[i] = run{p, res, err}

@@ -75,6 +75,9 @@ type Settings struct {
 	MaxRowsPerSeries int
 }
 
+// MaxRestarts bounds Settings.Restarts.
+const MaxRestarts = 64
+
 // DefaultStatistics are the statistics of the embedded models.
 var DefaultStatistics = []string{"mean", "mean_last5", "mean_std2", "p95", "max", "max_last5", "max_last20"}
 
@@ -143,8 +146,8 @@ func (s Settings) validate() error {
 		return fmt.Errorf("slots: %d, need 1 to 1024", s.Slots)
 	case s.Epochs < 1:
 		return fmt.Errorf("epochs: %d, need at least 1", s.Epochs)
-	case s.Restarts < 1 || s.Restarts > 64:
-		return fmt.Errorf("restarts: %d, need 1 to 64", s.Restarts)
+	case s.Restarts < 1 || s.Restarts > MaxRestarts:
+		return fmt.Errorf("restarts: %d, need 1 to %d", s.Restarts, MaxRestarts)
 	case s.Patience < 1:
 		return fmt.Errorf("patience: %d, need at least 1", s.Patience)
 	case s.BatchSize < 1:

@@ -175,11 +175,11 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	statistics := fs.String("statistics", strings.Join(d.Statistics, ","), "window statistics the trunk reads, comma-separated `NAME[,NAME...]` (of "+statisticNames()+")")
 	multiplex := fs.Bool("multiplex", d.Multiplex, "labels from a replay of phase-shifted replicas (false: every replica follows the series exactly)")
 	rows := fs.Int("max-rows", d.MaxRowsPerSeries, "at most `N` evenly spaced examples per series (0: all)")
-	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to 64)")
+	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to "+strconv.Itoa(train.MaxRestarts)+")")
 	return func() (train.Settings, error) {
 		s := d
-		if *restarts < 1 || *restarts > 64 {
-			return s, usagef("--restarts: %d; want 1 to 64", *restarts)
+		if *restarts < 1 || *restarts > train.MaxRestarts {
+			return s, usagef("--restarts: %d; want 1 to %d", *restarts, train.MaxRestarts)
 		}
 		s.Trunk, s.Multiplex, s.MaxRowsPerSeries, s.Restarts = *trunk, *multiplex, *rows, *restarts
 		s.Statistics = strings.Split(*statistics, ",")
