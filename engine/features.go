@@ -191,6 +191,10 @@ type featureWork struct {
 	// slots, filled for the number of slots a model reads
 	slotCPU, slotMem, slotRun, slotOwn []float64
 	slotsFilled                        int // slots holding a replica
+	// the last per-replica usage summarized, and its summary
+	lastPR  []float64
+	lastSum stats.Summary
+	summed  bool
 }
 
 // compute derives every named feature of o (which must be valid) into
@@ -264,7 +268,7 @@ func (fw *featureWork) compute(o *Observation) {
 			pr[i] = max(s.CPUMHz/capCPU/float64(running), reqPer)
 		}
 	}
-	sum := stats.Summarize(pr, fw.sorted)
+	sum := fw.summarize(pr)
 	f := &fw.feats
 	f[fCPUReplicaMean] = capShare(sum.Mean)
 	f[fCPUReplicaStd] = capShare(sum.Std)
@@ -345,6 +349,29 @@ func (fw *featureWork) compute(o *Observation) {
 	f[fCPULevelDaySin] = f[fCPUReplicaMeanLast5] * (1 + f[fDaySin]) / 2
 	f[fCPULevelDayCos] = f[fCPUReplicaMeanLast5] * (1 + f[fDayCos]) / 2
 	f[fRunning] = float64(running)
+}
+
+// summarize is stats.Summarize of the per-replica usage, kept for the next
+// call: observations of one window that differ only in the count in force
+// (a threshold sweep's) give bitwise the same per-replica usage, and the
+// summary of those need not be sorted again.
+func (fw *featureWork) summarize(pr []float64) stats.Summary {
+	if fw.summed && len(pr) == len(fw.lastPR) {
+		same := true
+		for i, v := range pr {
+			if math.Float64bits(v) != math.Float64bits(fw.lastPR[i]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return fw.lastSum
+		}
+	}
+	fw.lastSum = stats.Summarize(pr, fw.sorted)
+	fw.lastPR = append(fw.lastPR[:0], pr...)
+	fw.summed = true
+	return fw.lastSum
 }
 
 // room is the CPU and memory the workload may use on the host: its capacity

@@ -76,6 +76,14 @@ type compiledLayer struct {
 	rowIdx []int32
 	vals   []float64
 	sb     []float64
+	// The same edges by target (compressed sparse rows, sources in
+	// ascending order; the weights for sparse layers only), for a Sweeper
+	// that computes a few nodes again; scanWords is the bitset words a
+	// node's live targets span, on average.
+	rowPtr    []int32 // edges into node v: rowPtr[v]..rowPtr[v+1]
+	colIdx    []int32
+	rowVal    []float64
+	scanWords float64
 }
 
 // wordRange is a half-open range of bitset words.
@@ -112,6 +120,50 @@ func (cl *compiledLayer) compress() {
 	for v, b := range cl.b {
 		cl.sb[v] = b + 0 // -0 + 0 = +0
 	}
+	cl.rowVal = make([]float64, 0, nz)
+	for v := 0; v < cl.out; v++ {
+		for _, w := range cl.w.Data[v*cl.in : (v+1)*cl.in] {
+			if w != 0 {
+				cl.rowVal = append(cl.rowVal, w)
+			}
+		}
+	}
+}
+
+// indexRows lists each node's sources (rowPtr, colIdx) and the words a
+// node's live-target test reads on average (scanWords).
+func (cl *compiledLayer) indexRows() {
+	cl.rowPtr = make([]int32, cl.out+1)
+	for v := 0; v < cl.out; v++ {
+		for u, w := range cl.w.Data[v*cl.in : (v+1)*cl.in] {
+			if w != 0 {
+				cl.colIdx = append(cl.colIdx, int32(u))
+			}
+		}
+		cl.rowPtr[v+1] = int32(len(cl.colIdx))
+	}
+	words := 0
+	for u := 0; u < cl.in; u++ {
+		if cl.trimmed {
+			words += int(cl.live[u].hi-cl.live[u].lo) + int(cl.live[cl.in+u].hi-cl.live[cl.in+u].lo)
+		} else {
+			words += 2 * cl.words
+		}
+	}
+	cl.scanWords = float64(words) / float64(2*max(cl.in, 1))
+}
+
+// row is node v's value before its activation, summed as product sums it:
+// the bias, then each nonzero input's term in input order (sparse layers
+// only).
+func (cl *compiledLayer) row(x []float64, v int) float64 {
+	y := cl.sb[v]
+	for k := cl.rowPtr[v]; k < cl.rowPtr[v+1]; k++ {
+		if xu := x[cl.colIdx[k]]; xu != 0 {
+			y += cl.rowVal[k] * xu
+		}
+	}
+	return y
 }
 
 // product sets y = W x + b. A sparse layer adds each nonzero input's
@@ -214,6 +266,7 @@ func NewProcessor(m *Model) (*Processor, error) {
 		}
 		cl.trimmed = 2*width <= 2*in*cl.words
 		cl.compress()
+		cl.indexRows()
 		p.layers = append(p.layers, cl)
 		in = out
 	}
@@ -227,6 +280,12 @@ func (p *Processor) canServe(role string) error {
 	if p.featuresErr != nil {
 		return fmt.Errorf("model %s cannot read an observation: %w", p.model.Name, p.featuresErr)
 	}
+	return p.canCount(role)
+}
+
+// canCount says whether the model has countable nodes where a host of role
+// reads its amount.
+func (p *Processor) canCount(role string) error {
 	if role == RoleFirst && len(p.countableIn) == 0 {
 		return fmt.Errorf("model %s has no countable inputs to read at the input layer (the first host's amount)", p.model.Name)
 	}
@@ -460,6 +519,21 @@ func (p *Processor) forwardAt(x []float64, ws *Workspace, thr float64) {
 			}
 		}
 	}
+}
+
+// activate is applyActivation on one value.
+func activate(k activationKind, v float64) float64 {
+	switch k {
+	case actReLU:
+		if v < 0 {
+			return 0
+		}
+	case actSigmoid:
+		return 1 / (1 + math.Exp(-v))
+	case actTanh:
+		return math.Tanh(v)
+	}
+	return v
 }
 
 func applyActivation(k activationKind, y []float64) {

@@ -55,86 +55,131 @@ func (p *Processor) SweepInputs(x []float64, role string, thresholds []float64, 
 
 // sweepInput is Sweep on an input vector.
 func (p *Processor) sweepInput(x []float64, ws *Workspace, role string, thresholds []float64, amounts []int) error {
-	for i, v := range x {
-		if math.IsInf(v, 0) {
-			return fmt.Errorf("sweep %s: input %q is %v", p.model.Name, p.model.Inputs[i].Name, v)
-		}
+	if err := p.finiteInputs("sweep", x); err != nil {
+		return err
 	}
 	// The forward pass with every output holding data (threshold -Inf):
 	// holds then marks the hidden nodes exactly, and the outputs are
 	// decided per threshold below.
 	p.forwardAt(x, ws, math.Inf(-1))
-	L := len(p.layers)
-	if ws.score == nil {
-		for l := 0; l <= L; l++ {
-			ws.score = append(ws.score, make([]float64, len(ws.act[l])))
-			ws.from = append(ws.from, make([]int32, len(ws.act[l])))
+	if role == RoleFirst {
+		p.scoreAll(ws)
+	}
+	p.sweepAmounts(ws, role, thresholds, amounts)
+	return nil
+}
+
+// finiteInputs rejects an infinite input (NaN is a missing value).
+func (p *Processor) finiteInputs(op string, x []float64) error {
+	for i, v := range x {
+		if math.IsInf(v, 0) {
+			return fmt.Errorf("%s %s: input %q is %v", op, p.model.Name, p.model.Inputs[i].Name, v)
 		}
 	}
-	outs := ws.act[L]
-	if role != RoleFirst {
-		// Forward reach: nodes on a carrying path from an input holding
-		// data (ws.back is used as scratch for it).
-		copy(ws.back[0], ws.holds[0])
-		for l := 0; l < L; l++ {
-			cl := &p.layers[l]
-			dst := ws.back[l+1]
-			clear(dst)
-			for wd, word := range ws.back[l] {
-				for word != 0 {
-					t := bits.TrailingZeros64(word)
-					word &= word - 1
-					u := wd*64 + t
-					live, off := cl.liveWords(u, ws.act[l][u])
-					for i, m := range live {
-						dst[off+i] |= m & ws.holds[l+1][off+i]
-					}
-				}
-			}
+	return nil
+}
+
+// ensureScore allocates ws's score buffers on first use.
+func (p *Processor) ensureScore(ws *Workspace) {
+	if ws.score != nil {
+		return
+	}
+	for l := 0; l <= len(p.layers); l++ {
+		ws.score = append(ws.score, make([]float64, len(ws.act[l])))
+		ws.from = append(ws.from, make([]int32, len(ws.act[l])))
+	}
+}
+
+// scoreAll is the backward pass of a first-host sweep, after the forward
+// pass at threshold -Inf: the largest output value each node reaches along
+// carrying edges through nodes that hold data (-Inf: none), in ws.score
+// (at the input layer for the countable inputs only).
+func (p *Processor) scoreAll(ws *Workspace) {
+	p.ensureScore(ws)
+	L := len(p.layers)
+	copy(ws.score[L], ws.act[L])
+	for l := L - 1; l > 0; l-- {
+		sc := ws.score[l]
+		for u := range sc {
+			sc[u] = p.score(ws, l, u)
 		}
+	}
+	// At the inputs only the countable ones are read.
+	for _, u := range p.countableIn {
+		ws.score[0][u] = p.score(ws, 0, u)
+	}
+}
+
+// score is node u of layer l's backward value: the largest score of the
+// layer above that u reaches along a carrying edge into a node holding
+// data, or -Inf when u holds no data or reaches none. It reads u's holds
+// bit and activation and the layer above's holds and scores only.
+func (p *Processor) score(ws *Workspace, l, u int) float64 {
+	best := math.Inf(-1)
+	if !hasBit(ws.holds[l], u) {
+		return best
+	}
+	up, hb := ws.score[l+1], ws.holds[l+1]
+	live, off := p.layers[l].liveWords(u, ws.act[l][u])
+	for i, m := range live {
+		k := off + i
+		m &= hb[k]
+		for m != 0 {
+			t := bits.TrailingZeros64(m)
+			m &= m - 1
+			best = max(best, up[k*64+t])
+		}
+	}
+	return best
+}
+
+// sweepAmounts reads the amounts at every threshold from a forward pass at
+// threshold -Inf (and, for the first host, its backward pass): an output
+// ends an activated branch at t when its value is >= t and some carrying
+// edge reaches it from a node on an activated partial path from the
+// inputs; an input starts one at t when the largest value among the
+// outputs it reaches is >= t.
+func (p *Processor) sweepAmounts(ws *Workspace, role string, thresholds []float64, amounts []int) {
+	L := len(p.layers)
+	if role == RoleFirst {
 		for i, t := range thresholds {
 			n := 0
-			for _, o := range p.countableOut {
-				if hasBit(ws.back[L], o) && outs[o] >= t {
+			for _, in := range p.countableIn {
+				if ws.score[0][in] >= t {
 					n++
 				}
 			}
 			amounts[i] = n
 		}
-		return nil
+		return
 	}
-	// Backward: the largest output value each node reaches along carrying
-	// edges through nodes that hold data (-Inf: none), in ws.score.
-	negInf := math.Inf(-1)
-	copy(ws.score[L], outs)
-	for l := L - 1; l >= 0; l-- {
+	// Forward reach: nodes on a carrying path from an input holding data
+	// (ws.back is used as scratch for it).
+	outs := ws.act[L]
+	copy(ws.back[0], ws.holds[0])
+	for l := 0; l < L; l++ {
 		cl := &p.layers[l]
-		up, hb, sc := ws.score[l+1], ws.holds[l+1], ws.score[l]
-		for u := range sc {
-			best := negInf
-			if hasBit(ws.holds[l], u) {
+		dst := ws.back[l+1]
+		clear(dst)
+		for wd, word := range ws.back[l] {
+			for word != 0 {
+				t := bits.TrailingZeros64(word)
+				word &= word - 1
+				u := wd*64 + t
 				live, off := cl.liveWords(u, ws.act[l][u])
 				for i, m := range live {
-					k := off + i
-					m &= hb[k]
-					for m != 0 {
-						t := bits.TrailingZeros64(m)
-						m &= m - 1
-						best = max(best, up[k*64+t])
-					}
+					dst[off+i] |= m & ws.holds[l+1][off+i]
 				}
 			}
-			sc[u] = best
 		}
 	}
 	for i, t := range thresholds {
 		n := 0
-		for _, in := range p.countableIn {
-			if ws.score[0][in] >= t {
+		for _, o := range p.countableOut {
+			if hasBit(ws.back[L], o) && outs[o] >= t {
 				n++
 			}
 		}
 		amounts[i] = n
 	}
-	return nil
 }

@@ -308,6 +308,7 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 			dec.quotas[j] = engine.Quota{Min: 0, Max: limit, PerBranch: v, Rounding: engine.RoundFloor}
 		}
 	}
+	dec.sweepers = [2]*engine.Sweeper{a.adm.NewSweeper(), a.capy.NewSweeper()}
 	return dec, nil
 }
 
@@ -328,6 +329,7 @@ type activationDecider struct {
 	ts             []float64
 	obsPool        []*engine.Observation
 	xPool          [][]float64
+	sweepers       [2]*engine.Sweeper // first host, second host
 	buckets        []bucket
 }
 
@@ -364,7 +366,6 @@ func lenGroups(order []int, prev [][]int, h int) int {
 // bucket is knob values whose hosts' observations give one input vector.
 type bucket struct {
 	x     []float64
-	obs   *engine.Observation
 	knobs []int // indexes of the decider's knob values
 }
 
@@ -421,31 +422,28 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				lo = hi
 				o := ad.observation(len(ad.buckets))
 				ad.r.Observation(h, d, n, role, role, o)
-				var x []float64
+				// The vector goes in the bucket's own storage: a vector
+				// matching an earlier bucket is dropped and its storage
+				// used again by the next group.
+				for len(ad.xPool) <= len(ad.buckets) {
+					ad.xPool = append(ad.xPool, nil)
+				}
+				x, err := p.FeaturesInto(ad.xPool[len(ad.buckets)], o, role) // validates o
+				if err != nil {
+					return err
+				}
+				ad.xPool[len(ad.buckets)] = x
 				var b *bucket
 				if ad.dedupe[side].on() {
-					var err error
-					// The vector goes in the bucket's own storage: a
-					// vector matching an earlier bucket is dropped and its
-					// storage used again by the next group.
-					for len(ad.xPool) <= len(ad.buckets) {
-						ad.xPool = append(ad.xPool, nil)
-					}
-					if x, err = p.FeaturesInto(ad.xPool[len(ad.buckets)], o, role); err != nil { // validates o
-						return err
-					}
-					ad.xPool[len(ad.buckets)] = x
 					b = ad.find(x)
-				} else if err := o.Validate(role); err != nil {
-					return err
 				}
 				if b == nil {
 					i := len(ad.buckets)
 					if i < cap(ad.buckets) { // reuse the knob list's storage
 						ad.buckets = ad.buckets[:i+1]
-						ad.buckets[i] = bucket{x: x, obs: o, knobs: ad.buckets[i].knobs[:0]}
+						ad.buckets[i] = bucket{x: x, knobs: ad.buckets[i].knobs[:0]}
 					} else {
-						ad.buckets = append(ad.buckets, bucket{x: x, obs: o})
+						ad.buckets = append(ad.buckets, bucket{x: x})
 					}
 					b = &ad.buckets[i]
 				}
@@ -471,13 +469,10 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					ts = append(ts, p.Model().Threshold())
 				}
 				amounts := ad.amounts[:len(ts)]
-				var err error
-				if b.x != nil { // the features are computed already
-					err = p.SweepInputs(b.x, role, ts, amounts)
-				} else {
-					err = p.Sweep(b.obs, role, ts, amounts)
-				}
-				if err != nil {
+				// The buckets go by count, so each vector differs from the
+				// one before in the slots between their counts: the
+				// sweeper computes again only what those reach.
+				if err := ad.sweepers[side].Sweep(b.x, role, ts, amounts); err != nil {
 					return fmt.Errorf("%s host: %w", role, err)
 				}
 				if ad.metered {

@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// A Sweeper sweeps a run of input vectors on one processor, as SweepInputs
+// does, each pass starting from the previous one: a node is computed again
+// only when something it reads changed. Vectors that differ in a few inputs
+// then cost a fraction of a pass. The simulator's threshold sweep meets
+// such runs at every decision point: the first host's observations for the
+// different counts in force differ only in the slots between the counts.
+//
+// Every amount is bitwise the one SweepInputs gives: a node computed again
+// sums the same terms in the same order as the full pass, and a node that
+// is not computed again reads exactly what it read before. A layer where
+// most nodes must be computed again is computed whole.
+//
+// A Sweeper belongs to one goroutine. Its zero value is not usable; call
+// Processor.NewSweeper.
+type Sweeper struct {
+	p  *Processor
+	ws *Workspace
+	// fwd: ws holds the forward pass of the last vector swept; back: and
+	// ws.score its backward pass (first host).
+	fwd, back bool
+	// changed[l]: the nodes of layer l whose activation the last forward
+	// pass changed (bitsets).
+	changed [][]uint64
+	// scratch bitsets: scored (nodes whose score changed, layer above and
+	// this layer) and mark (nodes to compute again)
+	scored, scoredNext, mark, reads []uint64
+	countable                       []uint64 // the countable inputs
+	old                             []float64
+	work                            SweeperWork
+}
+
+// SweeperWork counts what a Sweeper computed: node values and node scores,
+// against what full passes would have computed.
+type SweeperWork struct {
+	Sweeps                 int64
+	Nodes, FullNodes       int64 // hidden and output activations
+	Scores, FullScores     int64 // backward values (first host)
+	FullForward, FullBackw int64 // sweeps that ran the whole pass
+}
+
+// NewSweeper returns a Sweeper for p.
+func (p *Processor) NewSweeper() *Sweeper {
+	s := &Sweeper{p: p, ws: NewWorkspace(p)}
+	widest := 0
+	for _, a := range s.ws.act {
+		s.changed = append(s.changed, make([]uint64, (len(a)+63)/64))
+		widest = max(widest, len(a))
+	}
+	words := (widest + 63) / 64
+	s.scored, s.scoredNext, s.mark, s.reads = make([]uint64, words), make([]uint64, words), make([]uint64, words), make([]uint64, words)
+	s.old = make([]float64, widest)
+	p.ensureScore(s.ws)
+	s.countable = make([]uint64, len(s.changed[0]))
+	for _, i := range p.countableIn {
+		s.countable[i/64] |= 1 << (i % 64)
+	}
+	return s
+}
+
+// Work returns what the Sweeper computed so far.
+func (s *Sweeper) Work() SweeperWork { return s.work }
+
+// Reset makes the next sweep a full pass.
+func (s *Sweeper) Reset() { s.fwd, s.back = false, false }
+
+// Sweep is Processor.SweepInputs on x, reusing the previous sweep's pass.
+// On an error nothing is computed, and the next sweep reuses the pass
+// before it.
+func (s *Sweeper) Sweep(x []float64, role string, thresholds []float64, amounts []int) error {
+	p := s.p
+	if len(amounts) != len(thresholds) {
+		return fmt.Errorf("sweep: %d thresholds but %d amounts", len(thresholds), len(amounts))
+	}
+	if len(x) != len(p.model.Inputs) {
+		return fmt.Errorf("sweep %s: input vector has %d values, the model has %d inputs", p.model.Name, len(x), len(p.model.Inputs))
+	}
+	if err := p.canCount(role); err != nil {
+		return err
+	}
+	if err := p.finiteInputs("sweep", x); err != nil {
+		return err
+	}
+	s.work.Sweeps++
+	s.forward(x)
+	if role == RoleFirst {
+		s.backward()
+	} else {
+		s.back = false // the scores no longer match the activations
+	}
+	p.sweepAmounts(s.ws, role, thresholds, amounts)
+	return nil
+}
+
+// forward brings ws's forward pass (threshold -Inf) to x and records in
+// s.changed which activations changed.
+func (s *Sweeper) forward(x []float64) {
+	p, ws := s.p, s.ws
+	full := 0
+	for _, cl := range p.layers {
+		full += cl.out
+	}
+	s.work.FullNodes += int64(full)
+	if !s.fwd {
+		p.forwardAt(x, ws, math.Inf(-1))
+		s.fwd, s.back = true, false
+		s.work.Nodes += int64(full)
+		s.work.FullForward++
+		return
+	}
+	in, h, ch := ws.act[0], ws.holds[0], s.changed[0]
+	clear(ch)
+	for i, v := range x {
+		if math.IsNaN(v) {
+			v = 0 // a missing value feeds 0 forward and holds no data
+		}
+		if math.Float64bits(v) == math.Float64bits(in[i]) {
+			continue
+		}
+		in[i] = v
+		setBit(h, i, math.Abs(v) > p.eps)
+		ch[i/64] |= 1 << (i % 64)
+	}
+	last := len(p.layers) - 1
+	for l := range p.layers {
+		cl := &p.layers[l]
+		a, y, hb, next := ws.act[l], ws.act[l+1], ws.holds[l+1], s.changed[l+1]
+		clear(next)
+		if countBits(s.changed[l]) == 0 {
+			continue
+		}
+		holds := func(v int) bool { return y[v] > 0 }
+		if l == last {
+			holds = func(v int) bool { return y[v] >= math.Inf(-1) }
+		}
+		if cl.sparse {
+			mark := s.mark[:cl.words]
+			clear(mark)
+			eachBit(s.changed[l], func(u int) {
+				for k := cl.colPtr[u]; k < cl.colPtr[u+1]; k++ {
+					v := cl.rowIdx[k]
+					mark[v/64] |= 1 << (v % 64)
+				}
+			})
+			if rows := countBits(mark); 2*rows <= cl.out {
+				s.work.Nodes += int64(rows)
+				eachBit(mark, func(v int) {
+					nv := activate(cl.act, cl.row(a, v))
+					if math.Float64bits(nv) != math.Float64bits(y[v]) {
+						y[v] = nv
+						setBit(hb, v, holds(v))
+						next[v/64] |= 1 << (v % 64)
+					}
+				})
+				continue
+			}
+		}
+		// Most of the layer: compute it whole, as the full pass does.
+		s.work.Nodes += int64(cl.out)
+		old := s.old[:cl.out]
+		copy(old, y)
+		cl.product(a, y)
+		applyActivation(cl.act, y)
+		for v := range y {
+			if math.Float64bits(y[v]) != math.Float64bits(old[v]) {
+				setBit(hb, v, holds(v))
+				next[v/64] |= 1 << (v % 64)
+			}
+		}
+	}
+}
+
+// backward brings ws.score to the forward pass. A node's score reads its
+// own activation and holds bit, and the scores and holds bits of its live
+// targets (the targets its activation's sign selects): it is computed again
+// when its activation changed, or when one of its live targets' score or
+// holds bit did (a changed holds bit means a changed activation).
+func (s *Sweeper) backward() {
+	p, ws := s.p, s.ws
+	L := len(p.layers)
+	full := 0
+	for l := 1; l < L; l++ {
+		full += len(ws.act[l])
+	}
+	full += len(p.countableIn)
+	s.work.FullScores += int64(full)
+	if !s.back {
+		p.scoreAll(ws)
+		s.back = true
+		s.work.Scores += int64(full)
+		s.work.FullBackw++
+		return
+	}
+	// The outputs' scores are their values.
+	above := s.scoredNext[:len(s.changed[L])]
+	copy(above, s.changed[L])
+	for wd, w := range above {
+		for w != 0 {
+			t := bits.TrailingZeros64(w)
+			w &= w - 1
+			o := wd*64 + t
+			ws.score[L][o] = ws.act[L][o]
+		}
+	}
+	for l := L - 1; l >= 0; l-- {
+		cl := &p.layers[l]
+		for i, w := range s.changed[l+1] {
+			above[i] |= w
+		}
+		ch, hl, act, sc := s.changed[l], ws.holds[l], ws.act[l], ws.score[l]
+		now := s.scored[:len(ch)]
+		clear(now)
+		// Only nodes that hold data or changed can read anything (at the
+		// inputs, only the countable ones are read).
+		cand := s.mark[:len(ch)]
+		nodes := 0
+		for wd := range cand {
+			cand[wd] = ch[wd] | hl[wd]
+			if l == 0 {
+				cand[wd] &= s.countable[wd]
+			}
+			nodes += bits.OnesCount64(cand[wd])
+		}
+		// Which of them read a changed target: found from the targets'
+		// sources when those are fewer than the words a test of every
+		// candidate reads, else by that test.
+		push := 0
+		for wd, w := range above {
+			for w != 0 && float64(push) < float64(nodes)*(cl.scanWords+2) {
+				t := bits.TrailingZeros64(w)
+				w &= w - 1
+				v := wd*64 + t
+				push += int(cl.rowPtr[v+1] - cl.rowPtr[v])
+			}
+		}
+		if float64(push) < float64(nodes)*(cl.scanWords+2) {
+			reads := s.reads[:len(ch)]
+			copy(reads, ch)
+			for wd, w := range above {
+				for w != 0 {
+					t := bits.TrailingZeros64(w)
+					w &= w - 1
+					v := wd*64 + t
+					for _, u := range cl.colIdx[cl.rowPtr[v]:cl.rowPtr[v+1]] {
+						reads[u/64] |= 1 << (u % 64)
+					}
+				}
+			}
+			for wd := range cand {
+				cand[wd] &= reads[wd]
+			}
+		} else {
+			pos, neg, words := cl.pos, cl.neg, cl.words
+			for wd, w := range cand {
+				for w != 0 {
+					t := bits.TrailingZeros64(w)
+					w &= w - 1
+					u := wd*64 + t
+					if ch[wd]&(1<<t) != 0 {
+						continue
+					}
+					set, r := neg, cl.live[cl.in+u]
+					if act[u] > 0 {
+						set, r = pos, cl.live[u]
+					}
+					lo, hi := 0, words
+					if cl.trimmed {
+						lo, hi = int(r.lo), int(r.hi)
+					}
+					read := false
+					for k, m := range set[u*words+lo : u*words+hi] {
+						if m&above[lo+k] != 0 {
+							read = true
+							break
+						}
+					}
+					if !read {
+						cand[wd] &^= 1 << t
+					}
+				}
+			}
+		}
+		for wd, w := range cand {
+			for w != 0 {
+				t := bits.TrailingZeros64(w)
+				w &= w - 1
+				u := wd*64 + t
+				s.work.Scores++
+				if v := p.score(ws, l, u); math.Float64bits(v) != math.Float64bits(sc[u]) {
+					sc[u] = v
+					now[wd] |= 1 << t
+				}
+			}
+		}
+		// This layer's changed scores are what the layer below reads.
+		s.scored, s.scoredNext = s.scoredNext, s.scored
+		above = now
+	}
+}
+
+func setBit(b []uint64, i int, on bool) {
+	if on {
+		b[i/64] |= 1 << (i % 64)
+	} else {
+		b[i/64] &^= 1 << (i % 64)
+	}
+}
+
+func countBits(b []uint64) int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+func eachBit(b []uint64, f func(i int)) {
+	for wd, w := range b {
+		for w != 0 {
+			t := bits.TrailingZeros64(w)
+			w &= w - 1
+			f(wd*64 + t)
+		}
+	}
+}

@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// wideModel is a random network of wide, mostly zero layers (the shape of
+// the admission processor: a change in one input reaches few nodes), with
+// some dense layers among them.
+func wideModel(r *rand.Rand) *Model {
+	in := 20 + r.IntN(60)
+	m := testModel(nil, nil, 0.05, 0.5)
+	for i := 0; i < in; i++ {
+		m.Inputs = append(m.Inputs, Node{Name: fmt.Sprintf("x%d", i), Countable: r.IntN(3) > 0})
+	}
+	acts := []string{ActivationReLU, ActivationSigmoid, ActivationIdentity, ActivationTanh}
+	prev := in
+	depth := 2 + r.IntN(4)
+	for l := 0; l < depth; l++ {
+		w := 10 + r.IntN(90)
+		zero := 0.97
+		if r.IntN(4) == 0 {
+			zero = 0.3 // dense
+		}
+		layer := Layer{Activation: ActivationReLU, Biases: make([]float64, w)}
+		if l == depth-1 {
+			layer.Activation = acts[r.IntN(len(acts))]
+		}
+		for j := 0; j < w; j++ {
+			row := make([]float64, prev)
+			for i := range row {
+				if r.Float64() >= zero {
+					row[i] = r.NormFloat64()
+				}
+			}
+			layer.Weights = append(layer.Weights, row)
+			layer.Biases[j] = 0.3 * r.NormFloat64()
+		}
+		m.Layers = append(m.Layers, layer)
+		prev = w
+	}
+	for o := 0; o < prev; o++ {
+		m.Outputs = append(m.Outputs, Node{Name: fmt.Sprintf("o%d", o), Countable: r.IntN(3) > 0})
+	}
+	return m
+}
+
+func randomInput(r *rand.Rand, x []float64, i int) {
+	switch r.IntN(8) {
+	case 0:
+		x[i] = nan
+	case 1:
+		x[i] = 0
+	case 2:
+		x[i] = math.Copysign(0, -1)
+	case 3:
+		x[i] = 0.01 // below the input epsilon: holds no data
+	default:
+		x[i] = 2 * r.NormFloat64()
+	}
+}
+
+// A Sweeper gives bitwise the amounts, activations and scores of a full
+// pass on every vector of a run, where each vector differs from the one
+// before in a few inputs, in many, or in none, for both roles in turn; on
+// small and on wide random networks.
+func TestSweeperMatchesFullPass(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 9))
+	thresholds := []float64{-2, 0.01, 0.3, 0.5, 0.7, 0.99, 1.5}
+	var partial, compared int64
+	for n := 0; n < 600; n++ {
+		var m *Model
+		if n%2 == 0 {
+			m = randomModel(r)
+		} else {
+			m = wideModel(r)
+		}
+		p, err := NewProcessor(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := p.NewSweeper()
+		full := NewWorkspace(p)
+		x := make([]float64, len(m.Inputs))
+		for i := range x {
+			randomInput(r, x, i)
+		}
+		for step := 0; step < 30; step++ {
+			switch r.IntN(10) {
+			case 0: // the same vector again
+			case 1: // a new vector
+				for i := range x {
+					randomInput(r, x, i)
+				}
+			default: // a few inputs
+				for range 1 + r.IntN(3) {
+					randomInput(r, x, r.IntN(len(x)))
+				}
+			}
+			role := RoleFirst
+			if r.IntN(4) == 0 {
+				role = RoleSecond
+			}
+			if p.Slots(role) == 0 {
+				continue
+			}
+			got, want := make([]int, len(thresholds)), make([]int, len(thresholds))
+			if err := s.Sweep(x, role, thresholds, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.sweepInput(x, full, role, thresholds, want); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("model %d step %d, %s host, x %v: sweeper %v, full pass %v", n, step, role, x, got, want)
+			}
+			for l := range full.act {
+				for i := range full.act[l] {
+					if math.Float64bits(s.ws.act[l][i]) != math.Float64bits(full.act[l][i]) || hasBit(s.ws.holds[l], i) != hasBit(full.holds[l], i) {
+						t.Fatalf("model %d step %d: layer %d node %d: sweeper %v (holds %v), full pass %v (holds %v)", n, step, l, i,
+							s.ws.act[l][i], hasBit(s.ws.holds[l], i), full.act[l][i], hasBit(full.holds[l], i))
+					}
+					if role == RoleFirst && (l > 0 || m.Inputs[i].Countable) && math.Float64bits(s.ws.score[l][i]) != math.Float64bits(full.score[l][i]) {
+						t.Fatalf("model %d step %d: layer %d node %d: sweeper score %v, full pass %v", n, step, l, i, s.ws.score[l][i], full.score[l][i])
+					}
+				}
+			}
+			compared++
+		}
+		w := s.Work()
+		if w.Nodes < w.FullNodes {
+			partial++
+		}
+	}
+	if compared < 10000 {
+		t.Fatalf("only %d vectors compared", compared)
+	}
+	// The runs must exercise the partial passes, not only whole ones.
+	if partial < 200 {
+		t.Fatalf("only %d of 600 networks computed fewer nodes than full passes", partial)
+	}
+}
+
+// On the built-in admission processor, the observations of one window for
+// different counts in force (what the simulator sweeps at a decision
+// point) cost a fraction of full passes and give the same amounts.
+func TestSweeperAdmissionCounts(t *testing.T) {
+	p, err := Builtin("admission")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	u := make([]float64, 120)
+	thresholds := []float64{0.1, 0.3, 0.5, 0.7, 0.9}
+	s := p.NewSweeper()
+	for window := 0; window < 5; window++ {
+		for i := range u {
+			u[i] = (0.02 + 0.03*r.Float64()) * 1024
+		}
+		for _, n := range []int{0, 1, 2, 3, 5, 8, 9, 13, 30, 31, 60} {
+			o := &Observation{Host: "h", CPUCapacityMHz: 1024, RunningReplicas: n, ReplicaCPUDemandMHz: 60, RequestedCPUMHz: float64(n) * 60}
+			for i, v := range u {
+				o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: float64(n) * math.Round(v*(1<<20)) / (1 << 20)})
+			}
+			x, err := p.Features(o, RoleFirst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := make([]int, len(thresholds)), make([]int, len(thresholds))
+			if err := s.Sweep(x, RoleFirst, thresholds, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.SweepInputs(x, RoleFirst, thresholds, want); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("window %d, %d running: sweeper %v, full pass %v", window, n, got, want)
+			}
+		}
+	}
+	w := s.Work()
+	if w.Nodes*2 > w.FullNodes {
+		t.Errorf("the sweeper computed %d node values of %d in full passes: want at most half", w.Nodes, w.FullNodes)
+	}
+	t.Logf("%+v", w)
+}
+
+// Bad input is refused before anything is computed: the next sweep still
+// reuses the pass before it.
+func TestSweeperErrors(t *testing.T) {
+	p, err := NewProcessor(randomModel(rand.New(rand.NewPCG(2, 3))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.NewSweeper()
+	x := make([]float64, p.NumInputs())
+	cases := []struct {
+		name       string
+		x          []float64
+		role       string
+		thresholds []float64
+		amounts    []int
+		want       string
+	}{
+		{"short vector", x[:0], RoleFirst, []float64{0.5}, make([]int, 1), "input vector has 0 values"},
+		{"amounts", x, RoleFirst, []float64{0.5}, nil, "1 thresholds but 0 amounts"},
+		{"infinite input", append([]float64{math.Inf(1)}, x[1:]...), RoleFirst, []float64{0.5}, make([]int, 1), "is +Inf"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := s.Sweep(c.x, c.role, c.thresholds, c.amounts)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+			if s.Work().Sweeps != 0 {
+				t.Fatalf("a refused sweep counted: %+v", s.Work())
+			}
+		})
+	}
+}
+
+// BenchmarkSweepCounts is one decision point of the simulator's threshold
+// sweep on the first host: the built-in admission processor read for the
+// counts in force 0 to 30 of one window, each at 4 thresholds (the
+// simulator's 113 spread over about 31 counts), by full passes
+// (SweepInputs) and by a Sweeper carried from the previous decision point
+// (whose window differs). Each op sweeps every count once.
+func BenchmarkSweepCounts(b *testing.B) {
+	p, err := Builtin("admission")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	vectors := func() [][]float64 {
+		u := make([]float64, 120)
+		for i := range u {
+			u[i] = (0.02 + 0.03*r.Float64()) * 1024
+		}
+		var xs [][]float64
+		for n := 0; n <= 30; n++ {
+			o := &Observation{Host: "h", CPUCapacityMHz: 1024, RunningReplicas: n, ReplicaCPUDemandMHz: 60, RequestedCPUMHz: float64(n) * 60}
+			for i, v := range u {
+				o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: float64(n) * math.Round(v*(1<<20)) / (1 << 20)})
+			}
+			x, err := p.Features(o, RoleFirst)
+			if err != nil {
+				b.Fatal(err)
+			}
+			xs = append(xs, x)
+		}
+		return xs
+	}
+	// Two windows in turn: every op starts from the other window's pass.
+	windows := [2][][]float64{vectors(), vectors()}
+	thresholds := []float64{0.3, 0.5, 0.7, 0.9}
+	amounts := make([]int, len(thresholds))
+	b.Run("full", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			for _, x := range windows[i%2] {
+				if err := p.SweepInputs(x, RoleFirst, thresholds, amounts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			i++
+		}
+	})
+	b.Run("sweeper", func(b *testing.B) {
+		s := p.NewSweeper()
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, x := range windows[i%2] {
+				if err := s.Sweep(x, RoleFirst, thresholds, amounts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			i++
+		}
+		w := s.Work()
+		b.ReportMetric(float64(w.Nodes)/float64(w.FullNodes), "nodes/full")
+		b.ReportMetric(float64(w.Scores)/float64(w.FullScores), "scores/full")
+	})
+}
+
+// The kept per-replica summary is used only for bitwise the same usage: one
+// featureWork reading a run of observations (the same window at several
+// counts, another window, one sample changed in its last bit, a shorter
+// window) gives every feature a fresh one gives.
+func TestFeatureSummaryKept(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	base := make([]float64, 60)
+	for i := range base {
+		base[i] = math.Round(r.Float64()*100*(1<<20)) / (1 << 20)
+	}
+	obs := func(u []float64, n int) *Observation {
+		o := &Observation{Host: "h", CPUCapacityMHz: 1024, RunningReplicas: n, ReplicaCPUDemandMHz: 60, RequestedCPUMHz: float64(n) * 60}
+		for i, v := range u {
+			o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: float64(n) * v})
+		}
+		return o
+	}
+	other := slices.Clone(base)
+	slices.Reverse(other)
+	nudged := slices.Clone(base)
+	nudged[17] = math.Nextafter(nudged[17], math.Inf(1))
+	run := []*Observation{obs(base, 2), obs(base, 4), obs(base, 3), obs(other, 3), obs(base, 3), obs(nudged, 3), obs(base[:40], 3), obs(base, 0)}
+	var kept featureWork
+	for i, o := range run {
+		var fresh featureWork
+		kept.compute(o)
+		fresh.compute(o)
+		if kept.feats != fresh.feats {
+			t.Fatalf("observation %d: kept summary gives %v, a fresh one %v", i, kept.feats, fresh.feats)
+		}
+	}
+}
