@@ -191,6 +191,10 @@ type featureWork struct {
 	// slots, filled for the number of slots a model reads
 	slotCPU, slotMem, slotRun, slotOwn []float64
 	slotsFilled                        int // slots holding a replica
+	// what the evidence note says (formatted only when a decision is
+	// returned: a sweep reads none)
+	note    noteKind
+	memNote memNoteKind
 	// the last per-replica usage summarized, and its summary
 	lastPR  []float64
 	lastSum stats.Summary
@@ -241,28 +245,28 @@ func (fw *featureWork) compute(o *Observation) {
 	}
 	ev := &fw.ev
 	*ev = Evidence{Running: running, Warming: running - warm, MemoryJudged: o.MemoryCapacityMB > 0}
+	fw.memNote = memNoteNone
 	switch {
 	case running == 0:
 		ev.Basis = BasisDemand
-		ev.Note = "no replica running: a replica counts at its demand"
+		fw.note = noteDemand
 		for i := range pr {
 			pr[i] = demand
 		}
 	case warm > 0:
 		ev.Basis = BasisObserved
-		ev.Note = fmt.Sprintf("observed: %d replica(s) running", running)
+		fw.note = noteObserved
 		if warm < running {
-			ev.Note = fmt.Sprintf("observed: %d of %d replica(s) warm, the %d warming count at the warm ones' usage", warm, running, running-warm)
+			fw.note = noteObservedWarming
 		}
 		for i, s := range o.Samples {
 			pr[i] = s.CPUMHz / capCPU / float64(warm)
 		}
 	default:
 		ev.Basis = BasisRequested
+		fw.note = noteAllWarming
 		if allZero {
-			ev.Note = fmt.Sprintf("no usage reported yet: %d replica(s) count at their requested resources", running)
-		} else {
-			ev.Note = fmt.Sprintf("all %d replica(s) warming: each counts at the larger of its usage and its request", running)
+			fw.note = noteNoUsage
 		}
 		for i, s := range o.Samples {
 			pr[i] = max(s.CPUMHz/capCPU/float64(running), reqPer)
@@ -333,7 +337,7 @@ func (fw *featureWork) compute(o *Observation) {
 			mr = max(peak/float64(running), memReq)
 		default:
 			mr = memReq
-			ev.Note += "; memory not in the samples: replicas count at their requested memory"
+			fw.memNote = memNoteRequested
 		}
 		fw.memShare = capShare(mr)
 		f[fMemReplicaDemand] = capShare(memDemand)
@@ -341,7 +345,7 @@ func (fw *featureWork) compute(o *Observation) {
 		f[fMemHostMax] = capShare(mr * float64(running))
 		f[fMemFit] = fit(mr)
 	} else {
-		ev.Note += "; memory not judged (memory capacity unknown)"
+		fw.memNote = memNoteUnjudged
 	}
 	last := o.Samples[n-1].Time
 	day := float64(last%86400) / 86400 * 2 * math.Pi
@@ -372,6 +376,51 @@ func (fw *featureWork) summarize(pr []float64) stats.Summary {
 	fw.lastPR = append(fw.lastPR[:0], pr...)
 	fw.summed = true
 	return fw.lastSum
+}
+
+// Kinds of evidence note (see featureWork.evidence).
+type (
+	noteKind    uint8
+	memNoteKind uint8
+)
+
+const (
+	noteDemand noteKind = iota
+	noteObserved
+	noteObservedWarming
+	noteNoUsage
+	noteAllWarming
+)
+
+const (
+	memNoteNone memNoteKind = iota
+	memNoteRequested
+	memNoteUnjudged
+)
+
+// evidence returns the Evidence of the last compute, its note written out.
+func (fw *featureWork) evidence() Evidence {
+	ev := fw.ev
+	running, warm := ev.Running, ev.Running-ev.Warming
+	switch fw.note {
+	case noteDemand:
+		ev.Note = "no replica running: a replica counts at its demand"
+	case noteObserved:
+		ev.Note = fmt.Sprintf("observed: %d replica(s) running", running)
+	case noteObservedWarming:
+		ev.Note = fmt.Sprintf("observed: %d of %d replica(s) warm, the %d warming count at the warm ones' usage", warm, running, running-warm)
+	case noteNoUsage:
+		ev.Note = fmt.Sprintf("no usage reported yet: %d replica(s) count at their requested resources", running)
+	case noteAllWarming:
+		ev.Note = fmt.Sprintf("all %d replica(s) warming: each counts at the larger of its usage and its request", running)
+	}
+	switch fw.memNote {
+	case memNoteRequested:
+		ev.Note += "; memory not in the samples: replicas count at their requested memory"
+	case memNoteUnjudged:
+		ev.Note += "; memory not judged (memory capacity unknown)"
+	}
+	return ev
 }
 
 // room is the CPU and memory the workload may use on the host: its capacity

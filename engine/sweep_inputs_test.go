@@ -68,8 +68,8 @@ func TestSweepInputsIsSweep(t *testing.T) {
 
 // BenchmarkFeaturesInto is the simulator's per-observation feature cost
 // with the caller's storage kept: once the processor's scratch is warm it
-// allocates only the evidence note's text (1 allocation per call, outside
-// the race detector, which drops pooled scratch at random). It reads one
+// allocates nothing (the evidence note is written only for a decision;
+// outside the race detector, which drops pooled scratch at random). It reads one
 // observation again and again, so the per-replica summary is the kept one,
 // as for a sweep's counts of one window.
 func BenchmarkFeaturesInto(b *testing.B) {
