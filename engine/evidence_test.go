@@ -168,3 +168,41 @@ func TestPlacementMinimums(t *testing.T) {
 		t.Fatalf("6 replicas at 1 MHz on 5 MHz reported as fitting: %+v", d.First.Placement)
 	}
 }
+
+// Every evidence note, as a decision returns it, for each way the window
+// is read and each memory case.
+func TestEvidenceNotes(t *testing.T) {
+	obs := func(running, warming int, cpu float64, memCap, memSample float64) *Observation {
+		o := &Observation{Host: "h", CPUCapacityMHz: 4000, RunningReplicas: running, WarmingReplicas: warming,
+			ReplicaCPUDemandMHz: 250, RequestedCPUMHz: 250 * float64(running), MemoryCapacityMB: memCap,
+			ReplicaMemoryDemandMB: 256, RequestedMemoryMB: 256 * float64(running)}
+		for i := range 6 {
+			o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: cpu, MemoryMB: memSample})
+		}
+		return o
+	}
+	cases := []struct {
+		name string
+		o    *Observation
+		want string
+	}{
+		{"empty host", obs(0, 0, 0, 8192, 0), "no replica running: a replica counts at its demand"},
+		{"observed", obs(3, 0, 600, 8192, 900), "observed: 3 replica(s) running"},
+		{"some warming", obs(5, 2, 600, 8192, 900), "observed: 3 of 5 replica(s) warm, the 2 warming count at the warm ones' usage"},
+		{"no usage yet", obs(2, 0, 0, 8192, 900), "no usage reported yet: 2 replica(s) count at their requested resources"},
+		{"all warming", obs(4, 4, 600, 8192, 900), "all 4 replica(s) warming: each counts at the larger of its usage and its request"},
+		{"memory not sampled", obs(3, 0, 600, 8192, 0), "observed: 3 replica(s) running; memory not in the samples: replicas count at their requested memory"},
+		{"memory not judged", obs(3, 0, 600, 0, 0), "observed: 3 replica(s) running; memory not judged (memory capacity unknown)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := Decide(HostInput{Observation: c.o}, HostInput{Observation: obs(2, 0, 500, 8192, 700)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.First.Evidence.Note != c.want {
+				t.Fatalf("note %q, want %q", d.First.Evidence.Note, c.want)
+			}
+		})
+	}
+}
