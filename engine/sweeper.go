@@ -37,13 +37,20 @@ type Sweeper struct {
 	work                            SweeperWork
 }
 
-// SweeperWork counts what a Sweeper computed: node values and node scores,
-// against what full passes would have computed.
+// SweeperWork counts what a Sweeper computed, against what full passes
+// would have computed.
 type SweeperWork struct {
-	Sweeps                 int64
-	Nodes, FullNodes       int64 // hidden and output activations
-	Scores, FullScores     int64 // backward values (first host)
-	FullForward, FullBackw int64 // sweeps that ran the whole pass
+	// Sweeps is the number of sweeps.
+	Sweeps int64
+	// Nodes and FullNodes: hidden and output activations computed, and
+	// what full forward passes compute.
+	Nodes, FullNodes int64
+	// Scores and FullScores: backward values computed (first host only),
+	// and what full backward passes compute.
+	Scores, FullScores int64
+	// FullForward and FullBackward: the sweeps that ran a whole pass (the
+	// first one, and any after Reset).
+	FullForward, FullBackward int64
 }
 
 // NewSweeper returns a Sweeper for p.
@@ -71,9 +78,10 @@ func (s *Sweeper) Work() SweeperWork { return s.work }
 // Reset makes the next sweep a full pass.
 func (s *Sweeper) Reset() { s.fwd, s.back = false, false }
 
-// Sweep is Processor.SweepInputs on x, reusing the previous sweep's pass.
-// On an error nothing is computed, and the next sweep reuses the pass
-// before it.
+// Sweep is Processor.SweepInputs on x, reusing the previous sweep's pass
+// (it reads vectors only, so the model's inputs need not be features the
+// engine derives). On an error nothing is computed, and the next sweep
+// reuses the pass before it.
 func (s *Sweeper) Sweep(x []float64, role string, thresholds []float64, amounts []int) error {
 	p := s.p
 	if len(amounts) != len(thresholds) {
@@ -195,7 +203,7 @@ func (s *Sweeper) backward() {
 		p.scoreAll(ws)
 		s.back = true
 		s.work.Scores += int64(full)
-		s.work.FullBackw++
+		s.work.FullBackward++
 		return
 	}
 	// The outputs' scores are their values.

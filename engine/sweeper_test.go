@@ -184,10 +184,26 @@ func TestSweeperAdmissionCounts(t *testing.T) {
 		}
 	}
 	w := s.Work()
+	if w.FullForward != 1 || w.FullBackward != 1 {
+		t.Errorf("%d full forward and %d full backward passes, want the first sweep's only", w.FullForward, w.FullBackward)
+	}
 	if w.Nodes*2 > w.FullNodes {
 		t.Errorf("the sweeper computed %d node values of %d in full passes: want at most half", w.Nodes, w.FullNodes)
 	}
 	t.Logf("%+v", w)
+	// After Reset the next sweep is a whole pass, with the same amounts.
+	s.Reset()
+	x := make([]float64, p.NumInputs())
+	got, want := make([]int, len(thresholds)), make([]int, len(thresholds))
+	if err := s.Sweep(x, RoleFirst, thresholds, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SweepInputs(x, RoleFirst, thresholds, want); err != nil {
+		t.Fatal(err)
+	}
+	if w := s.Work(); w.FullForward != 2 || w.FullBackward != 2 || !slices.Equal(got, want) {
+		t.Errorf("after Reset: %+v, amounts %v against %v", w, got, want)
+	}
 }
 
 // Bad input is refused before anything is computed: the next sweep still
