@@ -304,6 +304,9 @@ func requestAttrs(r *engine.Request) map[string]string {
 	if r.MinSamples != 0 {
 		attrs[attrMinSamples] = strconv.Itoa(r.MinSamples)
 	}
+	if r.HoldBand != 0 {
+		attrs[attrHoldBand] = strconv.FormatFloat(r.HoldBand, 'g', -1, 64)
+	}
 	return attrs
 }
 

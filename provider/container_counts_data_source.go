@@ -25,6 +25,7 @@ const (
 	attrFirstQuota       = "first_quota"
 	attrSecondQuota      = "second_quota"
 	attrMinSamples       = "min_samples"
+	attrHoldBand         = "hold_band"
 	attrFirstContainers  = "first_containers"
 	attrSecondContainers = "second_containers"
 	attrFirstDecision    = "first_decision"
@@ -62,12 +63,19 @@ type containerCountsModel struct {
 	FirstQuota  *quotaModel       `tfsdk:"first_quota"`
 	SecondQuota *quotaModel       `tfsdk:"second_quota"`
 	MinSamples  types.Number      `tfsdk:"min_samples"`
+	HoldBand    types.Number      `tfsdk:"hold_band"`
 	countsResultModel
 }
 
 func (d *containerCountsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_container_counts"
 }
+
+// holdBandDescription is hold_band's, in the data source and the function.
+var holdBandDescription = fmt.Sprintf("Also read each host's hold range (`hold` in its decision): the counts at output thresholds "+
+	"`hold_band` logits stricter and looser than the model's. A controller already at a count inside the range may keep it "+
+	"instead of moving by a replica or two (`max(hold.low, min(hold.high, current))`), as the Nomad strategy's `hold_band` does. "+
+	"Logits, from 0 to %d; 0 or unset: off (`hold` is null).", engine.MaxHoldBand)
 
 // quotaFields are a quota's attributes, as the data source takes them and
 // as the container_counts function does.
@@ -160,6 +168,7 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 				MarkdownDescription: fmt.Sprintf("The fewest usage samples each host's window must hold for a decision: fewer is an error naming the window "+
 					"(one reading says nothing of how usage varies, and never gives a count). From 1 to %s; 0 or unset: the engine's default, %d.",
 					thousands(engine.MaxSamples), engine.DefaultMinSamples)},
+			attrHoldBand:         schema.NumberAttribute{Optional: true, MarkdownDescription: holdBandDescription},
 			attrFirstContainers:  computedInt("The first host's container count (same as `first_decision.containers`)."),
 			attrSecondContainers: computedInt("The second host's container count (same as `second_decision.containers`)."),
 			attrFirstDecision:    decisionOutputAttribute("first", engine.LayerInput, "A_in"),
@@ -273,6 +282,10 @@ func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([
 	if why != "" {
 		errs = append(errs, &valueError{path: roots.minSamples, reason: why})
 	}
+	holdBand, why := figure(m.HoldBand)
+	if why != "" {
+		errs = append(errs, &valueError{path: roots.holdBand, reason: why})
+	}
 	if pd == nil {
 		pd = &providerData{}
 	}
@@ -304,7 +317,7 @@ func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([
 		if verr != nil {
 			errs = append(errs, verr)
 		}
-		in[i] = engine.HostInput{Observation: &o, Model: proc, Quota: q, MinSamples: minSamples}
+		in[i] = engine.HostInput{Observation: &o, Model: proc, Quota: q, MinSamples: minSamples, HoldBand: holdBand}
 	}
 	return in, errs
 }

@@ -135,7 +135,7 @@ func configOf(t testing.TB, m *containerCountsModel) tfsdk.Config {
 func newCountsModel(r *engine.Request) containerCountsModel {
 	f, s := observationFromEngine(&r.First), observationFromEngine(&r.Second)
 	m := containerCountsModel{
-		First: &f, Second: &s, FirstModel: types.StringNull(), SecondModel: types.StringNull(), MinSamples: types.NumberNull(),
+		First: &f, Second: &s, FirstModel: types.StringNull(), SecondModel: types.StringNull(), MinSamples: types.NumberNull(), HoldBand: types.NumberNull(),
 		countsResultModel: countsResultModel{FirstContainers: types.Int64Null(), SecondContainers: types.Int64Null(), Explanation: types.StringNull()},
 	}
 	if r.FirstModel != "" {
@@ -147,6 +147,9 @@ func newCountsModel(r *engine.Request) containerCountsModel {
 	m.FirstQuota, m.SecondQuota = quotaModelOf(r.FirstQuota), quotaModelOf(r.SecondQuota)
 	if r.MinSamples != 0 {
 		m.MinSamples = wholeValue(int64(r.MinSamples))
+	}
+	if r.HoldBand != 0 {
+		m.HoldBand = numberValue(r.HoldBand)
 	}
 	return m
 }
@@ -221,6 +224,57 @@ func readInProcess(t testing.TB, pd *providerData, m *containerCountsModel) (con
 		resp.Diagnostics.Append(resp.State.Get(ctx, &out)...)
 	}
 	return out, resp.Diagnostics
+}
+
+// hold_band reaches the engine: each decision carries the engine's hold
+// range (null without a band), through the data source's Read and through
+// the function; a band outside 0 to 10 logits is an error on hold_band
+// with the engine's reason, and no decision.
+func TestContainerCountsHoldBand(t *testing.T) {
+	r := &engine.Request{First: testFirst(t), Second: testSecond(t), HoldBand: 2}
+	want := mustDecide(t, r)
+	f, sd := want.First.Hold, want.Second.Hold
+	if f == nil || sd == nil || f.Band != 2 {
+		t.Fatalf("the engine gives no hold range: %+v, %+v", f, sd)
+	}
+	if f.Low == f.High && sd.Low == sd.High {
+		t.Fatalf("both hold ranges are one count wide (%+v, %+v): the case shows nothing", f, sd)
+	}
+	m := newCountsModel(r)
+	got, diags := readInProcess(t, &providerData{}, &m)
+	if diags.HasError() {
+		t.Fatalf("read: %v", diags)
+	}
+	if !reflect.DeepEqual(got.countsResultModel, countsResult(want)) {
+		t.Fatalf("read differs from the engine's decision:\n got %+v\nwant %+v", got.countsResultModel, countsResult(want))
+	}
+	if h := got.FirstDecision.Hold; h == nil || h.Low != int64(f.Low) || h.High != int64(f.High) || h.Band != 2 {
+		t.Fatalf("first host's hold %+v, engine %+v", h, f)
+	}
+	fn, ferr := runFunction(t, jsonValue(t, r.First), jsonValue(t, r.Second), jsonValue(t, map[string]any{"hold_band": 2}))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if !reflect.DeepEqual(fn, countsResult(want)) {
+		t.Fatalf("function result differs from the engine's decision:\n got %+v\nwant %+v", fn, countsResult(want))
+	}
+	off := *r
+	off.HoldBand = 0
+	m = newCountsModel(&off)
+	if got, diags = readInProcess(t, &providerData{}, &m); diags.HasError() || got.FirstDecision.Hold != nil || got.SecondDecision.Hold != nil {
+		t.Fatalf("without hold_band: hold %+v, %+v (%v)", got.FirstDecision.Hold, got.SecondDecision.Hold, diags)
+	}
+	for _, b := range []float64{-1, 11} {
+		bad := *r
+		bad.HoldBand = b
+		_, err := bad.Decide()
+		if err == nil {
+			t.Fatalf("the engine accepts hold band %v", b)
+		}
+		m := newCountsModel(&bad)
+		_, diags := readInProcess(t, &providerData{}, &m)
+		assertDiagOn(t, diags, path.Root(attrHoldBand), engine.Reason(err))
+	}
 }
 
 func TestContainerCountsReadMatchesEngine(t *testing.T) {
@@ -717,8 +771,15 @@ func decisionCheck(h *engine.HostDecision) knownvalue.Check {
 			refResource: knownvalue.StringExact(r.Resource), refReason: knownvalue.StringExact(r.Reason),
 		})
 	}
+	var hold knownvalue.Check = knownvalue.Null()
+	if hr := h.Hold; hr != nil {
+		hold = knownvalue.ObjectExact(map[string]knownvalue.Check{
+			holdBand: knownvalue.Float64Exact(hr.Band), holdLow: knownvalue.Int64Exact(int64(hr.Low)), holdHigh: knownvalue.Int64Exact(int64(hr.High)),
+		})
+	}
 	pl := h.Placement
 	return knownvalue.ObjectExact(map[string]knownvalue.Check{
+		decHold:       hold,
 		decRole:       knownvalue.StringExact(h.Role),
 		decHost:       host,
 		decLayer:      knownvalue.StringExact(h.Layer),
@@ -789,6 +850,28 @@ func TestAccContainerCounts_basic(t *testing.T) {
 		Config:            countsConfig(attrs, ""),
 		ConfigStateChecks: decisionChecks(countsAddr, want),
 	}}})
+}
+
+// TestAccContainerCounts_holdBand: hold_band reaches the engine through a
+// real OpenTofu, and each decision's hold is the engine's range; a band
+// beyond 10 logits names hold_band.
+func TestAccContainerCounts_holdBand(t *testing.T) {
+	r := &engine.Request{First: testFirst(t), Second: testSecond(t), HoldBand: 0.5}
+	want := mustDecide(t, r)
+	if want.First.Hold == nil || want.Second.Hold == nil {
+		t.Fatal("the engine gives no hold range")
+	}
+	bad := *r
+	bad.HoldBand = 11
+	_, err := bad.Decide()
+	if err == nil {
+		t.Fatal("the engine accepts a hold band of 11")
+	}
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{
+		{Config: countsConfig(requestAttrs(r), ""), ConfigStateChecks: decisionChecks(countsAddr, want)},
+		{Config: countsConfig(requestAttrs(&bad), ""),
+			ExpectError: regexp.MustCompile(literal("Attribute hold_band: ") + literal(strings.TrimSuffix(engine.Reason(err), ".")))},
+	}})
 }
 
 // TestAccContainerCounts_newInputs: warming replicas, a queue of replicas

@@ -19,6 +19,7 @@ const (
 	fnSecond     = "second"
 	fnQuotas     = "quotas"
 	fnMinSamples = "min_samples"
+	fnHoldBand   = "hold_band"
 )
 
 var _ function.Function = (*containerCountsFunction)(nil)
@@ -38,6 +39,7 @@ var quotasFields = []field{
 	{name: fnFirst, kind: kindObject, nested: quotaFields, desc: "The first host's quota."},
 	{name: fnSecond, kind: kindObject, nested: quotaFields, desc: "The second host's quota."},
 	{name: fnMinSamples, kind: kindWhole, desc: "The fewest usage samples each window must hold."},
+	{name: fnHoldBand, kind: kindFigure, desc: "Logits: also read each host's hold range (see the data source's `hold_band`)."},
 }
 
 func (f *containerCountsFunction) Definition(_ context.Context, _ function.DefinitionRequest, resp *function.DefinitionResponse) {
@@ -47,12 +49,12 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"does, for a configuration that wants them in `locals` without a data source. It makes the same engine call with the " +
 			"engine's built-in models (a provider-defined function cannot read the provider's configuration; use the data source " +
 			"for model files) and returns the same values: `first_containers`, `second_containers`, `first_decision`, " +
-			"`second_decision` (with `limit`, `refused`, `evidence` and `placement`) and `explanation`.\n\n" +
+			"`second_decision` (with `limit`, `refused`, `evidence`, `placement` and `hold`) and `explanation`.\n\n" +
 			"`first` and `second` are observations with the attributes of the data source's `first` and `second` (for example " +
 			"`jsondecode(file(\"host.json\"))` or `activation_host_usage`'s `observation`); an attribute the observation does not " +
 			"have is an error, so a misspelling is caught (the data source, whose `first` and `second` are typed, cannot see one: " +
 			"OpenTofu drops it; both refuse one inside a usage sample). Values convert as OpenTofu converts the data source's " +
-			"attributes (a numeric string is a number); a list may be a tuple, never a set. `quotas` is `{ first = {...}, second = {...}, min_samples = n }`, " +
+			"attributes (a numeric string is a number); a list may be a tuple, never a set. `quotas` is `{ first = {...}, second = {...}, min_samples = n, hold_band = b }`, " +
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
 			"and the reason. Needs OpenTofu 1.7 or Terraform 1.8 or later.",
@@ -62,7 +64,7 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			function.DynamicParameter{Name: fnSecond,
 				MarkdownDescription: "Observation of the second host (read at the capacity processor's output layer)."},
 			function.DynamicParameter{Name: fnQuotas,
-				MarkdownDescription: "`{ first = quota, second = quota, min_samples = n }`, each optional: `{}` is every default. Not null " +
+				MarkdownDescription: "`{ first = quota, second = quota, min_samples = n, hold_band = b }`, each optional: `{}` is every default. Not null " +
 					"(a null, typed or not, is refused). A quota is `{ min, max, per_branch, rounding }`, each optional."},
 		},
 		Return: function.ObjectReturn{AttributeTypes: countsResultAttrTypes},
@@ -78,6 +80,7 @@ var fnRoots = inputRoots{
 		engine.RoleSecond: {observation: path.Root(fnSecond), quota: path.Root(fnQuotas).AtName(fnSecond)},
 	},
 	minSamples: path.Root(fnQuotas).AtName(fnMinSamples),
+	holdBand:   path.Root(fnQuotas).AtName(fnHoldBand),
 }
 
 // argumentOf is the position of the argument a path is in.
@@ -96,6 +99,7 @@ type quotasModel struct {
 	First      *quotaModel  `tfsdk:"first"`
 	Second     *quotaModel  `tfsdk:"second"`
 	MinSamples types.Number `tfsdk:"min_samples"`
+	HoldBand   types.Number `tfsdk:"hold_band"`
 }
 
 func (f *containerCountsFunction) Run(ctx context.Context, req function.RunRequest, resp *function.RunResponse) {
@@ -120,7 +124,7 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		resp.Error = funcError(errs)
 		return
 	}
-	m := containerCountsModel{First: &fo, Second: &so, FirstQuota: qm.First, SecondQuota: qm.Second, MinSamples: qm.MinSamples}
+	m := containerCountsModel{First: &fo, Second: &so, FirstQuota: qm.First, SecondQuota: qm.Second, MinSamples: qm.MinSamples, HoldBand: qm.HoldBand}
 	in, errs := m.hostInputs(fnRoots, nil)
 	if len(errs) > 0 {
 		resp.Error = funcError(errs)

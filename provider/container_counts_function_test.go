@@ -190,6 +190,9 @@ func quotasOf(r *engine.Request) map[string]any {
 	if r.MinSamples != 0 {
 		q[fnMinSamples] = r.MinSamples
 	}
+	if r.HoldBand != 0 {
+		q[fnHoldBand] = r.HoldBand
+	}
 	return q
 }
 
@@ -280,8 +283,12 @@ func TestContainerCountsFunctionErrors(t *testing.T) {
 			"Attribute quotas.first.max: "},
 		{"too few samples for min_samples: on the window", []attr.Value{ok, ok, jsonValue(t, map[string]any{"min_samples": 31})}, 0,
 			"Attribute first.usage_samples: has 30 sample(s); at least 31 are needed"},
+		{"negative hold band", []attr.Value{ok, ok, jsonValue(t, map[string]any{"hold_band": -1})}, 2,
+			"Attribute quotas.hold_band: is -1; it must be a number from 0 to 10 (logits)"},
+		{"hold band beyond the limit", []attr.Value{ok, ok, jsonValue(t, map[string]any{"hold_band": 11})}, 2,
+			"Attribute quotas.hold_band: is 11; it must be a number from 0 to 10 (logits)"},
 		{"unknown quota attribute", []attr.Value{ok, ok, jsonValue(t, map[string]any{"third": map[string]any{}})}, 2,
-			`Attribute quotas: has an attribute "third", which is not one of: first, second, min_samples.`},
+			`Attribute quotas: has an attribute "third", which is not one of: first, second, min_samples, hold_band.`},
 		{"null quotas", []attr.Value{ok, ok, nil}, 2, "Attribute quotas: must not be null: pass {} for every default."},
 		{"quotas not an object", []attr.Value{ok, ok, types.StringValue("defaults")}, 2, "Attribute quotas: must be an object, not a string."},
 		{"a window that is not a list", []attr.Value{ok, obs(func(m map[string]any) { m[obsUsageSamples] = "samples" }), none}, 1,

@@ -36,6 +36,7 @@ const (
 	decActivated   = "activated"
 	decStrongest   = "strongest_branches"
 	decReason      = "reason"
+	decHold        = "hold"
 
 	refSlot     = "slot"
 	refName     = "name"
@@ -60,6 +61,10 @@ const (
 	plMemoryMB        = "memory_mb"
 	plMemoryMaxMB     = "memory_max_mb"
 	plFits            = "fits"
+
+	holdBand = "band"
+	holdLow  = "low"
+	holdHigh = "high"
 
 	quotaMin       = "min"
 	quotaMax       = "max"
@@ -142,6 +147,14 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 					"(%d MHz, %d MB per replica) times the count does not fit: Nomad then leaves replicas queued whatever the reservation, "+
 					"and a lower `max` in the quota (or more room on the host) is the remedy.", engine.MinReservationCPUMHz, engine.MinReservationMemoryMB)),
 			}},
+		decHold: schema.SingleNestedAttribute{Computed: true,
+			MarkdownDescription: "With `hold_band`: the range of counts about as safe as `containers`, null without. A controller " +
+				"already at a count from `low` to `high` may keep it (`max(low, min(high, current))`) instead of following every small move.",
+			Attributes: map[string]schema.Attribute{
+				holdBand: computedFloat("The band, logits."),
+				holdLow:  computedInt("The count at the output threshold `band` logits stricter than the model's, through the same quota; at most `containers`."),
+				holdHigh: computedInt("The count at the output threshold `band` logits looser than the model's, through the same quota; at least `containers`."),
+			}},
 		decBranchTotal: computedString("Exact number of activated branches (input-to-output paths), in decimal: it may exceed 64 bits."),
 		decQuota: schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "The quota applied, defaults filled in by the engine.",
 			Attributes: map[string]schema.Attribute{
@@ -202,6 +215,12 @@ type placementModel struct {
 	Fits            bool    `tfsdk:"fits"`
 }
 
+type holdModel struct {
+	Band float64 `tfsdk:"band"`
+	Low  int64   `tfsdk:"low"`
+	High int64   `tfsdk:"high"`
+}
+
 type quotaOutModel struct {
 	Min       int64   `tfsdk:"min"`
 	Max       int64   `tfsdk:"max"`
@@ -221,6 +240,7 @@ type decisionModel struct {
 	Refused     *refusedModel  `tfsdk:"refused"`
 	Evidence    evidenceModel  `tfsdk:"evidence"`
 	Placement   placementModel `tfsdk:"placement"`
+	Hold        *holdModel     `tfsdk:"hold"`
 	BranchTotal string         `tfsdk:"branch_total"`
 	Quota       quotaOutModel  `tfsdk:"quota"`
 	ModelName   string         `tfsdk:"model_name"`
@@ -263,6 +283,9 @@ func decisionFromEngine(h *engine.HostDecision) *decisionModel {
 	if r := h.Refused; r != nil {
 		m.Refused = &refusedModel{Slot: int64(r.Slot), Name: r.Name, Running: r.Running, CPUMHz: r.CPUMHz, MemoryMB: r.MemoryMB,
 			Resource: r.Resource, Reason: r.Reason}
+	}
+	if hr := h.Hold; hr != nil {
+		m.Hold = &holdModel{Band: hr.Band, Low: int64(hr.Low), High: int64(hr.High)}
 	}
 	for i, b := range h.Strongest {
 		m.Strongest[i] = strings.Join(b.Nodes, branchArrow)

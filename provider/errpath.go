@@ -21,10 +21,10 @@ type hostRoots struct {
 }
 
 // inputRoots say where each host's input lives, and where the settings
-// both hosts share (min_samples) live.
+// both hosts share (min_samples, hold_band) live.
 type inputRoots struct {
-	hosts      map[string]hostRoots
-	minSamples path.Path
+	hosts                map[string]hostRoots
+	minSamples, holdBand path.Path
 }
 
 // countsRoots are activation_container_counts' attributes.
@@ -34,6 +34,7 @@ var countsRoots = inputRoots{
 		engine.RoleSecond: {path.Root(attrSecond), path.Root(attrSecondQuota), path.Root(attrSecondModel)},
 	},
 	minSamples: path.Root(attrMinSamples),
+	holdBand:   path.Root(attrHoldBand),
 }
 
 // pathOf returns the attribute an engine error is about; ok is false when
@@ -49,8 +50,11 @@ func (r inputRoots) pathOf(err error) (p path.Path, ok bool) {
 	}
 	switch part {
 	case engine.PartObservation:
-		if field == attrMinSamples {
+		switch field {
+		case attrMinSamples:
 			return r.minSamples, true
+		case attrHoldBand:
+			return r.holdBand, true
 		}
 		return fieldPath(roots.observation, observationFields, field), true
 	case engine.PartQuota:

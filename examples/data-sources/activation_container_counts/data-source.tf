@@ -37,6 +37,9 @@ data "activation_container_counts" "pools" {
   first_quota  = { min = 1, max = 24 }
   second_quota = { max = 12, per_branch = 0.5, rounding = "floor" }
   min_samples  = 3
+
+  # Optional: also read each host's hold range (logits; 0 or unset: off).
+  hold_band = 1
 }
 
 output "first_containers" {
@@ -60,6 +63,20 @@ output "first_host" {
 
 output "why" {
   value = data.activation_container_counts.pools.explanation
+}
+
+# With hold_band: a count already inside [hold.low, hold.high] may stay
+# instead of following every small move (the Nomad strategy's hold_band).
+output "first_count_held" {
+  value = max(
+    data.activation_container_counts.pools.first_decision.hold.low,
+    min(data.activation_container_counts.pools.first_decision.hold.high, var.first_current_count),
+  )
+}
+
+variable "first_current_count" {
+  type        = number
+  description = "How many replicas the first host runs now."
 }
 
 variable "second_host_file" {
