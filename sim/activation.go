@@ -123,6 +123,9 @@ type Meter struct {
 	replayNanos, bareNanos atomic.Int64
 	decisions              atomic.Int64
 	passes                 [2]atomic.Int64 // first host, second host
+	// the first host's sweeps: node values and scores computed, and what
+	// full passes compute (engine.SweeperWork)
+	nodes, fullNodes, scores, fullScores atomic.Int64
 }
 
 // MeterReading is what a Meter measured.
@@ -136,12 +139,23 @@ type MeterReading struct {
 	// the time of one engine.Decide per decision point on the same
 	// observations.
 	Replay, Bare time.Duration
+	// FirstNodeShare and FirstScoreShare are the share of a full pass's
+	// node values and backward scores the first host's sweeps computed
+	// (engine.Sweeper carries each pass into the next).
+	FirstNodeShare, FirstScoreShare float64
 }
 
 // Read returns what the meter measured so far.
 func (m *Meter) Read() MeterReading {
+	share := func(a, b int64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return float64(a) / float64(b)
+	}
 	return MeterReading{Decisions: m.decisions.Load(), FirstPasses: m.passes[0].Load(), SecondPasses: m.passes[1].Load(),
-		Replay: time.Duration(m.replayNanos.Load()), Bare: time.Duration(m.bareNanos.Load())}
+		Replay: time.Duration(m.replayNanos.Load()), Bare: time.Duration(m.bareNanos.Load()),
+		FirstNodeShare: share(m.nodes.Load(), m.fullNodes.Load()), FirstScoreShare: share(m.scores.Load(), m.fullScores.Load())}
 }
 
 // DefaultThresholds is the output-threshold sweep: 113 values evenly
@@ -330,6 +344,7 @@ type activationDecider struct {
 	obsPool        []*engine.Observation
 	xPool          [][]float64
 	sweepers       [2]*engine.Sweeper // first host, second host
+	meteredWork    engine.SweeperWork // the first host's, as last metered
 	buckets        []bucket
 }
 
@@ -506,6 +521,14 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				return err
 			}
 		}
+	}
+	if ad.metered {
+		w, m := ad.sweepers[0].Work(), ad.a.meter
+		m.nodes.Add(w.Nodes - ad.meteredWork.Nodes)
+		m.fullNodes.Add(w.FullNodes - ad.meteredWork.FullNodes)
+		m.scores.Add(w.Scores - ad.meteredWork.Scores)
+		m.fullScores.Add(w.FullScores - ad.meteredWork.FullScores)
+		ad.meteredWork = w
 	}
 	return nil
 }

@@ -257,3 +257,33 @@ func TestActivationHoldBandIsTheEngineHold(t *testing.T) {
 		t.Error("a hold band with the per_branch knob accepted")
 	}
 }
+
+// A Meter reads what a sweep replay cost: decision points, the engine
+// sweeps on each host (at least one per decision point; the first host's
+// counts in force need more), the bare Decide time, and the share of full
+// passes the first host's sweeps computed (above 0, below 1: the Sweeper
+// carries each pass into the next).
+func TestMeterReadsTheSweep(t *testing.T) {
+	all := loadCrane(t)
+	r, err := Prepare(all[0], Shifted(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Meter{}
+	p, err := Activation(ActivationConfig{Meter: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EvaluateAll(r, p); err != nil {
+		t.Fatal(err)
+	}
+	got := m.Read()
+	dec := got.Decisions
+	if dec == 0 || got.SecondPasses != dec || got.FirstPasses <= dec || got.Bare <= 0 || got.Replay <= 0 {
+		t.Fatalf("meter %+v: want decision points, one second-host sweep each, more first-host sweeps, and both times", got)
+	}
+	if got.FirstNodeShare <= 0 || got.FirstNodeShare >= 0.5 || got.FirstScoreShare <= 0 || got.FirstScoreShare >= 1 {
+		t.Fatalf("first host computed %.3f of the node values and %.3f of the scores of full passes", got.FirstNodeShare, got.FirstScoreShare)
+	}
+	t.Logf("%+v", got)
+}

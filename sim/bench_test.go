@@ -27,8 +27,9 @@ var sharedTraces = filepath.Join("..", "..", "shared", "traces")
 // op it reports decision points replayed per second, and what the
 // activation policy's sweep replay cost per decision point against one bare
 // engine.Decide per decision point timed in the same run (act/bare; goal:
-// within 2x), with the engine sweeps per decision point on each host. Run
-// with -benchtime 1x.
+// within 2x), with the engine sweeps per decision point on each host and
+// the share of full passes' node values and scores the first host's sweeps
+// computed. Run with -benchtime 1x.
 func BenchmarkSimulateShared(b *testing.B) {
 	var fams [][]traces.Ref
 	for _, name := range []string{"crane", "planetlab", "bitbrains"} {
@@ -81,6 +82,8 @@ func BenchmarkSimulateShared(b *testing.B) {
 		b.ReportMetric(float64(r.Replay)/float64(r.Bare), "act/bare")
 		b.ReportMetric(float64(r.FirstPasses)/dec, "first-sweeps/decision")
 		b.ReportMetric(float64(r.SecondPasses)/dec, "second-sweeps/decision")
+		b.ReportMetric(r.FirstNodeShare, "first-nodes/full")
+		b.ReportMetric(r.FirstScoreShare, "first-scores/full")
 	}
 }
 
