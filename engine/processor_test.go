@@ -301,16 +301,7 @@ func randomModel(r *rand.Rand) *Model {
 		} else if r.IntN(4) == 0 {
 			layer.Activation = acts[r.IntN(len(acts))]
 		}
-		for j := 0; j < w; j++ {
-			row := make([]float64, prev)
-			for i := range row {
-				if r.Float64() >= zeroShare {
-					row[i] = r.NormFloat64()
-				}
-			}
-			layer.Weights = append(layer.Weights, row)
-			layer.Biases[j] = 0.3 * r.NormFloat64()
-		}
+		fillLayer(r, &layer, prev, zeroShare)
 		m.Layers = append(m.Layers, layer)
 		prev = w
 	}
@@ -318,6 +309,21 @@ func randomModel(r *rand.Rand) *Model {
 		m.Outputs = append(m.Outputs, Node{Name: "o" + string(rune('a'+o)), Countable: r.IntN(3) > 0})
 	}
 	return m
+}
+
+// fillLayer gives each of the layer's nodes (len(Biases)) random weights
+// from prev nodes, zero with probability zeroShare, and a random bias.
+func fillLayer(r *rand.Rand, layer *Layer, prev int, zeroShare float64) {
+	for j := range layer.Biases {
+		row := make([]float64, prev)
+		for i := range row {
+			if r.Float64() >= zeroShare {
+				row[i] = r.NormFloat64()
+			}
+		}
+		layer.Weights = append(layer.Weights, row)
+		layer.Biases[j] = 0.3 * r.NormFloat64()
+	}
 }
 
 func TestDynamicProgrammeMatchesEnumeration(t *testing.T) {

@@ -39,11 +39,8 @@ func (p *Processor) Sweep(o *Observation, role string, thresholds []float64, amo
 // FeaturesInto) for the same role: a caller that already computed x, to
 // compare observations, does not pay for the features twice.
 func (p *Processor) SweepInputs(x []float64, role string, thresholds []float64, amounts []int) error {
-	if len(amounts) != len(thresholds) {
-		return fmt.Errorf("sweep: %d thresholds but %d amounts", len(thresholds), len(amounts))
-	}
-	if len(x) != len(p.model.Inputs) {
-		return fmt.Errorf("sweep %s: input vector has %d values, the model has %d inputs", p.model.Name, len(x), len(p.model.Inputs))
+	if err := p.checkSweep(x, thresholds, amounts); err != nil {
+		return err
 	}
 	if err := p.canServe(role); err != nil {
 		return err
@@ -51,6 +48,17 @@ func (p *Processor) SweepInputs(x []float64, role string, thresholds []float64, 
 	w := p.getWork()
 	defer p.putWork(w)
 	return p.sweepInput(x, w.ws, role, thresholds, amounts)
+}
+
+// checkSweep checks a sweep's vector and slices.
+func (p *Processor) checkSweep(x, thresholds []float64, amounts []int) error {
+	if len(amounts) != len(thresholds) {
+		return fmt.Errorf("sweep: %d thresholds but %d amounts", len(thresholds), len(amounts))
+	}
+	if len(x) != len(p.model.Inputs) {
+		return fmt.Errorf("sweep %s: input vector has %d values, the model has %d inputs", p.model.Name, len(x), len(p.model.Inputs))
+	}
+	return nil
 }
 
 // sweepInput is Sweep on an input vector.

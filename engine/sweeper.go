@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
 )
@@ -84,11 +83,8 @@ func (s *Sweeper) Reset() { s.fwd, s.back = false, false }
 // reuses the pass before it.
 func (s *Sweeper) Sweep(x []float64, role string, thresholds []float64, amounts []int) error {
 	p := s.p
-	if len(amounts) != len(thresholds) {
-		return fmt.Errorf("sweep: %d thresholds but %d amounts", len(thresholds), len(amounts))
-	}
-	if len(x) != len(p.model.Inputs) {
-		return fmt.Errorf("sweep %s: input vector has %d values, the model has %d inputs", p.model.Name, len(x), len(p.model.Inputs))
+	if err := p.checkSweep(x, thresholds, amounts); err != nil {
+		return err
 	}
 	if err := p.canCount(role); err != nil {
 		return err

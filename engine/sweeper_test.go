@@ -31,16 +31,7 @@ func wideModel(r *rand.Rand) *Model {
 		if l == depth-1 {
 			layer.Activation = acts[r.IntN(len(acts))]
 		}
-		for j := 0; j < w; j++ {
-			row := make([]float64, prev)
-			for i := range row {
-				if r.Float64() >= zero {
-					row[i] = r.NormFloat64()
-				}
-			}
-			layer.Weights = append(layer.Weights, row)
-			layer.Biases[j] = 0.3 * r.NormFloat64()
-		}
+		fillLayer(r, &layer, prev, zero)
 		m.Layers = append(m.Layers, layer)
 		prev = w
 	}
@@ -48,6 +39,18 @@ func wideModel(r *rand.Rand) *Model {
 		m.Outputs = append(m.Outputs, Node{Name: fmt.Sprintf("o%d", o), Countable: r.IntN(3) > 0})
 	}
 	return m
+}
+
+// countObservation is a 1024 MHz host running n replicas of a workload
+// whose replica uses u[i] MHz at minute i (put on a 2^-20 MHz grid, as the
+// simulator puts it, so that the per-replica usage is the same bits at
+// every n) and requests 60 MHz.
+func countObservation(u []float64, n int) *Observation {
+	o := &Observation{Host: "h", CPUCapacityMHz: 1024, RunningReplicas: n, ReplicaCPUDemandMHz: 60, RequestedCPUMHz: float64(n) * 60}
+	for i, v := range u {
+		o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: float64(n) * math.Round(v*(1<<20)) / (1 << 20)})
+	}
+	return o
 }
 
 func randomInput(r *rand.Rand, x []float64, i int) {
@@ -163,11 +166,7 @@ func TestSweeperAdmissionCounts(t *testing.T) {
 			u[i] = (0.02 + 0.03*r.Float64()) * 1024
 		}
 		for _, n := range []int{0, 1, 2, 3, 5, 8, 9, 13, 30, 31, 60} {
-			o := &Observation{Host: "h", CPUCapacityMHz: 1024, RunningReplicas: n, ReplicaCPUDemandMHz: 60, RequestedCPUMHz: float64(n) * 60}
-			for i, v := range u {
-				o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: float64(n) * math.Round(v*(1<<20)) / (1 << 20)})
-			}
-			x, err := p.Features(o, RoleFirst)
+			x, err := p.Features(countObservation(u, n), RoleFirst)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,11 +258,7 @@ func BenchmarkSweepCounts(b *testing.B) {
 		}
 		var xs [][]float64
 		for n := 0; n <= 30; n++ {
-			o := &Observation{Host: "h", CPUCapacityMHz: 1024, RunningReplicas: n, ReplicaCPUDemandMHz: 60, RequestedCPUMHz: float64(n) * 60}
-			for i, v := range u {
-				o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: float64(n) * math.Round(v*(1<<20)) / (1 << 20)})
-			}
-			x, err := p.Features(o, RoleFirst)
+			x, err := p.Features(countObservation(u, n), RoleFirst)
 			if err != nil {
 				b.Fatal(err)
 			}
