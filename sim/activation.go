@@ -194,10 +194,12 @@ type activation struct {
 // quota, the second's the capacity processor's A_out through its quota.
 //
 // It is a Sweeper: a replay reads every knob value from one engine sweep
-// (Processor.Sweep: one forward pass, every output threshold read from it
-// exactly) per host and decision, and per distinct count in force: the
-// observation holds the host's replica count, so knob values whose counts
-// have diverged need one pass each.
+// (one forward pass, every output threshold read from it exactly) per host
+// and decision, and per distinct count in force: the observation holds the
+// host's replica count, so knob values whose counts have diverged need one
+// sweep each. Those sweeps go through an engine.Sweeper per host, in the
+// order of the counts, so each starts from the pass before and computes
+// again only what the changed slots reach.
 func Activation(cfg ActivationConfig) (Policy, error) {
 	a := &activation{name: cfg.Name, kind: cfg.Knob, index: map[float64]int{}, steps: cfg.Steps, band: cfg.HoldBand, meter: cfg.Meter}
 	if a.name == "" {
