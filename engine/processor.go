@@ -120,24 +120,20 @@ func (cl *compiledLayer) compress() {
 	for v, b := range cl.b {
 		cl.sb[v] = b + 0 // -0 + 0 = +0
 	}
-	cl.rowVal = make([]float64, 0, nz)
-	for v := 0; v < cl.out; v++ {
-		for _, w := range cl.w.Data[v*cl.in : (v+1)*cl.in] {
-			if w != 0 {
-				cl.rowVal = append(cl.rowVal, w)
-			}
-		}
-	}
 }
 
-// indexRows lists each node's sources (rowPtr, colIdx) and the words a
-// node's live-target test reads on average (scanWords).
+// indexRows lists each node's sources (rowPtr, colIdx; and the weights,
+// rowVal, for a sparse layer) and the words a node's live-target test reads
+// on average (scanWords). Call it after compress.
 func (cl *compiledLayer) indexRows() {
 	cl.rowPtr = make([]int32, cl.out+1)
 	for v := 0; v < cl.out; v++ {
 		for u, w := range cl.w.Data[v*cl.in : (v+1)*cl.in] {
 			if w != 0 {
 				cl.colIdx = append(cl.colIdx, int32(u))
+				if cl.sparse {
+					cl.rowVal = append(cl.rowVal, w)
+				}
 			}
 		}
 		cl.rowPtr[v+1] = int32(len(cl.colIdx))
@@ -775,12 +771,7 @@ type Branch struct {
 // programme, not by enumeration). Call it after Analyze with the same ws.
 func (p *Processor) Strongest(ws *Workspace, k int) []Branch {
 	L := len(p.layers)
-	if ws.score == nil {
-		for l := 0; l <= L; l++ {
-			ws.score = append(ws.score, make([]float64, len(ws.act[l])))
-			ws.from = append(ws.from, make([]int32, len(ws.act[l])))
-		}
-	}
+	p.ensureScore(ws)
 	negInf := math.Inf(-1)
 	for i := range ws.score[0] {
 		if hasBit(ws.back[0], i) {

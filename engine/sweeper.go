@@ -34,6 +34,9 @@ type Sweeper struct {
 	countable                       []uint64 // the countable inputs
 	old                             []float64
 	work                            SweeperWork
+	// what a full forward pass computes (hidden and output nodes) and a
+	// full backward pass (hidden nodes and countable inputs)
+	fullNodes, fullScores int64
 }
 
 // SweeperWork counts what a Sweeper computed, against what full passes
@@ -68,6 +71,14 @@ func (p *Processor) NewSweeper() *Sweeper {
 	for _, i := range p.countableIn {
 		s.countable[i/64] |= 1 << (i % 64)
 	}
+	L := len(p.layers)
+	for l := 1; l <= L; l++ {
+		s.fullNodes += int64(len(s.ws.act[l]))
+		if l < L {
+			s.fullScores += int64(len(s.ws.act[l]))
+		}
+	}
+	s.fullScores += int64(len(p.countableIn))
 	return s
 }
 
@@ -107,15 +118,11 @@ func (s *Sweeper) Sweep(x []float64, role string, thresholds []float64, amounts 
 // s.changed which activations changed.
 func (s *Sweeper) forward(x []float64) {
 	p, ws := s.p, s.ws
-	full := 0
-	for _, cl := range p.layers {
-		full += cl.out
-	}
-	s.work.FullNodes += int64(full)
+	s.work.FullNodes += s.fullNodes
 	if !s.fwd {
 		p.forwardAt(x, ws, math.Inf(-1))
 		s.fwd, s.back = true, false
-		s.work.Nodes += int64(full)
+		s.work.Nodes += s.fullNodes
 		s.work.FullForward++
 		return
 	}
@@ -189,16 +196,11 @@ func (s *Sweeper) forward(x []float64) {
 func (s *Sweeper) backward() {
 	p, ws := s.p, s.ws
 	L := len(p.layers)
-	full := 0
-	for l := 1; l < L; l++ {
-		full += len(ws.act[l])
-	}
-	full += len(p.countableIn)
-	s.work.FullScores += int64(full)
+	s.work.FullScores += s.fullScores
 	if !s.back {
 		p.scoreAll(ws)
 		s.back = true
-		s.work.Scores += int64(full)
+		s.work.Scores += s.fullScores
 		s.work.FullBackward++
 		return
 	}
