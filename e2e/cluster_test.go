@@ -60,6 +60,10 @@ type cluster struct {
 	pool  string // the job's node pool
 	// the task driver and each host's quota max (nodes: as picked above)
 	clusterOptions
+	// plugin is the SetConfig map the agent would give a plugin of ours:
+	// the stand-in's address and token; empty on a real cluster, whose
+	// NOMAD_* variables (set for the test) the plugin falls back to.
+	plugin map[string]string
 	// registered is called once the job is registered (the stand-in sets
 	// its groups' usage there); nil on a real cluster.
 	registered func(t *testing.T, jobID string)
@@ -118,7 +122,8 @@ func newE2ECluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	c := &cluster{client: client, token: token, clusterOptions: clusterOptions{driver: "docker", max: 5}, pool: "default",
-		nomad: fmt.Sprintf("address = %q\ntoken = %q", s.URL(), token)}
+		nomad:  fmt.Sprintf("address = %q\ntoken = %q", s.URL(), token),
+		plugin: map[string]string{nomadplugin.AgentKeyNomadAddress: s.URL(), nomadplugin.AgentKeyNomadToken: token}}
 	c.nodes = pickNodes(t, client, "e2e-a,e2e-b")
 	c.registered = func(t *testing.T, jobID string) {
 		for _, g := range clusterGroups {
@@ -141,7 +146,7 @@ func envCluster(t *testing.T, env map[string]string, opt clusterOptions) *cluste
 	if err != nil {
 		t.Fatalf("client for NOMAD_ADDR: %v", err)
 	}
-	c := &cluster{real: true, client: client, token: env[nomadconn.EnvToken], clusterOptions: opt}
+	c := &cluster{real: true, client: client, token: env[nomadconn.EnvToken], clusterOptions: opt, plugin: map[string]string{}}
 	c.nodes = pickNodes(t, client, opt.nodes)
 	c.pool = c.nodes[0].NodePool
 	if c.nodes[1].NodePool != c.pool {
@@ -248,6 +253,23 @@ func (c *cluster) clusterJob(t *testing.T, id string) *api.Job {
 	return job
 }
 
+// register registers job, and purges it when the test ends (a purged job
+// answers 404).
+func (c *cluster) register(t *testing.T, job *api.Job) {
+	t.Helper()
+	id := *job.ID
+	if _, _, err := c.client.Jobs().Register(job, nil); err != nil {
+		t.Fatalf("register %s: %v", id, err)
+	}
+	t.Cleanup(func() {
+		if _, _, err := c.client.Jobs().Deregister(id, true, nil); err != nil {
+			t.Errorf("purge %s (remove it by hand: nomad job stop -purge %s): %v", id, id, err)
+		} else if _, _, err := c.client.Jobs().Info(id, nil); err == nil || !strings.Contains(err.Error(), "404") {
+			t.Errorf("job %s after its purge: %v, want 404", id, err)
+		}
+	})
+}
+
 // cappedAsk is what the strategy asks for on r with no steps, no hold and
 // placement capped, on schedulable nodes: each host's engine count, at
 // most what Nomad can place (running replicas aside), within the quota.
@@ -350,16 +372,7 @@ func runClusterCase(t *testing.T, c *cluster) {
     }`, perHost, clusterGroups[1])},
 	}
 	for _, jobID := range []string{split, perHost} {
-		if _, _, err := c.client.Jobs().Register(c.clusterJob(t, jobID), nil); err != nil {
-			t.Fatalf("register %s: %v", jobID, err)
-		}
-		t.Cleanup(func() {
-			if _, _, err := c.client.Jobs().Deregister(jobID, true, nil); err != nil {
-				t.Errorf("purge %s (remove it by hand: nomad job stop -purge %s): %v", jobID, jobID, err)
-			} else if _, _, err := c.client.Jobs().Info(jobID, nil); err == nil || !strings.Contains(err.Error(), "404") {
-				t.Errorf("job %s after its purge: %v, want 404", jobID, err)
-			}
-		})
+		c.register(t, c.clusterJob(t, jobID))
 		if c.registered != nil {
 			c.registered(t, jobID)
 		}
