@@ -146,6 +146,40 @@ func TestPlacement(t *testing.T) {
 	}
 }
 
+// memory_max covers a replica's measured memory peak whether or not the
+// host's memory capacity is known: without it memory is not judged, but a
+// reservation capped at the request would still cap real use.
+func TestPlacementMemoryMaxCoversPeak(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		capacityMB float64
+		sampleMB   float64 // the group's memory at every sample (6 replicas)
+		want       int
+	}{
+		{"capacity known, replicas above their request", 65536, 6 * 5000, 5000},
+		{"capacity unknown, replicas above their request", 0, 6 * 5000, 5000},
+		{"capacity unknown, replicas below their request", 0, 6 * 300, 512},
+		{"capacity unknown, no memory measured", 0, 0, 512},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testsupport.Flat(16000, 6, 200, 1000, 30)
+			o.MemoryCapacityMB, o.RequestedMemoryMB, o.ReplicaMemoryDemandMB = tc.capacityMB, 6*512, 512
+			for i := range o.Samples {
+				o.Samples[i].MemoryMB = tc.sampleMB
+			}
+			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range []HostDecision{d.First, d.Second} {
+				if got := h.Placement.MemoryMaxMB; got != tc.want {
+					t.Errorf("%s: memory_max %d MB, want %d (the larger of the request, 512, and the peak per replica)", h.Role, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
 // Without memory figures the reservation keeps Nomad's minimums, and a
 // count whose minimum reservations do not fit says so.
 func TestPlacementMinimums(t *testing.T) {

@@ -124,6 +124,8 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 	peak := pl.ReplicaMemoryMB
 	if memKnown {
 		peak = math.Max(peak, fw.memShare*o.MemoryCapacityMB)
+	} else {
+		peak = math.Max(peak, fw.memPeakMB)
 	}
 	pl.MemoryMaxMB = max(pl.MemoryMB, int(math.Ceil(peak)))
 	cnt := float64(count)
