@@ -820,6 +820,8 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		{"provider address not a URL", cfg(nomad(`    address = "ftp://nomad:4646"`), ok), `Attribute nomad\.address: "ftp://nomad:4646" has scheme "ftp"`},
 		{"provider address without host", cfg(nomad(`    address = "http://"`), ok), `Attribute nomad\.address: "http://" has no host`},
 		{"provider address shown without its password", cfg(nomad(`    address = "ftp://ops:hunter2@nomad:4646"`), ok), `Attribute nomad\.address: "ftp://nomad:4646" has scheme "ftp"`},
+		{"provider address with a slash in its password", cfg(nomad(`    address = "https://ops:s3cr3t/pw@nomad:4646"`), ok), `Attribute nomad\.address: "https://<redacted>@nomad:4646" is not a URL`},
+		{"provider address whose @ follows a path", cfg(nomad(`    address = "http://ops:1234/xy@nomad:4646"`), ok), `Attribute nomad\.address: "http://<redacted>@nomad:4646" has an "@" after its host`},
 		{"provider empty token", cfg(nomad(`    token = ""`), ok), `Attribute nomad\.token string length must be between 1 and`},
 		{"provider empty http_auth", cfg(nomad(`    http_auth = ""`), ok), `Attribute nomad\.http_auth string length must be at least 1`},
 		{"provider unknown variable to ignore", cfg(nomad(`    ignore_env_vars = { NOMAD_NAMSPACE = true }`), ok), `nomad\.ignore_env_vars.*value must be one of`},

@@ -2,9 +2,7 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -117,24 +115,8 @@ func (urlString) ValidateString(_ context.Context, req validator.StringRequest, 
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	s := req.ConfigValue.ValueString()
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		// The parse error quotes the address, which may hold a password.
-		var ue *url.Error
-		reason := err
-		if errors.As(err, &ue) {
-			reason = ue.Err
-		}
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s is not a URL: %v.", req.Path, reason))
-	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix":
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL",
-			fmt.Sprintf("Attribute %s: %q has scheme %q; want http, https or unix.", req.Path, nomadconn.RedactURL(s), u.Scheme))
-	case u.Scheme != "unix" && u.Host == "":
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s: %q has no host.", req.Path, nomadconn.RedactURL(s)))
-	case u.Scheme == "unix" && u.Path == "" && u.Host == "":
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s: %q has no socket path.", req.Path, nomadconn.RedactURL(s)))
+	if err := nomadconn.CheckAddress(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("Attribute %s: %v.", req.Path, err))
 	}
 }
 

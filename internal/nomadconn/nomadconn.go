@@ -133,14 +133,8 @@ func (s Settings) Resolve(getenv Getenv) (Settings, error) {
 	if s.Address == "" {
 		s.Address = DefaultAddress
 	}
-	u, err := url.Parse(s.Address)
-	switch {
-	case err != nil:
-		return s, &SettingsError{"address", fmt.Sprintf("is not a URL: %v", RedactURL(s.Address))}
-	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix":
-		return s, &SettingsError{"address", fmt.Sprintf("%s has scheme %q; want http, https or unix", RedactURL(s.Address), u.Scheme)}
-	case u.Scheme != "unix" && u.Host == "":
-		return s, &SettingsError{"address", fmt.Sprintf("%s has no host", RedactURL(s.Address))}
+	if err := CheckAddress(s.Address); err != nil {
+		return s, &SettingsError{"address", err.Error()}
 	}
 	if (s.ClientCert != "" || s.ClientCertPEM != "") != (s.ClientKey != "" || s.ClientKeyPEM != "") {
 		return s, &SettingsError{"client certificate", "a client certificate needs its key and a key its certificate"}
@@ -267,7 +261,8 @@ func secrets(s Settings) []string {
 			add(p)
 		}
 	} else if i, j := strings.Index(s.Address, "://"), strings.LastIndex(s.Address, "@"); i >= 0 && j > i {
-		// An address that does not parse: its whole user information.
+		// An address that does not parse, or whose "@" was read as part
+		// of its path: its whole user information.
 		add(s.Address[i+3 : j])
 	}
 	if s.HTTPAuth != "" {
@@ -314,17 +309,44 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
+// CheckAddress says what is wrong with a Nomad address, if anything: it
+// must be an http, https or unix URL with a host (or a socket path). The
+// error quotes the address without its user information, and never the
+// URL parser's own text, which quotes pieces of it.
+func CheckAddress(addr string) error {
+	red := RedactURL(addr)
+	u, err := url.Parse(addr)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL (a password holding \"/\", \"?\", \"#\" or \"%%\" must be percent-encoded)", red)
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix":
+		return fmt.Errorf("%q has scheme %q; want http, https or unix", red, u.Scheme)
+	case u.Scheme != "unix" && u.Host == "":
+		return fmt.Errorf("%q has no host", red)
+	case u.Scheme == "unix" && u.Path == "" && u.Host == "":
+		return fmt.Errorf("%q has no socket path", red)
+	case u.Scheme != "unix" && u.User == nil && strings.Contains(addr, "@"):
+		// http://ops:pa/ss@nomad:4646 parses as host "ops:pa", path
+		// "/ss@nomad:4646": the password would be sent nowhere and printed.
+		return fmt.Errorf("%q has an \"@\" after its host (a password holding \"/\", \"?\" or \"#\" must be percent-encoded)", red)
+	}
+	return nil
+}
+
 // RedactURL removes the user information (a basic-auth password) from an
-// address before it is printed. An address that does not parse loses
-// everything between "://" and its last "@" all the same.
+// address before it is printed. An address that does not parse, or whose
+// "@" the parser read as part of its path (a password holding a "/"),
+// loses everything between "://" and its last "@" all the same.
 func RedactURL(addr string) string {
 	u, err := url.Parse(addr)
 	if err == nil {
-		if u.User == nil {
+		if u.User != nil {
+			u.User = nil
+			return u.String()
+		}
+		if !strings.Contains(addr, "@") {
 			return addr
 		}
-		u.User = nil
-		return u.String()
 	}
 	if i := strings.Index(addr, "://"); i >= 0 {
 		if j := strings.LastIndex(addr, "@"); j > i {

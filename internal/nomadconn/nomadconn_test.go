@@ -162,6 +162,39 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
+// CheckAddress accepts what the Nomad API client reaches and names what is
+// wrong otherwise, never quoting a password: not even one the parser reads
+// as a port or a path ("/" in a password).
+func TestCheckAddress(t *testing.T) {
+	for _, tc := range []struct {
+		addr, want string // want "": accepted
+	}{
+		{"http://nomad:4646", ""},
+		{"https://ops:pw@nomad.example:4646", ""},
+		{"unix:///var/run/nomad.sock", ""},
+		{"https://ops:s3cr3t/pw@nomad:4646", `"https://<redacted>@nomad:4646" is not a URL`},
+		{"http://ops:1234/xy@nomad:4646", `"http://<redacted>@nomad:4646" has an "@" after its host`},
+		{"http://nomad:4646/x?to=ops@example", `"http://<redacted>@example" has an "@" after its host`},
+		{"ftp://ops:hunter2@nomad:4646", `"ftp://nomad:4646" has scheme "ftp"`},
+		{"http://", `"http://" has no host`},
+		{"unix://", `"unix://" has no socket path`},
+		{"nomad:4646", `"nomad:4646" has scheme "nomad"`},
+	} {
+		err := CheckAddress(tc.addr)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckAddress(%q): %v", tc.addr, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("CheckAddress(%q): %v; want %s", tc.addr, err, tc.want)
+		case err != nil && (strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "1234/xy") || strings.Contains(err.Error(), "hunter2")):
+			t.Errorf("CheckAddress(%q) shows the password: %v", tc.addr, err)
+		}
+		if got := RedactURL(tc.addr); strings.Contains(got, "s3cr3t") || strings.Contains(got, "1234/xy") || strings.Contains(got, "hunter2") {
+			t.Errorf("RedactURL(%q) = %q", tc.addr, got)
+		}
+	}
+}
+
 // An address that does not parse never shows its password, in errors or
 // when printed.
 func TestUnparseableAddressKeepsItsPassword(t *testing.T) {
