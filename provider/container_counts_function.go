@@ -134,10 +134,10 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 	if err != nil {
 		p, ok := fnRoots.pathOf(err)
 		if !ok || noPath(p) { // a built-in model the engine refuses: no argument is at fault
-			resp.Error = function.NewFuncError(err.Error())
+			resp.Error = function.NewFuncError(funcText(err.Error()))
 			return
 		}
-		resp.Error = function.NewArgumentFuncError(argumentOf(p), attributeDetail(p, engine.Reason(err)))
+		resp.Error = function.NewArgumentFuncError(argumentOf(p), funcText(attributeDetail(p, engine.Reason(err))))
 		return
 	}
 	resp.Error = resp.Result.Set(ctx, countsResult(dec))
@@ -149,13 +149,18 @@ func funcError(errs []*valueError) *function.FuncError {
 	fes := make([]*function.FuncError, len(errs))
 	for i, e := range errs {
 		if noPath(e.path) {
-			fes[i] = function.NewFuncError(e.reason)
+			fes[i] = function.NewFuncError(funcText(e.reason))
 		} else {
-			fes[i] = function.NewArgumentFuncError(argumentOf(e.path), e.Error())
+			fes[i] = function.NewArgumentFuncError(argumentOf(e.path), funcText(e.Error()))
 		}
 	}
 	return function.ConcatFuncErrors(fes...)
 }
+
+// funcText is an error text as a function returns it: OpenTofu ends the
+// message it prints ("Call to function ... failed: <text>.") with its own
+// period.
+func funcText(s string) string { return strings.TrimSuffix(s, ".") }
 
 // decodeArgument decodes a dynamic argument at p into target, the typed
 // model of fields, through the one checker (conformObject): the argument
