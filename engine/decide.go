@@ -50,6 +50,25 @@ const MaxHoldBand = 10
 // from 0 (off) to MaxHoldBand. Front ends check their settings with it.
 func HoldBandOK(b float64) bool { return b >= 0 && b <= MaxHoldBand }
 
+// HoldBandReason says why b is not a hold band Decide accepts, or "" when
+// it is (HoldBandOK).
+func HoldBandReason(b float64) string {
+	if HoldBandOK(b) {
+		return ""
+	}
+	return fmt.Sprintf("is %v; it must be a number from 0 to %d (logits)", b, MaxHoldBand)
+}
+
+// MinSamplesReason says why n is not a sample minimum Decide accepts, or
+// "" when it is: 0 (DefaultMinSamples) or 1 to MaxSamples. Front ends
+// check their settings with it.
+func MinSamplesReason(n int) string {
+	if n < 0 || n > MaxSamples {
+		return fmt.Sprintf("is %d; it must be 0 (the default, %d) or from 1 to %d", n, DefaultMinSamples, MaxSamples)
+	}
+	return ""
+}
+
 // HoldRange is the range of counts the models find about as safe as the
 // decided one: the counts, through the same quota, at output thresholds
 // Band logits stricter (Low) and looser (High) than the model's. Low <=
@@ -244,12 +263,12 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 	if err := o.Validate(role); err != nil {
 		return err
 	}
+	if why := MinSamplesReason(in.MinSamples); why != "" {
+		return obsErr(role, "min_samples", "%s", why)
+	}
 	minSamples := in.MinSamples
 	if minSamples == 0 {
 		minSamples = DefaultMinSamples
-	}
-	if minSamples < 0 || minSamples > MaxSamples {
-		return obsErr(role, "min_samples", "is %d; it must be from 1 to %d", minSamples, MaxSamples)
 	}
 	if err := o.checkEvidence(role, minSamples); err != nil {
 		return err
@@ -268,8 +287,8 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 		return err
 	}
 	if b := in.HoldBand; b != 0 {
-		if !HoldBandOK(b) {
-			return obsErr(role, "hold_band", "is %v; it must be a number from 0 to %d (logits)", b, MaxHoldBand)
+		if why := HoldBandReason(b); why != "" {
+			return obsErr(role, "hold_band", "%s", why)
 		}
 		if act := p.model.Layers[len(p.model.Layers)-1].Activation; act != ActivationSigmoid {
 			return obsErr(role, "hold_band", "model %s has %s outputs; a hold band needs sigmoid outputs (a band in logits)", p.model.Name, act)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -214,6 +215,45 @@ func TestQuotaDefaults(t *testing.T) {
 	big := 200
 	if _, err := (&QuotaSpec{Min: &big}).Resolve(RoleSecond, 110); err == nil {
 		t.Fatal("min above the default max accepted")
+	}
+}
+
+// Check reports every problem of a spec's set fields at once, each naming
+// its field, and what it accepts Resolve accepts.
+func TestQuotaSpecCheck(t *testing.T) {
+	i := func(v int) *int { return &v }
+	f := func(v float64) *float64 { return &v }
+	r := func(v string) *string { return &v }
+	tests := []struct {
+		name string
+		spec *QuotaSpec
+		want []string // the fields at fault, in order
+	}{
+		{"nil", nil, nil},
+		{"every field fine", &QuotaSpec{Min: i(1), Max: i(4), PerBranch: f(0.5), Rounding: r(RoundCeil)}, nil},
+		{"min alone, any max the model gives", &QuotaSpec{Min: i(200)}, nil},
+		{"three bad fields", &QuotaSpec{Min: i(-1), PerBranch: f(0), Rounding: r("round")}, []string{"min", "per_branch", "rounding"}},
+		{"max below min", &QuotaSpec{Min: i(5), Max: i(4)}, []string{"max"}},
+		{"max beyond the largest count", &QuotaSpec{Max: i(MaxQuotaCount + 1)}, []string{"max"}},
+		{"per_branch NaN", &QuotaSpec{PerBranch: f(math.NaN())}, []string{"per_branch"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, err := range tc.spec.Check(RoleSecond) {
+				var qe *QuotaError
+				if !errors.As(err, &qe) || qe.Host != RoleSecond {
+					t.Fatalf("%v: not a QuotaError of the second host", err)
+				}
+				got = append(got, qe.Field)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("fields at fault %v, want %v", got, tc.want)
+			}
+			if _, err := tc.spec.Resolve(RoleSecond, MaxQuotaCount); (err != nil) != (len(got) > 0) {
+				t.Errorf("Check found %v, Resolve says %v", got, err)
+			}
+		})
 	}
 }
 

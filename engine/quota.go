@@ -73,6 +73,41 @@ func (s *QuotaSpec) Resolve(role string, slots int) (Quota, error) {
 	return q, q.Validate(role)
 }
 
+// Check reports every problem of the spec's set fields that Resolve would
+// report whatever the model, each as a *QuotaError (a min above the
+// model's slot count with max unset depends on the model: Resolve alone
+// reports it). Front ends check a configuration with it before any model
+// is loaded.
+func (s *QuotaSpec) Check(role string) []error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	one := func(set func(q *Quota)) {
+		q := DefaultQuota(MaxQuotaCount)
+		set(&q)
+		if err := q.Validate(role); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.Min != nil {
+		one(func(q *Quota) { q.Min = *s.Min })
+	}
+	if s.Max != nil {
+		one(func(q *Quota) { q.Max = *s.Max })
+	}
+	if s.PerBranch != nil {
+		one(func(q *Quota) { q.PerBranch = *s.PerBranch })
+	}
+	if s.Rounding != nil {
+		one(func(q *Quota) { q.Rounding = *s.Rounding })
+	}
+	if s.Min != nil && s.Max != nil && len(errs) == 0 {
+		one(func(q *Quota) { q.Min, q.Max = *s.Min, *s.Max })
+	}
+	return errs
+}
+
 // Validate checks the quota; role labels the host in errors.
 func (q Quota) Validate(role string) error {
 	bad := func(field, format string, args ...any) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -60,10 +61,13 @@ type containerCountsModel struct {
 	Second      *observationModel `tfsdk:"second"`
 	FirstModel  types.String      `tfsdk:"first_model"`
 	SecondModel types.String      `tfsdk:"second_model"`
-	FirstQuota  *quotaModel       `tfsdk:"first_quota"`
-	SecondQuota *quotaModel       `tfsdk:"second_quota"`
-	MinSamples  types.Number      `tfsdk:"min_samples"`
-	HoldBand    types.Number      `tfsdk:"hold_band"`
+	// The quotas as configured (typed dynamically, so that an attribute a
+	// quota does not have is refused, not dropped), and as decoded.
+	FirstQuota  types.Dynamic  `tfsdk:"first_quota"`
+	SecondQuota types.Dynamic  `tfsdk:"second_quota"`
+	MinSamples  types.Number   `tfsdk:"min_samples"`
+	HoldBand    types.Number   `tfsdk:"hold_band"`
+	quotas      [2]*quotaModel `tfsdk:"-"`
 	countsResultModel
 }
 
@@ -87,14 +91,41 @@ var quotaFields = []field{
 	{name: quotaRounding, kind: kindString, desc: "How `amount x per_branch` becomes a whole number: `nearest` (default, half away from zero), `floor` or `ceil`."},
 }
 
-func quotaInputAttribute(role string) schema.SingleNestedAttribute {
-	return schema.SingleNestedAttribute{
+func quotaInputAttribute(role string) schema.DynamicAttribute {
+	var fields strings.Builder
+	for _, f := range quotaFields {
+		fmt.Fprintf(&fields, "\n  - `%s` (%s): %s", f.name, f.kind.typeName(), f.desc)
+	}
+	return schema.DynamicAttribute{
 		Optional: true,
 		MarkdownDescription: "Quota that turns the " + role + " host's activated-branch amount into its container count: " +
-			"`clamp(min, max, rounding(amount x per_branch))`. Every attribute is optional and takes the engine's default; " +
-			"unset: one container per activated branch, from 0 to the model's number of countable slots.",
-		Attributes: fieldAttributes(quotaFields, false),
+			"`clamp(min, max, rounding(amount x per_branch))`, an object with these attributes, each optional (the engine's " +
+			"default when unset):" + fields.String() + "\n\n  Unset: one container per activated branch, from 0 to the model's number " +
+			"of countable slots. An attribute a quota does not have is an error (a misspelt `max` would otherwise be dropped " +
+			"and the quota not applied), and so is a value out of range, both when the configuration is validated.",
 	}
+}
+
+// decodeQuotas decodes the configured quotas into m.quotas (null: nil,
+// every default), each checked for its attributes and their kinds.
+func (m *containerCountsModel) decodeQuotas(ctx context.Context) []*valueError {
+	var errs []*valueError
+	for i, q := range []struct {
+		v    types.Dynamic
+		name string
+	}{{m.FirstQuota, attrFirstQuota}, {m.SecondQuota, attrSecondQuota}} {
+		m.quotas[i] = nil
+		if q.v.IsNull() || q.v.IsUnderlyingValueNull() {
+			continue
+		}
+		var qm quotaModel
+		if err := decodeArgument(ctx, q.v, quotaFields, path.Root(q.name), &qm); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.quotas[i] = &qm
+	}
+	return errs
 }
 
 // toEngine converts a known quota at root; nil is every default.
@@ -139,8 +170,9 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 			"processor (how many of the replicas that want to run the model admits, in queue order); the **second host**'s is the amount " +
 			"`A_out` at the output layer of the capacity processor (how many replicas the host can safely run). " +
 			"Each amount goes through its quota. The same inputs give the same decision as the Nomad Autoscaler " +
-			"plugins and the command line: one engine call, whose rules are the only rules (the provider checks only types and " +
-			"presence, and an input the engine refuses is an error naming the attribute and the reason).\n\n" +
+			"plugins and the command line: one engine call, whose rules are the only rules (the provider checks types and " +
+			"presence, the quotas, `min_samples` and `hold_band` with the engine's rules as soon as the configuration is validated, " +
+			"and an input the engine refuses is an error naming the attribute and the reason).\n\n" +
 			"Each decision also says what bounded the count (`limit`, and for the first host the first `refused` replica), how " +
 			"the usage was read (`evidence`), and a per-replica reservation with which Nomad can place the count (`placement`).\n\n" +
 			"When an input is unknown during `plan` (computed by a resource), the counts are unknown until apply.\n\n" +
@@ -165,8 +197,8 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 			attrFirstQuota:  quotaInputAttribute("first"),
 			attrSecondQuota: quotaInputAttribute("second"),
 			attrMinSamples: schema.NumberAttribute{Optional: true,
-				MarkdownDescription: fmt.Sprintf("The fewest usage samples each host's window must hold for a decision: fewer is an error naming the window "+
-					"(one reading says nothing of how usage varies, and never gives a count). From 1 to %s; 0 or unset: the engine's default, %d.",
+				MarkdownDescription: fmt.Sprintf("The fewest usage samples each host's window must hold for a decision: fewer is an error naming the window. "+
+					"From 1 to %s (1 lets a single reading decide, which says nothing of how usage varies); 0 or unset: the engine's default, %d.",
 					thousands(engine.MaxSamples), engine.DefaultMinSamples)},
 			attrHoldBand:         schema.NumberAttribute{Optional: true, MarkdownDescription: holdBandDescription},
 			attrFirstContainers:  computedInt("The first host's container count (same as `first_decision.containers`)."),
@@ -185,11 +217,16 @@ func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.
 	}
 }
 
-// ValidateConfig checks each usage window's shape as soon as it is known
-// (the window is typed dynamically, so Terraform cannot): a list of
-// objects with the sample's attributes, of the sample's kinds. Values and
-// ranges are checked when the data source is read.
+// ValidateConfig checks, as soon as each is known, every usage window's
+// shape (the window is typed dynamically, so Terraform cannot): a list of
+// objects with the sample's attributes, of the sample's kinds; and the
+// settings, with the engine's own rules, every problem at once: each
+// quota's attributes, kinds and ranges, min_samples and hold_band. So a
+// bad setting fails `tofu validate`, even when an observation is known
+// only at apply. The observations' values are checked when the data
+// source is read.
 func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
+	d.validateSettings(ctx, req, resp)
 	for _, host := range []string{attrFirst, attrSecond} {
 		// The window straight from the configuration's value: getting it
 		// through Config.GetAttribute would convert a week of samples three
@@ -209,6 +246,53 @@ func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req data
 				addValueError(&resp.Diagnostics, err)
 			}
 		}
+	}
+}
+
+// validateSettings is ValidateConfig on the quotas, min_samples and
+// hold_band: each one known is checked as the read would check it.
+func (d *containerCountsDataSource) validateSettings(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
+	for i, name := range []string{attrFirstQuota, attrSecondQuota} {
+		var dv types.Dynamic
+		if diags := req.Config.GetAttribute(ctx, path.Root(name), &dv); diags.HasError() ||
+			dv.IsNull() || dv.IsUnknown() || dv.IsUnderlyingValueNull() || dv.IsUnderlyingValueUnknown() {
+			continue
+		}
+		var qm quotaModel
+		if err := decodeArgument(ctx, dv, quotaFields, path.Root(name), &qm); err != nil {
+			addValueError(&resp.Diagnostics, err)
+			continue
+		}
+		// Unknown attributes are checked once known.
+		for _, n := range []*types.Number{&qm.Min, &qm.Max, &qm.PerBranch} {
+			if n.IsUnknown() {
+				*n = types.NumberNull()
+			}
+		}
+		if qm.Rounding.IsUnknown() {
+			qm.Rounding = types.StringNull()
+		}
+		spec, err := qm.toEngine(path.Root(name))
+		if err != nil {
+			addValueError(&resp.Diagnostics, err)
+			continue
+		}
+		for _, err := range spec.Check([]string{engine.RoleFirst, engine.RoleSecond}[i]) {
+			addEngineError(&resp.Diagnostics, countsRoots, err)
+		}
+	}
+	var minSamples, holdBand types.Number
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrMinSamples), &minSamples)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrHoldBand), &holdBand)...)
+	if n, why := count(minSamples); why != "" {
+		addValueError(&resp.Diagnostics, &valueError{path: countsRoots.minSamples, reason: why})
+	} else if why := engine.MinSamplesReason(n); why != "" {
+		addValueError(&resp.Diagnostics, &valueError{path: countsRoots.minSamples, reason: why})
+	}
+	if b, why := figure(holdBand); why != "" {
+		addValueError(&resp.Diagnostics, &valueError{path: countsRoots.holdBand, reason: why})
+	} else if why := engine.HoldBandReason(b); why != "" {
+		addValueError(&resp.Diagnostics, &valueError{path: countsRoots.holdBand, reason: why})
 	}
 }
 
@@ -233,7 +317,9 @@ func (d *containerCountsDataSource) Read(ctx context.Context, req datasource.Rea
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	in, errs := m.hostInputs(countsRoots, d.data)
+	errs := m.decodeQuotas(ctx)
+	in, more := m.hostInputs(countsRoots, d.data)
+	errs = append(errs, more...)
 	for _, e := range errs {
 		addValueError(&resp.Diagnostics, e)
 	}
@@ -297,8 +383,8 @@ func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([
 		defaultFrom string
 		defaultSrc  types.String
 	}{
-		{engine.RoleFirst, m.First, m.FirstQuota, m.FirstModel, attrDefaultFirstModel, pd.DefaultFirstModel},
-		{engine.RoleSecond, m.Second, m.SecondQuota, m.SecondModel, attrDefaultSecondModel, pd.DefaultSecondModel},
+		{engine.RoleFirst, m.First, m.quotas[0], m.FirstModel, attrDefaultFirstModel, pd.DefaultFirstModel},
+		{engine.RoleSecond, m.Second, m.quotas[1], m.SecondModel, attrDefaultSecondModel, pd.DefaultSecondModel},
 	} {
 		r := roots.hosts[h.role]
 		if h.obs == nil { // required: the framework has refused a missing one already

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,7 +47,15 @@ func TestContainerCountsSchema(t *testing.T) {
 	// The engine is the rule book: no observation or quota attribute
 	// carries a validator of its own, and every number is a Terraform
 	// number, so any value reaches the provider's decoding.
-	for _, root := range []string{attrFirst, attrSecond, attrFirstQuota, attrSecondQuota} {
+	// The quotas are typed dynamically (an attribute a quota does not have
+	// is refused, not dropped), with no validator either: the engine's
+	// rules check them when the configuration is validated.
+	for _, root := range []string{attrFirstQuota, attrSecondQuota} {
+		if q, ok := s.Attributes[root].(schema.DynamicAttribute); !ok || len(q.Validators) > 0 {
+			t.Errorf("%s is a %T with validators %v; want a dynamic attribute without", root, s.Attributes[root], q.Validators)
+		}
+	}
+	for _, root := range []string{attrFirst, attrSecond} {
 		obs, ok := s.Attributes[root].(schema.SingleNestedAttribute)
 		if !ok {
 			t.Fatalf("%s is a %T", root, s.Attributes[root])
@@ -119,6 +128,83 @@ func TestModelsFollowTheFields(t *testing.T) {
 	}
 }
 
+// TestContainerCountsValidateSettings: the quotas, min_samples and
+// hold_band are checked with the engine's rules when the configuration is
+// validated, every problem at once, each on its attribute; unknown values
+// wait until they are known.
+func TestContainerCountsValidateSettings(t *testing.T) {
+	obj := func(vs map[string]attr.Value) types.Dynamic {
+		ts := map[string]attr.Type{}
+		for k, v := range vs {
+			ts[k] = v.Type(context.Background())
+		}
+		return types.DynamicValue(types.ObjectValueMust(ts, vs))
+	}
+	str := types.StringValue
+	num := func(s string) types.Number {
+		f, _, err := big.ParseFloat(s, 10, 512, big.ToNearestEven)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types.NumberValue(f)
+	}
+	cases := []struct {
+		name   string
+		mutate func(m *containerCountsModel)
+		want   []string // the attributes at fault, in order
+	}{
+		{"defaults", func(*containerCountsModel) {}, nil},
+		{"every setting fine", func(m *containerCountsModel) {
+			m.FirstQuota = obj(map[string]attr.Value{quotaMin: num("1"), quotaMax: num("40"), quotaPerBranch: num("0.5"), quotaRounding: str("floor")})
+			m.MinSamples, m.HoldBand = num("0"), num("1.5")
+		}, nil},
+		{"five problems", func(m *containerCountsModel) {
+			m.FirstQuota = obj(map[string]attr.Value{"maximum": num("2")})
+			m.SecondQuota = obj(map[string]attr.Value{quotaMin: num("-1"), quotaRounding: str("round")})
+			m.MinSamples, m.HoldBand = num("-1"), num("50")
+		}, []string{"first_quota", "second_quota.min", "second_quota.rounding", "min_samples", "hold_band"}},
+		{"max below min", func(m *containerCountsModel) {
+			m.SecondQuota = obj(map[string]attr.Value{quotaMin: num("5"), quotaMax: num("4")})
+		}, []string{"second_quota.max"}},
+		{"a quota not an object", func(m *containerCountsModel) { m.FirstQuota = types.DynamicValue(str("none")) }, []string{"first_quota"}},
+		{"fractions", func(m *containerCountsModel) {
+			m.FirstQuota = obj(map[string]attr.Value{quotaMax: num("2.5")})
+			m.MinSamples = num("2.5")
+		}, []string{"first_quota.max", "min_samples"}},
+		{"unknown values wait", func(m *containerCountsModel) {
+			m.SecondQuota = obj(map[string]attr.Value{quotaMax: types.NumberUnknown(), quotaRounding: str("floor")})
+			m.FirstQuota = types.DynamicUnknown()
+			m.MinSamples, m.HoldBand = types.NumberUnknown(), types.NumberUnknown()
+		}, nil},
+	}
+	ds, ok := NewContainerCountsDataSource().(datasource.DataSourceWithValidateConfig)
+	if !ok {
+		t.Fatal("the data source has no ValidateConfig")
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
+			c.mutate(&m)
+			var resp datasource.ValidateConfigResponse
+			ds.ValidateConfig(context.Background(), datasource.ValidateConfigRequest{Config: configOf(t, &m)}, &resp)
+			var got []string
+			for _, d := range resp.Diagnostics.Errors() {
+				wp, ok := d.(diag.DiagnosticWithPath)
+				if !ok {
+					t.Fatalf("an error on no attribute: %s: %s", d.Summary(), d.Detail())
+				}
+				if !strings.HasPrefix(d.Detail(), "Attribute "+wp.Path().String()+": ") {
+					t.Errorf("detail %q does not name %s", d.Detail(), wp.Path())
+				}
+				got = append(got, wp.Path().String())
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("errors on %v, want %v: %v", got, c.want, resp.Diagnostics)
+			}
+		})
+	}
+}
+
 // configOf is the configuration value of m, as Terraform would send it.
 func configOf(t testing.TB, m *containerCountsModel) tfsdk.Config {
 	t.Helper()
@@ -144,7 +230,7 @@ func newCountsModel(r *engine.Request) containerCountsModel {
 	if r.SecondModel != "" {
 		m.SecondModel = types.StringValue(r.SecondModel)
 	}
-	m.FirstQuota, m.SecondQuota = quotaModelOf(r.FirstQuota), quotaModelOf(r.SecondQuota)
+	m.FirstQuota, m.SecondQuota = quotaDynamicOf(r.FirstQuota), quotaDynamicOf(r.SecondQuota)
 	if r.MinSamples != 0 {
 		m.MinSamples = wholeValue(int64(r.MinSamples))
 	}
@@ -154,24 +240,24 @@ func newCountsModel(r *engine.Request) containerCountsModel {
 	return m
 }
 
-func quotaModelOf(q *engine.QuotaSpec) *quotaModel {
+func quotaDynamicOf(q *engine.QuotaSpec) types.Dynamic {
 	if q == nil {
-		return nil
+		return types.DynamicNull()
 	}
-	m := &quotaModel{Min: types.NumberNull(), Max: types.NumberNull(), PerBranch: types.NumberNull(), Rounding: types.StringNull()}
+	ts, vs := map[string]attr.Type{}, map[string]attr.Value{}
 	if q.Min != nil {
-		m.Min = wholeValue(int64(*q.Min))
+		ts[quotaMin], vs[quotaMin] = types.NumberType, wholeValue(int64(*q.Min))
 	}
 	if q.Max != nil {
-		m.Max = wholeValue(int64(*q.Max))
+		ts[quotaMax], vs[quotaMax] = types.NumberType, wholeValue(int64(*q.Max))
 	}
 	if q.PerBranch != nil {
-		m.PerBranch = numberValue(*q.PerBranch)
+		ts[quotaPerBranch], vs[quotaPerBranch] = types.NumberType, numberValue(*q.PerBranch)
 	}
 	if q.Rounding != nil {
-		m.Rounding = types.StringValue(*q.Rounding)
+		ts[quotaRounding], vs[quotaRounding] = types.StringType, types.StringValue(*q.Rounding)
 	}
-	return m
+	return types.DynamicValue(types.ObjectValueMust(ts, vs))
 }
 
 // TestObservationRoundTrip: an observation with every field set goes
@@ -503,10 +589,13 @@ func TestContainerCountsReadTypeErrors(t *testing.T) {
 		{"infinite figure: the engine's rule", func(m *containerCountsModel) { setSample(t, &m.First.UsageSamples, 2, sampleMemoryMB, inf) },
 			"first.usage_samples[2].memory_mb", "is +Inf; it must be a finite number >= 0"},
 		{"fractional quota", func(m *containerCountsModel) {
-			m.SecondQuota = &quotaModel{Min: num("0.5"), Max: types.NumberNull(), PerBranch: types.NumberNull(), Rounding: types.StringNull()}
+			m.SecondQuota = types.DynamicValue(types.ObjectValueMust(map[string]attr.Type{quotaMin: types.NumberType}, map[string]attr.Value{quotaMin: num("0.5")}))
 		}, "second_quota.min", "is 0.5; it must be a whole number"},
+		{"misspelt quota attribute", func(m *containerCountsModel) {
+			m.FirstQuota = types.DynamicValue(types.ObjectValueMust(map[string]attr.Type{"maximum": types.NumberType}, map[string]attr.Value{"maximum": num("2")}))
+		}, "first_quota", `has an attribute "maximum", which is not one of: min, max, per_branch, rounding`},
 		{"min samples fractional", func(m *containerCountsModel) { m.MinSamples = num("2.5") }, "min_samples", "is 2.5; it must be a whole number"},
-		{"min samples: the engine's rule", func(m *containerCountsModel) { m.MinSamples = num("20000") }, "min_samples", "is 20000; it must be from 1 to"},
+		{"min samples: the engine's rule", func(m *containerCountsModel) { m.MinSamples = num("20000") }, "min_samples", "is 20000; it must be 0 (the default, 3) or from 1 to"},
 		{"too few samples", func(m *containerCountsModel) { m.MinSamples = num("31") }, "first.usage_samples", "has 30 sample(s); at least 31 are needed"},
 	}
 	for _, c := range cases {
@@ -869,9 +958,11 @@ func TestAccContainerCounts_holdBand(t *testing.T) {
 	}
 	accTest(t, resource.TestCase{Steps: []resource.TestStep{
 		{Config: countsConfig(requestAttrs(r), ""), ConfigStateChecks: decisionChecks(countsAddr, want)},
-		{Config: countsConfig(requestAttrs(&bad), ""),
-			ExpectError: regexp.MustCompile(literal("Attribute hold_band: ") + literal(strings.TrimSuffix(engine.Reason(err), ".")))},
 	}})
+	// The refusal in a case of its own: a bad setting fails validation, and
+	// the closing destroy of a case would validate it again.
+	runErrorCases(t, []errorCase{{"band 11", func(*testing.T) string { return countsConfig(requestAttrs(&bad), "") },
+		literal("Attribute hold_band: ") + literal(strings.TrimSuffix(engine.Reason(err), "."))}})
 }
 
 // TestAccContainerCounts_newInputs: warming replicas, a queue of replicas
@@ -967,6 +1058,26 @@ func TestAccContainerCounts_modelFileAndProviderDefaults(t *testing.T) {
 		Config:            countsConfig(attrs, fmt.Sprintf("provider \"activation\" {\n  default_first_model = %s\n}\n", hclString(admFile))),
 		ConfigStateChecks: decisionChecks(countsAddr, want),
 	}}})
+}
+
+// TestAccContainerCounts_settingsValidated: bad quotas, min_samples and
+// hold_band fail at validation, every one named, even when an observation
+// is known only at apply (a read deferred to apply would report them only
+// then, one per run).
+func TestAccContainerCounts_settingsValidated(t *testing.T) {
+	attrs, _, second := baseAttrs(t)
+	attrs[attrSecond] = "terraform_data.second.output"
+	attrs[attrFirstQuota] = `{ rounding = "round" }`
+	attrs[attrSecondQuota] = `{ maximum = 2 }`
+	attrs[attrMinSamples] = "-1"
+	attrs[attrHoldBand] = "50"
+	extra := fmt.Sprintf("resource \"terraform_data\" \"second\" {\n  input = %s\n}\n", hclObject(second))
+	runErrorCases(t, []errorCase{{"four bad settings, one observation unknown", func(*testing.T) string { return countsConfig(attrs, extra) },
+		// OpenTofu prints the errors in the order of the attributes' lines
+		literal(`Attribute first_quota.rounding: is "round"; it must be one of "nearest", "floor", "ceil"`) + ".*" +
+			literal("Attribute hold_band: is 50; it must be a number from 0 to 10 (logits)") + ".*" +
+			literal("Attribute min_samples: is -1; it must be 0 (the default, 3) or from 1 to") + ".*" +
+			literal(`Attribute second_quota: has an attribute "maximum", which is not one of: min, max, per_branch, rounding`)}})
 }
 
 // TestAccContainerCounts_unknownDuringPlan: inputs computed by a resource
@@ -1191,7 +1302,8 @@ func TestAccContainerCounts_configurationErrors(t *testing.T) {
 		{"window as a set", mutated(func(_ *testing.T, _, first, _ map[string]string) {
 			first[obsUsageSamples] = "toset(" + first[obsUsageSamples] + ")"
 		}), literal("Attribute first.usage_samples: must be a list, not a set: a set has no order")},
-		{"quota rounding not a string", top(attrFirstQuota, `{ rounding = ["up"] }`), `Inappropriate value for attribute "first_quota"`},
+		{"quota rounding not a string", top(attrFirstQuota, `{ rounding = ["up"] }`), literal("Attribute first_quota.rounding: must be a string, not a tuple")},
+		{"quota misspelt", top(attrSecondQuota, `{ maximum = 2 }`), literal(`Attribute second_quota: has an attribute "maximum", which is not one of: min, max, per_branch, rounding`)},
 		{"model builtin unknown", top(attrFirstModel, `"builtin:nope"`), `Attribute first_model names built-in model "nope", which does not exist`},
 		{"model empty", top(attrSecondModel, `""`), `Attribute second_model string length must be between 1 and`},
 		{"model file missing", top(attrSecondModel, hclString("/nonexistent/activation/model.json")),

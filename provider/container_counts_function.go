@@ -124,7 +124,7 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		resp.Error = funcError(errs)
 		return
 	}
-	m := containerCountsModel{First: &fo, Second: &so, FirstQuota: qm.First, SecondQuota: qm.Second, MinSamples: qm.MinSamples, HoldBand: qm.HoldBand}
+	m := containerCountsModel{First: &fo, Second: &so, quotas: [2]*quotaModel{qm.First, qm.Second}, MinSamples: qm.MinSamples, HoldBand: qm.HoldBand}
 	in, errs := m.hostInputs(fnRoots, nil)
 	if len(errs) > 0 {
 		resp.Error = funcError(errs)

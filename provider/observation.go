@@ -72,6 +72,19 @@ const (
 	kindWindow
 )
 
+// typeName is the kind as the docs name an attribute's type.
+func (k fieldKind) typeName() string {
+	switch k {
+	case kindFigure, kindWhole:
+		return "Number"
+	case kindString:
+		return "String"
+	case kindObject:
+		return "Object"
+	}
+	return "List of Object"
+}
+
 // field describes one attribute of an observation (or of one of its list
 // elements): desc is its description as an input, out as an output (the
 // observation activation_host_usage reads).
