@@ -158,8 +158,8 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			huLabel: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Host label in the observation (its `host`); default the node's name."},
 			huSamples: schema.NumberAttribute{Optional: true,
-				MarkdownDescription: fmt.Sprintf("How many times to read the node (1 to %d; default 1). Each read is one usage sample; "+
-					"`activation_container_counts` needs `min_samples` of them (3 by default).", maxHostUsageReads),
+				MarkdownDescription: fmt.Sprintf("How many times to read the node (1 to %d; default %d, what `activation_container_counts` needs "+
+					"by default: its `min_samples`). Each read is one usage sample.", maxHostUsageReads, engine.DefaultMinSamples),
 				Validators: []validator.Number{wholeBetween{1, maxHostUsageReads}}},
 			huSampleInterval: schema.NumberAttribute{Optional: true,
 				MarkdownDescription: fmt.Sprintf("Seconds between reads when `samples` > 1 (1 to %d; default 1). The plan waits `(samples - 1) x sample_interval_seconds`.", maxSampleInterval),
@@ -298,7 +298,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		resp.Diagnostics.AddError("Provider not configured", "activation_host_usage needs the activation provider's configuration; this is a bug in the provider.")
 		return
 	}
-	samples, interval := int64(1), int64(1)
+	samples, interval := int64(engine.DefaultMinSamples), int64(1)
 	if !m.Samples.IsNull() {
 		samples, _ = whole(m.Samples) // the validator has checked the range
 	}

@@ -303,6 +303,7 @@ func TestHostUsageTimeoutNamesTheCall(t *testing.T) {
 	m.NodeName, m.Job, m.Group = types.StringValue("host-a"), types.StringValue(usageJob), types.StringValue(usageFront)
 	m.Timeouts = timeouts.Value{Object: types.ObjectValueMust(map[string]attr.Type{"read": types.StringType},
 		map[string]attr.Value{"read": types.StringValue("500ms")})}
+	m.Samples = wholeValue(1) // one read: no wait between samples
 	_, diags := readUsageInProcess(t, f.standInBlock(""), m)
 	for _, want := range []string{"Reading the host's usage timed out", "timeouts.read, 500ms", "list allocations of job \"web\""} {
 		if !strings.Contains(diags, want) {
@@ -352,6 +353,7 @@ func TestHostUsageReadInProcess(t *testing.T) {
 	m := nullUsageModel()
 	m.NodeID = types.StringValue(f.nodeB)
 	m.ReplicaCPUDemandMHz = numberValue(250)
+	m.Samples = wholeValue(1)
 	got, diags := readUsageInProcess(t, f.standInBlock(""), m)
 	if diags != "" {
 		t.Fatal(diags)
@@ -381,16 +383,17 @@ func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
 	qa := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-a"}, Job: usageJob, Group: usageFront}
 	qb := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-b"}, Job: usageJob, Group: usageBack, WantedReplicas: 4}
 	wa, wb := expectedReading(t, f.client, qa), expectedReading(t, f.client, qb)
-	// Three reads a second apart: a decision needs min_samples (3) samples.
-	// Usage is steady in the stand-in, so each read gives the same sample.
+	// Both data sources at their defaults work together: three reads a
+	// second apart, the min_samples a decision needs by default. Usage is
+	// steady in the stand-in, so each read gives the same sample.
 	for _, o := range []*engine.Observation{&wa.Observation, &wb.Observation} {
 		s := o.Samples[0]
 		o.Samples = []engine.Sample{s, {Time: s.Time + 1, CPUMHz: s.CPUMHz, MemoryMB: s.MemoryMB}, {Time: s.Time + 2, CPUMHz: s.CPUMHz, MemoryMB: s.MemoryMB}}
 	}
 	want := mustDecide(t, &engine.Request{First: wa.Observation, Second: wb.Observation})
 	cfg := f.providerHCL("") +
-		usageConfig("a", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`, huSamples: "3"}) +
-		usageConfig("b", map[string]string{huNodeName: `"host-b"`, huJob: `"web"`, huGroup: `"back"`, huWantedReplicas: "4", huSamples: "3"}) +
+		usageConfig("a", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}) +
+		usageConfig("b", map[string]string{huNodeName: `"host-b"`, huJob: `"web"`, huGroup: `"back"`, huWantedReplicas: "4"}) +
 		countsConfig(map[string]string{
 			attrFirst:  "data.activation_host_usage.a.observation",
 			attrSecond: "data.activation_host_usage.b.observation",
@@ -437,7 +440,7 @@ func TestAccHostUsage_poolAndClass(t *testing.T) {
 	w := expectedReading(t, f.client, q)
 	from := time.Now()
 	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
-		Config: f.providerHCL("") + usageConfig("test", map[string]string{huNodePool: `"edge"`, huNodeClass: `"big"`, huJob: `"web"`, huGroup: `"front"`}),
+		Config: f.providerHCL("") + usageConfig("test", map[string]string{huNodePool: `"edge"`, huNodeClass: `"big"`, huJob: `"web"`, huGroup: `"front"`, huSamples: "1"}),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huNodeName), knownvalue.StringExact("host-a")),
 			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huGroup), knownvalue.StringExact(usageFront)),
@@ -449,8 +452,9 @@ func TestAccHostUsage_poolAndClass(t *testing.T) {
 // TestAccHostUsage_cluster reads a node of the real cluster named by
 // NOMAD_ADDR (with NOMAD_TOKEN... as the tests were started with them) when
 // it is set, else of the stand-in, and checks what holds on any cluster:
-// the node found, its capacity, one non-negative sample, an observation the
-// engine accepts.
+// the node found, its capacity, the default's samples (what
+// activation_container_counts needs by default), non-negative, an
+// observation the engine accepts.
 func TestAccHostUsage_cluster(t *testing.T) {
 	var client *api.Client
 	provider := ""
@@ -490,7 +494,7 @@ func TestAccHostUsage_cluster(t *testing.T) {
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huNodeName), knownvalue.StringExact(node.Name)),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsCPUCapacityMHz), knownvalue.Float64Exact(w.CPUCapacityMHz)),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsMemoryCapacityMB), knownvalue.Float64Exact(w.MemoryCapacityMB)),
-			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsUsageSamples), knownvalue.ListSizeExact(1)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsUsageSamples), knownvalue.ListSizeExact(engine.DefaultMinSamples)),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsUsageSamples).AtSliceIndex(0).AtMapKey(sampleCPUMHz),
 				knownvalue.Float64Func(func(v float64) error {
 					if v < 0 {
@@ -757,7 +761,7 @@ func TestAccHostUsage_timeout(t *testing.T) {
 	f := newUsageFixture(t)
 	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/web", Delay: 20 * time.Second})
 	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
-		Config:      f.providerHCL("") + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"\n  group = \"front\"", "2s"),
+		Config:      f.providerHCL("") + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"\n  group = \"front\"\n  samples = 1", "2s"),
 		ExpectError: errRegexp(`Reading the host's usage timed out.*timeouts\.read, 2s.*read job "web"`),
 	}}})
 }

@@ -121,6 +121,7 @@ func BenchmarkHostUsageForEach(b *testing.B) {
 							}
 							m := nullUsageModel()
 							m.NodeName, m.ReplicaCPUDemandMHz = types.StringValue(name), numberValue(100)
+							m.Samples = wholeValue(1) // one read each, as the old reader's
 							if got, diags := readUsageWith(b, context.Background(), c, m); diags != "" || got.NodeName.ValueString() != name {
 								b.Errorf("read %s: %s", name, diags)
 							}
