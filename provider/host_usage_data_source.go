@@ -126,8 +126,8 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			"of that task group's running allocations on the node; without, those of the whole node. Nomad keeps no " +
 			"usage history, so each read is one sample: set `samples` to read several times, " +
 			"`sample_interval_seconds` apart, during the plan. The `nomad` block of the provider says how to reach Nomad; " +
-			"every instance of this data source in a configuration shares the provider's one connection and reader, so a " +
-			"`for_each` over many nodes makes one client, not one per node.",
+			"every instance of this data source in a configuration shares the provider's one connection (and one usage reader per " +
+			"`warmup` value), so a `for_each` over many nodes makes one client, not one per node.",
 		Attributes: map[string]schema.Attribute{
 			huNodeID: schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "ID of the node to read. When unset, the ID of the node the other selectors found.",

@@ -81,7 +81,9 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 	const mix = ": the Nomad API client takes a certificate and its key both as files or both as PEM text, never one of each."
 	return schema.SingleNestedBlock{
 		MarkdownDescription: "How to reach the Nomad HTTP API, for `activation_host_usage`. " +
-			"Every attribute falls back to the Nomad CLI's environment variable when unset (unless `ignore_env_vars` says otherwise). " +
+			"Each attribute the Nomad CLI has a variable for (`address`, `region`, `namespace`, `token`, `http_auth`, `ca_file`, " +
+			"`ca_path`, `cert_file`, `key_file`, `tls_server_name`, `skip_verify`) falls back to it when unset (unless `ignore_env_vars` " +
+			"says otherwise); `headers` and the PEM attributes have none. " +
 			"One connection is made per provider instance, on first use, and shared by every `activation_host_usage`. " +
 			"Secrets (the token, the basic-auth password, header values, a password in the address) are never logged and are " +
 			"removed from every error. " +
