@@ -184,8 +184,10 @@ func setQuota(m map[string]string, prefix string, q *engine.QuotaSpec) {
 
 func newEval(name string, config map[string]string) *sdk.ScalingCheckEvaluation {
 	return &sdk.ScalingCheckEvaluation{
-		Check:  &sdk.ScalingPolicyCheck{Name: name, Strategy: &sdk.ScalingPolicyStrategy{Name: StrategyName, Config: config}},
-		Action: &sdk.ScalingAction{Meta: map[string]any{agentMetaPolicyID: "policy-" + name}},
+		Check: &sdk.ScalingPolicyCheck{Name: name, Strategy: &sdk.ScalingPolicyStrategy{Name: StrategyName, Config: config}},
+		// As the agent's gRPC client sends it: an empty action (no policy
+		// ID in meta).
+		Action: &sdk.ScalingAction{},
 	}
 }
 

@@ -107,10 +107,6 @@ const (
 // HostMeta is the per-host meta key of role ("first" or "second").
 func HostMeta(role, name string) string { return "activation." + role + "." + name }
 
-// agentMetaPolicyID is the meta key the agent gives every action with the
-// policy's ID (sdk.ScalingPolicy's evaluation; the SDK has no constant).
-const agentMetaPolicyID = "nomad_policy_id"
-
 // usageReader reads the hosts' usage; *nomadusage.Reader is the real one.
 type usageReader interface {
 	ReadHosts(ctx context.Context, qs []nomadusage.Query, opts nomadusage.Options) ([]*nomadusage.Reading, error)
@@ -281,8 +277,7 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 	if err != nil {
 		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
 	}
-	policy, _ := eval.Action.Meta[agentMetaPolicyID].(string)
-	e := &checkRun{s: s, c: c, eval: eval, count: count, now: s.now(), key: policy + "\x00" + eval.Check.Name}
+	e := &checkRun{s: s, c: c, eval: eval, count: count, now: s.now(), key: eval.Check.Name}
 	how, err := e.run(reader)
 	if err != nil {
 		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
@@ -313,7 +308,7 @@ type checkRun struct {
 	eval  *sdk.ScalingCheckEvaluation
 	count int64
 	now   time.Time
-	key   string // the policy and the check: the windows' key
+	key   string // the check's name: part of its windows' keys (see windowKey)
 }
 
 // run reads, decides, limits and acts; a state with no action is the
@@ -496,6 +491,17 @@ func setRequestHost(req *engine.Request, role string, o engine.Observation, sour
 	req.Second, req.SecondModel, req.SecondQuota = o, source, q
 }
 
+// windowKey identifies a host's usage window: what its readings depend on
+// (the job's namespace, job and group, the node selector and the read
+// options) and the check's name and the host's role. The agent gives a
+// strategy no policy ID over gRPC (the action it sends is empty), so two
+// policies whose checks share a name are told apart by their jobs and
+// nodes; two that read the very same usage may share the window.
+func windowKey(check string, c *strategyConfig, h *hostConfig) string {
+	q := &h.query
+	return fmt.Sprintf("%q %s ns=%q job=%q group=%q host=%s opts=%+v", check, h.role, q.Namespace, q.Job, q.Group, q.Host, c.opts)
+}
+
 // observe returns a host's observation, or why there is none.
 func (s *Strategy) observe(checkKey string, c *strategyConfig, h *hostConfig, r *nomadusage.Reading, metrics sdk.TimestampedMetrics, now time.Time) (engine.Observation, string) {
 	if h.usage == UsageAPM {
@@ -510,7 +516,7 @@ func (s *Strategy) observe(checkKey string, c *strategyConfig, h *hostConfig, r 
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): usage is stale: Nomad's stats were taken at %s, %s ago, beyond %s = %s",
 			h.role, h.query.Host, r.Time.UTC().Format(time.RFC3339), age.Round(time.Second), KeyMaxAge, c.maxAge)
 	}
-	w := s.window(checkKey+"\x00"+h.role+"\x00"+h.query.Host.String(), c, now)
+	w := s.window(windowKey(checkKey, c, h), c, now)
 	if err := w.Add(r); err != nil {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): %v", h.role, h.query.Host, err)
 	}

@@ -660,6 +660,52 @@ func TestNoScaling(t *testing.T) {
 	}
 }
 
+// TestWindowsPerJob: the agent sends a strategy no policy ID over gRPC
+// (its action is empty), so two policies whose checks share a name must be
+// told apart by what they read: another job, group or node keeps its own
+// usage window, and one job's samples never decide for another.
+func TestWindowsPerJob(t *testing.T) {
+	vs, err := golden.Load(golden.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := unlabelled(vs[0].Request)
+	now := time.Unix(base.First.Samples[len(base.First.Samples)-1].Time, 0)
+	const tooFew = "has 1 sample(s); at least 2 are needed"
+	for _, tc := range []struct {
+		name  string
+		other []string
+	}{
+		{"another job", []string{KeyJob, "api"}},
+		{"another namespace", []string{KeyNamespace, "batch"}},
+		{"another group on the first host", []string{PrefixFirst + KeyGroup, "front-canary"}},
+		{"another node for the first host", []string{PrefixFirst + KeyNodeName, "host-c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := newMemReader(base.First, base.Second)
+			st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(func() time.Time { return now }))
+			cfg := withKeys(goldenConfig(&base, RoleSplit), KeyWindow, "60", KeyMinSamples, "2")
+			run := func(cfg map[string]string) string {
+				out, err := st.Run(newEval("activation", cfg), 7)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out.Action.Reason
+			}
+			if r := run(cfg); !strings.Contains(r, tooFew) {
+				t.Fatalf("the first policy's first evaluation: %q, want %q", r, tooFew)
+			}
+			if r := run(withKeys(cfg, tc.other...)); !strings.Contains(r, tooFew) {
+				t.Fatalf("the other policy's first evaluation, same check name: %q; want %q (it read the first policy's window)", r, tooFew)
+			}
+			// The first policy's window does fill: its second read decides.
+			if r := run(cfg); strings.HasPrefix(r, "no scaling: ") {
+				t.Fatalf("the first policy's second evaluation: %q, want a decision", r)
+			}
+		})
+	}
+}
+
 // TestInvalidInputs runs the engine's rule book through the strategy's
 // input forms. Observation fields that come from Nomad are fed through a
 // fake usageReader, sample by sample into the strategy's window: no
