@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -464,10 +465,14 @@ func (ev *evaluation) readOne(ctx context.Context, n *node, a *api.AllocationLis
 	defer func() { <-ev.sem }()
 	st, err := ev.r.Client.Allocations().Stats(&api.Allocation{ID: a.ID, NodeID: a.NodeID, Namespace: a.Namespace}, (&api.QueryOptions{}).WithContext(ctx))
 	switch {
-	case err != nil && nomadconn.IsStatus(err, http.StatusNotFound):
-		// Stopped between the listing and the stats read: it no longer
-		// runs, so it is not a replica.
+	case err != nil && nomadconn.IsStatus(err, http.StatusNotFound) && strings.Contains(strings.ToLower(err.Error()), unknownAllocation):
+		// Stopped (and collected) between the listing and the stats read:
+		// it no longer runs, so it is not a replica.
 		return statsResult{gone: true}
+	case err != nil && nomadconn.IsStatus(err, http.StatusNotFound):
+		// Nomad answers 404 for a client it has no connection to ("No
+		// path to node") as well: the allocation may run, unread.
+		return statsResult{err: fmt.Errorf("read stats of allocation %s on node %s: %w (not an unknown allocation: the node's client may be unreachable)", a.ID, n.name, err)}
 	case err != nil:
 		return statsResult{err: fmt.Errorf("read stats of allocation %s on node %s: %w", a.ID, n.name, err)}
 	case st.ResourceUsage == nil || st.ResourceUsage.CpuStats == nil:
@@ -484,6 +489,10 @@ func (ev *evaluation) readOne(ctx context.Context, n *node, a *api.AllocationLis
 	}
 	return r
 }
+
+// unknownAllocation starts Nomad's answer (404) for an allocation its
+// client no longer has (structs.ErrUnknownAllocationPrefix), lower case.
+const unknownAllocation = "unknown allocation"
 
 // tally is what the stats reads of one host's group showed.
 type tally struct {

@@ -378,7 +378,7 @@ func TestReadErrors(t *testing.T) {
 			standinOnly: "fault injection",
 			query:       func(c *cluster) Query { return Query{Host: HostSelector{NodeID: c.nodeA}, Job: jobID, Group: groupA} },
 			prepare: func(t *testing.T, c *cluster) *api.Client {
-				c.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Status: 404, Times: 1})
+				c.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Status: 404, Times: 1, Message: `Unknown allocation "a1"`})
 				return nil
 			},
 			check: func(t *testing.T, c *cluster, r *Reading) {
@@ -386,6 +386,18 @@ func TestReadErrors(t *testing.T) {
 					t.Errorf("with one allocation gone: %+v", r.Observation)
 				}
 			},
+		},
+		{
+			// Nomad answers 404 "No path to node" for a client it cannot
+			// reach: the allocations may run, so they are unread, not gone.
+			name:        "404 without an unknown allocation on every stats read: too few answered",
+			standinOnly: "fault injection",
+			query:       func(c *cluster) Query { return Query{Host: HostSelector{NodeID: c.nodeA}, Job: jobID, Group: groupA} },
+			prepare: func(t *testing.T, c *cluster) *api.Client {
+				c.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Status: 404, Message: "No path to node"})
+				return nil
+			},
+			wantErr: ErrTooFewAnswered,
 		},
 	})
 }
