@@ -111,6 +111,20 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 			found = append(found, n)
 		}
 	}
+	if len(found) > 1 {
+		// A node replaced under the same name: the old one stays listed,
+		// down, until Nomad collects it (a day by default). The one node
+		// that is not down is the host.
+		var up []*api.NodeListStub
+		for _, n := range found {
+			if n.Status != api.NodeStatusDown {
+				up = append(up, n)
+			}
+		}
+		if len(up) == 1 {
+			found = up
+		}
+	}
 	switch len(found) {
 	case 0:
 		return nil, fmt.Errorf("host %s: %w", sel, ErrNodeNotFound)

@@ -333,6 +333,34 @@ func TestReadErrors(t *testing.T) {
 			wantErr: ErrAmbiguous,
 		},
 		{
+			name:        "a node replaced under the same name: the down one is passed over",
+			standinOnly: "needs a down node of the same name",
+			query:       func(c *cluster) Query { return Query{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 1} },
+			prepare: func(t *testing.T, c *cluster) *api.Client {
+				if _, err := c.s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 8000, MemoryMB: 16384, Status: api.NodeStatusDown}); err != nil {
+					t.Fatal(err)
+				}
+				return nil
+			},
+			check: func(t *testing.T, c *cluster, r *Reading) {
+				if r.NodeID != c.nodeA || r.Node.Status != api.NodeStatusReady {
+					t.Errorf("read node %s (%s), want the ready host-a %s", r.NodeID, r.Node.Status, c.nodeA)
+				}
+			},
+		},
+		{
+			name:        "two ready nodes of one name: ambiguous",
+			standinOnly: "needs a second node of the same name",
+			query:       func(c *cluster) Query { return Query{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 1} },
+			prepare: func(t *testing.T, c *cluster) *api.Client {
+				if _, err := c.s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 8000, MemoryMB: 16384}); err != nil {
+					t.Fatal(err)
+				}
+				return nil
+			},
+			wantErr: ErrAmbiguous,
+		},
+		{
 			name:        "node down",
 			standinOnly: "needs a down node",
 			query:       func(c *cluster) Query { return Query{Host: HostSelector{Name: "host-down"}, ReplicaCPUDemandMHz: 1} },
