@@ -58,6 +58,9 @@ const (
 	// the host-quota target writes the split only if the job is still at
 	// it (check-and-set).
 	MetaJobModifyIndex = "activation.job_modify_index"
+	// MetaJob is the job the check decided for; the host-quota target
+	// refuses an action decided for another job.
+	MetaJob = "activation.job"
 	// MetaPlacement is the check's placement mode ("cap" or "report").
 	MetaPlacement = "activation.placement"
 	// MetaRequestDigest is set only when the plugin logs at trace level:
@@ -102,6 +105,9 @@ const (
 	// range (a current count within it stays).
 	MetaHoldLow  = "hold_low"
 	MetaHoldHigh = "hold_high"
+	// MetaGroup: the task group the host's count was decided for; the
+	// host-quota target refuses to write it to another group.
+	MetaGroup = "group"
 )
 
 // HostMeta is the per-host meta key of role ("first" or "second").

@@ -555,6 +555,12 @@ func TestPerHostReadsItsHost(t *testing.T) {
 			if _, ok := a.Meta[hostMetaKeys[other].decided]; ok {
 				t.Errorf("the action carries the %s host's decision", other)
 			}
+			// The job and the group decided for, which the target checks.
+			group := map[string]string{RoleFirst: "front", RoleSecond: "back"}
+			if a.Meta[MetaJob] != "web" || a.Meta[HostMeta(role, MetaGroup)] != group[role] || a.Meta[HostMeta(other, MetaGroup)] != nil {
+				t.Errorf("meta job %v, %s group %v, %s group %v; want web, %s, none", a.Meta[MetaJob], role, a.Meta[HostMeta(role, MetaGroup)],
+					other, a.Meta[HostMeta(other, MetaGroup)], group[role])
+			}
 			// A negative usage sample: the error names the role's host.
 			bad := first
 			bad.Samples = append([]engine.Sample(nil), first.Samples...)

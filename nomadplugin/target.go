@@ -328,6 +328,30 @@ func (c *targetConfig) checkRole(meta map[string]any) error {
 		"scale one group with %s; no group was changed", TargetName, v, TargetKeyFirstGroup, TargetKeySecondGroup, TargetKeyGroup)
 }
 
+// checkTarget refuses an action decided for another job, or a host's
+// count decided for another group than the one the target would write it
+// to (a policy whose target block and strategy name different groups, or
+// name them in the other order). The agent's own actions carry neither.
+func (c *targetConfig) checkTarget(meta map[string]any) error {
+	if job, _ := meta[MetaJob].(string); job != "" && job != c.job {
+		return fmt.Errorf("%s: the action was decided for job %q (the strategy's %s), and the target writes job %q: set both to the same job; no group was changed",
+			TargetName, job, KeyJob, c.job)
+	}
+	roles := []string{RoleFirst, RoleSecond}
+	keys := []string{TargetKeyFirstGroup, TargetKeySecondGroup}
+	if c.single {
+		role, _ := meta[MetaRole].(string)
+		roles, keys = []string{role}, []string{TargetKeyGroup}
+	}
+	for i, role := range roles {
+		if g, _ := meta[HostMeta(role, MetaGroup)].(string); g != "" && g != c.groups[i] {
+			return fmt.Errorf("%s: the %s host's count was decided for group %q (the strategy's %s%s), and the target would write it to group %q (%s): "+
+				"name the same group in both; no group was changed", TargetName, role, g, role+"_", KeyGroup, c.groups[i], keys[i])
+		}
+	}
+	return nil
+}
+
 // activeDeployment reports whether d is a deployment of this incarnation
 // of the job (created at jobCreateIndex) still in progress.
 func activeDeployment(d *api.Deployment, jobCreateIndex uint64) bool {
@@ -452,6 +476,9 @@ func (t *Target) Scale(action sdk.ScalingAction, config map[string]string) error
 		return err
 	}
 	if err := c.checkRole(action.Meta); err != nil {
+		return err
+	}
+	if err := c.checkTarget(action.Meta); err != nil {
 		return err
 	}
 	redactAction(s.conn, &action)
