@@ -402,6 +402,21 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	if c.window < 1 || c.window > MaxWindow {
 		return nil, cfgErr(KeyWindow, "is %d; it must be a whole number from 1 to %d", c.window, MaxWindow)
 	}
+	// 0 is the reader's "unset": written in a check it would silently
+	// mean the default (min_answered 0, "no minimum", would mean 0.8).
+	for _, z := range []struct {
+		key    string
+		zero   bool
+		range_ string
+	}{
+		{KeyReadConcurrency, c.opts.Concurrency == 0, fmt.Sprintf("a whole number from 1 to %d (unset: %d)", nomadusage.MaxConcurrency, nomadusage.DefaultConcurrency)},
+		{KeyMinAnswered, c.opts.MinAnswered == 0, fmt.Sprintf("a share > 0 and <= 1 (unset: %v)", nomadusage.DefaultMinAnswered)},
+		{KeyStatsSample, c.opts.StatsSample == 0, fmt.Sprintf("a whole number from 1 to %d (unset: %d)", nomadusage.MaxStatsSample, nomadusage.DefaultStatsSample)},
+	} {
+		if c.given[z.key] && z.zero {
+			return nil, cfgErr(z.key, "is 0; it must be %s", z.range_)
+		}
+	}
 	if _, err := c.opts.Resolve(); err != nil {
 		var oe *nomadusage.OptionError
 		if errors.As(err, &oe) {

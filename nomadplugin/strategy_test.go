@@ -930,6 +930,10 @@ func TestConfigErrors(t *testing.T) {
 		{"negative concurrency", []string{KeyReadConcurrency, "-1"}, "", KeyReadConcurrency, "from 1"},
 		{"concurrency beyond the reader's limit", []string{KeyReadConcurrency, "5000"}, "", KeyReadConcurrency, "from 1 to 1024"},
 		{"bad min answered", []string{KeyMinAnswered, "1.5"}, "", KeyMinAnswered, "share"},
+		// 0 written is not the default: min_answered 0 would read as 0.8.
+		{"concurrency 0", []string{KeyReadConcurrency, "0"}, "", KeyReadConcurrency, "is 0; it must be a whole number from 1 to 1024 (unset: 32)"},
+		{"min answered 0", []string{KeyMinAnswered, "0"}, "", KeyMinAnswered, "is 0; it must be a share > 0 and <= 1 (unset: 0.8)"},
+		{"stats sample 0", []string{KeyStatsSample, "0"}, "", KeyStatsSample, "is 0; it must be a whole number from 1 to 1048576 (unset: 256)"},
 		{"bad read timeout", []string{KeyReadTimeout, "0s"}, "", KeyReadTimeout, "positive"},
 		{"namespace *", []string{KeyNamespace, "*"}, "", KeyNamespace, "every namespace"},
 		{"agent namespace *", nil, "*", KeyNamespace, "from nomad_namespace"},
