@@ -134,8 +134,24 @@ func accPreCheck(t *testing.T) {
 // accTest runs tc against the real OpenTofu, in parallel with the others.
 func accTest(t *testing.T, tc resource.TestCase) {
 	t.Helper()
+	accParallel(t)
+	runAcc(t, tc)
+}
+
+// accParallel marks an acceptance test parallel. A test whose expectations
+// depend on when it runs (a stand-in's allocations are young, warming,
+// for the first two minutes) calls it first, then builds its fixture and
+// expectations, then calls runAcc: the test may wait minutes here for the
+// others.
+func accParallel(t *testing.T) {
+	t.Helper()
 	accPreCheck(t)
 	t.Parallel()
+}
+
+// runAcc runs tc against the real OpenTofu (accTest after accParallel).
+func runAcc(t *testing.T, tc resource.TestCase) {
+	t.Helper()
 	tc.PreCheck = func() { accPreCheck(t) }
 	stepFactories := false
 	for _, s := range tc.Steps {

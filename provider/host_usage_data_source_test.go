@@ -379,6 +379,7 @@ func TestHostUsageReadInProcess(t *testing.T) {
 // ---- acceptance tests against the stand-in ----
 
 func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
+	accParallel(t) // before the fixture: its allocations age
 	f := newUsageFixture(t)
 	qa := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-a"}, Job: usageJob, Group: usageFront}
 	qb := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-b"}, Job: usageJob, Group: usageBack, WantedReplicas: 4}
@@ -399,7 +400,7 @@ func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
 			attrSecond: "data.activation_host_usage.b.observation",
 		}, "")
 	from := time.Now()
-	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+	runAcc(t, resource.TestCase{Steps: []resource.TestStep{{
 		Config: cfg,
 		ConfigStateChecks: append([]statecheck.StateCheck{
 			statecheck.ExpectKnownValue("data.activation_host_usage.a", tfjsonpath.New(huObservation), observationCheck(wa.Observation, from, time.Now().Add(10*time.Minute))),
@@ -411,12 +412,13 @@ func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
 }
 
 func TestAccHostUsage_wholeNodeByIDSeveralSamples(t *testing.T) {
+	accParallel(t) // before the fixture: its allocations age
 	f := newUsageFixture(t)
 	q := nomadusage.Query{Host: nomadusage.HostSelector{NodeID: f.nodeB}, ReplicaCPUDemandMHz: 250, Label: "second"}
 	w := expectedReading(t, f.client, q).Observation
 	w.Samples = []engine.Sample{w.Samples[0], w.Samples[0]} // usage is steady in the stand-in
 	from := time.Now()
-	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+	runAcc(t, resource.TestCase{Steps: []resource.TestStep{{
 		Config: f.providerHCL("") + usageConfig("test", map[string]string{
 			huNodeID: hclString(f.nodeB), huReplicaCPU: "250", huLabel: `"second"`, huSamples: "2", huSampleInterval: "1",
 		}),
@@ -435,11 +437,12 @@ func TestAccHostUsage_wholeNodeByIDSeveralSamples(t *testing.T) {
 }
 
 func TestAccHostUsage_poolAndClass(t *testing.T) {
+	accParallel(t) // before the fixture: its allocations age
 	f := newUsageFixture(t)
 	q := nomadusage.Query{Host: nomadusage.HostSelector{Pool: "edge", Class: "big"}, Job: usageJob, Group: usageFront}
 	w := expectedReading(t, f.client, q)
 	from := time.Now()
-	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+	runAcc(t, resource.TestCase{Steps: []resource.TestStep{{
 		Config: f.providerHCL("") + usageConfig("test", map[string]string{huNodePool: `"edge"`, huNodeClass: `"big"`, huJob: `"web"`, huGroup: `"front"`, huSamples: "1"}),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huNodeName), knownvalue.StringExact("host-a")),
@@ -456,6 +459,7 @@ func TestAccHostUsage_poolAndClass(t *testing.T) {
 // activation_container_counts needs by default), non-negative, an
 // observation the engine accepts.
 func TestAccHostUsage_cluster(t *testing.T) {
+	accParallel(t) // before the fixture: its allocations age
 	var client *api.Client
 	provider := ""
 	factories := providerFactories
@@ -488,7 +492,7 @@ func TestAccHostUsage_cluster(t *testing.T) {
 	q := nomadusage.Query{Host: nomadusage.HostSelector{NodeID: node.ID}, ReplicaCPUDemandMHz: 100}
 	w := expectedReading(t, client, q).Observation
 	addr := "data.activation_host_usage.test"
-	accTest(t, resource.TestCase{ProtoV6ProviderFactories: factories, Steps: []resource.TestStep{{
+	runAcc(t, resource.TestCase{ProtoV6ProviderFactories: factories, Steps: []resource.TestStep{{
 		Config: provider + usageConfig("test", map[string]string{huNodeID: hclString(node.ID), huReplicaCPU: "100"}),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huNodeName), knownvalue.StringExact(node.Name)),
@@ -589,6 +593,7 @@ func TestAccHostUsage_nomadProviderSettings(t *testing.T) {
 //   - warmup "0s" turns the rule off: eight warm replicas using 1600 MHz,
 //     200 MHz each (the reading the rule exists to prevent).
 func TestAccHostUsage_warmup(t *testing.T) {
+	accParallel(t) // before the fixture: its allocations age
 	const (
 		warmupScenario = 20 * time.Second
 		cpuRequest     = 500
@@ -669,7 +674,7 @@ func TestAccHostUsage_warmup(t *testing.T) {
 	checks = append(checks, expect("scenario", 4, 4*cpuUse, 4*memUse)...)
 	checks = append(checks, expect("default", 8, 4*cpuUse, 4*memUse)...)
 	checks = append(checks, expect("off", 0, 4*cpuUse, 4*memUse)...)
-	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+	runAcc(t, resource.TestCase{Steps: []resource.TestStep{{
 		PreConfig:         scaleUp,
 		Config:            f.providerHCL("") + ds("scenario", warmupScenario.String()) + ds("default", "") + ds("off", "0s"),
 		ConfigStateChecks: checks,
