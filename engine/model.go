@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -496,7 +498,11 @@ func WriteModelFile(path string, m *Model) error {
 // validated and written to a synced temporary file beside its path first,
 // and only then are the files renamed into place, so a validation or write
 // failure leaves every existing file as it was (a set of models, such as
-// the admission and capacity pair, is never left half new, half old).
+// the admission and capacity pair, is never left half new, half old). A
+// target that is not a regular file is refused before any rename, and a
+// rename that fails puts the files already replaced back. (A crash between
+// two renames can still leave one new: no file system renames two files
+// as one.)
 func WriteModelFiles(models map[string]*Model) (err error) {
 	type staged struct{ tmp, path string }
 	var done []staged
@@ -527,9 +533,51 @@ func WriteModelFiles(models map[string]*Model) (err error) {
 		}
 		done = append(done, staged{tmp, path})
 	}
+	// A target that is not a regular file (a directory) would fail its
+	// rename after the ones before it succeeded: refuse it first.
 	for _, st := range done {
+		if fi, err := os.Lstat(st.path); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("writing %s: it exists and is not a regular file; nothing was written", st.path)
+		}
+	}
+	// Keep each existing file under a second name (a hard link), to put it
+	// back if a later rename fails.
+	old := make([]string, len(done))
+	defer func() {
+		for _, o := range old {
+			if o != "" {
+				os.Remove(o)
+			}
+		}
+	}()
+	for i, st := range done {
+		o := st.tmp + ".old"
+		switch err := os.Link(st.path, o); {
+		case err == nil:
+			old[i] = o
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("writing %s: keeping the file it replaces: %w; nothing was written", st.path, err)
+		}
+	}
+	for i, st := range done {
 		if err := os.Rename(st.tmp, st.path); err != nil {
-			return fmt.Errorf("writing %s: %w", st.path, err)
+			// Put back the files already replaced (or remove them where
+			// there was none), newest first.
+			var undo []error
+			for k := i - 1; k >= 0; k-- {
+				if old[k] != "" {
+					if rerr := os.Rename(old[k], done[k].path); rerr != nil {
+						undo = append(undo, fmt.Errorf("%w (the old %s is kept as %s)", rerr, done[k].path, old[k]))
+					}
+					old[k] = "" // put back, or kept for the user
+				} else if rerr := os.Remove(done[k].path); rerr != nil {
+					undo = append(undo, rerr)
+				}
+			}
+			if len(undo) > 0 {
+				return fmt.Errorf("writing %s: %w; putting back the files already written failed too: %w", st.path, err, errors.Join(undo...))
+			}
+			return fmt.Errorf("writing %s: %w; every file was left as it was", st.path, err)
 		}
 	}
 	return nil

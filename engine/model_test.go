@@ -272,6 +272,37 @@ func TestWriteModelFilesIsAllOrNothing(t *testing.T) {
 	}
 }
 
+// A target that is a directory is refused before any rename: the other
+// file of the set keeps its old model.
+func TestWriteModelFilesRefusesADirectory(t *testing.T) {
+	dir := t.TempDir()
+	data, _ := json.Marshal(validModelJSON(t))
+	good, err := ParseModel(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	if err := WriteModelFile(a, good); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(a)
+	changed := *good
+	changed.Name = "changed"
+	err = WriteModelFiles(map[string]*Model{a: &changed, b: &changed})
+	if err == nil || !strings.Contains(err.Error(), "is not a regular file; nothing was written") {
+		t.Fatalf("err = %v, want the directory refused", err)
+	}
+	if after, _ := os.ReadFile(a); string(after) != string(before) {
+		t.Error("the other model file was replaced")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%d entries in the directory, want 2 (no temporary file left)", len(entries))
+	}
+}
+
 func TestSparseAndDenseLayersAreOneModel(t *testing.T) {
 	in := []Node{{Name: "cpu_fit_max"}, {Name: "cpu_fit_mean"}}
 	out := []Node{{Name: "o", Countable: true}}

@@ -82,6 +82,10 @@ type Skipped struct {
 
 // Report is the result of replaying every policy and knob setting on a set
 // of series.
+// PooledFamily is the Family of the report over every family; no trace
+// directory may be named so.
+const PooledFamily = "pooled"
+
 type Report struct {
 	Scenario Scenario `json:"scenario"`
 	// Family names the series' family (trace directory), "pooled" for a
@@ -446,7 +450,7 @@ func Pool(reps ...*Report) (*Report, error) {
 	if len(reps) == 0 {
 		return nil, errors.New("sim: no reports to pool")
 	}
-	out := &Report{Scenario: reps[0].Scenario, Family: "pooled"}
+	out := &Report{Scenario: reps[0].Scenario, Family: PooledFamily}
 	for _, c := range reps[0].Curves {
 		out.Curves = append(out.Curves, Curve{Policy: c.Policy, KnobName: c.KnobName, acc: make([]accum, len(c.acc))})
 	}

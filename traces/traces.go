@@ -68,31 +68,48 @@ type columns struct {
 	memScale, capScale     float64 // to MB
 }
 
-func findColumns(header []string) columns {
+// findColumns finds the columns of a header; a column named twice (under
+// one name or two of its names) is an error naming both.
+func findColumns(header []string) (columns, error) {
 	c := columns{ts: -1, value: -1, mem: -1, memCap: -1}
 	cpu := -1
+	set := func(dst *int, i int) error {
+		if *dst >= 0 {
+			return fmt.Errorf("columns %q and %q name the same figure", header[*dst], header[i])
+		}
+		*dst = i
+		return nil
+	}
 	for i, h := range header {
+		var err error
 		switch strings.TrimSpace(strings.ToLower(h)) {
 		case "ts", "timestamp", "time":
-			c.ts = i
+			err = set(&c.ts, i)
 		case "value", "usage":
-			c.value = i
+			err = set(&c.value, i)
 		case "cpu_mhz":
-			cpu = i
+			err = set(&cpu, i)
 		case "mem_kb":
-			c.mem, c.memScale = i, 1.0/1024
+			err = set(&c.mem, i)
+			c.memScale = 1.0 / 1024
 		case "memory_mb":
-			c.mem, c.memScale = i, 1
+			err = set(&c.mem, i)
+			c.memScale = 1
 		case "mem_capacity_kb":
-			c.memCap, c.capScale = i, 1.0/1024
+			err = set(&c.memCap, i)
+			c.capScale = 1.0 / 1024
 		case "memory_capacity_mb":
-			c.memCap, c.capScale = i, 1
+			err = set(&c.memCap, i)
+			c.capScale = 1
+		}
+		if err != nil {
+			return c, err
 		}
 	}
 	if c.value < 0 {
 		c.value = cpu
 	}
-	return c
+	return c, nil
 }
 
 // Read parses one CSV series (see the package comment for the columns).
@@ -107,7 +124,13 @@ func Read(r io.Reader, name string) (Series, error) {
 		return Series{}, fmt.Errorf("series %s: reading header: %w", name, err)
 	}
 	header := append([]string(nil), rec...) // records are reused
-	c := findColumns(header)
+	if len(header) > 0 {
+		header[0] = strings.TrimPrefix(header[0], "\ufeff") // a spreadsheet's byte order mark
+	}
+	c, err := findColumns(header)
+	if err != nil {
+		return Series{}, fmt.Errorf("series %s: header %q: %w", name, strings.Join(header, ","), err)
+	}
 	if c.ts < 0 || c.value < 0 {
 		return Series{}, fmt.Errorf("series %s: header %q must name a `ts` column and a `value` (or `cpu_mhz`) column", name, strings.Join(header, ","))
 	}
@@ -126,16 +149,16 @@ func Read(r io.Reader, name string) (Series, error) {
 		}
 		return v, nil
 	}
-	line := 1
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line++
 		if err != nil {
-			return Series{}, fmt.Errorf("series %s: line %d: %w", name, line, err)
+			return Series{}, fmt.Errorf("series %s: %w", name, err) // csv.ParseError names the line
 		}
+		// The record's line in the file (blank lines are skipped).
+		line, _ := cr.FieldPos(0)
 		if len(rec) < need {
 			return Series{}, fmt.Errorf("series %s: line %d: expected at least %d columns, got %d", name, line, need, len(rec))
 		}
@@ -181,17 +204,28 @@ func checkLength(s Series) error {
 	return nil
 }
 
+// MaxTime is the largest time a series may hold, in Unix seconds (the
+// year 5138): a larger one is most likely in milliseconds.
+const MaxTime = 1e11
+
 func parseTime(s string) (int64, error) {
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return i, nil
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		// int64 holds every time below 2^63; a float at or past it (or
+		// NaN) would convert to an implementation-defined value.
+		if ferr != nil || !(f > -(1<<63) && f < 1<<63) {
+			return 0, fmt.Errorf("%q is not a Unix time in seconds", s)
+		}
+		if f != math.Trunc(f) {
+			return 0, fmt.Errorf("%q is not a whole Unix time in seconds (the replay reads whole seconds)", s)
+		}
+		i = int64(f)
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	// int64 holds every time below 2^63; a float at or past it (or NaN)
-	// would convert to an implementation-defined value.
-	if err != nil || !(f > -(1<<63) && f < 1<<63) {
-		return 0, fmt.Errorf("%q is not a Unix time in seconds", s)
+	if i >= MaxTime {
+		return 0, fmt.Errorf("%q is past the year 5138 as Unix seconds: milliseconds? Times are Unix seconds", s)
 	}
-	return int64(f), nil
+	return i, nil
 }
 
 // ReadFile reads one CSV series; its name is the file name without extension.
@@ -260,9 +294,9 @@ func Scan(dir string) ([]Ref, error) {
 		return nil, fmt.Errorf("traces: %s is not a directory", dir)
 	}
 	family := filepath.Base(filepath.Clean(dir))
-	flat, err := filepath.Glob(filepath.Join(dir, "*.csv"))
+	flat, err := csvFiles(dir)
 	if err != nil {
-		return nil, fmt.Errorf("traces: %w", err)
+		return nil, err
 	}
 	if len(flat) > 0 {
 		sort.Strings(flat)
@@ -281,11 +315,10 @@ func Scan(dir string) ([]Ref, error) {
 		if !e.IsDir() {
 			continue
 		}
-		parts, err := filepath.Glob(filepath.Join(dir, e.Name(), "*.csv"))
+		parts, err := csvFiles(filepath.Join(dir, e.Name()))
 		if err != nil {
-			return nil, fmt.Errorf("traces: %w", err)
+			return nil, err
 		}
-		sort.Strings(parts)
 		for _, p := range parts {
 			name := strings.TrimSuffix(filepath.Base(p), ".csv")
 			r := byName[name]
@@ -305,6 +338,22 @@ func Scan(dir string) ([]Ref, error) {
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
 	return refs, nil
+}
+
+// csvFiles lists the *.csv files of dir, sorted by name (read from the
+// directory: a path holding "[", "*" or "?" is no pattern).
+func csvFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("traces: %w", err)
+	}
+	var out []string
+	for _, e := range entries { // sorted by name
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".csv") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
 }
 
 // LoadDir reads every series of a trace directory (see Scan), sorted by

@@ -18,7 +18,13 @@ func TestRead(t *testing.T) {
 	}{
 		{name: "ok", csv: "ts,value\n1,0.5\n2,1.5\n", want: []float64{0.5, 1.5}},
 		{name: "columns swapped, extra column", csv: "value,host,ts\n2,a,10\n3,b,20\n", want: []float64{2, 3}},
-		{name: "float time", csv: "ts,value\n1.0,1\n2.5,2\n", want: []float64{1, 2}},
+		{name: "whole times written as floats", csv: "ts,value\n1.0,1\n2e0,2\n", want: []float64{1, 2}},
+		{name: "fractional time", csv: "ts,value\n1.2,1\n1.7,2\n", err: `line 2: ts: "1.2" is not a whole Unix time in seconds`},
+		{name: "milliseconds", csv: "ts,value\n1628640000000,1\n1628640060000,2\n", err: `line 2: ts: "1628640000000" is past the year 5138 as Unix seconds: milliseconds?`},
+		{name: "line numbers count blank lines", csv: "ts,value\n1,0.5\n\n\n2,0.6\n3,x\n", err: `line 6: value: "x" is not a number`},
+		{name: "a byte order mark", csv: "\ufeffts,value\n1,0.5\n2,1.5\n", want: []float64{0.5, 1.5}},
+		{name: "a figure named twice", csv: "ts,value,usage\n1,1,9\n2,1,9\n", err: `columns "value" and "usage" name the same figure`},
+		{name: "CRLF", csv: "ts,value\r\n1,0.5\r\n2,1.5\r\n", want: []float64{0.5, 1.5}},
 		{name: "no header", csv: "1,2\n", err: "must name a `ts` column and a `value` (or `cpu_mhz`) column"},
 		{name: "empty", csv: "ts,value\n", err: "no samples"},
 		{name: "one row", csv: "ts,value\n1,0.5\n", err: "1 sample; a series needs at least 2"},
@@ -123,6 +129,34 @@ func TestScanNestedLayout(t *testing.T) {
 	all, err := LoadDir(dir)
 	if err != nil || len(all) != 2 {
 		t.Fatalf("LoadDir: %d series, %v", len(all), err)
+	}
+}
+
+// A directory's name is a name, not a pattern: "x[ab]" is not "xa".
+func TestScanPatternCharacters(t *testing.T) {
+	root := t.TempDir()
+	for dir, names := range map[string][]string{"x[ab]": {"a", "b"}, "xa": {"c", "d", "e"}, "y*": {"f"}} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(root, dir, n+".csv"), []byte("ts,value\n1,1\n2,2\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for dir, want := range map[string]string{"x[ab]": "a b", "y*": "f"} {
+		refs, err := Scan(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		var got []string
+		for _, r := range refs {
+			got = append(got, r.Name)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: series %v, want %s", dir, got, want)
+		}
 	}
 }
 

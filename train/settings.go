@@ -134,6 +134,26 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
+// Check reports what is wrong with the settings (their defaults filled),
+// before any series is read: TrainFamilies refuses the same.
+func (s Settings) Check() error {
+	s = s.withDefaults()
+	if err := s.validate(); err != nil {
+		return fmt.Errorf("train settings: %w", err)
+	}
+	if _, err := statisticsByName(s.Statistics); err != nil {
+		return fmt.Errorf("train settings: %w", err)
+	}
+	return nil
+}
+
+// MinSeriesSamples is how many samples a series needs to give a training
+// example: a window and the horizon after it, and one more.
+func (s Settings) MinSeriesSamples() int {
+	s = s.withDefaults()
+	return s.Window + s.Horizon + 1
+}
+
 func (s Settings) validate() error {
 	switch {
 	case s.Window < 2:
@@ -172,6 +192,8 @@ func (s Settings) validate() error {
 		return fmt.Errorf("scale jitter: %v, need [0, 1)", s.ScaleJitter)
 	case s.MaxRowsPerSeries < 0:
 		return fmt.Errorf("max rows per series: %d, need >= 0", s.MaxRowsPerSeries)
+	case s.Trunk == TrunkMax && len(s.Hidden) > 0:
+		return fmt.Errorf("hidden: %v, but the %q trunk has no hidden layers", s.Hidden, TrunkMax)
 	}
 	for _, h := range s.Hidden {
 		if h < 1 || h > 256 {

@@ -81,8 +81,8 @@ func Train(all []traces.Series, s Settings, progress func(Progress)) (*Result, e
 // every family (split by identity), stopping early on the validation split.
 func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result, error) {
 	s = s.withDefaults()
-	if err := s.validate(); err != nil {
-		return nil, fmt.Errorf("train settings: %w", err)
+	if err := s.Check(); err != nil {
+		return nil, err
 	}
 	stats, err := statisticsByName(s.Statistics)
 	if err != nil {

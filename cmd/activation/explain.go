@@ -99,7 +99,9 @@ func readRequest(r io.Reader) (*engine.Request, error) {
 		}
 		return nil, fmt.Errorf("not a valid request: %w", err)
 	}
-	if dec.More() {
+	// Anything but white space after the object is refused (More does
+	// not see a stray "]" or "}").
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("trailing data after the request object")
 	}
 	return &req, nil

@@ -173,6 +173,8 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--knob", "margin"}, exitUsage, "--knob"},
 		{[]string{"--traces", dir, "--plot", "out.pdf"}, exitUsage, "--plot"},
 		{[]string{"--traces", dir, "--workers", "-1"}, exitUsage, "--workers"},
+		{[]string{"--traces", dir, "--workers", "5000"}, exitUsage, "--workers: 5000; it must be from 0 (GOMAXPROCS) to 1024"},
+		{[]string{"--traces", filepath.Join(t.TempDir(), "pooled")}, exitUsage, `family "pooled", the name of the results over every family`},
 		{[]string{"--traces", dir, "--frobnicate"}, exitUsage, "frobnicate"},
 		{[]string{"--traces", dir, "extra"}, exitUsage, "extra"},
 		{[]string{"--traces", filepath.Join(dir, "missing")}, exitError, "--traces"},
@@ -272,6 +274,7 @@ func TestExplainBadRequest(t *testing.T) {
 		{"unknown field", `{"first":{"cpu_capacity":1000}}`, []string{"--request", "-"}, exitError, `unknown field "cpu_capacity"`},
 		{"wrong type", `{"first":{"cpu_capacity_mhz":"lots"}}`, []string{"--request", "-"}, exitError, "first.cpu_capacity_mhz"},
 		{"trailing data", string(good) + "{}", []string{"--request", "-"}, exitError, "trailing"},
+		{"a stray bracket after the request", string(good) + "\n]]\n", []string{"--request", "-"}, exitError, "trailing"},
 		{"zero capacity", string(badCap), []string{"--request", "-"}, exitError, "first host observation: cpu_capacity_mhz"},
 		{"time order", string(badTime), []string{"--request", "-"}, exitError, "second host observation: usage_samples[1].time"},
 		{"missing file", "", []string{"--request", filepath.Join(t.TempDir(), "none.json")}, exitError, "--request"},
@@ -288,7 +291,7 @@ func TestExplainBadRequest(t *testing.T) {
 
 func TestTrainWritesLoadableModels(t *testing.T) {
 	dir := seriesDir(t, 3, 2500)
-	out := t.TempDir()
+	out := filepath.Join(t.TempDir(), "models") // created by train
 	code, stdout, stderr := runCmd(t, "", true, "train", "--traces", dir, "--out", out, "--epochs", "2")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -334,8 +337,14 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--traces", dir}, exitUsage, "--out"},
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--epochs", "-1"}, exitUsage, "--epochs"},
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--restarts", "0"}, exitUsage, "--restarts: 0; want 1 to 64"},
-		{[]string{"--traces", dir, "--out", filepath.Join(t.TempDir(), "none")}, exitError, "--out"},
+		{[]string{"--traces", dir, "--out", filepath.Join(file, "sub")}, exitError, "--out"},
 		{[]string{"--traces", dir, "--out", file}, exitError, "not a directory"},
+		// Flags are checked before any series is read (the traces here
+		// do not exist).
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "max", "--hidden", "48"}, exitUsage, "--hidden: the max trunk has no hidden layers"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "0"}, exitUsage, "hidden: width 0"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "bogus"}, exitUsage, `unknown statistic "bogus"`},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "foo"}, exitUsage, `trunk: "foo"`},
 		{[]string{"--traces", t.TempDir(), "--out", t.TempDir()}, exitError, "no *.csv"},
 		{[]string{"--traces", oneRowDir(t), "--out", t.TempDir()}, exitError, "syn1: 1 sample; a series needs at least 2"},
 		{[]string{"--traces", dir + ",", "--out", t.TempDir()}, exitUsage, "empty directory name"},

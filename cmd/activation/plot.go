@@ -127,15 +127,26 @@ func writePlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget f
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
+	// Into a temporary file renamed over path: a failed or killed write
+	// leaves no truncated plot.
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
 		f.Close()
+		os.Remove(f.Name())
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 func newLegend() plot.Legend {
@@ -244,7 +255,7 @@ func familyWords(f string) string {
 	switch f {
 	case "":
 		return "all series"
-	case "pooled":
+	case sim.PooledFamily:
 		return "families pooled"
 	}
 	return "family " + f

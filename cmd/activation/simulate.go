@@ -70,6 +70,9 @@ Scenarios: ` + strings.Join(sim.ScenarioNames(), ", ") + `.`,
 	},
 }
 
+// maxWorkers bounds --workers (each worker replays one series at a time).
+const maxWorkers = 1024
+
 func cmdSimulate(args []string, e env) error {
 	fs := newFlags("simulate", e, simulateHelp)
 	var f simulateFlags
@@ -107,8 +110,8 @@ func cmdSimulate(args []string, e env) error {
 	if f.knob != sim.KnobOutputThreshold && f.knob != sim.KnobPerBranch {
 		return usagef("--knob: %q; want %s or %s", f.knob, sim.KnobOutputThreshold, sim.KnobPerBranch)
 	}
-	if f.workers < 0 {
-		return usagef("--workers: %d; it must be >= 0", f.workers)
+	if f.workers < 0 || f.workers > maxWorkers {
+		return usagef("--workers: %d; it must be from 0 (GOMAXPROCS) to %d", f.workers, maxWorkers)
 	}
 	sc, err := sim.ScenarioByName(f.scenario)
 	if err != nil {
@@ -257,7 +260,7 @@ func cmdSimulate(args []string, e env) error {
 			// The time series is of the family's first replay unit; the
 			// pooled plot shows the first family's.
 			traceFrom := r
-			if r.Family == "pooled" {
+			if r.Family == sim.PooledFamily {
 				traceFrom = reps[0]
 			}
 			if err := writePlot(path, r, traceFrom, act, f.budget); err != nil {

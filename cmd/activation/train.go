@@ -23,7 +23,7 @@ const (
 
 var trainHelp = help{
 	synopsis: "--traces DIR[,DIR...] --out DIR [flags]",
-	description: `Train the two default processors (the first host's admission processor and
+	description: fmt.Sprintf(`Train the two default processors (the first host's admission processor and
 the second host's capacity processor) from real usage series and write
 admission.json and capacity.json into --out (both or neither). A trace
 directory is one CSV file per series (ts,value, or Bitbrains' ts,cpu_mhz,...)
@@ -31,7 +31,10 @@ or PlanetLab's <day>/<vm>.csv, where the days of one VM are one series;
 each directory is a family and one pair of processors is trained on all of
 them. Series are held out by identity (the series name; a VM's name for
 PlanetLab), per family, never only by time; a validation split by identity
-stops training early. A series needs at least 2 samples.`,
+stops training early. A series needs at least %d samples (the %d-sample
+window, the %d-sample horizon and one more); a shorter one stops the run,
+naming it. --out is created when it does not exist.`, train.DefaultSettings().MinSeriesSamples(),
+		train.DefaultSettings().Window, train.DefaultSettings().Horizon),
 	examples: []string{
 		"# retrain the built-in models from the bundled series (go generate ./engine)",
 		"activation train --traces engine/testdata/traces/crane,engine/testdata/traces/planetlab --out engine/models",
@@ -63,15 +66,7 @@ func cmdTrain(args []string, e env) error {
 	if *epochs < 0 {
 		return usagef("--epochs: %d; it must be >= 1 (or 0 for the default)", *epochs)
 	}
-	if st, err := os.Stat(*out); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	} else if !st.IsDir() {
-		return fmt.Errorf("--out: %s is not a directory", *out)
-	}
-	fams, err := loadFamilies(dirs)
-	if err != nil {
-		return err
-	}
+	// Every flag is checked before any series is read.
 	s, err := settings()
 	if err != nil {
 		return err
@@ -81,6 +76,16 @@ func cmdTrain(args []string, e env) error {
 	}
 	if *epochs != 0 {
 		s.Epochs = *epochs
+	}
+	if err := s.Check(); err != nil {
+		return usagef("%v", err)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	fams, err := loadFamilies(dirs)
+	if err != nil {
+		return err
 	}
 	var pb *trainBar
 	if e.isTerminal && !*quiet {
@@ -180,6 +185,14 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		s := d
 		if *restarts < 1 || *restarts > train.MaxRestarts {
 			return s, usagef("--restarts: %d; want 1 to %d", *restarts, train.MaxRestarts)
+		}
+		hiddenSet := false
+		fs.Visit(func(f *flag.Flag) { hiddenSet = hiddenSet || f.Name == "hidden" })
+		if *trunk == train.TrunkMax {
+			if hiddenSet {
+				return s, usagef("--hidden: the %s trunk has no hidden layers; leave --hidden out", train.TrunkMax)
+			}
+			*hidden = ""
 		}
 		s.Trunk, s.Multiplex, s.MaxRowsPerSeries, s.Restarts = *trunk, *multiplex, *rows, *restarts
 		s.Statistics = strings.Split(*statistics, ",")
