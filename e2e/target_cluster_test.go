@@ -40,6 +40,7 @@ import (
 //     are no-ops that change nothing;
 //   - single-group mode: one scale request sets the group; a count outside
 //     the host's quota is refused and changes nothing;
+//   - an action decided for another job is refused and changes nothing;
 //   - dry run: a count-less event per group with the count it would set;
 //   - the target's log never holds the Nomad token.
 //
@@ -138,7 +139,7 @@ func runTargetCase(t *testing.T, c *cluster) {
 
 	// Split mode: one register at the index the strategy read.
 	before := tc.job(t, id)
-	if err := tc.tg.Scale(splitAction(2, 3, *before.JobModifyIndex), split); err != nil {
+	if err := tc.tg.Scale(splitAction(id, 2, 3, *before.JobModifyIndex), split); err != nil {
 		t.Fatalf("Scale split 2+3: %v", err)
 	}
 	after := tc.job(t, id)
@@ -172,7 +173,7 @@ func runTargetCase(t *testing.T, c *cluster) {
 	}
 	tc.settle(t, id)
 	person := tc.job(t, id)
-	err := tc.tg.Scale(splitAction(2, 2, decidedOn), split)
+	err := tc.tg.Scale(splitAction(id, 2, 2, decidedOn), split)
 	if !errors.Is(err, nomadplugin.ErrJobChanged) {
 		t.Errorf("Scale decided at index %d after the person's change: %v; want ErrJobChanged", decidedOn, err)
 	}
@@ -180,7 +181,7 @@ func runTargetCase(t *testing.T, c *cluster) {
 
 	// Single-group mode: one scale request, within the host's quota.
 	single := map[string]string{nomadplugin.TargetKeyJob: id, nomadplugin.TargetKeyGroup: clusterGroups[1]}
-	if err := tc.tg.Scale(groupAction(nomadplugin.RoleSecond, 2, *person.JobModifyIndex), single); err != nil {
+	if err := tc.tg.Scale(groupAction(id, nomadplugin.RoleSecond, 2, *person.JobModifyIndex), single); err != nil {
 		t.Fatalf("Scale single-group second to 2: %v", err)
 	}
 	grouped := tc.job(t, id)
@@ -192,16 +193,23 @@ func runTargetCase(t *testing.T, c *cluster) {
 	}
 	tc.settle(t, id)
 	grouped = tc.job(t, id)
-	err = tc.tg.Scale(groupAction(nomadplugin.RoleSecond, 6, *grouped.JobModifyIndex), single)
+	err = tc.tg.Scale(groupAction(id, nomadplugin.RoleSecond, 6, *grouped.JobModifyIndex), single)
 	if err == nil || !strings.Contains(err.Error(), "outside the second host's quota [1, 4]") {
 		t.Errorf("Scale single-group second to 6 with quota [1, 4]: %v; want it refused, naming the quota", err)
 	}
 	tc.unchanged(t, id, grouped, "the count outside the quota")
 
+	// An action decided for another job is refused, and changes nothing.
+	if err := tc.tg.Scale(splitAction(slow, 2, 2, *grouped.JobModifyIndex), split); err == nil ||
+		!strings.Contains(err.Error(), fmt.Sprintf("the action was decided for job %q", slow)) {
+		t.Errorf("Scale of a split decided for job %s with the target on %s: %v; want it refused", slow, id, err)
+	}
+	tc.unchanged(t, id, grouped, "the action decided for another job")
+
 	// Dry run: one count-less event per group, the job unchanged.
 	dry := splitConfig(id)
 	dry[nomadplugin.TargetKeyDryRun] = "true"
-	if err := tc.tg.Scale(splitAction(1, 1, *grouped.JobModifyIndex), dry); err != nil {
+	if err := tc.tg.Scale(splitAction(id, 1, 1, *grouped.JobModifyIndex), dry); err != nil {
 		t.Fatalf("Scale dry run: %v", err)
 	}
 	tc.unchanged(t, id, grouped, "the dry run")
@@ -220,7 +228,7 @@ func runTargetCase(t *testing.T, c *cluster) {
 	// 20 s at least; while it runs Status is not ready and Scale changes
 	// nothing, in either mode.
 	tc.settle(t, slow)
-	if err := tc.tg.Scale(splitAction(2, 2, *tc.job(t, slow).JobModifyIndex), splitConfig(slow)); err != nil {
+	if err := tc.tg.Scale(splitAction(slow, 2, 2, *tc.job(t, slow).JobModifyIndex), splitConfig(slow)); err != nil {
 		t.Fatalf("Scale split 2+2 of %s: %v", slow, err)
 	}
 	deploying := tc.job(t, slow)
@@ -241,11 +249,11 @@ func runTargetCase(t *testing.T, c *cluster) {
 		t.Fatalf("Status during the deployment: %v", err)
 	}
 	var noop *sdk.TargetScalingNoOpError
-	if err := tc.tg.Scale(splitAction(3, 3, *deploying.JobModifyIndex), splitConfig(slow)); !errors.As(err, &noop) {
+	if err := tc.tg.Scale(splitAction(slow, 3, 3, *deploying.JobModifyIndex), splitConfig(slow)); !errors.As(err, &noop) {
 		t.Errorf("Scale split during the deployment: %v; want a no-op", err)
 	}
 	slowSingle := map[string]string{nomadplugin.TargetKeyJob: slow, nomadplugin.TargetKeyGroup: clusterGroups[1]}
-	if err := tc.tg.Scale(groupAction(nomadplugin.RoleSecond, 3, *deploying.JobModifyIndex), slowSingle); !errors.As(err, &noop) {
+	if err := tc.tg.Scale(groupAction(slow, nomadplugin.RoleSecond, 3, *deploying.JobModifyIndex), slowSingle); !errors.As(err, &noop) {
 		t.Errorf("Scale single-group during the deployment: %v; want a no-op", err)
 	}
 	// The checks above judged a deployment in progress only if it still is.
@@ -290,20 +298,25 @@ func targetQuota() map[string]any {
 }
 
 // splitAction is a split strategy's action: first + second replicas,
-// decided on the job at JobModifyIndex index.
-func splitAction(first, second int, index uint64) sdk.ScalingAction {
+// decided for job (its clusterGroups) at JobModifyIndex index.
+func splitAction(job string, first, second int, index uint64) sdk.ScalingAction {
 	m := targetQuota()
 	m[nomadplugin.MetaRole] = nomadplugin.RoleSplit
+	m[nomadplugin.MetaJob] = job
+	m[nomadplugin.HostMeta(nomadplugin.RoleFirst, nomadplugin.MetaGroup)] = clusterGroups[0]
+	m[nomadplugin.HostMeta(nomadplugin.RoleSecond, nomadplugin.MetaGroup)] = clusterGroups[1]
 	m[nomadplugin.MetaFirstCount], m[nomadplugin.MetaSecondCount] = float64(first), float64(second)
 	m[nomadplugin.MetaJobModifyIndex] = float64(index)
 	return sdk.ScalingAction{Count: int64(first + second), Direction: sdk.ScaleDirectionUp, Reason: fmt.Sprintf("test split %d+%d", first, second), Meta: m}
 }
 
 // groupAction is a per-host strategy's action for role: count replicas,
-// decided on the job at JobModifyIndex index.
-func groupAction(role string, count int, index uint64) sdk.ScalingAction {
+// decided for job (the role's group) at JobModifyIndex index.
+func groupAction(job, role string, count int, index uint64) sdk.ScalingAction {
 	m := targetQuota()
 	m[nomadplugin.MetaRole] = role
+	m[nomadplugin.MetaJob] = job
+	m[nomadplugin.HostMeta(role, nomadplugin.MetaGroup)] = clusterGroups[map[string]int{nomadplugin.RoleFirst: 0, nomadplugin.RoleSecond: 1}[role]]
 	m[nomadplugin.MetaJobModifyIndex] = float64(index)
 	return sdk.ScalingAction{Count: int64(count), Direction: sdk.ScaleDirectionUp, Reason: fmt.Sprintf("test %s %d", role, count), Meta: m}
 }

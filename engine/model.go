@@ -494,13 +494,17 @@ func WriteModelFile(path string, m *Model) error {
 	return writeFileAtomic(path, data)
 }
 
+// renameFile and linkFile are os.Rename and os.Link; tests replace them to
+// fail a rename midway, or to have no hard links.
+var renameFile, linkFile = os.Rename, os.Link
+
 // WriteModelFiles writes several models as one change: every model is
 // validated and written to a synced temporary file beside its path first,
 // and only then are the files renamed into place, so a validation or write
 // failure leaves every existing file as it was (a set of models, such as
 // the admission and capacity pair, is never left half new, half old). A
-// target that is not a regular file is refused before any rename, and a
-// rename that fails puts the files already replaced back. (A crash between
+// target that is a directory is refused before any rename, and a rename
+// that fails puts the files already replaced back. (A crash between
 // two renames can still leave one new: no file system renames two files
 // as one.)
 func WriteModelFiles(models map[string]*Model) (err error) {
@@ -533,44 +537,63 @@ func WriteModelFiles(models map[string]*Model) (err error) {
 		}
 		done = append(done, staged{tmp, path})
 	}
-	// A target that is not a regular file (a directory) would fail its
-	// rename after the ones before it succeeded: refuse it first.
+	// A directory where a model goes would fail its rename after the ones
+	// before it succeeded: refuse it first.
 	for _, st := range done {
-		if fi, err := os.Lstat(st.path); err == nil && !fi.Mode().IsRegular() {
-			return fmt.Errorf("writing %s: it exists and is not a regular file; nothing was written", st.path)
+		if fi, err := os.Stat(st.path); err == nil && fi.IsDir() {
+			return fmt.Errorf("writing %s: it is a directory; nothing was written", st.path)
 		}
 	}
-	// Keep each existing file under a second name (a hard link), to put it
-	// back if a later rename fails.
-	old := make([]string, len(done))
+	// Keep each existing file, to put it back if a later rename fails:
+	// under a second name (a hard link), else (no hard links there, or
+	// protected_hardlinks) its bytes.
+	type kept struct {
+		had  bool
+		link string
+		data []byte
+	}
+	old := make([]kept, len(done))
 	defer func() {
 		for _, o := range old {
-			if o != "" {
-				os.Remove(o)
+			if o.link != "" {
+				os.Remove(o.link)
 			}
 		}
 	}()
 	for i, st := range done {
-		o := st.tmp + ".old"
-		switch err := os.Link(st.path, o); {
-		case err == nil:
-			old[i] = o
-		case !errors.Is(err, fs.ErrNotExist):
+		if _, err := os.Lstat(st.path); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		old[i].had = true
+		if link := st.tmp + ".old"; linkFile(st.path, link) == nil {
+			old[i].link = link
+			continue
+		}
+		data, err := os.ReadFile(st.path)
+		if err != nil {
 			return fmt.Errorf("writing %s: keeping the file it replaces: %w; nothing was written", st.path, err)
 		}
+		old[i].data = data
 	}
 	for i, st := range done {
-		if err := os.Rename(st.tmp, st.path); err != nil {
+		if err := renameFile(st.tmp, st.path); err != nil {
 			// Put back the files already replaced (or remove them where
 			// there was none), newest first.
 			var undo []error
 			for k := i - 1; k >= 0; k-- {
-				if old[k] != "" {
-					if rerr := os.Rename(old[k], done[k].path); rerr != nil {
-						undo = append(undo, fmt.Errorf("%w (the old %s is kept as %s)", rerr, done[k].path, old[k]))
+				var rerr error
+				switch o := &old[k]; {
+				case !o.had:
+					rerr = os.Remove(done[k].path)
+				case o.link != "":
+					if rerr = renameFile(o.link, done[k].path); rerr != nil {
+						rerr = fmt.Errorf("%w (the old %s is kept as %s)", rerr, done[k].path, o.link)
 					}
-					old[k] = "" // put back, or kept for the user
-				} else if rerr := os.Remove(done[k].path); rerr != nil {
+					o.link = "" // put back, or kept for the user
+				default:
+					rerr = writeFileAtomic(done[k].path, o.data)
+				}
+				if rerr != nil {
 					undo = append(undo, rerr)
 				}
 			}

@@ -292,7 +292,7 @@ func TestWriteModelFilesRefusesADirectory(t *testing.T) {
 	changed := *good
 	changed.Name = "changed"
 	err = WriteModelFiles(map[string]*Model{a: &changed, b: &changed})
-	if err == nil || !strings.Contains(err.Error(), "is not a regular file; nothing was written") {
+	if err == nil || !strings.Contains(err.Error(), "is a directory; nothing was written") {
 		t.Fatalf("err = %v, want the directory refused", err)
 	}
 	if after, _ := os.ReadFile(a); string(after) != string(before) {
@@ -300,6 +300,68 @@ func TestWriteModelFilesRefusesADirectory(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Errorf("%d entries in the directory, want 2 (no temporary file left)", len(entries))
+	}
+}
+
+// A rename that fails midway puts back the files already replaced, and
+// removes the ones that did not exist before; nothing else is left.
+func TestWriteModelFilesPutsBack(t *testing.T) {
+	data, _ := json.Marshal(validModelJSON(t))
+	good, err := ParseModel(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := *good
+	changed.Name = "changed"
+	for _, tc := range []struct {
+		name    string
+		exist   bool // a.json exists before
+		noLinks bool // the file system makes no hard links (its bytes are kept)
+	}{{"a file replaced", true, false}, {"a file replaced, no hard links", true, true}, {"a file new", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+			if tc.exist {
+				if err := WriteModelFile(a, good); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, _ := os.ReadFile(a)
+			calls := 0
+			renameFile = func(from, to string) error {
+				if calls++; calls == 2 {
+					return errors.New("injected rename failure")
+				}
+				return os.Rename(from, to)
+			}
+			t.Cleanup(func() { renameFile, linkFile = os.Rename, os.Link })
+			if tc.noLinks {
+				linkFile = func(string, string) error { return errors.New("operation not permitted") }
+			}
+			err := WriteModelFiles(map[string]*Model{a: &changed, b: &changed})
+			if err == nil || !strings.Contains(err.Error(), "injected rename failure; every file was left as it was") {
+				t.Fatalf("err = %v", err)
+			}
+			after, aerr := os.ReadFile(a)
+			if tc.exist && string(after) != string(before) {
+				t.Error("a.json was not put back")
+			}
+			if !tc.exist && aerr == nil {
+				t.Error("a.json, new, was left behind")
+			}
+			var names []string
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			want := 0
+			if tc.exist {
+				want = 1
+			}
+			if len(names) != want {
+				t.Errorf("directory holds %v, want %d file(s)", names, want)
+			}
+		})
 	}
 }
 

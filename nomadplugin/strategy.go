@@ -498,14 +498,18 @@ func setRequestHost(req *engine.Request, role string, o engine.Observation, sour
 }
 
 // windowKey identifies a host's usage window: what its readings depend on
-// (the job's namespace, job and group, the node selector and the read
-// options) and the check's name and the host's role. The agent gives a
-// strategy no policy ID over gRPC (the action it sends is empty), so two
-// policies whose checks share a name are told apart by their jobs and
-// nodes; two that read the very same usage may share the window.
+// (the job's namespace, job and group, the node selector, the warm-up that
+// tells warming replicas), the window's shape (size and maximum age: a
+// window of another shape is rebuilt), and the check's name and the host's
+// role. The agent gives a strategy no policy ID over gRPC (the action it
+// sends is empty), so two policies whose checks share a name are told
+// apart by their jobs and nodes; two that read the very same usage into
+// the same shape may share the window. Tuning how the reads are made
+// (concurrency, sample, min_answered) keeps it.
 func windowKey(check string, c *strategyConfig, h *hostConfig) string {
 	q := &h.query
-	return fmt.Sprintf("%q %s ns=%q job=%q group=%q host=%s opts=%+v", check, h.role, q.Namespace, q.Job, q.Group, q.Host, c.opts)
+	return fmt.Sprintf("%q %s ns=%q job=%q group=%q host=%s warmup=%s window=%d max_age=%s",
+		check, h.role, q.Namespace, q.Job, q.Group, q.Host, c.opts.Warmup, c.window, c.maxAge)
 }
 
 // observe returns a host's observation, or why there is none.

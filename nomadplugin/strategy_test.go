@@ -710,6 +710,20 @@ func TestWindowsPerJob(t *testing.T) {
 			}
 		})
 	}
+	// Tuning how the reads are made keeps the window: the evaluation after
+	// it decides on the samples before it.
+	t.Run("read options tuned", func(t *testing.T) {
+		rd := newMemReader(base.First, base.Second)
+		st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(func() time.Time { return now }))
+		cfg := withKeys(goldenConfig(&base, RoleSplit), KeyWindow, "60", KeyMinSamples, "2")
+		if out, err := st.Run(newEval("activation", cfg), 7); err != nil || !strings.Contains(out.Action.Reason, tooFew) {
+			t.Fatalf("first evaluation: %v, %v", out, err)
+		}
+		tuned := withKeys(cfg, KeyReadConcurrency, "4", KeyStatsSample, "64", KeyMinAnswered, "0.9")
+		if out, err := st.Run(newEval("activation", tuned), 7); err != nil || strings.HasPrefix(out.Action.Reason, "no scaling: ") {
+			t.Fatalf("the evaluation after tuning the reads: %v, %v; want a decision on both samples", out.Action.Reason, err)
+		}
+	})
 }
 
 // TestInvalidInputs runs the engine's rule book through the strategy's

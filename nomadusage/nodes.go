@@ -111,10 +111,11 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 			found = append(found, n)
 		}
 	}
-	if len(found) > 1 {
+	if len(found) > 1 && sel.Name != "" {
 		// A node replaced under the same name: the old one stays listed,
 		// down, until Nomad collects it (a day by default). The one node
-		// that is not down is the host.
+		// of that name that is not down is the host. (A pool, class or
+		// datacenter matching several nodes stays ambiguous.)
 		var up []*api.NodeListStub
 		for _, n := range found {
 			if n.Status != api.NodeStatusDown {

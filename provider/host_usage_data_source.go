@@ -122,7 +122,8 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			"stats, allocation stats and the allocations' allocated resources) and returns an `observation` that " +
 			"plugs straight into `activation_container_counts` as `first` or `second`.\n\n" +
 			"The node is chosen by `node_id`, or by `node_name`, `node_pool` and `node_class` (every one set must " +
-			"match): no match or several matches is an error. With `job` (and `group`), usage and requests are those " +
+			"match): no match or several matches is an error, except that of several nodes with the `node_name` (one replaced " +
+			"under the same name, the old one listed, down, until Nomad collects it) the one not down is read. With `job` (and `group`), usage and requests are those " +
 			"of that task group's running allocations on the node; without, those of the whole node. Nomad keeps no " +
 			"usage history, so each read is one sample: set `samples` to read several times, " +
 			"`sample_interval_seconds` apart, during the plan. The `nomad` block of the provider says how to reach Nomad; " +

@@ -131,6 +131,9 @@ func (s Settings) withDefaults() Settings {
 	if s.Hidden == nil && s.Trunk == TrunkMLP {
 		s.Hidden = d.Hidden
 	}
+	if s.Trunk == TrunkMax {
+		s.Hidden = nil // the max trunk has no hidden layers (nor records any)
+	}
 	return s
 }
 
@@ -192,8 +195,6 @@ func (s Settings) validate() error {
 		return fmt.Errorf("scale jitter: %v, need [0, 1)", s.ScaleJitter)
 	case s.MaxRowsPerSeries < 0:
 		return fmt.Errorf("max rows per series: %d, need >= 0", s.MaxRowsPerSeries)
-	case s.Trunk == TrunkMax && len(s.Hidden) > 0:
-		return fmt.Errorf("hidden: %v, but the %q trunk has no hidden layers", s.Hidden, TrunkMax)
 	}
 	for _, h := range s.Hidden {
 		if h < 1 || h > 256 {

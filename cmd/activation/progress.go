@@ -48,9 +48,6 @@ func traceDirs(flagValue string) ([]traceDir, error) {
 			return nil, usagef("--traces: %q has an empty directory name between commas", flagValue)
 		}
 		fam := filepath.Base(filepath.Clean(p))
-		if fam == sim.PooledFamily {
-			return nil, usagef("--traces: %s is family %q, the name of the results over every family: rename the directory", p, fam)
-		}
 		if prev, dup := seen[fam]; dup {
 			return nil, usagef("--traces: %s and %s are both family %q: each directory is a family, named by its last path element", prev, p, fam)
 		}

@@ -98,6 +98,11 @@ func cmdSimulate(args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	for _, d := range dirs {
+		if d.family == sim.PooledFamily {
+			return usagef("--traces: %s is family %q, the name of the results over every family: rename the directory", d.path, d.family)
+		}
+	}
 	if math.IsNaN(f.budget) || f.budget <= 0 || f.budget >= 1 {
 		return usagef("--budget: %v; it must be a share of host-samples in (0, 1), e.g. 0.01 for 1%%", f.budget)
 	}
