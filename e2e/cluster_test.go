@@ -316,8 +316,19 @@ func TestE2EClusterEnv(t *testing.T) {
 		{Name: "n-0", CPUMHz: 1000, MemoryMB: 2048, Status: api.NodeStatusDown},
 		{Name: "n-a", CPUMHz: 800, MemoryMB: 2048},
 	}}
-	// The process lives until the test's last cleanup (the job's purge
-	// comes before it).
+	c := standInProcessCluster(t, sc)
+	if got := [2]string{c.nodes[0].Name, c.nodes[1].Name}; got != [2]string{"n-a", "n-b"} {
+		t.Fatalf("picked nodes %v, want the first two ready ones by name, n-a and n-b", got)
+	}
+	runClusterCase(t, c)
+}
+
+// standInProcessCluster is the cluster the NOMAD_* variables name when
+// they name a stand-in of scenario sc in its own process (behind
+// sc.Token): the real-cluster path, where no real cluster is. The process
+// lives until the test's last cleanup (the jobs' purges come before it).
+func standInProcessCluster(t *testing.T, sc nomadstandin.Scenario) *cluster {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	url, stop, err := nomadstandin.StartProcess(ctx, sc)
@@ -325,11 +336,7 @@ func TestE2EClusterEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	c := envCluster(t, map[string]string{nomadconn.EnvAddress: url, nomadconn.EnvToken: token}, clusterOptions{driver: "docker", max: 4})
-	if got := [2]string{c.nodes[0].Name, c.nodes[1].Name}; got != [2]string{"n-a", "n-b"} {
-		t.Fatalf("picked nodes %v, want the first two ready ones by name, n-a and n-b", got)
-	}
-	runClusterCase(t, c)
+	return envCluster(t, map[string]string{nomadconn.EnvAddress: url, nomadconn.EnvToken: sc.Token}, clusterOptions{driver: "docker", max: 4})
 }
 
 // clusterCheck is one policy of TestE2ECluster: its check's name, the

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +14,8 @@ import (
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadplugin"
 )
 
@@ -59,14 +57,7 @@ func TestClusterTargetEnv(t *testing.T) {
 		{Name: "t-a", CPUMHz: 1200, MemoryMB: 2048},
 		{Name: "t-b", CPUMHz: 1200, MemoryMB: 2048},
 	}}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	url, stop, err := nomadstandin.StartProcess(ctx, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	runTargetCase(t, envCluster(t, map[string]string{nomadconn.EnvAddress: url, nomadconn.EnvToken: token}, clusterOptions{driver: "docker", max: 4}))
+	runTargetCase(t, standInProcessCluster(t, sc))
 }
 
 // targetCase is one run of TestClusterTarget: the cluster, the target
@@ -74,25 +65,7 @@ func TestClusterTargetEnv(t *testing.T) {
 type targetCase struct {
 	c   *cluster
 	tg  *nomadplugin.Target
-	log *syncBuffer
-}
-
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	log *testsupport.SyncBuffer
 }
 
 // Minimum healthy times of the two jobs' update blocks: short for the job
@@ -118,7 +91,7 @@ func runTargetCase(t *testing.T, c *cluster) {
 		job.Update.MinHealthyTime = new(j.healthy)
 		c.register(t, job)
 	}
-	log := &syncBuffer{}
+	log := &testsupport.SyncBuffer{}
 	tc := &targetCase{c: c, log: log,
 		tg: nomadplugin.NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: log, JSONFormat: true}))}
 	if err := tc.tg.SetConfig(c.plugin); err != nil {

@@ -1136,7 +1136,7 @@ func TestNoScalingLogLevels(t *testing.T) {
 		{"a failed read", flatConfig(RoleSplit), errors.New("injected: read failed"), "[WARN]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testsupport.SyncBuffer
 			rd := newMemReader(first, second)
 			rd.err[engine.RoleFirst] = tc.err
 			st := newStrategy(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs}), withReader(rd),

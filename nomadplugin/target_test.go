@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // world is a stand-in with two hosts and a job with one group on each: 20
@@ -290,7 +290,7 @@ func TestTargetWriteOutcome(t *testing.T) {
 	})
 	t.Run("a failed event after the register", func(t *testing.T) {
 		w := newWorld(t, 2, 2)
-		var logs syncBuffer
+		var logs testsupport.SyncBuffer
 		tg := NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: &logs}))
 		must(t, tg.SetConfig(withKeys(w.agentConfig, PluginKeyRequestTimeout, "300ms", PluginKeyScaleTimeout, "5s")))
 		w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath + "/scale", Hang: true})
@@ -308,24 +308,6 @@ func TestTargetWriteOutcome(t *testing.T) {
 			t.Errorf("the failed event is not logged as a warning: %q", logs.String())
 		}
 	})
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestTargetConfigErrors(t *testing.T) {

@@ -7,6 +7,8 @@ package testsupport
 import (
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -87,4 +89,24 @@ func Flat(capacityMHz float64, running int, cpuPerReplica, demandMHz float64, sa
 		o.Samples = append(o.Samples, engine.Sample{Time: int64(60 * i), CPUMHz: cpuPerReplica * float64(running)})
 	}
 	return o
+}
+
+// SyncBuffer is a log destination safe for concurrent writers (a plugin's
+// logger, read by the test).
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String is everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
