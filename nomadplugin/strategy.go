@@ -288,22 +288,25 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 	if err != nil {
 		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
 	}
-	s.log(eval, how)
+	s.log(eval, c, how)
 	return eval, nil
 }
 
 // log writes the evaluation's outcome: a decision at debug level, no
 // action at info level when it was expected, at warn level otherwise.
-func (s *Strategy) log(eval *sdk.ScalingCheckEvaluation, how outcome) {
+// The check name alone does not tell two policies apart (every example's
+// check is "activation"), so each line also names the job.
+func (s *Strategy) log(eval *sdk.ScalingCheckEvaluation, c *strategyConfig, how outcome) {
 	a := eval.Action
+	job := c.readHosts()[0].query.Job
 	switch how {
 	case outcomeDecided:
-		s.logger.Debug("decided", "check", eval.Check.Name, "count", a.Count, "direction", a.Direction.String(),
+		s.logger.Debug("decided", "check", eval.Check.Name, "job", job, "count", a.Count, "direction", a.Direction.String(),
 			"first", a.Meta[MetaFirstCount], "second", a.Meta[MetaSecondCount], "reason", a.Reason)
 	case outcomeExpected:
-		s.logger.Info("no scaling", "check", eval.Check.Name, "reason", strings.TrimPrefix(a.Reason, noScalingPrefix))
+		s.logger.Info("no scaling", "check", eval.Check.Name, "job", job, "reason", strings.TrimPrefix(a.Reason, noScalingPrefix))
 	default:
-		s.logger.Warn("no scaling", "check", eval.Check.Name, "reason", strings.TrimPrefix(a.Reason, noScalingPrefix))
+		s.logger.Warn("no scaling", "check", eval.Check.Name, "job", job, "reason", strings.TrimPrefix(a.Reason, noScalingPrefix))
 	}
 }
 
@@ -468,7 +471,7 @@ func (e *checkRun) traceRequest(req *engine.Request) {
 	}
 	sum := sha256.Sum256(b)
 	digest := hex.EncodeToString(sum[:8])
-	e.s.logger.Trace("decision request", "check", e.eval.Check.Name, "digest", digest, "request", string(b))
+	e.s.logger.Trace("decision request", "check", e.eval.Check.Name, "job", e.c.readHosts()[0].query.Job, "digest", digest, "request", string(b))
 	e.eval.Action.Meta[MetaRequestDigest] = digest
 }
 
