@@ -188,10 +188,6 @@ type featureWork struct {
 	ev         Evidence
 	// per-replica CPU request share and memory peak share (see compute)
 	reqShare, memShare float64
-	// memPeakMB: one replica's measured memory peak in MB when memory is
-	// not judged (no memory capacity), so that a placement's memory_max
-	// still covers it; 0 when nothing was measured
-	memPeakMB float64
 	// slots, filled for the number of slots a model reads
 	slotCPU, slotMem, slotRun, slotOwn []float64
 	slotsFilled                        int // slots holding a replica
@@ -315,7 +311,7 @@ func (fw *featureWork) compute(o *Observation) {
 	fw.reqShare = reqPer
 
 	// Memory.
-	fw.memShare, fw.memPeakMB = 0, 0
+	fw.memShare = 0
 	f[fMemReplicaDemand], f[fMemReplicaMax], f[fMemHostMax], f[fMemFit] = 0, 0, 0, MaxFit
 	if ev.MemoryJudged {
 		memDemand := o.ReplicaMemoryDemandMB / capMem
@@ -350,15 +346,6 @@ func (fw *featureWork) compute(o *Observation) {
 		f[fMemFit] = fit(mr)
 	} else {
 		fw.memNote = memNoteUnjudged
-		// The peak a warm replica showed (as the judged path reads it).
-		if per := warm; running > 0 {
-			if per == 0 {
-				per = running
-			}
-			for _, s := range o.Samples {
-				fw.memPeakMB = max(fw.memPeakMB, s.MemoryMB/float64(per))
-			}
-		}
 	}
 	last := o.Samples[n-1].Time
 	day := float64(last%86400) / 86400 * 2 * math.Pi

@@ -124,8 +124,17 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 	peak := pl.ReplicaMemoryMB
 	if memKnown {
 		peak = math.Max(peak, fw.memShare*o.MemoryCapacityMB)
-	} else {
-		peak = math.Max(peak, fw.memPeakMB)
+	} else if ev := fw.ev; ev.Running > 0 {
+		// Memory is not judged (no capacity), but memory_max still covers
+		// the peak a warm replica showed, as the judged path reads it.
+		// Here, not in the features: only a returned decision needs it.
+		per := ev.Running - ev.Warming
+		if per == 0 {
+			per = ev.Running
+		}
+		for _, s := range o.Samples {
+			peak = math.Max(peak, s.MemoryMB/float64(per))
+		}
 	}
 	pl.MemoryMaxMB = max(pl.MemoryMB, int(math.Ceil(peak)))
 	cnt := float64(count)

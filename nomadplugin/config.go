@@ -206,6 +206,9 @@ type strategyConfig struct {
 
 func (c *strategyConfig) hosts() [2]*hostConfig { return [2]*hostConfig{&c.first, &c.second} }
 
+// job is the check's job (KeyJob; every host's query reads it).
+func (c *strategyConfig) job() string { return c.first.query.Job }
+
 // readHosts are the hosts an evaluation reads and decides: both for role
 // "split", the role's host otherwise.
 func (c *strategyConfig) readHosts() []*hostConfig {

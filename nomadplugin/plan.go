@@ -160,10 +160,10 @@ func (p *hostPlan) meta(m map[string]any, count int) {
 func act(a *sdk.ScalingAction, c *strategyConfig, plans []hostPlan, count int64) {
 	a.Meta[MetaRole] = c.role
 	a.Meta[MetaPlacement] = c.placement
+	if job := c.job(); job != "" {
+		a.Meta[MetaJob] = job
+	}
 	for _, h := range c.readHosts() {
-		if h.query.Job != "" {
-			a.Meta[MetaJob] = h.query.Job
-		}
 		if h.query.Group != "" {
 			a.Meta[HostMeta(h.role, MetaGroup)] = h.query.Group
 		}

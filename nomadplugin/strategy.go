@@ -283,7 +283,7 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 	if err != nil {
 		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
 	}
-	e := &checkRun{s: s, c: c, eval: eval, count: count, now: s.now(), key: eval.Check.Name}
+	e := &checkRun{s: s, c: c, eval: eval, count: count, now: s.now()}
 	how, err := e.run(reader)
 	if err != nil {
 		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
@@ -297,8 +297,7 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 // The check name alone does not tell two policies apart (every example's
 // check is "activation"), so each line also names the job.
 func (s *Strategy) log(eval *sdk.ScalingCheckEvaluation, c *strategyConfig, how outcome) {
-	a := eval.Action
-	job := c.readHosts()[0].query.Job
+	a, job := eval.Action, c.job()
 	switch how {
 	case outcomeDecided:
 		s.logger.Debug("decided", "check", eval.Check.Name, "job", job, "count", a.Count, "direction", a.Direction.String(),
@@ -317,7 +316,6 @@ type checkRun struct {
 	eval  *sdk.ScalingCheckEvaluation
 	count int64
 	now   time.Time
-	key   string // the check's name: part of its windows' keys (see windowKey)
 }
 
 // run reads, decides, limits and acts; a state with no action is the
@@ -331,7 +329,7 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 	}
 	obs := make([]engine.Observation, len(hosts))
 	for i, h := range hosts {
-		if obs[i], why = e.s.observe(e.key, e.c, h, rds[i], e.eval.Metrics, e.now); why != "" {
+		if obs[i], why = e.s.observe(e.eval.Check.Name, e.c, h, rds[i], e.eval.Metrics, e.now); why != "" {
 			e.noScale(why)
 			return outcomeFailed, nil
 		}
@@ -471,7 +469,7 @@ func (e *checkRun) traceRequest(req *engine.Request) {
 	}
 	sum := sha256.Sum256(b)
 	digest := hex.EncodeToString(sum[:8])
-	e.s.logger.Trace("decision request", "check", e.eval.Check.Name, "job", e.c.readHosts()[0].query.Job, "digest", digest, "request", string(b))
+	e.s.logger.Trace("decision request", "check", e.eval.Check.Name, "job", e.c.job(), "digest", digest, "request", string(b))
 	e.eval.Action.Meta[MetaRequestDigest] = digest
 }
 
@@ -516,7 +514,7 @@ func windowKey(check string, c *strategyConfig, h *hostConfig) string {
 }
 
 // observe returns a host's observation, or why there is none.
-func (s *Strategy) observe(checkKey string, c *strategyConfig, h *hostConfig, r *nomadusage.Reading, metrics sdk.TimestampedMetrics, now time.Time) (engine.Observation, string) {
+func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *nomadusage.Reading, metrics sdk.TimestampedMetrics, now time.Time) (engine.Observation, string) {
 	if h.usage == UsageAPM {
 		return apmObservation(h, c, r, metrics, now)
 	}
@@ -529,7 +527,7 @@ func (s *Strategy) observe(checkKey string, c *strategyConfig, h *hostConfig, r 
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): usage is stale: Nomad's stats were taken at %s, %s ago, beyond %s = %s",
 			h.role, h.query.Host, r.Time.UTC().Format(time.RFC3339), age.Round(time.Second), KeyMaxAge, c.maxAge)
 	}
-	w := s.window(windowKey(checkKey, c, h), c, now)
+	w := s.window(windowKey(check, c, h), c, now)
 	if err := w.Add(r); err != nil {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): %v", h.role, h.query.Host, err)
 	}

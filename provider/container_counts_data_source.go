@@ -107,7 +107,8 @@ func quotaInputAttribute(role string) schema.DynamicAttribute {
 }
 
 // decodeQuotas decodes the configured quotas into m.quotas (null: nil,
-// every default), each checked for its attributes and their kinds.
+// every default; unknown, during validation: nil, decoded once known),
+// each checked for its attributes and their kinds.
 func (m *containerCountsModel) decodeQuotas(ctx context.Context) []*valueError {
 	var errs []*valueError
 	for i, q := range []struct {
@@ -115,7 +116,7 @@ func (m *containerCountsModel) decodeQuotas(ctx context.Context) []*valueError {
 		name string
 	}{{m.FirstQuota, attrFirstQuota}, {m.SecondQuota, attrSecondQuota}} {
 		m.quotas[i] = nil
-		if q.v.IsNull() || q.v.IsUnderlyingValueNull() {
+		if q.v.IsNull() || q.v.IsUnknown() || q.v.IsUnderlyingValueNull() || q.v.IsUnderlyingValueUnknown() {
 			continue
 		}
 		var qm quotaModel
@@ -252,17 +253,17 @@ func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req data
 // validateSettings is ValidateConfig on the quotas, min_samples and
 // hold_band: each one known is checked as the read would check it.
 func (d *containerCountsDataSource) validateSettings(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
-	for i, name := range []string{attrFirstQuota, attrSecondQuota} {
-		var dv types.Dynamic
-		if diags := req.Config.GetAttribute(ctx, path.Root(name), &dv); diags.HasError() ||
-			dv.IsNull() || dv.IsUnknown() || dv.IsUnderlyingValueNull() || dv.IsUnderlyingValueUnknown() {
+	var m containerCountsModel
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrFirstQuota), &m.FirstQuota)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrSecondQuota), &m.SecondQuota)...)
+	for _, err := range m.decodeQuotas(ctx) {
+		addValueError(&resp.Diagnostics, err)
+	}
+	for i, qm := range m.quotas {
+		if qm == nil {
 			continue
 		}
-		var qm quotaModel
-		if err := decodeArgument(ctx, dv, quotaFields, path.Root(name), &qm); err != nil {
-			addValueError(&resp.Diagnostics, err)
-			continue
-		}
+		name := []string{attrFirstQuota, attrSecondQuota}[i]
 		// Unknown attributes are checked once known.
 		for _, n := range []*types.Number{&qm.Min, &qm.Max, &qm.PerBranch} {
 			if n.IsUnknown() {

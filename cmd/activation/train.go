@@ -21,6 +21,8 @@ const (
 	capacityFile  = engine.BuiltinCapacity + ".json"
 )
 
+var trainDefaults = train.DefaultSettings()
+
 var trainHelp = help{
 	synopsis: "--traces DIR[,DIR...] --out DIR [flags]",
 	description: fmt.Sprintf(`Train the two default processors (the first host's admission processor and
@@ -33,8 +35,8 @@ them. Series are held out by identity (the series name; a VM's name for
 PlanetLab), per family, never only by time; a validation split by identity
 stops training early. A series needs at least %d samples (the %d-sample
 window, the %d-sample horizon and one more); a shorter one stops the run,
-naming it. --out is created when it does not exist.`, train.DefaultSettings().MinSeriesSamples(),
-		train.DefaultSettings().Window, train.DefaultSettings().Horizon),
+naming it. --out is created when it does not exist.`, trainDefaults.MinSeriesSamples(),
+		trainDefaults.Window, trainDefaults.Horizon),
 	examples: []string{
 		"# retrain the built-in models from the bundled series (go generate ./engine)",
 		"activation train --traces engine/testdata/traces/crane,engine/testdata/traces/planetlab --out engine/models",
