@@ -11,6 +11,9 @@
 //     joined in the subdirectories' name order, so that every day of one VM
 //     is one series with one identity.
 //
+// The layouts do not mix: a directory with both <series>.csv files and
+// subdirectories of them is refused, not read in part.
+//
 // A CSV file has a header. Its time column is `ts` (or `timestamp`,
 // `time`), in Unix seconds. Its usage column is `value` (or `usage`), or
 // `cpu_mhz` (Bitbrains). Memory, when present, is `mem_kb` or `memory_mb`
@@ -299,6 +302,13 @@ func Scan(dir string) ([]Ref, error) {
 		return nil, err
 	}
 	if len(flat) > 0 {
+		// A subdirectory's series would be left out without a word: the
+		// two layouts do not mix.
+		if sub, err := firstPartDir(dir); err != nil {
+			return nil, err
+		} else if sub != "" {
+			return nil, fmt.Errorf("traces: %s holds series in both layouts, *.csv files and %s/*.csv: a trace directory is flat (<series>.csv) or nested (<part>/<series>.csv); move one set to its own directory", dir, sub)
+		}
 		sort.Strings(flat)
 		refs := make([]Ref, len(flat))
 		for i, p := range flat {
@@ -354,6 +364,28 @@ func csvFiles(dir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// firstPartDir is the name of the first subdirectory of dir holding a
+// *.csv file, or "" when none does.
+func firstPartDir(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("traces: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		parts, err := csvFiles(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		if len(parts) > 0 {
+			return e.Name(), nil
+		}
+	}
+	return "", nil
 }
 
 // LoadDir reads every series of a trace directory (see Scan), sorted by

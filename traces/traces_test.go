@@ -169,6 +169,8 @@ func TestScanErrors(t *testing.T) {
 		{"nothing", map[string]string{"notes.txt": "x"}, "no *.csv series"},
 		{"overlapping days", map[string]string{"d1/vm.csv": "ts,value\n100,1\n200,2\n", "d2/vm.csv": "ts,value\n150,1\n300,2\n"}, "must not overlap"},
 		{"one-row day", map[string]string{"d1/vm.csv": "ts,value\n100,1\n"}, "d1/vm.csv: series vm: 1 sample"},
+		// the subdirectory's series would be left out without a word
+		{"both layouts", map[string]string{"vm_a.csv": "ts,value\n100,1\n200,2\n", "d1/vm_b.csv": "ts,value\n100,1\n200,2\n"}, "holds series in both layouts, *.csv files and d1/*.csv"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
