@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -285,6 +286,12 @@ func TestFeatureVector(t *testing.T) {
 	for _, bad := range []string{"cpu_replica_bogus", "slot_x", "slot_01", "slot_1_disk", "slot_-1"} {
 		if _, err := FeatureVector(&o, "first", []string{bad}); err == nil {
 			t.Errorf("unknown feature %q accepted", bad)
+		}
+	}
+	// A slot past the limit is refused, even one whose k+1 wraps around.
+	for _, far := range []string{"slot_" + strconv.Itoa(MaxReplicas), "slot_9223372036854775807_memory", "slot_9223372036854775807"} {
+		if _, err := FeatureVector(&o, "first", []string{far}); err == nil || !strings.Contains(err.Error(), "more than the limit") {
+			t.Errorf("%s: error %v, want the slot limit", far, err)
 		}
 	}
 }

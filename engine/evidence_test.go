@@ -153,17 +153,22 @@ func TestPlacementMemoryMaxCoversPeak(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		capacityMB float64
+		othersMB   float64 // other workloads' memory reservations
 		sampleMB   float64 // the group's memory at every sample (6 replicas)
 		want       int
 	}{
-		{"capacity known, replicas above their request", 65536, 6 * 5000, 5000},
-		{"capacity unknown, replicas above their request", 0, 6 * 5000, 5000},
-		{"capacity unknown, replicas below their request", 0, 6 * 300, 512},
-		{"capacity unknown, no memory measured", 0, 0, 512},
+		{"capacity known, replicas above their request", 65536, 0, 6 * 5000, 5000},
+		// the peak is read as a share of the room (65536 - 49152), not of
+		// the capacity: 4x too much before
+		{"capacity known, others reserve most of it", 65536, 49152, 6 * 1000, 1000},
+		{"capacity unknown, replicas above their request", 0, 0, 6 * 5000, 5000},
+		{"capacity unknown, replicas below their request", 0, 0, 6 * 300, 512},
+		{"capacity unknown, no memory measured", 0, 0, 0, 512},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testsupport.Flat(16000, 6, 200, 1000, 30)
 			o.MemoryCapacityMB, o.RequestedMemoryMB, o.ReplicaMemoryDemandMB = tc.capacityMB, 6*512, 512
+			o.OtherReservedMemoryMB = tc.othersMB
 			for i := range o.Samples {
 				o.Samples[i].MemoryMB = tc.sampleMB
 			}

@@ -508,15 +508,15 @@ func newFeatureMap(m *Model) (featureMap, error) {
 			continue
 		}
 		if k, src, ok := parseSlot(in.Name); ok {
+			if k >= MaxReplicas { // before k+1, which could wrap
+				return featureMap{}, modelErr(fmt.Sprintf("inputs[%d].name", i), "reads slot %d, more than the limit of %d slots", k, MaxReplicas)
+			}
 			fm.feature[i], fm.slot[i] = src, k
 			fm.slots = max(fm.slots, k+1)
 			continue
 		}
 		return featureMap{}, modelErr(fmt.Sprintf("inputs[%d].name", i), "unknown feature %q: the engine derives %s, and %s<k>, %s<k>%s, %s<k>%s, %s<k>%s demand slots",
 			in.Name, strings.Join(FeatureNames, ", "), SlotPrefix, SlotPrefix, SlotMemorySuffix, SlotPrefix, SlotRunningSuffix, SlotPrefix, SlotOwnSuffix)
-	}
-	if fm.slots > MaxReplicas {
-		return featureMap{}, modelErr("inputs", "reads slot %d, more than the limit of %d slots", fm.slots-1, MaxReplicas)
 	}
 	return fm, nil
 }

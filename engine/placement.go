@@ -123,7 +123,10 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 	pl.MemoryMB = max(MinReservationMemoryMB, int(math.Floor(memRes+1e-9)))
 	peak := pl.ReplicaMemoryMB
 	if memKnown {
-		peak = math.Max(peak, fw.memShare*o.MemoryCapacityMB)
+		// memShare is a share of the workload's room (capacity less
+		// others' reservations), as features reads it.
+		_, room := o.room()
+		peak = math.Max(peak, fw.memShare*room)
 	} else if ev := fw.ev; ev.Running > 0 {
 		// Memory is not judged (no capacity), but memory_max still covers
 		// the peak a warm replica showed, as the judged path reads it.
