@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -373,5 +374,46 @@ func TestAdmissionFloorIsTheWorkloads(t *testing.T) {
 	if own.Amount <= o.RunningReplicas || own.Amount >= other.Amount {
 		t.Fatalf("the workload's own new replicas admitted to %d, the same demands queued to %d (running %d): want 4 < own < queued",
 			own.Amount, other.Amount, o.RunningReplicas)
+	}
+}
+
+// A request written as JSON decides as it did: an empty queue (no new
+// replica wants to run) stays empty and does not become "every slot".
+func TestRequestJSONKeepsEmptyQueue(t *testing.T) {
+	o := testsupport.Flat(16000, 3, 100, 1000, 30)
+	for _, tc := range []struct {
+		name  string
+		queue []Replica
+	}{
+		{"no queue: every slot", nil},
+		{"an empty queue: nobody new", []Replica{}},
+		{"one queued replica", []Replica{{CPUMHz: 500}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := Request{First: o, Second: o}
+			req.First.QueuedReplicas = tc.queue
+			want, err := req.Decide()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(&req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Request
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if (back.First.QueuedReplicas == nil) != (tc.queue == nil) {
+				t.Fatalf("queue %#v came back as %#v (%s)", tc.queue, back.First.QueuedReplicas, b)
+			}
+			got, err := back.Decide()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.First.Containers != want.First.Containers {
+				t.Fatalf("replayed first host %d, decided %d", got.First.Containers, want.First.Containers)
+			}
+		})
 	}
 }

@@ -68,7 +68,7 @@ type Observation struct {
 	// (several groups queued for one host, or replicas of different
 	// sizes). An empty list means no new replica wants to run. It cannot
 	// be combined with WantedReplicas.
-	QueuedReplicas []Replica `json:"queued_replicas,omitempty"`
+	QueuedReplicas []Replica `json:"queued_replicas,omitzero"` // omitzero: [] (no new replica) is kept, nil (every slot) left out
 	// OtherReservedCPUMHz and OtherReservedMemoryMB are what other
 	// workloads reserve on the host: the scheduler places this workload's
 	// replicas only in what is left, and the engine takes the other
