@@ -206,6 +206,17 @@ func TestPlacementMinimums(t *testing.T) {
 	if d.First.Placement.Fits || d.First.Containers < 6 {
 		t.Fatalf("6 replicas at 1 MHz on 5 MHz reported as fitting: %+v", d.First.Placement)
 	}
+	// A vanishing memory request places up to the limit, never fewer
+	// (int of a huge float wrapped to a negative count).
+	wide := testsupport.Flat(16000, 2, 100, 1e-9, 30)
+	wide.MemoryCapacityMB, wide.RequestedMemoryMB, wide.ReplicaMemoryDemandMB = 65536, 2e-15, 1e-15
+	d, err = Decide(HostInput{Observation: &wide}, HostInput{Observation: &wide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Second.Placement.Placeable; got != MaxQuotaCount {
+		t.Fatalf("placeable %d with vanishing requests, want the limit %d", got, MaxQuotaCount)
+	}
 }
 
 // Every evidence note, as a decision returns it, for each way the window

@@ -8,11 +8,13 @@ import (
 	"errors"
 
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // ModelFormat is the value of a model file's "format" field.
@@ -262,9 +264,22 @@ func ParseModel(data []byte) (*Model, error) {
 	dec.DisallowUnknownFields()
 	var m Model
 	if err := dec.Decode(&m); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return nil, modelErr("", "not a valid model document: not valid JSON at byte %d: %v", se.Offset, se)
+		case errors.As(err, &te) && te.Field != "":
+			// "plain" is Layer.UnmarshalJSON's own type, not a field.
+			return nil, modelErr(strings.ReplaceAll(te.Field, ".plain.", "."), "not a valid model document: %s is not a valid %s (at byte %d)", te.Value, te.Type, te.Offset)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, modelErr("", "not a valid model document: it ends early (a truncated file?)")
+		}
 		return nil, modelErr("", "not a valid model document: %v", err)
 	}
-	if dec.More() {
+	// Anything but white space after the document is refused (More does
+	// not see a stray "]" or "}").
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, modelErr("", "trailing data after the model document")
 	}
 	if err := m.Validate(); err != nil {

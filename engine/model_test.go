@@ -64,7 +64,9 @@ func TestParseModelErrorsNameTheField(t *testing.T) {
 			layer(d, 0)["biases"] = []any{0.0}
 		}, field: "layers[0].weights", reason: "2 rows but the layer has 1 biases"},
 		{name: "NaN weight", raw: func(s string) string { return strings.Replace(s, `[1,2]`, `[NaN,2]`, 1) }, field: "", reason: "not a valid model document"},
-		{name: "weight out of range", raw: func(s string) string { return strings.Replace(s, `[0,-1]`, `[1e400,-1]`, 1) }, field: "", reason: "not a valid model document"},
+		{name: "weight out of range", raw: func(s string) string { return strings.Replace(s, `[0,-1]`, `[1e400,-1]`, 1) }, field: "layers.weights", reason: "number 1e400 is not a valid float64 (at byte"},
+		{name: "truncated", raw: func(s string) string { return s[:len(s)/2] }, field: "", reason: "ends early"},
+		{name: "a stray closing brace", raw: func(s string) string { return s + "}" }, field: "", reason: "trailing data"},
 		{name: "unknown activation", edit: func(d map[string]any) { layer(d, 0)["activation"] = "gelu" }, field: "layers[0].activation", reason: `unknown activation "gelu"`},
 		{name: "empty layer", edit: func(d map[string]any) {
 			layer(d, 0)["weights"] = []any{}
@@ -480,5 +482,30 @@ func TestModelCacheReloadsOnlyChangedFiles(t *testing.T) {
 	p4, err := c.Load(path)
 	if err != nil || p4 == p1 || p4.Model().Name != "changed" {
 		t.Fatalf("a changed file was not reloaded: %v, %v", p4, err)
+	}
+	// Another file renamed over it with the same size and modification
+	// time (cp -p, rsync -t, tar, then mv): reloaded.
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3 := *m
+	m3.Name = "chang3d" // the same length as "changed"
+	next := filepath.Join(filepath.Dir(path), "next.json")
+	if err := WriteModelFile(next, &m3); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(next, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if nst, err := os.Stat(next); err != nil || nst.Size() != st.Size() {
+		t.Fatalf("premise: sizes %d and %v (%v)", st.Size(), nst, err)
+	}
+	if err := os.Rename(next, path); err != nil {
+		t.Fatal(err)
+	}
+	p5, err := c.Load(path)
+	if err != nil || p5.Model().Name != "chang3d" {
+		t.Fatalf("a file renamed over the model with the same size and time was not reloaded: %v, %v", p5, err)
 	}
 }

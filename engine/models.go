@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // The default processors ship inside every binary. They are regenerated
@@ -105,8 +104,8 @@ func DefaultModelFor(role string) string {
 }
 
 // ModelCache compiles model sources and keeps them: a built-in model is
-// compiled once; a file is read again only when its size or modification
-// time changed, and compiled again only when its content digest changed, so
+// compiled once; a file is read again only when it is another file (a new
+// one renamed over it) or its size or modification time changed, and compiled again only when its content digest changed, so
 // that a plugin deciding every few seconds loads its model once and picks
 // up a new file as soon as it is written (atomically, as WriteModelFile
 // does). It is safe for concurrent use.
@@ -116,10 +115,16 @@ type ModelCache struct {
 }
 
 type cachedModel struct {
-	size    int64
-	modTime time.Time
-	sum     [sha256.Size]byte
-	proc    *Processor
+	info os.FileInfo // the file read: same file (inode), size and modification time
+	sum  [sha256.Size]byte
+	proc *Processor
+}
+
+// unchanged reports whether st is the file e was read from, unmodified: a
+// file renamed over it (as WriteModelFile writes) is another file even with
+// the same size and modification time (cp -p, rsync -t, tar).
+func (e *cachedModel) unchanged(st os.FileInfo) bool {
+	return os.SameFile(e.info, st) && e.info.Size() == st.Size() && e.info.ModTime().Equal(st.ModTime())
 }
 
 // Models is the process-wide model cache every front end loads through.
@@ -146,7 +151,7 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 	c.mu.Lock()
 	e := c.files[source]
 	c.mu.Unlock()
-	if e != nil && e.size == st.Size() && e.modTime.Equal(st.ModTime()) {
+	if e != nil && e.unchanged(st) {
 		return e.proc, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxModelBytes+1))
@@ -155,7 +160,7 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 	}
 	sum := sha256.Sum256(data)
 	if e != nil && e.sum == sum {
-		c.store(source, &cachedModel{size: st.Size(), modTime: st.ModTime(), sum: sum, proc: e.proc})
+		c.store(source, &cachedModel{info: st, sum: sum, proc: e.proc})
 		return e.proc, nil
 	}
 	m, err := ParseModel(data)
@@ -166,7 +171,7 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading model %s: %w", source, err)
 	}
-	c.store(source, &cachedModel{size: st.Size(), modTime: st.ModTime(), sum: sum, proc: p})
+	c.store(source, &cachedModel{info: st, sum: sum, proc: p})
 	return p, nil
 }
 

@@ -93,7 +93,7 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 		uniformMax = int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeCPUMHz/pl.ReplicaCPUMHz*(1+1e-12))))
 	}
 	if memKnown && pl.ReplicaMemoryMB > 0 {
-		uniformMax = min(uniformMax, int(math.Floor(pl.FreeMemoryMB/pl.ReplicaMemoryMB*(1+1e-12))))
+		uniformMax = min(uniformMax, int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeMemoryMB/pl.ReplicaMemoryMB*(1+1e-12)))))
 	}
 	if o.QueuedReplicas == nil {
 		pl.Placeable = max(uniformMax, 0)
