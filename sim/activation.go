@@ -256,6 +256,14 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 		case a.kind != KnobOutputThreshold:
 			return nil, fmt.Errorf("activation policy: a hold band moves output thresholds; the %s knob keeps them", a.kind)
 		}
+		// As engine.Decide refuses it: a band in logits needs sigmoid
+		// outputs.
+		for _, p := range []*engine.Processor{a.adm, a.capy} {
+			m := p.Model()
+			if act := m.Layers[len(m.Layers)-1].Activation; act != engine.ActivationSigmoid {
+				return nil, fmt.Errorf("activation policy: hold band %v: model %s has %s outputs; a hold band needs sigmoid outputs (a band in logits)", b, m.Name, act)
+			}
+		}
 	}
 	for i, v := range vals {
 		if _, dup := a.index[v]; dup {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -255,6 +256,25 @@ func TestActivationHoldBandIsTheEngineHold(t *testing.T) {
 	}
 	if _, err := Activation(ActivationConfig{HoldBand: 1, Knob: KnobPerBranch}); err == nil {
 		t.Error("a hold band with the per_branch knob accepted")
+	}
+	// Outputs that are not sigmoid have no logits to move: refused, as
+	// engine.Decide refuses them.
+	capy, err := engine.Models.LoadFor(engine.RoleSecond, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := *capy.Model()
+	im.Layers = slices.Clone(im.Layers)
+	last := &im.Layers[len(im.Layers)-1]
+	last.Activation = engine.ActivationIdentity
+	half := 0.5
+	im.OutputThreshold = &half
+	ident, err := engine.NewProcessor(&im)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Activation(ActivationConfig{HoldBand: 1, Capacity: ident, Values: []float64{0.5}}); err == nil || !strings.Contains(err.Error(), "needs sigmoid outputs") {
+		t.Errorf("a hold band on identity outputs: error %v, want a refusal", err)
 	}
 }
 
