@@ -57,7 +57,8 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"attributes (a numeric string is a number); a list may be a tuple, never a set. `quotas` is `{ first = {...}, second = {...}, min_samples = n, hold_band = b }`, " +
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
-			"and the reason. Needs OpenTofu 1.7 or Terraform 1.8 or later.",
+			"and the reason. An argument holding a value known only at apply (anywhere inside it) makes the result unknown until " +
+			"apply. Needs OpenTofu 1.7 or Terraform 1.8 or later.",
 		Parameters: []function.Parameter{
 			function.DynamicParameter{Name: fnFirst,
 				MarkdownDescription: "Observation of the first host (read at the admission processor's input layer)."},
@@ -106,6 +107,21 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 	var first, second, quotas types.Dynamic
 	if resp.Error = req.Arguments.Get(ctx, &first, &second, &quotas); resp.Error != nil {
 		return
+	}
+	// A value known only at apply, anywhere inside an argument, makes the
+	// counts unknown until then. (OpenTofu 1.7.0 to 1.8.4 call a function
+	// with such arguments; decoding them would read an unknown as 0 and
+	// plan a count that apply does not give.)
+	for i, a := range []types.Dynamic{first, second, quotas} {
+		v, err := a.ToTerraformValue(ctx)
+		if err != nil {
+			resp.Error = function.NewArgumentFuncError(int64(i), funcText(err.Error()))
+			return
+		}
+		if !v.IsFullyKnown() {
+			resp.Error = resp.Result.Set(ctx, types.ObjectUnknown(countsResultAttrTypes))
+			return
+		}
 	}
 	var fo, so observationModel
 	var qm quotasModel

@@ -153,6 +153,42 @@ func TestContainerCountsFunctionRun(t *testing.T) {
 // it: the result is the vector's decision. The function has no model
 // argument: a vector that names a model other than the built-in default
 // fails here rather than being left out.
+// A value known only at apply, anywhere inside an argument, gives an
+// unknown result: never counts planned from an unknown read as 0.
+func TestContainerCountsFunctionUnknownInside(t *testing.T) {
+	ctx := context.Background()
+	first, second := jsonValue(t, testFirst(t)), jsonValue(t, testSecond(t))
+	unknownMin := types.ObjectValueMust(map[string]attr.Type{"first": types.ObjectType{AttrTypes: map[string]attr.Type{"min": types.NumberType}}},
+		map[string]attr.Value{"first": types.ObjectValueMust(map[string]attr.Type{"min": types.NumberType}, map[string]attr.Value{"min": types.NumberUnknown()})})
+	obsAttrs := first.(basetypes.ObjectValue).Attributes()
+	obsAttrs["running_replicas"] = types.NumberUnknown()
+	obsTypes := first.(basetypes.ObjectValue).AttributeTypes(ctx)
+	obsTypes["running_replicas"] = types.NumberType
+	unknownRunning := types.ObjectValueMust(obsTypes, obsAttrs)
+	for _, tc := range []struct {
+		name string
+		args []attr.Value
+	}{
+		{"a quota's min", []attr.Value{first, second, unknownMin}},
+		{"an observation's running_replicas", []attr.Value{unknownRunning, second, types.ObjectValueMust(map[string]attr.Type{}, map[string]attr.Value{})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dyn := make([]attr.Value, len(tc.args))
+			for i, a := range tc.args {
+				dyn[i] = types.DynamicValue(a)
+			}
+			resp := function.RunResponse{Result: function.NewResultData(types.ObjectNull(countsResultAttrTypes))}
+			NewContainerCountsFunction().Run(ctx, function.RunRequest{Arguments: function.NewArgumentsData(dyn)}, &resp)
+			if resp.Error != nil {
+				t.Fatal(resp.Error)
+			}
+			if v := resp.Result.Value(); !v.IsUnknown() {
+				t.Fatalf("result %v, want unknown", v)
+			}
+		})
+	}
+}
+
 func TestContainerCountsFunctionGolden(t *testing.T) {
 	vs, err := golden.Load(golden.Path())
 	if err != nil {

@@ -47,6 +47,9 @@ const (
 	huTimeouts        = "timeouts"
 	maxHostUsageReads = 60
 	maxSampleInterval = 10
+	// extraReads, with samples more, are the reads made at most beyond
+	// samples when Nomad's stats repeat their time (see Read).
+	extraReads = 5
 
 	// defaultReadTimeout bounds a read when timeouts.read is unset, besides
 	// the waits between samples.
@@ -141,7 +144,7 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			huNodeClass: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Node class the node must have.", Validators: name()},
 			huNamespace: schema.StringAttribute{Optional: true, Computed: true,
-				MarkdownDescription: "Namespace of `job`. Defaults to the provider's `nomad.namespace`, then Nomad's default; set to the job's namespace after the read.",
+				MarkdownDescription: "Namespace of `job`. Defaults to the provider's `nomad.namespace`, then Nomad's default; set to the job's namespace after the read. `\"*\"` (Nomad's wildcard for lists), here or from the provider, is refused with a job.",
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 128)}},
 			huJob: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Job whose allocations on the node are the workload. Unset: the whole node's usage and allocations.",
@@ -160,7 +163,9 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 				MarkdownDescription: "Host label in the observation (its `host`); default the node's name."},
 			huSamples: schema.NumberAttribute{Optional: true,
 				MarkdownDescription: fmt.Sprintf("How many times to read the node (1 to %d; default %d, what `activation_container_counts` needs "+
-					"by default: its `min_samples`). Each read is one usage sample.", maxHostUsageReads, engine.DefaultMinSamples),
+					"by default: its `min_samples`). Each read is one usage sample. A Nomad client refreshes its stats every telemetry "+
+					"`collection_interval` (1 s by default); a read that finds the refresh the read before found is made again, up to "+
+					"`samples` + %d more reads, after which the read fails naming `sample_interval_seconds`.", maxHostUsageReads, engine.DefaultMinSamples, extraReads),
 				Validators: []validator.Number{wholeBetween{1, maxHostUsageReads}}},
 			huSampleInterval: schema.NumberAttribute{Optional: true,
 				MarkdownDescription: fmt.Sprintf("Seconds between reads when `samples` > 1 (1 to %d; default 1). The plan waits `(samples - 1) x sample_interval_seconds`.", maxSampleInterval),
@@ -230,6 +235,17 @@ func (m *hostUsageModel) query(defaultNamespace string, diags *diag.Diagnostics)
 		Job:       m.Job.ValueString(),
 		Group:     m.Group.ValueString(),
 		Label:     m.Label.ValueString(),
+	}
+	// "*" is the wildcard of Nomad's list requests; a job lives in one
+	// namespace, and Nomad would look for it in one named "*".
+	switch {
+	case q.Job == "" || (q.Namespace != "*" && (q.Namespace != "" || defaultNamespace != "*")):
+	case q.Namespace == "*":
+		diags.AddAttributeError(path.Root(huNamespace), "Invalid value",
+			attributeDetail(path.Root(huNamespace), `is "*", the wildcard of Nomad's list requests: a job lives in one namespace, so Nomad would look for it in a namespace named "*"; name the job's namespace`))
+	default:
+		diags.AddAttributeError(path.Root(huNamespace), "Invalid value",
+			`The provider's namespace (the nomad block's namespace, else NOMAD_NAMESPACE) is "*", the wildcard of Nomad's list requests: a job lives in one namespace, so Nomad would look for it in a namespace named "*". Set namespace on this data source to the job's.`)
 	}
 	if q.Namespace == "" {
 		q.Namespace = defaultNamespace
@@ -334,7 +350,13 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if !ok {
 		return
 	}
-	window, err := nomadusage.NewWindow(int(samples), waits+gap+time.Minute)
+	// A Nomad client refreshes the stats it serves every telemetry
+	// collection_interval (1 s by default), and a sample is stamped with
+	// that refresh's time: a read that finds the same refresh as the one
+	// before replaces it in the window. Such reads are made again, up to
+	// maxReads in all, so that the window holds samples distinct samples.
+	maxReads := 2*samples + extraReads
+	window, err := nomadusage.NewWindow(int(samples), time.Duration(maxReads)*gap+time.Minute)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root(huSamples), "Invalid usage window", err.Error())
 		return
@@ -342,21 +364,28 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last *nomadusage.Reading
-	for i := int64(0); i < samples; i++ {
+	for i := int64(0); int64(window.Len()) < samples; i++ {
+		if i == maxReads {
+			resp.Diagnostics.AddAttributeError(path.Root(huSampleInterval), "Too few distinct usage samples", fmt.Sprintf(
+				"Attribute sample_interval_seconds: %d reads %ds apart gave %d distinct usage samples of the %d asked (samples): Nomad's client "+
+					"stats kept the same time. The node's client refreshes its stats every telemetry collection_interval; "+
+					"set sample_interval_seconds to at least that interval.", i, interval, window.Len(), samples))
+			return
+		}
 		if i > 0 {
 			if err := sleepCtx(ctx, gap); err != nil {
 				resp.Diagnostics.AddError("Reading the host's usage timed out", fmt.Sprintf(
-					"activation_host_usage did not finish within its read timeout (timeouts.read, %s): it timed out waiting between samples, after read %d of %d.",
-					timeout, i, samples))
+					"activation_host_usage did not finish within its read timeout (timeouts.read, %s): it timed out waiting between samples, "+
+						"after %d reads, with %d of the %d distinct samples asked.", timeout, i, window.Len(), samples))
 				return
 			}
 		}
 		tflog.Trace(ctx, "activation_host_usage: reading", map[string]any{
-			"address": conn.Address(), "selector": q.Host.String(), "job": q.Job, "group": q.Group, "read": i + 1, "of": samples,
+			"address": conn.Address(), "selector": q.Host.String(), "job": q.Job, "group": q.Group, "read": i + 1, "samples": window.Len(), "of": samples,
 		})
 		rd, err := reader.Read(ctx, q)
 		if err != nil {
-			addNomadError(ctx, &resp.Diagnostics, &m, conn, err, readProgress{i + 1, samples, timeout})
+			addNomadError(ctx, &resp.Diagnostics, &m, conn, err, readProgress{min(i+1, samples), samples, timeout})
 			return
 		}
 		if err := window.Add(rd); err != nil {

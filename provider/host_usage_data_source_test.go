@@ -436,6 +436,37 @@ func TestAccHostUsage_wholeNodeByIDSeveralSamples(t *testing.T) {
 	}}})
 }
 
+// A Nomad client serves the stats of its latest refresh (telemetry
+// collection_interval): reads that repeat a refresh's time are made again
+// until the window holds samples distinct samples, or fail naming
+// sample_interval_seconds when the stats keep their time.
+func TestAccHostUsage_statsInterval(t *testing.T) {
+	t.Run("a refresh every 2 s, reads 1 s apart: 3 distinct samples", func(t *testing.T) {
+		accParallel(t)
+		f := newUsageFixture(t)
+		f.s.SetStatsInterval(2 * time.Second)
+		runAcc(t, resource.TestCase{Steps: []resource.TestStep{{
+			Config: f.providerHCL("") + usageConfig("test", map[string]string{
+				huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`, huSamples: "3", huSampleInterval: "1",
+			}),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.activation_host_usage.test", tfjsonpath.New(huObservation).AtMapKey(obsUsageSamples), knownvalue.ListSizeExact(3)),
+			},
+		}}})
+	})
+	t.Run("stats that keep their time: an error naming sample_interval_seconds", func(t *testing.T) {
+		accParallel(t)
+		f := newUsageFixture(t)
+		f.s.SetStatsInterval(time.Hour)
+		runAcc(t, resource.TestCase{Steps: []resource.TestStep{{
+			Config: f.providerHCL("") + usageConfig("test", map[string]string{
+				huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`, huSamples: "2", huSampleInterval: "1",
+			}),
+			ExpectError: errRegexp(`Attribute sample_interval_seconds: 9 reads 1s apart gave 1 distinct usage samples of the 2 asked`),
+		}}})
+	})
+}
+
 func TestAccHostUsage_poolAndClass(t *testing.T) {
 	accParallel(t) // before the fixture: its allocations age
 	f := newUsageFixture(t)
@@ -971,4 +1002,47 @@ func nomadErrors(t *testing.T) (notFound, forbidden, serverError error) {
 		}
 	}
 	return notFound, forbidden, serverError
+}
+
+// A job's namespace "*" (Nomad's wildcard for lists) is refused on the
+// namespace attribute, whether set there or taken from the provider;
+// without a job the namespace is not read, and "*" is no error.
+func TestHostUsageWildcardNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		job, ns, fromEnv string
+		want             string // "" for no error
+	}{
+		{"set on the data source", "web", "*", "default", `Attribute namespace: is "*"`},
+		{"from the provider", "web", "", "*", `The provider's namespace`},
+		{"the data source's overrides the provider's", "web", "apps", "*", ""},
+		{"no job: the namespace is not read", "", "", "*", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := hostUsageModel{NodeName: types.StringValue("host-a"), Job: types.StringValue(tc.job), ReplicaCPUDemandMHz: types.NumberNull(),
+				ReplicaMemoryDemandMB: types.NumberNull(), WantedReplicas: types.NumberNull()}
+			if tc.job == "" {
+				m.Job = types.StringNull()
+			}
+			m.Namespace = types.StringNull()
+			if tc.ns != "" {
+				m.Namespace = types.StringValue(tc.ns)
+			}
+			var diags diag.Diagnostics
+			_, ok := m.query(tc.fromEnv, &diags)
+			got := ""
+			for _, d := range diags.Errors() {
+				got += d.Detail()
+			}
+			if tc.want == "" {
+				if !ok || diags.HasError() {
+					t.Fatalf("refused: %s", got)
+				}
+				return
+			}
+			if ok || !strings.Contains(got, tc.want) {
+				t.Fatalf("diagnostics %q, want one containing %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -623,7 +623,7 @@ func (s *Server) clientStats(w http.ResponseWriter, r *http.Request) {
 			CPU:              cpus,
 			Uptime:           3600,
 			CPUTicksConsumed: cpu,
-		}, Timestamp: uint64(time.Now().Add(-s.statsAge).UnixNano())}
+		}, Timestamp: uint64(s.statsTime(time.Now()))}
 	}
 	idx := s.index
 	s.mu.RUnlock()
@@ -651,7 +651,7 @@ func (s *Server) allocStats(w http.ResponseWriter, id string) {
 		if a.warmup > 0 && now.Before(time.Unix(0, a.startedAt).Add(a.warmup)) {
 			cpuMHz, memMB = 0, 0
 		}
-		ts := now.Add(-s.statsAge).UnixNano()
+		ts := s.statsTime(now)
 		var coreMHz float64 = 1
 		if n, ok := s.nodes[a.nodeID]; ok {
 			coreMHz = float64(n.spec.CPUMHz) / float64(n.spec.Cores)

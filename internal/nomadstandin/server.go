@@ -148,6 +148,11 @@ type Server struct {
 	// statsAge makes client and allocation stats carry a Timestamp this
 	// far in the past (stale stats).
 	statsAge time.Duration
+	// statsEvery and statsFrom: a client's stats refreshed every
+	// statsEvery from statsFrom (telemetry collection_interval), and
+	// served as of the latest refresh; 0 is a refresh at every answer.
+	statsEvery time.Duration
+	statsFrom  time.Time
 	// lifecycle
 	addr string
 	hs   *httptest.Server
@@ -302,6 +307,26 @@ func (s *Server) SetStatsAge(age time.Duration) {
 	s.mu.Lock()
 	s.statsAge = age
 	s.mu.Unlock()
+}
+
+// SetStatsInterval makes node client stats and allocation stats refresh
+// every d from now on, as a Nomad client's telemetry collection_interval
+// does: an answer carries the Timestamp of the latest refresh, so reads
+// closer together than d repeat it. 0 (the default) refreshes at every
+// answer.
+func (s *Server) SetStatsInterval(d time.Duration) {
+	s.mu.Lock()
+	s.statsEvery, s.statsFrom = d, time.Now()
+	s.mu.Unlock()
+}
+
+// statsTime is the Timestamp (Unix ns) of stats answered at now: the
+// latest refresh, statsAge before it. The caller holds s.mu.
+func (s *Server) statsTime(now time.Time) int64 {
+	if s.statsEvery > 0 {
+		now = s.statsFrom.Add(now.Sub(s.statsFrom).Truncate(s.statsEvery))
+	}
+	return now.Add(-s.statsAge).UnixNano()
 }
 
 // InjectFault adds a fault; faults are checked in the order added.

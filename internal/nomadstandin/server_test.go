@@ -449,3 +449,40 @@ func TestRestart(t *testing.T) {
 		t.Errorf("after Restart: %v", err)
 	}
 }
+
+// With a stats interval, reads between two refreshes carry the same
+// Timestamp (the latest refresh), as a Nomad client's collection_interval
+// makes them; without one every answer is fresh.
+func TestStatsInterval(t *testing.T) {
+	f := newFixture(t)
+	allocs, _, err := f.c.Nodes().Allocations(f.first, nil)
+	if err != nil || len(allocs) == 0 {
+		t.Fatalf("node allocations: %d, %v", len(allocs), err)
+	}
+	stamps := func() (node, alloc int64) {
+		t.Helper()
+		var hs struct{ Timestamp int64 }
+		if _, err := f.c.Raw().Query("/v1/client/stats?node_id="+f.first, &hs, nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := f.c.Allocations().Stats(allocs[0], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hs.Timestamp, st.Timestamp
+	}
+	n1, a1 := stamps()
+	time.Sleep(5 * time.Millisecond)
+	if n2, a2 := stamps(); n2 == n1 || a2 == a1 {
+		t.Fatalf("without an interval, reads 5 ms apart repeat a Timestamp: node %d %d, allocation %d %d", n1, n2, a1, a2)
+	}
+	f.s.SetStatsInterval(time.Hour)
+	n1, a1 = stamps()
+	time.Sleep(5 * time.Millisecond)
+	if n2, a2 := stamps(); n2 != n1 || a2 != a1 {
+		t.Fatalf("within one refresh the Timestamps moved: node %d %d, allocation %d %d", n1, n2, a1, a2)
+	}
+	if age := time.Since(time.Unix(0, n1)); age < 0 || age > time.Second {
+		t.Fatalf("the first refresh is %v old; it is when the interval was set", age)
+	}
+}
