@@ -91,6 +91,12 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 			}
 			return nil, fmt.Errorf("read node %s for host %s: %w", sel.NodeID, sel, err)
 		}
+		// A name, pool, class or datacenter given with the ID is a
+		// condition the node must meet, not a selector left unread.
+		if !sel.matches(n.Name, n.NodePool, n.NodeClass, n.Datacenter) {
+			return nil, fmt.Errorf("host %s: %w: node %s is %s (name %q, pool %q, class %q, datacenter %q)",
+				sel, ErrNodeNotFound, sel.NodeID, n.Name, n.Name, n.NodePool, n.NodeClass, n.Datacenter)
+		}
 		return nodeFromInfo(n), nil
 	}
 	filter, err := sel.Filter()

@@ -34,10 +34,10 @@ var (
 	ErrTooFewAnswered = errors.New("too few allocations answered their stats read")
 )
 
-// HostSelector says which Nomad node is a host. NodeID alone picks the node
-// by ID; otherwise Name, Pool, Class and Datacenter select nodes with a
-// server-side filter expression (every one set must match), and exactly
-// one node must match.
+// HostSelector says which Nomad node is a host. NodeID picks the node by
+// ID, and Name, Pool, Class and Datacenter, when also set, are conditions it
+// must meet; otherwise they select nodes with a server-side filter
+// expression (every one set must match), and exactly one node must match.
 type HostSelector struct {
 	NodeID     string
 	Name       string

@@ -272,6 +272,22 @@ func TestReadJobGroup(t *testing.T) {
 			},
 		},
 		{
+			name: "a node ID with the node's own name",
+			query: func(c *cluster) Query {
+				q := c.anyNode()
+				q.Host.Name = "host-a"
+				if c.real {
+					q.Host.Name = c.node.Name
+				}
+				return q
+			},
+			check: func(t *testing.T, c *cluster, r *Reading) {
+				if want := c.anyNode().Host.NodeID; r.NodeID != want {
+					t.Errorf("read node %s, want %s", r.NodeID, want)
+				}
+			},
+		},
+		{
 			name:        "pool and class, demand given, label",
 			standinOnly: "needs known pools",
 			query: func(c *cluster) Query {
@@ -296,6 +312,17 @@ func TestReadErrors(t *testing.T) {
 			name: "missing node ID",
 			query: func(c *cluster) Query {
 				return Query{Host: HostSelector{NodeID: "00000000-dead-beef-0000-000000000000"}, ReplicaCPUDemandMHz: 1}
+			},
+			wantErr: ErrNodeNotFound,
+		},
+		{
+			// the name is a condition on the node the ID reads, not a
+			// selector left unread
+			name: "a node ID with a name the node does not have",
+			query: func(c *cluster) Query {
+				q := c.anyNode()
+				q.Host.Name = "no-such-node-activation-test"
+				return q
 			},
 			wantErr: ErrNodeNotFound,
 		},
