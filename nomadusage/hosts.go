@@ -390,11 +390,13 @@ func (rd *Reading) fromJob(job *api.Job, group *api.TaskGroup, ns string) (cpu, 
 }
 
 // runningOn is the group's running allocations on the node, from the job's
-// allocation list.
+// allocation list: running and meant to run (one Nomad is stopping runs on
+// through its shutdown_delay and kill_timeout, gets no traffic, and the
+// scheduler counts it as gone).
 func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api.AllocationListStub {
 	var out []*api.AllocationListStub
 	for _, a := range stubs {
-		if a.NodeID == nodeID && a.TaskGroup == group && a.ClientStatus == api.AllocClientStatusRunning && sameNamespace(a.Namespace, ns) {
+		if a.NodeID == nodeID && a.TaskGroup == group && running(a.ClientStatus, a.DesiredStatus) && sameNamespace(a.Namespace, ns) {
 			out = append(out, a)
 		}
 	}
@@ -563,6 +565,13 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 		o.RequestedCPUMHz += cpu
 		o.RequestedMemoryMB += mem
 		young := ev.opts.Warmup > 0 && ev.now.Sub(startedAt(a)) < ev.opts.Warmup
+		if r := &res[i]; stats && !r.skipped && r.err == nil && r.ts == 0 {
+			// Nomad answers zeroed stats with Timestamp 0 while no task
+			// has stats (before the client's first collection after a
+			// start, or a driver that reports none): no measurement, so
+			// warming, whatever the warm-up.
+			young = true
+		}
 		t.add(&res[i], young, stats, ev.opts.Warmup > 0)
 	}
 	o.RunningReplicas = t.running
@@ -592,11 +601,11 @@ func (ev *evaluation) usage(t *tally, o *engine.Observation, stats bool) (cpu, m
 		cpu, mem = t.warmCPU*f, t.warmMem*f
 		o.WarmingReplicas = t.running - t.warmTotal
 	case t.answered > 0:
+		// No warm replica answered: with a warm-up, or when the answers
+		// measured nothing (Timestamp 0), every replica is warming.
 		f := float64(t.running) / float64(t.answered)
 		cpu, mem = t.allCPU*f, t.allMem*f
-		if ev.opts.Warmup > 0 {
-			o.WarmingReplicas = t.running
-		}
+		o.WarmingReplicas = t.running
 	}
 	return cpu, mem
 }
@@ -614,6 +623,11 @@ func startedAt(a *api.AllocationListStub) time.Time {
 		t = time.Unix(0, a.CreateTime)
 	}
 	return t
+}
+
+// running says whether an allocation runs and is meant to: a replica.
+func running(clientStatus, desiredStatus string) bool {
+	return clientStatus == api.AllocClientStatusRunning && (desiredStatus == "" || desiredStatus == api.AllocDesiredStatusRun)
 }
 
 // reserves says whether an allocation holds its reservation on its node:

@@ -325,6 +325,59 @@ func TestReadHostsWarming(t *testing.T) {
 	}
 }
 
+// TestReadHostsNoStatsYet: allocations started after their client's latest
+// stats refresh answer zeroed stats with Timestamp 0; they are warming,
+// even without a warm-up rule, and never read as idle replicas.
+func TestReadHostsNoStatsYet(t *testing.T) {
+	p := newPair(t, 2)
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Skip("stand-in only: sets the clients' stats interval")
+	}
+	p.s.SetStatsInterval(time.Hour)
+	time.Sleep(2 * time.Millisecond) // the new allocations start after the refresh
+	must(t, p.s.SetGroupCount("", jobID, groupA, 4))
+	rs, err := (&Reader{Client: p.client}).ReadHosts(context.Background(), p.queries()[:1], Options{Warmup: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rs[0].Observation
+	if o.RunningReplicas != 4 || o.WarmingReplicas != 2 || !near(o.Samples[0].CPUMHz, 200) {
+		t.Errorf("running %d warming %d sample %v MHz; want 4, 2 and the two measured replicas' 200", o.RunningReplicas, o.WarmingReplicas, o.Samples[0].CPUMHz)
+	}
+}
+
+// TestReadHostsStopping: an allocation Nomad is stopping (desired status
+// stop) that runs on through its shutdown_delay is not a replica: neither
+// its request nor its usage (it gets no traffic) is the group's, in the
+// job mode and the whole-node mode alike.
+func TestReadHostsStopping(t *testing.T) {
+	p := newPair(t, 4)
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Skip("stand-in only: holds an allocation in its shutdown_delay")
+	}
+	ids := p.s.AllocIDs("", jobID, groupA)
+	must(t, p.s.SetAllocUsage(ids[0], 5, 1)) // no traffic while it stops
+	must(t, p.s.SetAllocStopping(ids[0]))
+	now := time.Now().Add(time.Hour) // every allocation warm
+	rd := &Reader{Client: p.client, Now: func() time.Time { return now }}
+	rs, err := rd.ReadHosts(context.Background(), p.queries()[:1], Options{Warmup: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rs[0].Observation
+	if o.RunningReplicas != 3 || o.RequestedCPUMHz != 1500 || !near(o.Samples[0].CPUMHz, 300) || rs[0].StatsAsked != 3 {
+		t.Errorf("job mode: running %d, requested %v MHz, sample %v MHz, %d stats asked; want 3, 1500, 300 (3 x 100), 3", o.RunningReplicas, o.RequestedCPUMHz, o.Samples[0].CPUMHz, rs[0].StatsAsked)
+	}
+	// The whole node: the other job's allocation and the three replicas.
+	whole, err := rd.Read(context.Background(), Query{Host: HostSelector{NodeID: p.nodeA}, ReplicaCPUDemandMHz: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := whole.Observation; o.RunningReplicas != 4 || o.RequestedCPUMHz != 3*500+3000 {
+		t.Errorf("whole node: running %d, requested %v MHz; want 4 and 4500", o.RunningReplicas, o.RequestedCPUMHz)
+	}
+}
+
 // TestReadHostsBadInput: bad queries and options are refused before any
 // request.
 func TestReadHostsBadInput(t *testing.T) {

@@ -161,7 +161,7 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 	for _, a := range allocs {
 		cpu, mem := requested(a.AllocatedResources, a.Resources) //nolint:staticcheck // Nomads before 0.9 report only Resources
 		switch {
-		case a.ClientStatus == api.AllocClientStatusRunning:
+		case running(a.ClientStatus, a.DesiredStatus):
 			o.RequestedCPUMHz += cpu
 			o.RequestedMemoryMB += mem
 			o.RunningReplicas++

@@ -450,6 +450,7 @@ func (j *job) allAllocs() []*alloc {
 	var as []*alloc
 	for _, g := range append(j.groups, j.retired...) {
 		as = append(as, g.terminal...)
+		as = append(as, g.stopping...)
 		as = append(as, g.live...)
 	}
 	sortAllocs(as)
@@ -640,7 +641,9 @@ func (s *Server) clientStats(w http.ResponseWriter, r *http.Request) {
 
 // allocStats answers an allocation's stats: the allocation's usage, or zero
 // CPU ticks and zero memory while it is within its group's Warmup after it
-// started (a just-started task's first stats).
+// started (a just-started task's first stats); with a stats interval
+// (SetStatsInterval), an allocation started after the latest refresh has no
+// stats yet: zeroed, with Timestamp 0 and no task, as Nomad answers.
 func (s *Server) allocStats(w http.ResponseWriter, id string) {
 	s.mu.RLock()
 	a, ok := s.allocs[id]
@@ -652,6 +655,12 @@ func (s *Server) allocStats(w http.ResponseWriter, id string) {
 			cpuMHz, memMB = 0, 0
 		}
 		ts := s.statsTime(now)
+		noStats := s.statsEvery > 0 && ts < a.startedAt
+		if noStats {
+			// Started after the client's latest stats refresh: no task has
+			// stats yet, and Nomad answers zeroed stats with Timestamp 0.
+			cpuMHz, memMB, ts = 0, 0, 0
+		}
 		var coreMHz float64 = 1
 		if n, ok := s.nodes[a.nodeID]; ok {
 			coreMHz = float64(n.spec.CPUMHz) / float64(n.spec.Cores)
@@ -670,6 +679,9 @@ func (s *Server) allocStats(w http.ResponseWriter, id string) {
 			ResourceUsage: ru,
 			Tasks:         map[string]*api.TaskResourceUsage{a.task: {ResourceUsage: ru, Timestamp: ts}},
 			Timestamp:     ts,
+		}
+		if noStats {
+			usage.Tasks = map[string]*api.TaskResourceUsage{}
 		}
 	}
 	idx := s.index

@@ -472,7 +472,7 @@ func (s *Server) checkConstraint(j *job, g *group, n *node, c constraint, jobLev
 			return true
 		}
 		for _, a := range n.allocs {
-			if a.live() && a.namespace == j.namespace && a.jobID == j.id && (jobLevel || a.group == g.name) {
+			if a.live() && a.desiredStatus == api.AllocDesiredStatusRun && a.namespace == j.namespace && a.jobID == j.id && (jobLevel || a.group == g.name) {
 				return false
 			}
 		}

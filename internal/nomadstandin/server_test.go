@@ -486,3 +486,47 @@ func TestStatsInterval(t *testing.T) {
 		t.Fatalf("the first refresh is %v old; it is when the interval was set", age)
 	}
 }
+
+// An allocation held in its shutdown_delay: listed as running with desired
+// status stop, its stats still answer, the group's count drops by one and
+// the node's reservation is released (a replica of 7000 MHz now fits).
+func TestAllocStopping(t *testing.T) {
+	f := newFixture(t)
+	ids := f.s.AllocIDs("", f.job, f.g1)
+	if err := f.s.SetAllocStopping(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.SetAllocStopping(ids[0]); err == nil {
+		t.Fatal("an allocation already stopping was stopped again")
+	}
+	stubs, _, err := f.c.Jobs().Allocations(f.job, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, st := range stubs {
+		if st.ID == ids[0] {
+			found = true
+			if st.ClientStatus != api.AllocClientStatusRunning || st.DesiredStatus != api.AllocDesiredStatusStop {
+				t.Errorf("stopping allocation listed as %s / %s, want running / stop", st.ClientStatus, st.DesiredStatus)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the stopping allocation is not in the job's allocation list")
+	}
+	if _, err := f.c.Allocations().Stats(&api.Allocation{ID: ids[0]}, nil); err != nil {
+		t.Errorf("a stopping allocation's stats: %v", err)
+	}
+	gs, err := f.s.Group("", f.job, f.g1)
+	if err != nil || gs.Count != 1 || gs.Running != 1 {
+		t.Fatalf("group %+v, %v: want count 1, 1 running", gs, err)
+	}
+	// host-a: 7500 MHz allocatable, 500 reserved by the one replica left.
+	if err := f.s.AddJob(JobSpec{ID: "big", Groups: []GroupSpec{{Name: "g", Count: 1, CPUMHz: 7000, MemoryMB: 64, NodeID: f.first}}}); err != nil {
+		t.Fatal(err)
+	}
+	if q := f.s.Queued("", "big", "g"); q != 0 {
+		t.Errorf("7000 MHz queued on a node with 7000 free: the stopping allocation still reserves")
+	}
+}

@@ -3,6 +3,7 @@ package nomadstandin
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -210,6 +211,7 @@ type group struct {
 	scalingID string
 	live      []*alloc // running allocations, oldest first
 	terminal  []*alloc // stopped allocations still listed, oldest first
+	stopping  []*alloc // desired stop, still running (SetAllocStopping)
 	queued    int
 	complete  int                // stopped allocations, for the job summary
 	events    []api.ScalingEvent // newest first
@@ -814,6 +816,43 @@ func (s *Server) SetGroupCount(namespace, jobID, groupName string, count int) er
 	s.newVersionLocked(j)
 	s.evaluateLocked(j, "job-register", true)
 	s.unblockLocked()
+	return nil
+}
+
+// SetAllocStopping scales the allocation's group down by one by stopping
+// this allocation, which keeps running, as a task in its shutdown_delay
+// (or kill_timeout) does: its desired status is stop, its client status
+// stays running (its stats still answer), and the scheduler no longer
+// counts it (the node's reservation is released, the group's count and
+// running allocations drop by one). It stays so: the stand-in does not
+// end it.
+func (s *Server) SetAllocStopping(allocID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.allocs[allocID]
+	if !ok || !a.live() || a.desiredStatus != api.AllocDesiredStatusRun {
+		return fmt.Errorf("nomadstandin: allocation %s is not running", allocID)
+	}
+	g, j, err := s.groupLocked(a.namespace, a.jobID, a.group)
+	if err != nil {
+		return err
+	}
+	i := slices.Index(g.live, a)
+	if i < 0 {
+		return fmt.Errorf("nomadstandin: allocation %s is not among its group's running ones", allocID)
+	}
+	g.live = slices.Delete(g.live, i, i+1)
+	g.stopping = append(g.stopping, a)
+	g.count--
+	s.newVersionLocked(j)
+	idx := s.bump()
+	a.desiredStatus, a.desiredDesc = api.AllocDesiredStatusStop, "alloc not needed due to job update"
+	a.modifyIndex, a.modifyTime = idx, time.Now().UnixNano()
+	if n, ok := s.nodes[a.nodeID]; ok {
+		n.usedCPU -= int64(a.cpuReq)
+		n.usedMem -= int64(a.memReq)
+	}
+	j.allocIndex, s.allocsIndex = idx, idx
 	return nil
 }
 
