@@ -334,7 +334,7 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 	if err != nil {
 		return nil, err
 	}
-	groupCPU, groupMem, err := rd.fromJob(job, group, ns)
+	groupCPU, groupMem, err := rd.fromJob(job, group, ns, n.coreMHz())
 	if err != nil {
 		return nil, err
 	}
@@ -360,13 +360,13 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 			results[i] = read[j]
 		}
 	}
-	return rd, ev.sample(rd, n, mine, results, !q.NoStats, groupCPU, groupMem)
+	return rd, ev.sample(rd, n, mine, results, !q.NoStats, group, groupCPU, groupMem)
 }
 
 // fromJob fills the reading's job facts (namespace, group, JobModifyIndex,
 // desired count, one replica's reservation, the demand the query leaves to
 // the group) and returns the group's request.
-func (rd *Reading) fromJob(job *api.Job, group *api.TaskGroup, ns string) (cpu, mem float64, err error) {
+func (rd *Reading) fromJob(job *api.Job, group *api.TaskGroup, ns string, coreMHz float64) (cpu, mem float64, err error) {
 	rd.Namespace, rd.Group = ns, *group.Name
 	if job.JobModifyIndex != nil {
 		rd.JobModifyIndex = *job.JobModifyIndex
@@ -374,7 +374,9 @@ func (rd *Reading) fromJob(job *api.Job, group *api.TaskGroup, ns string) (cpu, 
 	if group.Count != nil {
 		rd.DesiredCount = *group.Count
 	}
-	cpu, mem = groupRequest(group)
+	if cpu, mem, err = groupRequest(group, coreMHz); err != nil {
+		return 0, 0, fmt.Errorf("job %q group %q: %w", rd.Job, rd.Group, err)
+	}
 	rd.ReplicaCPUMHz, rd.ReplicaMemoryMB = cpu, mem
 	o := &rd.Observation
 	if o.ReplicaCPUDemandMHz == 0 {
@@ -550,7 +552,7 @@ func (t *tally) add(r *statsResult, young, stats, zeroTicksWarm bool) {
 
 // sample fills the reading's replicas, requests, warming replicas and
 // usage sample from the stats results (see ReadHosts).
-func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, groupCPU, groupMem float64) error {
+func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, group *api.TaskGroup, groupCPU, groupMem float64) error {
 	o := &rd.Observation
 	var t tally
 	for i, a := range allocs {
@@ -560,7 +562,7 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 		t.running++
 		cpu, mem := groupCPU, groupMem // stubs without resources: the group's request
 		if a.AllocatedResources != nil {
-			cpu, mem = requested(a.AllocatedResources, nil)
+			cpu, mem = requested(a.AllocatedResources, nil, group)
 		}
 		o.RequestedCPUMHz += cpu
 		o.RequestedMemoryMB += mem
@@ -680,7 +682,7 @@ func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu
 		if !reserves(a.ClientStatus, a.DesiredStatus) || k.covers(a) {
 			continue
 		}
-		c, m := requested(a.AllocatedResources, a.Resources) //nolint:staticcheck // Nomads before 0.9 report only Resources
+		c, m := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources
 		cpu += c
 		mem += m
 	}

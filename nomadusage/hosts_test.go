@@ -659,3 +659,63 @@ func TestReadHostsStatsSample(t *testing.T) {
 		}
 	})
 }
+
+// TestReadHostsTaskRules: a replica reserves what Nomad's scheduler makes
+// of its tasks: reserved cores at the node's MHz per core, a prestart
+// sidecar beside the main task, an init task and a poststop task in their
+// own phases (the larger phase counts, resource by resource). The reading's
+// requests agree with what the stand-in reserves, and the engine's
+// placement with what it places.
+func TestReadHostsTaskRules(t *testing.T) {
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Skip("stand-in only: reserved cores and lifecycles need a cluster set up for them")
+	}
+	s, err := nomadstandin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536, Cores: 4}) // 5000 MHz a core
+	must(t, err)
+	// One replica: 1 core (5000) + max(prestart 100 + 3000, main 100) =
+	// 8100 MHz; max(prestart 128 + 64, main 512 + 128) = 640 MB.
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: "web", Groups: []nomadstandin.GroupSpec{{Name: "g", Count: 2, Cores: 1, MemoryMB: 512, NodeID: node,
+		Tasks: []nomadstandin.TaskSpec{
+			{Name: "envoy", CPUMHz: 100, MemoryMB: 128, Hook: "prestart", Sidecar: true},
+			{Name: "migrate", CPUMHz: 3000, MemoryMB: 64, Hook: "prestart"},
+		}}}}))
+	// Another job: max(main 1000, poststop 2000) MHz, max(256, 64) MB.
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: "other", Groups: []nomadstandin.GroupSpec{{Name: "x", Count: 1, CPUMHz: 1000, MemoryMB: 256, NodeID: node,
+		Tasks: []nomadstandin.TaskSpec{{Name: "cleanup", CPUMHz: 2000, MemoryMB: 64, Hook: "poststop"}}}}}))
+	must(t, s.SetGroupUsage("", "web", "g", 400, 300))
+	c, err := s.Client("")
+	must(t, err)
+	rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), []Query{{Host: HostSelector{NodeID: node}, Job: "web", Group: "g"}}, Options{Warmup: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	o := r.Observation
+	if r.ReplicaCPUMHz != 8100 || r.ReplicaMemoryMB != 640 || o.ReplicaCPUDemandMHz != 8100 {
+		t.Errorf("one replica: %v MHz, %v MB, demand %v MHz; want 8100, 640, 8100", r.ReplicaCPUMHz, r.ReplicaMemoryMB, o.ReplicaCPUDemandMHz)
+	}
+	if o.RequestedCPUMHz != 16200 || o.RequestedMemoryMB != 1280 {
+		t.Errorf("requested %v MHz, %v MB; want 16200, 1280", o.RequestedCPUMHz, o.RequestedMemoryMB)
+	}
+	if o.OtherReservedCPUMHz != 2000 || o.OtherReservedMemoryMB != 256 {
+		t.Errorf("others reserve %v MHz, %v MB; want 2000, 256", o.OtherReservedCPUMHz, o.OtherReservedMemoryMB)
+	}
+	// The engine's placement and the stand-in's agree: 18000 MHz free
+	// hold 2 replicas of 8100; a third queues.
+	d, err := engine.Decide(engine.HostInput{Observation: &o, MinSamples: 1}, engine.HostInput{Observation: &o, MinSamples: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := d.First.Placement.Placeable; p != 2 {
+		t.Errorf("the engine places %d; want 2", p)
+	}
+	must(t, s.SetGroupCount("", "web", "g", 3))
+	if q := s.Queued("", "web", "g"); q != 1 {
+		t.Errorf("the stand-in queues %d of 3; want 1", q)
+	}
+}

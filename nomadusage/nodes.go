@@ -41,6 +41,16 @@ func nodeFromStub(n *api.NodeListStub) *node {
 	return out
 }
 
+// coreMHz is the node's MHz per core, what Nomad reserves for each core a
+// task asks for (its cores' bandwidth; the mean over the node's cores), or
+// 0 when the node reports no core count.
+func (n *node) coreMHz() float64 {
+	if n.res == nil || n.res.Cpu.TotalCpuCores == 0 {
+		return 0
+	}
+	return float64(n.res.Cpu.CpuShares) / float64(n.res.Cpu.TotalCpuCores)
+}
+
 // capacity is the node's allocatable CPU (MHz) and memory (MB): its
 // resources less what is reserved for the OS.
 func (n *node) capacity() (cpu, mem float64, err error) {

@@ -126,7 +126,9 @@ type Query struct {
 	Group     string
 	// ReplicaCPUDemandMHz and ReplicaMemoryDemandMB are one replica's
 	// expected demand; 0 takes the task group's request from the job (the
-	// sum over its tasks). Without a job the CPU demand is required.
+	// sum over its tasks by Nomad's rule: reserved cores at the node's MHz
+	// per core, lifecycle phases by the largest). Without a job the CPU
+	// demand is required.
 	ReplicaCPUDemandMHz   float64
 	ReplicaMemoryDemandMB float64
 	// WantedReplicas is passed through to the observation (0 = every slot).

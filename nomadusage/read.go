@@ -13,6 +13,7 @@ import (
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadreserve"
 )
 
 // Reader reads hosts' usage through a Nomad API client. It remembers for
@@ -159,7 +160,7 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 		return nil, fmt.Errorf("list allocations of node %s (%s): %w", n.name, n.id, err)
 	}
 	for _, a := range allocs {
-		cpu, mem := requested(a.AllocatedResources, a.Resources) //nolint:staticcheck // Nomads before 0.9 report only Resources
+		cpu, mem := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources
 		switch {
 		case running(a.ClientStatus, a.DesiredStatus):
 			o.RequestedCPUMHz += cpu
@@ -199,16 +200,22 @@ type hostStats struct {
 }
 
 // requested is the CPU (MHz) and memory (MB) an allocation reserves: its
-// tasks' allocated resources, or the deprecated Resources of Nomads before
-// 0.9 (callers pass the allocation's deprecated field for those on
-// purpose).
-func requested(ar *api.AllocatedResources, legacy *api.Resources) (cpu, mem float64) {
+// tasks' allocated resources by Nomad's rule (nomadreserve.Allocation, the
+// lifecycles read from tg, the allocation's task group; nil: every task a
+// main one), or the deprecated Resources of Nomads before 0.9 (callers pass
+// the allocation's deprecated field for those on purpose).
+func requested(ar *api.AllocatedResources, legacy *api.Resources, tg *api.TaskGroup) (cpu, mem float64) {
 	if ar != nil {
-		for _, t := range ar.Tasks {
-			cpu += float64(t.Cpu.CpuShares)
-			mem += float64(t.Memory.MemoryMB)
+		tasks := make([]nomadreserve.Task, 0, len(ar.Tasks))
+		for name, t := range ar.Tasks {
+			if t == nil {
+				continue
+			}
+			rt := nomadreserve.Task{CPUMHz: float64(t.Cpu.CpuShares), MemoryMB: float64(t.Memory.MemoryMB), Cores: len(t.Cpu.ReservedCores) > 0}
+			rt.Hook, rt.Sidecar = lifecycle(tg, name)
+			tasks = append(tasks, rt)
 		}
-		return cpu, mem
+		return nomadreserve.Allocation(tasks)
 	}
 	if legacy != nil {
 		if legacy.CPU != nil {
@@ -219,6 +226,34 @@ func requested(ar *api.AllocatedResources, legacy *api.Resources) (cpu, mem floa
 		}
 	}
 	return cpu, mem
+}
+
+// lifecycle is the lifecycle hook and sidecar flag of tg's task named name
+// ("", false for a main task, or when tg does not have it).
+func lifecycle(tg *api.TaskGroup, name string) (hook string, sidecar bool) {
+	if tg == nil {
+		return "", false
+	}
+	for _, t := range tg.Tasks {
+		if t != nil && t.Name == name && t.Lifecycle != nil {
+			return t.Lifecycle.Hook, t.Lifecycle.Sidecar
+		}
+	}
+	return "", false
+}
+
+// allocGroup is the task group of an allocation listed with its job (a
+// node's allocation list), or nil.
+func allocGroup(a *api.Allocation) *api.TaskGroup {
+	if a.Job == nil {
+		return nil
+	}
+	for _, g := range a.Job.TaskGroups {
+		if g != nil && g.Name != nil && *g.Name == a.TaskGroup {
+			return g
+		}
+	}
+	return nil
 }
 
 func pickGroup(job *api.Job, name string) (*api.TaskGroup, error) {
@@ -245,18 +280,34 @@ func pickGroup(job *api.Job, name string) (*api.TaskGroup, error) {
 	return nil, fmt.Errorf("job %q: %w: no task group %q (it has %s)", id, ErrJobNotFound, name, strings.Join(names, ", "))
 }
 
-// groupRequest sums the task group's tasks' requested CPU and memory.
-func groupRequest(g *api.TaskGroup) (cpu, mem float64) {
+// groupRequest is what one allocation of the task group reserves, from
+// its tasks' requests and lifecycles by Nomad's rule
+// (nomadreserve.Allocation). A task's reserved cores count at coreMHz each,
+// the node's MHz per core; with cores asked and coreMHz 0 (the node
+// reports no core count) it is an error.
+func groupRequest(g *api.TaskGroup, coreMHz float64) (cpu, mem float64, err error) {
+	tasks := make([]nomadreserve.Task, 0, len(g.Tasks))
 	for _, t := range g.Tasks {
-		if t.Resources == nil {
+		if t == nil || t.Resources == nil {
 			continue
 		}
-		if t.Resources.CPU != nil {
-			cpu += float64(*t.Resources.CPU)
+		var rt nomadreserve.Task
+		if r := t.Resources; r.Cores != nil && *r.Cores > 0 {
+			if coreMHz <= 0 {
+				return 0, 0, fmt.Errorf("%w: task %q reserves %d cores, but the node reports no core count (NodeResources.Cpu.TotalCpuCores) to size them", ErrMissingData, t.Name, *r.Cores)
+			}
+			rt.CPUMHz, rt.Cores = float64(*r.Cores)*coreMHz, true
+		} else if r.CPU != nil {
+			rt.CPUMHz = float64(*r.CPU)
 		}
 		if t.Resources.MemoryMB != nil {
-			mem += float64(*t.Resources.MemoryMB)
+			rt.MemoryMB = float64(*t.Resources.MemoryMB)
 		}
+		if lc := t.Lifecycle; lc != nil {
+			rt.Hook, rt.Sidecar = lc.Hook, lc.Sidecar
+		}
+		tasks = append(tasks, rt)
 	}
-	return cpu, mem
+	cpu, mem = nomadreserve.Allocation(tasks)
+	return cpu, mem, nil
 }

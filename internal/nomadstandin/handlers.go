@@ -3,6 +3,7 @@ package nomadstandin
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -320,15 +321,14 @@ func (s *Server) nodeInfo(w http.ResponseWriter, r *http.Request, stop chan stru
 }
 
 func (a *alloc) resources() *api.AllocatedResources {
-	return &api.AllocatedResources{
-		Tasks: map[string]*api.AllocatedTaskResources{
-			a.task: {
-				Cpu:    api.AllocatedCpuResources{CpuShares: int64(a.cpuReq)},
-				Memory: api.AllocatedMemoryResources{MemoryMB: int64(a.memReq)},
-			},
-		},
-		Shared: api.AllocatedSharedResources{DiskMB: 300},
+	out := &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{}, Shared: api.AllocatedSharedResources{DiskMB: 300}}
+	for _, t := range a.tasks {
+		out.Tasks[t.name] = &api.AllocatedTaskResources{
+			Cpu:    api.AllocatedCpuResources{CpuShares: t.cpu, ReservedCores: slices.Clone(t.cores)},
+			Memory: api.AllocatedMemoryResources{MemoryMB: t.mem},
+		}
 	}
+	return out
 }
 
 func (a *alloc) taskStates() map[string]*api.TaskState {

@@ -347,10 +347,12 @@ func TestJobRegister(t *testing.T) {
 	// Refusals.
 	bad := api.NewServiceJob("bad", "bad", "global", 50)
 	btg := api.NewTaskGroup("g", 1)
-	btg.Tasks = []*api.Task{api.NewTask("a", "docker"), api.NewTask("b", "docker")}
+	both := api.NewTask("a", "docker")
+	both.Resources = &api.Resources{CPU: new(500), Cores: new(2)}
+	btg.Tasks = []*api.Task{both}
 	bad.AddTaskGroup(btg)
-	if _, _, err := cl.Jobs().Register(bad, nil); statusOf(err) != 400 || !strings.Contains(err.Error(), "exactly one task") {
-		t.Errorf("two tasks: %v", err)
+	if _, _, err := cl.Jobs().Register(bad, nil); statusOf(err) != 500 || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("cores and cpu: %v", err)
 	}
 	bad = api.NewBatchJob("batch", "batch", "global", 50)
 	if _, _, err := cl.Jobs().Register(bad, nil); statusOf(err) != 400 {
@@ -502,5 +504,54 @@ func TestJobDeregister(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != 400 || !strings.Contains(string(body), `"purge"`) {
 		t.Errorf("purge=maybe: %d %s", r.StatusCode, body)
+	}
+}
+
+// A group of several tasks registered through the API: the first reserves
+// cores (their bandwidth, the node's MHz per core), a prestart sidecar runs
+// beside it and an init task before it; the job reads back with its tasks
+// and lifecycles, each allocation lists every task's resources, and the
+// node places by Nomad's rule: 2 x (2000 + max(100 + 1500, 100)) = 7200
+// of 8000 MHz, so a third replica queues.
+func TestJobRegisterTasks(t *testing.T) {
+	s, cl := newStandin(t)
+	n := must[string](t)(s.AddNode(NodeSpec{Name: "n", CPUMHz: 8000, MemoryMB: 8192, Cores: 8}))
+	j := api.NewServiceJob("multi", "multi", "global", 50)
+	tg := api.NewTaskGroup("g", 2)
+	main := api.NewTask("app", "docker")
+	main.Resources = &api.Resources{Cores: new(2), MemoryMB: new(256)}
+	envoy := api.NewTask("envoy", "docker")
+	envoy.Resources = &api.Resources{CPU: new(100), MemoryMB: new(64)}
+	envoy.Lifecycle = &api.TaskLifecycle{Hook: "prestart", Sidecar: true}
+	initTask := api.NewTask("init", "docker")
+	initTask.Resources = &api.Resources{CPU: new(1500), MemoryMB: new(32)}
+	initTask.Lifecycle = &api.TaskLifecycle{Hook: "prestart"}
+	tg.Tasks = []*api.Task{main, envoy, initTask}
+	tg.Constraints = []*api.Constraint{{LTarget: "${node.unique.id}", RTarget: n, Operand: "="}}
+	j.AddTaskGroup(tg)
+	if _, _, err := cl.Jobs().Register(j, nil); err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := cl.Jobs().Info("multi", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := back.TaskGroups[0].Tasks
+	if len(ts) != 3 || *ts[0].Resources.Cores != 2 || *ts[0].Resources.CPU != 0 || ts[1].Lifecycle == nil || !ts[1].Lifecycle.Sidecar || ts[2].Lifecycle == nil || ts[2].Lifecycle.Hook != "prestart" {
+		t.Fatalf("tasks read back: %+v", ts)
+	}
+	allocs, _, err := cl.Nodes().Allocations(n, nil)
+	if err != nil || len(allocs) != 2 {
+		t.Fatalf("node allocations: %d, %v", len(allocs), err)
+	}
+	res := allocs[0].AllocatedResources.Tasks
+	if app := res["app"]; app == nil || app.Cpu.CpuShares != 2000 || len(app.Cpu.ReservedCores) != 2 || res["envoy"] == nil || res["init"] == nil || res["init"].Cpu.CpuShares != 1500 {
+		t.Fatalf("allocated resources: %+v", res)
+	}
+	if err := s.SetGroupCount("", "multi", "g", 3); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Group("", "multi", "g"); st.Running != 2 || st.Queued != 1 {
+		t.Fatalf("3 replicas of 3600 MHz on 8000: %d running, %d queued; want 2 and 1", st.Running, st.Queued)
 	}
 }

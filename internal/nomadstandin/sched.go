@@ -3,6 +3,7 @@ package nomadstandin
 import (
 	"container/heap"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -167,7 +168,7 @@ func (s *Server) placeLocked(j *job, p *plan, evalID string, now time.Time) (map
 		}
 		keep := g.live[:0:0]
 		for _, a := range g.live {
-			if a.task != g.conf.Task || a.cpuReq != g.conf.CPU || a.memReq != g.conf.Mem {
+			if n := s.nodes[a.nodeID]; n == nil || a.task != g.conf.Task || !reflect.DeepEqual(a.tasks, g.conf.tasks(n)) {
 				s.stopAllocLocked(j, g, a, p, now, descAllocUpdated)
 			} else {
 				keep = append(keep, a)
@@ -262,8 +263,7 @@ func (s *Server) placeAllocLocked(j *job, g *group, n *node, p *plan, evalID str
 		evalID:        evalID,
 		seq:           s.allocSeq,
 		nameIndex:     nameIndex,
-		cpuReq:        g.conf.CPU,
-		memReq:        g.conf.Mem,
+		tasks:         g.conf.tasks(n),
 		clientStatus:  api.AllocClientStatusRunning,
 		desiredStatus: api.AllocDesiredStatusRun,
 		createIndex:   idx,
@@ -285,6 +285,7 @@ func (s *Server) placeAllocLocked(j *job, g *group, n *node, p *plan, evalID str
 			a.deploymentID = d.d.ID
 		}
 	}
+	a.cpuReq, a.memReq = g.conf.request(n)
 	n.usedCPU += int64(a.cpuReq)
 	n.usedMem += int64(a.memReq)
 	n.allocs[a.id] = a
@@ -340,7 +341,7 @@ func (s *Server) pickNodeLocked(j *job, g *group) *node {
 		if n == nil || !eligibleNode(j, n) {
 			return nil
 		}
-		if ok, _ := n.fits(g.conf.CPU, g.conf.Mem); !ok {
+		if ok, _ := n.fits(g.conf.request(n)); !ok {
 			return nil
 		}
 		if ok, _ := s.constraintsOK(j, g, n); !ok {
@@ -355,7 +356,7 @@ func (s *Server) pickNodeLocked(j *job, g *group) *node {
 		if !eligibleNode(j, n) {
 			continue
 		}
-		if ok, _ := n.fits(g.conf.CPU, g.conf.Mem); !ok {
+		if ok, _ := n.fits(g.conf.request(n)); !ok {
 			continue
 		}
 		if ok, _ := s.constraintsOK(j, g, n); !ok {
@@ -407,7 +408,7 @@ func (s *Server) pickerLocked(j *job, g *group) func() *node {
 		}
 		for h.Len() > 0 {
 			n := h.nodes[0]
-			if ok, _ := n.fits(g.conf.CPU, g.conf.Mem); ok {
+			if ok, _ := n.fits(g.conf.request(n)); ok {
 				last = n
 				return n
 			}
@@ -570,7 +571,7 @@ func (s *Server) metricLocked(j *job, g *group, failedCount int) *api.Allocation
 			m.ConstraintFiltered[c]++
 			continue
 		}
-		if ok, dim := n.fits(g.conf.CPU, g.conf.Mem); !ok {
+		if ok, dim := n.fits(g.conf.request(n)); !ok {
 			m.NodesExhausted++
 			if n.spec.NodeClass != "" {
 				if m.ClassExhausted == nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadreserve"
 )
 
 // DefaultNamespace is the namespace used when a request or a spec names none.
@@ -70,9 +72,16 @@ type GroupSpec struct {
 	Count int
 	// Task is the name of the group's only task (default "app").
 	Task string
-	// CPUMHz and MemoryMB are the task's requested resources.
+	// CPUMHz and MemoryMB are the task's requested resources; Cores,
+	// when set, reserves that many of the node's cores instead of CPUMHz
+	// (Nomad reserves their bandwidth: the node's MHz per core each).
 	CPUMHz   int
 	MemoryMB int
+	Cores    int
+	// Tasks are the group's other tasks (sidecars, prestart, poststart
+	// and poststop tasks), after the first: an allocation reserves what
+	// Nomad's rule makes of them all (nomadreserve.Allocation).
+	Tasks []TaskSpec
 	// NodeID pins every allocation of the group to that node (the job
 	// carries a matching ${node.unique.id} constraint); NodeName pins to
 	// the node(s) of that name (${node.unique.name}). NodePool and
@@ -94,6 +103,17 @@ type GroupSpec struct {
 	// memory for this long after it started, as Nomad shows for a task
 	// whose first stats sample is not in yet.
 	Warmup time.Duration
+}
+
+// TaskSpec is a task of a group beside its first one.
+type TaskSpec struct {
+	Name             string
+	CPUMHz, MemoryMB int
+	// Hook is the task's lifecycle hook ("" for a main task, "prestart",
+	// "poststart" or "poststop"); Sidecar keeps a prestart task running
+	// beside the main ones.
+	Hook    string
+	Sidecar bool
 }
 
 // JobSpec describes a service job.
@@ -145,6 +165,50 @@ func (n *node) eligible() bool {
 func (n *node) ready() bool { return n.spec.Status == api.NodeStatusReady && n.eligible() }
 
 func (n *node) allocCPU() int64 { return n.spec.CPUMHz - n.spec.ReservedCPUMHz }
+
+// coreMHz is the bandwidth of one of the node's cores.
+func (n *node) coreMHz() int64 { return n.spec.CPUMHz / int64(n.spec.Cores) }
+
+// tasks are the tasks of one allocation of the group on node n, with what
+// each reserves there: the first task's cores at n's MHz per core. Cores are
+// reserved by their bandwidth only: which cores is not modelled (every
+// allocation lists cores from 0), nor running out of them.
+func (c *groupConf) tasks(n *node) []allocTask {
+	first := allocTask{name: c.Task, cpu: int64(c.CPU), mem: int64(c.Mem)}
+	if c.Cores > 0 {
+		first.cpu = int64(c.Cores) * n.coreMHz()
+		for k := range c.Cores {
+			first.cores = append(first.cores, uint16(k))
+		}
+	}
+	out := []allocTask{first}
+	for _, t := range c.Extra {
+		out = append(out, allocTask{name: t.Name, cpu: int64(t.CPUMHz), mem: int64(t.MemoryMB), hook: t.Hook, sidecar: t.Sidecar})
+	}
+	return out
+}
+
+// request is what one allocation of the group reserves on node n, by
+// Nomad's rule over its tasks.
+func (c *groupConf) request(n *node) (cpu, mem int) {
+	ts := c.tasks(n)
+	rt := make([]nomadreserve.Task, len(ts))
+	for i, t := range ts {
+		rt[i] = nomadreserve.Task{CPUMHz: float64(t.cpu), MemoryMB: float64(t.mem), Cores: len(t.cores) > 0, Hook: t.hook, Sidecar: t.sidecar}
+	}
+	c2, m2 := nomadreserve.Allocation(rt)
+	return int(c2), int(m2)
+}
+
+// allocTask is one task of an allocation and what it reserves.
+type allocTask struct {
+	name     string
+	cpu, mem int64
+	cores    []uint16
+	hook     string
+	sidecar  bool
+}
+
 func (n *node) allocMem() int64 { return n.spec.MemoryMB - n.spec.ReservedMemoryMB }
 func (n *node) freeCPU() int64  { return n.allocCPU() - n.usedCPU }
 
@@ -165,6 +229,7 @@ type alloc struct {
 	seq                                                     uint64
 	nameIndex                                               int
 	cpuReq, memReq                                          int
+	tasks                                                   []allocTask
 	clientStatus, desiredStatus, desiredDesc                string
 	createIndex, modifyIndex                                uint64
 	createTime, modifyTime                                  int64
@@ -194,6 +259,8 @@ func (c constraint) String() string {
 type groupConf struct {
 	Task        string
 	CPU, Mem    int
+	Cores       int        // the first task's reserved cores (CPU is then 0)
+	Extra       []TaskSpec // the other tasks
 	Constraints []constraint
 	Update      *UpdateSpec
 	ScalingMin  *int64
@@ -544,8 +611,11 @@ func (s *Server) groupFromSpec(jobID string, gs GroupSpec, jobPool string) (*gro
 	if gs.Task == "" {
 		gs.Task = "app"
 	}
-	c := groupConf{Task: gs.Task, CPU: gs.CPUMHz, Mem: gs.MemoryMB, ScalingMin: gs.ScalingMin, ScalingMax: gs.ScalingMax,
+	c := groupConf{Task: gs.Task, CPU: gs.CPUMHz, Mem: gs.MemoryMB, Cores: gs.Cores, Extra: slices.Clone(gs.Tasks), ScalingMin: gs.ScalingMin, ScalingMax: gs.ScalingMax,
 		Scaling: gs.ScalingMin != nil || gs.ScalingMax != nil, Warmup: gs.Warmup}
+	if gs.Cores > 0 {
+		c.CPU = 0
+	}
 	if gs.NodeID != "" {
 		if _, ok := s.nodes[gs.NodeID]; !ok {
 			return nil, fmt.Errorf("nomadstandin: job %s group %s: node %q not found", jobID, gs.Name, gs.NodeID)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -99,20 +100,10 @@ func (s *Server) renderJob(j *job) *api.Job {
 	}
 	for _, g := range j.groups {
 		tg := &api.TaskGroup{
-			Name:        new(g.name),
-			Count:       new(g.count),
-			Constraints: renderConstraints(g.conf.Constraints),
-			Tasks: []*api.Task{{
-				Name:   g.conf.Task,
-				Driver: "docker",
-				Config: map[string]any{"image": "nomad-standin/" + g.conf.Task},
-				Resources: &api.Resources{
-					CPU:         new(g.conf.CPU),
-					Cores:       new(0),
-					MemoryMB:    new(g.conf.Mem),
-					MemoryMaxMB: new(0),
-				},
-			}},
+			Name:          new(g.name),
+			Count:         new(g.count),
+			Constraints:   renderConstraints(g.conf.Constraints),
+			Tasks:         renderTasks(&g.conf),
 			EphemeralDisk: &api.EphemeralDisk{Sticky: new(false), Migrate: new(false), SizeMB: new(300)},
 			Update:        renderUpdate(0, defaultMinHealthy),
 		}
@@ -128,6 +119,32 @@ func (s *Server) renderJob(j *job) *api.Job {
 			}
 		}
 		out.TaskGroups = append(out.TaskGroups, tg)
+	}
+	return out
+}
+
+// renderTasks is the group's tasks as Nomad returns them.
+func renderTasks(c *groupConf) []*api.Task {
+	task := func(name string, cpu, cores, mem int) *api.Task {
+		return &api.Task{
+			Name:   name,
+			Driver: "docker",
+			Config: map[string]any{"image": "nomad-standin/" + name},
+			Resources: &api.Resources{
+				CPU:         new(cpu),
+				Cores:       new(cores),
+				MemoryMB:    new(mem),
+				MemoryMaxMB: new(0),
+			},
+		}
+	}
+	out := []*api.Task{task(c.Task, c.CPU, c.Cores, c.Mem)}
+	for _, t := range c.Extra {
+		at := task(t.Name, t.CPUMHz, 0, t.MemoryMB)
+		if t.Hook != "" {
+			at.Lifecycle = &api.TaskLifecycle{Hook: t.Hook, Sidecar: t.Sidecar}
+		}
+		out = append(out, at)
 	}
 	return out
 }
@@ -223,24 +240,42 @@ func parseJob(aj *api.Job, existing *job) (jobConf, []*group, bool, error) {
 		if count < 0 {
 			return conf, nil, false, validationError("Task group %s validation failed: Task group count can't be negative", name)
 		}
-		if len(tg.Tasks) != 1 || tg.Tasks[0] == nil {
-			return conf, nil, false, errorf(http.StatusBadRequest, "the Nomad stand-in models task groups of exactly one task; group %q has %d", name, len(tg.Tasks))
+		if len(tg.Tasks) == 0 || slices.Contains(tg.Tasks, nil) {
+			return conf, nil, false, validationError("Task group %s validation failed: Missing tasks for task group", name)
 		}
 		t := tg.Tasks[0]
-		if t.Name == "" {
-			return conf, nil, false, validationError("Task group %s validation failed: Task 1 missing name", name)
-		}
-		c := groupConf{Task: t.Name, CPU: defaultTaskCPU, Mem: defaultTaskMemoryMB}
-		if r := t.Resources; r != nil {
-			if r.Cores != nil && *r.Cores > 0 {
-				return conf, nil, false, errorf(http.StatusBadRequest, "the Nomad stand-in does not model reserved cores (task %q)", t.Name)
+		c := groupConf{}
+		for i, task := range tg.Tasks {
+			if task.Name == "" {
+				return conf, nil, false, validationError("Task group %s validation failed: Task %d missing name", name, i+1)
 			}
-			if r.CPU != nil {
-				c.CPU = *r.CPU
+			cpu, mem, cores := defaultTaskCPU, defaultTaskMemoryMB, 0
+			if r := task.Resources; r != nil {
+				if r.CPU != nil {
+					cpu = *r.CPU
+				}
+				if r.MemoryMB != nil {
+					mem = *r.MemoryMB
+				}
+				if r.Cores != nil && *r.Cores > 0 {
+					if r.CPU != nil && *r.CPU > 0 {
+						return conf, nil, false, validationError("Task group %s validation failed: Task %s validation failed: Task can only ask for 'cpu' or 'cores' resource, not both.", name, task.Name)
+					}
+					if i > 0 {
+						return conf, nil, false, errorf(http.StatusBadRequest, "the Nomad stand-in models reserved cores on a group's first task only (task %q)", task.Name)
+					}
+					cpu, cores = 0, *r.Cores
+				}
 			}
-			if r.MemoryMB != nil {
-				c.Mem = *r.MemoryMB
+			if i == 0 {
+				c.Task, c.CPU, c.Mem, c.Cores = task.Name, cpu, mem, cores
+				continue
 			}
+			ts := TaskSpec{Name: task.Name, CPUMHz: cpu, MemoryMB: mem}
+			if lc := task.Lifecycle; lc != nil && lc.Hook != "" {
+				ts.Hook, ts.Sidecar = lc.Hook, lc.Sidecar
+			}
+			c.Extra = append(c.Extra, ts)
 		}
 		gc, err := parseConstraints(tg.Constraints)
 		if err != nil {
