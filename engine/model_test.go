@@ -509,3 +509,25 @@ func TestModelCacheReloadsOnlyChangedFiles(t *testing.T) {
 		t.Fatalf("a file renamed over the model with the same size and time was not reloaded: %v, %v", p5, err)
 	}
 }
+
+// A file that does not compile is not parsed again until it changes: the
+// same error comes back; once fixed, it loads.
+func TestModelCacheRemembersAFailure(t *testing.T) {
+	c := &ModelCache{}
+	path := filepath.Join(t.TempDir(), "m.json")
+	if err := os.WriteFile(path, []byte(`{"format": "activation-model", "version": 1, "name": "x"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err1 := c.Load(path)
+	_, err2 := c.Load(path)
+	if err1 == nil || err1 != err2 { //nolint:errorlint // the identity is the test: one parse, one error
+		t.Fatalf("errors %v and %v: want one error, remembered", err1, err2)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := WriteModelFile(path, validModel(t)); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Load(path); err != nil || p == nil {
+		t.Fatalf("the fixed file: %v", err)
+	}
+}

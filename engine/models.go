@@ -105,10 +105,12 @@ func DefaultModelFor(role string) string {
 
 // ModelCache compiles model sources and keeps them: a built-in model is
 // compiled once; a file is read again only when it is another file (a new
-// one renamed over it) or its size or modification time changed, and compiled again only when its content digest changed, so
-// that a plugin deciding every few seconds loads its model once and picks
-// up a new file as soon as it is written (atomically, as WriteModelFile
-// does). It is safe for concurrent use.
+// one renamed over it) or its size or modification time changed, and
+// compiled again only when its content digest changed, so that a plugin
+// deciding every few seconds loads its model once and picks up a new file
+// as soon as it is written (atomically, as WriteModelFile does). A file
+// that does not compile keeps its error until it changes. It is safe for
+// concurrent use.
 type ModelCache struct {
 	mu    sync.Mutex
 	files map[string]*cachedModel
@@ -118,6 +120,7 @@ type cachedModel struct {
 	info os.FileInfo // the file read: same file (inode), size and modification time
 	sum  [sha256.Size]byte
 	proc *Processor
+	err  error // the file does not compile: it is not parsed again until it changes
 }
 
 // unchanged reports whether st is the file e was read from, unmodified: a
@@ -152,7 +155,7 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 	e := c.files[source]
 	c.mu.Unlock()
 	if e != nil && e.unchanged(st) {
-		return e.proc, nil
+		return e.proc, e.err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxModelBytes+1))
 	if err != nil {
@@ -160,19 +163,28 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 	}
 	sum := sha256.Sum256(data)
 	if e != nil && e.sum == sum {
-		c.store(source, &cachedModel{info: st, sum: sum, proc: e.proc})
-		return e.proc, nil
+		c.store(source, &cachedModel{info: st, sum: sum, proc: e.proc, err: e.err})
+		return e.proc, e.err
 	}
-	m, err := ParseModel(data)
+	p, err := compile(data)
 	if err != nil {
-		return nil, fmt.Errorf("loading model %s: %w", source, err)
-	}
-	p, err := NewProcessor(m)
-	if err != nil {
-		return nil, fmt.Errorf("loading model %s: %w", source, err)
+		// Remembered, so that a plugin deciding every few seconds does not
+		// parse a bad file (up to MaxModelBytes) again at every decision.
+		err = fmt.Errorf("loading model %s: %w", source, err)
+		c.store(source, &cachedModel{info: st, sum: sum, err: err})
+		return nil, err
 	}
 	c.store(source, &cachedModel{info: st, sum: sum, proc: p})
 	return p, nil
+}
+
+// compile parses and compiles a model file's bytes.
+func compile(data []byte) (*Processor, error) {
+	m, err := ParseModel(data)
+	if err != nil {
+		return nil, err
+	}
+	return NewProcessor(m)
 }
 
 // maxCachedFiles bounds the cache; past it the cache starts afresh.
