@@ -85,8 +85,8 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 			"`ca_path`, `cert_file`, `key_file`, `tls_server_name`, `skip_verify`) falls back to it when unset (unless `ignore_env_vars` " +
 			"says otherwise); `headers` and the PEM attributes have none. " +
 			"One connection is made per provider instance, on first use, and shared by every `activation_host_usage`. " +
-			"Secrets (the token, the basic-auth password, header values, a password in the address) are never logged and are " +
-			"removed from every error. " +
+			"Secrets (the token, the basic-auth password, header values, a password in the address) are never logged, and are " +
+			"removed from every error when they are at least 4 characters long (a shorter one would mangle the message; use real secrets). " +
 			"The attributes follow terraform-provider-nomad's provider configuration (`address`, `region`, `secret_id`, `http_auth`, " +
 			"`headers`, `ca_file`, `ca_pem`, `cert_file`, `cert_pem`, `key_file`, `key_pem`, `skip_verify`, `ignore_env_vars`), " +
 			"with these differences: the ACL token is `token`, and `secret_id` is accepted as its alias; `headers` is a map of " +
