@@ -85,6 +85,8 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 			"`ca_path`, `cert_file`, `key_file`, `tls_server_name`, `skip_verify`) falls back to it when unset (unless `ignore_env_vars` " +
 			"says otherwise); `headers` and the PEM attributes have none. " +
 			"One connection is made per provider instance, on first use, and shared by every `activation_host_usage`. " +
+			"Its values must be known when `activation_host_usage` is read: one known only at apply (an address from a resource " +
+			"created in the same run) fails the plan. " +
 			"Secrets (the token, the basic-auth password, header values, a password in the address) are never logged, and are " +
 			"removed from every error when they are at least 4 characters long (a shorter one would mangle the message; use real secrets). " +
 			"The attributes follow terraform-provider-nomad's provider configuration (`address`, `region`, `secret_id`, `http_auth`, " +
