@@ -302,15 +302,16 @@ func (d *containerCountsDataSource) validateSettings(ctx context.Context, req da
 // attributes set.
 func (d *containerCountsDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	if !req.Config.Raw.IsFullyKnown() {
-		// Terraform defers reads whose configuration is not known; if one
-		// arrives anyway, the answer is unknown, not an error.
-		resp.State.Raw = req.Config.Raw.Copy()
-		for _, a := range []string{attrFirstContainers, attrSecondContainers, attrExplanation} {
-			resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(a), unknownOf(a))...)
+		// OpenTofu and Terraform defer reads whose configuration is not
+		// known and refuse a data source's unknown result; a client that
+		// sends one anyway may defer it (deferred actions), else it is an
+		// error.
+		if req.ClientCapabilities.DeferralAllowed {
+			resp.Deferred = &datasource.Deferred{Reason: datasource.DeferredReasonDataSourceConfigUnknown}
+			return
 		}
-		for _, a := range []string{attrFirstDecision, attrSecondDecision} {
-			resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(a), types.ObjectUnknown(decisionAttrTypes))...)
-		}
+		resp.Diagnostics.AddError("Configuration not known",
+			"activation_container_counts was read with values known only at apply; OpenTofu defers such reads to apply, so this is a bug in the caller.")
 		return
 	}
 	var m containerCountsModel
@@ -340,13 +341,6 @@ func (d *containerCountsDataSource) Read(ctx context.Context, req datasource.Rea
 		"first": m.FirstDecision.Reason, "second": m.SecondDecision.Reason,
 	})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
-
-func unknownOf(attribute string) any {
-	if attribute == attrExplanation {
-		return types.StringUnknown()
-	}
-	return types.Int64Unknown()
 }
 
 // hostInputs builds the engine's two host inputs from a known

@@ -684,33 +684,32 @@ func TestContainerCountsReadModels(t *testing.T) {
 	}
 }
 
-// TestContainerCountsReadUnknown: a configuration with an unknown value
-// reads as unknown results, not an error.
+// TestContainerCountsReadUnknown: OpenTofu defers a read whose
+// configuration holds a value known only at apply, and refuses a data
+// source's unknown result ("Provider produced invalid object"); if such a
+// read arrives anyway, a client that allows deferral gets the read
+// deferred, and any other an error, never unknown results.
 func TestContainerCountsReadUnknown(t *testing.T) {
 	ctx := context.Background()
 	m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
 	m.Second.CPUCapacityMHz = types.NumberUnknown()
 	cfg := configOf(t, &m)
-	resp := datasource.ReadResponse{State: tfsdk.State{Schema: cfg.Schema, Raw: tftypes.NewValue(cfg.Raw.Type(), nil)}}
-	(&containerCountsDataSource{}).Read(ctx, datasource.ReadRequest{Config: cfg}, &resp)
-	if resp.Diagnostics.HasError() {
-		t.Fatalf("an unknown input is not an error: %v", resp.Diagnostics)
-	}
-	var state map[string]tftypes.Value
-	if err := resp.State.Raw.As(&state); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []string{attrFirstContainers, attrSecondContainers, attrFirstDecision, attrSecondDecision, attrExplanation} {
-		if state[a].IsKnown() {
-			t.Errorf("%s is known: %v", a, state[a])
+	for _, deferral := range []bool{true, false} {
+		resp := datasource.ReadResponse{State: tfsdk.State{Schema: cfg.Schema, Raw: tftypes.NewValue(cfg.Raw.Type(), nil)}}
+		req := datasource.ReadRequest{Config: cfg, ClientCapabilities: datasource.ReadClientCapabilities{DeferralAllowed: deferral}}
+		(&containerCountsDataSource{}).Read(ctx, req, &resp)
+		if deferral {
+			if resp.Diagnostics.HasError() || resp.Deferred == nil || resp.Deferred.Reason != datasource.DeferredReasonDataSourceConfigUnknown {
+				t.Errorf("deferral allowed: deferred %+v, diagnostics %v; want the read deferred", resp.Deferred, resp.Diagnostics)
+			}
+			continue
 		}
-	}
-	var in map[string]tftypes.Value
-	if err := cfg.Raw.As(&in); err != nil {
-		t.Fatal(err)
-	}
-	if !state[attrFirst].Equal(in[attrFirst]) {
-		t.Error("the configuration is not kept in the state")
+		if !resp.Diagnostics.HasError() || resp.Deferred != nil {
+			t.Errorf("no deferral: deferred %+v, diagnostics %v; want an error", resp.Deferred, resp.Diagnostics)
+		}
+		if !resp.State.Raw.IsNull() {
+			t.Errorf("no deferral: state %v written; want none", resp.State.Raw)
+		}
 	}
 }
 
