@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 )
@@ -269,11 +270,20 @@ func ParseModel(data []byte) (*Model, error) {
 		switch {
 		case errors.As(err, &se):
 			return nil, modelErr("", "not a valid model document: not valid JSON at byte %d: %v", se.Offset, se)
-		case errors.As(err, &te) && te.Field != "":
-			// "plain" is Layer.UnmarshalJSON's own type, not a field.
-			return nil, modelErr(strings.ReplaceAll(te.Field, ".plain.", "."), "not a valid model document: %s is not a valid %s (at byte %d)", te.Value, te.Type, te.Offset)
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, modelErr("", "not a valid model document: it ends early (a truncated file?)")
+		}
+		// A layer decodes on its own (Layer.UnmarshalJSON): its errors
+		// know neither the layer nor the byte in the file. Find the layer.
+		if i, lerr := failingLayer(data); i >= 0 {
+			field := fmt.Sprintf("layers[%d]", i)
+			if errors.As(lerr, &te) && te.Field != "" {
+				field += "." + strings.TrimPrefix(te.Field, "plain.")
+			}
+			return nil, modelErr(field, "not a valid model document: %s", decodeReason(lerr))
+		}
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, modelErr(te.Field, "not a valid model document: %s (at byte %d)", decodeReason(err), te.Offset)
 		}
 		return nil, modelErr("", "not a valid model document: %v", err)
 	}
@@ -286,6 +296,49 @@ func ParseModel(data []byte) (*Model, error) {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// failingLayer is the index of the first layer of a model document that
+// does not decode, and its error, or -1.
+func failingLayer(data []byte) (int, error) {
+	var doc struct {
+		Layers []json.RawMessage `json:"layers"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return -1, nil
+	}
+	for i, raw := range doc.Layers {
+		var l Layer
+		if err := l.UnmarshalJSON(raw); err != nil {
+			return i, err
+		}
+	}
+	return -1, nil
+}
+
+// decodeReason says what a JSON decoding error found, in the document's
+// terms (a number, a list...) rather than Go's types.
+func decodeReason(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	want := "a value of another kind"
+	switch te.Type.Kind() {
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64:
+		want = "a number in range"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Pointer:
+		want = "an object"
+	}
+	return fmt.Sprintf("%s is not %s", te.Value, want)
 }
 
 // Validate checks every rule a model must meet and names the first field

@@ -64,7 +64,9 @@ func TestParseModelErrorsNameTheField(t *testing.T) {
 			layer(d, 0)["biases"] = []any{0.0}
 		}, field: "layers[0].weights", reason: "2 rows but the layer has 1 biases"},
 		{name: "NaN weight", raw: func(s string) string { return strings.Replace(s, `[1,2]`, `[NaN,2]`, 1) }, field: "", reason: "not a valid model document"},
-		{name: "weight out of range", raw: func(s string) string { return strings.Replace(s, `[0,-1]`, `[1e400,-1]`, 1) }, field: "layers.weights", reason: "number 1e400 is not a valid float64 (at byte"},
+		{name: "weight out of range", raw: func(s string) string { return strings.Replace(s, `[0,-1]`, `[1e400,-1]`, 1) }, field: "layers[0].weights", reason: "number 1e400 is not a number in range"},
+		{name: "a layer's misspelt field", edit: func(d map[string]any) { layer(d, 1)["biasses"] = []any{0.0} }, field: "layers[1]", reason: `unknown field "biasses"`}, //nolint:misspell // the misspelling is the test
+		{name: "layers not a list", edit: func(d map[string]any) { d["layers"] = "a" }, field: "layers", reason: "string is not a list (at byte"},
 		{name: "truncated", raw: func(s string) string { return s[:len(s)/2] }, field: "", reason: "ends early"},
 		{name: "a stray closing brace", raw: func(s string) string { return s + "}" }, field: "", reason: "trailing data"},
 		{name: "unknown activation", edit: func(d map[string]any) { layer(d, 0)["activation"] = "gelu" }, field: "layers[0].activation", reason: `unknown activation "gelu"`},

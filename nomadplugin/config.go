@@ -77,10 +77,10 @@ const (
 	PrefixFirst  = "first_"
 	PrefixSecond = "second_"
 
-	// Per-host keys. A host is found by KeyNodeID (the other node keys
-	// given are conditions the node must meet), or by any of KeyNodeName,
-	// KeyNodePool, KeyNodeClass and KeyNodeDatacenter (a server-side
-	// filter: all given must match, and exactly one node must).
+	// Per-host keys. A host is found by KeyNodeID alone, or by any of
+	// KeyNodeName, KeyNodePool, KeyNodeClass and KeyNodeDatacenter (a
+	// server-side filter: all given must match, and exactly one node
+	// must).
 	KeyNodeID         = "node_id"
 	KeyNodeName       = "node_name"
 	KeyNodePool       = "node_pool"

@@ -37,7 +37,8 @@
 //
 // # Host selectors
 //
-// NodeID alone reads GET /v1/node/:id. Name, Pool, Class and Datacenter
+// NodeID reads GET /v1/node/:id, and Name, Pool, Class and Datacenter
+// given with it are conditions the node must meet. Without it they
 // become one server-side filter expression on GET /v1/nodes
 // (`Name == "host-a" and NodePool == "edge"`), so Nomad, not the client,
 // scans the nodes; exactly one node must match (ErrNodeNotFound,

@@ -719,3 +719,27 @@ func TestReadHostsTaskRules(t *testing.T) {
 		t.Errorf("the stand-in queues %d of 3; want 1", q)
 	}
 }
+
+// A core's MHz is the node's compute over every core: Nomad's CpuShares
+// covers every core while TotalCpuCores counts only the usable ones, so the
+// node's cpu.numcores divides when known.
+func TestCoreMHz(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		shares           int64
+		usable, numCores int
+		want             float64
+	}{
+		{"every core usable", 16000, 8, 8, 2000},
+		{"4 of 8 cores withheld (reserved.cores)", 16000, 4, 8, 2000},
+		{"no cpu.numcores attribute: the usable count", 16000, 8, 0, 2000},
+		{"no core count at all", 16000, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &node{res: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: tc.shares, TotalCpuCores: uint16(tc.usable)}}, numCores: tc.numCores}
+			if got := n.coreMHz(); got != tc.want {
+				t.Fatalf("coreMHz = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

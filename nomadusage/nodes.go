@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
@@ -21,6 +22,7 @@ type node struct {
 	reserved          *api.NodeReservedResources
 	legacy, legacyRes *api.Resources // Nomad before 0.9
 	pool, class, dc   string
+	numCores          int // the node's cores, disabled ones included (cpu.numcores), when known
 	capCPU, capMem    float64
 	capacityErr       error
 }
@@ -29,6 +31,7 @@ func nodeFromInfo(n *api.Node) *node {
 	out := &node{id: n.ID, name: n.Name, pool: n.NodePool, class: n.NodeClass, dc: n.Datacenter,
 		state: NodeState{Status: n.Status, Drain: n.Drain || n.DrainStrategy != nil, Eligibility: n.SchedulingEligibility},
 		res:   n.NodeResources, reserved: n.ReservedResources, legacy: n.Resources, legacyRes: n.Reserved}
+	out.numCores, _ = strconv.Atoi(n.Attributes["cpu.numcores"])
 	out.capCPU, out.capMem, out.capacityErr = out.capacity()
 	return out
 }
@@ -37,18 +40,28 @@ func nodeFromStub(n *api.NodeListStub) *node {
 	out := &node{id: n.ID, name: n.Name, pool: n.NodePool, class: n.NodeClass, dc: n.Datacenter,
 		state: NodeState{Status: n.Status, Drain: n.Drain, Eligibility: n.SchedulingEligibility},
 		res:   n.NodeResources, reserved: n.ReservedResources}
+	out.numCores, _ = strconv.Atoi(n.Attributes["cpu.numcores"])
 	out.capCPU, out.capMem, out.capacityErr = out.capacity()
 	return out
 }
 
 // coreMHz is the node's MHz per core, what Nomad reserves for each core a
-// task asks for (its cores' bandwidth; the mean over the node's cores), or
-// 0 when the node reports no core count.
+// task asks for (the cores' bandwidth), as the mean over the node's cores,
+// or 0 when the node reports no core count. CpuShares is the compute of
+// every core (Nomad 1.7+: the topology's TotalCompute) and TotalCpuCores
+// counts the usable ones only, so the count of every core (the node's
+// cpu.numcores attribute) divides when the node reports it; without it,
+// cores withheld from tasks (reserved.cores) make the figure too high,
+// and the placement estimate cautious.
 func (n *node) coreMHz() float64 {
-	if n.res == nil || n.res.Cpu.TotalCpuCores == 0 {
+	if n.res == nil {
 		return 0
 	}
-	return float64(n.res.Cpu.CpuShares) / float64(n.res.Cpu.TotalCpuCores)
+	cores := max(n.numCores, int(n.res.Cpu.TotalCpuCores))
+	if cores == 0 {
+		return 0
+	}
+	return float64(n.res.Cpu.CpuShares) / float64(cores)
 }
 
 // capacity is the node's allocatable CPU (MHz) and memory (MB): its

@@ -109,9 +109,10 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		return
 	}
 	// A value known only at apply, anywhere inside an argument, makes the
-	// counts unknown until then. (OpenTofu 1.7.0 to 1.8.4 call a function
-	// with such arguments; decoding them would read an unknown as 0 and
-	// plan a count that apply does not give.)
+	// counts unknown until then. (OpenTofu calls a function with such
+	// arguments, skipping the call only for a wholly unknown one;
+	// decoding them would read an unknown as 0 and plan a count that apply
+	// does not give.)
 	for i, a := range []types.Dynamic{first, second, quotas} {
 		v, err := a.ToTerraformValue(ctx)
 		if err != nil {

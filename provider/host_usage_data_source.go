@@ -102,7 +102,7 @@ func (d *hostUsageDataSource) Metadata(_ context.Context, req datasource.Metadat
 // Markdown.
 func timeoutsBlock(ctx context.Context) schema.Block {
 	const desc = "How long a read may take, as a duration (`30s`, `5m`): every request to Nomad and the waits between samples. " +
-		"Default: 2 minutes plus the waits between samples (`(samples - 1) x sample_interval_seconds`). When it passes, the read fails " +
+		"Default: 2 minutes plus the longest the waits between samples can take (`(2 x samples + 4) x sample_interval_seconds`, with reads made again; see `samples`). When it passes, the read fails " +
 		"with an error saying which call to Nomad was under way."
 	b, ok := timeouts.BlockWithOpts(ctx, timeouts.Opts{ReadDescription: desc}).(schema.SingleNestedBlock)
 	if !ok {
@@ -168,7 +168,7 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 					"`samples` + %d more reads, after which the read fails naming `sample_interval_seconds`.", maxHostUsageReads, engine.DefaultMinSamples, extraReads),
 				Validators: []validator.Number{wholeBetween{1, maxHostUsageReads}}},
 			huSampleInterval: schema.NumberAttribute{Optional: true,
-				MarkdownDescription: fmt.Sprintf("Seconds between reads when `samples` > 1 (1 to %d; default 1). The plan waits `(samples - 1) x sample_interval_seconds`.", maxSampleInterval),
+				MarkdownDescription: fmt.Sprintf("Seconds between reads when `samples` > 1 (1 to %d; default 1). The plan waits `(samples - 1) x sample_interval_seconds`, more when reads are made again (see `samples`).", maxSampleInterval),
 				Validators:          []validator.Number{wholeBetween{1, maxSampleInterval}}},
 			huObservation: observationOutputAttribute("The host observation: capacity (node resources less reserved), the usage samples, " +
 				"the requested resources and number of the running allocations, and the replica demand. Pass it as `first` or `second` of `activation_container_counts`."),
@@ -179,7 +179,8 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 					"of the sample while any allocation is warm, so the engine counts it at the warm replicas' usage (or at its requested " +
 					"resources when none is warm), never at zero. A Go duration >= 0, such as `\"90s\"`; default `\"" + strings.TrimSuffix(defaultWarmup.String(), "0s") +
 					"\"`, the `activation-quota` strategy's; `\"0s\"` turns the rule off (every running allocation counts as warm, " +
-					"whatever its usage). Instances with the same `warmup` share one reader.",
+					"whatever its usage, except one whose stats carry no measurement yet: Nomad's zeroed stats with no time, before the " +
+					"client's first collection). Instances with the same `warmup` share one reader.",
 				Validators: []validator.String{durationValidator(), stringvalidator.AlsoRequires(path.MatchRoot(huJob))}},
 		},
 		Blocks: map[string]schema.Block{huTimeouts: timeoutsBlock(ctx)},
@@ -324,7 +325,14 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	gap := time.Duration(interval) * time.Second
 	waits := time.Duration(samples-1) * gap
-	timeout, diags := m.Timeouts.Read(ctx, defaultReadTimeout+waits)
+	// A Nomad client refreshes the stats it serves every telemetry
+	// collection_interval (1 s by default), and a sample is stamped with
+	// that refresh's time: a read that finds the same refresh as the one
+	// before replaces it in the window. Such reads are made again, up to
+	// maxReads in all, so that the window holds samples distinct samples;
+	// the default timeout covers their waits.
+	maxReads := 2*samples + extraReads
+	timeout, diags := m.Timeouts.Read(ctx, defaultReadTimeout+time.Duration(maxReads-1)*gap)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -350,12 +358,6 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if !ok {
 		return
 	}
-	// A Nomad client refreshes the stats it serves every telemetry
-	// collection_interval (1 s by default), and a sample is stamped with
-	// that refresh's time: a read that finds the same refresh as the one
-	// before replaces it in the window. Such reads are made again, up to
-	// maxReads in all, so that the window holds samples distinct samples.
-	maxReads := 2*samples + extraReads
 	window, err := nomadusage.NewWindow(int(samples), time.Duration(maxReads)*gap+time.Minute)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root(huSamples), "Invalid usage window", err.Error())

@@ -1,6 +1,7 @@
 package nomadstandin
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -547,6 +548,30 @@ func TestJobRegisterTasks(t *testing.T) {
 	res := allocs[0].AllocatedResources.Tasks
 	if app := res["app"]; app == nil || app.Cpu.CpuShares != 2000 || len(app.Cpu.ReservedCores) != 2 || res["envoy"] == nil || res["init"] == nil || res["init"].Cpu.CpuShares != 1500 {
 		t.Fatalf("allocated resources: %+v", res)
+	}
+	// Nomad's validation of hooks; the stand-in's own limit on the first task.
+	for _, tc := range []struct {
+		first, second string
+		status        int
+		want          string
+	}{
+		{"", "later", 500, "invalid hook: later"},
+		{"prestart", "", 400, "first task as a main task"},
+	} {
+		bj := api.NewServiceJob("hooks", "hooks", "global", 50)
+		btg := api.NewTaskGroup("g", 1)
+		a, b := api.NewTask("a", "docker"), api.NewTask("b", "docker")
+		if tc.first != "" {
+			a.Lifecycle = &api.TaskLifecycle{Hook: tc.first}
+		}
+		if tc.second != "" {
+			b.Lifecycle = &api.TaskLifecycle{Hook: tc.second}
+		}
+		btg.Tasks = []*api.Task{a, b}
+		bj.AddTaskGroup(btg)
+		if _, _, err := cl.Jobs().Register(bj, nil); statusOf(err) != tc.status || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("hooks %q, %q: %v; want %d %q", tc.first, tc.second, err, tc.status, tc.want)
+		}
 	}
 	if err := s.SetGroupCount("", "multi", "g", 3); err != nil {
 		t.Fatal(err)

@@ -243,11 +243,23 @@ func parseJob(aj *api.Job, existing *job) (jobConf, []*group, bool, error) {
 		if len(tg.Tasks) == 0 || slices.Contains(tg.Tasks, nil) {
 			return conf, nil, false, validationError("Task group %s validation failed: Missing tasks for task group", name)
 		}
-		t := tg.Tasks[0]
 		c := groupConf{}
+		var taskConstraints []*api.Constraint
 		for i, task := range tg.Tasks {
 			if task.Name == "" {
 				return conf, nil, false, validationError("Task group %s validation failed: Task %d missing name", name, i+1)
+			}
+			taskConstraints = append(taskConstraints, task.Constraints...)
+			hook := ""
+			if lc := task.Lifecycle; lc != nil && lc.Hook != "" {
+				switch hook = lc.Hook; hook {
+				case api.TaskLifecycleHookPrestart, api.TaskLifecycleHookPoststart, api.TaskLifecycleHookPoststop:
+				default:
+					return conf, nil, false, validationError("Task group %s validation failed: Task %s validation failed: Lifecycle validation failed: invalid hook: %s", name, task.Name, hook)
+				}
+				if i == 0 {
+					return conf, nil, false, errorf(http.StatusBadRequest, "the Nomad stand-in models a group's first task as a main task; task %q has the %s hook", task.Name, hook)
+				}
 			}
 			cpu, mem, cores := defaultTaskCPU, defaultTaskMemoryMB, 0
 			if r := task.Resources; r != nil {
@@ -271,9 +283,9 @@ func parseJob(aj *api.Job, existing *job) (jobConf, []*group, bool, error) {
 				c.Task, c.CPU, c.Mem, c.Cores = task.Name, cpu, mem, cores
 				continue
 			}
-			ts := TaskSpec{Name: task.Name, CPUMHz: cpu, MemoryMB: mem}
-			if lc := task.Lifecycle; lc != nil && lc.Hook != "" {
-				ts.Hook, ts.Sidecar = lc.Hook, lc.Sidecar
+			ts := TaskSpec{Name: task.Name, CPUMHz: cpu, MemoryMB: mem, Hook: hook}
+			if hook != "" {
+				ts.Sidecar = task.Lifecycle.Sidecar
 			}
 			c.Extra = append(c.Extra, ts)
 		}
@@ -281,7 +293,7 @@ func parseJob(aj *api.Job, existing *job) (jobConf, []*group, bool, error) {
 		if err != nil {
 			return conf, nil, false, err
 		}
-		tc, err := parseConstraints(t.Constraints)
+		tc, err := parseConstraints(taskConstraints)
 		if err != nil {
 			return conf, nil, false, err
 		}
@@ -487,7 +499,7 @@ func (s *Server) register(ns string, req *api.JobRegisterRequest) (*api.JobRegis
 	if req.PreserveResources {
 		for _, g := range groups {
 			if old := j.group(g.name); old != nil {
-				g.conf.CPU, g.conf.Mem = old.conf.CPU, old.conf.Mem
+				g.conf.CPU, g.conf.Mem, g.conf.Cores, g.conf.Extra = old.conf.CPU, old.conf.Mem, old.conf.Cores, old.conf.Extra
 			}
 		}
 	}

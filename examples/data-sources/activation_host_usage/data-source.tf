@@ -17,7 +17,7 @@ data "activation_host_usage" "first" {
   warmup = "90s"
 
   # The whole read, waits included, may take at most this long (default:
-  # 2 minutes plus the waits between samples).
+  # 2 minutes plus the longest the waits between samples can take).
   timeouts {
     read = "3m"
   }
