@@ -304,8 +304,8 @@ func failingLayer(data []byte) (int, error) {
 	var doc struct {
 		Layers []json.RawMessage `json:"layers"`
 	}
-	if json.Unmarshal(data, &doc) != nil {
-		return -1, nil
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return -1, err // not the layers' fault: the caller reports its own error
 	}
 	for i, raw := range doc.Layers {
 		var l Layer
