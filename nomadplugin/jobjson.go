@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 
@@ -34,8 +35,9 @@ type jobHead struct {
 	CreateIndex      *uint64
 	JobModifyIndex   *uint64
 	TaskGroups       []struct {
-		Name  *string
-		Count *int64
+		Name    *string
+		Count   *int64
+		Scaling *struct{ Min, Max *int64 }
 	}
 }
 
@@ -99,6 +101,26 @@ func (j *rawJob) count(group string) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// scalingBounds is the [min, max] of the group's scaling block, which
+// Nomad holds the group's count to at every register (a bound the block
+// does not set is the quota's own: 0 and MaxInt32).
+func (j *rawJob) scalingBounds(group string) (lo, hi int64, ok bool) {
+	for _, g := range j.head.TaskGroups {
+		if str(g.Name) != group || g.Scaling == nil {
+			continue
+		}
+		lo, hi = 0, math.MaxInt32
+		if g.Scaling.Min != nil {
+			lo = *g.Scaling.Min
+		}
+		if g.Scaling.Max != nil {
+			hi = *g.Scaling.Max
+		}
+		return lo, hi, true
+	}
+	return 0, 0, false
 }
 
 func (j *rawJob) createIndex() uint64    { return deref(j.head.CreateIndex) }
@@ -177,8 +199,10 @@ func object(ms []member) ([]byte, error) {
 }
 
 // withCounts returns the job's JSON with the Count of each group named in
-// counts replaced; every other byte of every other member and group is
-// kept as it is.
+// counts replaced and no version tag (VersionTag null: a tag names one
+// version, and a register that carried the current version's tag would
+// give it to the new version too, as Nomad's own revert takes care not
+// to); every other byte of every other member and group is kept as it is.
 func withCounts(job []byte, counts map[string]int64) ([]byte, error) {
 	ms, err := members(job)
 	if err != nil {
@@ -186,6 +210,10 @@ func withCounts(job []byte, counts map[string]int64) ([]byte, error) {
 	}
 	done := 0
 	for i := range ms {
+		if ms[i].key == "VersionTag" {
+			ms[i].value = json.RawMessage("null")
+			continue
+		}
 		if ms[i].key != "TaskGroups" {
 			continue
 		}

@@ -69,7 +69,7 @@ func TestTargetRegisterKeepsTheJob(t *testing.T) {
 		t.Errorf("the register sends %d job members, Nomad answered %d", len(job), len(answered))
 	}
 	for k, v := range job {
-		if k != "TaskGroups" && !bytes.Equal(v, answered[k]) {
+		if k != "TaskGroups" && k != "VersionTag" && !bytes.Equal(v, answered[k]) {
 			t.Errorf("job member %s: sent %s, Nomad answered %s", k, v, answered[k])
 		}
 	}
@@ -153,5 +153,14 @@ func TestWithCounts(t *testing.T) {
 	}
 	if _, err := withCounts(job, map[string]int64{"a": 1, "z": 2}); err == nil {
 		t.Errorf("a group the job lacks: no error")
+	}
+	// The current version's tag is not given to the new version.
+	tagged := []byte(`{"ID":"web","VersionTag":{"Name":"golden","Description":"known good","TaggedTime":1},"TaskGroups":[{"Name":"a","Count":1}]}`)
+	got, err = withCounts(tagged, map[string]int64{"a": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"ID":"web","VersionTag":null,"TaskGroups":[{"Name":"a","Count":2}]}`; string(got) != want {
+		t.Errorf("withCounts of a tagged version =\n%s\nwant\n%s", got, want)
 	}
 }

@@ -98,6 +98,10 @@ const (
 	// enforceIndexRefused starts Nomad's answer to a check-and-set write at
 	// an index the job is no longer at (structs.RegisterEnforceIndexErrPrefix).
 	enforceIndexRefused = "enforcing job modify index"
+	// validationFailed is in Nomad's answer (a 500) to a register of a job
+	// that fails validation ("Task group front validation failed: ...",
+	// structs.Job.Validate), lower case.
+	validationFailed = "validation failed"
 	// deploymentStatusInitializing is a deployment Nomad is creating (the
 	// api module has no constant for it).
 	deploymentStatusInitializing = "initializing"

@@ -270,6 +270,16 @@ func TestTargetWriteOutcome(t *testing.T) {
 			t.Errorf("counts %v after a refused register", got)
 		}
 	})
+	t.Run("Nomad's validation refusal is a 500, and a refusal", func(t *testing.T) {
+		w := newWorld(t, 2, 2)
+		tg := w.target(t)
+		w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath, Status: http.StatusInternalServerError,
+			Message: "1 error occurred:\n\t* Task group front validation failed: 1 error occurred:\n\t* Scaling policy invalid: task group count must not be greater than maximum count in scaling policy\n\n"})
+		err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg)
+		if err == nil || !strings.Contains(err.Error(), outcomeRefused+": neither group was changed") || strings.Contains(err.Error(), outcomeUnknown) {
+			t.Fatalf("err = %v, want Nomad's refusal and neither group changed", err)
+		}
+	})
 	t.Run("a server error may have been applied: the outcome is unknown", func(t *testing.T) {
 		w := newWorld(t, 2, 2)
 		tg := w.target(t)
@@ -432,6 +442,12 @@ func TestTargetScale(t *testing.T) {
 		{name: "single-group mode: deployment in progress", start: [2]int{1, 1}, cfg: gcfg,
 			action: sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)},
 			prep:   func(t *testing.T, w *world) { must(t, w.s.SetDeploymentActive("", wJob, true)) }, want: [2]int{1, 1}, noop: true},
+		{name: "a stopped job: no-op", start: [2]int{1, 1},
+			action: sdk.ScalingAction{Count: 7, Meta: quotaMeta(4, 3, 0, 10, 0, 10)},
+			prep:   func(t *testing.T, w *world) { must(t, w.s.SetJobStopped("", wJob, true)) }, want: [2]int{1, 1}, noop: true},
+		{name: "single-group mode: a stopped job: no-op", start: [2]int{1, 1}, cfg: gcfg,
+			action: sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)},
+			prep:   func(t *testing.T, w *world) { must(t, w.s.SetJobStopped("", wJob, true)) }, want: [2]int{1, 1}, noop: true},
 		{name: "single-group mode: dry run", start: [2]int{1, 1}, cfg: withKeys(gcfg, TargetKeyDryRun, "true"),
 			action: sdk.ScalingAction{Count: 5, Reason: "why", Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, want: [2]int{1, 1}},
 	}
@@ -472,6 +488,62 @@ func TestTargetScale(t *testing.T) {
 					if _, ok := gs.Events[0].Meta[MetaDryRunCount]; !ok {
 						t.Errorf("group %s dry-run event has no %s", g, MetaDryRunCount)
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestTargetScaleHoldsScalingBlocks: Nomad refuses a register that sets a
+// group outside its scaling block's [min, max], whoever sends it; the split
+// keeps each group within its block as within its host's quota.
+func TestTargetScaleHoldsScalingBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		start  [2]int
+		meta   map[string]any
+		total  int64
+		want   [2]int
+		errHas string
+	}{
+		// back may take the remainder: it runs 4 already
+		{"what the front block holds moves to back", [2]int{1, 4}, quotaMeta(5, 2, 0, 10, 0, 10), 7, [2]int{3, 4}, ""},
+		// back may not: the engine decided 2 there, and 1 run
+		{"no split within the block: refused, saying so", [2]int{1, 1}, quotaMeta(5, 2, 0, 10, 0, 10), 7, [2]int{1, 1},
+			`group "front" held to its scaling block [0, 3]`},
+		{"a quota the block cannot meet: refused, nothing written", [2]int{1, 1}, quotaMeta(5, 2, 4, 10, 0, 10), 7, [2]int{1, 1},
+			`group "front"'s scaling block allows [0, 3] and its host's quota is [4, 10]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := nomadstandin.New()
+			must(t, err)
+			t.Cleanup(s.Close)
+			a, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
+			must(t, err)
+			b, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-b", CPUMHz: 20000, MemoryMB: 65536})
+			must(t, err)
+			lo, frontMax, backMax := int64(0), int64(3), int64(10)
+			must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
+				{Name: wFirst, Count: tc.start[0], CPUMHz: 500, MemoryMB: 64, NodeID: a, ScalingMin: &lo, ScalingMax: &frontMax},
+				{Name: wSecond, Count: tc.start[1], CPUMHz: 500, MemoryMB: 64, NodeID: b, ScalingMin: &lo, ScalingMax: &backMax},
+			}}))
+			tg := targetAt(t, map[string]string{AgentKeyNomadAddress: s.URL()})
+			err = tg.Scale(sdk.ScalingAction{Count: tc.total, Meta: tc.meta}, tcfg)
+			if tc.errHas == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tc.errHas != "" && (err == nil || !strings.Contains(err.Error(), tc.errHas)) {
+				t.Fatalf("err = %v, want %q", err, tc.errHas)
+			}
+			want := tc.want
+			if tc.errHas != "" {
+				want = tc.start
+			}
+			for i, g := range []string{wFirst, wSecond} {
+				gs, err := s.Group("", wJob, g)
+				must(t, err)
+				if gs.Count != want[i] {
+					t.Errorf("group %s count %d, want %d", g, gs.Count, tc.want[i])
 				}
 			}
 		})

@@ -54,7 +54,8 @@ func (w *scaleCall) writeErr(what, unchanged string, err error) error {
 // refusedByNomad says whether a write failed with an answer that means
 // Nomad did not apply it: a 4xx, or a 500 carrying one of Nomad's own
 // refusals (a check-and-set index the job is no longer at, a deployment in
-// progress). Any other 5xx (a leadership change while committing, a
+// progress, a job that fails validation: Nomad answers its validation
+// errors with 500). Any other 5xx (a leadership change while committing, a
 // forwarding failure, a gateway's or a load balancer's error) may have
 // been applied behind it: its outcome is unknown.
 func refusedByNomad(err error) bool {
@@ -68,7 +69,7 @@ func refusedByNomad(err error) bool {
 	}
 	msg := strings.ToLower(err.Error())
 	return code == http.StatusInternalServerError &&
-		(strings.Contains(msg, enforceIndexRefused) || strings.Contains(msg, strings.ToLower(deploymentBlocked)))
+		(strings.Contains(msg, enforceIndexRefused) || strings.Contains(msg, strings.ToLower(deploymentBlocked)) || strings.Contains(msg, validationFailed))
 }
 
 // readJob reads the job as Nomad answers it and refuses one the target
@@ -152,6 +153,11 @@ func (w *scaleCall) read() (job *rawJob, current [2]int64, total int64, dry bool
 	if job, err = w.readJob(); err != nil {
 		return nil, current, 0, false, err
 	}
+	if job.head.Stop != nil && *job.head.Stop {
+		// Status says not ready once the job is stopped; an action that
+		// raced the stop must not register a new, still stopped, version.
+		return nil, current, 0, false, sdk.NewTargetScalingNoOpError("%s: skipping job %s: it is stopped; no group was changed", TargetName, w.c.job)
+	}
 	if current, err = w.currentCounts(job); err != nil {
 		return nil, current, 0, false, err
 	}
@@ -165,7 +171,7 @@ func (w *scaleCall) scaleSplit() error {
 	if err != nil {
 		return err
 	}
-	counts, err := w.split(total, current)
+	counts, err := w.split(total, current, job)
 	if err != nil {
 		return err
 	}
@@ -190,8 +196,10 @@ func (w *scaleCall) scaleSplit() error {
 	return nil
 }
 
-// split is the two counts for total within the hosts' quotas.
-func (w *scaleCall) split(total int64, current [2]int64) ([2]int64, error) {
+// split is the two counts for total within the hosts' quotas and the
+// groups' own scaling blocks (Nomad refuses a register that sets a group
+// outside its block's [min, max]).
+func (w *scaleCall) split(total int64, current [2]int64, job *rawJob) ([2]int64, error) {
 	q, source, err := w.quota()
 	if err != nil {
 		return [2]int64{}, w.callErr("host quotas", err)
@@ -200,12 +208,34 @@ func (w *scaleCall) split(total int64, current [2]int64) ([2]int64, error) {
 		return [2]int64{}, fmt.Errorf("%s: the action (%q) carries no split and no host quota is known (none in the action, the target config or the groups' scaling events): "+
 			"set %s/%s and %s/%s in the target config; no group was changed", TargetName, w.action.Reason, TargetKeyFirstMin, TargetKeyFirstMax, TargetKeySecondMin, TargetKeySecondMax)
 	}
+	var held []string
+	for i, g := range w.c.groups {
+		lo, hi, ok := job.scalingBounds(g)
+		if !ok {
+			continue
+		}
+		nlo, nhi := max(q[i][0], lo), min(q[i][1], hi)
+		if nlo > nhi {
+			return [2]int64{}, fmt.Errorf("%s: group %q's scaling block allows [%d, %d] and its host's quota is [%d, %d]: no count meets both, and Nomad refuses a register "+
+				"outside the block; no group was changed", TargetName, g, lo, hi, q[i][0], q[i][1])
+		}
+		if nlo != q[i][0] || nhi != q[i][1] {
+			held = append(held, fmt.Sprintf("group %q held to its scaling block [%d, %d]", g, lo, hi))
+		}
+		q[i] = [2]int64{nlo, nhi}
+	}
 	counts, how, err := SplitWithin(total, w.action.Meta, current, q)
 	if err != nil {
+		if len(held) > 0 {
+			return counts, fmt.Errorf("%s: %w (%s)", TargetName, err, strings.Join(held, ", "))
+		}
 		return counts, fmt.Errorf("%s: %w", TargetName, err)
 	}
 	if source != "" {
 		how += " (quotas from " + source + ")"
+	}
+	if len(held) > 0 {
+		how += "; " + strings.Join(held, ", ")
 	}
 	w.t.logger.Debug("scale", "job", w.c.job, "total", total, "first", counts[0], "second", counts[1], "how", how)
 	return counts, nil

@@ -326,6 +326,13 @@ func parseJob(aj *api.Job, existing *job) (jobConf, []*group, bool, error) {
 				// group the stand-in shows without a min keeps none).
 				c.ScalingMin = new(int64(count))
 			}
+			// Nomad's TaskGroup.validateScalingPolicy, at every register.
+			if c.ScalingMax != nil && int64(count) > *c.ScalingMax {
+				return conf, nil, false, validationError("Task group %s validation failed: Scaling policy invalid: task group count must not be greater than maximum count in scaling policy", name)
+			}
+			if c.ScalingMin != nil && int64(count) < *c.ScalingMin {
+				return conf, nil, false, validationError("Task group %s validation failed: Scaling policy invalid: task group count must not be less than minimum count in scaling policy", name)
+			}
 		}
 		if old != nil {
 			c.Warmup = old.conf.Warmup
