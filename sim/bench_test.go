@@ -191,7 +191,7 @@ func BenchmarkReplayMemory(b *testing.B) {
 func BenchmarkYardstickBaselines(b *testing.B) {
 	all := loadCrane(b)
 	for b.Loop() {
-		if _, err := Run(context.Background(), all, Yardstick(), Baselines(), Options{}); err != nil {
+		if _, err := Run(context.Background(), all, Yardstick(), YardstickBaselines(), Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -196,6 +196,31 @@ type Curve struct {
 	acc []accum // per knob value, for pooling reports
 }
 
+// Edge says when the curve's figure at budget may be its sweep's rather
+// than its policy's: the best setting within budget is the first or last
+// of the sweep (the sweep may stop short of a better one), or no setting
+// is within budget (the sweep may stop short of a cautious enough one).
+// "" when the best setting lies inside the sweep, or the curve has one
+// setting (the oracles).
+func (c *Curve) Edge(budget float64) string {
+	if len(c.Points) < 2 {
+		return ""
+	}
+	_, i, ok := c.Best(budget)
+	knob := c.KnobName
+	if knob == "" {
+		knob = "knob"
+	}
+	first, last := c.Points[0].Knob, c.Points[len(c.Points)-1].Knob
+	switch {
+	case !ok:
+		return fmt.Sprintf("%s: no setting within budget %g in its sweep (%s %g to %g)", c.Policy, budget, knob, first, last)
+	case i == 0 || i == len(c.Points)-1:
+		return fmt.Sprintf("%s: its best setting within budget %g is at its sweep's edge (%s %g, of %g to %g)", c.Policy, budget, knob, c.Points[i].Knob, first, last)
+	}
+	return ""
+}
+
 // Best returns the point of highest density whose violation rate is within
 // budget (ties: the lower violation rate, then the first in sweep order),
 // and false when no point is within budget.

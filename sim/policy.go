@@ -110,16 +110,31 @@ func RequestSum() Policy {
 		est: func(_ *WindowStats, req, k float64) float64 { return req / k }}
 }
 
+// The baselines' knob sweeps. Each reaches well past the setting any
+// budget of the benchmark needs (a best setting at a sweep's edge, or none
+// within budget, is flagged: Curve.Edge), so that no baseline loses for a
+// short sweep; the yardstick's own, narrower, sweeps are YardstickBaselines'.
+var (
+	sweepP95Margin = Sweep(0, 8, 0.01)
+	sweepMaxMargin = Sweep(0, 4, 0.01)
+	sweepNSigma    = Sweep(0, 60, 0.1)
+	sweepThreshold = Sweep(0.01, 1, 0.01)
+)
+
 // P95Window is a moving-window percentile recommender (Autopilot-like):
 // the p95 of the window's per-replica usage plus a margin m.
-func P95Window() Policy {
-	return &estimator{name: PolicyP95Window, knob: Knob{"m", Sweep(0, 2, 0.01)},
+func P95Window() Policy { return p95Window(sweepP95Margin) }
+
+func p95Window(ms []float64) Policy {
+	return &estimator{name: PolicyP95Window, knob: Knob{"m", ms},
 		est: func(st *WindowStats, _, m float64) float64 { return st.P95 * (1 + m) }}
 }
 
 // MaxWindow is the window's peak per-replica usage plus a margin m.
-func MaxWindow() Policy {
-	return &estimator{name: PolicyMaxWindow, knob: Knob{"m", Sweep(0, 2, 0.01)},
+func MaxWindow() Policy { return maxWindow(sweepMaxMargin) }
+
+func maxWindow(ms []float64) Policy {
+	return &estimator{name: PolicyMaxWindow, knob: Knob{"m", ms},
 		est: func(st *WindowStats, _, m float64) float64 { return st.Max * (1 + m) }}
 }
 
@@ -127,16 +142,20 @@ func MaxWindow() Policy {
 // max(mean + N std, p90) of the window's per-replica usage. With the
 // replicas of a host following one series, the sum of the per-replica p90s
 // is n times the p90.
-func NSigma() Policy {
-	return &estimator{name: PolicyNSigma, knob: Knob{"N", Sweep(0, 10, 0.1)},
+func NSigma() Policy { return nSigma(sweepNSigma) }
+
+func nSigma(ns []float64) Policy {
+	return &estimator{name: PolicyNSigma, knob: Knob{"N", ns},
 		est: func(st *WindowStats, _, n float64) float64 { return math.Max(st.Mean+n*st.Std, st.P90) }}
 }
 
 // UsageThreshold is a load-aware filter (Koordinator-like): replicas are
 // admitted while the host's recent usage (the mean of the last 5 samples)
 // stays under a threshold share theta of capacity.
-func UsageThreshold() Policy {
-	return &estimator{name: PolicyUsageThreshold, knob: Knob{"theta", Sweep(0.05, 1, 0.01)},
+func UsageThreshold() Policy { return usageThreshold(sweepThreshold) }
+
+func usageThreshold(ths []float64) Policy {
+	return &estimator{name: PolicyUsageThreshold, knob: Knob{"theta", ths},
 		est: func(st *WindowStats, _, th float64) float64 { return st.MeanLast5 / th }}
 }
 
@@ -164,4 +183,13 @@ func (o oracleDecider) Decide(d int, _, out []int) error {
 // Baselines returns the baseline policies and the oracle.
 func Baselines() []Policy {
 	return []Policy{RequestSum(), P95Window(), MaxWindow(), NSigma(), UsageThreshold(), Oracle()}
+}
+
+// YardstickBaselines are the baselines with the yardstick's sweeps (m 0 to
+// 2, N 0 to 10: ../shared/design/benchmark-yardstick.md), whose figures the
+// yardstick scenario reproduces "in these sweeps"; usage-threshold keeps
+// its sweep from 0.05.
+func YardstickBaselines() []Policy {
+	return []Policy{RequestSum(), p95Window(Sweep(0, 2, 0.01)), maxWindow(Sweep(0, 2, 0.01)), nSigma(Sweep(0, 10, 0.1)),
+		usageThreshold(Sweep(0.05, 1, 0.01)), Oracle()}
 }

@@ -447,3 +447,32 @@ func TestPrepareRejectsShortAndFlatSeries(t *testing.T) {
 		t.Error("all-zero series accepted")
 	}
 }
+
+// Edge flags a best setting at either end of a sweep, and a sweep with no
+// setting within budget; a best setting inside the sweep, and a curve of
+// one setting, are not flagged.
+func TestCurveEdge(t *testing.T) {
+	c := &Curve{Policy: "p", KnobName: "N", Points: []Point{
+		{Knob: 0, Density: 0.9, ViolationRate: 0.05},
+		{Knob: 1, Density: 0.8, ViolationRate: 0.02},
+		{Knob: 2, Density: 0.7, ViolationRate: 0.009},
+		{Knob: 3, Density: 0.6, ViolationRate: 0.004},
+	}}
+	for _, tc := range []struct {
+		budget float64
+		want   string
+	}{
+		{0.01, ""},
+		{0.1, "at its sweep's edge (N 0, of 0 to 3)"},
+		{0.005, "at its sweep's edge (N 3, of 0 to 3)"},
+		{0.001, "no setting within budget 0.001 in its sweep (N 0 to 3)"},
+	} {
+		got := c.Edge(tc.budget)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("budget %g: %q, want %q", tc.budget, got, tc.want)
+		}
+	}
+	if got := (&Curve{Policy: "oracle", Points: []Point{{Density: 1}}}).Edge(0.001); got != "" {
+		t.Errorf("a one-setting curve flagged: %q", got)
+	}
+}

@@ -30,7 +30,7 @@ func loadCrane(t testing.TB) []traces.Series {
 // metrics are right.
 func TestYardstickReproduction(t *testing.T) {
 	all := loadCrane(t)
-	rep, err := Run(context.Background(), all, Yardstick(), Baselines(), Options{})
+	rep, err := Run(context.Background(), all, Yardstick(), YardstickBaselines(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,11 @@ func cmdSimulate(args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	policies := append(sim.Baselines(), sim.AdmissionOracle(), act)
+	baselines := sim.Baselines()
+	if sc.Name == sim.ScenarioYardstick {
+		baselines = sim.YardstickBaselines() // the yardstick's own sweeps, whose figures it gives
+	}
+	policies := append(baselines, sim.AdmissionOracle(), act)
 	if withSteps {
 		stepped, err := sim.Activation(sim.ActivationConfig{Name: stepsPolicy, Admission: adm, Capacity: capy, Knob: f.knob, Steps: steps, HoldBand: f.holdBand})
 		if err != nil {
@@ -243,6 +247,7 @@ func cmdSimulate(args []string, e env) error {
 	if withSteps {
 		out.Steps = &stepsInfo{MaxScaleUp: f.maxUp, MaxScaleDown: f.maxDown, Hysteresis: f.hysteresis, HoldBand: f.holdBand}
 	}
+	out.Notes = append(out.Notes, edgeNotes(reps, f.budget)...)
 	if len(reps) == 1 {
 		out.familyResult = buildFamily(reps[0], f.budget)
 	} else {
@@ -281,6 +286,29 @@ func cmdSimulate(args []string, e env) error {
 		return enc.Encode(out)
 	}
 	return writeTables(e.stdout, out)
+}
+
+// edgeNotes flags, for each family, the baselines whose figure at the
+// budget, 1% or 0.1% may be their sweep's rather than their own
+// (sim.Curve.Edge).
+func edgeNotes(reps []*sim.Report, budget float64) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range reps {
+		for _, b := range []float64{budget, 0.01, 0.001} {
+			for i := range r.Curves {
+				c := &r.Curves[i]
+				if !sim.IsBaseline(c.Policy) {
+					continue
+				}
+				if e := c.Edge(b); e != "" && !seen[r.Family+e] {
+					seen[r.Family+e] = true
+					out = append(out, "family "+r.Family+": "+e)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // output is the JSON document simulate writes: the result (one family's,
