@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -722,5 +723,42 @@ func TestSimulateMemoryScenario(t *testing.T) {
 	code, stdout, _ = runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--scenario", "memory", "--budget", "0.05")
 	if code != exitOK || !strings.Contains(stdout, "memory violations") || !strings.Contains(stdout, "cpu violations") {
 		t.Errorf("table without the violations per resource:\n%s", stdout)
+	}
+}
+
+// --seed sets the scenario's seed, which the JSON records; another seed
+// draws other replica shifts, so the figures move.
+func TestSimulateSeed(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	curves := map[uint64]string{}
+	for _, seed := range []uint64{1, 7} {
+		code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--format", "json", "--seed", strconv.FormatUint(seed, 10))
+		if code != exitOK {
+			t.Fatalf("seed %d: exit %d: %s", seed, code, stderr)
+		}
+		var doc struct {
+			Scenario struct {
+				Seed uint64 `json:"seed"`
+			} `json:"scenario"`
+			Policies []struct {
+				Name  string      `json:"name"`
+				Curve []sim.Point `json:"curve"`
+			} `json:"policies"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Scenario.Seed != seed {
+			t.Errorf("--seed %d: the JSON records seed %d", seed, doc.Scenario.Seed)
+		}
+		for _, p := range doc.Policies {
+			if p.Name == sim.PolicyMaxWindow {
+				b, _ := json.Marshal(p.Curve)
+				curves[seed] = string(b)
+			}
+		}
+	}
+	if curves[1] == "" || curves[1] == curves[7] {
+		t.Errorf("seeds 1 and 7 gave the same max-window curve")
 	}
 }

@@ -39,6 +39,7 @@ type simulateFlags struct {
 	holdBand                                    float64
 	budget                                      float64
 	workers                                     int
+	seed                                        uint64
 	quiet                                       bool
 }
 
@@ -90,6 +91,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.StringVar(&f.hysteresis, "hysteresis", "", "hysteresis band of activation-steps: a change of fewer than `N` replicas (or N%) is not made")
 	fs.Float64Var(&f.holdBand, "hold-band", 0, "hold band of activation-steps: a host keeps its count while it lies between the counts at output thresholds `B` logits stricter and looser (the strategy's hold_band)")
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
+	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1): replays with several seeds show how much of a difference is the draw's")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar even on a terminal")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -121,6 +123,9 @@ func cmdSimulate(args []string, e env) error {
 	sc, err := sim.ScenarioByName(f.scenario)
 	if err != nil {
 		return usagef("--scenario: %v", err)
+	}
+	if f.seed != 0 {
+		sc.Seed = f.seed
 	}
 	if f.plot != "" && !strings.HasSuffix(strings.ToLower(f.plot), ".png") {
 		return usagef("--plot: %q; the plot is a PNG file, name it *.png", f.plot)
