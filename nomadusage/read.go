@@ -245,15 +245,14 @@ func lifecycle(tg *api.TaskGroup, name string) (hook string, sidecar bool) {
 // allocGroup is the task group of an allocation listed with its job (a
 // node's allocation list), or nil.
 func allocGroup(a *api.Allocation) *api.TaskGroup {
-	if a.Job == nil {
+	if a.Job == nil || a.TaskGroup == "" {
 		return nil
 	}
-	for _, g := range a.Job.TaskGroups {
-		if g != nil && g.Name != nil && *g.Name == a.TaskGroup {
-			return g
-		}
+	g, err := pickGroup(a.Job, a.TaskGroup)
+	if err != nil {
+		return nil
 	}
-	return nil
+	return g
 }
 
 func pickGroup(job *api.Job, name string) (*api.TaskGroup, error) {

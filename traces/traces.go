@@ -297,29 +297,11 @@ func Scan(dir string) ([]Ref, error) {
 		return nil, fmt.Errorf("traces: %s is not a directory", dir)
 	}
 	family := filepath.Base(filepath.Clean(dir))
-	flat, err := csvFiles(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(flat) > 0 {
-		// A subdirectory's series would be left out without a word: the
-		// two layouts do not mix.
-		if sub, err := firstPartDir(dir); err != nil {
-			return nil, err
-		} else if sub != "" {
-			return nil, fmt.Errorf("traces: %s holds series in both layouts, *.csv files and %s/*.csv: a trace directory is flat (<series>.csv) or nested (<part>/<series>.csv); move one set to its own directory", dir, sub)
-		}
-		sort.Strings(flat)
-		refs := make([]Ref, len(flat))
-		for i, p := range flat {
-			refs[i] = Ref{Name: strings.TrimSuffix(filepath.Base(p), ".csv"), Family: family, Paths: []string{p}}
-		}
-		return refs, nil
-	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)
 	}
+	flat := csvPaths(dir, entries)
 	byName := map[string]*Ref{}
 	for _, e := range entries { // ReadDir sorts by name: parts in order
 		if !e.IsDir() {
@@ -328,6 +310,11 @@ func Scan(dir string) ([]Ref, error) {
 		parts, err := csvFiles(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
+		}
+		if len(parts) > 0 && len(flat) > 0 {
+			// A subdirectory's series would be left out without a word:
+			// the two layouts do not mix.
+			return nil, fmt.Errorf("traces: %s holds series in both layouts, *.csv files and %s/*.csv: a trace directory is flat (<series>.csv) or nested (<part>/<series>.csv); move one set to its own directory", dir, e.Name())
 		}
 		for _, p := range parts {
 			name := strings.TrimSuffix(filepath.Base(p), ".csv")
@@ -338,6 +325,13 @@ func Scan(dir string) ([]Ref, error) {
 			}
 			r.Paths = append(r.Paths, p)
 		}
+	}
+	if len(flat) > 0 {
+		refs := make([]Ref, len(flat))
+		for i, p := range flat {
+			refs[i] = Ref{Name: strings.TrimSuffix(filepath.Base(p), ".csv"), Family: family, Paths: []string{p}}
+		}
+		return refs, nil
 	}
 	if len(byName) == 0 {
 		return nil, fmt.Errorf("traces: no *.csv series in %s (nor in its subdirectories, <part>/<series>.csv)", dir)
@@ -357,35 +351,19 @@ func csvFiles(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)
 	}
+	return csvPaths(dir, entries), nil
+}
+
+// csvPaths is the paths of the *.csv files among dir's entries, in the
+// entries' order (ReadDir's: by name).
+func csvPaths(dir string, entries []os.DirEntry) []string {
 	var out []string
-	for _, e := range entries { // sorted by name
+	for _, e := range entries {
 		if !e.IsDir() && strings.HasSuffix(e.Name(), ".csv") {
 			out = append(out, filepath.Join(dir, e.Name()))
 		}
 	}
-	return out, nil
-}
-
-// firstPartDir is the name of the first subdirectory of dir holding a
-// *.csv file, or "" when none does.
-func firstPartDir(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", fmt.Errorf("traces: %w", err)
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		parts, err := csvFiles(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return "", err
-		}
-		if len(parts) > 0 {
-			return e.Name(), nil
-		}
-	}
-	return "", nil
+	return out
 }
 
 // LoadDir reads every series of a trace directory (see Scan), sorted by

@@ -18,6 +18,12 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
 )
 
+// policyCurve is one policy of simulate's JSON: its name and its curve.
+type policyCurve struct {
+	Name  string      `json:"name"`
+	Curve []sim.Point `json:"curve"`
+}
+
 // runCmd runs the command line in-process.
 func runCmd(t *testing.T, stdin string, terminal bool, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -485,18 +491,12 @@ func TestSimulateSeveralFamilies(t *testing.T) {
 		Family   string   `json:"family"`
 		Series   []string `json:"series"`
 		Families []struct {
-			Family   string   `json:"family"`
-			Series   []string `json:"series"`
-			Policies []struct {
-				Name  string      `json:"name"`
-				Curve []sim.Point `json:"curve"`
-			} `json:"policies"`
+			Family   string        `json:"family"`
+			Series   []string      `json:"series"`
+			Policies []policyCurve `json:"policies"`
 		} `json:"families"`
-		Policies []struct {
-			Name  string      `json:"name"`
-			Curve []sim.Point `json:"curve"`
-		} `json:"policies"`
-		Plots []string `json:"plots"`
+		Policies []policyCurve `json:"policies"`
+		Plots    []string      `json:"plots"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
@@ -563,11 +563,8 @@ type steppedRun struct {
 	Steps struct {
 		HoldBand float64 `json:"hold_band"`
 	} `json:"steps"`
-	Policies []struct {
-		Name  string      `json:"name"`
-		Curve []sim.Point `json:"curve"`
-	} `json:"policies"`
-	stdout string
+	Policies []policyCurve `json:"policies"`
+	stdout   string
 }
 
 // runStepped runs simulate as JSON on two synthetic series at a 5% budget
@@ -699,10 +696,7 @@ func TestSimulateMemoryScenario(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var doc struct {
-		Policies []struct {
-			Name  string      `json:"name"`
-			Curve []sim.Point `json:"curve"`
-		} `json:"policies"`
+		Policies []policyCurve `json:"policies"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
@@ -740,10 +734,7 @@ func TestSimulateSeed(t *testing.T) {
 			Scenario struct {
 				Seed uint64 `json:"seed"`
 			} `json:"scenario"`
-			Policies []struct {
-				Name  string      `json:"name"`
-				Curve []sim.Point `json:"curve"`
-			} `json:"policies"`
+			Policies []policyCurve `json:"policies"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 			t.Fatal(err)
