@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"os"
+	"os/signal"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -16,7 +18,7 @@ import (
 
 func main() {
 	var debug, showVersion bool
-	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers such as delve")
+	flag.BoolVar(&debug, "debug", false, "run the provider for a debugger such as delve: it prints the TF_REATTACH_PROVIDERS value that attaches OpenTofu or Terraform to it")
 	flag.BoolVar(&showVersion, "version", false, "print the version and exit (Terraform and OpenTofu start the provider without arguments)")
 	flag.Parse()
 
@@ -26,11 +28,17 @@ func main() {
 	}
 
 	// version.Version is set at build time (make build, the release build).
-	err := providerserver.Serve(context.Background(), provider.New(version.Version), providerserver.ServeOpts{
-		Address:         provider.Address,
-		Debug:           debug,
-		ProtocolVersion: 6,
-	})
+	var err error
+	if debug {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err = serveDebug(ctx, os.Stdout, providerserver.NewProtocol6(provider.New(version.Version)()))
+		stop()
+	} else {
+		err = providerserver.Serve(context.Background(), provider.New(version.Version), providerserver.ServeOpts{
+			Address:         provider.Address,
+			ProtocolVersion: 6,
+		})
+	}
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -25,8 +25,14 @@ import (
 // TypeName is the provider's type name: the prefix of every data source.
 const TypeName = "activation"
 
-// Address is the provider's registry address.
+// Address is the provider's address in the Terraform registry, the name it
+// serves under. A configuration names it by its source,
+// activation-scheduler/activation, which each CLI resolves on its own
+// default registry: Terraform to Address, OpenTofu to OpenTofuAddress.
 const Address = "registry.terraform.io/activation-scheduler/activation"
+
+// OpenTofuAddress is the provider's address as OpenTofu resolves its source.
+const OpenTofuAddress = "registry.opentofu.org/activation-scheduler/activation"
 
 var (
 	_ provider.Provider                   = (*activationProvider)(nil)
