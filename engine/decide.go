@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -175,8 +176,40 @@ type ModelRef struct {
 
 // BranchPath is one activated branch by node names.
 type BranchPath struct {
+	Nodes []string `json:"nodes"`
+	// LogStrength is the log of the product of the edge contributions
+	// along the branch. It is +Inf when an activation on the branch
+	// overflowed a float64 (a model with huge weights), which JSON, having
+	// no infinity, writes as null.
+	LogStrength float64 `json:"log_strength"`
+}
+
+// branchPathJSON is BranchPath's JSON form.
+type branchPathJSON struct {
 	Nodes       []string `json:"nodes"`
-	LogStrength float64  `json:"log_strength"`
+	LogStrength *float64 `json:"log_strength"`
+}
+
+// MarshalJSON writes a strength that overflowed as null.
+func (b BranchPath) MarshalJSON() ([]byte, error) {
+	j := branchPathJSON{Nodes: b.Nodes}
+	if !math.IsInf(b.LogStrength, 0) && !math.IsNaN(b.LogStrength) {
+		j.LogStrength = &b.LogStrength
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads a null strength as one that overflowed (+Inf).
+func (b *BranchPath) UnmarshalJSON(data []byte) error {
+	var j branchPathJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	b.Nodes, b.LogStrength = j.Nodes, math.Inf(1)
+	if j.LogStrength != nil {
+		b.LogStrength = *j.LogStrength
+	}
+	return nil
 }
 
 // Reason is a one-line account of the host's count.

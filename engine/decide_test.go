@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -365,6 +366,87 @@ func TestFreshProcessorConcurrentFirstUse(t *testing.T) {
 	for _, d := range results[1:] {
 		if !reflect.DeepEqual(d, results[0]) {
 			t.Fatal("concurrent first decisions differ")
+		}
+	}
+}
+
+// A model with finite but huge weights can overflow an activation to +Inf;
+// the strongest branch through it then has an infinite log strength. The
+// decision must still encode as JSON (explain --format json, a logged
+// request's decision): the strength reads null there, "+Inf" in the text.
+func TestDecisionJSONWithOverflowingStrength(t *testing.T) {
+	eps, thr := 1e-9, 0.5
+	m := &Model{Format: ModelFormat, Version: ModelVersion, Name: "overflow",
+		Inputs:  []Node{{Name: "cpu_replica_mean"}},
+		Outputs: []Node{{Name: "safe_0", Countable: true}},
+		Layers: []Layer{
+			{Activation: ActivationReLU, Weights: [][]float64{{1e300}}, Biases: []float64{0}},
+			{Activation: ActivationReLU, Weights: [][]float64{{1e300}}, Biases: []float64{0}},
+			{Activation: ActivationIdentity, Weights: [][]float64{{1}}, Biases: []float64{0}},
+		},
+		InputEpsilon: &eps, OutputThreshold: &thr, Provenance: Provenance{Method: "hand-written for a test"}}
+	capy, err := NewProcessor(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Builtin(BuiltinAdmission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := NewProcessor(b.Model())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := seriesObservation(t, "series3", 3000, 60, 4, 0.1)
+	q := quotaSpec(0, 10, 1, RoundNearest)
+	d, err := Decide(HostInput{Observation: &o, Model: adm, Quota: q}, HostInput{Observation: &o, Model: capy, Quota: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Second.Strongest) != 1 || !math.IsInf(d.Second.Strongest[0].LogStrength, 1) {
+		t.Fatalf("second host's strongest branches %+v, want one of log strength +Inf", d.Second.Strongest)
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		t.Fatalf("the decision does not encode as JSON: %v", err)
+	}
+	var back struct {
+		Second struct {
+			Strongest []map[string]any `json:"strongest"`
+		} `json:"second"`
+	}
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if s := back.Second.Strongest; len(s) != 1 || s[0]["log_strength"] != nil {
+		t.Fatalf("strongest in JSON %v, want log_strength null", s)
+	}
+	if !strings.Contains(d.Explain(), "log strength +Inf") {
+		t.Fatalf("the explanation does not say the strength overflowed:\n%s", d.Explain())
+	}
+	// A finite strength stays a number.
+	fin, err := json.Marshal(BranchPath{Nodes: []string{"a", "b"}, LogStrength: -1.5})
+	if err != nil || string(fin) != `{"nodes":["a","b"],"log_strength":-1.5}` {
+		t.Fatalf("finite strength encodes as %s (%v)", fin, err)
+	}
+}
+
+func TestBranchPathJSONRoundTrip(t *testing.T) {
+	for _, want := range []BranchPath{
+		{Nodes: []string{"slot_0", "h1", "fit_0"}, LogStrength: -2.25},
+		{Nodes: []string{"slot_0", "h1", "fit_0"}, LogStrength: 0},
+		{Nodes: []string{"x", "o"}, LogStrength: math.Inf(1)},
+	} {
+		data, err := json.Marshal(want)
+		if err != nil {
+			t.Fatalf("%+v: %v", want, err)
+		}
+		var got BranchPath
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s read back as %+v, want %+v", data, got, want)
 		}
 	}
 }
