@@ -11,7 +11,8 @@
 //
 // ReadHosts reads every host of one evaluation at once: per job one job
 // read and one allocation listing shared by its hosts, per host one node
-// read and (at most once per Options.NodeCacheTTL) the node's allocations,
+// read and (at most once per Options.NodeCacheTTL, one listing per node for
+// every group a Reader reads there) the node's allocations,
 // and per running allocation of the host's group one stats read, at most
 // Options.Concurrency in flight. A host whose share of answered stats reads
 // is below Options.MinAnswered fails the call (ErrTooFewAnswered); above
@@ -57,7 +58,8 @@
 //     OtherReservedMemoryMB what every other allocation placed on the node
 //     (pending or running, meant to run) reserves: other jobs, and this
 //     job's other groups. They come from the node's allocation list
-//     (GET /v1/node/:id/allocations, remembered for NodeCacheTTL), the one
+//     (GET /v1/node/:id/allocations, remembered for NodeCacheTTL by group,
+//     so one listing serves every group read on the node), the one
 //     listing that carries allocations' resources: Nomad's job allocation
 //     list answers stubs without them. The token sees only the allocations
 //     of namespaces it may read-job: give it read-job on every namespace

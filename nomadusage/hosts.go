@@ -118,10 +118,12 @@ func (o Options) Resolve() (Options, error) {
 //   - per job (namespace and job shared by queries): one GET /v1/job/:job
 //     and one GET /v1/job/:job/allocations, whatever the number of hosts;
 //   - per host: one node read (GET /v1/node/:id, or a filtered
-//     GET /v1/nodes), and, at most once per NodeCacheTTL, the node's
-//     allocations (GET /v1/node/:id/allocations: what every allocation
-//     there but the group's own reserves, the job's other groups included;
-//     the job's allocation list carries no resources);
+//     GET /v1/nodes), and, at most once per NodeCacheTTL per node
+//     whatever the groups the Reader reads there (concurrent calls share
+//     one listing), the node's allocations (GET /v1/node/:id/allocations:
+//     what every allocation there but the group's own reserves, the job's
+//     other groups included; the job's allocation list carries no
+//     resources);
 //   - per running allocation of the host's group, up to StatsSample of
 //     them drawn at random: one GET /v1/client/allocation/:id/stats, at
 //     most Concurrency in flight over all hosts (none with Query.NoStats);
@@ -643,19 +645,30 @@ func reserves(clientStatus, desiredStatus string) bool {
 // (in namespace ns).
 type allocKey struct{ ns, job, group string }
 
-// covers says whether the allocation belongs to k.
-func (k allocKey) covers(a *api.Allocation) bool {
-	return a.JobID == k.job && a.TaskGroup == k.group && sameNamespace(a.Namespace, k.ns)
+// nodeReserves is what the allocations on one node reserve, by group, from
+// one listing of the node's allocations.
+type nodeReserves struct {
+	at     time.Time
+	groups []groupReserve // sorted by key, so that sums are in one order
 }
 
-type othersKey struct {
-	node string
-	allocKey
-}
-
-type othersEntry struct {
+// groupReserve is what the reserving allocations of one group (its key's
+// namespace as Nomad gives it) reserve on a node.
+type groupReserve struct {
+	key      allocKey
 	cpu, mem float64
-	at       time.Time
+}
+
+// others is what every group but k's reserves.
+func (e *nodeReserves) others(k allocKey) (cpu, mem float64) {
+	for _, g := range e.groups {
+		if g.key.job == k.job && g.key.group == k.group && sameNamespace(g.key.ns, k.ns) {
+			continue
+		}
+		cpu += g.cpu
+		mem += g.mem
+	}
+	return cpu, mem
 }
 
 // maxOthers bounds the node cache; past it the cache starts afresh.
@@ -663,37 +676,80 @@ const maxOthers = 4096
 
 // otherAllocs is what every allocation on node n but those of k reserves
 // (other jobs, and k's job's other groups), from the node's allocation
-// list, remembered for NodeCacheTTL. Nomad's job allocation list carries no
-// resources (Job.Allocations answers stubs without them), so the node's
-// list, which does, is the one source of what the job's other groups on the
-// node reserve.
+// list. Nomad's job allocation list carries no resources (Job.Allocations
+// answers stubs without them), so the node's list, which does, is the one
+// source of what the job's other groups on the node reserve.
+//
+// The list is long (every allocation with its job), so one listing per node
+// serves every group read on it for NodeCacheTTL: the Reader keeps what each
+// group reserves there, and evaluations that need the same node at once
+// (policies on one evaluation interval tick together) share one listing.
 func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu, mem float64, err error) {
-	key := othersKey{n.id, k}
-	if v, ok := ev.r.others.Load(key); ok {
-		if e, _ := v.(othersEntry); ev.now.Sub(e.at) < ev.opts.NodeCacheTTL && !e.at.After(ev.now) {
-			return e.cpu, e.mem, nil
+	if v, ok := ev.r.others.Load(n.id); ok {
+		if e, _ := v.(*nodeReserves); e != nil && ev.now.Sub(e.at) < ev.opts.NodeCacheTTL && !e.at.After(ev.now) {
+			cpu, mem = e.others(k)
+			return cpu, mem, nil
 		}
 	}
+	// The listing is shared: it runs on a context no one caller's
+	// cancellation ends (bounded by this caller's deadline), and each
+	// caller waits for it within its own context.
+	shared, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		shared, cancel = context.WithDeadline(shared, dl)
+	}
+	ch := ev.r.listing.DoChan(n.id, func() (any, error) {
+		defer cancel()
+		return ev.listReserves(shared, n)
+	})
+	select {
+	case <-ctx.Done():
+		return 0, 0, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, ctx.Err())
+	case res := <-ch:
+		if res.Err != nil {
+			return 0, 0, res.Err
+		}
+		e, _ := res.Val.(*nodeReserves)
+		cpu, mem = e.others(k)
+		return cpu, mem, nil
+	}
+}
+
+// listReserves lists node n's allocations and remembers what each group
+// reserves there.
+func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves, error) {
 	allocs, _, err := ev.r.Client.Nodes().Allocations(n.id, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return 0, 0, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, err)
+		return nil, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, err)
 	}
+	at := map[allocKey]int{} // index in e.groups
+	e := &nodeReserves{at: ev.now}
 	for _, a := range allocs {
-		if !reserves(a.ClientStatus, a.DesiredStatus) || k.covers(a) {
+		if !reserves(a.ClientStatus, a.DesiredStatus) {
 			continue
 		}
+		k := allocKey{ns: a.Namespace, job: a.JobID, group: a.TaskGroup}
+		i, ok := at[k]
+		if !ok {
+			i = len(e.groups)
+			at[k] = i
+			e.groups = append(e.groups, groupReserve{key: k})
+		}
 		c, m := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources
-		cpu += c
-		mem += m
+		e.groups[i].cpu += c
+		e.groups[i].mem += m
 	}
+	slices.SortFunc(e.groups, func(x, y groupReserve) int {
+		return cmp.Or(cmp.Compare(x.key.ns, y.key.ns), cmp.Compare(x.key.job, y.key.job), cmp.Compare(x.key.group, y.key.group))
+	})
 	ev.r.othersMu.Lock()
 	if ev.r.othersN >= maxOthers {
 		ev.r.others.Clear()
 		ev.r.othersN = 0
 	}
-	if _, loaded := ev.r.others.Swap(key, othersEntry{cpu: cpu, mem: mem, at: ev.now}); !loaded {
+	if _, loaded := ev.r.others.Swap(n.id, e); !loaded {
 		ev.r.othersN++
 	}
 	ev.r.othersMu.Unlock()
-	return cpu, mem, nil
+	return e, nil
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,6 +183,56 @@ func TestReadHosts(t *testing.T) {
 		}
 		if n := p.requests(from)["node allocations"]; n != 2 {
 			t.Errorf("after the TTL node allocations were listed %d times, want 2", n)
+		}
+	})
+
+	t.Run("one node listing serves every group read on the node", func(t *testing.T) {
+		// host-a's listing is cached by the reads above; the other job's
+		// group there reads what the first group reserves from it.
+		other := []Query{{Host: HostSelector{Name: "host-a"}, Job: "other", Group: "x", Label: "other", NoStats: true}}
+		from := len(p.s.Requests())
+		rs, err := rd.ReadHosts(context.Background(), other, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := p.requests(from)["node allocations"]; n != 0 {
+			t.Errorf("another group on a node listed within the TTL listed its allocations %d times, want 0", n)
+		}
+		if o := rs[0].Observation; o.OtherReservedCPUMHz != 12*500 || o.OtherReservedMemoryMB != 12*256 {
+			t.Errorf("the other job's group sees %v MHz, %v MB reserved by others, want %d and %d (the first group's)", o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, 12*500, 12*256)
+		}
+	})
+
+	t.Run("reads of one node at once share one listing", func(t *testing.T) {
+		now = now.Add(DefaultNodeCacheTTL + time.Second)
+		// Every node read is slow, so that both reads reach the listing of
+		// host-a while the other's is in flight.
+		p.s.InjectFault(nomadstandin.Fault{Path: "/v1/node/*", Delay: 300 * time.Millisecond})
+		defer p.s.ClearFaults()
+		from := len(p.s.Requests())
+		queries := [][]Query{p.queries(), {{Host: HostSelector{Name: "host-a"}, Job: "other", Group: "x", Label: "other", NoStats: true}}}
+		got := make([][]*Reading, len(queries))
+		var wg sync.WaitGroup
+		for i, q := range queries {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rs, err := rd.ReadHosts(context.Background(), q, opts)
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = rs
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		if n := p.requests(from)["node allocations"]; n != 2 {
+			t.Errorf("three reads of two nodes at once listed node allocations %d times, want 2 (one per node)", n)
+		}
+		if a, o := got[0][0].Observation, got[1][0].Observation; a.OtherReservedCPUMHz != 3000 || o.OtherReservedCPUMHz != 12*500 {
+			t.Errorf("reserved by others: first group %v MHz (want 3000), other job %v MHz (want %d)", a.OtherReservedCPUMHz, o.OtherReservedCPUMHz, 12*500)
 		}
 	})
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
@@ -30,9 +31,10 @@ type Reader struct {
 	Options Options
 
 	resolved sync.Map // selector string -> resolvedNode
-	others   sync.Map // othersKey -> othersEntry
+	others   sync.Map // node ID -> *nodeReserves
 	othersMu sync.Mutex
 	othersN  int
+	listing  singleflight.Group // node ID: one allocation listing at a time
 }
 
 // ResolveTTL is how long a Reader trusts a selector's resolution before it
