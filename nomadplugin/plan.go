@@ -28,6 +28,7 @@ type hostPlan struct {
 	final     int // the count asked for
 	queued    int // of final, more than Nomad can place
 	held      int // held back by the hold band and the step limits
+	claimed   int // other groups' replicas claimed on the node, counted as reserved
 	limit     string
 	refused   string
 	hold      *engine.HoldRange
@@ -147,6 +148,7 @@ func (p *hostPlan) meta(m map[string]any, count int) {
 	m[HostMeta(p.role, MetaPlaceable)] = p.placeable
 	m[HostMeta(p.role, MetaQueued)] = p.queued
 	m[HostMeta(p.role, MetaHeld)] = p.held
+	m[HostMeta(p.role, MetaClaimed)] = p.claimed
 	if p.hold != nil {
 		m[HostMeta(p.role, MetaHoldLow)], m[HostMeta(p.role, MetaHoldHigh)] = p.hold.Low, p.hold.High
 	}

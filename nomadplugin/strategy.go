@@ -108,6 +108,10 @@ const (
 	// MetaGroup: the task group the host's count was decided for; the
 	// host-quota target refuses to write it to another group.
 	MetaGroup = "group"
+	// MetaClaimed: how many replicas of other groups this plugin asked
+	// for on the host's node, not yet in Nomad's allocation list, were
+	// counted as reserved (see claimLedger).
+	MetaClaimed = "claimed"
 )
 
 // HostMeta is the per-host meta key of role ("first" or "second").
@@ -131,6 +135,11 @@ type Strategy struct {
 	fixedRead bool // the reader came from withReader
 	configs   map[string]*strategyConfig
 	windows   map[string]*windowEntry
+	claims    claimLedger
+	// placing serializes what runs between reading the claims and
+	// recording an evaluation's own (the engine call, in memory), so that
+	// two evaluations of groups on one node never both take its room.
+	placing sync.Mutex
 }
 
 type windowEntry struct {
@@ -327,12 +336,16 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 		e.noScale(why)
 		return outcomeFailed, nil
 	}
+	e.s.placing.Lock()
+	defer e.s.placing.Unlock()
 	obs := make([]engine.Observation, len(hosts))
+	claimed := make([]claimedOnNode, len(hosts))
 	for i, h := range hosts {
 		if obs[i], why = e.s.observe(e.eval.Check.Name, e.c, h, rds[i], e.eval.Metrics, e.now); why != "" {
 			e.noScale(why)
 			return outcomeFailed, nil
 		}
+		claimed[i] = e.claimedByOthers(rds[i], &obs[i])
 	}
 	d, how, err := e.decide(hosts, obs)
 	if d == nil {
@@ -345,8 +358,10 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 			current = rds[i].DesiredCount
 		}
 		plans[i] = e.c.plan(h, d.of(h.role), rds[i], &obs[i], current)
+		claimed[i].note(&plans[i], rds[i].NodeName)
 	}
 	act(e.eval.Action, e.c, plans, e.count)
+	e.claim(hosts, rds, plans, d)
 	if hosts[0].query.Job != "" {
 		e.eval.Action.Meta[MetaJobModifyIndex] = rds[0].JobModifyIndex
 	}
@@ -566,4 +581,49 @@ func apmObservation(h *hostConfig, c *strategyConfig, r *nomadusage.Reading, met
 		o.Samples = o.Samples[len(o.Samples)-c.window:]
 	}
 	return o, ""
+}
+
+// claimedOnNode is what other groups' claims added to a host's reading.
+type claimedOnNode struct {
+	replicas int
+	cpu, mem float64
+}
+
+// claimedByOthers counts, in o's reservations by others, the replicas this
+// plugin asked for on the node of rd for other groups that Nomad's
+// allocation list behind rd does not show yet.
+func (e *checkRun) claimedByOthers(rd *nomadusage.Reading, o *engine.Observation) claimedOnNode {
+	if rd.Job == "" || rd.NodeID == "" {
+		return claimedOnNode{}
+	}
+	var c claimedOnNode
+	c.replicas, c.cpu, c.mem = e.s.claims.others(rd.NodeID, rd.Namespace, rd.Job, rd.Group, rd.ReservedAt, e.now)
+	o.OtherReservedCPUMHz += c.cpu
+	o.OtherReservedMemoryMB += c.mem
+	return c
+}
+
+// note says in p what the claims added.
+func (c claimedOnNode) note(p *hostPlan, node string) {
+	p.claimed = c.replicas
+	if c.replicas > 0 {
+		p.notes = append([]string{fmt.Sprintf("%d replicas of other groups asked for on node %s in the last %s and not yet in Nomad's allocation list count as reserved (%.0f MHz, %.0f MB)",
+			c.replicas, node, claimMaxAge, c.cpu, c.mem)}, p.notes...)
+	}
+}
+
+// claim records the replicas the action adds on each host's node, at what
+// one replica reserves there, so that other groups' readings count them
+// until Nomad's allocation list shows them.
+func (e *checkRun) claim(hosts []*hostConfig, rds []*nomadusage.Reading, plans []hostPlan, d *decision) {
+	for i, h := range hosts {
+		rd := rds[i]
+		applied, _ := e.eval.Action.Meta[hostMetaKeys[h.role].count].(int)
+		add := applied - plans[i].current
+		if rd.Job == "" || add <= 0 {
+			continue
+		}
+		pl := d.of(h.role).Placement
+		e.s.claims.add(rd.NodeID, rd.Namespace, rd.Job, rd.Group, add, float64(add)*pl.ReplicaCPUMHz, float64(add)*pl.ReplicaMemoryMB, e.now)
+	}
 }

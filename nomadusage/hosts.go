@@ -341,7 +341,7 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 		return nil, err
 	}
 	o := &rd.Observation
-	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, err = ev.otherAllocs(ctx, n, allocKey{ns: ns, job: q.Job, group: rd.Group})
+	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, rd.ReservedAt, err = ev.otherAllocs(ctx, n, allocKey{ns: ns, job: q.Job, group: rd.Group})
 	if err != nil {
 		return nil, err
 	}
@@ -684,11 +684,13 @@ const maxOthers = 4096
 // serves every group read on it for NodeCacheTTL: the Reader keeps what each
 // group reserves there, and evaluations that need the same node at once
 // (policies on one evaluation interval tick together) share one listing.
-func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu, mem float64, err error) {
+//
+// at is when the listing was taken (by the Reader's clock).
+func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu, mem float64, at time.Time, err error) {
 	if v, ok := ev.r.others.Load(n.id); ok {
 		if e, _ := v.(*nodeReserves); e != nil && ev.now.Sub(e.at) < ev.opts.NodeCacheTTL && !e.at.After(ev.now) {
 			cpu, mem = e.others(k)
-			return cpu, mem, nil
+			return cpu, mem, e.at, nil
 		}
 	}
 	// The listing is shared: it runs on a context no one caller's
@@ -704,14 +706,14 @@ func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu
 	})
 	select {
 	case <-ctx.Done():
-		return 0, 0, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, ctx.Err())
+		return 0, 0, time.Time{}, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, ctx.Err())
 	case res := <-ch:
 		if res.Err != nil {
-			return 0, 0, res.Err
+			return 0, 0, time.Time{}, res.Err
 		}
 		e, _ := res.Val.(*nodeReserves)
 		cpu, mem = e.others(k)
-		return cpu, mem, nil
+		return cpu, mem, e.at, nil
 	}
 }
 

@@ -222,6 +222,11 @@ type Reading struct {
 	DesiredCount    int
 	ReplicaCPUMHz   float64
 	ReplicaMemoryMB float64
+	// ReservedAt is when the node's allocation list behind
+	// Observation.OtherReservedCPUMHz and OtherReservedMemoryMB was taken
+	// (by the Reader's clock; the list is remembered for NodeCacheTTL): an
+	// allocation placed since is not in them.
+	ReservedAt time.Time
 	// StatsAsked is how many running allocations' stats were read (at most
 	// Options.StatsSample; less those that stopped in between),
 	// StatsAnswered how many answered. The sample extrapolates the answered
