@@ -3,6 +3,9 @@ package train
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
 
 // Trunks: how a running replica's future usage is estimated.
@@ -144,10 +147,53 @@ func (s Settings) Check() error {
 	if err := s.validate(); err != nil {
 		return fmt.Errorf("train settings: %w", err)
 	}
-	if _, err := statisticsByName(s.Statistics); err != nil {
+	stats, err := statisticsByName(s.Statistics)
+	if err != nil {
+		return fmt.Errorf("train settings: %w", err)
+	}
+	if err := s.exportable(stats); err != nil {
 		return fmt.Errorf("train settings: %w", err)
 	}
 	return nil
+}
+
+// exportable says whether the models these settings train can be exported
+// as models the engine loads (within its limits on widths and parameters):
+// an untrained pair of the same shape is exported and checked, before any
+// training is spent on it. When they cannot, the error says how many slots
+// can be with these hidden layers.
+func (s Settings) exportable(stats []Statistic) error {
+	var tr trunk
+	if s.Trunk == TrunkMax {
+		tr = newMaxTrunk(len(stats))
+	} else {
+		tr = newMLPTrunk(len(stats), s.Hidden, stats, rand.New(rand.NewPCG(s.Seed, 0)))
+	}
+	p := newProcessor(tr)
+	check := func(slots int) error {
+		prov := engine.Provenance{Method: "untrained, for the settings check"}
+		for _, m := range []*engine.Model{exportCapacity(p, stats, slots, prov), exportAdmission(p, stats, slots, prov)} {
+			if err := m.Validate(); err != nil {
+				return fmt.Errorf("the %s model: %w", m.Name, err)
+			}
+		}
+		return nil
+	}
+	err := check(s.Slots)
+	if err == nil {
+		return nil
+	}
+	// The models grow with the slots: the most that load, by bisection.
+	lo, hi := 0, s.Slots // check(lo) holds (0: none known), check(hi) fails
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if check(mid) == nil {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return fmt.Errorf("slots: %d with hidden layers %v make a model the engine cannot load (%w); at most %d slots can with these layers", s.Slots, s.Hidden, err, lo)
 }
 
 // MinSeriesSamples is how many samples a series needs to give a training

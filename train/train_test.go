@@ -5,9 +5,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/traces"
@@ -382,6 +384,49 @@ func TestTrainRejectsBadSettings(t *testing.T) {
 	s.Restarts = 65
 	if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "restarts") {
 		t.Fatalf("65 restarts: %v, want an error naming restarts", err)
+	}
+	// Settings whose admission model would pass the engine's parameter
+	// limit are refused before training (it used to train in full, then
+	// fail at export): within Settings' own bounds on slots and hidden.
+	for _, tc := range []struct {
+		name   string
+		slots  int
+		hidden []int
+	}{
+		{"1024 slots", 1024, nil},
+		{"200 slots", 200, nil},
+	} {
+		s = DefaultSettings()
+		s.Slots = tc.slots
+		if tc.hidden != nil {
+			s.Hidden = tc.hidden
+		}
+		start := time.Now()
+		_, err := Train(all, s, nil)
+		if err == nil || !strings.Contains(err.Error(), "slots: ") || !strings.Contains(err.Error(), "parameters") || !strings.Contains(err.Error(), "at most 1") {
+			t.Fatalf("%s: %v, want an error saying the model would pass the engine's parameter limit", tc.name, err)
+		}
+		if err := s.Check(); err == nil {
+			t.Fatalf("%s: Check accepts the settings", tc.name)
+		}
+		t.Logf("%s: refused in %s: %v", tc.name, time.Since(start).Round(time.Millisecond), err)
+		// The most slots the error names load, and one more does not.
+		m := regexp.MustCompile(`at most (\d+) slots`).FindStringSubmatch(err.Error())
+		if m == nil {
+			t.Fatalf("%s: the error names no slot limit: %v", tc.name, err)
+		}
+		most, _ := strconv.Atoi(m[1])
+		s.Slots = most
+		if err := s.Check(); err != nil {
+			t.Fatalf("%s: the %d slots the error allows are refused: %v", tc.name, most, err)
+		}
+		s.Slots = most + 1
+		if err := s.Check(); err == nil {
+			t.Fatalf("%s: %d slots, one past the limit named, are accepted", tc.name, most+1)
+		}
+	}
+	if err := DefaultSettings().Check(); err != nil {
+		t.Fatalf("the default settings: %v", err)
 	}
 }
 
