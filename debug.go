@@ -29,12 +29,27 @@ const reattachTimeout = 10 * time.Second
 // serveDebug serves the provider for a debugger (-debug): it prints the
 // TF_REATTACH_PROVIDERS line to out, and serves until ctx ends.
 func serveDebug(ctx context.Context, out io.Writer, factory func() tfprotov6.ProviderServer) error {
-	reattach := make(chan *plugin.ReattachConfig)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// go-plugin sends the configuration once, without watching ctx: a
+	// buffered channel never holds it up.
+	reattach := make(chan *plugin.ReattachConfig, 1)
 	closed := make(chan struct{})
 	served := make(chan error, 1)
 	go func() {
 		served <- tf6server.Serve(provider.Address, factory, tf6server.WithDebug(ctx, reattach, closed))
 	}()
+	// fail stops the server before returning err (and what stopping it
+	// said, if it failed).
+	fail := func(err error) error {
+		cancel()
+		select {
+		case serr := <-served:
+			return errors.Join(err, serr)
+		case <-time.After(reattachTimeout):
+			return err
+		}
+	}
 	var rc *plugin.ReattachConfig
 	select {
 	case rc = <-reattach:
@@ -44,11 +59,11 @@ func serveDebug(ctx context.Context, out io.Writer, factory func() tfprotov6.Pro
 		}
 		return fmt.Errorf("serving the provider for a debugger: %w", err)
 	case <-time.After(reattachTimeout):
-		return fmt.Errorf("serving the provider for a debugger: no listening address after %s", reattachTimeout)
+		return fail(fmt.Errorf("serving the provider for a debugger: no listening address after %s", reattachTimeout))
 	}
 	line, err := reattachLine(rc)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	fmt.Fprintf(out, "Provider started for a debugger. To attach OpenTofu or Terraform, set in their environment:\n\n\t%s\n\nStop it with Ctrl-C.\n", line)
 	<-closed

@@ -49,8 +49,10 @@ func TestAccDebugReattach(t *testing.T) {
 	}()
 	defer func() {
 		cancel()
-		for range lines { // drain until serveDebug closes w
-		}
+		go func() {
+			for range lines { // drain until serveDebug closes w
+			}
+		}()
 		select {
 		case err := <-served:
 			if err != nil {

@@ -100,7 +100,7 @@ func TestE2ESharedNode(t *testing.T) {
 	a.stop(t)
 	claimed := 0
 	for _, e := range a.entries(t) {
-		if e.str("@message") == "decided" && strings.Contains(fmt.Sprint(map[string]any(e)), "not yet in Nomad's allocation list count as reserved") {
+		if e.str("@message") == "decided" && strings.Contains(fmt.Sprint(map[string]any(e)), "this plugin asked for on node host-a, not placed in Nomad's allocation list it read, count as reserved") {
 			claimed++
 		}
 	}

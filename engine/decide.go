@@ -199,15 +199,28 @@ func (b BranchPath) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON reads a null strength as one that overflowed (+Inf).
+// UnmarshalJSON reads a null strength as one that overflowed (+Inf); a
+// missing one is 0, and a null branch leaves b as it is.
 func (b *BranchPath) UnmarshalJSON(data []byte) error {
-	var j branchPathJSON
+	if string(data) == "null" {
+		return nil
+	}
+	var j struct {
+		Nodes       []string        `json:"nodes"`
+		LogStrength json.RawMessage `json:"log_strength"`
+	}
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	b.Nodes, b.LogStrength = j.Nodes, math.Inf(1)
-	if j.LogStrength != nil {
-		b.LogStrength = *j.LogStrength
+	b.Nodes, b.LogStrength = j.Nodes, 0
+	switch {
+	case len(j.LogStrength) == 0:
+	case string(j.LogStrength) == "null":
+		b.LogStrength = math.Inf(1)
+	default:
+		if err := json.Unmarshal(j.LogStrength, &b.LogStrength); err != nil {
+			return fmt.Errorf("log_strength: %w", err)
+		}
 	}
 	return nil
 }

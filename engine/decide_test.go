@@ -449,4 +449,11 @@ func TestBranchPathJSONRoundTrip(t *testing.T) {
 			t.Errorf("%s read back as %+v, want %+v", data, got, want)
 		}
 	}
+	var b BranchPath
+	if err := json.Unmarshal([]byte(`{"nodes":["x","o"]}`), &b); err != nil || b.LogStrength != 0 {
+		t.Errorf("a branch without log_strength read as %+v (%v), want strength 0", b, err)
+	}
+	if err := json.Unmarshal([]byte(`{"nodes":["x"],"log_strength":"high"}`), &b); err == nil || !strings.Contains(err.Error(), "log_strength") {
+		t.Errorf("a string strength: %v, want an error naming log_strength", err)
+	}
 }

@@ -5,84 +5,134 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
 // Claims: the replicas this plugin has asked Nomad to add on a node, which
 // Nomad's allocation list, read at most every node_cache_ttl, may not show
 // yet. Without them two policies whose groups share a node would each see
 // the node's free room and both ask for it: Nomad places one group's new
-// replicas and the other's stay queued. A group's reading counts the
-// claims of every other group on its node as reserved.
+// replicas and the other's stay queued. A group's reading counts, as
+// reserved by others, every other group's claimed replicas that the
+// node's allocation list behind the reading does not show.
 const (
-	// claimSettle is how long after a claim a node listing must be taken
-	// to show its replicas (Nomad places a count increase within seconds
-	// of the target's register); a listing taken later supersedes it.
-	claimSettle = 15 * time.Second
-	// claimMaxAge drops a claim that no listing has superseded (an action
-	// the target did not carry out, a node no longer read).
+	// claimMaxAge drops a claim that no listing has shown placed (the
+	// replicas queued, or the node is no longer read).
 	claimMaxAge = 2 * time.Minute
 	// maxClaims bounds the claims remembered; past it the oldest go.
 	maxClaims = 4096
 )
 
-// claim is what one scale-up asked for on a node.
+// claimKey is one group on one node.
+type claimKey struct{ node, ns, job, group string }
+
+// claim is what a group's scale-ups on a node asked for and Nomad's
+// allocation list has not shown placed yet.
 type claim struct {
-	node, ns, job, group string
-	replicas             int
-	cpu, mem             float64 // reserved by the replicas added, in total
-	at                   time.Time
+	// target is the count asked for; replicas the new ones of it not yet
+	// shown placed (at most target less the allocations a listing shows).
+	target, replicas int
+	// cpu and mem: what one replica reserves there.
+	cpu, mem float64
+	at       time.Time
+	// missed: the group's count did not reach an earlier claim's target
+	// (the action was not carried out: a dry run, a refusal); its claims
+	// do not count until one is carried out.
+	missed bool
 }
 
 // claimLedger is a Strategy's claims, shared by its policies.
 type claimLedger struct {
 	mu     sync.Mutex
-	claims []claim // oldest first
+	claims map[claimKey]*claim
 }
 
-// groupNamespace is the namespace an allocation's empty namespace stands
-// for.
-func groupNamespace(ns string) string {
+func newClaimKey(node, ns, job, group string) claimKey {
 	if ns == "" {
-		return api.DefaultNamespace
+		ns = api.DefaultNamespace
 	}
-	return ns
+	return claimKey{node, ns, job, group}
 }
 
-// add records that group (in ns, of job) asked for replicas more on node,
-// reserving cpu and mem in total, at time at.
-func (l *claimLedger) add(node, ns, job, group string, replicas int, cpu, mem float64, at time.Time) {
-	if node == "" || replicas <= 0 {
+// settle is a group's evaluation reading its own count, current, before it
+// decides: a claim whose target the count has not reached was not carried
+// out, and stops counting (until the group's count reaches a target).
+func (l *claimLedger) settle(k claimKey, current int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.claims[k]; c != nil {
+		c.missed = current < c.target
+		if c.missed {
+			c.replicas = 0
+		}
+	}
+}
+
+// add records that group k asked for target replicas, from current, each
+// reserving cpu and mem, at time at. The new replicas join the ones of an
+// earlier claim that no listing has shown placed yet.
+func (l *claimLedger) add(k claimKey, current, target int, cpu, mem float64, at time.Time) {
+	if k.node == "" || target <= current {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.claims) >= maxClaims {
-		l.claims = append(l.claims[:0], l.claims[len(l.claims)-maxClaims+1:]...)
+	if l.claims == nil {
+		l.claims = map[claimKey]*claim{}
 	}
-	l.claims = append(l.claims, claim{node: node, ns: groupNamespace(ns), job: job, group: group, replicas: replicas, cpu: cpu, mem: mem, at: at})
+	c := &claim{target: target, replicas: target - current, cpu: cpu, mem: mem, at: at}
+	if old := l.claims[k]; old != nil {
+		c.missed = old.missed
+		c.replicas += old.replicas
+	} else if len(l.claims) >= maxClaims {
+		l.dropOldest()
+	}
+	l.claims[k] = c
 }
 
-// others sums the live claims on node of every group but (ns, job, group):
-// those younger than claimMaxAge and not superseded by the node listing
-// taken at listed (zero: none known). It forgets the claims that are not
-// live any more.
-func (l *claimLedger) others(node, ns, job, group string, listed, now time.Time) (replicas int, cpu, mem float64) {
-	ns = groupNamespace(ns)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	kept := l.claims[:0]
-	for _, c := range l.claims {
-		if now.Sub(c.at) >= claimMaxAge || (c.node == node && !listed.IsZero() && !listed.Before(c.at.Add(claimSettle))) {
-			continue
-		}
-		kept = append(kept, c)
-		if c.node == node && (c.ns != ns || c.job != job || c.group != group) {
-			replicas += c.replicas
-			cpu += c.cpu
-			mem += c.mem
+func (l *claimLedger) dropOldest() {
+	var oldest claimKey
+	var at time.Time
+	for k, c := range l.claims {
+		if at.IsZero() || c.at.Before(at) {
+			oldest, at = k, c.at
 		}
 	}
-	clear(l.claims[len(kept):])
-	l.claims = kept
+	delete(l.claims, oldest)
+}
+
+// others sums the claimed replicas on k's node of every group but k's that
+// the node listing behind a reading (shown: each group's allocations
+// there) does not show placed, at what each reserves. A claim the listing
+// shows placed, or older than claimMaxAge, is forgotten.
+func (l *claimLedger) others(k claimKey, shown []nomadusage.GroupOnNode, now time.Time) (replicas int, cpu, mem float64) {
+	allocs := make(map[claimKey]int, len(shown))
+	for _, g := range shown {
+		allocs[newClaimKey(k.node, g.Namespace, g.Job, g.Group)] += g.Allocations
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ck, c := range l.claims {
+		if now.Sub(c.at) >= claimMaxAge {
+			delete(l.claims, ck)
+			continue
+		}
+		if ck.node != k.node {
+			continue
+		}
+		unplaced := c.target - allocs[ck]
+		if unplaced <= 0 {
+			delete(l.claims, ck) // placed: the listing counts them now
+			continue
+		}
+		if ck == k || c.missed {
+			continue
+		}
+		n := min(c.replicas, unplaced)
+		replicas += n
+		cpu += float64(n) * c.cpu
+		mem += float64(n) * c.mem
+	}
 	return replicas, cpu, mem
 }

@@ -1,91 +1,106 @@
 package nomadplugin
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
 func TestClaimLedger(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	type query struct {
-		node, ns, job, group string
-		listed, now          time.Time
+	web := newClaimKey("n1", "", "web", "app") // namespace "" is default
+	type add struct {
+		k               claimKey
+		current, target int
+		at              time.Time
+	}
+	shows := func(job string, n int) []nomadusage.GroupOnNode {
+		return []nomadusage.GroupOnNode{{Namespace: "default", Job: job, Group: "app", Allocations: n}}
 	}
 	for _, tc := range []struct {
 		name     string
-		claims   []claim
-		q        query
+		adds     []add
+		k        claimKey
+		shown    []nomadusage.GroupOnNode
+		now      time.Time
 		replicas int
-		cpu, mem float64
 	}{
-		{"another group's claim on the node counts",
-			[]claim{{node: "n1", ns: "default", job: "web", group: "app", replicas: 3, cpu: 6000, mem: 384, at: t0}},
-			query{"n1", "default", "api", "app", t0.Add(-time.Second), t0.Add(time.Second)}, 3, 6000, 384},
-		{"the group's own claim does not (empty namespace is default)",
-			[]claim{{node: "n1", ns: "default", job: "web", group: "app", replicas: 3, cpu: 6000, mem: 384, at: t0}},
-			query{"n1", "", "web", "app", time.Time{}, t0.Add(time.Second)}, 0, 0, 0},
-		{"the same job's other group counts",
-			[]claim{{node: "n1", ns: "default", job: "web", group: "app", replicas: 1, cpu: 2000, mem: 128, at: t0}},
-			query{"n1", "default", "web", "side", time.Time{}, t0.Add(time.Second)}, 1, 2000, 128},
-		{"a job of the same name in another namespace counts",
-			[]claim{{node: "n1", ns: "team-a", job: "web", group: "app", replicas: 1, cpu: 2000, mem: 128, at: t0}},
-			query{"n1", "default", "web", "app", time.Time{}, t0.Add(time.Second)}, 1, 2000, 128},
-		{"another node's claim does not",
-			[]claim{{node: "n2", ns: "default", job: "web", group: "app", replicas: 3, cpu: 6000, mem: 384, at: t0}},
-			query{"n1", "default", "api", "app", time.Time{}, t0.Add(time.Second)}, 0, 0, 0},
-		{"a listing taken claimSettle after the claim supersedes it",
-			[]claim{{node: "n1", ns: "default", job: "web", group: "app", replicas: 3, cpu: 6000, mem: 384, at: t0}},
-			query{"n1", "default", "api", "app", t0.Add(claimSettle), t0.Add(claimSettle + time.Second)}, 0, 0, 0},
-		{"a listing taken sooner does not",
-			[]claim{{node: "n1", ns: "default", job: "web", group: "app", replicas: 3, cpu: 6000, mem: 384, at: t0}},
-			query{"n1", "default", "api", "app", t0.Add(claimSettle - time.Second), t0.Add(claimSettle)}, 3, 6000, 384},
-		{"a claim no listing superseded ends at claimMaxAge",
-			[]claim{{node: "n1", ns: "default", job: "web", group: "app", replicas: 3, cpu: 6000, mem: 384, at: t0}},
-			query{"n1", "default", "api", "app", time.Time{}, t0.Add(claimMaxAge)}, 0, 0, 0},
-		{"claims add up",
-			[]claim{
-				{node: "n1", ns: "default", job: "web", group: "app", replicas: 2, cpu: 4000, mem: 256, at: t0},
-				{node: "n1", ns: "default", job: "db", group: "main", replicas: 1, cpu: 1000, mem: 1024, at: t0.Add(time.Second)},
-			},
-			query{"n1", "default", "api", "app", time.Time{}, t0.Add(2 * time.Second)}, 3, 5000, 1280},
+		{"another group's claim counts while the listing shows its old count", []add{{web, 2, 8, t0}},
+			newClaimKey("n1", "default", "api", "app"), shows("web", 2), t0.Add(time.Second), 6},
+		{"the group's own claim does not count", []add{{web, 2, 8, t0}},
+			newClaimKey("n1", "default", "web", "app"), shows("web", 2), t0.Add(time.Second), 0},
+		{"the same job's other group counts", []add{{web, 2, 8, t0}},
+			newClaimKey("n1", "default", "web", "side"), shows("web", 2), t0.Add(time.Second), 6},
+		{"a job of the same name in another namespace counts", []add{{web, 2, 8, t0}},
+			newClaimKey("n1", "team-a", "web", "app"), shows("web", 2), t0.Add(time.Second), 6},
+		{"another node's claim does not count", []add{{web, 2, 8, t0}},
+			newClaimKey("n2", "default", "api", "app"), nil, t0.Add(time.Second), 0},
+		{"a listing that shows the replicas placed ends the claim", []add{{web, 2, 8, t0}},
+			newClaimKey("n1", "default", "api", "app"), shows("web", 8), t0.Add(time.Second), 0},
+		{"replicas partly placed: the rest count", []add{{web, 2, 8, t0}},
+			newClaimKey("n1", "default", "api", "app"), shows("web", 5), t0.Add(time.Second), 3},
+		{"no listing of the node: every claimed replica counts", []add{{web, 2, 8, t0}},
+			newClaimKey("n1", "default", "api", "app"), nil, t0.Add(time.Second), 6},
+		{"a claim ends at claimMaxAge", []add{{web, 2, 8, t0}},
+			newClaimKey("n1", "default", "api", "app"), shows("web", 2), t0.Add(claimMaxAge), 0},
+		{"a second scale-up adds to the replicas not yet placed", []add{{web, 2, 5, t0}, {web, 5, 8, t0.Add(time.Second)}},
+			newClaimKey("n1", "default", "api", "app"), shows("web", 2), t0.Add(2 * time.Second), 6},
+		{"a scale-down claims nothing", []add{{web, 8, 4, t0}},
+			newClaimKey("n1", "default", "api", "app"), shows("web", 2), t0.Add(time.Second), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var l claimLedger
-			for _, c := range tc.claims {
-				l.add(c.node, c.ns, c.job, c.group, c.replicas, c.cpu, c.mem, c.at)
+			for _, a := range tc.adds {
+				l.add(a.k, a.current, a.target, 2000, 128, a.at)
 			}
-			n, cpu, mem := l.others(tc.q.node, tc.q.ns, tc.q.job, tc.q.group, tc.q.listed, tc.q.now)
-			if n != tc.replicas || cpu != tc.cpu || mem != tc.mem {
-				t.Errorf("others = %d replicas, %v MHz, %v MB; want %d, %v, %v", n, cpu, mem, tc.replicas, tc.cpu, tc.mem)
+			n, cpu, mem := l.others(tc.k, tc.shown, tc.now)
+			if n != tc.replicas || cpu != float64(2000*tc.replicas) || mem != float64(128*tc.replicas) {
+				t.Errorf("others = %d replicas, %v MHz, %v MB; want %d, %d, %d", n, cpu, mem, tc.replicas, 2000*tc.replicas, 128*tc.replicas)
 			}
 		})
 	}
 }
 
-func TestClaimLedgerForgets(t *testing.T) {
+// A group whose count did not reach its claim's target (a dry run, a
+// refused write) stops claiming until a scale-up of it is carried out.
+func TestClaimLedgerMissed(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	web, api := newClaimKey("n1", "default", "web", "app"), newClaimKey("n1", "default", "api", "app")
+	listing := []nomadusage.GroupOnNode{{Namespace: "default", Job: "web", Group: "app", Allocations: 2}}
+	var l claimLedger
+	count := func(when string, want int, at time.Time) {
+		t.Helper()
+		if n, _, _ := l.others(api, listing, at); n != want {
+			t.Fatalf("%s: another group sees %d claimed replicas, want %d", when, n, want)
+		}
+	}
+	l.add(web, 2, 8, 2000, 128, t0)
+	count("after the first claim", 6, t0)
+	l.settle(web, 2) // web's next evaluation: still at 2, the action was not carried out
+	count("after web's count stayed at 2", 0, t0.Add(time.Second))
+	l.add(web, 2, 8, 2000, 128, t0.Add(time.Second)) // the dry run asks again
+	count("after a claim of a group that missed", 0, t0.Add(time.Second))
+	l.settle(web, 8) // carried out this time: its 6 count again
+	count("after web's count reached the claim's", 6, t0.Add(2*time.Second))
+	l.add(web, 8, 10, 2000, 128, t0.Add(2*time.Second))
+	count("after one more scale-up", 8, t0.Add(2*time.Second))
+}
+
+func TestClaimLedgerBounded(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	var l claimLedger
-	l.add("n1", "default", "web", "app", 0, 0, 0, t0)    // nothing added
-	l.add("", "default", "web", "app", 2, 4000, 256, t0) // no node
-	if len(l.claims) != 0 {
-		t.Fatalf("%d claims kept of a scale-up of 0 and of no node", len(l.claims))
-	}
-	l.add("n1", "default", "web", "app", 2, 4000, 256, t0)
-	l.add("n2", "default", "web", "app", 2, 4000, 256, t0)
-	// A read of n1 with a listing past the settle forgets n1's claim, not
-	// n2's.
-	l.others("n1", "default", "api", "app", t0.Add(claimSettle), t0.Add(claimSettle))
-	if len(l.claims) != 1 || l.claims[0].node != "n2" {
-		t.Fatalf("claims after n1's listing: %+v, want n2's only", l.claims)
-	}
-	// The ledger is bounded.
 	for i := range maxClaims + 10 {
-		l.add("n3", "default", "web", "app", 1, 1, 1, t0.Add(time.Duration(i)*time.Millisecond))
+		l.add(newClaimKey("n1", "default", fmt.Sprintf("job-%d", i), "app"), 0, 1, 1, 1, t0.Add(time.Duration(i)*time.Millisecond))
 	}
 	if len(l.claims) > maxClaims {
 		t.Fatalf("%d claims kept, more than %d", len(l.claims), maxClaims)
 	}
-	if last := l.claims[len(l.claims)-1]; !last.at.Equal(t0.Add(time.Duration(maxClaims+9) * time.Millisecond)) {
-		t.Fatalf("the newest claim was dropped (last kept at %v)", last.at)
+	if _, ok := l.claims[newClaimKey("n1", "default", fmt.Sprintf("job-%d", maxClaims+9), "app")]; !ok {
+		t.Fatal("the newest claim was dropped")
+	}
+	if _, ok := l.claims[newClaimKey("n1", "default", "job-0", "app")]; ok {
+		t.Fatal("the oldest claim was kept")
 	}
 }

@@ -109,8 +109,8 @@ const (
 	// host-quota target refuses to write it to another group.
 	MetaGroup = "group"
 	// MetaClaimed: how many replicas of other groups this plugin asked
-	// for on the host's node, not yet in Nomad's allocation list, were
-	// counted as reserved (see claimLedger).
+	// for on the host's node, not shown placed in the node's allocation
+	// list the reading used, were counted as reserved (see claimLedger).
 	MetaClaimed = "claimed"
 )
 
@@ -340,10 +340,18 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 	defer e.s.placing.Unlock()
 	obs := make([]engine.Observation, len(hosts))
 	claimed := make([]claimedOnNode, len(hosts))
+	current := make([]int, len(hosts))
 	for i, h := range hosts {
 		if obs[i], why = e.s.observe(e.eval.Check.Name, e.c, h, rds[i], e.eval.Metrics, e.now); why != "" {
 			e.noScale(why)
 			return outcomeFailed, nil
+		}
+		current[i] = int(e.count)
+		if e.c.role == RoleSplit {
+			current[i] = rds[i].DesiredCount
+		}
+		if k := readingKey(rds[i]); k.node != "" {
+			e.s.claims.settle(k, current[i])
 		}
 		claimed[i] = e.claimedByOthers(rds[i], &obs[i])
 	}
@@ -353,11 +361,7 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 	}
 	plans := make([]hostPlan, len(hosts))
 	for i, h := range hosts {
-		current := int(e.count)
-		if e.c.role == RoleSplit {
-			current = rds[i].DesiredCount
-		}
-		plans[i] = e.c.plan(h, d.of(h.role), rds[i], &obs[i], current)
+		plans[i] = e.c.plan(h, d.of(h.role), rds[i], &obs[i], current[i])
 		claimed[i].note(&plans[i], rds[i].NodeName)
 	}
 	act(e.eval.Action, e.c, plans, e.count)
@@ -589,15 +593,25 @@ type claimedOnNode struct {
 	cpu, mem float64
 }
 
+// claimKey is the claim key of the group a reading covers ("" node when it
+// covers no group).
+func readingKey(rd *nomadusage.Reading) claimKey {
+	if rd.Job == "" || rd.NodeID == "" {
+		return claimKey{}
+	}
+	return newClaimKey(rd.NodeID, rd.Namespace, rd.Job, rd.Group)
+}
+
 // claimedByOthers counts, in o's reservations by others, the replicas this
 // plugin asked for on the node of rd for other groups that Nomad's
-// allocation list behind rd does not show yet.
+// allocation list behind rd does not show placed.
 func (e *checkRun) claimedByOthers(rd *nomadusage.Reading, o *engine.Observation) claimedOnNode {
-	if rd.Job == "" || rd.NodeID == "" {
+	k := readingKey(rd)
+	if k.node == "" {
 		return claimedOnNode{}
 	}
 	var c claimedOnNode
-	c.replicas, c.cpu, c.mem = e.s.claims.others(rd.NodeID, rd.Namespace, rd.Job, rd.Group, rd.ReservedAt, e.now)
+	c.replicas, c.cpu, c.mem = e.s.claims.others(k, rd.NodeGroups, e.now)
 	o.OtherReservedCPUMHz += c.cpu
 	o.OtherReservedMemoryMB += c.mem
 	return c
@@ -607,23 +621,27 @@ func (e *checkRun) claimedByOthers(rd *nomadusage.Reading, o *engine.Observation
 func (c claimedOnNode) note(p *hostPlan, node string) {
 	p.claimed = c.replicas
 	if c.replicas > 0 {
-		p.notes = append([]string{fmt.Sprintf("%d replicas of other groups asked for on node %s in the last %s and not yet in Nomad's allocation list count as reserved (%.0f MHz, %.0f MB)",
-			c.replicas, node, claimMaxAge, c.cpu, c.mem)}, p.notes...)
+		p.notes = append([]string{fmt.Sprintf("%d replicas of other groups this plugin asked for on node %s, not placed in Nomad's allocation list it read, count as reserved (%.0f MHz, %.0f MB)",
+			c.replicas, node, c.cpu, c.mem)}, p.notes...)
 	}
 }
 
-// claim records the replicas the action adds on each host's node, at what
-// one replica reserves there, so that other groups' readings count them
-// until Nomad's allocation list shows them.
+// claim records the replicas the action adds on each host's node (at most
+// what Nomad can place there), at what one replica reserves, so that other
+// groups' readings count them until Nomad's allocation list shows them. An
+// action the agent skips (no change) claims nothing.
 func (e *checkRun) claim(hosts []*hostConfig, rds []*nomadusage.Reading, plans []hostPlan, d *decision) {
+	if e.eval.Action.Direction == sdk.ScaleDirectionNone {
+		return
+	}
 	for i, h := range hosts {
-		rd := rds[i]
-		applied, _ := e.eval.Action.Meta[hostMetaKeys[h.role].count].(int)
-		add := applied - plans[i].current
-		if rd.Job == "" || add <= 0 {
+		k := readingKey(rds[i])
+		if k.node == "" {
 			continue
 		}
+		applied, _ := e.eval.Action.Meta[hostMetaKeys[h.role].count].(int)
+		target := min(applied, max(plans[i].current, plans[i].placeable))
 		pl := d.of(h.role).Placement
-		e.s.claims.add(rd.NodeID, rd.Namespace, rd.Job, rd.Group, add, float64(add)*pl.ReplicaCPUMHz, float64(add)*pl.ReplicaMemoryMB, e.now)
+		e.s.claims.add(k, plans[i].current, target, pl.ReplicaCPUMHz, pl.ReplicaMemoryMB, e.s.now())
 	}
 }

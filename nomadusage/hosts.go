@@ -3,6 +3,7 @@ package nomadusage
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -341,10 +342,12 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 		return nil, err
 	}
 	o := &rd.Observation
-	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, rd.ReservedAt, err = ev.otherAllocs(ctx, n, allocKey{ns: ns, job: q.Job, group: rd.Group})
+	var listed *nodeReserves
+	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, listed, err = ev.otherAllocs(ctx, n, allocKey{ns: ns, job: q.Job, group: rd.Group})
 	if err != nil {
 		return nil, err
 	}
+	rd.ReservedAt, rd.NodeGroups = listed.at, listed.shown()
 	mine := runningOn(stubs, n.id, ns, rd.Group)
 	results := make([]statsResult, len(mine))
 	if !q.NoStats {
@@ -653,10 +656,24 @@ type nodeReserves struct {
 }
 
 // groupReserve is what the reserving allocations of one group (its key's
-// namespace as Nomad gives it) reserve on a node.
+// namespace as Nomad gives it) reserve on a node, and how many they are.
 type groupReserve struct {
 	key      allocKey
 	cpu, mem float64
+	allocs   int
+}
+
+// shown is every group's reserving allocations on the node.
+func (e *nodeReserves) shown() []GroupOnNode {
+	out := make([]GroupOnNode, len(e.groups))
+	for i, g := range e.groups {
+		ns := g.key.ns
+		if ns == "" {
+			ns = api.DefaultNamespace
+		}
+		out[i] = GroupOnNode{Namespace: ns, Job: g.key.job, Group: g.key.group, Allocations: g.allocs}
+	}
+	return out
 }
 
 // others is what every group but k's reserves.
@@ -685,35 +702,42 @@ const maxOthers = 4096
 // group reserves there, and evaluations that need the same node at once
 // (policies on one evaluation interval tick together) share one listing.
 //
-// at is when the listing was taken (by the Reader's clock).
-func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu, mem float64, at time.Time, err error) {
+// It returns the listing it read them from.
+func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu, mem float64, from *nodeReserves, err error) {
 	if v, ok := ev.r.others.Load(n.id); ok {
 		if e, _ := v.(*nodeReserves); e != nil && ev.now.Sub(e.at) < ev.opts.NodeCacheTTL && !e.at.After(ev.now) {
 			cpu, mem = e.others(k)
-			return cpu, mem, e.at, nil
+			return cpu, mem, e, nil
 		}
 	}
-	// The listing is shared: it runs on a context no one caller's
-	// cancellation ends (bounded by this caller's deadline), and each
-	// caller waits for it within its own context.
-	shared, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
-	if dl, ok := ctx.Deadline(); ok {
-		shared, cancel = context.WithDeadline(shared, dl)
-	}
-	ch := ev.r.listing.DoChan(n.id, func() (any, error) {
-		defer cancel()
-		return ev.listReserves(shared, n)
-	})
-	select {
-	case <-ctx.Done():
-		return 0, 0, time.Time{}, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, ctx.Err())
-	case res := <-ch:
-		if res.Err != nil {
-			return 0, 0, time.Time{}, res.Err
+	// The listing is shared: it runs on a context no caller's
+	// cancellation ends, bounded by the deadline of the caller that
+	// started it, and each caller waits for it within its own context. A
+	// caller with time left when the listing ran out of its starter's
+	// starts it again, once.
+	for attempt := 0; ; attempt++ {
+		ch := ev.r.listing.DoChan(n.id, func() (any, error) {
+			shared, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+			if dl, ok := ctx.Deadline(); ok {
+				shared, cancel = context.WithDeadline(shared, dl)
+			}
+			defer cancel()
+			return ev.listReserves(shared, n)
+		})
+		select {
+		case <-ctx.Done():
+			return 0, 0, nil, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, ctx.Err())
+		case res := <-ch:
+			if res.Err != nil {
+				if attempt == 0 && res.Shared && errors.Is(res.Err, context.DeadlineExceeded) && ctx.Err() == nil {
+					continue
+				}
+				return 0, 0, nil, res.Err
+			}
+			e, _ := res.Val.(*nodeReserves)
+			cpu, mem = e.others(k)
+			return cpu, mem, e, nil
 		}
-		e, _ := res.Val.(*nodeReserves)
-		cpu, mem = e.others(k)
-		return cpu, mem, e.at, nil
 	}
 }
 
@@ -740,6 +764,7 @@ func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves,
 		c, m := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources
 		e.groups[i].cpu += c
 		e.groups[i].mem += m
+		e.groups[i].allocs++
 	}
 	slices.SortFunc(e.groups, func(x, y groupReserve) int {
 		return cmp.Or(cmp.Compare(x.key.ns, y.key.ns), cmp.Compare(x.key.job, y.key.job), cmp.Compare(x.key.group, y.key.group))

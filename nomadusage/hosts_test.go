@@ -205,15 +205,35 @@ func TestReadHosts(t *testing.T) {
 
 	t.Run("reads of one node at once share one listing", func(t *testing.T) {
 		now = now.Add(DefaultNodeCacheTTL + time.Second)
-		// Every node read is slow, so that both reads reach the listing of
-		// host-a while the other's is in flight.
-		p.s.InjectFault(nomadstandin.Fault{Path: "/v1/node/*", Delay: 300 * time.Millisecond})
-		defer p.s.ClearFaults()
+		// host-a's listing is slow; the second read starts once the first
+		// has asked for it, so it needs the listing while it is in flight
+		// (nothing cached yet).
+		listA := "/v1/node/" + p.nodeA + "/allocations"
+		p.s.InjectFault(nomadstandin.Fault{Path: listA, Delay: 300 * time.Millisecond})
+		asked := make(chan struct{})
+		var once sync.Once
+		p.s.SetHook(func(_, path string) {
+			if path == listA {
+				once.Do(func() { close(asked) })
+			}
+		})
+		defer func() { p.s.SetHook(nil); p.s.ClearFaults() }()
 		from := len(p.s.Requests())
-		queries := [][]Query{p.queries(), {{Host: HostSelector{Name: "host-a"}, Job: "other", Group: "x", Label: "other", NoStats: true}}}
+		both := p.queries() // both hosts: the next subtests find both listings fresh
+		for i := range both {
+			both[i].NoStats = true
+		}
+		queries := [][]Query{both, {{Host: HostSelector{Name: "host-a"}, Job: "other", Group: "x", Label: "other", NoStats: true}}}
 		got := make([][]*Reading, len(queries))
 		var wg sync.WaitGroup
 		for i, q := range queries {
+			if i == 1 {
+				select {
+				case <-asked:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the first read never listed host-a's allocations")
+				}
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -229,10 +249,13 @@ func TestReadHosts(t *testing.T) {
 			return
 		}
 		if n := p.requests(from)["node allocations"]; n != 2 {
-			t.Errorf("three reads of two nodes at once listed node allocations %d times, want 2 (one per node)", n)
+			t.Errorf("two reads of host-a at once, one of them of host-b too, listed node allocations %d times, want 2 (one per node)", n)
 		}
 		if a, o := got[0][0].Observation, got[1][0].Observation; a.OtherReservedCPUMHz != 3000 || o.OtherReservedCPUMHz != 12*500 {
 			t.Errorf("reserved by others: first group %v MHz (want 3000), other job %v MHz (want %d)", a.OtherReservedCPUMHz, o.OtherReservedCPUMHz, 12*500)
+		}
+		if g := got[1][0].NodeGroups; len(g) != 2 {
+			t.Errorf("the reading shows %d groups on host-a, want 2 (%v)", len(g), g)
 		}
 	})
 
@@ -251,6 +274,45 @@ func TestReadHosts(t *testing.T) {
 		// 24 reads of 20 ms, 4 at a time: at least 6 rounds.
 		if el < 6*20*time.Millisecond {
 			t.Errorf("24 delayed reads at concurrency 4 took %s: fewer than 6 rounds of 20 ms", el)
+		}
+	})
+
+	t.Run("a read with time left is not failed by a shared listing's shorter deadline", func(t *testing.T) {
+		now = now.Add(DefaultNodeCacheTTL + time.Second)
+		listA := "/v1/node/" + p.nodeA + "/allocations"
+		p.s.InjectFault(nomadstandin.Fault{Path: listA, Delay: 400 * time.Millisecond})
+		asked := make(chan struct{})
+		var once sync.Once
+		p.s.SetHook(func(_, path string) {
+			if path == listA {
+				once.Do(func() { close(asked) })
+			}
+		})
+		defer func() { p.s.SetHook(nil); p.s.ClearFaults() }()
+		q := []Query{{Host: HostSelector{Name: "host-a"}, Job: "other", Group: "x", Label: "other", NoStats: true}}
+		short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		shortErr := make(chan error, 1)
+		go func() {
+			_, err := rd.ReadHosts(short, q, opts)
+			shortErr <- err
+		}()
+		select {
+		case <-asked:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the short read never listed host-a's allocations")
+		}
+		long, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel2()
+		rs, err := rd.ReadHosts(long, q, opts)
+		if err != nil {
+			t.Fatalf("the read with 10 s failed: %v", err)
+		}
+		if o := rs[0].Observation; o.OtherReservedCPUMHz != 12*500 {
+			t.Errorf("reserved by others %v MHz, want %d", o.OtherReservedCPUMHz, 12*500)
+		}
+		if err := <-shortErr; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("the read with 200 ms: %v, want its deadline", err)
 		}
 	})
 

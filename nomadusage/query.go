@@ -225,11 +225,21 @@ type Reading struct {
 	// ReservedAt is when the node's allocation list behind
 	// Observation.OtherReservedCPUMHz and OtherReservedMemoryMB was taken
 	// (by the Reader's clock; the list is remembered for NodeCacheTTL): an
-	// allocation placed since is not in them.
+	// allocation placed since is not in them. NodeGroups is every group
+	// with reserving allocations in that list, the reading's own included.
 	ReservedAt time.Time
+	NodeGroups []GroupOnNode
 	// StatsAsked is how many running allocations' stats were read (at most
 	// Options.StatsSample; less those that stopped in between),
 	// StatsAnswered how many answered. The sample extrapolates the answered
 	// ones to all (see ReadHosts).
 	StatsAsked, StatsAnswered int
+}
+
+// GroupOnNode is one task group's allocations that reserve resources on a
+// node (pending or running, meant to run), as a listing of the node's
+// allocations showed them.
+type GroupOnNode struct {
+	Namespace, Job, Group string
+	Allocations           int
 }
