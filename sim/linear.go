@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -50,6 +51,10 @@ type linear struct {
 func Linear(train []traces.Series, sc Scenario, cfg LinearConfig) (Policy, error) {
 	return LinearSources(context.Background(), FromSeries(train), sc, cfg, 0)
 }
+
+// ErrLinearTooFewExamples: the training series give the linear ablation
+// too few examples to fit (short series, or nearly all of them held out).
+var ErrLinearTooFewExamples = errors.New("too few examples to fit the linear ablation")
 
 // LinearSources fits the linear ablation on training series loaded one at
 // a time (workers at once; 0: GOMAXPROCS): each series' examples are summed
@@ -243,7 +248,7 @@ func (l *linear) featureRows(r *Replay, h int) ([][]float64, error) {
 func (l *linear) fit(m *moments, ridge float64) error {
 	p := len(l.features)
 	if m.n <= int64(p) {
-		return fmt.Errorf("linear ablation: %d examples for %d features; need more training data", m.n, p)
+		return fmt.Errorf("linear ablation: %d examples for %d features; need more training data: %w", m.n, p, ErrLinearTooFewExamples)
 	}
 	n := float64(m.n)
 	co := func(j, k int) float64 { return m.co[j*m.dim+k] }

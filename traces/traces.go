@@ -232,7 +232,16 @@ func parseTime(s string) (int64, error) {
 }
 
 // ReadFile reads one CSV series; its name is the file name without extension.
+// It reads regular files only (a FIFO or a device named *.csv would block or
+// never end).
 func ReadFile(path string) (Series, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return Series{}, err
+	}
+	if !st.Mode().IsRegular() {
+		return Series{}, fmt.Errorf("%s: not a regular file (%s); a series is a CSV file", path, st.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Series{}, err

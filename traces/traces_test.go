@@ -1,13 +1,16 @@
 package traces
 
 import (
-	"github.com/activation-scheduler/terraform-provider-activation/stats"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/stats"
 )
 
 func TestRead(t *testing.T) {
@@ -281,5 +284,31 @@ func TestLoadDir(t *testing.T) {
 	}
 	if len(all) != 2 || all[0].Name != "a" || all[1].Name != "b" {
 		t.Fatalf("loaded %+v", all)
+	}
+}
+
+// A FIFO named *.csv in a trace directory is refused, naming it, instead
+// of blocking the read until something writes to it.
+func TestReadRefusesNonRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.csv"), []byte("ts,value\n1600000000,1\n1600000060,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "b.csv")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := LoadDir(dir)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "b.csv") || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("LoadDir with a FIFO: %v, want an error naming b.csv as not a regular file", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("LoadDir blocked on a FIFO named b.csv")
 	}
 }

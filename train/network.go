@@ -36,7 +36,12 @@ var Statistics = []Statistic{
 // statisticsByName returns the named statistics, in the given order.
 func statisticsByName(names []string) ([]Statistic, error) {
 	out := make([]Statistic, 0, len(names))
+	seen := make(map[string]bool, len(names))
 	for _, n := range names {
+		if seen[n] {
+			return nil, fmt.Errorf("statistic %q named twice", n)
+		}
+		seen[n] = true
 		found := false
 		for _, s := range Statistics {
 			if s.Name == n {

@@ -183,6 +183,9 @@ func (s Settings) exportable(stats []Statistic) error {
 	if err == nil {
 		return nil
 	}
+	if s.Slots == 1 || check(1) != nil {
+		return fmt.Errorf("slots %d, hidden layers %v and statistics %v make a model the engine cannot load (%w)", s.Slots, s.Hidden, s.Statistics, err)
+	}
 	// The models grow with the slots: the most that load, by bisection.
 	lo, hi := 0, s.Slots // check(lo) holds (0: none known), check(hi) fails
 	for hi-lo > 1 {

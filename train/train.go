@@ -130,7 +130,11 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		return nil, errors.New("train: no training series")
 	}
 	if trainData.rows < s.BatchSize {
-		return nil, fmt.Errorf("train: only %d examples, fewer than a batch of %d: series too short for window %d", trainData.rows, s.BatchSize, s.Window)
+		why := fmt.Sprintf("series too short for window %d and horizon %d", s.Window, s.Horizon)
+		if s.MaxRowsPerSeries > 0 {
+			why = fmt.Sprintf("at most %d examples per series (max rows) from %d training series, or %s", s.MaxRowsPerSeries, len(res.TrainSeries), why)
+		}
+		return nil, fmt.Errorf("train: only %d examples, fewer than a batch of %d: %s", trainData.rows, s.BatchSize, why)
 	}
 	res.Examples, res.ValExamples = trainData.rows, valData.rows
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
@@ -82,8 +83,13 @@ func readRequest(r io.Reader) (*engine.Request, error) {
 	if len(data) > maxRequestBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxRequestBytes)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark, as editors may write
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
 		return nil, errors.New("empty: want a JSON object with \"first\" and \"second\" observations")
+	}
+	if trimmed[0] != '{' {
+		return nil, errors.New("not a JSON object: want one with \"first\" and \"second\" observations")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -103,6 +109,27 @@ func readRequest(r io.Reader) (*engine.Request, error) {
 	// not see a stray "]" or "}").
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("trailing data after the request object")
+	}
+	// Both hosts must be there, by their exact names (Go's decoder would
+	// take "FIRST" for "first"; a host left out would read as zeros).
+	var top map[string]json.RawMessage
+	if json.Unmarshal(trimmed, &top) == nil {
+		for _, host := range []string{"first", "second"} {
+			if _, ok := top[host]; ok {
+				continue
+			}
+			for k := range top {
+				if strings.EqualFold(k, host) {
+					return nil, fmt.Errorf("field %s: missing (found %q: names are lower case)", host, k)
+				}
+			}
+			return nil, fmt.Errorf("field %s: missing: want the %s host's observation", host, host)
+		}
+		for k := range top {
+			if k != strings.ToLower(k) {
+				return nil, fmt.Errorf("field %q: names are lower case", k)
+			}
+		}
 	}
 	return &req, nil
 }

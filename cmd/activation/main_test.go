@@ -16,6 +16,7 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/engine/golden"
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
+	"github.com/activation-scheduler/terraform-provider-activation/traces"
 )
 
 // policyCurve is one policy of simulate's JSON: its name and its curve.
@@ -263,6 +264,7 @@ func TestExplainBadRequest(t *testing.T) {
 	if err := json.Unmarshal(good, &req); err != nil {
 		t.Fatal(err)
 	}
+	firstOnly, _ := json.Marshal(req.First)
 	req.First.CPUCapacityMHz = 0
 	badCap, _ := json.Marshal(req)
 	req.First.CPUCapacityMHz = 1000
@@ -285,6 +287,10 @@ func TestExplainBadRequest(t *testing.T) {
 		{"zero capacity", string(badCap), []string{"--request", "-"}, exitError, "first host observation: cpu_capacity_mhz"},
 		{"time order", string(badTime), []string{"--request", "-"}, exitError, "second host observation: usage_samples[1].time"},
 		{"missing file", "", []string{"--request", filepath.Join(t.TempDir(), "none.json")}, exitError, "--request"},
+		{"an array", "[" + string(good) + "]", []string{"--request", "-"}, exitError, "not a JSON object"},
+		{"null", "null", []string{"--request", "-"}, exitError, "not a JSON object"},
+		{"no second host", `{"first":` + string(firstOnly) + `}`, []string{"--request", "-"}, exitError, "field second: missing"},
+		{"a host in capitals", strings.Replace(string(good), `"first"`, `"FIRST"`, 1), []string{"--request", "-"}, exitError, `found "FIRST": names are lower case`},
 	} {
 		code, stdout, stderr := runCmd(t, c.stdin, false, append([]string{"explain"}, c.args...)...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
@@ -293,6 +299,27 @@ func TestExplainBadRequest(t *testing.T) {
 		if stdout != "" {
 			t.Errorf("%s: wrote %q to stdout on error", c.name, stdout)
 		}
+	}
+}
+
+// A request file an editor saved with a UTF-8 byte order mark is read as
+// without one.
+func TestExplainByteOrderMark(t *testing.T) {
+	vs, err := golden.Load(golden.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := json.Marshal(vs[0].Request)
+	code, plain, stderr := runCmd(t, string(good), false, "explain", "--request", "-", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, marked, stderr := runCmd(t, "\ufeff"+string(good), false, "explain", "--request", "-", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("with a byte order mark: exit %d: %s", code, stderr)
+	}
+	if plain != marked {
+		t.Error("the request with a byte order mark decided differently")
 	}
 }
 
@@ -350,7 +377,10 @@ func TestTrainBadInput(t *testing.T) {
 		// do not exist).
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "max", "--hidden", "48"}, exitUsage, "--hidden: the max trunk has no hidden layers"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "0"}, exitUsage, "hidden: width 0"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", ""}, exitUsage, "--hidden: empty"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", " "}, exitUsage, "--hidden: empty"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "bogus"}, exitUsage, `unknown statistic "bogus"`},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "mean,mean"}, exitUsage, `statistic "mean" named twice`},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "foo"}, exitUsage, `trunk: "foo"`},
 		{[]string{"--traces", t.TempDir(), "--out", t.TempDir()}, exitError, "no *.csv"},
 		{[]string{"--traces", oneRowDir(t), "--out", t.TempDir()}, exitError, "syn1: 1 sample; a series needs at least 2"},
@@ -360,6 +390,27 @@ func TestTrainBadInput(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d naming %q", c.args, code, stderr, c.code, c.want)
 		}
+	}
+}
+
+// A failed train run leaves no --out directory it made (it is made first,
+// so that one that cannot be made fails before the training), and keeps
+// one that was there.
+func TestTrainFailureLeavesNoOutDir(t *testing.T) {
+	parent := t.TempDir()
+	made := filepath.Join(parent, "new", "models")
+	if code, _, stderr := runCmd(t, "", false, "train", "--traces", t.TempDir(), "--out", made); code != exitError || !strings.Contains(stderr, "no *.csv") {
+		t.Fatalf("exit %d, stderr %q; want the empty trace directory refused", code, stderr)
+	}
+	if _, err := os.Stat(made); !os.IsNotExist(err) {
+		t.Errorf("the failed run left --out %s (stat: %v)", made, err)
+	}
+	kept := t.TempDir()
+	if code, _, _ := runCmd(t, "", false, "train", "--traces", t.TempDir(), "--out", kept); code != exitError {
+		t.Fatalf("exit %d, want %d", code, exitError)
+	}
+	if st, err := os.Stat(kept); err != nil || !st.IsDir() {
+		t.Errorf("the failed run removed the --out directory that was there before it (stat: %v)", err)
 	}
 }
 
@@ -751,5 +802,92 @@ func TestSimulateSeed(t *testing.T) {
 	}
 	if curves[1] == "" || curves[1] == curves[7] {
 		t.Errorf("seeds 1 and 7 gave the same max-window curve")
+	}
+}
+
+// A plot that cannot be written is refused before the replay, whose
+// results it would otherwise throw away, and leaves no file behind.
+func TestSimulatePlotCheckedFirst(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	out := t.TempDir()
+	isDir := filepath.Join(out, "d.png")
+	if err := os.Mkdir(isDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(out, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ plot, want string }{
+		{isDir, "is a directory"},
+		{filepath.Join(file, "x.png"), "not a directory"},
+	} {
+		code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--format", "json", "--plot", tc.plot)
+		if code != exitError || !strings.Contains(stderr, "--plot") || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "nothing was replayed") {
+			t.Errorf("--plot %s: exit %d, stderr %q; want exit %d naming --plot, %q, and that nothing was replayed", tc.plot, code, stderr, exitError, tc.want)
+		}
+		if stdout != "" {
+			t.Errorf("--plot %s: stdout %q, want none", tc.plot, stdout)
+		}
+	}
+	left, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 2 {
+		t.Errorf("%d entries in the plot's directory, want the 2 the test made (no probe or temporary file left)", len(left))
+	}
+}
+
+// A training side too short to fit the linear ablation leaves it out with a
+// note, as no training side does; the replay of the held-out series goes
+// on.
+func TestSimulateLinearLeftOutWhenTooFewExamples(t *testing.T) {
+	dir := seriesDir(t, 6, 900)
+	refs, err := traces.Scan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, test := traces.SplitRefs(refs, heldOutShare, splitSeed)
+	if len(train) == 0 || len(test) == 0 {
+		t.Fatalf("the premise fails: %d training and %d held-out series", len(train), len(test))
+	}
+	for _, r := range train { // 50 samples: no training example
+		var b strings.Builder
+		b.WriteString("ts,value\n")
+		for s := 0; s < 50; s++ {
+			fmt.Fprintf(&b, "%d,%.4f\n", 1600000000+60*s, 2.0)
+		}
+		if err := os.WriteFile(r.Paths[0], []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Notes    []string `json:"notes"`
+		Policies []struct {
+			Name string `json:"name"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("output is not JSON: %v", err)
+	}
+	noted := false
+	for _, n := range doc.Notes {
+		noted = noted || strings.Contains(n, "linear ablation left out") && strings.Contains(n, "examples")
+	}
+	if !noted {
+		t.Errorf("notes %q say nothing of the linear ablation's examples", doc.Notes)
+	}
+	for _, p := range doc.Policies {
+		if p.Name == "linear" {
+			t.Error("the linear ablation is in the results")
+		}
+	}
+	if len(doc.Policies) == 0 {
+		t.Error("no policy replayed")
 	}
 }

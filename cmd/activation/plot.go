@@ -124,9 +124,6 @@ func writePlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget f
 	usage.Draw(rows[0][0])
 	counts.Draw(rows[1][0])
 	traceLegend.Draw(right(bottom))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
 	// Into a temporary file renamed over path: a failed or killed write
 	// leaves no truncated plot.
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
@@ -146,7 +143,31 @@ func writePlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget f
 		os.Remove(f.Name())
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// plotWritable checks, before a replay, that a plot can be written at path:
+// its directory (created if missing) takes a new file, and path is not a
+// directory. A replay that fails only at its plot loses its results.
+func plotWritable(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	return nil
 }
 
 func newLegend() plot.Legend {

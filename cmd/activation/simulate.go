@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -80,7 +81,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.StringVar(&f.traces, "traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required)")
 	fs.Float64Var(&f.budget, "budget", 0.01, "violation budget: the largest `share` of host-samples over capacity a policy may cause")
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
-	fs.StringVar(&f.plot, "plot", "", "write a PNG plot to this `FILE` (density against violation rate, and the two hosts over time); with several families, one FILE-<family>.png each and FILE-pooled.png")
+	fs.StringVar(&f.plot, "plot", "", "write a PNG plot to this `FILE` (density against violation rate, and the two hosts over time; its directory is created if missing); with several families, one FILE-<family>.png each and FILE-pooled.png")
 	fs.StringVar(&f.scenario, "scenario", sim.ScenarioShifted, "replay `scenario`: "+strings.Join(sim.ScenarioNames(), ", "))
 	fs.StringVar(&f.split, "split", splitTest, "series to replay: test (held out from training), train or all")
 	fs.StringVar(&f.knob, "knob", sim.KnobOutputThreshold, "activation policy knob to sweep: output_threshold or per_branch")
@@ -129,6 +130,11 @@ func cmdSimulate(args []string, e env) error {
 	}
 	if f.plot != "" && !strings.HasSuffix(strings.ToLower(f.plot), ".png") {
 		return usagef("--plot: %q; the plot is a PNG file, name it *.png", f.plot)
+	}
+	if f.plot != "" {
+		if err := plotWritable(f.plot); err != nil {
+			return fmt.Errorf("--plot: %w (nothing was replayed)", err)
+		}
 	}
 	var steps engine.Steps
 	for _, s := range []struct {
@@ -210,10 +216,14 @@ func cmdSimulate(args []string, e env) error {
 			feats = append(feats, in.Name)
 		}
 		lin, err := sim.LinearSources(context.Background(), sim.FromRefs(trainAll), sc, sim.LinearConfig{Features: feats, Slots: capy.CountableOutputs()}, f.workers)
-		if err != nil {
+		switch {
+		case errors.Is(err, sim.ErrLinearTooFewExamples):
+			notes = append(notes, "linear ablation left out: "+err.Error())
+		case err != nil:
 			return err
+		default:
+			policies = append(policies, lin)
 		}
-		policies = append(policies, lin)
 	} else {
 		notes = append(notes, "linear ablation left out: no training series to fit it on")
 	}

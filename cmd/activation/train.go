@@ -82,8 +82,19 @@ func cmdTrain(args []string, e env) error {
 	if err := s.Check(); err != nil {
 		return usagef("%v", err)
 	}
+	// --out is made now, so that a directory that cannot be made fails
+	// before the training; a failed run removes it again if it made it.
+	_, statErr := os.Stat(*out)
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
+	}
+	written := false
+	if os.IsNotExist(statErr) {
+		defer func() {
+			if !written {
+				os.Remove(*out) // only if still empty
+			}
+		}()
 	}
 	fams, err := loadFamilies(dirs)
 	if err != nil {
@@ -118,6 +129,7 @@ func cmdTrain(args []string, e env) error {
 	if err := engine.WriteModelFiles(files); err != nil {
 		return err
 	}
+	written = true
 	var lines []string
 	for _, f := range pair {
 		path := filepath.Join(*out, f.name)
@@ -199,6 +211,9 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		s.Trunk, s.Multiplex, s.MaxRowsPerSeries, s.Restarts = *trunk, *multiplex, *rows, *restarts
 		s.Statistics = strings.Split(*statistics, ",")
 		s.Hidden = nil
+		if hiddenSet && *trunk != train.TrunkMax && strings.TrimSpace(*hidden) == "" {
+			return s, usagef("--hidden: empty; give the %s trunk's hidden widths (W[,W...]), or leave --hidden out for %s", train.TrunkMLP, joinInts(d.Hidden))
+		}
 		if strings.TrimSpace(*hidden) != "" {
 			for _, h := range strings.Split(*hidden, ",") {
 				n, err := strconv.Atoi(strings.TrimSpace(h))

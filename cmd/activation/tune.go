@@ -20,10 +20,12 @@ var tuneHelp = help{
 	synopsis: "--traces DIR[,DIR...] [flags]",
 	description: `Choose the model's shape by nested validation inside the training split:
 the held-out identities of each family (the split train and simulate use)
-are set aside and never read; the rest is split again, --folds times, into
-inner training and inner validation identities; every candidate shape is
-trained on each inner training set and replayed (scenario shifted) on its
-inner validation set against the baselines. The table gives, per candidate,
+are set aside: read with the rest (a file that does not parse stops the
+run), never trained, validated or replayed on. The rest is split again,
+--folds times, into inner training and inner validation identities; every
+candidate shape (--candidates lists them) is trained on each inner training
+set and replayed (scenario shifted) on its inner validation set against the
+baselines. The table gives, per candidate,
 family and budget, the activation density over the best baseline's, averaged
 over folds, and the geometric mean of them all: the candidate to choose is
 the one with the highest. Nothing is tuned on the held-out series.`,
@@ -92,7 +94,7 @@ func cmdTune(args []string, e env) error {
 	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family (required)")
 	folds := fs.Int("folds", 3, "inner validation folds")
 	budgets := fs.String("budgets", "0.01,0.001", "violation budgets, comma-separated")
-	only := fs.String("candidates", "", "comma-separated candidate numbers to run (1-based; empty: all)")
+	only := fs.String("candidates", "", "comma-separated candidate `N[,N...]` to run (empty: all): "+candidateList())
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -204,4 +206,16 @@ func cmdTune(args []string, e env) error {
 		fmt.Fprintf(tw, "\t%.3f\n", math.Exp(logSum/float64(n)))
 	}
 	return tw.Flush()
+}
+
+// candidateList numbers the candidates for --candidates' help.
+func candidateList() string {
+	var b strings.Builder
+	for i, c := range tuneCandidates() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%d %s", i+1, c.name)
+	}
+	return b.String()
 }
