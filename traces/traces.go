@@ -306,6 +306,11 @@ func Scan(dir string) ([]Ref, error) {
 		return nil, fmt.Errorf("traces: %s is not a directory", dir)
 	}
 	family := filepath.Base(filepath.Clean(dir))
+	if family == "." || family == ".." {
+		if abs, err := filepath.Abs(dir); err == nil {
+			family = filepath.Base(abs)
+		}
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)

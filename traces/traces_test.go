@@ -312,3 +312,21 @@ func TestReadRefusesNonRegularFiles(t *testing.T) {
 		t.Fatal("LoadDir blocked on a FIFO named b.csv")
 	}
 }
+
+func TestScanFamilyOfDot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fam")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.csv"), []byte("ts,value\n1600000000,1\n1600000060,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	refs, err := Scan(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 1 || refs[0].Family != "fam" {
+		t.Fatalf("Scan(\".\") = %+v, want one series of family fam", refs)
+	}
+}

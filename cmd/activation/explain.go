@@ -62,6 +62,12 @@ func cmdExplain(args []string, e env) error {
 	}
 	dec, err := req.Decide()
 	if err != nil {
+		// min_samples and hold_band are the request's, for both hosts:
+		// the engine checks them per host and names the first it checks.
+		var oe *engine.ObservationError
+		if errors.As(err, &oe) && (oe.Field == "min_samples" || oe.Field == "hold_band") {
+			return fmt.Errorf("request %s: field %s (for both hosts): %s (found deciding the %s host)", name, oe.Field, oe.Reason, oe.Host)
+		}
 		return fmt.Errorf("request %s: %w", name, err)
 	}
 	if *format == "json" {

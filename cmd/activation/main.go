@@ -64,7 +64,14 @@ func run(args []string, e env) int {
 		return exitUsage
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "help":
+		if len(args) == 2 { // help COMMAND is COMMAND -h
+			args = []string{args[1], "-h"}
+			break
+		}
+		fmt.Fprint(e.stdout, usageText())
+		return exitOK
+	case "-h", "-help", "--help":
 		fmt.Fprint(e.stdout, usageText())
 		return exitOK
 	case "-version", "--version":

@@ -288,6 +288,7 @@ func TestExplainBadRequest(t *testing.T) {
 		{"time order", string(badTime), []string{"--request", "-"}, exitError, "second host observation: usage_samples[1].time"},
 		{"missing file", "", []string{"--request", filepath.Join(t.TempDir(), "none.json")}, exitError, "--request"},
 		{"an array", "[" + string(good) + "]", []string{"--request", "-"}, exitError, "not a JSON object"},
+		{"a request-wide field", strings.Replace(string(good), "{", `{"hold_band":-1,`, 1), []string{"--request", "-"}, exitError, "field hold_band (for both hosts): is -1"},
 		{"null", "null", []string{"--request", "-"}, exitError, "not a JSON object"},
 		{"no second host", `{"first":` + string(firstOnly) + `}`, []string{"--request", "-"}, exitError, "field second: missing"},
 		{"a host in capitals", strings.Replace(string(good), `"first"`, `"FIRST"`, 1), []string{"--request", "-"}, exitError, `found "FIRST": names are lower case`},
@@ -423,6 +424,9 @@ func TestCommands(t *testing.T) {
 	}
 	if code, stdout, _ := runCmd(t, "", false, "help"); code != exitOK || !strings.Contains(stdout, "simulate") {
 		t.Errorf("help: exit %d %q", code, stdout)
+	}
+	if code, _, stderr := runCmd(t, "", false, "help", "train"); code != exitOK || !strings.Contains(stderr, "usage: activation train") {
+		t.Errorf("help train: exit %d %q, want train's usage", code, stderr)
 	}
 	if code, _, stderr := runCmd(t, "", false, "simulate", "-h"); code != exitOK || !strings.Contains(stderr, "--budget") && !strings.Contains(stderr, "-budget") {
 		t.Errorf("simulate -h: exit %d %q", code, stderr)
@@ -889,5 +893,23 @@ func TestSimulateLinearLeftOutWhenTooFewExamples(t *testing.T) {
 	}
 	if len(doc.Policies) == 0 {
 		t.Error("no policy replayed")
+	}
+}
+
+func TestFamilyNameOfDot(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{".", filepath.Base(wd)},
+		{"./", filepath.Base(wd)},
+		{"..", filepath.Base(filepath.Dir(wd))},
+		{"../crane/", "crane"},
+		{"traces/planetlab", "planetlab"},
+	} {
+		if got := familyName(tc.dir); got != tc.want {
+			t.Errorf("familyName(%q) = %q, want %q", tc.dir, got, tc.want)
+		}
 	}
 }

@@ -47,7 +47,7 @@ func traceDirs(flagValue string) ([]traceDir, error) {
 		if p == "" {
 			return nil, usagef("--traces: %q has an empty directory name between commas", flagValue)
 		}
-		fam := filepath.Base(filepath.Clean(p))
+		fam := familyName(p)
 		if prev, dup := seen[fam]; dup {
 			return nil, usagef("--traces: %s and %s are both family %q: each directory is a family, named by its last path element", prev, p, fam)
 		}
@@ -96,4 +96,16 @@ func (b *simBar) clear() {
 		fmt.Fprintf(b.w, "\r%s\r", strings.Repeat(" ", b.lastLen))
 		b.lastLen = 0
 	}
+}
+
+// familyName is a trace directory's family: its last path element, of the
+// absolute path when the one given has none ("." or "..").
+func familyName(dir string) string {
+	fam := filepath.Base(filepath.Clean(dir))
+	if fam == "." || fam == ".." || fam == string(filepath.Separator) {
+		if abs, err := filepath.Abs(dir); err == nil {
+			fam = filepath.Base(abs)
+		}
+	}
+	return fam
 }

@@ -489,7 +489,7 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 		}
 		knob := ""
 		if p.Knob != nil {
-			knob = fmt.Sprintf("%s %g", p.KnobName, *p.Knob)
+			knob = fmt.Sprintf("%s %.6g", p.KnobName, *p.Knob) // the JSON keeps every digit
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.1f\t%.4f\t", p.Name, knob, p.Density, p.ReplicasPerHost, p.ViolationRate)
 		if memory {
