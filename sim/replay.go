@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/stats"
 	"github.com/activation-scheduler/terraform-provider-activation/traces"
 )
@@ -247,6 +248,9 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 		return nil, &UnusableError{s.Name, fmt.Sprintf("no usage to normalise (%v)", err)}
 	}
 	a := &App{Name: s.Name, Times: norm.Times, Usage: norm.Values}
+	if u := outlier(a.Usage, a.Times, sc, HostMHz, "MHz"); u != "" {
+		return nil, &UnusableError{s.Name, u}
+	}
 	a.Request = baseRequest(a.Usage, sc)
 	if !(a.Request > 0) {
 		return nil, &UnusableError{s.Name, fmt.Sprintf("request (p%g of the first half) is %v; a replica must request something", 100*sc.RequestQuantile, a.Request)}
@@ -258,8 +262,34 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 		for i, m := range s.Memory {
 			a.Memory[i] = m / a.HostMemoryMB
 		}
+		if u := outlier(a.Memory, a.Times, sc, HostMemoryMB, "MB"); u != "" {
+			return nil, &UnusableError{s.Name, "memory: " + u}
+		}
 	}
 	return a, nil
+}
+
+// outlier says why a normalised series (shares of a host of unit units)
+// cannot be replayed: a host of the scenario's most replicas would show the
+// engine a sample past its bound (engine.MaxResource), which only a sample
+// thousands of times the series' p99 does (an outlier, or a change of units
+// inside the file). "" when none.
+func outlier(v []float64, times []int64, sc Scenario, unit float64, units string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	i := 0
+	for j, x := range v {
+		if x > v[i] {
+			i = j
+		}
+	}
+	most := float64(max(sc.MaxReplicas, 1))
+	if v[i]*unit*most <= engine.MaxResource {
+		return ""
+	}
+	return fmt.Sprintf("the sample at time %d is %.3g times the series' p99 (a replica at %.3g %s of a %g %s host): %g replicas of it would pass the engine's bound of %g %s; an outlier, or a change of units inside the file",
+		times[i], v[i]/sc.P99, v[i]*unit, units, unit, units, most, float64(engine.MaxResource), units)
 }
 
 // Prepare normalises a series and builds its replay under sc (both hosts

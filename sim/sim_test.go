@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -445,6 +446,25 @@ func TestPrepareRejectsShortAndFlatSeries(t *testing.T) {
 	}
 	if _, err := Prepare(flat, Shifted(), 1); err == nil {
 		t.Error("all-zero series accepted")
+	}
+	// One sample a million times the rest (an outlier, or a unit change
+	// inside the file): the series is left out with a reason that says
+	// so, where the engine refused it in the middle of the replay.
+	spike := traces.Series{Name: "spike"}
+	for i := 0; i < 400; i++ {
+		spike.Times = append(spike.Times, 1600000000+60*int64(i))
+		spike.Values = append(spike.Values, 0.003+0.001*float64(i%7))
+	}
+	spike.Values[250] = 1e6
+	_, err := Prepare(spike, Shifted(), 1)
+	var u *UnusableError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "outlier") || !strings.Contains(err.Error(), "1600015000") {
+		t.Errorf("a series with a 1e6 spike: %v, want it unusable, naming the sample's time and an outlier", err)
+	}
+	// A series whose peak is a few hundred times its p99 still replays.
+	spike.Values[250] = 0.5
+	if _, err := Prepare(spike, Shifted(), 1); err != nil {
+		t.Errorf("a spike of 100x the usage: %v", err)
 	}
 }
 
