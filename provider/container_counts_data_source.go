@@ -78,7 +78,9 @@ func (d *containerCountsDataSource) Metadata(_ context.Context, req datasource.M
 // holdBandDescription is hold_band's, in the data source and the function.
 var holdBandDescription = fmt.Sprintf("Also read each host's hold range (`hold` in its decision): the counts at output thresholds "+
 	"`hold_band` logits stricter and looser than the model's. A controller already at a count inside the range may keep it "+
-	"instead of moving by a replica or two (`max(hold.low, min(hold.high, current))`), as the Nomad strategy's `hold_band` does. "+
+	"instead of moving by a replica or two, and otherwise takes `containers` "+
+	"(`current >= hold.low && current <= hold.high ? current : containers`), as the Nomad strategy's `hold_band` does "+
+	"(which also never keeps a count Nomad cannot place, nor one on a node that places nothing new). "+
 	"Logits, from 0 to %d; 0 or unset: off (`hold` is null).", engine.MaxHoldBand)
 
 // quotaFields are a quota's attributes, as the data source takes them and

@@ -120,7 +120,7 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 		decEvidence: schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "How the usage window was read.",
 			Attributes: map[string]schema.Attribute{
 				evBasis: computedString("`observed` (a replica uses what the warm replicas used), `requested` (replicas running but none warm, or no usage " +
-					"reported: each counts at its requested resources) or `demand` (no replica running: a replica counts at its demand)."),
+					"reported: each counts at the larger of its usage and its requested resources) or `demand` (no replica running: a replica counts at its demand)."),
 				evNote:         computedString("One line saying the same in words."),
 				evMemoryJudged: computedBool("False when the host's memory capacity is unknown, so memory did not bound the count."),
 				evRunning:      computedInt("Running replicas in the observation."),
@@ -149,7 +149,8 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 			}},
 		decHold: schema.SingleNestedAttribute{Computed: true,
 			MarkdownDescription: "With `hold_band`: the range of counts about as safe as `containers`, null without. A controller " +
-				"already at a count from `low` to `high` may keep it (`max(low, min(high, current))`) instead of following every small move.",
+				"already at a count from `low` to `high` may keep it instead of following every small move; a count outside the range moves to " +
+				"`containers` (`current >= low && current <= high ? current : containers`).",
 			Attributes: map[string]schema.Attribute{
 				holdBand: computedFloat("The band, logits."),
 				holdLow:  computedInt("The count at the output threshold `band` logits stricter than the model's, through the same quota; at most `containers`."),

@@ -66,12 +66,13 @@ output "why" {
 }
 
 # With hold_band: a count already inside [hold.low, hold.high] may stay
-# instead of following every small move (the Nomad strategy's hold_band).
+# instead of following every small move; outside it, the count moves to the
+# engine's (the Nomad strategy's hold_band).
 output "first_count_held" {
-  value = max(
-    data.activation_container_counts.pools.first_decision.hold.low,
-    min(data.activation_container_counts.pools.first_decision.hold.high, var.first_current_count),
-  )
+  value = (
+    var.first_current_count >= data.activation_container_counts.pools.first_decision.hold.low &&
+    var.first_current_count <= data.activation_container_counts.pools.first_decision.hold.high
+  ) ? var.first_current_count : data.activation_container_counts.pools.first_containers
 }
 
 variable "first_current_count" {
