@@ -32,7 +32,7 @@ as in every front end.`,
 }
 
 func cmdExplain(args []string, e env) error {
-	fs := newFlags("explain", e, explainHelp)
+	fs := newFlags("explain", explainHelp)
 	path := fs.String("request", "", "engine request JSON `FILE`, or - for stdin (required)")
 	format := fs.String("format", "text", "output: text (the explanation) or json (the decision)")
 	if err := parse(fs, args); err != nil {

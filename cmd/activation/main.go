@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -89,8 +90,12 @@ func run(args []string, e env) int {
 	}
 	err := cmd.run(args[1:], e)
 	var ue *usageError
+	var ht *helpText
 	switch {
 	case err == nil:
+		return exitOK
+	case errors.As(err, &ht):
+		fmt.Fprint(e.stdout, ht.text)
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
@@ -120,11 +125,13 @@ type help struct {
 }
 
 // newFlags returns a flag set that reports errors instead of exiting and,
-// given a help, whose -h prints the synopsis, the description, examples and
-// the flags.
-func newFlags(name string, e env, hs ...help) *flag.FlagSet {
+// given a help, whose -h gives the synopsis, the description, examples and
+// the flags. It writes into a buffer: parse returns -h's text as a
+// helpText, which run prints to standard output (so that `activation
+// train -h | grep epochs` works), and a mistake's error alone.
+func newFlags(name string, hs ...help) *flag.FlagSet {
 	fs := flag.NewFlagSet("activation "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(new(bytes.Buffer))
 	if len(hs) == 0 {
 		return fs
 	}
@@ -144,13 +151,28 @@ func newFlags(name string, e env, hs ...help) *flag.FlagSet {
 	return fs
 }
 
+// helpText is a subcommand's -h: its help, for standard output.
+type helpText struct{ text string }
+
+func (h *helpText) Error() string { return "help requested" }
+
+// Unwrap makes a helpText a flag.ErrHelp.
+func (h *helpText) Unwrap() error { return flag.ErrHelp }
+
 // parse parses args and rejects stray positional arguments.
 func parse(fs *flag.FlagSet, args []string) error {
+	buf, _ := fs.Output().(*bytes.Buffer)
+	if buf != nil {
+		buf.Reset()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if buf != nil {
+				return &helpText{buf.String()}
+			}
 			return err
 		}
-		return usagef("%v", err)
+		return usagef("%v (%s -h lists the flags)", err, fs.Name())
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))

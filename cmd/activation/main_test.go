@@ -425,11 +425,17 @@ func TestCommands(t *testing.T) {
 	if code, stdout, _ := runCmd(t, "", false, "help"); code != exitOK || !strings.Contains(stdout, "simulate") {
 		t.Errorf("help: exit %d %q", code, stdout)
 	}
-	if code, _, stderr := runCmd(t, "", false, "help", "train"); code != exitOK || !strings.Contains(stderr, "usage: activation train") {
-		t.Errorf("help train: exit %d %q, want train's usage", code, stderr)
+	if code, stdout, _ := runCmd(t, "", false, "help", "train"); code != exitOK || !strings.Contains(stdout, "usage: activation train") {
+		t.Errorf("help train: exit %d %q, want train's usage", code, stdout)
 	}
-	if code, _, stderr := runCmd(t, "", false, "simulate", "-h"); code != exitOK || !strings.Contains(stderr, "--budget") && !strings.Contains(stderr, "-budget") {
-		t.Errorf("simulate -h: exit %d %q", code, stderr)
+	// A subcommand's -h goes to standard output (activation train -h |
+	// grep epochs), a mistake to standard error, once, without the help.
+	if code, stdout, stderr := runCmd(t, "", false, "simulate", "-h"); code != exitOK || !strings.Contains(stdout, "-budget") || stderr != "" {
+		t.Errorf("simulate -h: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--frobnicate")
+	if code != exitUsage || stdout != "" || strings.Count(stderr, "frobnicate") != 1 || strings.Contains(stderr, "-budget") || !strings.Contains(stderr, "simulate -h") {
+		t.Errorf("simulate --frobnicate: exit %d, stdout %q, stderr %q; want the error once, pointing at -h", code, stdout, stderr)
 	}
 }
 
@@ -438,22 +444,22 @@ func TestCommands(t *testing.T) {
 func TestHelpHasExamples(t *testing.T) {
 	for _, name := range []string{"simulate", "train", "explain"} {
 		t.Run(name, func(t *testing.T) {
-			code, _, stderr := runCmd(t, "", false, name, "-h")
+			code, stdout, _ := runCmd(t, "", false, name, "-h")
 			if code != exitOK {
 				t.Fatalf("exit %d", code)
 			}
-			if !strings.Contains(stderr, "examples:\n  # ") || !strings.Contains(stderr, "  activation "+name+" ") {
-				t.Errorf("no examples:\n%s", stderr)
+			if !strings.Contains(stdout, "examples:\n  # ") || !strings.Contains(stdout, "  activation "+name+" ") {
+				t.Errorf("no examples:\n%s", stdout)
 			}
-			if strings.Contains(stderr, "ts,value\n") || strings.Contains(stderr, "-traces ts") {
-				t.Errorf("a flag shows a CSV header as its type:\n%s", stderr)
+			if strings.Contains(stdout, "ts,value\n") || strings.Contains(stdout, "-traces ts") {
+				t.Errorf("a flag shows a CSV header as its type:\n%s", stdout)
 			}
 		})
 	}
-	_, _, stderr := runCmd(t, "", false, "simulate", "-h")
+	_, stdout, _ := runCmd(t, "", false, "simulate", "-h")
 	for _, want := range []string{"-traces DIR[,DIR...]", "-plot FILE", "-quiet", "-hysteresis N"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("simulate -h lacks %q:\n%s", want, stderr)
+		if !strings.Contains(stdout, want) {
+			t.Errorf("simulate -h lacks %q:\n%s", want, stdout)
 		}
 	}
 }

@@ -76,7 +76,7 @@ Scenarios: ` + strings.Join(sim.ScenarioNames(), ", ") + `.`,
 const maxWorkers = 1024
 
 func cmdSimulate(args []string, e env) error {
-	fs := newFlags("simulate", e, simulateHelp)
+	fs := newFlags("simulate", simulateHelp)
 	var f simulateFlags
 	fs.StringVar(&f.traces, "traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required)")
 	fs.Float64Var(&f.budget, "budget", 0.01, "violation budget: the largest `share` of host-samples over capacity a policy may cause")

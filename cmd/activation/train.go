@@ -48,7 +48,7 @@ naming it. --out is created when it does not exist.`, trainDefaults.MinSeriesSam
 }
 
 func cmdTrain(args []string, e env) error {
-	fs := newFlags("train", e, trainHelp)
+	fs := newFlags("train", trainHelp)
 	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required)")
 	out := fs.String("out", "", "`DIR` to write admission.json and capacity.json into (required)")
 	seed := fs.Uint64("seed", 0, "training seed (0: the default settings' seed)")

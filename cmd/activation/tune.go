@@ -90,7 +90,7 @@ func without(drop ...string) func(*train.Settings) {
 }
 
 func cmdTune(args []string, e env) error {
-	fs := newFlags("tune", e, tuneHelp)
+	fs := newFlags("tune", tuneHelp)
 	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family (required)")
 	folds := fs.Int("folds", 3, "inner validation folds")
 	budgets := fs.String("budgets", "0.01,0.001", "violation budgets, comma-separated")

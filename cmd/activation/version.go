@@ -21,7 +21,7 @@ same.`,
 // cmdVersion prints "activation <version> (<commit>), <go version> <os>/<arch>"
 // (`activation version`, `activation --version`).
 func cmdVersion(args []string, e env) error {
-	fs := newFlags("version", e, versionHelp)
+	fs := newFlags("version", versionHelp)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
