@@ -91,6 +91,23 @@ func (p *pair) queries() []Query {
 	}
 }
 
+// slowListing delays every listing of node's allocations by delay until
+// the test ends; the channel closes when the first one is asked for.
+func (p *pair) slowListing(t *testing.T, node string, delay time.Duration) <-chan struct{} {
+	t.Helper()
+	path := "/v1/node/" + node + "/allocations"
+	p.s.InjectFault(nomadstandin.Fault{Path: path, Delay: delay})
+	asked := make(chan struct{})
+	var once sync.Once
+	p.s.SetHook(func(_, got string) {
+		if got == path {
+			once.Do(func() { close(asked) })
+		}
+	})
+	t.Cleanup(func() { p.s.SetHook(nil); p.s.ClearFaults() })
+	return asked
+}
+
 // requests counts the stand-in's requests since from, by kind.
 func (p *pair) requests(from int) map[string]int {
 	out := map[string]int{}
@@ -208,16 +225,7 @@ func TestReadHosts(t *testing.T) {
 		// host-a's listing is slow; the second read starts once the first
 		// has asked for it, so it needs the listing while it is in flight
 		// (nothing cached yet).
-		listA := "/v1/node/" + p.nodeA + "/allocations"
-		p.s.InjectFault(nomadstandin.Fault{Path: listA, Delay: 300 * time.Millisecond})
-		asked := make(chan struct{})
-		var once sync.Once
-		p.s.SetHook(func(_, path string) {
-			if path == listA {
-				once.Do(func() { close(asked) })
-			}
-		})
-		defer func() { p.s.SetHook(nil); p.s.ClearFaults() }()
+		asked := p.slowListing(t, p.nodeA, 300*time.Millisecond)
 		from := len(p.s.Requests())
 		both := p.queries() // both hosts: the next subtests find both listings fresh
 		for i := range both {
@@ -279,16 +287,7 @@ func TestReadHosts(t *testing.T) {
 
 	t.Run("a read with time left is not failed by a shared listing's shorter deadline", func(t *testing.T) {
 		now = now.Add(DefaultNodeCacheTTL + time.Second)
-		listA := "/v1/node/" + p.nodeA + "/allocations"
-		p.s.InjectFault(nomadstandin.Fault{Path: listA, Delay: 400 * time.Millisecond})
-		asked := make(chan struct{})
-		var once sync.Once
-		p.s.SetHook(func(_, path string) {
-			if path == listA {
-				once.Do(func() { close(asked) })
-			}
-		})
-		defer func() { p.s.SetHook(nil); p.s.ClearFaults() }()
+		asked := p.slowListing(t, p.nodeA, 400*time.Millisecond)
 		q := []Query{{Host: HostSelector{Name: "host-a"}, Job: "other", Group: "x", Label: "other", NoStats: true}}
 		short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
