@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -254,4 +255,101 @@ func TestAccReadmeExample(t *testing.T) {
 			knownvalue.Int64Exact(int64(want.First.Containers)), knownvalue.Int64Exact(int64(want.Second.Containers)),
 		}))},
 	}}})
+}
+
+// holdRuleCheck checks the example's first_count_held output against the
+// strategy's hold rule: the current count stays when it lies within the
+// hold range, else the count is the engine's.
+type holdRuleCheck struct {
+	current int
+	// tells: the case must tell the rule from clamping into the range
+	// (max(low, min(high, current)), which the docs once gave).
+	tells bool
+}
+
+func (c holdRuleCheck) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	if req.State == nil || req.State.Values == nil {
+		resp.Error = fmt.Errorf("no state")
+		return
+	}
+	num := func(name string) int {
+		o, ok := req.State.Values.Outputs[name]
+		if !ok {
+			resp.Error = fmt.Errorf("no output %s", name)
+			return 0
+		}
+		switch v := o.Value.(type) {
+		case json.Number:
+			n, err := v.Int64()
+			if err != nil {
+				resp.Error = fmt.Errorf("output %s = %v: %w", name, v, err)
+			}
+			return int(n)
+		case float64:
+			return int(v)
+		}
+		resp.Error = fmt.Errorf("output %s = %v (%T), want a number", name, o.Value, o.Value)
+		return 0
+	}
+	held, lo, hi, containers := num("first_count_held"), num("zz_low"), num("zz_high"), num("first_containers")
+	if resp.Error != nil {
+		return
+	}
+	want := containers
+	if c.current >= lo && c.current <= hi {
+		want = c.current
+	}
+	if held != want {
+		resp.Error = fmt.Errorf("current %d, hold [%d, %d], containers %d: the example keeps %d, the strategy's rule %d", c.current, lo, hi, containers, held, want)
+		return
+	}
+	if clamped := max(lo, min(hi, c.current)); c.tells && clamped == want {
+		resp.Error = fmt.Errorf("current %d, hold [%d, %d], containers %d: the case cannot tell clamping into the range from the strategy's rule", c.current, lo, hi, containers)
+	}
+}
+
+// TestAccExampleHoldRule applies the data source's example, whose
+// first_count_held output shows HCL users how to apply the hold range,
+// with current counts below, inside and above the range: it must give
+// what the Nomad strategy's hold_band does.
+func TestAccExampleHoldRule(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("..", "examples", "data-sources", "activation_container_counts", "data-source.tf")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A wider band than the example's, so that the range holds more than
+	// the engine's count and a rule that clamps into it differs.
+	wide := strings.Replace(string(data), "hold_band = 1\n", "hold_band = 8\n", 1)
+	if wide == string(data) {
+		t.Fatal("the example sets no hold_band = 1 to widen")
+	}
+	writeFile(t, dir, "main.tf", []byte(wide))
+	writeFile(t, dir, "zz_test.tf", []byte(`terraform {
+  required_providers {
+    activation = { source = "activation-scheduler/activation" }
+  }
+}
+output "zz_low" {
+  value = data.activation_container_counts.pools.first_decision.hold.low
+}
+output "zz_high" {
+  value = data.activation_container_counts.pools.first_decision.hold.high
+}
+`))
+	second, err := filepath.Abs(filepath.Join(demoDir, "second-host.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []resource.TestStep
+	for _, c := range []holdRuleCheck{{current: 0, tells: true}, {current: 1000}, {current: 7}} { // below (min is 1), above (max is 24), inside (today's range is 7 to 8)
+		steps = append(steps, resource.TestStep{
+			ProtoV6ProviderFactories: providerFactories,
+			ConfigDirectory:          config.StaticDirectory(dir),
+			ConfigVariables:          config.Variables{"second_host_file": config.StringVariable(second), "first_current_count": config.IntegerVariable(c.current)},
+			ConfigStateChecks:        []statecheck.StateCheck{c},
+		})
+	}
+	accTest(t, resource.TestCase{Steps: steps})
 }
