@@ -521,6 +521,9 @@ func checkSelector(h *hostConfig, sel nomadusage.HostSelector) error {
 			return cfgErr(p+kv.key, "%v", err)
 		}
 	}
+	if err := nomadusage.CheckNodeID(sel.NodeID); err != nil {
+		return cfgErr(p+KeyNodeID, "is %q: a Nomad node ID is a UUID (hexadecimal digits and dashes)", sel.NodeID)
+	}
 	if filter, _ := sel.Filter(); sel.NodeID != "" && filter != "" {
 		return cfgErr(p+KeyNodeID, "is given with a name, pool, class or datacenter filter: give the node ID alone, or the filters")
 	}

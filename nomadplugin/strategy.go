@@ -294,8 +294,16 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 	}
 	e := &checkRun{s: s, c: c, eval: eval, count: count, now: s.now()}
 	how, err := e.run(reader)
+	// Whatever Nomad's answers put in a reason or an error, no secret
+	// leaves the plugin (the connection redacts its answers already).
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
+		return nil, conn.Redact(fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err))
+	}
+	if conn != nil {
+		redactAction(conn, eval.Action)
 	}
 	s.log(eval, c, how)
 	return eval, nil

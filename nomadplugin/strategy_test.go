@@ -953,6 +953,7 @@ func TestConfigErrors(t *testing.T) {
 		{"agent namespace *", nil, "*", KeyNamespace, "from nomad_namespace"},
 		{"no host", []string{PrefixFirst + KeyNodeName, ""}, "", PrefixFirst + KeyNodeID, "needs"},
 		{"id with filter", []string{PrefixFirst + KeyNodeID, "abc"}, "", PrefixFirst + KeyNodeID, "alone"},
+		{"an id that is a path", []string{PrefixFirst + KeyNodeName, "", PrefixFirst + KeyNodeID, "../job/secret"}, "", PrefixFirst + KeyNodeID, "a Nomad node ID is a UUID"},
 		{"a pool no filter can express", []string{PrefixSecond + KeyNodePool, "a\"b`c"}, "", PrefixSecond + KeyNodePool, "cannot express"},
 		{"split without group", []string{PrefixSecond + KeyGroup, ""}, "", PrefixSecond + KeyGroup, "required"},
 		{"split without job", []string{KeyJob, ""}, "", KeyJob, "required"},

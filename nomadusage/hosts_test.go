@@ -505,6 +505,10 @@ func TestReadHostsBadInput(t *testing.T) {
 		{"no selector", []Query{{Job: jobID}}, Options{}, "no host selector"},
 		{"negative concurrency", p.queries(), Options{Concurrency: -1}, "concurrency"},
 		{"share above 1", p.queries(), Options{MinAnswered: 1.5}, "min_answered"},
+		// The API client puts a node ID into the path as it is: a path
+		// would read another endpoint with the client's token.
+		{"a node ID that is a path", []Query{{Host: HostSelector{NodeID: "../job/secret?namespace=other"}, Job: jobID}}, Options{}, `node_id "../job/secret?namespace=other": a Nomad node ID is a UUID`},
+		{"a node ID with a slash", []Query{{Host: HostSelector{NodeID: p.nodeA + "/allocations"}, Job: jobID}}, Options{}, "a Nomad node ID is a UUID"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := rd.ReadHosts(context.Background(), tc.qs, tc.opts)

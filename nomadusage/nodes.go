@@ -105,6 +105,9 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 	if sel.IsZero() {
 		return nil, ErrNoSelector
 	}
+	if err := sel.checkNodeID(); err != nil {
+		return nil, err
+	}
 	qo := (&api.QueryOptions{}).WithContext(ctx)
 	if sel.NodeID != "" {
 		n, _, err := c.Nodes().Info(sel.NodeID, qo)

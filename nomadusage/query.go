@@ -46,6 +46,21 @@ type HostSelector struct {
 	Datacenter string
 }
 
+// CheckNodeID refuses a node ID that is not one: Nomad's are UUIDs, and
+// the API client puts the ID into the request's path as it is, so
+// "../job/x" would read another endpoint with the client's token. "" is
+// no ID, and fine.
+func CheckNodeID(id string) error {
+	for _, r := range id {
+		if hex := r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F'; !hex && r != '-' {
+			return fmt.Errorf("%w: node_id %q: a Nomad node ID is a UUID (hexadecimal digits and dashes)", ErrBadQuery, id)
+		}
+	}
+	return nil
+}
+
+func (h HostSelector) checkNodeID() error { return CheckNodeID(h.NodeID) }
+
 // IsZero reports whether no field is set.
 func (h HostSelector) IsZero() bool {
 	return h.NodeID == "" && h.Name == "" && h.Pool == "" && h.Class == "" && h.Datacenter == ""
@@ -150,6 +165,9 @@ type Query struct {
 func (q *Query) Validate() error {
 	if q.Host.IsZero() {
 		return fmt.Errorf("%w: %w", ErrBadQuery, ErrNoSelector)
+	}
+	if err := q.Host.checkNodeID(); err != nil {
+		return err
 	}
 	if q.Group != "" && q.Job == "" {
 		return fmt.Errorf("%w: group %q is set without a job", ErrBadQuery, q.Group)

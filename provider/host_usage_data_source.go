@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -134,8 +135,9 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			"`warmup` value), so a `for_each` over many nodes makes one client, not one per node.",
 		Attributes: map[string]schema.Attribute{
 			huNodeID: schema.StringAttribute{Optional: true, Computed: true,
-				MarkdownDescription: "ID of the node to read. When unset, the ID of the node the other selectors found. With an ID, the other selectors set are conditions the node must meet.",
-				Validators:          name()},
+				MarkdownDescription: "ID of the node to read (a UUID). When unset, the ID of the node the other selectors found. With an ID, the other selectors set are conditions the node must meet.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 256),
+					stringvalidator.RegexMatches(nodeIDPattern, "must be a Nomad node ID, a UUID (hexadecimal digits and dashes)")}},
 			huNodeName: schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "Name of the node to read. When unset, the name of the node found.",
 				Validators:          name()},
@@ -528,3 +530,7 @@ func statusOf(err error) int {
 func readerOptions(warmup time.Duration) nomadusage.Options {
 	return nomadusage.Options{Warmup: warmup, StatsSample: nomadusage.MaxStatsSample}
 }
+
+// nodeIDPattern is a Nomad node ID's characters (nomadusage.CheckNodeID): the
+// API client puts it into a request's path as it is.
+var nodeIDPattern = regexp.MustCompile(`^[0-9a-fA-F-]+$`)

@@ -729,6 +729,9 @@ func TestAccHostUsage_errors(t *testing.T) {
 		{"missing node by id", nil, func(*usageFixture) map[string]string {
 			return map[string]string{huNodeID: `"4f1c0000-0000-0000-0000-000000000000"`, huReplicaCPU: "100"}
 		}, `Attribute node_id: .*no node matches`},
+		{"a node ID that is a path", nil, func(*usageFixture) map[string]string {
+			return map[string]string{huNodeID: `"../job/secret?namespace=other"`, huReplicaCPU: "100"}
+		}, `Attribute node_id must be a Nomad node ID, a UUID`},
 		{"several nodes match", nil, func(*usageFixture) map[string]string {
 			return map[string]string{huNodePool: `"edge"`, huReplicaCPU: "100"}
 		}, `Attribute node_pool: .*several nodes match: host-a .* host-b`},

@@ -9,6 +9,7 @@ package nomadconn
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -211,7 +212,10 @@ func New(s Settings, getenv Getenv) (*Conn, error) {
 		}
 		cfg.Address = "http://127.0.0.1"
 	}
-	hc := &http.Client{Transport: transport, Timeout: timeout}
+	// No redirect is followed: Nomad answers none but to clean a path, and
+	// Go's client would carry X-Nomad-Token and the configured headers to
+	// wherever a redirect points (another host, plain http).
+	hc := &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	if err := api.ConfigureTLS(hc, cfg.TLSConfig); err != nil {
 		return nil, &SettingsError{"tls", c.RedactString(err.Error())}
 	}
@@ -255,10 +259,18 @@ func secrets(s Settings) []string {
 	add(s.Token)
 	if _, pass, ok := strings.Cut(s.HTTPAuth, ":"); ok {
 		add(pass)
+	} else {
+		add(s.HTTPAuth) // a bare user name used as the credential
 	}
 	if u, err := url.Parse(s.Address); err == nil && u.User != nil {
 		if p, ok := u.User.Password(); ok {
 			add(p)
+		}
+		// The API client sends the address's user information as a Basic
+		// Authorization header: its form there.
+		add(base64.StdEncoding.EncodeToString([]byte(u.User.String())))
+		if p, ok := u.User.Password(); ok {
+			add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
 		}
 	} else if i, j := strings.Index(s.Address, "://"), strings.LastIndex(s.Address, "@"); i >= 0 && j > i {
 		// An address that does not parse, or whose "@" was read as part
@@ -359,9 +371,12 @@ func RedactURL(addr string) string {
 	return addr
 }
 
-// redactingTransport redacts the secrets from error answers (Nomad and
-// proxies may echo request details in them) and from transport errors,
-// before the API client turns them into errors.
+// redactingTransport redacts the secrets from every answer but a 200 (the
+// API client turns any other into an error holding its body, and Nomad and
+// proxies may echo request details in it) and from transport errors. Such an
+// answer is unzipped first (the client asks for gzip and unzips only after
+// the transport, so a secret in a compressed body would not be found) and
+// kept to maxErrorBody, unzipped.
 type redactingTransport struct {
 	next http.RoundTripper
 	conn *Conn
@@ -375,18 +390,58 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if err != nil {
 		return nil, t.conn.Redact(err)
 	}
-	if resp.StatusCode >= 400 && len(t.conn.secrets) > 0 {
-		body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		if rerr != nil {
-			return nil, t.conn.Redact(fmt.Errorf("reading the answer to %s %s: %w", req.Method, req.URL.Path, rerr))
-		}
-		body = []byte(t.conn.RedactString(string(body)))
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Del("Content-Length")
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
 	}
+	fail := func(err error) (*http.Response, error) {
+		resp.Body.Close()
+		return nil, t.conn.Redact(fmt.Errorf("reading the %d answer to %s %s: %w", resp.StatusCode, req.Method, req.URL.Path, err))
+	}
+	var r io.Reader = resp.Body
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return fail(err)
+		}
+		r = zr
+		resp.Header.Del("Content-Encoding")
+		resp.Uncompressed = true
+	}
+	longest := 0
+	for _, s := range t.conn.secrets {
+		longest = max(longest, len(s))
+	}
+	body, err := io.ReadAll(io.LimitReader(r, int64(maxErrorBody+longest)))
+	if err != nil {
+		return fail(err)
+	}
+	resp.Body.Close()
+	text := t.conn.RedactString(string(cutAt(body, maxErrorBody, t.conn.secrets)))
+	resp.Body = io.NopCloser(strings.NewReader(text))
+	resp.ContentLength = int64(len(text))
+	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// cutAt keeps body's first n bytes, and the rest of any secret that starts
+// before n (so that the secret is whole, and redacted, not cut into a part
+// the redaction cannot recognise).
+func cutAt(body []byte, n int, secrets []string) []byte {
+	if len(body) <= n {
+		return body
+	}
+	cut := n
+	for _, s := range secrets {
+		for from := max(0, n-len(s)+1); from < n; {
+			i := bytes.Index(body[from:min(len(body), n+len(s)-1)], []byte(s))
+			if i < 0 {
+				break
+			}
+			cut = max(cut, from+i+len(s))
+			from += i + 1
+		}
+	}
+	return body[:cut]
 }
 
 // IsStatus reports whether err is a Nomad API answer with this HTTP status.

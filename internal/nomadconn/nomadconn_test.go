@@ -1,6 +1,8 @@
 package nomadconn
 
 import (
+	"compress/gzip"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -209,5 +211,105 @@ func TestUnparseableAddressKeepsItsPassword(t *testing.T) {
 		if strings.Contains(err.Error(), "s3cr") || strings.Contains(err.Error(), "p%zzw") {
 			t.Errorf("error for %q holds the password: %v", addr, err)
 		}
+	}
+}
+
+// The forms an error answer can take that the redaction once missed: a
+// gzip body (the client asks for gzip and unzips after the transport), an
+// answer that is not an error status but not 200 either (the client makes
+// an error of it, body included), the Basic form of the address's user
+// information, a bare http_auth user name, and a secret straddling the cut
+// at maxErrorBody.
+func TestSecretsAreRedactedInEveryAnswerForm(t *testing.T) {
+	const token, pass, bare = "3f1c2a9e-0000-4bad-beef-123456789abc", "s3cretpass", "bare-user-credential"
+	basic := base64.StdEncoding.EncodeToString([]byte("ops:" + pass))
+	echo := func(r *http.Request) string {
+		return fmt.Sprintf("token %s auth %s", r.Header.Get("X-Nomad-Token"), r.Header.Get("Authorization"))
+	}
+	cases := []struct {
+		name     string
+		handler  func(w http.ResponseWriter, r *http.Request)
+		settings func(addr string) Settings
+		secrets  []string
+	}{
+		{"a gzip 403", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.WriteHeader(http.StatusForbidden)
+			zw := gzip.NewWriter(w)
+			fmt.Fprint(zw, echo(r))
+			zw.Close()
+		}, func(addr string) Settings { return Settings{Address: addr, Token: token} }, []string{token}},
+		{"a 202", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprint(w, echo(r))
+		}, func(addr string) Settings { return Settings{Address: addr, Token: token} }, []string{token}},
+		{"a 300 without a location", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusMultipleChoices)
+			fmt.Fprint(w, echo(r))
+		}, func(addr string) Settings { return Settings{Address: addr, Token: token} }, []string{token}},
+		{"the address's user information as Basic", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, echo(r))
+		}, func(addr string) Settings {
+			return Settings{Address: strings.Replace(addr, "http://", "http://ops:"+pass+"@", 1)}
+		}, []string{pass, basic}},
+		{"a bare http_auth user name", func(w http.ResponseWriter, r *http.Request) {
+			u, _, _ := r.BasicAuth()
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, "user "+u)
+		}, func(addr string) Settings { return Settings{Address: addr, HTTPAuth: bare} }, []string{bare}},
+		{"a secret across the cut", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, strings.Repeat("x", maxErrorBody-20)+r.Header.Get("X-Nomad-Token")+" and more")
+		}, func(addr string) Settings { return Settings{Address: addr, Token: token} }, []string{token, token[:20]}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(tc.handler))
+			defer srv.Close()
+			c, err := New(tc.settings(srv.URL), MapEnv(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = c.Client().Nodes().List(nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, s := range tc.secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Fatalf("the error holds %q: %.300s", s, err)
+				}
+			}
+			if !strings.Contains(err.Error(), Redacted) {
+				t.Fatalf("the error shows no redaction: %.300s", err)
+			}
+		})
+	}
+}
+
+// No redirect is followed: Go's client would carry X-Nomad-Token and the
+// configured headers to another host.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	const token, header = "3f1c2a9e-0000-4bad-beef-123456789abc", "proxy-secret-value"
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked = append(leaked, r.Header.Get("X-Nomad-Token")+"|"+r.Header.Get("X-Proxy-Auth"))
+		fmt.Fprint(w, "[]")
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	c, err := New(Settings{Address: srv.URL, Token: token, Headers: map[string]string{"X-Proxy-Auth": header}}, MapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.Client().Nodes().List(nil)
+	if err == nil || !IsStatus(err, http.StatusTemporaryRedirect) {
+		t.Fatalf("a redirect: %v, want the 307 as an error", err)
+	}
+	if len(leaked) > 0 {
+		t.Fatalf("the redirect was followed, carrying %q", leaked)
 	}
 }
