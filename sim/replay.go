@@ -241,7 +241,17 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 		return nil, &UnusableError{s.Name, fmt.Sprintf("%d samples, need at least window+interval = %d", len(s.Values), sc.Window+sc.Interval)}
 	}
 	if sc.Memory && !s.HasMemory() {
+		if s.Memory != nil {
+			return nil, fmt.Errorf("series %s: scenario %s replays memory, but the series' memory capacity column (mem_capacity_kb or memory_capacity_mb) is 0 or empty in every row: the memory provisioned is unknown", s.Name, sc.Name)
+		}
 		return nil, fmt.Errorf("series %s: scenario %s replays memory, but the series has no memory columns (mem_kb and mem_capacity_kb, as Bitbrains' traces have)", s.Name, sc.Name)
+	}
+	if sc.Memory {
+		for i, m := range s.Memory {
+			if m > s.MemoryProvisionedMB {
+				return nil, &UnusableError{s.Name, fmt.Sprintf("memory in use at time %d (%g MB) is more than the most memory provisioned in the series (%g MB): are the memory columns swapped, or in different units?", s.Times[i], m, s.MemoryProvisionedMB)}
+			}
+		}
 	}
 	norm, err := traces.Normalize(s, sc.P99)
 	if err != nil {

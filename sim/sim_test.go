@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -460,6 +461,28 @@ func TestPrepareRejectsShortAndFlatSeries(t *testing.T) {
 	var u *UnusableError
 	if !errors.As(err, &u) || !strings.Contains(err.Error(), "outlier") || !strings.Contains(err.Error(), "1600015000") {
 		t.Errorf("a series with a 1e6 spike: %v, want it unusable, naming the sample's time and an outlier", err)
+	}
+	// Memory in use above the memory provisioned (columns swapped, or in
+	// other units) is left out, naming the sample; a capacity column of
+	// zeros is said to be one, not missing.
+	mem := spike
+	mem.Values = slices.Clone(spike.Values)
+	mem.Values[250] = 0.005
+	mem.Memory = make([]float64, len(mem.Values))
+	for i := range mem.Memory {
+		mem.Memory[i] = 100
+	}
+	mem.MemoryProvisionedMB = 400
+	if _, err := Prepare(mem, MemoryScenario(), 1); err != nil {
+		t.Fatalf("a series with memory: %v", err)
+	}
+	mem.Memory[10] = 500
+	if _, err := Prepare(mem, MemoryScenario(), 1); !errors.As(err, &u) || !strings.Contains(err.Error(), "more than the most memory provisioned") {
+		t.Errorf("memory above the provisioned: %v, want the series unusable, saying so", err)
+	}
+	mem.Memory[10], mem.MemoryProvisionedMB = 100, 0
+	if _, err := Prepare(mem, MemoryScenario(), 1); err == nil || !strings.Contains(err.Error(), "0 or empty in every row") {
+		t.Errorf("a capacity column of zeros: %v, want it named", err)
 	}
 	// A series whose peak is a few hundred times its p99 still replays.
 	spike.Values[250] = 0.5
