@@ -247,9 +247,11 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 		return nil, fmt.Errorf("series %s: scenario %s replays memory, but the series has no memory columns (mem_kb and mem_capacity_kb, as Bitbrains' traces have)", s.Name, sc.Name)
 	}
 	if sc.Memory {
+		// Twice the memory provisioned is no overcommit a VM shows: the
+		// columns are swapped or in different units.
 		for i, m := range s.Memory {
-			if m > s.MemoryProvisionedMB {
-				return nil, &UnusableError{s.Name, fmt.Sprintf("memory in use at time %d (%g MB) is more than the most memory provisioned in the series (%g MB): are the memory columns swapped, or in different units?", s.Times[i], m, s.MemoryProvisionedMB)}
+			if m > 2*s.MemoryProvisionedMB {
+				return nil, &UnusableError{s.Name, fmt.Sprintf("memory in use at time %d (%g MB) is more than twice the most memory provisioned in the series (%g MB): are the memory columns swapped, or in different units?", s.Times[i], m, s.MemoryProvisionedMB)}
 			}
 		}
 	}
