@@ -45,6 +45,7 @@ type memReader struct {
 	// desired overrides a host's group count (default: its running
 	// replicas).
 	desired  map[string]int
+	noUsage  map[string]string // a reading without usage, and why
 	jobIndex uint64
 	calls    int
 	queries  [][]nomadusage.Query
@@ -114,6 +115,9 @@ func (m *memReader) ReadHosts(_ context.Context, qs []nomadusage.Query, opts nom
 			r.Observation.ReplicaMemoryDemandMB = q.ReplicaMemoryDemandMB
 		}
 		r.Observation.Samples = samples
+		if why := m.noUsage[q.Label]; why != "" { // as the reader for a down node
+			r.Observation.Samples, r.NoUsage = nil, why
+		}
 		out[i] = r
 	}
 	return out, nil

@@ -546,6 +546,9 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 		return apmObservation(h, c, r, metrics, now)
 	}
 	if len(r.Observation.Samples) == 0 {
+		if r.NoUsage != "" {
+			return engine.Observation{}, fmt.Sprintf("%s host (%s): no usage to decide on: %s", h.role, h.query.Host, r.NoUsage)
+		}
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): Nomad's reading carries no usage sample", h.role, h.query.Host)
 	}
 	// The reading's time is when Nomad took the stats (the oldest

@@ -517,6 +517,24 @@ func TestNodeState(t *testing.T) {
 	}
 }
 
+// TestNodeWithoutUsage: a host whose reading carries no usage because its
+// node's client answers no stats (a node down) is no decision, and the
+// reason says why.
+func TestNodeWithoutUsage(t *testing.T) {
+	first, second := flatPair(2, 100)
+	rd := newMemReader(first, second)
+	rd.node[engine.RoleSecond] = nomadusage.NodeState{Status: "down", Eligibility: "eligible"}
+	rd.noUsage = map[string]string{engine.RoleSecond: "node node-second is down: its client answers no stats"}
+	st := newStrategy(nil, withReader(rd))
+	ev, err := st.Run(newEval("c", flatConfig(RoleSecond)), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Action.Direction != sdk.ScaleDirectionNone || !strings.Contains(ev.Action.Reason, "no usage to decide on: node node-second is down") {
+		t.Fatalf("action %v %d: %s; want no scaling saying the node is down", ev.Action.Direction, ev.Action.Count, ev.Action.Reason)
+	}
+}
+
 // TestPlacementQuotaWins (issue S10): in cap mode a quota min above what
 // Nomad can place wins, and the reason says so.
 func TestPlacementQuotaWins(t *testing.T) {

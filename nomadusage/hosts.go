@@ -135,7 +135,10 @@ func (o Options) Resolve() (Options, error) {
 // job, its allocations and the nodes, then the hosts' stats.
 //
 // A node is read whatever its state (Reading.Node says it); ReadHosts never
-// fails for a node that is down, draining or ineligible. A host whose share
+// fails for a node that is down, draining or ineligible. A down or
+// disconnected node's client answers no stats (Nomad: 404 "No path to
+// node"), so none is read there: its reading has no usage sample and
+// Reading.NoUsage says why. A host whose share
 // of answered stats reads is below MinAnswered fails the call; above it,
 // the sample extrapolates: the warm allocations that answered stand for
 // the warm ones that did not, or were not drawn (Reading.StatsAsked,
@@ -350,7 +353,11 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 	rd.ReservedAt, rd.NodeGroups = listed.at, listed.shown()
 	mine := runningOn(stubs, n.id, ns, rd.Group)
 	results := make([]statsResult, len(mine))
-	if !q.NoStats {
+	stats := !q.NoStats
+	if stats && !n.state.clientAnswers() {
+		stats, rd.NoUsage = false, n.state.noUsage(n.name)
+	}
+	if stats {
 		drawn := ev.draw(n, len(mine))
 		sub := make([]*api.AllocationListStub, len(drawn))
 		for j, i := range drawn {
@@ -365,7 +372,7 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 			results[i] = read[j]
 		}
 	}
-	return rd, ev.sample(rd, n, mine, results, !q.NoStats, group, groupCPU, groupMem)
+	return rd, ev.sample(rd, n, mine, results, stats, group, groupCPU, groupMem)
 }
 
 // fromJob fills the reading's job facts (namespace, group, JobModifyIndex,
@@ -591,6 +598,9 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 		rd.Time = time.Unix(0, t.oldest)
 	}
 	cpu, mem := ev.usage(&t, o, stats)
+	if rd.NoUsage != "" {
+		return nil // no sample: the node's client answers no stats
+	}
 	o.Samples = []engine.Sample{{Time: rd.Time.Unix(), CPUMHz: cpu, MemoryMB: mem}}
 	return nil
 }
@@ -714,7 +724,7 @@ func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu
 	// cancellation ends, bounded by the deadline of the caller that
 	// started it, and each caller waits for it within its own context. A
 	// caller with time left when the listing ran out of its starter's
-	// starts it again, once.
+	// starts it again (or joins a new one), up to three times.
 	for attempt := 0; ; attempt++ {
 		ch := ev.r.listing.DoChan(n.id, func() (any, error) {
 			shared, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
@@ -729,7 +739,7 @@ func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu
 			return 0, 0, nil, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, ctx.Err())
 		case res := <-ch:
 			if res.Err != nil {
-				if attempt == 0 && res.Shared && errors.Is(res.Err, context.DeadlineExceeded) && ctx.Err() == nil {
+				if attempt < 3 && res.Shared && errors.Is(res.Err, context.DeadlineExceeded) && timeLeft(ctx) {
 					continue
 				}
 				return 0, 0, nil, res.Err
@@ -779,4 +789,14 @@ func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves,
 	}
 	ev.r.othersMu.Unlock()
 	return e, nil
+}
+
+// timeLeft says whether ctx has time left: not done, and its deadline (if
+// any) not passed (a deadline just passed may not have ended ctx yet).
+func timeLeft(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return !ok || time.Now().Before(dl)
 }

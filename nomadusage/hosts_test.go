@@ -369,14 +369,45 @@ func TestReadHosts(t *testing.T) {
 	})
 
 	t.Run("node state is reported, not refused", func(t *testing.T) {
+		// A down node's client answers no stats (Nomad: 404 "No path to
+		// node", as the stand-in answers): its reading says so and carries
+		// no usage, and no stats read is made for it.
 		must(t, p.s.SetNodeStatus(p.nodeB, "down"))
 		defer func() { must(t, p.s.SetNodeStatus(p.nodeB, "ready")) }()
+		// Reads the subtests before cut short may still reach the stand-in:
+		// start counting once none has for a while.
+		from := len(p.s.Requests())
+		for quiet := 0; quiet < 5; {
+			time.Sleep(20 * time.Millisecond)
+			if n := len(p.s.Requests()); n != from {
+				from, quiet = n, 0
+			} else {
+				quiet++
+			}
+		}
 		rs, err := rd.ReadHosts(context.Background(), p.queries(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rs[1].Node.Schedulable() || !strings.Contains(rs[1].Node.Why(), "down") || !rs[0].Node.Schedulable() {
 			t.Errorf("node states %+v, %+v", rs[0].Node, rs[1].Node)
+		}
+		if b := rs[1]; len(b.Observation.Samples) != 0 || !strings.Contains(b.NoUsage, "host-b is down: its client answers no stats") || b.Observation.RunningReplicas != 12 {
+			t.Errorf("down host: %d samples, %d running, NoUsage %q; want no sample, 12 running and why", len(b.Observation.Samples), b.Observation.RunningReplicas, b.NoUsage)
+		}
+		if a := rs[0]; len(a.Observation.Samples) == 0 || a.NoUsage != "" {
+			t.Errorf("ready host: %d samples, NoUsage %q", len(a.Observation.Samples), a.NoUsage)
+		}
+		onB, _, err := p.client.Nodes().Allocations(p.nodeB, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.s.Requests()[from:] {
+			for _, a := range onB {
+				if strings.Contains(r.Path, a.ID) {
+					t.Errorf("a stats read of an allocation on the down node: %s", r.Path)
+				}
+			}
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
 
@@ -201,6 +203,18 @@ type NodeState struct {
 // ready, not draining, eligible.
 func (s NodeState) Schedulable() bool { return s.Why() == "" }
 
+// clientAnswers says whether the node's client answers through the
+// servers: Nomad answers a down or disconnected node's stats endpoints with
+// 404 "No path to node".
+func (s NodeState) clientAnswers() bool {
+	return s.Status != api.NodeStatusDown && s.Status != api.NodeStatusDisconnected
+}
+
+// noUsage says why a reading of node name carries no usage.
+func (s NodeState) noUsage(name string) string {
+	return fmt.Sprintf("node %s is %s: its client answers no stats (Nomad is moving its allocations elsewhere)", name, s.Status)
+}
+
 // Why says why Nomad places nothing new on the node; "" when it does.
 func (s NodeState) Why() string {
 	var why []string
@@ -247,6 +261,10 @@ type Reading struct {
 	// with reserving allocations in that list, the reading's own included.
 	ReservedAt time.Time
 	NodeGroups []GroupOnNode
+	// NoUsage, when set, says why the reading carries no usage sample
+	// though one was asked for (a node down or disconnected: its client
+	// answers no stats); Observation.Samples is then empty.
+	NoUsage string
 	// StatsAsked is how many running allocations' stats were read (at most
 	// Options.StatsSample; less those that stopped in between),
 	// StatsAnswered how many answered. The sample extrapolates the answered

@@ -177,6 +177,10 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 		o.Samples = []engine.Sample{{Time: rd.Time.Unix()}}
 		return rd, nil
 	}
+	if !n.state.clientAnswers() {
+		rd.NoUsage = n.state.noUsage(n.name)
+		return rd, nil
+	}
 	// Nomad's answer carries the stats' Timestamp (Unix ns), which
 	// api.HostStats does not decode: read it alongside.
 	var hs hostStats

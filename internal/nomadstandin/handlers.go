@@ -604,6 +604,7 @@ func (s *Server) clientStats(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	n, ok := s.nodes[id]
 	var stats *hostStats
+	connected := ok && n.connected()
 	if ok {
 		cpu, mem := n.cpuMHz, n.memMB
 		for _, a := range n.allocs {
@@ -636,6 +637,10 @@ func (s *Server) clientStats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusNotFound, "Unknown node %q: node not found", id))
 		return
 	}
+	if !connected {
+		writeError(w, errorf(http.StatusNotFound, "No path to node"))
+		return
+	}
 	writeJSON(w, idx, stats)
 }
 
@@ -648,6 +653,11 @@ func (s *Server) allocStats(w http.ResponseWriter, id string) {
 	s.mu.RLock()
 	a, ok := s.allocs[id]
 	var usage *api.AllocResourceUsage
+	if n := s.nodeOf(a, ok); n != nil && !n.connected() {
+		s.mu.RUnlock()
+		writeError(w, errorf(http.StatusNotFound, "No path to node"))
+		return
+	}
 	if ok && a.live() {
 		now := time.Now()
 		cpuMHz, memMB := a.cpuMHz, a.memMB
@@ -839,4 +849,13 @@ func (s *Server) jobScaleStatus(w http.ResponseWriter, r *http.Request, stop cha
 		}
 		return idx, out, nil
 	})
+}
+
+// nodeOf is the node of alloc a (nil when there is no such alloc, ok false,
+// or node). Callers hold s.mu.
+func (s *Server) nodeOf(a *alloc, ok bool) *node {
+	if !ok || a == nil {
+		return nil
+	}
+	return s.nodes[a.nodeID]
 }

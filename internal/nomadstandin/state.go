@@ -161,6 +161,14 @@ func (n *node) eligible() bool {
 	return n.spec.Eligibility == api.NodeSchedulingEligible && n.drain == nil
 }
 
+// connected says whether the node's client answers the servers' RPCs: a
+// node down or disconnected does not, and Nomad answers a client endpoint
+// for it (stats) with 404 "No path to node" (command/agent's
+// IsErrNoNodeConn mapping).
+func (n *node) connected() bool {
+	return n.spec.Status != api.NodeStatusDown && n.spec.Status != api.NodeStatusDisconnected
+}
+
 // ready is Nomad's Node.Ready: status ready, not draining, eligible.
 func (n *node) ready() bool { return n.spec.Status == api.NodeStatusReady && n.eligible() }
 
