@@ -604,7 +604,7 @@ type claimedOnNode struct {
 	cpu, mem float64
 }
 
-// claimKey is the claim key of the group a reading covers ("" node when it
+// readingKey is the claim key of the group a reading covers ("" node when it
 // covers no group).
 func readingKey(rd *nomadusage.Reading) claimKey {
 	if rd.Job == "" || rd.NodeID == "" {
