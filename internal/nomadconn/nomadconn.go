@@ -417,6 +417,11 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	}
 	resp.Body.Close()
 	text := t.conn.RedactString(string(cutAt(body, maxErrorBody, t.conn.secrets)))
+	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
+		// Not followed (see New): say where it pointed, so that the
+		// address can be set there.
+		text = fmt.Sprintf("redirected to %s, which is not followed (the token would go with it): set the address to where Nomad answers", RedactURL(t.conn.RedactString(loc)))
+	}
 	resp.Body = io.NopCloser(strings.NewReader(text))
 	resp.ContentLength = int64(len(text))
 	resp.Header.Del("Content-Length")

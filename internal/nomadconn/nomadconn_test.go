@@ -312,4 +312,7 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	if len(leaked) > 0 {
 		t.Fatalf("the redirect was followed, carrying %q", leaked)
 	}
+	if !strings.Contains(err.Error(), "redirected to "+other.URL+"/v1/nodes, which is not followed") {
+		t.Errorf("the error does not say where the redirect pointed: %v", err)
+	}
 }
