@@ -480,6 +480,9 @@ func TestNodeState(t *testing.T) {
 	}{
 		{"draining: no scale up", idle, draining, 2, "0", "40", 2, []string{"is draining", "not scaled up from 2"}},
 		{"ineligible: no scale up", idle, nomadusage.NodeState{Status: "ready", Eligibility: "ineligible"}, 2, "0", "40", 2, []string{"is ineligible for scheduling", "not scaled up from 2"}},
+		// With usage = "nomad" a down node's reading has no usage (its
+		// client answers no stats: TestNodeWithoutUsage); with apm usage it
+		// is decided, and held here.
 		{"down: no scale up", idle, nomadusage.NodeState{Status: "down", Eligibility: "eligible"}, 2, "0", "40", 2, []string{"is down", "not scaled up from 2"}},
 		{"draining below the quota's min: not raised into it", idle, draining, 2, "5", "40", 2, []string{"the quota's min 5 is not enforced, the count stays at 2"}},
 		{"draining: the engine's scale-down is made", busy, draining, 30, "0", "40", -1, nil},

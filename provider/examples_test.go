@@ -263,8 +263,9 @@ func TestAccReadmeExample(t *testing.T) {
 type holdRuleCheck struct {
 	current int
 	// tells: the case must tell the rule from clamping into the range
-	// (max(low, min(high, current)), which the docs once gave).
-	tells bool
+	// (max(low, min(high, current)), which the docs once gave); inside:
+	// the current count must lie within the range.
+	tells, inside bool
 }
 
 func (c holdRuleCheck) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
@@ -301,6 +302,10 @@ func (c holdRuleCheck) CheckState(_ context.Context, req statecheck.CheckStateRe
 	}
 	if held != want {
 		resp.Error = fmt.Errorf("current %d, hold [%d, %d], containers %d: the example keeps %d, the strategy's rule %d", c.current, lo, hi, containers, held, want)
+		return
+	}
+	if c.inside && (c.current < lo || c.current > hi) {
+		resp.Error = fmt.Errorf("current %d is outside the hold range [%d, %d]: the case no longer tests a count kept", c.current, lo, hi)
 		return
 	}
 	if clamped := max(lo, min(hi, c.current)); c.tells && clamped == want {
@@ -343,7 +348,7 @@ output "zz_high" {
 		t.Fatal(err)
 	}
 	var steps []resource.TestStep
-	for _, c := range []holdRuleCheck{{current: 0, tells: true}, {current: 1000}, {current: 7}} { // below (min is 1), above (max is 24), inside (today's range is 7 to 8)
+	for _, c := range []holdRuleCheck{{current: 0, tells: true}, {current: 1000}, {current: 7, inside: true}} { // below (min is 1), above (max is 24), inside (today's range is 7 to 8)
 		steps = append(steps, resource.TestStep{
 			ProtoV6ProviderFactories: providerFactories,
 			ConfigDirectory:          config.StaticDirectory(dir),

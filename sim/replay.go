@@ -274,7 +274,7 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 		for i, m := range s.Memory {
 			a.Memory[i] = m / a.HostMemoryMB
 		}
-		if u := outlier(a.Memory, a.Times, sc, HostMemoryMB, "MB"); u != "" {
+		if u := outlierOf(a.Memory, a.Times, sc, HostMemoryMB, "MB", "times the host's memory", 1); u != "" {
 			return nil, &UnusableError{s.Name, "memory: " + u}
 		}
 	}
@@ -287,6 +287,12 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 // thousands of times the series' p99 does (an outlier, or a change of units
 // inside the file). "" when none.
 func outlier(v []float64, times []int64, sc Scenario, unit float64, units string) string {
+	return outlierOf(v, times, sc, unit, units, "times the series' p99", 1/sc.P99)
+}
+
+// outlierOf is outlier with the scale the values are given in: a value v
+// is v*per of what.
+func outlierOf(v []float64, times []int64, sc Scenario, unit float64, units, what string, per float64) string {
 	if len(v) == 0 {
 		return ""
 	}
@@ -300,8 +306,8 @@ func outlier(v []float64, times []int64, sc Scenario, unit float64, units string
 	if v[i]*unit*most <= engine.MaxResource {
 		return ""
 	}
-	return fmt.Sprintf("the sample at time %d is %.3g times the series' p99 (a replica at %.3g %s of a %g %s host): %g replicas of it would pass the engine's bound of %g %s; an outlier, or a change of units inside the file",
-		times[i], v[i]/sc.P99, v[i]*unit, units, unit, units, most, float64(engine.MaxResource), units)
+	return fmt.Sprintf("the sample at time %d is %.3g %s (a replica at %.3g %s of a %g %s host): %g replicas of it would pass the engine's bound of %g %s; an outlier, or a change of units inside the file",
+		times[i], v[i]*per, what, v[i]*unit, units, unit, units, most, float64(engine.MaxResource), units)
 }
 
 // Prepare normalises a series and builds its replay under sc (both hosts

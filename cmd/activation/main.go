@@ -66,9 +66,8 @@ func run(args []string, e env) int {
 	}
 	switch args[0] {
 	case "help":
-		if len(args) == 2 { // help COMMAND is COMMAND -h
-			args = []string{args[1], "-h"}
-			break
+		if len(args) == 2 && args[1] != "help" { // help COMMAND is COMMAND -h
+			return run([]string{args[1], "-h"}, e)
 		}
 		fmt.Fprint(e.stdout, usageText())
 		return exitOK

@@ -428,6 +428,11 @@ func TestCommands(t *testing.T) {
 	if code, stdout, _ := runCmd(t, "", false, "help", "train"); code != exitOK || !strings.Contains(stdout, "usage: activation train") {
 		t.Errorf("help train: exit %d %q, want train's usage", code, stdout)
 	}
+	for _, arg := range []string{"help", "-h", "--help"} {
+		if code, stdout, stderr := runCmd(t, "", false, "help", arg); code != exitOK || !strings.Contains(stdout, "commands:") {
+			t.Errorf("help %s: exit %d, stdout %q, stderr %q; want the usage", arg, code, stdout, stderr)
+		}
+	}
 	// A subcommand's -h goes to standard output (activation train -h |
 	// grep epochs), a mistake to standard error, once, without the help.
 	if code, stdout, stderr := runCmd(t, "", false, "simulate", "-h"); code != exitOK || !strings.Contains(stdout, "-budget") || stderr != "" {

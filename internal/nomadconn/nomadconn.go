@@ -261,17 +261,19 @@ func secrets(s Settings) []string {
 		add(pass)
 	} else {
 		add(s.HTTPAuth) // a bare user name used as the credential
+		add(base64.StdEncoding.EncodeToString([]byte(s.HTTPAuth + ":")))
 	}
 	if u, err := url.Parse(s.Address); err == nil && u.User != nil {
 		if p, ok := u.User.Password(); ok {
 			add(p)
 		}
 		// The API client sends the address's user information as a Basic
-		// Authorization header: its form there.
-		add(base64.StdEncoding.EncodeToString([]byte(u.User.String())))
-		if p, ok := u.User.Password(); ok {
-			add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
+		// Authorization header (user:password, or user: without one).
+		p, ok := u.User.Password()
+		if !ok {
+			add(u.User.Username()) // a bare user name used as the credential
 		}
+		add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
 	} else if i, j := strings.Index(s.Address, "://"), strings.LastIndex(s.Address, "@"); i >= 0 && j > i {
 		// An address that does not parse, or whose "@" was read as part
 		// of its path: its whole user information.
@@ -393,30 +395,36 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if resp.StatusCode == http.StatusOK {
 		return resp, nil
 	}
-	fail := func(err error) (*http.Response, error) {
-		resp.Body.Close()
-		return nil, t.conn.Redact(fmt.Errorf("reading the %d answer to %s %s: %w", resp.StatusCode, req.Method, req.URL.Path, err))
-	}
+	// The answer keeps its status whatever its body: a body that cannot
+	// be read becomes what was read, and why not.
 	var r io.Reader = resp.Body
+	var unreadable error
 	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
-		zr, err := gzip.NewReader(resp.Body)
-		if err != nil {
-			return fail(err)
-		}
-		r = zr
 		resp.Header.Del("Content-Encoding")
 		resp.Uncompressed = true
+		zr, err := gzip.NewReader(resp.Body)
+		switch {
+		case err == nil:
+			r = zr
+		case errors.Is(err, io.EOF): // an empty body, as the API client takes it
+			r = strings.NewReader("")
+		default:
+			r, unreadable = strings.NewReader(""), err
+		}
 	}
 	longest := 0
 	for _, s := range t.conn.secrets {
 		longest = max(longest, len(s))
 	}
 	body, err := io.ReadAll(io.LimitReader(r, int64(maxErrorBody+longest)))
-	if err != nil {
-		return fail(err)
+	if err != nil && unreadable == nil {
+		unreadable = err
 	}
 	resp.Body.Close()
 	text := t.conn.RedactString(string(cutAt(body, maxErrorBody, t.conn.secrets)))
+	if unreadable != nil {
+		text += t.conn.RedactString(fmt.Sprintf(" (the answer's body could not be read whole: %v)", unreadable))
+	}
 	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
 		// Not followed (see New): say where it pointed, so that the
 		// address can be set there.

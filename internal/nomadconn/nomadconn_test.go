@@ -1,6 +1,7 @@
 package nomadconn
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/base64"
 	"errors"
@@ -256,8 +257,14 @@ func TestSecretsAreRedactedInEveryAnswerForm(t *testing.T) {
 		{"a bare http_auth user name", func(w http.ResponseWriter, r *http.Request) {
 			u, _, _ := r.BasicAuth()
 			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprint(w, "user "+u)
-		}, func(addr string) Settings { return Settings{Address: addr, HTTPAuth: bare} }, []string{bare}},
+			fmt.Fprint(w, "user "+u+" "+echo(r))
+		}, func(addr string) Settings { return Settings{Address: addr, HTTPAuth: bare} }, []string{bare, base64.StdEncoding.EncodeToString([]byte(bare + ":"))}},
+		{"an address with a user and no password", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, echo(r))
+		}, func(addr string) Settings {
+			return Settings{Address: strings.Replace(addr, "http://", "http://"+bare+"@", 1)}
+		}, []string{base64.StdEncoding.EncodeToString([]byte(bare + ":"))}},
 		{"a secret across the cut", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusInternalServerError)
 			fmt.Fprint(w, strings.Repeat("x", maxErrorBody-20)+r.Header.Get("X-Nomad-Token")+" and more")
@@ -314,5 +321,42 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "redirected to "+other.URL+"/v1/nodes, which is not followed") {
 		t.Errorf("the error does not say where the redirect pointed: %v", err)
+	}
+}
+
+// An answer whose body cannot be read keeps its status (a stats read's 404
+// must still read as one): an empty gzip body is empty, a truncated one is
+// what was read and why the rest was not.
+func TestUnreadableAnswerKeepsItsStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body func(w http.ResponseWriter)
+		want string
+	}{
+		{"an empty gzip body", func(http.ResponseWriter) {}, ""},
+		{"a truncated gzip body", func(w http.ResponseWriter) {
+			var b bytes.Buffer
+			zw := gzip.NewWriter(&b)
+			fmt.Fprint(zw, strings.Repeat("Unknown allocation ", 50))
+			zw.Close()
+			w.Write(b.Bytes()[:b.Len()/2])
+		}, "could not be read whole"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Encoding", "gzip")
+				w.WriteHeader(http.StatusNotFound)
+				tc.body(w)
+			}))
+			defer srv.Close()
+			c, err := New(Settings{Address: srv.URL, Token: "3f1c2a9e-0000-4bad-beef-123456789abc"}, MapEnv(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = c.Client().Nodes().List(nil)
+			if !IsStatus(err, http.StatusNotFound) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want the 404 kept (and %q)", err, tc.want)
+			}
+		})
 	}
 }
