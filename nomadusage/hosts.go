@@ -345,12 +345,12 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 		return nil, err
 	}
 	o := &rd.Observation
-	var listed *nodeReserves
-	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, listed, err = ev.otherAllocs(ctx, n, allocKey{ns: ns, job: q.Job, group: rd.Group})
+	listed, err := ev.nodeReserves(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	rd.ReservedAt, rd.NodeGroups = listed.at, listed.shown()
+	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = listed.others(allocKey{ns: ns, job: q.Job, group: rd.Group})
+	rd.NodeGroups = listed.shown()
 	mine := runningOn(stubs, n.id, ns, rd.Group)
 	results := make([]statsResult, len(mine))
 	stats := !q.NoStats
@@ -701,23 +701,21 @@ func (e *nodeReserves) others(k allocKey) (cpu, mem float64) {
 // maxOthers bounds the node cache; past it the cache starts afresh.
 const maxOthers = 4096
 
-// otherAllocs is what every allocation on node n but those of k reserves
-// (other jobs, and k's job's other groups), from the node's allocation
-// list. Nomad's job allocation list carries no resources (Job.Allocations
-// answers stubs without them), so the node's list, which does, is the one
-// source of what the job's other groups on the node reserve.
+// nodeReserves is what the allocations on node n reserve, by group (its
+// others gives what every group but one reserves: other jobs, and the
+// job's other groups), from the node's allocation list. Nomad's job
+// allocation list carries no resources (Job.Allocations answers stubs
+// without them), so the node's list, which does, is the one source of what
+// the job's other groups on the node reserve.
 //
 // The list is long (every allocation with its job), so one listing per node
-// serves every group read on it for NodeCacheTTL: the Reader keeps what each
-// group reserves there, and evaluations that need the same node at once
-// (policies on one evaluation interval tick together) share one listing.
-//
-// It returns the listing it read them from.
-func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu, mem float64, from *nodeReserves, err error) {
+// serves every group read on it for NodeCacheTTL, and evaluations that need
+// the same node at once (policies on one evaluation interval tick together)
+// share one listing.
+func (ev *evaluation) nodeReserves(ctx context.Context, n *node) (*nodeReserves, error) {
 	if v, ok := ev.r.others.Load(n.id); ok {
 		if e, _ := v.(*nodeReserves); e != nil && ev.now.Sub(e.at) < ev.opts.NodeCacheTTL && !e.at.After(ev.now) {
-			cpu, mem = e.others(k)
-			return cpu, mem, e, nil
+			return e, nil
 		}
 	}
 	// The listing is shared: it runs on a context no caller's
@@ -736,17 +734,16 @@ func (ev *evaluation) otherAllocs(ctx context.Context, n *node, k allocKey) (cpu
 		})
 		select {
 		case <-ctx.Done():
-			return 0, 0, nil, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, ctx.Err())
+			return nil, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, ctx.Err())
 		case res := <-ch:
 			if res.Err != nil {
 				if attempt < 3 && res.Shared && errors.Is(res.Err, context.DeadlineExceeded) && timeLeft(ctx) {
 					continue
 				}
-				return 0, 0, nil, res.Err
+				return nil, res.Err
 			}
 			e, _ := res.Val.(*nodeReserves)
-			cpu, mem = e.others(k)
-			return cpu, mem, e, nil
+			return e, nil
 		}
 	}
 }

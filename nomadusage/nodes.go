@@ -105,7 +105,7 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 	if sel.IsZero() {
 		return nil, ErrNoSelector
 	}
-	if err := sel.checkNodeID(); err != nil {
+	if err := CheckNodeID(sel.NodeID); err != nil {
 		return nil, err
 	}
 	qo := (&api.QueryOptions{}).WithContext(ctx)

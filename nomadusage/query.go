@@ -61,8 +61,6 @@ func CheckNodeID(id string) error {
 	return nil
 }
 
-func (h HostSelector) checkNodeID() error { return CheckNodeID(h.NodeID) }
-
 // IsZero reports whether no field is set.
 func (h HostSelector) IsZero() bool {
 	return h.NodeID == "" && h.Name == "" && h.Pool == "" && h.Class == "" && h.Datacenter == ""
@@ -168,7 +166,7 @@ func (q *Query) Validate() error {
 	if q.Host.IsZero() {
 		return fmt.Errorf("%w: %w", ErrBadQuery, ErrNoSelector)
 	}
-	if err := q.Host.checkNodeID(); err != nil {
+	if err := CheckNodeID(q.Host.NodeID); err != nil {
 		return err
 	}
 	if q.Group != "" && q.Job == "" {
@@ -254,12 +252,10 @@ type Reading struct {
 	DesiredCount    int
 	ReplicaCPUMHz   float64
 	ReplicaMemoryMB float64
-	// ReservedAt is when the node's allocation list behind
-	// Observation.OtherReservedCPUMHz and OtherReservedMemoryMB was taken
-	// (by the Reader's clock; the list is remembered for NodeCacheTTL): an
-	// allocation placed since is not in them. NodeGroups is every group
-	// with reserving allocations in that list, the reading's own included.
-	ReservedAt time.Time
+	// NodeGroups is every group with reserving allocations in the node's
+	// allocation list behind Observation.OtherReservedCPUMHz and
+	// OtherReservedMemoryMB (remembered for NodeCacheTTL: an allocation
+	// placed since is not in it), the reading's own group included.
 	NodeGroups []GroupOnNode
 	// NoUsage, when set, says why the reading carries no usage sample
 	// though one was asked for (a node down or disconnected: its client

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -136,8 +135,7 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 		Attributes: map[string]schema.Attribute{
 			huNodeID: schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "ID of the node to read (a UUID). When unset, the ID of the node the other selectors found. With an ID, the other selectors set are conditions the node must meet.",
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 256),
-					stringvalidator.RegexMatches(nodeIDPattern, "must be a Nomad node ID, a UUID (hexadecimal digits and dashes)")}},
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 256), nodeID{}}},
 			huNodeName: schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "Name of the node to read. When unset, the name of the node found.",
 				Validators:          name()},
@@ -530,7 +528,3 @@ func statusOf(err error) int {
 func readerOptions(warmup time.Duration) nomadusage.Options {
 	return nomadusage.Options{Warmup: warmup, StatsSample: nomadusage.MaxStatsSample}
 }
-
-// nodeIDPattern is a Nomad node ID's characters (nomadusage.CheckNodeID): the
-// API client puts it into a request's path as it is.
-var nodeIDPattern = regexp.MustCompile(`^[0-9a-fA-F-]+$`)

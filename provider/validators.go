@@ -11,6 +11,7 @@ import (
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
+	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
 // wholeBetween accepts a whole number from min to max: for the data
@@ -139,5 +140,25 @@ func (pemString) ValidateString(_ context.Context, req validator.StringRequest, 
 	if !strings.Contains(req.ConfigValue.ValueString(), "-----BEGIN ") {
 		resp.Diagnostics.AddAttributeError(req.Path, "Not PEM",
 			fmt.Sprintf("Attribute %s does not hold PEM text: expected a -----BEGIN ...----- block (to pass a file, use the *_file attribute).", req.Path))
+	}
+}
+
+// nodeID accepts a Nomad node ID by nomadusage.CheckNodeID's rule (the API
+// client puts it into a request's path as it is).
+type nodeID struct{}
+
+func (nodeID) Description(context.Context) string {
+	return "value must be a Nomad node ID, a UUID (hexadecimal digits and dashes)"
+}
+
+func (v nodeID) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (nodeID) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if nomadusage.CheckNodeID(req.ConfigValue.ValueString()) != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Attribute Value",
+			fmt.Sprintf("Attribute %s must be a Nomad node ID, a UUID (hexadecimal digits and dashes), got: %q", req.Path, req.ConfigValue.ValueString()))
 	}
 }

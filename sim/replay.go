@@ -260,7 +260,7 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 		return nil, &UnusableError{s.Name, fmt.Sprintf("no usage to normalise (%v)", err)}
 	}
 	a := &App{Name: s.Name, Times: norm.Times, Usage: norm.Values}
-	if u := outlier(a.Usage, a.Times, sc, HostMHz, "MHz"); u != "" {
+	if u := outlier(a.Usage, a.Times, sc, HostMHz, "MHz", "times the series' p99", 1/sc.P99); u != "" {
 		return nil, &UnusableError{s.Name, u}
 	}
 	a.Request = baseRequest(a.Usage, sc)
@@ -274,7 +274,7 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 		for i, m := range s.Memory {
 			a.Memory[i] = m / a.HostMemoryMB
 		}
-		if u := outlierOf(a.Memory, a.Times, sc, HostMemoryMB, "MB", "times the host's memory", 1); u != "" {
+		if u := outlier(a.Memory, a.Times, sc, HostMemoryMB, "MB", "times the host's memory", 1); u != "" {
 			return nil, &UnusableError{s.Name, "memory: " + u}
 		}
 	}
@@ -286,13 +286,10 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 // engine a sample past its bound (engine.MaxResource), which only a sample
 // thousands of times the series' p99 does (an outlier, or a change of units
 // inside the file). "" when none.
-func outlier(v []float64, times []int64, sc Scenario, unit float64, units string) string {
-	return outlierOf(v, times, sc, unit, units, "times the series' p99", 1/sc.P99)
-}
-
-// outlierOf is outlier with the scale the values are given in: a value v
-// is v*per of what.
-func outlierOf(v []float64, times []int64, sc Scenario, unit float64, units, what string, per float64) string {
+//
+// A value v is v*per of what (a share of the host, as p99s or as the host's
+// memory).
+func outlier(v []float64, times []int64, sc Scenario, unit float64, units, what string, per float64) string {
 	if len(v) == 0 {
 		return ""
 	}

@@ -305,12 +305,7 @@ func Scan(dir string) ([]Ref, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("traces: %s is not a directory", dir)
 	}
-	family := filepath.Base(filepath.Clean(dir))
-	if family == "." || family == ".." {
-		if abs, err := filepath.Abs(dir); err == nil {
-			family = filepath.Base(abs)
-		}
-	}
+	family := FamilyName(dir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)
@@ -461,4 +456,16 @@ func hashUnit(name string, seed uint64) float64 {
 	h *= 0x94d049bb133111eb
 	h ^= h >> 31
 	return float64(h>>11) / float64(1<<53)
+}
+
+// FamilyName is a trace directory's family: its last path element, of the
+// absolute path when the one given has none ("." or "..").
+func FamilyName(dir string) string {
+	fam := filepath.Base(filepath.Clean(dir))
+	if fam == "." || fam == ".." || fam == string(filepath.Separator) {
+		if abs, err := filepath.Abs(dir); err == nil {
+			fam = filepath.Base(abs)
+		}
+	}
+	return fam
 }

@@ -919,8 +919,8 @@ func TestFamilyNameOfDot(t *testing.T) {
 		{"../crane/", "crane"},
 		{"traces/planetlab", "planetlab"},
 	} {
-		if got := familyName(tc.dir); got != tc.want {
-			t.Errorf("familyName(%q) = %q, want %q", tc.dir, got, tc.want)
+		if got := traces.FamilyName(tc.dir); got != tc.want {
+			t.Errorf("FamilyName(%q) = %q, want %q", tc.dir, got, tc.want)
 		}
 	}
 }

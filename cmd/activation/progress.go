@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
+	"github.com/activation-scheduler/terraform-provider-activation/traces"
 )
 
 const barWidth = 30
@@ -47,7 +47,7 @@ func traceDirs(flagValue string) ([]traceDir, error) {
 		if p == "" {
 			return nil, usagef("--traces: %q has an empty directory name between commas", flagValue)
 		}
-		fam := familyName(p)
+		fam := traces.FamilyName(p)
 		if prev, dup := seen[fam]; dup {
 			return nil, usagef("--traces: %s and %s are both family %q: each directory is a family, named by its last path element", prev, p, fam)
 		}
@@ -96,16 +96,4 @@ func (b *simBar) clear() {
 		fmt.Fprintf(b.w, "\r%s\r", strings.Repeat(" ", b.lastLen))
 		b.lastLen = 0
 	}
-}
-
-// familyName is a trace directory's family: its last path element, of the
-// absolute path when the one given has none ("." or "..").
-func familyName(dir string) string {
-	fam := filepath.Base(filepath.Clean(dir))
-	if fam == "." || fam == ".." || fam == string(filepath.Separator) {
-		if abs, err := filepath.Abs(dir); err == nil {
-			fam = filepath.Base(abs)
-		}
-	}
-	return fam
 }

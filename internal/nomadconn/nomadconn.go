@@ -159,6 +159,7 @@ type Conn struct {
 	namespace string
 	address   string
 	secrets   []string
+	longest   int // the longest secret's length
 }
 
 // New resolves s (see Resolve) and connects. Its errors never hold a
@@ -169,6 +170,9 @@ func New(s Settings, getenv Getenv) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{namespace: s.Namespace, address: RedactURL(s.Address), secrets: secrets(s)}
+	for _, v := range c.secrets {
+		c.longest = max(c.longest, len(v))
+	}
 	cfg := &api.Config{
 		Address: s.Address, Region: s.Region, Namespace: s.Namespace, SecretID: s.Token,
 		WaitTime: s.BlockWait,
@@ -412,11 +416,7 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 			r, unreadable = strings.NewReader(""), err
 		}
 	}
-	longest := 0
-	for _, s := range t.conn.secrets {
-		longest = max(longest, len(s))
-	}
-	body, err := io.ReadAll(io.LimitReader(r, int64(maxErrorBody+longest)))
+	body, err := io.ReadAll(io.LimitReader(r, int64(maxErrorBody+t.conn.longest)))
 	if err != nil && unreadable == nil {
 		unreadable = err
 	}
