@@ -65,10 +65,59 @@ func (pl *Placement) Summary(count int) string {
 	return s
 }
 
+// Placeable is how many replicas, in queue order, the scheduler can place
+// on o's host at o's reservations (HostDecision.Placement.Placeable): a
+// controller that learns of reservations the observation does not hold
+// (its own scale-ups elsewhere, not yet listed) adds them to a copy's
+// OtherReserved fields and asks again, without a new decision.
+func Placeable(o *Observation) int {
+	pl, _ := placeable(o)
+	return pl.Placeable
+}
+
 // placement computes the Placement of count replicas on o's host.
 func placement(o *Observation, fw *featureWork, count int) Placement {
-	pl := Placement{FreeCPUMHz: o.CPUCapacityMHz - o.OtherReservedCPUMHz}
-	memKnown := o.MemoryCapacityMB > 0
+	pl, memKnown := placeable(o)
+	// A reservation that places count replicas.
+	cpu, memRes := pl.ReplicaCPUMHz, pl.ReplicaMemoryMB
+	if count > 0 {
+		cpu = math.Min(cpu, math.Floor(pl.FreeCPUMHz/float64(count)))
+		if memKnown {
+			memRes = math.Min(memRes, math.Floor(pl.FreeMemoryMB/float64(count)))
+		}
+	}
+	pl.CPUMHz = max(MinReservationCPUMHz, int(math.Floor(cpu+1e-9)))
+	pl.MemoryMB = max(MinReservationMemoryMB, int(math.Floor(memRes+1e-9)))
+	peak := pl.ReplicaMemoryMB
+	if memKnown {
+		// memShare is a share of the workload's room (capacity less
+		// others' reservations), as features reads it.
+		_, room := o.room()
+		peak = math.Max(peak, fw.memShare*room)
+	} else if ev := fw.ev; ev.Running > 0 {
+		// Memory is not judged (no capacity), but memory_max still covers
+		// the peak a warm replica showed, as the judged path reads it.
+		// Here, not in the features: only a returned decision needs it.
+		per := ev.Running - ev.Warming
+		if per == 0 {
+			per = ev.Running
+		}
+		for _, s := range o.Samples {
+			peak = math.Max(peak, s.MemoryMB/float64(per))
+		}
+	}
+	pl.MemoryMaxMB = max(pl.MemoryMB, int(math.Ceil(peak)))
+	cnt := float64(count)
+	pl.Fits = cnt*float64(pl.CPUMHz) <= pl.FreeCPUMHz*(1+1e-12) && (!memKnown || cnt*float64(pl.MemoryMB) <= pl.FreeMemoryMB*(1+1e-12))
+	return pl
+}
+
+// placeable is o's free resources, a replica's reservation and Placeable
+// (the rest of a Placement is placement's), and whether the memory
+// capacity is known.
+func placeable(o *Observation) (pl Placement, memKnown bool) {
+	pl = Placement{FreeCPUMHz: o.CPUCapacityMHz - o.OtherReservedCPUMHz}
+	memKnown = o.MemoryCapacityMB > 0
 	if memKnown {
 		pl.FreeMemoryMB = o.MemoryCapacityMB - o.OtherReservedMemoryMB
 	}
@@ -111,36 +160,5 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 		}
 		pl.Placeable = placed
 	}
-	// A reservation that places count replicas.
-	cpu, memRes := pl.ReplicaCPUMHz, pl.ReplicaMemoryMB
-	if count > 0 {
-		cpu = math.Min(cpu, math.Floor(pl.FreeCPUMHz/float64(count)))
-		if memKnown {
-			memRes = math.Min(memRes, math.Floor(pl.FreeMemoryMB/float64(count)))
-		}
-	}
-	pl.CPUMHz = max(MinReservationCPUMHz, int(math.Floor(cpu+1e-9)))
-	pl.MemoryMB = max(MinReservationMemoryMB, int(math.Floor(memRes+1e-9)))
-	peak := pl.ReplicaMemoryMB
-	if memKnown {
-		// memShare is a share of the workload's room (capacity less
-		// others' reservations), as features reads it.
-		_, room := o.room()
-		peak = math.Max(peak, fw.memShare*room)
-	} else if ev := fw.ev; ev.Running > 0 {
-		// Memory is not judged (no capacity), but memory_max still covers
-		// the peak a warm replica showed, as the judged path reads it.
-		// Here, not in the features: only a returned decision needs it.
-		per := ev.Running - ev.Warming
-		if per == 0 {
-			per = ev.Running
-		}
-		for _, s := range o.Samples {
-			peak = math.Max(peak, s.MemoryMB/float64(per))
-		}
-	}
-	pl.MemoryMaxMB = max(pl.MemoryMB, int(math.Ceil(peak)))
-	cnt := float64(count)
-	pl.Fits = cnt*float64(pl.CPUMHz) <= pl.FreeCPUMHz*(1+1e-12) && (!memKnown || cnt*float64(pl.MemoryMB) <= pl.FreeMemoryMB*(1+1e-12))
-	return pl
+	return pl, memKnown
 }

@@ -30,9 +30,10 @@ type claimKey struct{ node, ns, job, group string }
 // claim is what a group's scale-ups on a node asked for and Nomad's
 // allocation list has not shown placed yet.
 type claim struct {
-	// target is the count asked for; replicas the new ones of it not yet
-	// shown placed (at most target less the allocations a listing shows).
-	target, replicas int
+	// target is the count asked for, from the count from; replicas the
+	// new ones of it not yet shown placed (at most target less the
+	// allocations a listing shows).
+	target, from, replicas int
 	// cpu and mem: what one replica reserves there.
 	cpu, mem float64
 	at       time.Time
@@ -56,16 +57,24 @@ func newClaimKey(node, ns, job, group string) claimKey {
 }
 
 // settle is a group's evaluation reading its own count, current, before it
-// decides: a claim whose target the count has not reached was not carried
-// out, and stops counting (until the group's count reaches a target).
+// decides. A count still at or below where the claim started was not
+// carried out: the claim stops counting (until one of the group's claims
+// is). A count that moved but is below the target (scaled down since) only
+// lowers the target: the replicas up to it are still coming.
 func (l *claimLedger) settle(k claimKey, current int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c := l.claims[k]; c != nil {
-		c.missed = current < c.target
-		if c.missed {
-			c.replicas = 0
+	c := l.claims[k]
+	switch {
+	case c == nil || current >= c.target:
+		if c != nil {
+			c.missed = false
 		}
+	case current <= c.from:
+		c.missed, c.replicas = true, 0
+	default:
+		c.target = current
+		c.replicas = min(c.replicas, current-c.from)
 	}
 }
 
@@ -81,10 +90,13 @@ func (l *claimLedger) add(k claimKey, current, target int, cpu, mem float64, at 
 	if l.claims == nil {
 		l.claims = map[claimKey]*claim{}
 	}
-	c := &claim{target: target, replicas: target - current, cpu: cpu, mem: mem, at: at}
+	c := &claim{target: target, from: current, replicas: target - current, cpu: cpu, mem: mem, at: at}
 	if old := l.claims[k]; old != nil {
 		c.missed = old.missed
 		c.replicas += old.replicas
+		if !old.missed {
+			c.from = min(old.from, current)
+		}
 	} else if len(l.claims) >= maxClaims {
 		l.dropOldest()
 	}

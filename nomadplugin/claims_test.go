@@ -104,3 +104,17 @@ func TestClaimLedgerBounded(t *testing.T) {
 		t.Fatal("the oldest claim was kept")
 	}
 }
+
+// A group that scaled up and then down before the listing showed it keeps
+// claiming the replicas up to its new count: they are still coming.
+func TestClaimLedgerScaledDownSince(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	web, api := newClaimKey("n1", "default", "web", "app"), newClaimKey("n1", "default", "api", "app")
+	listing := []nomadusage.GroupOnNode{{Namespace: "default", Job: "web", Group: "app", Allocations: 2}}
+	var l claimLedger
+	l.add(web, 2, 8, 2000, 128, t0)
+	l.settle(web, 5) // carried out to 8, then down to 5
+	if n, _, _ := l.others(api, listing, t0.Add(time.Second)); n != 3 {
+		t.Fatalf("another group sees %d claimed replicas, want 3 (5 asked for, 2 listed)", n)
+	}
+}

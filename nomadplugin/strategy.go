@@ -361,7 +361,7 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 		if k := readingKey(rds[i]); k.node != "" {
 			e.s.claims.settle(k, current[i])
 		}
-		claimed[i] = e.claimedByOthers(rds[i], &obs[i])
+		claimed[i] = e.claimedByOthers(rds[i])
 	}
 	d, how, err := e.decide(hosts, obs)
 	if d == nil {
@@ -369,7 +369,9 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 	}
 	plans := make([]hostPlan, len(hosts))
 	for i, h := range hosts {
-		plans[i] = e.c.plan(h, d.of(h.role), rds[i], &obs[i], current[i])
+		hd := d.of(h.role)
+		claimed[i].bound(hd, obs[i])
+		plans[i] = e.c.plan(h, hd, rds[i], &obs[i], current[i])
 		claimed[i].note(&plans[i], rds[i].NodeName)
 	}
 	act(e.eval.Action, e.c, plans, e.count)
@@ -613,26 +615,42 @@ func readingKey(rd *nomadusage.Reading) claimKey {
 	return newClaimKey(rd.NodeID, rd.Namespace, rd.Job, rd.Group)
 }
 
-// claimedByOthers counts, in o's reservations by others, the replicas this
-// plugin asked for on the node of rd for other groups that Nomad's
-// allocation list behind rd does not show placed.
-func (e *checkRun) claimedByOthers(rd *nomadusage.Reading, o *engine.Observation) claimedOnNode {
+// claimedByOthers is the replicas this plugin asked for on the node of rd
+// for other groups that Nomad's allocation list behind rd does not show
+// placed.
+func (e *checkRun) claimedByOthers(rd *nomadusage.Reading) claimedOnNode {
 	k := readingKey(rd)
 	if k.node == "" {
 		return claimedOnNode{}
 	}
 	var c claimedOnNode
 	c.replicas, c.cpu, c.mem = e.s.claims.others(k, rd.NodeGroups, e.now)
+	return c
+}
+
+// bound takes the claimed replicas' reservations off what Nomad can place
+// (hd's placement, from o). Only the placement: the engine's judgement of
+// the room reads the reservations Nomad lists, so that two groups' counts
+// on one node do not chase each other's fresh scale-ups at every
+// evaluation.
+func (c claimedOnNode) bound(hd *engine.HostDecision, o engine.Observation) {
+	if c.replicas == 0 {
+		return
+	}
 	o.OtherReservedCPUMHz += c.cpu
 	o.OtherReservedMemoryMB += c.mem
-	return c
+	hd.Placement.Placeable = engine.Placeable(&o)
+	hd.Placement.FreeCPUMHz -= c.cpu
+	if hd.Placement.FreeMemoryMB > 0 {
+		hd.Placement.FreeMemoryMB -= c.mem
+	}
 }
 
 // note says in p what the claims added.
 func (c claimedOnNode) note(p *hostPlan, node string) {
 	p.claimed = c.replicas
 	if c.replicas > 0 {
-		p.notes = append([]string{fmt.Sprintf("%d replicas of other groups this plugin asked for on node %s, not placed in Nomad's allocation list it read, count as reserved (%.0f MHz, %.0f MB)",
+		p.notes = append([]string{fmt.Sprintf("%d replicas of other groups this plugin asked for on node %s, not placed in Nomad's allocation list it read, count as reserved in what Nomad can place (%.0f MHz, %.0f MB)",
 			c.replicas, node, c.cpu, c.mem)}, p.notes...)
 	}
 }
