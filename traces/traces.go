@@ -5,7 +5,8 @@
 // A trace directory is one family of series in one of two layouts:
 //
 //   - flat: one CSV file per series, DIR/<series>.csv; the series' identity
-//     is the file name without its extension;
+//     is the file name without its extension (.csv in any case: a.CSV is
+//     series a);
 //   - nested: DIR/<part>/<series>.csv (PlanetLab's <day>/<vm>.csv): files of
 //     the same name in different subdirectories are parts of one series,
 //     joined in the subdirectories' name order, so that every day of one VM
@@ -325,8 +326,12 @@ func Scan(dir string) ([]Ref, error) {
 			// the two layouts do not mix.
 			return nil, fmt.Errorf("traces: %s holds series in both layouts, *.csv files and %s/*.csv: a trace directory is flat (<series>.csv) or nested (<part>/<series>.csv); move one set to its own directory", dir, e.Name())
 		}
+		seen := make(map[string]string, len(parts))
 		for _, p := range parts {
-			name := strings.TrimSuffix(filepath.Base(p), ".csv")
+			name, _ := seriesName(filepath.Base(p))
+			if err := once(seen, name, p); err != nil {
+				return nil, err
+			}
 			r := byName[name]
 			if r == nil {
 				r = &Ref{Name: name, Family: family}
@@ -337,8 +342,13 @@ func Scan(dir string) ([]Ref, error) {
 	}
 	if len(flat) > 0 {
 		refs := make([]Ref, len(flat))
+		seen := make(map[string]string, len(flat))
 		for i, p := range flat {
-			refs[i] = Ref{Name: strings.TrimSuffix(filepath.Base(p), ".csv"), Family: family, Paths: []string{p}}
+			name, _ := seriesName(filepath.Base(p))
+			if err := once(seen, name, p); err != nil {
+				return nil, err
+			}
+			refs[i] = Ref{Name: name, Family: family, Paths: []string{p}}
 		}
 		return refs, nil
 	}
@@ -364,15 +374,36 @@ func csvFiles(dir string) ([]string, error) {
 }
 
 // csvPaths is the paths of the *.csv files among dir's entries, in the
-// entries' order (ReadDir's: by name).
+// entries' order (ReadDir's: by name). The extension's case does not
+// matter: a.CSV, as some tools on Windows write it, is series a.
 func csvPaths(dir string, entries []os.DirEntry) []string {
 	var out []string
 	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".csv") {
+		if _, ok := seriesName(e.Name()); ok && !e.IsDir() {
 			out = append(out, filepath.Join(dir, e.Name()))
 		}
 	}
 	return out
+}
+
+// seriesName is the series a file holds: its name without the .csv
+// extension, in any case; false when the file is no CSV file.
+func seriesName(file string) (string, bool) {
+	ext := filepath.Ext(file)
+	if !strings.EqualFold(ext, ".csv") || len(file) == len(ext) {
+		return "", false
+	}
+	return strings.TrimSuffix(file, ext), true
+}
+
+// once records that series name is read from path, and refuses a second
+// file of the same series in one directory (a.csv and a.CSV).
+func once(seen map[string]string, name, path string) error {
+	if prev, ok := seen[name]; ok {
+		return fmt.Errorf("traces: %s and %s hold the same series %q: keep one", prev, path, name)
+	}
+	seen[name] = path
+	return nil
 }
 
 // LoadDir reads every series of a trace directory (see Scan), sorted by

@@ -174,6 +174,9 @@ func TestScanErrors(t *testing.T) {
 		{"one-row day", map[string]string{"d1/vm.csv": "ts,value\n100,1\n"}, "d1/vm.csv: series vm: 1 sample"},
 		// the subdirectory's series would be left out without a word
 		{"both layouts", map[string]string{"vm_a.csv": "ts,value\n100,1\n200,2\n", "d1/vm_b.csv": "ts,value\n100,1\n200,2\n"}, "holds series in both layouts, *.csv files and d1/*.csv"},
+		// the extension's case does not matter, so one series twice is refused
+		{"one series twice, flat", map[string]string{"vm.csv": "ts,value\n100,1\n200,2\n", "vm.CSV": "ts,value\n100,1\n200,2\n"}, `vm.csv hold the same series "vm"`},
+		{"one series twice, nested", map[string]string{"d1/vm.Csv": "ts,value\n100,1\n200,2\n", "d1/vm.csv": "ts,value\n300,1\n400,2\n"}, `d1/vm.csv hold the same series "vm"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -186,6 +189,35 @@ func TestScanErrors(t *testing.T) {
 	}
 	if _, err := Scan(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Fatal("a missing directory scanned")
+	}
+}
+
+// Files named *.CSV, as some tools on Windows write them, are series like
+// *.csv ones, in both layouts: they were left out without a word.
+func TestScanExtensionCase(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"flat", map[string]string{"a.CSV": "ts,value\n1,1\n2,2\n", "b.csv": "ts,value\n1,1\n2,2\n", "c.Csv": "ts,value\n1,1\n2,2\n", "d.csv.txt": "x", ".csv": "x"}, "a b c"},
+		{"nested", map[string]string{"d1/vm_a.CSV": "ts,value\n1,1\n2,2\n", "d2/vm_a.csv": "ts,value\n3,1\n4,2\n", "d2/vm_b.CSV": "ts,value\n3,1\n4,2\n"}, "vm_a vm_b"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, c.files)
+			all, err := LoadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range all {
+				got = append(got, s.Name)
+			}
+			if strings.Join(got, " ") != c.want {
+				t.Fatalf("series %v, want %s", got, c.want)
+			}
+		})
 	}
 }
 
