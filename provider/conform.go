@@ -199,6 +199,11 @@ func typedObject(a map[string]attr.Value, fields []field, p path.Path) (types.Ob
 			}
 		case !ok || v.IsNull():
 			v = nullOf(ts[f.name])
+		case v.IsUnknown():
+			// During validation a value not known yet may come untyped (a
+			// variable without a type, each.value, a module output) or of
+			// another type than the field's: it waits, typed as the field.
+			v = unknownOf(ts[f.name])
 		}
 		full[f.name] = v
 	}
@@ -222,6 +227,21 @@ func nullOf(t attr.Type) attr.Value {
 		return types.StringNull()
 	}
 	return types.NumberNull()
+}
+
+// unknownOf is the unknown value of t.
+func unknownOf(t attr.Type) attr.Value {
+	switch t := t.(type) {
+	case types.ObjectType:
+		return types.ObjectUnknown(t.AttrTypes)
+	case types.ListType:
+		return types.ListUnknown(t.ElemType)
+	case basetypes.DynamicType:
+		return types.DynamicUnknown()
+	case basetypes.StringType:
+		return types.StringUnknown()
+	}
+	return types.NumberUnknown()
 }
 
 // underlying is v without a dynamic wrapper (nil stays nil).

@@ -176,6 +176,13 @@ func TestContainerCountsValidateSettings(t *testing.T) {
 			m.FirstQuota = types.DynamicUnknown()
 			m.MinSamples, m.HoldBand = types.NumberUnknown(), types.NumberUnknown()
 		}, nil},
+		// An untyped variable, each.value or a module output is an unknown
+		// of no type during validation, and a string unknown may stand
+		// where a number goes: they wait too.
+		{"untyped unknown values wait", func(m *containerCountsModel) {
+			m.FirstQuota = obj(map[string]attr.Value{quotaMax: types.DynamicUnknown(), quotaRounding: types.DynamicUnknown()})
+			m.SecondQuota = obj(map[string]attr.Value{quotaMin: types.StringUnknown(), quotaPerBranch: types.DynamicUnknown()})
+		}, nil},
 	}
 	ds, ok := NewContainerCountsDataSource().(datasource.DataSourceWithValidateConfig)
 	if !ok {
@@ -1128,6 +1135,37 @@ func TestAccContainerCounts_unknownDuringPlan(t *testing.T) {
 			}}})
 		})
 	}
+}
+
+// TestAccContainerCounts_untypedQuotaValues: a quota attribute from a
+// variable without a type, or taken from a list at count.index (as one from
+// each.value), is unknown and untyped while OpenTofu validates; it waits,
+// and the plan decides with its value (it failed validation with "an
+// invalid attribute value was detected"). The test counts instead of
+// for_each because the test framework reads no for_each instance.
+func TestAccContainerCounts_untypedQuotaValues(t *testing.T) {
+	attrs, _, _ := baseAttrs(t)
+	attrs["count"] = "length(local.pools)"
+	attrs[attrFirstQuota] = "{ max = local.pools[count.index].max }"
+	attrs[attrSecondQuota] = "{ max = var.second_max, rounding = local.pools[count.index].rounding }"
+	extra := "variable \"second_max\" {\n  default = 2\n}\n" +
+		"locals {\n  pools = [{ max = 1, rounding = \"floor\" }, { max = 3, rounding = \"ceil\" }]\n}\n"
+	var checks []statecheck.StateCheck
+	for i, q := range []struct {
+		max      int
+		rounding string
+	}{{1, engine.RoundFloor}, {3, engine.RoundCeil}} {
+		want := mustDecide(t, &engine.Request{First: testFirst(t), Second: testSecond(t),
+			FirstQuota: &engine.QuotaSpec{Max: ptr(q.max)}, SecondQuota: &engine.QuotaSpec{Max: ptr(2), Rounding: ptr(q.rounding)}})
+		if want.First.Quota.Max != q.max || want.First.Containers > q.max || want.Second.Containers > 2 {
+			t.Fatalf("pool %d: the quotas do not bind as the test means: %+v", i, want.First.Quota)
+		}
+		checks = append(checks, decisionChecks(fmt.Sprintf("%s[%d]", countsAddr, i), want)...)
+	}
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+		Config:            countsConfig(attrs, extra),
+		ConfigStateChecks: checks,
+	}}})
 }
 
 // TestAccContainerCounts_golden runs every golden decision vector through

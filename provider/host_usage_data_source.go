@@ -376,6 +376,12 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		}
 		if i > 0 {
 			if err := sleepCtx(ctx, gap); err != nil {
+				if !errors.Is(err, context.DeadlineExceeded) {
+					resp.Diagnostics.AddError("Reading the host's usage was interrupted", fmt.Sprintf(
+						"activation_host_usage was interrupted waiting between samples, after %d reads, with %d of the %d distinct samples asked.",
+						i, window.Len(), samples))
+					return
+				}
 				resp.Diagnostics.AddError("Reading the host's usage timed out", fmt.Sprintf(
 					"activation_host_usage did not finish within its read timeout (timeouts.read, %s): it timed out waiting between samples, "+
 						"after %d reads, with %d of the %d distinct samples asked.", timeout, i, window.Len(), samples))

@@ -312,6 +312,25 @@ func TestHostUsageTimeoutNamesTheCall(t *testing.T) {
 	}
 }
 
+// TestHostUsageInterruptedBetweenSamples: an interrupt (OpenTofu cancels
+// the read's context on Ctrl-C) while waiting between samples is reported
+// as an interrupt, not as the read timeout it is not.
+func TestHostUsageInterruptedBetweenSamples(t *testing.T) {
+	f := newUsageFixture(t)
+	m := nullUsageModel()
+	m.NodeName, m.Job, m.Group = types.StringValue("host-a"), types.StringValue(usageJob), types.StringValue(usageFront)
+	m.Samples, m.SampleInterval = wholeValue(2), wholeValue(30)
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := time.AfterFunc(500*time.Millisecond, cancel)
+	defer stop.Stop()
+	defer cancel()
+	_, diags := readUsageWith(t, ctx, newNomadConnection(context.Background(), f.standInBlock(""), noEnv), m)
+	if !strings.Contains(diags, "Reading the host's usage was interrupted: activation_host_usage was interrupted waiting between samples, after 1 reads") ||
+		strings.Contains(diags, "timed out") {
+		t.Fatalf("diagnostics %q, want an interrupt between samples", diags)
+	}
+}
+
 // TestHostUsageSharedConnection: every read of a provider instance goes
 // through its one connection and reader, also when reads run in parallel
 // from a cold start, as OpenTofu runs them (go test -race).
