@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -143,6 +144,61 @@ func TestPlacement(t *testing.T) {
 		if pl.CPUMHz > 2000 || pl.MemoryMB > 1024 {
 			t.Fatalf("%s: reservation (%d, %d) above today's request", h.Role, pl.CPUMHz, pl.MemoryMB)
 		}
+	}
+}
+
+// With queued_replicas, the queued replicas in the count keep their own
+// demand: the reservation is for the workload's replicas in what the queued
+// ones leave, and fits counts both. The reservation was the free resources
+// over the whole count, so 4 x 2000 MHz + 10000 MHz queued on 14000 MHz free
+// was reported as fitting.
+func TestPlacementQueuedReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		queued              []Replica
+		quota               *QuotaSpec
+		containers, inQueue int
+		cpuMHz, memoryMB    int
+		fits                bool
+		summary             string
+	}{
+		{"the queued ones leave room", []Replica{{CPUMHz: 6000, MemoryMB: 4096}, {CPUMHz: 4000, MemoryMB: 1024}}, nil,
+			6, 2, 1000, 512, true, "reserving 1000 MHz, 512 MB (memory_max 600 MB) each for the workload's 4 (the 2 queued at their own demand) places all 6"},
+		{"the queued one alone does not fit", []Replica{{CPUMHz: 15000, MemoryMB: 1024}}, testsupport.Quota(6, 10, 1, RoundNearest),
+			6, 1, MinReservationCPUMHz, 512, false, "even the smallest reservation, 1 MHz, 512 MB each for the workload's 5 (the 1 queued at their own demand), does not place all 6"},
+		{"no queue in the count", []Replica{}, nil, 4, 0, 2000, 512, true, "reserving 2000 MHz, 512 MB (memory_max 600 MB) each places all 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testsupport.Flat(16000, 4, 200, 2000, 30)
+			o.MemoryCapacityMB, o.RequestedMemoryMB, o.ReplicaMemoryDemandMB = 32768, 4*512, 512
+			for i := range o.Samples {
+				o.Samples[i].MemoryMB = 4 * 600
+			}
+			o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = 2000, 4096
+			o.QueuedReplicas = tc.queued
+			d, err := Decide(HostInput{Observation: &o, Quota: tc.quota}, HostInput{Observation: &o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := d.First
+			pl := h.Placement
+			if h.Containers != tc.containers || pl.Queued != tc.inQueue || pl.CPUMHz != tc.cpuMHz || pl.MemoryMB != tc.memoryMB || pl.Fits != tc.fits {
+				t.Fatalf("%d containers, placement %+v; want %d containers, %d queued, %d MHz, %d MB, fits %v",
+					h.Containers, pl, tc.containers, tc.inQueue, tc.cpuMHz, tc.memoryMB, tc.fits)
+			}
+			if got := pl.Summary(h.Containers); !strings.Contains(got, tc.summary) {
+				t.Fatalf("summary %q does not say %q", got, tc.summary)
+			}
+			// What fits says holds: the workload's replicas at the
+			// reservation and the queued ones at their demand.
+			cpu, mem := float64((h.Containers-pl.Queued)*pl.CPUMHz), float64((h.Containers-pl.Queued)*pl.MemoryMB)
+			for _, r := range tc.queued[:pl.Queued] {
+				cpu, mem = cpu+r.CPUMHz, mem+r.MemoryMB
+			}
+			if fits := cpu <= pl.FreeCPUMHz && mem <= pl.FreeMemoryMB; fits != pl.Fits {
+				t.Fatalf("fits %v, but %v MHz and %v MB of %v and %v free", pl.Fits, cpu, mem, pl.FreeCPUMHz, pl.FreeMemoryMB)
+			}
+		})
 	}
 }
 

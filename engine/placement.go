@@ -24,19 +24,26 @@ type Placement struct {
 	// Placeable is how many replicas, in queue order, the scheduler can
 	// place at those reservations (queued replicas at their own demand).
 	Placeable int `json:"placeable"`
+	// Queued is how many of the decided count are QueuedReplicas entries
+	// (the first ones, after the running replicas): each keeps its own
+	// demand as its reservation. 0 without a queue.
+	Queued int `json:"queued,omitempty"`
 	// CPUMHz, MemoryMB and MemoryMaxMB are a per-replica reservation with
-	// which the scheduler places the decided count on the host: never more
-	// than today's reservation, and no more than the free resources
-	// divided by the count. MemoryMaxMB is the hard memory limit (Nomad's
-	// memory_max, for memory oversubscription): at least the replica's
-	// memory peak, so reserving less never caps real use.
+	// which the scheduler places the decided count on the host, for its
+	// replicas of the observed workload (the count less Queued): never
+	// more than today's reservation, and no more than the free resources
+	// left by the queued ones divided by those replicas. MemoryMaxMB is the
+	// hard memory limit (Nomad's memory_max, for memory oversubscription):
+	// at least the replica's memory peak, so reserving less never caps
+	// real use.
 	CPUMHz      int `json:"cpu_mhz"`
 	MemoryMB    int `json:"memory_mb"`
 	MemoryMaxMB int `json:"memory_max_mb"`
-	// Fits says whether the decided count at that reservation fits what is
-	// free (false only when the scheduler's minimum reservation per
-	// replica, MinReservationCPUMHz and MinReservationMemoryMB, is more
-	// than the free resources divided by the count).
+	// Fits says whether the decided count fits what is free, the
+	// workload's replicas at that reservation and the queued ones at their
+	// own demand (false when even the scheduler's minimum reservation per
+	// replica, MinReservationCPUMHz and MinReservationMemoryMB, does not
+	// fit, or the queued ones alone do not).
 	Fits bool `json:"fits"`
 }
 
@@ -57,10 +64,14 @@ func (pl *Placement) Summary(count int) string {
 	if count > pl.Placeable {
 		s += fmt.Sprintf("; %d of %d would stay queued", count-pl.Placeable, count)
 	}
+	each := "each"
+	if pl.Queued > 0 {
+		each = fmt.Sprintf("each for the workload's %d (the %d queued at their own demand)", count-pl.Queued, pl.Queued)
+	}
 	if pl.Fits {
-		s += fmt.Sprintf("; reserving %d MHz, %d MB (memory_max %d MB) each places all %d", pl.CPUMHz, pl.MemoryMB, pl.MemoryMaxMB, count)
+		s += fmt.Sprintf("; reserving %d MHz, %d MB (memory_max %d MB) %s places all %d", pl.CPUMHz, pl.MemoryMB, pl.MemoryMaxMB, each, count)
 	} else {
-		s += fmt.Sprintf("; even the smallest reservation (%d MHz, %d MB each) does not place all %d", pl.CPUMHz, pl.MemoryMB, count)
+		s += fmt.Sprintf("; even the smallest reservation, %d MHz, %d MB %s, does not place all %d", pl.CPUMHz, pl.MemoryMB, each, count)
 	}
 	return s
 }
@@ -78,12 +89,22 @@ func Placeable(o *Observation) int {
 // placement computes the Placement of count replicas on o's host.
 func placement(o *Observation, fw *featureWork, count int) Placement {
 	pl, memKnown := placeable(o)
+	// The queued replicas in the count keep their own demand; the
+	// reservation is for the workload's replicas, in what they leave.
+	var queuedCPU, queuedMem float64
+	if o.QueuedReplicas != nil {
+		pl.Queued = min(len(o.QueuedReplicas), max(0, count-o.RunningReplicas))
+		for _, r := range o.QueuedReplicas[:pl.Queued] {
+			queuedCPU, queuedMem = queuedCPU+r.CPUMHz, queuedMem+r.MemoryMB
+		}
+	}
+	own := count - pl.Queued
 	// A reservation that places count replicas.
 	cpu, memRes := pl.ReplicaCPUMHz, pl.ReplicaMemoryMB
-	if count > 0 {
-		cpu = math.Min(cpu, math.Floor(pl.FreeCPUMHz/float64(count)))
+	if own > 0 {
+		cpu = math.Min(cpu, math.Floor((pl.FreeCPUMHz-queuedCPU)/float64(own)))
 		if memKnown {
-			memRes = math.Min(memRes, math.Floor(pl.FreeMemoryMB/float64(count)))
+			memRes = math.Min(memRes, math.Floor((pl.FreeMemoryMB-queuedMem)/float64(own)))
 		}
 	}
 	pl.CPUMHz = max(MinReservationCPUMHz, int(math.Floor(cpu+1e-9)))
@@ -107,8 +128,9 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 		}
 	}
 	pl.MemoryMaxMB = max(pl.MemoryMB, int(math.Ceil(peak)))
-	cnt := float64(count)
-	pl.Fits = cnt*float64(pl.CPUMHz) <= pl.FreeCPUMHz*(1+1e-12) && (!memKnown || cnt*float64(pl.MemoryMB) <= pl.FreeMemoryMB*(1+1e-12))
+	n := float64(own)
+	pl.Fits = n*float64(pl.CPUMHz)+queuedCPU <= pl.FreeCPUMHz*(1+1e-12) &&
+		(!memKnown || n*float64(pl.MemoryMB)+queuedMem <= pl.FreeMemoryMB*(1+1e-12))
 	return pl
 }
 

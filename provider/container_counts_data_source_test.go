@@ -894,7 +894,7 @@ func decisionCheck(h *engine.HostDecision) knownvalue.Check {
 			plFreeMemoryMB: knownvalue.Float64Exact(pl.FreeMemoryMB), plReplicaCPUMHz: knownvalue.Float64Exact(pl.ReplicaCPUMHz),
 			plReplicaMemoryMB: knownvalue.Float64Exact(pl.ReplicaMemoryMB), plCPUMHz: knownvalue.Int64Exact(int64(pl.CPUMHz)),
 			plMemoryMB: knownvalue.Int64Exact(int64(pl.MemoryMB)), plMemoryMaxMB: knownvalue.Int64Exact(int64(pl.MemoryMaxMB)),
-			plFits: knownvalue.Bool(pl.Fits),
+			plFits: knownvalue.Bool(pl.Fits), plQueued: knownvalue.Int64Exact(int64(pl.Queued)),
 		}),
 		decBranchTotal: knownvalue.StringExact(h.BranchTotal),
 		decQuota: knownvalue.ObjectExact(map[string]knownvalue.Check{

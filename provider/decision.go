@@ -61,6 +61,7 @@ const (
 	plMemoryMB        = "memory_mb"
 	plMemoryMaxMB     = "memory_max_mb"
 	plFits            = "fits"
+	plQueued          = "queued"
 
 	holdBand = "band"
 	holdLow  = "low"
@@ -129,7 +130,8 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 		decPlacement: schema.SingleNestedAttribute{Computed: true,
 			MarkdownDescription: "How the count meets Nomad's placement, which admits a replica only while the reservations (requested resources) of " +
 				"everything on the host fit its allocatable resources. Render `cpu_mhz`, `memory_mb` and `memory_max_mb` as the task's " +
-				"`resources` with `count = containers` and Nomad can place every replica when `fits` is true (see the provider's documentation).",
+				"`resources` with `count = containers - queued` (`queued` is 0 without `queued_replicas`) and Nomad can place every replica " +
+				"when `fits` is true (see the provider's documentation).",
 			Attributes: map[string]schema.Attribute{
 				plPlaceable:       computedInt("How many replicas Nomad can place at today's reservations (`replica_cpu_mhz`, `replica_memory_mb`)."),
 				plFreeCPUMHz:      computedFloat("The host's CPU capacity less what other workloads reserve, MHz."),
@@ -142,10 +144,14 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 					"never above today's, never below Nomad's smallest, %d MB.", engine.MinReservationMemoryMB)),
 				plMemoryMaxMB: computedInt("Per-replica hard memory limit (Nomad's `memory_max`, MB): at least the replica's observed memory peak, " +
 					"so a smaller reservation never caps real use. Needs Nomad's memory oversubscription."),
-				plFits: computedBool(fmt.Sprintf("Whether the decided count at `cpu_mhz` and `memory_mb` each fits what the host has left "+
-					"(`free_cpu_mhz`, `free_memory_mb`), so that Nomad places every replica. False only when even Nomad's smallest reservation "+
-					"(%d MHz, %d MB per replica) times the count does not fit: Nomad then leaves replicas queued whatever the reservation, "+
-					"and a lower `max` in the quota (or more room on the host) is the remedy.", engine.MinReservationCPUMHz, engine.MinReservationMemoryMB)),
+				plFits: computedBool(fmt.Sprintf("Whether the decided count fits what the host has left (`free_cpu_mhz`, `free_memory_mb`), "+
+					"the workload's replicas at `cpu_mhz` and `memory_mb` each and the `queued` ones at their own demand, so that Nomad places "+
+					"every replica. False only when even Nomad's smallest reservation (%d MHz, %d MB per replica) does not fit: Nomad then "+
+					"leaves replicas queued whatever the reservation, and a lower `max` in the quota (or more room on the host) is the remedy.",
+					engine.MinReservationCPUMHz, engine.MinReservationMemoryMB)),
+				plQueued: computedInt("How many of the decided count are `queued_replicas` entries (the first ones): each keeps its own demand " +
+					"as its reservation, and `cpu_mhz`, `memory_mb` and `memory_max_mb` are for the others, the observed workload's replicas. " +
+					"0 without `queued_replicas`."),
 			}},
 		decHold: schema.SingleNestedAttribute{Computed: true,
 			MarkdownDescription: "With `hold_band`: the range of counts about as safe as `containers`, null without. A controller " +
@@ -214,6 +220,7 @@ type placementModel struct {
 	MemoryMB        int64   `tfsdk:"memory_mb"`
 	MemoryMaxMB     int64   `tfsdk:"memory_max_mb"`
 	Fits            bool    `tfsdk:"fits"`
+	Queued          int64   `tfsdk:"queued"`
 }
 
 type holdModel struct {
@@ -266,7 +273,7 @@ func decisionFromEngine(h *engine.HostDecision) *decisionModel {
 			Placeable: int64(h.Placement.Placeable), FreeCPUMHz: h.Placement.FreeCPUMHz, FreeMemoryMB: h.Placement.FreeMemoryMB,
 			ReplicaCPUMHz: h.Placement.ReplicaCPUMHz, ReplicaMemoryMB: h.Placement.ReplicaMemoryMB,
 			CPUMHz: int64(h.Placement.CPUMHz), MemoryMB: int64(h.Placement.MemoryMB), MemoryMaxMB: int64(h.Placement.MemoryMaxMB),
-			Fits: h.Placement.Fits,
+			Fits: h.Placement.Fits, Queued: int64(h.Placement.Queued),
 		},
 		BranchTotal: h.BranchTotal,
 		Quota:       quotaOutModel{Min: int64(h.Quota.Min), Max: int64(h.Quota.Max), PerBranch: h.Quota.PerBranch, Rounding: h.Quota.Rounding},
