@@ -17,9 +17,16 @@ import (
 // reserved by others, every other group's claimed replicas that the
 // node's allocation list behind the reading does not show.
 const (
-	// claimMaxAge drops a claim that no listing has shown placed (the
-	// replicas queued, or the node is no longer read).
+	// claimMaxAge ends a claim's count when no listing has shown it placed
+	// (the replicas queued, the action not carried out, or the node is no
+	// longer read).
 	claimMaxAge = 2 * time.Minute
+	// claimMemory is how long an ended claim is kept, counting nothing, so
+	// that the group's next evaluation still learns whether it was carried
+	// out: a dry-run policy evaluates again only after its cooldown (the
+	// agent's default is 5 minutes), and without the ended claim each of its
+	// scale-ups would count anew for claimMaxAge.
+	claimMemory = 30 * time.Minute
 	// maxClaims bounds the claims remembered; past it the oldest go.
 	maxClaims = 4096
 )
@@ -93,7 +100,9 @@ func (l *claimLedger) add(k claimKey, current, target int, cpu, mem float64, at 
 	c := &claim{target: target, from: current, replicas: target - current, cpu: cpu, mem: mem, at: at}
 	if old := l.claims[k]; old != nil {
 		c.missed = old.missed
-		c.replicas += old.replicas
+		if at.Sub(old.at) < claimMaxAge {
+			c.replicas += old.replicas
+		}
 		if !old.missed {
 			c.from = min(old.from, current)
 		}
@@ -117,7 +126,8 @@ func (l *claimLedger) dropOldest() {
 // others sums the claimed replicas on k's node of every group but k's that
 // the node listing behind a reading (shown: each group's allocations
 // there) does not show placed, at what each reserves. A claim the listing
-// shows placed, or older than claimMaxAge, is forgotten.
+// shows placed, or older than claimMemory, is forgotten; one older than
+// claimMaxAge counts nothing.
 func (l *claimLedger) others(k claimKey, shown []nomadusage.GroupOnNode, now time.Time) (replicas int, cpu, mem float64) {
 	allocs := make(map[claimKey]int, len(shown))
 	for _, g := range shown {
@@ -126,9 +136,12 @@ func (l *claimLedger) others(k claimKey, shown []nomadusage.GroupOnNode, now tim
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for ck, c := range l.claims {
-		if now.Sub(c.at) >= claimMaxAge {
+		switch age := now.Sub(c.at); {
+		case age >= claimMemory:
 			delete(l.claims, ck)
 			continue
+		case age >= claimMaxAge:
+			c.replicas = 0 // kept for settle: was it carried out?
 		}
 		if ck.node != k.node {
 			continue

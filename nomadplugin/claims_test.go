@@ -118,3 +118,42 @@ func TestClaimLedgerScaledDownSince(t *testing.T) {
 		t.Fatalf("another group sees %d claimed replicas, want 3 (5 asked for, 2 listed)", n)
 	}
 }
+
+// A dry-run policy evaluates again only after its cooldown, longer than a
+// claim counts: its next evaluation still learns that the claim was not
+// carried out, and its next scale-up claims nothing. Each of its scale-ups
+// counted anew for claimMaxAge (the claim, and what it had learnt, was
+// gone). A claim carried out but still not listed after claimMaxAge (its
+// replicas queued) counts nothing either, and does not carry its replicas
+// into the group's next claim.
+func TestClaimLedgerDryRunAfterCooldown(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	web, api := newClaimKey("n1", "default", "web", "app"), newClaimKey("n1", "default", "api", "app")
+	listing := []nomadusage.GroupOnNode{{Namespace: "default", Job: "web", Group: "app", Allocations: 2}}
+	var l claimLedger
+	count := func(when string, want int, at time.Time) {
+		t.Helper()
+		if n, _, _ := l.others(api, listing, at); n != want {
+			t.Fatalf("%s: another group sees %d claimed replicas, want %d", when, n, want)
+		}
+	}
+	cooldown := 5 * time.Minute
+	l.add(web, 2, 8, 2000, 128, t0)
+	count("after the dry run's first claim", 6, t0.Add(time.Minute))
+	count("past claimMaxAge", 0, t0.Add(claimMaxAge+time.Second))
+	l.settle(web, 2) // after the cooldown: still at 2
+	l.add(web, 2, 8, 2000, 128, t0.Add(cooldown))
+	count("after the dry run's second claim", 0, t0.Add(cooldown+time.Second))
+
+	// Carried out, but its replicas stay queued past claimMaxAge.
+	l.settle(web, 8)
+	l.add(web, 8, 9, 2000, 128, t0.Add(cooldown+2*time.Second))
+	count("after a carried-out claim", 7, t0.Add(cooldown+3*time.Second)) // 6 + 1 new, 2 listed of 9
+	l.settle(web, 9)
+	l.add(web, 9, 10, 2000, 128, t0.Add(cooldown+claimMaxAge+3*time.Second))
+	count("after a claim following one that ended", 1, t0.Add(cooldown+claimMaxAge+4*time.Second))
+	count("long after", 0, t0.Add(cooldown+claimMaxAge+claimMemory+4*time.Second))
+	if len(l.claims) != 0 {
+		t.Fatalf("%d claims kept past claimMemory", len(l.claims))
+	}
+}

@@ -12,6 +12,18 @@ job "web" {
   type      = "service"
   node_pool = "all"
 
+  # Every count change starts a deployment (Nomad's default update strategy
+  # when a job has none), and host-quota waits for it before the next
+  # evaluation: keep it short. A count Nomad cannot place in full keeps its
+  # deployment running until progress_deadline (10m by default).
+  update {
+    max_parallel      = 1
+    min_healthy_time  = "5s"
+    healthy_deadline  = "1m"
+    progress_deadline = "2m"
+    auto_revert       = false
+  }
+
   group "front" {
     count = 2
 
