@@ -164,6 +164,7 @@ func act(a *sdk.ScalingAction, c *strategyConfig, plans []hostPlan, count int64)
 	a.Meta[MetaPlacement] = c.placement
 	if job := c.job(); job != "" {
 		a.Meta[MetaJob] = job
+		a.Meta[MetaNamespace] = namespaceName(c.readHosts()[0].query.Namespace)
 	}
 	for _, h := range c.readHosts() {
 		if h.query.Group != "" {

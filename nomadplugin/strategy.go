@@ -61,6 +61,10 @@ const (
 	// MetaJob is the job the check decided for; the host-quota target
 	// refuses an action decided for another job.
 	MetaJob = "activation.job"
+	// MetaNamespace is that job's namespace (Nomad's "default" when the
+	// check names none); the host-quota target refuses an action decided
+	// for a job of another namespace.
+	MetaNamespace = "activation.namespace"
 	// MetaPlacement is the check's placement mode ("cap" or "report").
 	MetaPlacement = "activation.placement"
 	// MetaRequestDigest is set only when the plugin logs at trace level:

@@ -578,8 +578,8 @@ func TestPerHostReadsItsHost(t *testing.T) {
 			}
 			// The job and the group decided for, which the target checks.
 			group := map[string]string{RoleFirst: "front", RoleSecond: "back"}
-			if a.Meta[MetaJob] != "web" || a.Meta[HostMeta(role, MetaGroup)] != group[role] || a.Meta[HostMeta(other, MetaGroup)] != nil {
-				t.Errorf("meta job %v, %s group %v, %s group %v; want web, %s, none", a.Meta[MetaJob], role, a.Meta[HostMeta(role, MetaGroup)],
+			if a.Meta[MetaJob] != "web" || a.Meta[MetaNamespace] != "default" || a.Meta[HostMeta(role, MetaGroup)] != group[role] || a.Meta[HostMeta(other, MetaGroup)] != nil {
+				t.Errorf("meta job %v in %v, %s group %v, %s group %v; want web in default, %s, none", a.Meta[MetaJob], a.Meta[MetaNamespace], role, a.Meta[HostMeta(role, MetaGroup)],
 					other, a.Meta[HostMeta(other, MetaGroup)], group[role])
 			}
 			// A negative usage sample: the error names the role's host.

@@ -341,6 +341,10 @@ func (c *targetConfig) checkTarget(meta map[string]any) error {
 		return fmt.Errorf("%s: the action was decided for job %q (the strategy's %s), and the target writes job %q: set both to the same job; no group was changed",
 			TargetName, job, KeyJob, c.job)
 	}
+	if ns, _ := meta[MetaNamespace].(string); ns != "" && ns != namespaceName(c.namespace) {
+		return fmt.Errorf("%s: the action was decided for job %q in namespace %q (the strategy's %s), and the target writes it in namespace %q (%s): "+
+			"set both to the job's namespace; no group was changed", TargetName, c.job, ns, KeyNamespace, namespaceName(c.namespace), TargetKeyNamespace)
+	}
 	roles := []string{RoleFirst, RoleSecond}
 	keys := []string{TargetKeyFirstGroup, TargetKeySecondGroup}
 	if c.single {
@@ -354,6 +358,14 @@ func (c *targetConfig) checkTarget(meta map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// namespaceName is ns as Nomad names it: "" is its default namespace.
+func namespaceName(ns string) string {
+	if ns == "" {
+		return api.DefaultNamespace
+	}
+	return ns
 }
 
 // activeDeployment reports whether d is a deployment of this incarnation
