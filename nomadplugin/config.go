@@ -137,7 +137,7 @@ const StepNone = "none"
 // Defaults.
 const (
 	DefaultWindow       = 60
-	DefaultMaxAge       = 5 * time.Minute
+	DefaultMaxAge       = 15 * time.Minute
 	DefaultWarmup       = 2 * time.Minute
 	DefaultMaxScaleUp   = "100%"
 	DefaultMaxScaleDown = "50%"
