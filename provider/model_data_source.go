@@ -91,7 +91,7 @@ func (d *modelDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			"configuration can pin a model's digest (for example with a `precondition`) or show what it reads.",
 		Attributes: map[string]schema.Attribute{
 			attrSource: schema.StringAttribute{Required: true,
-				MarkdownDescription: "Model source: `builtin:<name>` (`" + engine.DefaultFirstModel + "`, `" + engine.DefaultSecondModel + "`) or the path of a model file.",
+				MarkdownDescription: "Model source: `builtin:<name>` (`" + engine.DefaultFirstModel + "`, `" + engine.DefaultSecondModel + "`) or the path of a model file (a relative path is read from the directory OpenTofu runs in, the root module's: in a child module write `${path.module}/...`).",
 				Validators:          modelSourceValidators()},
 			attrName:        schema.StringAttribute{Computed: true, MarkdownDescription: "The model's name."},
 			attrDescription: schema.StringAttribute{Computed: true, MarkdownDescription: "The model's description (empty when it has none)."},

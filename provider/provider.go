@@ -123,14 +123,14 @@ func (p *activationProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			attrDefaultFirstModel: schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "Model source for the first host (admission processor) when a data source names none: " +
-					"`builtin:<name>` or the path of a model file. Defaults to `" + engine.DefaultFirstModel + "`. A value known only " +
+					"`builtin:<name>` or the path of a model file (a relative path is read from the directory OpenTofu runs in, the root module's: in a child module write `${path.module}/...`). Defaults to `" + engine.DefaultFirstModel + "`. A value known only " +
 					"after apply is an error for the data sources that use it, not for the others.",
 				Validators: modelSourceValidators(),
 			},
 			attrDefaultSecondModel: schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "Model source for the second host (capacity processor) when a data source names none: " +
-					"`builtin:<name>` or the path of a model file. Defaults to `" + engine.DefaultSecondModel + "`. A value known only " +
+					"`builtin:<name>` or the path of a model file (a relative path is read from the directory OpenTofu runs in, the root module's: in a child module write `${path.module}/...`). Defaults to `" + engine.DefaultSecondModel + "`. A value known only " +
 					"after apply is an error for the data sources that use it, not for the others.",
 				Validators: modelSourceValidators(),
 			},
