@@ -96,7 +96,9 @@ func (modelSource) ValidateString(_ context.Context, req validator.StringRequest
 }
 
 func modelSourceValidators() []validator.String {
-	return []validator.String{stringvalidator.LengthBetween(1, 4096), modelSource{}}
+	// modelSource says what an empty value is; the length check only
+	// bounds a long one (LengthBetween(1, ...) would report "" twice).
+	return []validator.String{stringvalidator.LengthAtMost(4096), modelSource{}}
 }
 
 // urlString accepts an http, https or unix URL with a host (or a socket
