@@ -352,6 +352,33 @@ func TestAdmissionAdmittedStaysAdmitted(t *testing.T) {
 	}
 }
 
+// By memory too, a new replica of the workload counts at no less than what
+// a running one peaks at: replicas that request 1,000 MB and peak at
+// 3,000 MB were admitted at 1,000 MB each, 25 of them on a 32,768 MB host,
+// and the count fed back flapped (25, 9, 11, 9, ...) between counts whose
+// peaks did not fit.
+func TestAdmissionMemoryFloorIsThePeak(t *testing.T) {
+	const capMB, peakMB = 32768.0, 3000.0
+	obs := func(running int) Observation {
+		o := Observation{CPUCapacityMHz: 64000, MemoryCapacityMB: capMB, RunningReplicas: running,
+			RequestedCPUMHz: float64(running) * 100, RequestedMemoryMB: float64(running) * 1000,
+			ReplicaCPUDemandMHz: 100, ReplicaMemoryDemandMB: 1000, WantedReplicas: 40}
+		for i := range 30 {
+			o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: float64(running) * 50, MemoryMB: float64(running) * peakMB * (0.95 + 0.05*float64(i%2))})
+		}
+		return o
+	}
+	fit := int(math.Floor(capMB * 0.9 / peakMB)) // 9: within the 10% headroom
+	running := 2
+	for step := range 4 {
+		got := admitted(t, obs(running)).Amount
+		if got != fit {
+			t.Fatalf("step %d: %d running admit %d, want %d (%d x %.0f MB peak within 90%% of %.0f MB)", step, running, got, fit, fit, peakMB, capMB)
+		}
+		running = got
+	}
+}
+
 // The floor is the workload's own: new replicas offered by
 // wanted_replicas (or every slot) are replicas of the observed workload and
 // count at no less than a running one's estimate, while queued_replicas

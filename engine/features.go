@@ -471,7 +471,15 @@ func (fw *featureWork) fillSlots(o *Observation, k int) {
 			r := o.QueuedReplicas[q]
 			cpu[i], mem[i], run[i], own[i] = capShare(r.CPUMHz/capCPU), memShare(r.MemoryMB), 0, 0
 		case i < wanted:
-			cpu[i], mem[i], run[i], own[i] = capShare(o.ReplicaCPUDemandMHz/capCPU), memShare(o.ReplicaMemoryDemandMB), 0, 1
+			// A new replica of the workload itself needs, by memory, at
+			// least what a running one peaks at (fw.memShare; 0 when
+			// memory is not judged): admitted at a smaller demand, it
+			// would be refused once it runs, and the count would flap.
+			m := memShare(o.ReplicaMemoryDemandMB)
+			if o.RunningReplicas > 0 {
+				m = max(m, fw.memShare)
+			}
+			cpu[i], mem[i], run[i], own[i] = capShare(o.ReplicaCPUDemandMHz/capCPU), m, 0, 1
 		default:
 			cpu[i], mem[i], run[i], own[i] = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 			continue
