@@ -405,8 +405,8 @@ func (rd *Reading) fromJob(job *api.Job, group *api.TaskGroup, ns string, coreMH
 
 // runningOn is the group's running allocations on the node, from the job's
 // allocation list: running and meant to run (one Nomad is stopping runs on
-// through its shutdown_delay and kill_timeout, gets no traffic, and the
-// scheduler counts it as gone).
+// through its shutdown_delay and kill_timeout and gets no traffic: no
+// replica, though its reservation holds until it stops; see reserves).
 func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api.AllocationListStub {
 	var out []*api.AllocationListStub
 	for _, a := range stubs {
@@ -644,14 +644,25 @@ func startedAt(a *api.AllocationListStub) time.Time {
 
 // running says whether an allocation runs and is meant to: a replica.
 func running(clientStatus, desiredStatus string) bool {
-	return clientStatus == api.AllocClientStatusRunning && (desiredStatus == "" || desiredStatus == api.AllocDesiredStatusRun)
+	return clientStatus == api.AllocClientStatusRunning && meantToRun(desiredStatus)
 }
 
 // reserves says whether an allocation holds its reservation on its node:
-// placed (pending or running) and meant to run.
-func reserves(clientStatus, desiredStatus string) bool {
-	return (clientStatus == api.AllocClientStatusPending || clientStatus == api.AllocClientStatusRunning) &&
-		(desiredStatus == "" || desiredStatus == api.AllocDesiredStatusRun)
+// until its client reports it terminal (complete, failed or lost), whatever
+// its desired status, as Nomad's scheduler counts it (a stopping one runs
+// on through its shutdown_delay and kill_timeout, and nothing is placed in
+// its room meanwhile).
+func reserves(clientStatus string) bool {
+	switch clientStatus {
+	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
+		return false
+	}
+	return true
+}
+
+// meantToRun says whether an allocation's desired status is to run.
+func meantToRun(desiredStatus string) bool {
+	return desiredStatus == "" || desiredStatus == api.AllocDesiredStatusRun
 }
 
 // allocKey names the allocations a reading covers: those of group in job
@@ -666,11 +677,13 @@ type nodeReserves struct {
 }
 
 // groupReserve is what the reserving allocations of one group (its key's
-// namespace as Nomad gives it) reserve on a node, and how many they are.
+// namespace as Nomad gives it) reserve on a node: those meant to run, and
+// how many they are, and those being stopped.
 type groupReserve struct {
-	key      allocKey
-	cpu, mem float64
-	allocs   int
+	key              allocKey
+	cpu, mem         float64
+	allocs           int
+	stopCPU, stopMem float64
 }
 
 // shown is every group's reserving allocations on the node.
@@ -686,9 +699,12 @@ func (e *nodeReserves) shown() []GroupOnNode {
 	return out
 }
 
-// others is what every group but k's reserves.
+// others is what every group but k's reserves, and k's allocations being
+// stopped (not its replicas any more, but their room is not free yet).
 func (e *nodeReserves) others(k allocKey) (cpu, mem float64) {
 	for _, g := range e.groups {
+		cpu += g.stopCPU
+		mem += g.stopMem
 		if g.key.job == k.job && g.key.group == k.group && sameNamespace(g.key.ns, k.ns) {
 			continue
 		}
@@ -758,7 +774,7 @@ func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves,
 	at := map[allocKey]int{} // index in e.groups
 	e := &nodeReserves{at: ev.now}
 	for _, a := range allocs {
-		if !reserves(a.ClientStatus, a.DesiredStatus) {
+		if !reserves(a.ClientStatus) {
 			continue
 		}
 		k := allocKey{ns: a.Namespace, job: a.JobID, group: a.TaskGroup}
@@ -769,9 +785,14 @@ func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves,
 			e.groups = append(e.groups, groupReserve{key: k})
 		}
 		c, m := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources
-		e.groups[i].cpu += c
-		e.groups[i].mem += m
-		e.groups[i].allocs++
+		if meantToRun(a.DesiredStatus) {
+			e.groups[i].cpu += c
+			e.groups[i].mem += m
+			e.groups[i].allocs++
+		} else {
+			e.groups[i].stopCPU += c
+			e.groups[i].stopMem += m
+		}
 	}
 	slices.SortFunc(e.groups, func(x, y groupReserve) int {
 		return cmp.Or(cmp.Compare(x.key.ns, y.key.ns), cmp.Compare(x.key.job, y.key.job), cmp.Compare(x.key.group, y.key.group))

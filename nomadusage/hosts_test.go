@@ -492,7 +492,9 @@ func TestReadHostsNoStatsYet(t *testing.T) {
 // TestReadHostsStopping: an allocation Nomad is stopping (desired status
 // stop) that runs on through its shutdown_delay is not a replica: neither
 // its request nor its usage (it gets no traffic) is the group's, in the
-// job mode and the whole-node mode alike.
+// job mode and the whole-node mode alike. Its reservation holds until it
+// stops (Nomad places nothing in its room), so it is reserved by others:
+// both modes left it out, and counted its room as free.
 func TestReadHostsStopping(t *testing.T) {
 	p := newPair(t, 4)
 	if realEnv["NOMAD_ADDR"] != "" {
@@ -511,13 +513,16 @@ func TestReadHostsStopping(t *testing.T) {
 	if o.RunningReplicas != 3 || o.RequestedCPUMHz != 1500 || !near(o.Samples[0].CPUMHz, 300) || rs[0].StatsAsked != 3 {
 		t.Errorf("job mode: running %d, requested %v MHz, sample %v MHz, %d stats asked; want 3, 1500, 300 (3 x 100), 3", o.RunningReplicas, o.RequestedCPUMHz, o.Samples[0].CPUMHz, rs[0].StatsAsked)
 	}
+	if o.OtherReservedCPUMHz != 3000+500 {
+		t.Errorf("job mode: others reserve %v MHz; want 3500 (the other job's 3000 and the stopping allocation's 500)", o.OtherReservedCPUMHz)
+	}
 	// The whole node: the other job's allocation and the three replicas.
 	whole, err := rd.Read(context.Background(), Query{Host: HostSelector{NodeID: p.nodeA}, ReplicaCPUDemandMHz: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := whole.Observation; o.RunningReplicas != 4 || o.RequestedCPUMHz != 3*500+3000 {
-		t.Errorf("whole node: running %d, requested %v MHz; want 4 and 4500", o.RunningReplicas, o.RequestedCPUMHz)
+	if o := whole.Observation; o.RunningReplicas != 4 || o.RequestedCPUMHz != 3*500+3000 || o.OtherReservedCPUMHz != 500 {
+		t.Errorf("whole node: running %d, requested %v MHz, others %v MHz; want 4, 4500 and the stopping allocation's 500", o.RunningReplicas, o.RequestedCPUMHz, o.OtherReservedCPUMHz)
 	}
 }
 

@@ -149,7 +149,8 @@ func (r *Reader) newReading(n *node, q *Query, at time.Time) (*Reading, error) {
 // readNodeUsage is the whole-node mode: one sample of the node's client
 // stats (CPUTicksConsumed, Memory.Used), none with q.NoStats; requests and
 // replicas over every running allocation on the node; what pending ones
-// reserve (placed, not running yet) is reserved by others.
+// (placed, not running yet) and stopping ones (still running through their
+// shutdown_delay) reserve is reserved by others.
 func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading, error) {
 	rd, err := r.newReading(n, q, r.now())
 	if err != nil {
@@ -168,7 +169,7 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 			o.RequestedCPUMHz += cpu
 			o.RequestedMemoryMB += mem
 			o.RunningReplicas++
-		case reserves(a.ClientStatus, a.DesiredStatus):
+		case reserves(a.ClientStatus): // placed, not running yet, or being stopped
 			o.OtherReservedCPUMHz += cpu
 			o.OtherReservedMemoryMB += mem
 		}

@@ -488,8 +488,9 @@ func TestStatsInterval(t *testing.T) {
 }
 
 // An allocation held in its shutdown_delay: listed as running with desired
-// status stop, its stats still answer, the group's count drops by one and
-// the node's reservation is released (a replica of 7000 MHz now fits).
+// status stop, its stats still answer, the group's count drops by one, and
+// it keeps its room on the node until it stops, as Nomad's scheduler counts
+// it (a replica of 7000 MHz does not fit beside it; 6500 MHz does).
 func TestAllocStopping(t *testing.T) {
 	f := newFixture(t)
 	ids := f.s.AllocIDs("", f.job, f.g1)
@@ -522,11 +523,18 @@ func TestAllocStopping(t *testing.T) {
 	if err != nil || gs.Count != 1 || gs.Running != 1 {
 		t.Fatalf("group %+v, %v: want count 1, 1 running", gs, err)
 	}
-	// host-a: 7500 MHz allocatable, 500 reserved by the one replica left.
+	// host-a: 7500 MHz allocatable, 500 reserved by the one replica left
+	// and 500 by the stopping one.
 	if err := f.s.AddJob(JobSpec{ID: "big", Groups: []GroupSpec{{Name: "g", Count: 1, CPUMHz: 7000, MemoryMB: 64, NodeID: f.first}}}); err != nil {
 		t.Fatal(err)
 	}
-	if q := f.s.Queued("", "big", "g"); q != 0 {
-		t.Errorf("7000 MHz queued on a node with 7000 free: the stopping allocation still reserves")
+	if q := f.s.Queued("", "big", "g"); q != 1 {
+		t.Errorf("7000 MHz placed beside a stopping allocation's 500 and a replica's 500 on 7500: %d queued, want 1", q)
+	}
+	if err := f.s.AddJob(JobSpec{ID: "fits", Groups: []GroupSpec{{Name: "g", Count: 1, CPUMHz: 6500, MemoryMB: 64, NodeID: f.first}}}); err != nil {
+		t.Fatal(err)
+	}
+	if q := f.s.Queued("", "fits", "g"); q != 0 {
+		t.Errorf("6500 MHz queued on a node with 6500 free")
 	}
 }

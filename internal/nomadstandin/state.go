@@ -900,10 +900,11 @@ func (s *Server) SetGroupCount(namespace, jobID, groupName string, count int) er
 // SetAllocStopping scales the allocation's group down by one by stopping
 // this allocation, which keeps running, as a task in its shutdown_delay
 // (or kill_timeout) does: its desired status is stop, its client status
-// stays running (its stats still answer), and the scheduler no longer
-// counts it (the node's reservation is released, the group's count and
-// running allocations drop by one). It stays so: the stand-in does not
-// end it.
+// stays running (its stats still answer), the group's count and running
+// allocations drop by one, and it keeps its room on the node: Nomad's
+// scheduler counts every allocation its client has not reported terminal
+// (scheduler/feasible/context.go, ProposedAllocs). It stays so: the
+// stand-in does not end it.
 func (s *Server) SetAllocStopping(allocID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -926,10 +927,6 @@ func (s *Server) SetAllocStopping(allocID string) error {
 	idx := s.bump()
 	a.desiredStatus, a.desiredDesc = api.AllocDesiredStatusStop, "alloc not needed due to job update"
 	a.modifyIndex, a.modifyTime = idx, time.Now().UnixNano()
-	if n, ok := s.nodes[a.nodeID]; ok {
-		n.usedCPU -= int64(a.cpuReq)
-		n.usedMem -= int64(a.memReq)
-	}
 	j.allocIndex, s.allocsIndex = idx, idx
 	return nil
 }
