@@ -372,7 +372,7 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 			results[i] = read[j]
 		}
 	}
-	return rd, ev.sample(rd, n, mine, results, stats, group, groupCPU, groupMem)
+	return rd, ev.sample(rd, n, mine, results, stats, group, groupCPU, groupMem, listed)
 }
 
 // fromJob fills the reading's job facts (namespace, group, JobModifyIndex,
@@ -564,7 +564,14 @@ func (t *tally) add(r *statsResult, young, stats, zeroTicksWarm bool) {
 
 // sample fills the reading's replicas, requests, warming replicas and
 // usage sample from the stats results (see ReadHosts).
-func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, group *api.TaskGroup, groupCPU, groupMem float64) error {
+//
+// A replica's request is its own reservation, from the node's listing
+// (the job's allocation list carries no resources): during a rolling
+// update, or after a deployment that failed without reverting, replicas of
+// an older job version hold their version's resources. A replica placed
+// after the listing was read counts at the job's request, as will every
+// new one.
+func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, group *api.TaskGroup, groupCPU, groupMem float64, listed *nodeReserves) error {
 	o := &rd.Observation
 	var t tally
 	for i, a := range allocs {
@@ -572,9 +579,12 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 			continue
 		}
 		t.running++
-		cpu, mem := groupCPU, groupMem // stubs without resources: the group's request
-		if a.AllocatedResources != nil {
+		cpu, mem := groupCPU, groupMem // not in the listing: the job's request
+		switch r, ok := listed.byAlloc[a.ID]; {
+		case a.AllocatedResources != nil:
 			cpu, mem = requested(a.AllocatedResources, nil, group)
+		case ok:
+			cpu, mem = r.cpu, r.mem
 		}
 		o.RequestedCPUMHz += cpu
 		o.RequestedMemoryMB += mem
@@ -674,7 +684,14 @@ type allocKey struct{ ns, job, group string }
 type nodeReserves struct {
 	at     time.Time
 	groups []groupReserve // sorted by key, so that sums are in one order
+	// byAlloc is what each reserving allocation reserves, by ID: its own
+	// resources (those of its job version), which the job's allocation
+	// list does not carry.
+	byAlloc map[string]reservation
 }
+
+// reservation is one allocation's CPU (MHz) and memory (MB) reservation.
+type reservation struct{ cpu, mem float64 }
 
 // groupReserve is what the reserving allocations of one group (its key's
 // namespace as Nomad gives it) reserve on a node: those meant to run, and
@@ -772,7 +789,7 @@ func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves,
 		return nil, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, err)
 	}
 	at := map[allocKey]int{} // index in e.groups
-	e := &nodeReserves{at: ev.now}
+	e := &nodeReserves{at: ev.now, byAlloc: make(map[string]reservation, len(allocs))}
 	for _, a := range allocs {
 		if !reserves(a.ClientStatus) {
 			continue
@@ -785,6 +802,7 @@ func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves,
 			e.groups = append(e.groups, groupReserve{key: k})
 		}
 		c, m := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources
+		e.byAlloc[a.ID] = reservation{c, m}
 		if meantToRun(a.DesiredStatus) {
 			e.groups[i].cpu += c
 			e.groups[i].mem += m

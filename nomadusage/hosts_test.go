@@ -526,6 +526,63 @@ func TestReadHostsStopping(t *testing.T) {
 	}
 }
 
+// TestReadHostsRequestsOfOlderVersion: during a rolling update (or after a
+// deployment that failed without reverting) the job answers its newest
+// version while the running replicas hold their own version's resources.
+// The group's request is the replicas' own, from the node's listing; it was
+// the newest version's times the replicas. A new replica's demand is the
+// newest version's. A proxy raises the job's request to 1000 MHz; the
+// allocations hold 500.
+func TestReadHostsRequestsOfOlderVersion(t *testing.T) {
+	p := newPair(t, 4)
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Skip("stand-in only: a proxy rewrites the job's answer")
+	}
+	u, err := url.Parse(p.s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if r.Request.URL.Path != "/v1/job/"+jobID {
+			return nil
+		}
+		var j api.Job
+		if err := json.NewDecoder(r.Body).Decode(&j); err != nil {
+			return err
+		}
+		for _, g := range j.TaskGroups {
+			if *g.Name == groupA {
+				for _, tk := range g.Tasks {
+					tk.Resources.CPU = new(1000)
+				}
+			}
+		}
+		b, err := json.Marshal(&j)
+		if err != nil {
+			return err
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		r.Header.Del("Content-Length")
+		r.Header.Del("Content-Encoding")
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	defer srv.Close()
+	c, err := api.NewClient(&api.Config{Address: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rs[0].Observation; o.RunningReplicas != 4 || o.RequestedCPUMHz != 4*500 || o.ReplicaCPUDemandMHz != 1000 {
+		t.Errorf("running %d, requested %v MHz, demand %v MHz; want 4, 2000 (the replicas' own 500 each) and the newest version's 1000",
+			o.RunningReplicas, o.RequestedCPUMHz, o.ReplicaCPUDemandMHz)
+	}
+}
+
 // TestReadHostsBadInput: bad queries and options are refused before any
 // request.
 func TestReadHostsBadInput(t *testing.T) {
