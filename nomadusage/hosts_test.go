@@ -583,6 +583,32 @@ func TestReadHostsRequestsOfOlderVersion(t *testing.T) {
 	}
 }
 
+// TestReaderNamedNodeReplaced: a node named by the selector goes down and a
+// new one takes its name; the next read, within ResolveTTL of the cached
+// resolution, reads the new one (it read the down node until the cache
+// entry aged out).
+func TestReaderNamedNodeReplaced(t *testing.T) {
+	p := newPair(t, 1)
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Skip("stand-in only: replaces a node")
+	}
+	rd := &Reader{Client: p.client}
+	q := Query{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 1}
+	first, err := rd.Read(context.Background(), q)
+	if err != nil || first.NodeID != p.nodeA {
+		t.Fatalf("first read: node %v, %v; want %s", first, err, p.nodeA)
+	}
+	must(t, p.s.SetNodeStatus(p.nodeA, api.NodeStatusDown))
+	id, err := p.s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 8000, MemoryMB: 16384})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := rd.Read(context.Background(), q)
+	if err != nil || again.NodeID != id {
+		t.Fatalf("after the replacement: %v, %v; want the new host-a %s", again, err, id)
+	}
+}
+
 // TestReadHostsBadInput: bad queries and options are refused before any
 // request.
 func TestReadHostsBadInput(t *testing.T) {

@@ -69,7 +69,10 @@ func (r *Reader) node(ctx context.Context, sel HostSelector) (*node, error) {
 		if r.now().Sub(rn.at) < ResolveTTL {
 			n, _, err := r.Client.Nodes().Info(rn.id, (&api.QueryOptions{}).WithContext(ctx))
 			switch {
-			case err == nil && sel.matches(n.Name, n.NodePool, n.NodeClass, n.Datacenter):
+			case err == nil && sel.matches(n.Name, n.NodePool, n.NodeClass, n.Datacenter) && (sel.Name == "" || n.Status != api.NodeStatusDown):
+				// A named node that went down may have been replaced under
+				// its name: the listing below finds the one that is not
+				// down, as findNode does.
 				return nodeFromInfo(n), nil
 			case err != nil && !nomadconn.IsStatus(err, http.StatusNotFound):
 				return nil, fmt.Errorf("read node %s for host %s: %w", rn.id, sel, err)
