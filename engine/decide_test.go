@@ -181,6 +181,14 @@ func TestQuotaApply(t *testing.T) {
 		{Quota{0, 0, 1, RoundNearest}, 5, 0, true},
 		{Quota{2, 2, 1, RoundFloor}, 0, 2, true},
 		{Quota{0, MaxQuotaCount, MaxPerBranch, RoundNearest}, 8192, MaxQuotaCount, true},
+		// per_branch written as a decimal rounds as the decimal product
+		// does, not as its binary floating-point neighbour
+		{Quota{0, 100, 0.28, RoundCeil}, 25, 7, false},     // 7.0000000000000009
+		{Quota{0, 100, 0.58, RoundNearest}, 25, 15, false}, // 14.499999999999998
+		{Quota{0, 100, 0.29, RoundFloor}, 100, 29, false},  // 28.999999999999996
+		{Quota{0, 100, 4.1, RoundNearest}, 15, 62, false},  // 61.49999999999999
+		{Quota{0, 100, 0.3, RoundFloor}, 3, 0, false},      // 0.9: not near a half
+		{Quota{0, 100, 1.0 / 3, RoundCeil}, 3, 1, false},   // 1 within a billionth
 	}
 	for _, tc := range tests {
 		if err := tc.q.Validate("first"); err != nil {

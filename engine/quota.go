@@ -133,9 +133,17 @@ func (q Quota) Validate(role string) error {
 	return nil
 }
 
-// Unclamped returns round(amount * PerBranch) before the clamp.
+// Unclamped returns round(amount * PerBranch) before the clamp. The
+// product is taken to the nearest half when it lies within a billionth of
+// one, so that a per_branch written as a decimal rounds as the decimal
+// product does: 25 x 0.28 is 7.0000000000000009 in binary floating point,
+// whose ceiling is 8, and 25 x 0.58 is 14.499999999999998, which rounds to
+// 14 rather than 15.
 func (q Quota) Unclamped(amount int) int {
 	x := float64(amount) * q.PerBranch
+	if h := math.Round(2*x) / 2; math.Abs(x-h) <= 1e-9*max(1, math.Abs(x)) {
+		x = h
+	}
 	switch q.Rounding {
 	case RoundFloor:
 		x = math.Floor(x)
