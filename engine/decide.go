@@ -244,7 +244,11 @@ func (h *HostDecision) Reason() string {
 	}
 	fmt.Fprintf(&b, "; %s activated branches", h.BranchTotal)
 	if h.Clamped {
-		fmt.Fprintf(&b, "; clamped from %d", h.Unclamped)
+		bound := "max"
+		if h.Unclamped < h.Quota.Min {
+			bound = "min"
+		}
+		fmt.Fprintf(&b, "; clamped from %d to the quota's %s", h.Unclamped, bound)
 	}
 	if h.Hold != nil {
 		fmt.Fprintf(&b, "; hold band %s: %d to %d", strconv.FormatFloat(h.Hold.Band, 'g', -1, 64), h.Hold.Low, h.Hold.High)
@@ -474,8 +478,15 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 		for i := 0; i < k; i++ {
 			used += fw.slotMem[i]
 		}
-		r.Reason = fmt.Sprintf("%s (%s, %.0f MB): memory: with the replicas before it (%.0f MB at their peak) it brings the memory peak to %.0f MB of the %.0f MB this workload may use, more than the processor admits",
-			r.Name, what, r.MemoryMB, used*roomMem, (used+fw.slotMem[k])*roomMem, roomMem)
+		before := fmt.Sprintf("with the replicas before it (%.0f MB at their peak) it brings", used*roomMem)
+		if k == 0 {
+			before = "alone it brings"
+		}
+		r.Reason = fmt.Sprintf("%s (%s, %.0f MB): memory: %s the memory peak to %.0f MB of the %.0f MB this workload may use, more than the processor admits (the built-in models keep 10%% of it free)",
+			r.Name, what, r.MemoryMB, before, (used+fw.slotMem[k])*roomMem, roomMem)
+	} else if k == 0 {
+		r.Reason = fmt.Sprintf("%s (%s, %.0f MHz): cpu: the processor's predicted usage of this replica alone is more than the %.0f MHz this workload may use",
+			r.Name, what, r.CPUMHz, roomCPU)
 	} else {
 		r.Reason = fmt.Sprintf("%s (%s, %.0f MHz): cpu: the processor's predicted usage of the replicas before it leaves less than it needs of the %.0f MHz this workload may use",
 			r.Name, what, r.CPUMHz, roomCPU)

@@ -312,3 +312,29 @@ func TestEvidenceNotes(t *testing.T) {
 		})
 	}
 }
+
+// The explanation says what it means: a first slot refused by CPU has no
+// replicas before it, and a clamp names the quota's bound that made it.
+func TestExplanationWording(t *testing.T) {
+	o := testsupport.Flat(8000, 0, 0, 9000, 30) // nothing runs; one replica needs more than the host
+	o.WantedReplicas = 3
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := d.First.Refused; r == nil || r.Slot != 0 || !strings.Contains(r.Reason, "this replica alone is more than the 8000 MHz") {
+		t.Fatalf("refused %+v: want slot_0 refused alone", r)
+	}
+	o = testsupport.Flat(16000, 4, 200, 2000, 30)
+	d, err = Decide(HostInput{Observation: &o, Quota: testsupport.Quota(0, 5, 1, RoundNearest)},
+		HostInput{Observation: &o, Quota: testsupport.Quota(100, 110, 1, RoundNearest)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.First.Reason(); !d.First.Clamped || !strings.Contains(got, "to the quota's max") {
+		t.Errorf("first host: %s: want a clamp to the quota's max", got)
+	}
+	if got := d.Second.Reason(); !d.Second.Clamped || !strings.Contains(got, "to the quota's min") {
+		t.Errorf("second host: %s: want a clamp to the quota's min", got)
+	}
+}
