@@ -88,6 +88,10 @@ const (
 	// the host's capacity: beyond it the numbers are not usage of this
 	// host (wrong units, most likely).
 	MaxUsageRatio = 1e6
+	// MinCapacity is the smallest CPU (MHz) or known memory (MB) capacity
+	// of a host: below it shares of the capacity underflow (a capacity of
+	// 1e-320 gave NaN model inputs, read as missing, and a decision).
+	MinCapacity = 1e-3
 	// MaxSamples is the longest usage window accepted: a week of
 	// one-minute samples.
 	MaxSamples = 10_080
@@ -140,6 +144,12 @@ func (o *Observation) Validate(role string) error {
 	}
 	if err := resource("memory_capacity_mb", o.MemoryCapacityMB, false, 0, ""); err != nil {
 		return err
+	}
+	if o.CPUCapacityMHz < MinCapacity {
+		return bad("cpu_capacity_mhz", "is %v, less than %g: check the units (MHz)", o.CPUCapacityMHz, MinCapacity)
+	}
+	if o.MemoryCapacityMB > 0 && o.MemoryCapacityMB < MinCapacity {
+		return bad("memory_capacity_mb", "is %v, less than %g: check the units (MB), or give 0 when the capacity is unknown", o.MemoryCapacityMB, MinCapacity)
 	}
 	cpuCap, memCap := o.CPUCapacityMHz, o.MemoryCapacityMB
 	switch n := len(o.Samples); {

@@ -120,10 +120,10 @@ var observationFields = []field{
 		desc: fmt.Sprintf("Label of the host in explanations (for example its Nomad node name); at most %d bytes.", engine.MaxHostLabel),
 		out:  "Label of the host: the data source's `label`, else the node's name."},
 	{name: obsCPUCapacityMHz, kind: kindFigure, required: true,
-		desc: "The host's allocatable CPU in MHz (what the scheduler may place on); greater than 0.",
+		desc: "The host's allocatable CPU in MHz (what the scheduler may place on); at least 0.001.",
 		out:  "The node's allocatable CPU in MHz: its CPU less what the node reserves for itself."},
 	{name: obsMemoryCapacityMB, kind: kindFigure,
-		desc: "The host's allocatable memory in MB. 0 or unset: unknown, and memory is then not judged (the decision's `evidence.memory_judged` says so).",
+		desc: "The host's allocatable memory in MB, at least 0.001. 0 or unset: unknown, and memory is then not judged (the decision's `evidence.memory_judged` says so).",
 		out:  "The node's allocatable memory in MB: its memory less what the node reserves for itself."},
 	{name: obsUsageSamples, kind: kindWindow, required: true, nested: sampleFields,
 		desc: "The recent real usage window, oldest first: the usage summed over the workload's running replicas on this host. " +

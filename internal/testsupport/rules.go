@@ -47,6 +47,8 @@ func InvalidInputs() []InvalidInput {
 		obs("empty window", engine.RoleSecond, "usage_samples", func(o *engine.Observation) { o.Samples = nil }),
 		obs("zero capacity", engine.RoleFirst, "cpu_capacity_mhz", func(o *engine.Observation) { o.CPUCapacityMHz = 0 }),
 		obs("capacity in Hz", engine.RoleSecond, "cpu_capacity_mhz", func(o *engine.Observation) { o.CPUCapacityMHz = 4e12 }),
+		obs("vanishing capacity", engine.RoleFirst, "cpu_capacity_mhz", func(o *engine.Observation) { o.CPUCapacityMHz = 1e-320 }),
+		obs("vanishing memory capacity", engine.RoleSecond, "memory_capacity_mb", func(o *engine.Observation) { o.MemoryCapacityMB = 1e-9 }),
 		obs("negative memory capacity", engine.RoleSecond, "memory_capacity_mb", func(o *engine.Observation) { o.MemoryCapacityMB = -1 }),
 		obs("negative replicas", engine.RoleFirst, "running_replicas", func(o *engine.Observation) { o.RunningReplicas = -1 }),
 		obs("more warming than running", engine.RoleFirst, "warming_replicas", func(o *engine.Observation) { o.WarmingReplicas = o.RunningReplicas + 1 }),
