@@ -363,7 +363,11 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 			current[i] = rds[i].DesiredCount
 		}
 		if k := readingKey(rds[i]); k.node != "" {
-			e.s.claims.settle(k, current[i])
+			// Whether a claim was carried out is the job's count for the
+			// group, which a write changes at once: the agent's count may
+			// be the group's running allocations (the built-in
+			// nomad-target), which lag behind while new ones start.
+			e.s.claims.settle(k, rds[i].DesiredCount)
 		}
 		claimed[i] = e.claimedByOthers(rds[i])
 	}

@@ -253,6 +253,48 @@ func flatConfig(role string) map[string]string {
 	}
 }
 
+// TestClaimSettledOnTheJobsCount: with the built-in nomad-target the
+// agent's count is the group's running allocations, which stay behind the
+// job's count while new replicas start. A claim carried out (the job's
+// count reached it) keeps counting for the other groups on the node at the
+// group's next evaluation; it was taken for a claim not carried out (the
+// agent's count still at its start), and the node's other groups saw none.
+func TestClaimSettledOnTheJobsCount(t *testing.T) {
+	first, second := flatPair(2, 10)
+	rd := newMemReader(first, second)
+	rd.desired[engine.RoleFirst] = 2
+	clk := &clock{}
+	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
+	web := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyMax, "8", KeyPlacement, PlacementReport)
+	api := withKeys(flatConfig(RoleFirst), KeyJob, "api", PrefixFirst+KeyMax, "8", KeyPlacement, PlacementReport)
+	run := func(name string, cfg map[string]string, i int) *sdk.ScalingAction {
+		t.Helper()
+		clk.set(time.Unix(first.Samples[i].Time, 0))
+		ev, err := st.Run(newEval(name, cfg), 2) // the agent's count: 2 running
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.Action
+	}
+	for i := range 3 { // api's window fills
+		run("api", api, i)
+	}
+	var a *sdk.ScalingAction
+	i := 3
+	for ; i < len(first.Samples) && (a == nil || a.Direction != sdk.ScaleDirectionUp); i++ {
+		a = run("web", web, i)
+	}
+	if a.Direction != sdk.ScaleDirectionUp {
+		t.Fatalf("web never scaled up: %s", a.Reason)
+	}
+	rd.desired[engine.RoleFirst] = int(a.Count) // the target wrote it; the replicas are starting
+	run("web", web, i)
+	b := run("api", api, i+1)
+	if n, _ := b.Meta[HostMeta(RoleFirst, MetaClaimed)].(int); n == 0 {
+		t.Fatalf("api's evaluation on the node sees no claimed replicas, though web's scale-up to %d was carried out: %s", a.Count, b.Reason)
+	}
+}
+
 // TestStepLimits: issue 9's jump, 2 -> 78 in one evaluation, is held to
 // max_scale_up; hysteresis holds a one-replica wobble; a percentage
 // limits a scale-down; the reason says what held the count back and by
