@@ -223,8 +223,9 @@ func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.
 // ValidateConfig checks, as soon as each is known, every usage window's
 // shape (the window is typed dynamically, so Terraform cannot): a list of
 // objects with the sample's attributes, of the sample's kinds; and the
-// settings, with the engine's own rules, every problem at once: each
-// quota's attributes, kinds and ranges, min_samples and hold_band. So a
+// settings, with the engine's own rules, one problem per setting at once
+// (each quota's first: its attributes, kinds and ranges; min_samples;
+// hold_band). So a
 // bad setting fails `tofu validate`, even when an observation is known
 // only at apply. The observations' values are checked when the data
 // source is read.
