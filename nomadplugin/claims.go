@@ -44,11 +44,19 @@ type claim struct {
 	// cpu and mem: what one replica reserves there.
 	cpu, mem float64
 	at       time.Time
-	// missed: the group's count did not reach an earlier claim's target
-	// (the action was not carried out: a dry run, a refusal); its claims
-	// do not count until one is carried out.
-	missed bool
+	// misses counts the group's claims in a row whose target its count
+	// did not reach (the action was not carried out: a dry run, a refused
+	// write); from maxMisses on its claims do not count until one is
+	// carried out. missedThis: this claim's miss is counted.
+	misses     int
+	missedThis bool
 }
+
+// maxMisses is how many claims in a row a group may have not carried out
+// before its claims stop counting: one refused write (a job changed since
+// it was read) does not cost the group's next scale-up its protection, and
+// a dry-run policy, whose every action is not carried out, claims twice.
+const maxMisses = 2
 
 // claimLedger is a Strategy's claims, shared by its policies.
 type claimLedger struct {
@@ -65,9 +73,9 @@ func newClaimKey(node, ns, job, group string) claimKey {
 
 // settle is a group's evaluation reading its own count, current, before it
 // decides. A count still at or below where the claim started was not
-// carried out: the claim stops counting (until one of the group's claims
-// is). A count that moved but is below the target (scaled down since) only
-// lowers the target: the replicas up to it are still coming.
+// carried out: the claim stops counting, and is one more miss in a row
+// (see maxMisses). A count that moved but is below the target (scaled down
+// since) only lowers the target: the replicas up to it are still coming.
 func (l *claimLedger) settle(k claimKey, current int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -75,10 +83,13 @@ func (l *claimLedger) settle(k claimKey, current int) {
 	switch {
 	case c == nil || current >= c.target:
 		if c != nil {
-			c.missed = false
+			c.misses = 0
 		}
 	case current <= c.from:
-		c.missed, c.replicas = true, 0
+		if !c.missedThis {
+			c.misses++
+		}
+		c.missedThis, c.replicas = true, 0
 	default:
 		c.target = current
 		c.replicas = min(c.replicas, current-c.from)
@@ -99,11 +110,11 @@ func (l *claimLedger) add(k claimKey, current, target int, cpu, mem float64, at 
 	}
 	c := &claim{target: target, from: current, replicas: target - current, cpu: cpu, mem: mem, at: at}
 	if old := l.claims[k]; old != nil {
-		c.missed = old.missed
+		c.misses = old.misses
 		if at.Sub(old.at) < claimMaxAge {
 			c.replicas += old.replicas
 		}
-		if !old.missed {
+		if !old.missedThis {
 			c.from = min(old.from, current)
 		}
 	} else if len(l.claims) >= maxClaims {
@@ -151,7 +162,7 @@ func (l *claimLedger) others(k claimKey, shown []nomadusage.GroupOnNode, now tim
 			delete(l.claims, ck) // placed: the listing counts them now
 			continue
 		}
-		if ck == k || c.missed {
+		if ck == k || c.misses >= maxMisses {
 			continue
 		}
 		n := min(c.replicas, unplaced)
