@@ -141,7 +141,7 @@ func (q Quota) Validate(role string) error {
 // 14 rather than 15.
 func (q Quota) Unclamped(amount int) int {
 	x := float64(amount) * q.PerBranch
-	if h := math.Round(2*x) / 2; math.Abs(x-h) <= 1e-9*max(1, math.Abs(x)) {
+	if h := math.Round(2*x) / 2; math.Abs(x-h) <= 1e-9 {
 		x = h
 	}
 	switch q.Rounding {

@@ -34,7 +34,7 @@ const (
 	KeyJob = "job"
 	// KeyWindow: the most usage samples kept per host. Default 60.
 	KeyWindow = "window"
-	// KeyMaxAge: samples older than this leave the window. Default 5m.
+	// KeyMaxAge: samples older than this leave the window. Default 15m.
 	KeyMaxAge = "max_age"
 	// KeyMinSamples: the fewest samples a host's window must hold for a
 	// decision; fewer keeps the current count. Default the engine's (3).

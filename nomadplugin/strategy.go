@@ -61,9 +61,9 @@ const (
 	// MetaJob is the job the check decided for; the host-quota target
 	// refuses an action decided for another job.
 	MetaJob = "activation.job"
-	// MetaNamespace is that job's namespace (Nomad's "default" when the
-	// check names none); the host-quota target refuses an action decided
-	// for a job of another namespace.
+	// MetaNamespace is that job's namespace (the check's namespace, else
+	// the agent's nomad_namespace, else Nomad's "default"); the host-quota
+	// target refuses an action decided for a job of another namespace.
 	MetaNamespace = "activation.namespace"
 	// MetaPlacement is the check's placement mode ("cap" or "report").
 	MetaPlacement = "activation.placement"

@@ -56,8 +56,9 @@
 //     resources; RunningReplicas how many there are, WarmingReplicas how
 //     many of those are warming (Options.Warmup); OtherReservedCPUMHz and
 //     OtherReservedMemoryMB what every other allocation placed on the node
-//     (pending or running, meant to run) reserves: other jobs, and this
-//     job's other groups. They come from the node's allocation list
+//     (pending or running, until its client reports it terminal) reserves:
+//     other jobs, this job's other groups, and this group's allocations
+//     being stopped (still running through their shutdown_delay). They come from the node's allocation list
 //     (GET /v1/node/:id/allocations, remembered for NodeCacheTTL by group,
 //     so one listing serves every group read on the node), the one
 //     listing that carries allocations' resources: Nomad's job allocation
@@ -69,7 +70,7 @@
 //     replica's reservation.
 //   - Without a job: one sample of the node's client stats (none with
 //     Query.NoStats); RunningReplicas and the requests over every running
-//     allocation on the node; what pending ones reserve is
+//     allocation on the node; what pending and stopping ones reserve is
 //     OtherReservedCPUMHz/MemoryMB.
 //   - Host: the query's Label, or the node's name. WantedReplicas and
 //     QueuedReplicas: passed through.

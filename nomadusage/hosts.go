@@ -703,15 +703,18 @@ type groupReserve struct {
 	stopCPU, stopMem float64
 }
 
-// shown is every group's reserving allocations on the node.
+// shown is every group's reserving allocations meant to run on the node.
 func (e *nodeReserves) shown() []GroupOnNode {
-	out := make([]GroupOnNode, len(e.groups))
-	for i, g := range e.groups {
+	out := make([]GroupOnNode, 0, len(e.groups))
+	for _, g := range e.groups {
+		if g.allocs == 0 {
+			continue // only allocations being stopped
+		}
 		ns := g.key.ns
 		if ns == "" {
 			ns = api.DefaultNamespace
 		}
-		out[i] = GroupOnNode{Namespace: ns, Job: g.key.job, Group: g.key.group, Allocations: g.allocs}
+		out = append(out, GroupOnNode{Namespace: ns, Job: g.key.job, Group: g.key.group, Allocations: g.allocs})
 	}
 	return out
 }

@@ -268,8 +268,8 @@ type Reading struct {
 	StatsAsked, StatsAnswered int
 }
 
-// GroupOnNode is one task group's allocations that reserve resources on a
-// node (pending or running, meant to run), as a listing of the node's
+// GroupOnNode is one task group's allocations meant to run that reserve
+// resources on a node (pending or running), as a listing of the node's
 // allocations showed them.
 type GroupOnNode struct {
 	Namespace, Job, Group string

@@ -130,8 +130,8 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 		decPlacement: schema.SingleNestedAttribute{Computed: true,
 			MarkdownDescription: "How the count meets Nomad's placement, which admits a replica only while the reservations (requested resources) of " +
 				"everything on the host fit its allocatable resources. Render `cpu_mhz`, `memory_mb` and `memory_max_mb` as the task's " +
-				"`resources` with `count = containers - queued` (`queued` is 0 without `queued_replicas`) and Nomad can place every replica " +
-				"when `fits` is true (see the provider's documentation).",
+				"`resources` of the count's replicas other than the `queued` ones (all of them without `queued_replicas`; queue entries keep " +
+				"their own demands) and Nomad can place every replica when `fits` is true (see the provider's documentation).",
 			Attributes: map[string]schema.Attribute{
 				plPlaceable:       computedInt("How many replicas Nomad can place at today's reservations (`replica_cpu_mhz`, `replica_memory_mb`)."),
 				plFreeCPUMHz:      computedFloat("The host's CPU capacity less what other workloads reserve, MHz."),

@@ -106,11 +106,11 @@ func (p *activationProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			"decided count fits the host's allocatable resources less what other workloads reserve there " +
 			"(`other_reserved_cpu_mhz`, `other_reserved_memory_mb`). Render them with the count into the task's `resources` " +
 			"(see `examples/demo`): the reservation follows real usage, and the activation engine decides how many replicas run. " +
-			"With `queued_replicas` (replicas of other groups, each with its own demand), the first `placement.queued` of the count " +
-			"are those: they keep their own reservations, and the workload's group takes `count = containers - queued` at the " +
-			"placement's reservation. " +
+			"With `queued_replicas` (new replicas each with its own demand), the first `placement.queued` of the count are queue " +
+			"entries, which keep their own demands as reservations; the placement's reservation is for the other " +
+			"`containers - queued`, the running workload's replicas. " +
 			"`placement.fits` says whether that reservation places the whole count: it is false only when even Nomad's smallest " +
-			fmt.Sprintf("reservation (%d MHz, %d MB per replica) times the count exceeds what the host has left; ", engine.MinReservationCPUMHz, engine.MinReservationMemoryMB) +
+			fmt.Sprintf("reservation (%d MHz, %d MB per replica), with the queued entries at their demands, exceeds what the host has left; ", engine.MinReservationCPUMHz, engine.MinReservationMemoryMB) +
 			"the rest would stay queued, so lower the quota's `max` or make room.\n\n" +
 			"`memory_max_mb` is the hard memory limit (`memory_max`): at least the replica's observed memory peak, so a " +
 			"smaller reservation never caps what a replica really uses. Nomad honours `memory_max` only with memory " +

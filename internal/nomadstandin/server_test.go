@@ -538,3 +538,23 @@ func TestAllocStopping(t *testing.T) {
 		t.Errorf("6500 MHz queued on a node with 6500 free")
 	}
 }
+
+// A job purged while one of its allocations is still stopping gives the
+// allocation's room back with it (the room stayed taken for good).
+func TestAllocStoppingPurged(t *testing.T) {
+	f := newFixture(t)
+	ids := f.s.AllocIDs("", f.job, f.g1)
+	if err := f.s.SetAllocStopping(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.c.Jobs().Deregister(f.job, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	// host-a: 7500 MHz allocatable, nothing left on it.
+	if err := f.s.AddJob(JobSpec{ID: "whole", Groups: []GroupSpec{{Name: "g", Count: 1, CPUMHz: 7500, MemoryMB: 64, NodeID: f.first}}}); err != nil {
+		t.Fatal(err)
+	}
+	if q := f.s.Queued("", "whole", "g"); q != 0 {
+		t.Errorf("7500 MHz queued on an empty 7500 MHz node: the purged job's stopping allocation still holds its room")
+	}
+}

@@ -414,7 +414,8 @@ func (s *Server) jobDeregister(w http.ResponseWriter, r *http.Request, ns, id st
 	writeJSON(w, s.index, &api.JobDeregisterResponse{EvalID: ev.ID, EvalCreateIndex: ev.CreateIndex, JobModifyIndex: j.jobModifyIndex})
 }
 
-// purgeLocked removes a stopped job and its allocations.
+// purgeLocked removes a stopped job and its allocations. Allocations
+// still stopping (SetAllocStopping) end with it and give their room back.
 func (s *Server) purgeLocked(j *job) {
 	for _, g := range append(append([]*group(nil), j.groups...), j.retired...) {
 		for _, a := range append(append([]*alloc(nil), g.live...), g.terminal...) {
@@ -423,6 +424,15 @@ func (s *Server) purgeLocked(j *job) {
 				delete(n.allocs, a.id)
 			}
 		}
+		for _, a := range g.stopping {
+			delete(s.allocs, a.id)
+			if n, ok := s.nodes[a.nodeID]; ok {
+				delete(n.allocs, a.id)
+				n.usedCPU -= int64(a.cpuReq)
+				n.usedMem -= int64(a.memReq)
+			}
+		}
+		g.stopping = nil
 	}
 	for _, d := range j.deployments {
 		if d.timer != nil {
