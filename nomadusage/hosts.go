@@ -605,7 +605,7 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 			o.Host, ErrTooFewAnswered, t.answered, t.asked, rd.Group, n.name, ev.opts.MinAnswered, t.firstErr)
 	}
 	if t.oldest > 0 {
-		rd.Time = time.Unix(0, t.oldest)
+		rd.Time, rd.ReadTime = time.Unix(0, t.oldest), false
 	}
 	cpu, mem := ev.usage(&t, o, stats)
 	if rd.NoUsage != "" {

@@ -609,6 +609,51 @@ func TestReaderNamedNodeReplaced(t *testing.T) {
 	}
 }
 
+// TestWindowClientClockBehind: a group at 0 gives readings stamped with the
+// reader's clock (no stats, no Timestamp); once it runs, its readings carry
+// the Nomad client's Timestamp, which may be behind the reader's clock. The
+// window takes the first measured reading, dropping the unmeasured samples
+// stamped after it; it refused it ("older than the newest sample") until
+// the client's clock caught up, and the host had no decision meanwhile.
+func TestWindowClientClockBehind(t *testing.T) {
+	p := newPair(t, 0)
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Skip("stand-in only: sets the client's clock behind")
+	}
+	p.s.SetStatsAge(30 * time.Second)
+	rd := &Reader{Client: p.client}
+	w, err := NewWindow(10, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p.queries()[:1]
+	for i := range 2 {
+		rs, err := rd.ReadHosts(context.Background(), q, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rs[0].ReadTime || rs[0].Observation.RunningReplicas != 0 {
+			t.Fatalf("read %d at 0: read time %v, %d running; want the reader's clock, 0 running", i, rs[0].ReadTime, rs[0].Observation.RunningReplicas)
+		}
+		must(t, w.Add(rs[0]))
+		time.Sleep(1100 * time.Millisecond) // samples are whole seconds apart
+	}
+	must(t, p.s.SetGroupCount("", jobID, groupA, 1))
+	rs, err := rd.ReadHosts(context.Background(), q, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].ReadTime || !rs[0].Time.Before(time.Now().Add(-20*time.Second)) {
+		t.Fatalf("a measured reading at %v (read time %v): want the client's clock, 30 s behind", rs[0].Time, rs[0].ReadTime)
+	}
+	if err := w.Add(rs[0]); err != nil {
+		t.Fatalf("the first measured reading was refused: %v", err)
+	}
+	if w.Len() != 1 {
+		t.Fatalf("the window holds %d samples, want the measured one alone", w.Len())
+	}
+}
+
 // TestReadHostsBadInput: bad queries and options are refused before any
 // request.
 func TestReadHostsBadInput(t *testing.T) {

@@ -242,7 +242,10 @@ type Reading struct {
 	// Timestamp without a job; the read's own time when Nomad gives none
 	// (no running allocation, or a zero Timestamp).
 	// Observation.Samples[0].Time is its Unix second.
-	Time        time.Time
+	Time time.Time
+	// ReadTime says Time is the read's own (Nomad gave no Timestamp), not
+	// the Nomad client's clock, which may differ from the reader's.
+	ReadTime    bool
 	Observation engine.Observation
 	// Job readings only. JobModifyIndex is the job's modify index as read
 	// (what a check-and-set write must name); DesiredCount the group's

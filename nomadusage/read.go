@@ -136,7 +136,7 @@ func (r *Reader) newReading(n *node, q *Query, at time.Time) (*Reading, error) {
 	if n.capacityErr != nil {
 		return nil, fmt.Errorf("node %s (%s): %w", n.name, n.id, n.capacityErr)
 	}
-	rd := &Reading{NodeID: n.id, NodeName: n.name, Node: n.state, Job: q.Job, Group: q.Group, Time: at}
+	rd := &Reading{NodeID: n.id, NodeName: n.name, Node: n.state, Job: q.Job, Group: q.Group, Time: at, ReadTime: true}
 	o := &rd.Observation
 	o.Host = q.Label
 	if o.Host == "" {
@@ -195,7 +195,7 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 		return nil, fmt.Errorf("client stats of node %s (%s): %w: Memory", n.name, n.id, ErrMissingData)
 	}
 	if hs.Timestamp > 0 {
-		rd.Time = time.Unix(0, int64(hs.Timestamp))
+		rd.Time, rd.ReadTime = time.Unix(0, int64(hs.Timestamp)), false
 	}
 	o.Samples = []engine.Sample{{Time: rd.Time.Unix(), CPUMHz: hs.CPUTicksConsumed, MemoryMB: float64(hs.Memory.Used) / mib}}
 	return rd, nil

@@ -33,6 +33,7 @@ type entry struct {
 	at       time.Time
 	sample   engine.Sample
 	replicas int
+	readTime bool // at is the reader's clock (Reading.ReadTime)
 }
 
 // Window accumulates the readings of one host into a usage window: a ring
@@ -91,7 +92,11 @@ func (w *Window) resetLocked() {
 }
 
 // Add appends a reading's sample. A reading without exactly one sample, or
-// older than the newest one held, is refused.
+// older than the newest one held, is refused; but samples stamped with the
+// reader's clock (Nomad gave no Timestamp: no stats measured, as while a
+// group has no running allocation) that are newer than a reading stamped
+// with the Nomad client's clock are dropped for it: the two clocks may
+// differ, and those samples measured nothing.
 func (w *Window) Add(r *Reading) error {
 	if r == nil || len(r.Observation.Samples) != 1 {
 		return fmt.Errorf("%w: a reading must carry exactly one usage sample", ErrBadQuery)
@@ -102,7 +107,16 @@ func (w *Window) Add(r *Reading) error {
 		w.resetLocked()
 		w.nodeID = r.NodeID
 	}
-	e := entry{at: r.Time, sample: r.Observation.Samples[0], replicas: sampleReplicas(&r.Observation)}
+	e := entry{at: r.Time, sample: r.Observation.Samples[0], replicas: sampleReplicas(&r.Observation), readTime: r.ReadTime}
+	if !e.readTime {
+		for w.n > 0 {
+			last := &w.ring[(w.start+w.n-1)%w.size]
+			if !last.readTime || !e.at.Before(last.at) {
+				break
+			}
+			w.n--
+		}
+	}
 	if w.n > 0 {
 		last := &w.ring[(w.start+w.n-1)%w.size]
 		switch {
