@@ -1342,7 +1342,7 @@ func TestAccContainerCounts_configurationErrors(t *testing.T) {
 		{"quota rounding not a string", top(attrFirstQuota, `{ rounding = ["up"] }`), literal("Attribute first_quota.rounding: must be a string, not a tuple")},
 		{"quota misspelt", top(attrSecondQuota, `{ maximum = 2 }`), literal(`Attribute second_quota: has an attribute "maximum", which is not one of: min, max, per_branch, rounding`)},
 		{"model builtin unknown", top(attrFirstModel, `"builtin:nope"`), `Attribute first_model names built-in model "nope", which does not exist`},
-		{"model empty", top(attrSecondModel, `""`), `Attribute second_model string length must be between 1 and`},
+		{"model empty", top(attrSecondModel, `""`), `Attribute second_model is empty: want builtin:<name> or the path of a model`},
 		{"model file missing", top(attrSecondModel, hclString("/nonexistent/activation/model.json")),
 			literal("Attribute second_model: loading model /nonexistent/activation/model.json")},
 		{"model file invalid", modelFile(attrSecondModel, func(t *testing.T) *engine.Model {
