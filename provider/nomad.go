@@ -157,8 +157,8 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 					strings.Join(nomadconn.EnvVars, "`, `") + "`. Unset or `{}`: none, except inside a Nomad allocation (`" + envAllocID +
 					"` is set) or a Terraform Cloud or Enterprise run (`" + envTFCRunID + "` is set), where the default is " +
 					"`{ NOMAD_NAMESPACE = true, NOMAD_REGION = true }`, as terraform-provider-nomad's, so that the task's own namespace " +
-					"and region are not taken for the user's. A map that names any variable replaces that default: to ignore the " +
-					"namespace and still ignore the region, name both.",
+					"and region are not taken for the user's. A map that names any variable replaces that default: to ignore another " +
+					"variable there as well, name `NOMAD_NAMESPACE` and `NOMAD_REGION` in it too.",
 				Validators: []validator.Map{mapvalidator.KeysAre(stringvalidator.OneOf(nomadconn.EnvVars...))}},
 		},
 	}

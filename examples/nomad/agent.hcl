@@ -1,10 +1,11 @@
-# Nomad Autoscaler agent (v0.4.6) with the activation plugins.
+# Nomad Autoscaler agent (v0.4.6) with the activation plugins. Run it from
+# this directory: the agent reads plugin_dir and the policy dir below from
+# its working directory, not from this file's.
 #
+#   cd examples/nomad
+#   go build -o plugins/activation-quota ../../cmd/activation-quota
+#   go build -o plugins/host-quota       ../../cmd/host-quota
 #   nomad-autoscaler agent -config agent.hcl
-#
-# Build the plugins into ./plugins first:
-#   go build -o plugins/activation-quota ./cmd/activation-quota
-#   go build -o plugins/host-quota       ./cmd/host-quota
 #
 # The token is best given as NOMAD_TOKEN in the agent's environment (or
 # -nomad-token); the plugins inherit it and never log it. acl-policy.hcl is
@@ -38,7 +39,8 @@ strategy "activation-quota" {
 target "host-quota" {
   driver = "host-quota"
   config = {
-    # A target call never waits longer than this on Nomad.
+    # A Scale call's Nomad requests end within this (its scaling events
+    # within request_timeout more; Status has its own status_timeout).
     scale_timeout = "20s"
     # Run inside a Nomad allocation? Ignore the task's own NOMAD_* (its
     # NOMAD_NAMESPACE, say): only the agent's nomad block applies.
