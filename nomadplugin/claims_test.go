@@ -68,21 +68,13 @@ func TestClaimLedger(t *testing.T) {
 // carried out. One miss is forgiven: a write refused once (the job changed
 // since it was read) does not cost the group's next scale-up its claim.
 func TestClaimLedgerMissed(t *testing.T) {
+	l, web, count := webLedger(t)
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	web, api := newClaimKey("n1", "default", "web", "app"), newClaimKey("n1", "default", "api", "app")
-	listing := []nomadusage.GroupOnNode{{Namespace: "default", Job: "web", Group: "app", Allocations: 2}}
-	var l claimLedger
-	count := func(when string, want int, at time.Time) {
-		t.Helper()
-		if n, _, _ := l.others(api, listing, at); n != want {
-			t.Fatalf("%s: another group sees %d claimed replicas, want %d", when, n, want)
-		}
-	}
 	l.add(web, 2, 8, 2000, 128, t0)
 	count("after the first claim", 6, t0)
 	l.settle(web, 2) // web's next evaluation: still at 2, the action was not carried out
 	count("after web's count stayed at 2", 0, t0.Add(time.Second))
-	l.settle(web, 2) // settled again, no new claim: still one miss
+	l.settle(web, 2)                                 // settled again, no new claim: still one miss
 	l.add(web, 2, 8, 2000, 128, t0.Add(time.Second)) // asks again
 	count("after a claim following one miss", 6, t0.Add(time.Second))
 	l.settle(web, 2) // missed again: two in a row
@@ -133,16 +125,8 @@ func TestClaimLedgerScaledDownSince(t *testing.T) {
 // claimMaxAge (its replicas queued) counts nothing either, and does not
 // carry its replicas into the group's next claim.
 func TestClaimLedgerDryRunAfterCooldown(t *testing.T) {
+	l, web, count := webLedger(t)
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	web, api := newClaimKey("n1", "default", "web", "app"), newClaimKey("n1", "default", "api", "app")
-	listing := []nomadusage.GroupOnNode{{Namespace: "default", Job: "web", Group: "app", Allocations: 2}}
-	var l claimLedger
-	count := func(when string, want int, at time.Time) {
-		t.Helper()
-		if n, _, _ := l.others(api, listing, at); n != want {
-			t.Fatalf("%s: another group sees %d claimed replicas, want %d", when, n, want)
-		}
-	}
 	cooldown := 5 * time.Minute
 	l.add(web, 2, 8, 2000, 128, t0)
 	count("after the dry run's first claim", 6, t0.Add(time.Minute))
@@ -165,5 +149,20 @@ func TestClaimLedgerDryRunAfterCooldown(t *testing.T) {
 	count("long after", 0, at.Add(claimMaxAge+claimMemory+4*time.Second))
 	if len(l.claims) != 0 {
 		t.Fatalf("%d claims kept past claimMemory", len(l.claims))
+	}
+}
+
+// webLedger is an empty ledger, the key of group web/app on node n1 (two
+// of its allocations listed there), and count, which checks how many
+// replicas group api/app on that node sees claimed by others at a time.
+func webLedger(t *testing.T) (l *claimLedger, web claimKey, count func(when string, want int, at time.Time)) {
+	l = &claimLedger{}
+	web, api := newClaimKey("n1", "default", "web", "app"), newClaimKey("n1", "default", "api", "app")
+	listing := []nomadusage.GroupOnNode{{Namespace: "default", Job: "web", Group: "app", Allocations: 2}}
+	return l, web, func(when string, want int, at time.Time) {
+		t.Helper()
+		if n, _, _ := l.others(api, listing, at); n != want {
+			t.Fatalf("%s: another group sees %d claimed replicas, want %d", when, n, want)
+		}
 	}
 }

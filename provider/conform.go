@@ -215,33 +215,39 @@ func typedObject(a map[string]attr.Value, fields []field, p path.Path) (types.Ob
 }
 
 // nullOf is the null value of t.
-func nullOf(t attr.Type) attr.Value {
-	switch t := t.(type) {
-	case types.ObjectType:
-		return types.ObjectNull(t.AttrTypes)
-	case types.ListType:
-		return types.ListNull(t.ElemType)
-	case basetypes.DynamicType:
-		return types.DynamicNull()
-	case basetypes.StringType:
-		return types.StringNull()
-	}
-	return types.NumberNull()
-}
+func nullOf(t attr.Type) attr.Value { return placeholderOf(t, false) }
 
 // unknownOf is the unknown value of t.
-func unknownOf(t attr.Type) attr.Value {
+func unknownOf(t attr.Type) attr.Value { return placeholderOf(t, true) }
+
+// placeholderOf is t's unknown value, or its null value.
+func placeholderOf(t attr.Type, unknown bool) attr.Value {
 	switch t := t.(type) {
 	case types.ObjectType:
-		return types.ObjectUnknown(t.AttrTypes)
+		if unknown {
+			return types.ObjectUnknown(t.AttrTypes)
+		}
+		return types.ObjectNull(t.AttrTypes)
 	case types.ListType:
-		return types.ListUnknown(t.ElemType)
+		if unknown {
+			return types.ListUnknown(t.ElemType)
+		}
+		return types.ListNull(t.ElemType)
 	case basetypes.DynamicType:
-		return types.DynamicUnknown()
+		if unknown {
+			return types.DynamicUnknown()
+		}
+		return types.DynamicNull()
 	case basetypes.StringType:
-		return types.StringUnknown()
+		if unknown {
+			return types.StringUnknown()
+		}
+		return types.StringNull()
 	}
-	return types.NumberUnknown()
+	if unknown {
+		return types.NumberUnknown()
+	}
+	return types.NumberNull()
 }
 
 // underlying is v without a dynamic wrapper (nil stays nil).
