@@ -679,6 +679,9 @@ func (e *checkRun) claim(hosts []*hostConfig, rds []*nomadusage.Reading, plans [
 		applied, _ := e.eval.Action.Meta[hostMetaKeys[h.role].count].(int)
 		target := min(applied, max(plans[i].current, plans[i].placeable))
 		pl := d.of(h.role).Placement
-		e.s.claims.add(k, plans[i].current, target, pl.ReplicaCPUMHz, pl.ReplicaMemoryMB, e.s.now())
+		// From the group's count in the job, as settle reads it: the
+		// agent's count may be the running allocations (the built-in
+		// nomad-target), below the job's while replicas are pending.
+		e.s.claims.add(k, rds[i].DesiredCount, target, pl.ReplicaCPUMHz, pl.ReplicaMemoryMB, e.s.now())
 	}
 }

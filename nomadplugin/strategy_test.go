@@ -253,45 +253,91 @@ func flatConfig(role string) map[string]string {
 	}
 }
 
-// TestClaimSettledOnTheJobsCount: with the built-in nomad-target the
-// agent's count is the group's running allocations, which stay behind the
-// job's count while new replicas start. A claim carried out (the job's
-// count reached it) keeps counting for the other groups on the node at the
-// group's next evaluation; it was taken for a claim not carried out (the
-// agent's count still at its start), and the node's other groups saw none.
-func TestClaimSettledOnTheJobsCount(t *testing.T) {
+// claimRig is a strategy whose checks "web" and "api" (per-host, first
+// host, both on node-first) read a flat low usage with 2 replicas running,
+// the group's count in the job being desired; run evaluates a check with
+// the agent's count at 2 (the built-in nomad-target's running
+// allocations), each evaluation 10 s after the one before.
+func claimRig(t *testing.T, desired int) (rd *memReader, run func(check string) *sdk.ScalingAction) {
 	first, second := flatPair(2, 10)
-	rd := newMemReader(first, second)
-	rd.desired[engine.RoleFirst] = 2
+	rd = newMemReader(first, second)
+	rd.desired[engine.RoleFirst] = desired
 	clk := &clock{}
 	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
-	web := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyMax, "8", KeyPlacement, PlacementReport)
-	api := withKeys(flatConfig(RoleFirst), KeyJob, "api", PrefixFirst+KeyMax, "8", KeyPlacement, PlacementReport)
-	run := func(name string, cfg map[string]string, i int) *sdk.ScalingAction {
+	cfg := map[string]map[string]string{
+		"web": withKeys(flatConfig(RoleFirst), PrefixFirst+KeyMax, "8", KeyPlacement, PlacementReport),
+		"api": withKeys(flatConfig(RoleFirst), KeyJob, "api", PrefixFirst+KeyMax, "8", KeyPlacement, PlacementReport),
+	}
+	at := time.Unix(first.Samples[0].Time, 0)
+	return rd, func(check string) *sdk.ScalingAction {
 		t.Helper()
-		clk.set(time.Unix(first.Samples[i].Time, 0))
-		ev, err := st.Run(newEval(name, cfg), 2) // the agent's count: 2 running
+		at = at.Add(10 * time.Second)
+		clk.set(at)
+		ev, err := st.Run(newEval(check, cfg[check]), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ev.Action
 	}
-	for i := range 3 { // api's window fills
-		run("api", api, i)
+}
+
+// claimed is how many replicas of other groups a's evaluation counted as
+// claimed on its node.
+func claimed(a *sdk.ScalingAction) int {
+	n, _ := a.Meta[HostMeta(RoleFirst, MetaClaimed)].(int)
+	return n
+}
+
+// TestClaimSettledOnTheJobsCount: with the built-in nomad-target the
+// agent's count is the group's running allocations, which stay behind the
+// job's count while new replicas start. A claim carried out (the job's
+// count reached it) keeps counting for the other groups on the node at the
+// group's next evaluations; it was taken for a claim not carried out (the
+// agent's count still at its start), and after two such evaluations the
+// node's other groups saw none.
+func TestClaimSettledOnTheJobsCount(t *testing.T) {
+	rd, run := claimRig(t, 2)
+	for range 3 { // api's window fills
+		run("api")
 	}
 	var a *sdk.ScalingAction
-	i := 3
-	for ; i < len(first.Samples) && (a == nil || a.Direction != sdk.ScaleDirectionUp); i++ {
-		a = run("web", web, i)
+	for i := 0; i < 10 && (a == nil || a.Direction != sdk.ScaleDirectionUp); i++ {
+		a = run("web")
 	}
 	if a.Direction != sdk.ScaleDirectionUp {
 		t.Fatalf("web never scaled up: %s", a.Reason)
 	}
 	rd.desired[engine.RoleFirst] = int(a.Count) // the target wrote it; the replicas are starting
-	run("web", web, i)
-	b := run("api", api, i+1)
-	if n, _ := b.Meta[HostMeta(RoleFirst, MetaClaimed)].(int); n == 0 {
+	run("web")
+	run("web")
+	if b := run("api"); claimed(b) == 0 {
 		t.Fatalf("api's evaluation on the node sees no claimed replicas, though web's scale-up to %d was carried out: %s", a.Count, b.Reason)
+	}
+}
+
+// TestClaimNotCarriedOutWithPendingReplicas: with the built-in nomad-target
+// the agent's count (running allocations, 2) may be below the job's (4,
+// two pending). Scale-ups never written (a dry run) are not carried out:
+// after two of them the group's claims stop counting. The claim started
+// at the agent's count and was settled on the job's, which lies between
+// it and the target, so it was taken for a group scaled down since and
+// counted for ever.
+func TestClaimNotCarriedOutWithPendingReplicas(t *testing.T) {
+	_, run := claimRig(t, 4)
+	for range 3 { // api's window fills
+		run("api")
+	}
+	ups := 0
+	for i := 0; i < 20 && ups < 4; i++ {
+		if run("web").Direction == sdk.ScaleDirectionUp {
+			ups++ // never written: the job's count stays 4
+		}
+	}
+	if ups < 4 {
+		t.Fatalf("web scaled up %d times, want 4", ups)
+	}
+	if b := run("api"); claimed(b) != 0 {
+		t.Fatalf("api sees %d replicas claimed by web, whose scale-ups were never carried out: %s", claimed(b), b.Reason)
 	}
 }
 

@@ -92,11 +92,14 @@ func (w *Window) resetLocked() {
 }
 
 // Add appends a reading's sample. A reading without exactly one sample, or
-// older than the newest one held, is refused; but samples stamped with the
-// reader's clock (Nomad gave no Timestamp: no stats measured, as while a
-// group has no running allocation) that are newer than a reading stamped
-// with the Nomad client's clock are dropped for it: the two clocks may
-// differ, and those samples measured nothing.
+// older than the newest one held, is refused, and the window is left as it
+// was. Readings are stamped by two clocks that may differ: the Nomad
+// client's (its stats' Timestamp) and the reader's (no Timestamp: no stats
+// measured, as while a group has no running allocation). So a measured
+// reading older than the newest samples drops those that were stamped by
+// the reader (they measured nothing), and an unmeasured one older than the
+// newest sample adds no sample but is the window's latest reading (its
+// capacity and replicas).
 func (w *Window) Add(r *Reading) error {
 	if r == nil || len(r.Observation.Samples) != 1 {
 		return fmt.Errorf("%w: a reading must carry exactly one usage sample", ErrBadQuery)
@@ -108,26 +111,29 @@ func (w *Window) Add(r *Reading) error {
 		w.nodeID = r.NodeID
 	}
 	e := entry{at: r.Time, sample: r.Observation.Samples[0], replicas: sampleReplicas(&r.Observation), readTime: r.ReadTime}
-	if !e.readTime {
-		for w.n > 0 {
-			last := &w.ring[(w.start+w.n-1)%w.size]
-			if !last.readTime || !e.at.Before(last.at) {
-				break
-			}
-			w.n--
+	keep := w.n // the samples kept: the newer unmeasured ones go for a measured reading
+	for !e.readTime && keep > 0 {
+		if last := &w.ring[(w.start+keep-1)%w.size]; !last.readTime || !e.at.Before(last.at) {
+			break
 		}
+		keep--
 	}
-	if w.n > 0 {
-		last := &w.ring[(w.start+w.n-1)%w.size]
+	if keep > 0 {
+		last := &w.ring[(w.start+keep-1)%w.size]
 		switch {
+		case e.at.Before(last.at) && e.readTime && !last.readTime:
+			w.latest = r // no sample: it measured nothing, and its clock is behind the client's
+			return nil
 		case e.at.Before(last.at):
 			return fmt.Errorf("%w: reading at %s is older than the newest sample (%s)", ErrBadQuery, e.at.Format(time.RFC3339Nano), last.at.Format(time.RFC3339Nano))
 		case e.sample.Time <= last.sample.Time:
+			w.n = keep
 			*last = e
 			w.latest = r
 			return nil
 		}
 	}
+	w.n = keep
 	if w.n < w.size {
 		w.ring[(w.start+w.n)%w.size] = e
 		w.n++

@@ -142,3 +142,50 @@ func TestWindowRefuses(t *testing.T) {
 		t.Errorf("stale error = %v", err)
 	}
 }
+
+// The two clocks a window's readings carry: a measured reading (the Nomad
+// client's Timestamp) and an unmeasured one (the reader's clock) may be out
+// of order. A measured one drops the newer unmeasured samples; an
+// unmeasured one older than a measured sample adds no sample but is the
+// latest reading; a measured one older than a measured sample is refused
+// and leaves the window as it was.
+func TestWindowTwoClocks(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	measured := func(at time.Time, cpu float64) *Reading { return reading("a", at, cpu, 1) }
+	unmeasured := func(at time.Time, running int) *Reading {
+		r := reading("a", at, 0, running)
+		r.ReadTime = true
+		return r
+	}
+	cases := []struct {
+		name    string
+		adds    []*Reading
+		wantErr bool
+		wantLen int
+		// the latest reading's replicas
+		wantRunning int
+	}{
+		{"client behind: a measured reading drops the newer unmeasured ones",
+			[]*Reading{unmeasured(t0, 0), unmeasured(t0.Add(10*time.Second), 0), measured(t0.Add(-20*time.Second), 100)}, false, 1, 1},
+		{"client ahead: an unmeasured reading older than a measured sample adds none",
+			[]*Reading{measured(t0, 100), measured(t0.Add(10*time.Second), 100), unmeasured(t0.Add(-5*time.Second), 0)}, false, 2, 0},
+		{"a measured reading older than a measured sample is refused, the window unchanged",
+			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Second), 100)}, true, 2, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, _ := NewWindow(10, time.Hour)
+			var err error
+			for _, r := range tc.adds {
+				err = w.Add(r)
+			}
+			if (err != nil) != tc.wantErr || w.Len() != tc.wantLen {
+				t.Fatalf("last Add: %v, window of %d; want error %v, %d samples", err, w.Len(), tc.wantErr, tc.wantLen)
+			}
+			o, oerr := w.Observation(t0.Add(time.Minute))
+			if oerr != nil || o.RunningReplicas != tc.wantRunning {
+				t.Fatalf("observation %d running, %v; want %d", o.RunningReplicas, oerr, tc.wantRunning)
+			}
+		})
+	}
+}

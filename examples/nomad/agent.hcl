@@ -15,7 +15,10 @@ log_level  = "INFO"
 plugin_dir = "./plugins"
 
 nomad {
-  address = "http://127.0.0.1:4646"
+  # The agent takes NOMAD_ADDR (and NOMAD_TOKEN, NOMAD_CACERT, ...) from its
+  # environment, and Nomad's default address without it; an address set here
+  # wins over NOMAD_ADDR.
+  # address = "https://nomad.example.com:4646"
 }
 
 policy {
