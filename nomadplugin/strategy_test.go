@@ -258,14 +258,14 @@ func flatConfig(role string) map[string]string {
 // the group's count in the job being desired; run evaluates a check with
 // the agent's count at 2 (the built-in nomad-target's running
 // allocations), each evaluation 10 s after the one before.
-func claimRig(t *testing.T, desired int) (rd *memReader, run func(check string) *sdk.ScalingAction) {
+func claimRig(t *testing.T, desired int, webKeys ...string) (rd *memReader, run func(check string) *sdk.ScalingAction) {
 	first, second := flatPair(2, 10)
 	rd = newMemReader(first, second)
 	rd.desired[engine.RoleFirst] = desired
 	clk := &clock{}
 	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
 	cfg := map[string]map[string]string{
-		"web": withKeys(flatConfig(RoleFirst), PrefixFirst+KeyMax, "8", KeyPlacement, PlacementReport),
+		"web": withKeys(withKeys(flatConfig(RoleFirst), PrefixFirst+KeyMax, "8", KeyPlacement, PlacementReport), webKeys...),
 		"api": withKeys(flatConfig(RoleFirst), KeyJob, "api", PrefixFirst+KeyMax, "8", KeyPlacement, PlacementReport),
 	}
 	at := time.Unix(first.Samples[0].Time, 0)
@@ -317,25 +317,34 @@ func TestClaimSettledOnTheJobsCount(t *testing.T) {
 
 // TestClaimNotCarriedOutWithPendingReplicas: with the built-in nomad-target
 // the agent's count (running allocations, 2) may be below the job's (4,
-// two pending). Scale-ups never written (a dry run) are not carried out:
-// after two of them the group's claims stop counting. The claim started
-// at the agent's count and was settled on the job's, which lies between
-// it and the target, so it was taken for a group scaled down since and
-// counted for ever.
+// two pending). Scale-ups to 6 never written (a dry run) are not carried
+// out: the first claims, and after two misses in a row the group's claims
+// stop counting. A claim started at the agent's count (2), so the job's 4
+// already passed for its target of 4, 2 more replicas were claimed at each
+// scale-up, and the claims grew for ever.
 func TestClaimNotCarriedOutWithPendingReplicas(t *testing.T) {
-	_, run := claimRig(t, 4)
+	_, run := claimRig(t, 4, KeyMaxScaleUp, "4")
 	for range 3 { // api's window fills
 		run("api")
 	}
-	ups := 0
-	for i := 0; i < 20 && ups < 4; i++ {
-		if run("web").Direction == sdk.ScaleDirectionUp {
-			ups++ // never written: the job's count stays 4
+	up := func() {
+		t.Helper()
+		for range 10 {
+			if a := run("web"); a.Direction == sdk.ScaleDirectionUp {
+				if a.Count != 6 {
+					t.Fatalf("web scaled up to %d, want 6 (max_scale_up 4 from the agent's 2)", a.Count)
+				}
+				return
+			}
 		}
+		t.Fatal("web did not scale up")
 	}
-	if ups < 4 {
-		t.Fatalf("web scaled up %d times, want 4", ups)
+	up()
+	if b := run("api"); claimed(b) != 2 {
+		t.Fatalf("after web's first scale-up api sees %d claimed replicas, want 2 (6 asked for, 4 in the job): %s", claimed(b), b.Reason)
 	}
+	up() // web's evaluation finds the job at 4: one miss, forgiven
+	up() // two misses in a row
 	if b := run("api"); claimed(b) != 0 {
 		t.Fatalf("api sees %d replicas claimed by web, whose scale-ups were never carried out: %s", claimed(b), b.Reason)
 	}

@@ -33,7 +33,7 @@ scaling "web-split" {
         window      = "60"
         max_age     = "15m"
         min_samples = "3"  # fewer samples keep the current count
-        warmup      = "2m" # young replicas count at the warm ones' usage (at their request when none is warm) until then
+        warmup      = "2m" # young replicas count at the warm ones' usage (when none is warm, at no less than their request) until then
 
         # At most 4 more or a quarter fewer per evaluation; hold a change
         # of one replica (hysteresis).
