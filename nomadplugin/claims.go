@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
@@ -65,10 +63,7 @@ type claimLedger struct {
 }
 
 func newClaimKey(node, ns, job, group string) claimKey {
-	if ns == "" {
-		ns = api.DefaultNamespace
-	}
-	return claimKey{node, ns, job, group}
+	return claimKey{node, namespaceName(ns), job, group}
 }
 
 // settle is a group's evaluation reading its own count, current, before it
