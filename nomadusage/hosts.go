@@ -350,6 +350,9 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 		return nil, err
 	}
 	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = listed.others(allocKey{ns: ns, job: q.Job, group: rd.Group})
+	stopCPU, stopMem := stoppingOn(stubs, n.id, ns, rd.Group, listed, groupCPU, groupMem)
+	o.OtherReservedCPUMHz += stopCPU
+	o.OtherReservedMemoryMB += stopMem
 	rd.NodeGroups = listed.shown()
 	mine := runningOn(stubs, n.id, ns, rd.Group)
 	results := make([]statsResult, len(mine))
@@ -415,6 +418,28 @@ func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api
 		}
 	}
 	return out
+}
+
+// stoppingOn is what the group's allocations on the node that Nomad is
+// stopping reserve, from the job's allocation list: told to stop, not yet
+// reported terminal by their client (see reserves). The job's list is read
+// at every evaluation, the node's listing up to NodeCacheTTL ago, which may
+// show a replica stopped since as running; it would then count neither as a
+// replica nor as reserved room. Each one's reservation is the listing's,
+// else (placed after the listing) the job's request.
+func stoppingOn(stubs []*api.AllocationListStub, nodeID, ns, group string, listed *nodeReserves, groupCPU, groupMem float64) (cpu, mem float64) {
+	for _, a := range stubs {
+		if a.NodeID != nodeID || a.TaskGroup != group || meantToRun(a.DesiredStatus) || !reserves(a.ClientStatus) || !sameNamespace(a.Namespace, ns) {
+			continue
+		}
+		c, m := groupCPU, groupMem
+		if r, ok := listed.byAlloc[a.ID]; ok {
+			c, m = r.cpu, r.mem
+		}
+		cpu += c
+		mem += m
+	}
+	return cpu, mem
 }
 
 // sameNamespace says whether an allocation's namespace is ns. An unset ns
@@ -719,17 +744,17 @@ func (e *nodeReserves) shown() []GroupOnNode {
 	return out
 }
 
-// others is what every group but k's reserves, and k's allocations being
-// stopped (not its replicas any more, but their room is not free yet).
+// others is what every group but k reserves, its allocations being
+// stopped included. k's own allocations being stopped (not its replicas any
+// more, but their room is not free yet) are not in it: the job's allocation
+// list, fresher than the listing, tells them (see stoppingOn).
 func (e *nodeReserves) others(k allocKey) (cpu, mem float64) {
 	for _, g := range e.groups {
-		cpu += g.stopCPU
-		mem += g.stopMem
 		if g.key.job == k.job && g.key.group == k.group && sameNamespace(g.key.ns, k.ns) {
 			continue
 		}
-		cpu += g.cpu
-		mem += g.mem
+		cpu += g.cpu + g.stopCPU
+		mem += g.mem + g.stopMem
 	}
 	return cpu, mem
 }

@@ -526,6 +526,41 @@ func TestReadHostsStopping(t *testing.T) {
 	}
 }
 
+// TestReadHostsStoppingAfterListing: a replica Nomad starts stopping after
+// the node's listing was read (and remembered) is still counted: not as a
+// replica (the job's allocation list says it is stopping) but as reserved
+// room, from that fresher list. It counted nowhere until the next listing.
+func TestReadHostsStoppingAfterListing(t *testing.T) {
+	p := newPair(t, 4)
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Skip("stand-in only: holds an allocation in its shutdown_delay")
+	}
+	now := time.Now().Add(time.Hour) // every allocation warm
+	rd := &Reader{Client: p.client, Now: func() time.Time { return now }}
+	opts := Options{Warmup: 2 * time.Minute, NodeCacheTTL: time.Minute}
+	rs, err := rd.ReadHosts(context.Background(), p.queries()[:1], opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rs[0].Observation; o.RunningReplicas != 4 || o.OtherReservedCPUMHz != 3000 {
+		t.Fatalf("before: running %d, others %v MHz; want 4 and the other job's 3000", o.RunningReplicas, o.OtherReservedCPUMHz)
+	}
+	ids := p.s.AllocIDs("", jobID, groupA)
+	must(t, p.s.SetAllocStopping(ids[0]))
+	now = now.Add(10 * time.Second) // the listing is still fresh
+	rs, err = rd.ReadHosts(context.Background(), p.queries()[:1], opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rs[0].Observation
+	if o.RunningReplicas != 3 || o.RequestedCPUMHz != 1500 {
+		t.Errorf("after: running %d requesting %v MHz; want 3 and 1500", o.RunningReplicas, o.RequestedCPUMHz)
+	}
+	if o.OtherReservedCPUMHz != 3000+500 || o.OtherReservedMemoryMB != 4096+256 {
+		t.Errorf("after: others reserve %v MHz %v MB; want 3500 MHz 4352 MB (the other job's and the stopping replica's)", o.OtherReservedCPUMHz, o.OtherReservedMemoryMB)
+	}
+}
+
 // TestReadHostsRequestsOfOlderVersion: during a rolling update (or after a
 // deployment that failed without reverting) the job answers its newest
 // version while the running replicas hold their own version's resources.
