@@ -142,9 +142,12 @@ type Server struct {
 	tokens                                                           map[string]TokenPolicy
 	faults                                                           []*Fault
 	latencies                                                        []Latency
-	log                                                              []Request
-	counts                                                           RequestCounts
 	hook                                                             func(method, path string)
+	// logMu guards the request log and counts, apart from mu: a request
+	// is logged as its answer is written, which handlers do holding mu.
+	logMu  sync.Mutex
+	log    []Request
+	counts RequestCounts
 	// statsAge makes client and allocation stats carry a Timestamp this
 	// far in the past (stale stats).
 	statsAge time.Duration
@@ -361,8 +364,8 @@ func (s *Server) ClearLatency() {
 
 // Requests returns a copy of the request log (the last 100000 at most).
 func (s *Server) Requests() []Request {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
 	return append([]Request(nil), s.log...)
 }
 
@@ -378,8 +381,8 @@ type RequestCounts struct {
 
 // RequestCounts returns a copy of the request counts.
 func (s *Server) RequestCounts() RequestCounts {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
 	out := RequestCounts{Total: s.counts.Total, ByRoute: make(map[string]int, len(s.counts.ByRoute)), ByPath: make(map[string]int, len(s.counts.ByPath))}
 	for k, v := range s.counts.ByRoute {
 		out.ByRoute[k] = v
@@ -392,8 +395,8 @@ func (s *Server) RequestCounts() RequestCounts {
 
 // ResetRequests empties the request log and the counts.
 func (s *Server) ResetRequests() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
 	s.log = nil
 	s.counts = RequestCounts{ByRoute: map[string]int{}, ByPath: map[string]int{}}
 }
@@ -417,14 +420,31 @@ func errorf(code int, format string, args ...any) error {
 	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// statusRecorder captures the status code for the request log.
+// statusRecorder captures the status code for the request log, and logs
+// the request (logf) as its status is written: before the client can have
+// its answer, so that a caller that has its answer finds its request in
+// Requests (logged once the handler returned, a large answer read in full
+// before that was not yet there).
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	logf   func(status int)
+	logged bool
+}
+
+// log logs the request once.
+func (r *statusRecorder) log() {
+	if !r.logged {
+		r.logged = true
+		r.logf(r.status)
+	}
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
+	if r.status == 0 {
+		r.status = code
+	}
+	r.log()
 	r.ResponseWriter.WriteHeader(code)
 }
 
@@ -432,6 +452,7 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.log()
 	return r.ResponseWriter.Write(b)
 }
 
@@ -444,23 +465,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.control(w, r)
 		return
 	}
-	rec := &statusRecorder{ResponseWriter: w}
 	token := r.Header.Get("X-Nomad-Token")
 	if token == "" {
 		token, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	}
 	route := routeOf(r.URL.Path)
-	defer func() {
-		s.mu.Lock()
-		s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: rec.status, HadToken: token != "", Route: route})
+	rec := &statusRecorder{ResponseWriter: w, logf: func(status int) {
+		s.logMu.Lock()
+		s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: status, HadToken: token != "", Route: route})
 		if len(s.log) > 100000 {
 			s.log = append([]Request(nil), s.log[len(s.log)/2:]...)
 		}
 		s.counts.Total++
 		s.counts.ByRoute[r.Method+" "+route]++
 		s.counts.ByPath[r.Method+" "+r.URL.Path]++
-		s.mu.Unlock()
-	}()
+		s.logMu.Unlock()
+	}}
+	defer rec.log() // one that wrote nothing (its client gave up) as it ends
 
 	s.mu.RLock()
 	hook := s.hook

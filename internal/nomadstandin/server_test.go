@@ -558,3 +558,31 @@ func TestAllocStoppingPurged(t *testing.T) {
 		t.Errorf("7500 MHz queued on an empty 7500 MHz node: the purged job's stopping allocation still holds its room")
 	}
 }
+
+// TestRequestLoggedBeforeAnswered: a request is in Requests (and
+// RequestCounts) once its caller has the answer. It was logged as the
+// handler returned, after a large answer could be read in full, so a test
+// that counted requests right after its reads missed some now and then.
+func TestRequestLoggedBeforeAnswered(t *testing.T) {
+	f := newFixture(t)
+	// A long answer: many allocations, each listed with its job.
+	if err := f.s.AddJob(JobSpec{ID: "many", Groups: []GroupSpec{{Name: "g", Count: 60, CPUMHz: 10, MemoryMB: 16, NodeID: f.first}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		before := len(f.s.Requests())
+		total := f.s.RequestCounts().Total
+		if _, _, err := f.c.Nodes().Allocations(f.first, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(f.s.Requests()) - before; got != 1 {
+			t.Fatalf("read %d: %d requests logged once its answer was read, want 1", i, got)
+		}
+		if got := f.s.RequestCounts().Total - total; got != 1 {
+			t.Fatalf("read %d: %d requests counted once its answer was read, want 1", i, got)
+		}
+	}
+	if r := f.s.Requests(); r[len(r)-1].Status != http.StatusOK {
+		t.Errorf("logged status %d, want 200", r[len(r)-1].Status)
+	}
+}
