@@ -16,6 +16,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/strictjson"
 )
 
 // ModelFormat is the value of a model file's "format" field.
@@ -255,9 +257,14 @@ func (m *Model) Parameters() int {
 	return n
 }
 
-// ParseModel decodes and validates a model file's bytes. Unknown fields are
-// an error, so a misspelt field never passes silently.
-func ParseModel(data []byte) (*Model, error) {
+// ParseModel decodes and validates a model file's bytes. Unknown fields, a
+// name in another case than its own and a name given twice in one object
+// are errors, so a misspelt or doubled field never passes silently.
+func ParseModel(data []byte) (*Model, error) { return parseModel(data, true) }
+
+// parseModel is ParseModel; strict checks the names (the built-in models,
+// whose names a test checks, skip it: it about doubles the parse time).
+func parseModel(data []byte, strict bool) (*Model, error) {
 	if len(data) > MaxModelBytes {
 		return nil, modelErr("", "file is %d bytes, more than the limit of %d", len(data), MaxModelBytes)
 	}
@@ -291,6 +298,14 @@ func ParseModel(data []byte) (*Model, error) {
 	// not see a stray "]" or "}").
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, modelErr("", "trailing data after the model document")
+	}
+	// Every name exact and given once (Go's decoder takes a name in any
+	// case and the last of two keys: a model file edited by hand could say
+	// two things).
+	if strict {
+		if err := strictjson.Check(data, &m); err != nil {
+			return nil, modelErr("", "not a valid model document: %v", err)
+		}
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err

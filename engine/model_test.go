@@ -104,6 +104,14 @@ func TestParseModelErrorsNameTheField(t *testing.T) {
 			}
 		}, field: "layers", reason: "parameters"},
 		{name: "trailing data", raw: func(s string) string { return s + " {}" }, field: "", reason: "trailing data"},
+		// Go's decoder takes a name in any case and the last of two keys.
+		{name: "a name in capitals", raw: func(s string) string { return strings.Replace(s, `"name":`, `"NAME":"x","name":`, 1) }, field: "", reason: `field inputs[0].NAME: names are case-sensitive: want "name"`},
+		{name: "a name given twice", raw: func(s string) string {
+			return strings.Replace(s, `"input_epsilon":`, `"input_epsilon":1,"input_epsilon":`, 1)
+		}, field: "", reason: "field input_epsilon: given twice"},
+		{name: "a layer field given twice", raw: func(s string) string {
+			return strings.Replace(s, `"activation":`, `"activation":"relu","activation":`, 1)
+		}, field: "", reason: "field layers[0].activation: given twice"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -531,5 +539,31 @@ func TestModelCacheRemembersAFailure(t *testing.T) {
 	}
 	if p, err := c.Load(path); err != nil || p == nil {
 		t.Fatalf("the fixed file: %v", err)
+	}
+}
+
+// TestBuiltinModelNamesExact: the built-in models, parsed without the
+// check of names (ParseModel's strict part), pass it.
+func TestBuiltinModelNamesExact(t *testing.T) {
+	entries, err := builtinFS.ReadDir("models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		data, err := builtinFS.ReadFile("models/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseModel(data); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("%d built-in models, want 2", n)
 	}
 }

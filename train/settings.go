@@ -21,7 +21,14 @@ const (
 	TrunkMLP = "mlp"
 )
 
-// Settings control training. Zero fields take the defaults of DefaultSettings.
+// Settings control training; start from DefaultSettings. Zero sizes and
+// rates (Window, Horizon, Step, Slots, Epochs, Patience, BatchSize,
+// LearningRate, OverloadWeight, ScaleMin, ScaleMax, ValShare, Restarts,
+// HeldOutShare unless NoHeldOut) and nil Statistics, Hidden and empty Trunk
+// take DefaultSettings' values; the rest are taken as given, zero included
+// (Seed, SplitSeed, L2, Multiplex, MaxShift, ScaleJitter,
+// MaxRowsPerSeries): Settings{} splits and labels otherwise than the
+// defaults, and holds out other series than simulate's test split.
 type Settings struct {
 	Seed         uint64
 	Window       int     // samples read at each decision

@@ -53,6 +53,10 @@ type Progress struct {
 	Remaining time.Duration
 }
 
+// NoValidationNote is a model's "early_stopping" metric when no series was
+// left to validate: its "stop_train_bce" replaces "val_bce".
+const NoValidationNote = "on the training loss: no series left to validate"
+
 // Result holds the two trained models and what training measured.
 type Result struct {
 	Admission *engine.Model
@@ -166,6 +170,18 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		}
 		if s.Restarts > 1 {
 			m["restart_chosen"], m["restart_val_bce"] = strconv.Itoa(f.restart+1), f.restartLosses()
+		}
+		if valData.rows == 0 {
+			// No series left to validate: early stopping (and the choice
+			// among restarts) read the training loss; no validation loss
+			// is claimed.
+			m["early_stopping"] = NoValidationNote
+			m["stop_train_bce"] = m["val_bce"]
+			delete(m, "val_bce")
+			if r, ok := m["restart_val_bce"]; ok {
+				m["restart_train_bce"] = r
+				delete(m, "restart_val_bce")
+			}
 		}
 		return m
 	}

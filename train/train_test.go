@@ -531,3 +531,29 @@ func TestTrainRestartsKeepTheBestStart(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainWithoutValidation: with no series left to validate, early
+// stopping reads the training loss, and the models say so instead of
+// giving that loss as a validation loss ("val_bce").
+func TestTrainWithoutValidation(t *testing.T) {
+	s := smallSettings()
+	s.NoHeldOut, s.HeldOutShare = true, 0
+	one := []traces.Series{synthetic("a", 1500, 1)} // one identity: none to validate
+	res, err := Train(one, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*engine.Model{res.Admission, res.Capacity} {
+		met := m.Provenance.Metrics
+		if _, ok := met["val_bce"]; ok || met["early_stopping"] != NoValidationNote || met["stop_train_bce"] == "" || met["val_examples"] != "0" {
+			t.Errorf("%s: metrics %v; want no val_bce, early_stopping %q and stop_train_bce", m.Name, met, NoValidationNote)
+		}
+	}
+	with, err := Train(syntheticSet(), smallSettings(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if met := with.Capacity.Provenance.Metrics; met["val_bce"] == "" || met["early_stopping"] != "" {
+		t.Errorf("with validation series: metrics %v; want val_bce and no early_stopping note", met)
+	}
+}

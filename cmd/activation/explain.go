@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/strictjson"
 )
 
 // maxRequestBytes bounds what explain reads.
@@ -116,25 +116,19 @@ func readRequest(r io.Reader) (*engine.Request, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("trailing data after the request object")
 	}
-	// Both hosts must be there, by their exact names (Go's decoder would
-	// take "FIRST" for "first"; a host left out would read as zeros).
+	// Every name exact and given once, at every level: Go's decoder takes
+	// "FIRST" for "first" and "MAX" for "max", and the last of two keys.
+	if err := strictjson.Check(data, &req); err != nil {
+		return nil, err
+	}
+	// Both hosts must be there (a host left out would read as zeros).
 	var top map[string]json.RawMessage
-	if json.Unmarshal(trimmed, &top) == nil {
-		for _, host := range []string{"first", "second"} {
-			if _, ok := top[host]; ok {
-				continue
-			}
-			for k := range top {
-				if strings.EqualFold(k, host) {
-					return nil, fmt.Errorf("field %s: missing (found %q: names are lower case)", host, k)
-				}
-			}
+	if err := json.Unmarshal(trimmed, &top); err != nil {
+		return nil, fmt.Errorf("not a valid request: %w", err)
+	}
+	for _, host := range []string{"first", "second"} {
+		if _, ok := top[host]; !ok {
 			return nil, fmt.Errorf("field %s: missing: want the %s host's observation", host, host)
-		}
-		for k := range top {
-			if k != strings.ToLower(k) {
-				return nil, fmt.Errorf("field %q: names are lower case", k)
-			}
 		}
 	}
 	return &req, nil

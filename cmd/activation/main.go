@@ -5,19 +5,26 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 )
 
 // Exit codes.
 const (
-	exitOK    = 0
-	exitError = 1 // the command failed
-	exitUsage = 2 // bad command line
+	exitOK          = 0
+	exitError       = 1   // the command failed
+	exitUsage       = 2   // bad command line
+	exitInterrupted = 130 // the user interrupted it (128 + SIGINT)
 )
 
 // env is what a command sees of the process, so tests can run commands
@@ -25,8 +32,42 @@ const (
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// isTerminal reports whether stdout is a terminal (for the progress bar).
+	// isTerminal reports whether stderr is a terminal: progress is drawn
+	// there, apart from the results on stdout, which may be piped.
 	isTerminal bool
+	// ctx ends when the user interrupts the command (Ctrl-C, SIGTERM);
+	// nil is never.
+	ctx context.Context
+}
+
+// context is the command's context: it ends on an interrupt.
+func (e env) context() context.Context {
+	if e.ctx == nil {
+		return context.Background()
+	}
+	return e.ctx
+}
+
+// interrupted says whether err ends a command the user interrupted.
+func (e env) interrupted(err error) bool {
+	return e.context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, errInterrupted))
+}
+
+// errInterrupted is returned by work that the user interrupted.
+var errInterrupted = errors.New("interrupted")
+
+// interruptible runs f and returns its error, or errInterrupted as soon as
+// ctx ends (f, which cannot be stopped, is left to end with the process).
+// Whatever the command created so far its deferred clean-ups remove.
+func interruptible(ctx context.Context, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return errInterrupted
+	}
 }
 
 // command is one subcommand: its name, a one-line summary and what runs it.
@@ -55,7 +96,14 @@ func usageText() string {
 }
 
 func main() {
-	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, isTerminal: isTerminal(os.Stdout)}
+	// The first interrupt ends the command's context, so that it stops
+	// and removes what it made; a second one kills the process.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, isTerminal: isTerminal(os.Stderr), ctx: ctx}
 	os.Exit(run(os.Args[1:], e))
 }
 
@@ -101,6 +149,9 @@ func run(args []string, e env) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "activation %s: %v\n", args[0], err)
 		return exitUsage
+	case e.interrupted(err):
+		fmt.Fprintf(e.stderr, "activation %s: interrupted; nothing written\n", args[0])
+		return exitInterrupted
 	default:
 		fmt.Fprintf(e.stderr, "activation %s: %v\n", args[0], err)
 		return exitError
@@ -158,13 +209,34 @@ func (h *helpText) Error() string { return "help requested" }
 // Unwrap makes a helpText a flag.ErrHelp.
 func (h *helpText) Unwrap() error { return flag.ErrHelp }
 
-// parse parses args and rejects stray positional arguments.
+// parse parses args and rejects stray positional arguments and a flag
+// given more than once (the flag package keeps the last: `--traces a
+// --traces b` replayed b alone).
 func parse(fs *flag.FlagSet, args []string) error {
 	buf, _ := fs.Output().(*bytes.Buffer)
 	if buf != nil {
 		buf.Reset()
 	}
-	if err := fs.Parse(args); err != nil {
+	given := map[string]int{}
+	restore := countSets(fs, given)
+	err := fs.Parse(args)
+	restore()
+	if err == nil {
+		var twice []string
+		fs.Visit(func(f *flag.Flag) { // in name order
+			if given[f.Name] > 1 {
+				twice = append(twice, f.Name)
+			}
+		})
+		if len(twice) > 0 {
+			hint := ""
+			if slices.Contains(twice, "traces") {
+				hint = "; several directories go in one comma-separated list: --traces DIR,DIR"
+			}
+			return usagef("flag -%s given %d times: give it once%s", twice[0], given[twice[0]], hint)
+		}
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			if buf != nil {
 				return &helpText{buf.String()}
@@ -177,4 +249,82 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// countSets makes every flag of fs count its settings in given, until the
+// returned restore puts the flags back as they were (so that -h prints
+// them as defined).
+func countSets(fs *flag.FlagSet, given map[string]int) (restore func()) {
+	orig := map[string]flag.Value{}
+	fs.VisitAll(func(f *flag.Flag) {
+		orig[f.Name] = f.Value
+		f.Value = countingValue{Value: f.Value, name: f.Name, given: given}
+	})
+	restore = func() {
+		fs.VisitAll(func(f *flag.Flag) { f.Value = orig[f.Name] })
+	}
+	if usage := fs.Usage; usage != nil {
+		fs.Usage = func() {
+			restore()
+			usage()
+		}
+		prev := restore
+		restore = func() {
+			prev()
+			fs.Usage = usage
+		}
+	}
+	return restore
+}
+
+// countingValue is a flag's value that counts how often it is set.
+type countingValue struct {
+	flag.Value
+	name  string
+	given map[string]int
+}
+
+func (c countingValue) Set(s string) error {
+	c.given[c.name]++
+	return c.Value.Set(s)
+}
+
+func (c countingValue) String() string {
+	if c.Value == nil {
+		return ""
+	}
+	return c.Value.String()
+}
+
+// IsBoolFlag keeps a boolean flag one that takes no value.
+func (c countingValue) IsBoolFlag() bool {
+	b, ok := c.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// mkdirs makes directory path and its missing parents, as os.MkdirAll
+// does, and returns the directories it made, deepest last.
+func mkdirs(path string) (made []string, err error) {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		made = append([]string{p}, made...)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		removeMade(made)
+		return nil, err
+	}
+	return made, nil
+}
+
+// removeMade removes the directories mkdirs made, deepest first, each only
+// if it is empty.
+func removeMade(made []string) {
+	for i := len(made) - 1; i >= 0; i-- {
+		os.Remove(made[i])
+	}
 }

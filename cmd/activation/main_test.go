@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,11 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/engine/golden"
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
 	"github.com/activation-scheduler/terraform-provider-activation/traces"
+	"github.com/activation-scheduler/terraform-provider-activation/train"
 )
 
 // policyCurve is one policy of simulate's JSON: its name and its curve.
@@ -59,13 +62,16 @@ func seriesDir(t *testing.T, n, length int) string {
 func TestSimulateJSON(t *testing.T) {
 	dir := seriesDir(t, 4, 900)
 	plot := filepath.Join(t.TempDir(), "out", "bench.png")
-	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--budget", "0.05", "--format", "json", "--plot", plot)
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--budget", "5%", "--format", "json", "--plot", plot)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+	}
+	if doc["budget"] != 0.05 {
+		t.Errorf("--budget 5%%: budget %v, want 0.05", doc["budget"])
 	}
 	pols, ok := doc["policies"].([]any)
 	if !ok {
@@ -171,10 +177,12 @@ func TestSimulateBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--budget", "0.01"}, exitUsage, "--traces"},
-		{[]string{"--traces", dir, "--budget", "0"}, exitUsage, "--budget"},
-		{[]string{"--traces", dir, "--budget", "1.5"}, exitUsage, "--budget"},
-		{[]string{"--traces", dir, "--budget", "NaN"}, exitUsage, "--budget"},
+		{[]string{"--traces", dir, "--budget", "0"}, exitUsage, "flag -budget: \"0\" is not a share in (0, 1)"},
+		{[]string{"--traces", dir, "--budget", "1.5"}, exitUsage, "flag -budget: \"1.5\" is not a share in (0, 1)"},
+		{[]string{"--traces", dir, "--budget", "NaN"}, exitUsage, "flag -budget: \"NaN\" is not a share in (0, 1)"},
 		{[]string{"--traces", dir, "--budget", "one"}, exitUsage, "budget"},
+		{[]string{"--traces", dir, "--budget", "150%"}, exitUsage, `invalid value "150%" for flag -budget: "150%" is not a share in (0, 1): give a fraction such as 0.01 or a percentage such as 1%`},
+		{[]string{"--traces", dir, "--max-scale-up", " "}, exitUsage, "--max-scale-up: empty"},
 		{[]string{"--traces", dir, "--format", "xml"}, exitUsage, "--format"},
 		{[]string{"--traces", dir, "--split", "half"}, exitUsage, "--split"},
 		{[]string{"--traces", dir, "--scenario", "nope"}, exitUsage, "--scenario"},
@@ -291,7 +299,12 @@ func TestExplainBadRequest(t *testing.T) {
 		{"a request-wide field", strings.Replace(string(good), "{", `{"hold_band":-1,`, 1), []string{"--request", "-"}, exitError, "field hold_band (for both hosts): is -1"},
 		{"null", "null", []string{"--request", "-"}, exitError, "not a JSON object"},
 		{"no second host", `{"first":` + string(firstOnly) + `}`, []string{"--request", "-"}, exitError, "field second: missing"},
-		{"a host in capitals", strings.Replace(string(good), `"first"`, `"FIRST"`, 1), []string{"--request", "-"}, exitError, `found "FIRST": names are lower case`},
+		{"a host in capitals", strings.Replace(string(good), `"first"`, `"FIRST"`, 1), []string{"--request", "-"}, exitError, `field FIRST: names are case-sensitive: want "first"`},
+		// Go's decoder takes a name in any case and the last of two keys.
+		{"a nested name in capitals", strings.Replace(string(good), `"cpu_capacity_mhz":`, `"CPU_Capacity_MHz":1,"cpu_capacity_mhz":`, 1), []string{"--request", "-"}, exitError, `field first.CPU_Capacity_MHz: names are case-sensitive: want "cpu_capacity_mhz"`},
+		{"a quota name in capitals", strings.Replace(string(good), "{", `{"first_quota":{"MAX":2},`, 1), []string{"--request", "-"}, exitError, `field first_quota.MAX: names are case-sensitive: want "max"`},
+		{"a quota given twice", strings.Replace(string(good), "{", `{"first_quota":{"min":1,"max":24},"first_quota":{"min":3},`, 1), []string{"--request", "-"}, exitError, "field first_quota: given twice"},
+		{"a sample field given twice", strings.Replace(string(good), `"cpu_mhz":`, `"cpu_mhz":1,"cpu_mhz":`, 1), []string{"--request", "-"}, exitError, "field first.usage_samples[0].cpu_mhz: given twice"},
 	} {
 		code, stdout, stderr := runCmd(t, c.stdin, false, append([]string{"explain"}, c.args...)...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
@@ -331,9 +344,13 @@ func TestTrainWritesLoadableModels(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	// On a terminal: a progress bar that redraws its line.
-	if !strings.Contains(stdout, "\r") || !strings.Contains(stdout, "epoch 2/2") || !strings.Contains(stdout, "left") {
-		t.Errorf("no progress bar on a terminal:\n%q", stdout)
+	// Standard error a terminal: a progress bar there that redraws its
+	// line; standard output has the results alone.
+	if !strings.Contains(stderr, "\r") || !strings.Contains(stderr, "epoch 2/2") || !strings.Contains(stderr, "left") {
+		t.Errorf("no progress bar on standard error, a terminal:\n%q", stderr)
+	}
+	if strings.Contains(stdout, "\r") || strings.Contains(stdout, "epoch") {
+		t.Errorf("progress on standard output:\n%q", stdout)
 	}
 	for _, f := range []string{admissionFile, capacityFile} {
 		m, err := engine.LoadModelFile(filepath.Join(out, f))
@@ -352,8 +369,8 @@ func TestTrainWritesLoadableModels(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if strings.Contains(stdout, "\r") || strings.Contains(stdout, "epoch") {
-		t.Errorf("progress bar written to a non-terminal:\n%q", stdout)
+	if strings.Contains(stdout+stderr, "\r") || strings.Contains(stdout+stderr, "epoch") {
+		t.Errorf("progress bar written to a non-terminal:\n%q\n%q", stdout, stderr)
 	}
 }
 
@@ -380,7 +397,10 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "0"}, exitUsage, "hidden: width 0"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", ""}, exitUsage, "--hidden: empty"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", " "}, exitUsage, "--hidden: empty"},
-		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "bogus"}, exitUsage, `unknown statistic "bogus"`},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "bogus"}, exitUsage, `--statistics: "bogus" is not a statistic; want some of mean,`},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", ""}, exitUsage, `--statistics: "" is not a statistic`},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "mean, mean"}, exitUsage, `statistic "mean" named twice`},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--max-rows", "-5"}, exitUsage, "--max-rows: -5; want 0 (every example) or more"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "mean,mean"}, exitUsage, `statistic "mean" named twice`},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "foo"}, exitUsage, `trunk: "foo"`},
 		{[]string{"--traces", t.TempDir(), "--out", t.TempDir()}, exitError, "no *.csv"},
@@ -394,17 +414,30 @@ func TestTrainBadInput(t *testing.T) {
 	}
 }
 
-// A failed train run leaves no --out directory it made (it is made first,
-// so that one that cannot be made fails before the training), and keeps
-// one that was there.
+// A failed or interrupted train run leaves no directory it made for --out
+// (made first, so that one that cannot be made fails before the training),
+// and keeps one that was there.
 func TestTrainFailureLeavesNoOutDir(t *testing.T) {
 	parent := t.TempDir()
 	made := filepath.Join(parent, "new", "models")
 	if code, _, stderr := runCmd(t, "", false, "train", "--traces", t.TempDir(), "--out", made); code != exitError || !strings.Contains(stderr, "no *.csv") {
 		t.Fatalf("exit %d, stderr %q; want the empty trace directory refused", code, stderr)
 	}
-	if _, err := os.Stat(made); !os.IsNotExist(err) {
-		t.Errorf("the failed run left --out %s (stat: %v)", made, err)
+	if _, err := os.Stat(filepath.Join(parent, "new")); !os.IsNotExist(err) {
+		t.Errorf("the failed run left the directories it made for --out %s (stat: %v)", made, err)
+	}
+	// Interrupted (Ctrl-C): the training starts on a context already
+	// ended.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var errb bytes.Buffer
+	code := run([]string{"train", "--traces", seriesDir(t, 3, 2500), "--out", made, "--epochs", "50"},
+		env{stdin: strings.NewReader(""), stdout: new(bytes.Buffer), stderr: &errb, ctx: ctx})
+	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted; nothing written") {
+		t.Errorf("interrupted: exit %d, stderr %q; want %d and that nothing was written", code, errb.String(), exitInterrupted)
+	}
+	if _, err := os.Stat(filepath.Join(parent, "new")); !os.IsNotExist(err) {
+		t.Errorf("the interrupted run left the directories it made for --out %s (stat: %v)", made, err)
 	}
 	kept := t.TempDir()
 	if code, _, _ := runCmd(t, "", false, "train", "--traces", t.TempDir(), "--out", kept); code != exitError {
@@ -594,26 +627,30 @@ func TestSimulateSeveralFamilies(t *testing.T) {
 	}
 }
 
-// On a terminal simulate draws a progress bar (the phase and the series
-// done) and clears it before the results; -quiet and a pipe get none.
+// With standard error a terminal simulate draws a progress bar there (the
+// phase and the series done) and clears it; the results on standard output
+// have none of it (they may be piped to a file or jq). -quiet and a
+// standard error that is no terminal get no bar.
 func TestSimulateProgressBar(t *testing.T) {
 	dir := seriesDir(t, 2, 400)
-	code, stdout, stderr := runCmd(t, "", true, "simulate", "--traces", dir, "--split", "all")
+	code, stdout, stderr := runCmd(t, "", true, "simulate", "--traces", dir, "--split", "all", "--format", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stdout, "\r") || !strings.Contains(stdout, "replaying") || !strings.Contains(stdout, "2/2 series") {
-		t.Errorf("no progress bar on a terminal:\n%q", stdout)
+	if !strings.Contains(stderr, "\r") || !strings.Contains(stderr, "replaying") || !strings.Contains(stderr, "2/2 series") {
+		t.Errorf("no progress bar on standard error, a terminal:\n%q", stderr)
 	}
-	last := stdout[strings.LastIndex(stdout, "\r")+1:]
-	if !strings.HasPrefix(last, "scenario shifted") {
-		t.Errorf("the results do not start on a clean line after the bar:\n%q", last[:min(80, len(last))])
+	if !strings.HasSuffix(stderr, "\r") {
+		t.Errorf("the bar is not cleared at the end:\n%q", stderr[max(0, len(stderr)-80):])
+	}
+	if !json.Valid([]byte(stdout)) {
+		t.Errorf("standard output is not JSON alone:\n%q", stdout[:min(80, len(stdout))])
 	}
 	for _, args := range [][]string{{"-quiet"}, nil} {
 		term := len(args) > 0
-		code, stdout, _ := runCmd(t, "", term, append([]string{"simulate", "--traces", dir, "--split", "all"}, args...)...)
-		if code != exitOK || strings.Contains(stdout, "\r") {
-			t.Errorf("terminal %v, args %v: a progress bar was drawn:\n%q", term, args, stdout)
+		code, stdout, stderr := runCmd(t, "", term, append([]string{"simulate", "--traces", dir, "--split", "all"}, args...)...)
+		if code != exitOK || strings.Contains(stdout+stderr, "\r") {
+			t.Errorf("terminal %v, args %v: a progress bar was drawn:\n%q\n%q", term, args, stdout, stderr)
 		}
 	}
 }
@@ -845,12 +882,61 @@ func TestSimulatePlotCheckedFirst(t *testing.T) {
 			t.Errorf("--plot %s: stdout %q, want none", tc.plot, stdout)
 		}
 	}
+	// Several families: each family's plot, FILE-<family>.png, is checked
+	// (FILE.png was, which is not written).
+	second := seriesDir(t, 2, 400)
+	if err := os.Mkdir(filepath.Join(out, "b-"+traces.FamilyName(second)+".png"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir+","+second, "--split", "all", "--format", "json", "--plot", filepath.Join(out, "b.png"))
+	if code != exitError || !strings.Contains(stderr, "b-"+traces.FamilyName(second)+".png is a directory") || !strings.Contains(stderr, "nothing was replayed") || stdout != "" {
+		t.Errorf("a family's plot path a directory: exit %d, stderr %q, stdout %q; want it refused before the replay", code, stderr, stdout)
+	}
 	left, err := os.ReadDir(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(left) != 2 {
-		t.Errorf("%d entries in the plot's directory, want the 2 the test made (no probe or temporary file left)", len(left))
+	if len(left) != 3 {
+		t.Errorf("%d entries in the plot's directory, want the 3 the test made (no probe, plot or temporary file left)", len(left))
+	}
+}
+
+// The plot's missing directories are made once the replay succeeded: a
+// usage error, a failed or an interrupted replay makes none.
+func TestSimulatePlotDirMadeLast(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "a.csv"), []byte("ts,value\n0,1\n300,NaN\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	plot := filepath.Join(root, "new", "sub", "b.png")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name string
+		args []string
+		ctx  context.Context
+		code int
+	}{
+		{"usage error", []string{"--traces", dir, "--max-scale-up", "abc"}, nil, exitUsage},
+		{"bad series", []string{"--traces", bad}, nil, exitError},
+		{"interrupted", []string{"--traces", dir}, cancelled, exitInterrupted},
+	} {
+		var out, errb bytes.Buffer
+		args := append([]string{"simulate", "--split", "all", "--plot", plot}, c.args...)
+		if code := run(args, env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, ctx: c.ctx}); code != c.code {
+			t.Errorf("%s: exit %d, want %d: %s", c.name, code, c.code, errb.String())
+		}
+		if _, err := os.Stat(filepath.Join(root, "new")); !os.IsNotExist(err) {
+			t.Errorf("%s: the plot's directory was made (stat: %v)", c.name, err)
+		}
+	}
+	if code, _, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--plot", plot); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(plot); err != nil {
+		t.Errorf("no plot written: %v", err)
 	}
 }
 
@@ -922,5 +1008,59 @@ func TestFamilyNameOfDot(t *testing.T) {
 		if got := traces.FamilyName(tc.dir); got != tc.want {
 			t.Errorf("FamilyName(%q) = %q, want %q", tc.dir, got, tc.want)
 		}
+	}
+}
+
+// TestTrainBar: the starts of one model (--restarts) share its line, which
+// a shorter redraw leaves clean; the next model starts a new line.
+func TestTrainBar(t *testing.T) {
+	var b bytes.Buffer
+	bar := &trainBar{w: &b}
+	for _, p := range []train.Progress{
+		{Model: "capacity 1/2", Epoch: 1, Epochs: 12, Elapsed: 1500 * time.Millisecond, Remaining: 20 * time.Second},
+		{Model: "capacity 2/2", Epoch: 1, Epochs: 12, Elapsed: 1600 * time.Millisecond, Remaining: 20 * time.Second},
+		{Model: "capacity 1/2", Epoch: 12, Epochs: 12, Elapsed: 2 * time.Second},
+		{Model: "admission", Epoch: 1, Epochs: 12},
+	} {
+		bar.update(p)
+	}
+	bar.done()
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2 (one per model):\n%q", len(lines), b.String())
+	}
+	// What the terminal shows of the first line: each redraw over the last.
+	var shown []byte
+	for _, d := range strings.Split(lines[0], "\r")[1:] {
+		shown = append([]byte(d), shown[min(len(d), len(shown)):]...)
+	}
+	if got := strings.TrimRight(string(shown), " "); !strings.HasSuffix(got, "left 0s") || !strings.Contains(got, "epoch 12/12") {
+		t.Errorf("the first model's line shows %q, want its last redraw alone", got)
+	}
+}
+
+// TestFlagGivenTwice: a flag given twice is a usage error naming it (the
+// flag package kept the last: --traces a --traces b replayed b alone); -h
+// still prints the flags as defined.
+func TestFlagGivenTwice(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "--traces", dir, "--traces", dir}, "flag -traces given 2 times: give it once; several directories go in one comma-separated list"},
+		{[]string{"simulate", "--traces", dir, "--quiet", "-quiet=true"}, "flag -quiet given 2 times"},
+		{[]string{"simulate", "--traces", dir, "--budget", "0.01", "--budget", "0.5", "--budget", "0.1"}, "flag -budget given 3 times"},
+		{[]string{"train", "--traces", dir, "--out", t.TempDir(), "--out", t.TempDir()}, "flag -out given 2 times"},
+		{[]string{"explain", "--request", "-", "--request", "-"}, "flag -request given 2 times"},
+	} {
+		code, stdout, stderr := runCmd(t, "", false, c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args[:3], code, stderr, exitUsage, c.want)
+		}
+	}
+	code, stdout, _ := runCmd(t, "", false, "simulate", "-h")
+	if code != exitOK || !strings.Contains(stdout, `(default "builtin:admission")`) || !strings.Contains(stdout, "-quiet\n") {
+		t.Errorf("-h: exit %d:\n%s", code, stdout)
 	}
 }

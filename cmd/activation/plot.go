@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -135,6 +138,11 @@ func writePlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget f
 		os.Remove(f.Name())
 		return err
 	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
 	if err := f.Close(); err != nil {
 		os.Remove(f.Name())
 		return err
@@ -150,24 +158,57 @@ func writePlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget f
 	return nil
 }
 
-// plotWritable checks, before a replay, that a plot can be written at path:
-// its directory (created if missing) takes a new file, and path is not a
-// directory. A replay that fails only at its plot loses its results.
-func plotWritable(path string) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// plotPaths is every plot --plot FILE asks for, in the order of the
+// reports: FILE for one family; FILE-<family>.png for each of several, and
+// FILE-pooled.png.
+func plotPaths(file string, dirs []traceDir) []string {
+	switch {
+	case file == "":
+		return nil
+	case len(dirs) == 1:
+		return []string{file}
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe-*")
+	stem := strings.TrimSuffix(file, filepath.Ext(file))
+	var out []string
+	for _, d := range dirs {
+		out = append(out, stem+"-"+d.family+".png")
+	}
+	return append(out, stem+"-"+sim.PooledFamily+".png")
+}
+
+// plotsWritable checks, before a replay, that the plots can be written: no
+// path is a directory, and their directory, or the nearest of its parents
+// that exists (the rest is made only once the replay succeeded), takes a
+// new file. A replay that fails only at its plots loses its results.
+func plotsWritable(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return fmt.Errorf("%s is a directory", p)
+		}
+	}
+	dir := filepath.Dir(paths[0])
+	for {
+		st, err := os.Stat(dir)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("%s is not a directory", dir)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(dir) == dir {
+			return err
+		}
+		dir = filepath.Dir(dir)
+	}
+	f, err := os.CreateTemp(dir, ".plot-probe-*")
 	if err != nil {
 		return fmt.Errorf("cannot write in %s: %w", dir, err)
 	}
 	f.Close()
-	os.Remove(f.Name())
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
-	}
-	return nil
+	return os.Remove(f.Name())
 }
 
 func newLegend() plot.Legend {

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,12 +16,13 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
 	"github.com/activation-scheduler/terraform-provider-activation/traces"
+	"github.com/activation-scheduler/terraform-provider-activation/train"
 )
 
-// The held-out split every command uses (the trainer's default too).
-const (
-	heldOutShare = 0.34
-	splitSeed    = 1
+// The held-out split every command uses: the trainer's.
+var (
+	heldOutShare = train.DefaultSettings().HeldOutShare
+	splitSeed    = train.DefaultSettings().SplitSeed
 )
 
 // Splits simulate can replay.
@@ -79,7 +81,11 @@ func cmdSimulate(args []string, e env) error {
 	fs := newFlags("simulate", simulateHelp)
 	var f simulateFlags
 	fs.StringVar(&f.traces, "traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required)")
-	fs.Float64Var(&f.budget, "budget", 0.01, "violation budget: the largest `share` of host-samples over capacity a policy may cause")
+	f.budget = 0.01
+	fs.Func("budget", "violation budget: the largest `share` of host-samples over capacity a policy may cause, as 0.01 or 1% (default 0.01)", func(s string) (err error) {
+		f.budget, err = parseShare(s)
+		return err
+	})
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
 	fs.StringVar(&f.plot, "plot", "", "write a PNG plot to this `FILE` (density against violation rate, and the two hosts over time; its directory is created if missing); with several families, one FILE-<family>.png each and FILE-pooled.png")
 	fs.StringVar(&f.scenario, "scenario", sim.ScenarioShifted, "replay `scenario`: "+strings.Join(sim.ScenarioNames(), ", "))
@@ -93,7 +99,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.Float64Var(&f.holdBand, "hold-band", 0, "hold band of activation-steps: a host keeps its count while it lies between the counts at output thresholds `B` logits stricter and looser (the strategy's hold_band)")
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
 	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1): replays with several seeds show how much of a difference is the draw's")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar even on a terminal")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -105,9 +111,6 @@ func cmdSimulate(args []string, e env) error {
 		if d.family == sim.PooledFamily {
 			return usagef("--traces: %s is family %q, the name of the results over every family: rename the directory", d.path, d.family)
 		}
-	}
-	if math.IsNaN(f.budget) || f.budget <= 0 || f.budget >= 1 {
-		return usagef("--budget: %v; it must be a share of host-samples in (0, 1), e.g. 0.01 for 1%%", f.budget)
 	}
 	if f.format != "table" && f.format != "json" {
 		return usagef("--format: %q; want table or json", f.format)
@@ -131,16 +134,14 @@ func cmdSimulate(args []string, e env) error {
 	if f.plot != "" && !strings.HasSuffix(strings.ToLower(f.plot), ".png") {
 		return usagef("--plot: %q; the plot is a PNG file, name it *.png", f.plot)
 	}
-	if f.plot != "" {
-		if err := plotWritable(f.plot); err != nil {
-			return fmt.Errorf("--plot: %w (nothing was replayed)", err)
-		}
-	}
 	var steps engine.Steps
 	for _, s := range []struct {
 		flag, value string
 		to          *engine.Step
 	}{{"--max-scale-up", f.maxUp, &steps.MaxUp}, {"--max-scale-down", f.maxDown, &steps.MaxDown}, {"--hysteresis", f.hysteresis, &steps.Hysteresis}} {
+		if strings.TrimSpace(s.value) == "" && flagSet(fs, strings.TrimPrefix(s.flag, "--")) {
+			return usagef("%s: empty: give N replicas or N%%, or leave the flag out", s.flag)
+		}
 		st, err := engine.ParseStep(s.value)
 		if err != nil {
 			return usagef("%s: %v", s.flag, err)
@@ -153,7 +154,7 @@ func cmdSimulate(args []string, e env) error {
 	if f.holdBand > 0 && f.knob != sim.KnobOutputThreshold {
 		return usagef("--hold-band: a hold band moves output thresholds; the %s knob keeps them", f.knob)
 	}
-	withSteps := f.maxUp != "" || f.maxDown != "" || f.hysteresis != "" || f.holdBand > 0
+	withSteps := !steps.MaxUp.IsZero() || !steps.MaxDown.IsZero() || !steps.Hysteresis.IsZero() || f.holdBand > 0
 
 	start := time.Now()
 	type family struct {
@@ -197,6 +198,10 @@ func cmdSimulate(args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	plots := plotPaths(f.plot, dirs)
+	if err := plotsWritable(plots); err != nil {
+		return fmt.Errorf("--plot: %w (nothing was replayed)", err)
+	}
 	baselines := sim.Baselines()
 	if sc.Name == sim.ScenarioYardstick {
 		baselines = sim.YardstickBaselines() // the yardstick's own sweeps, whose figures it gives
@@ -215,7 +220,7 @@ func cmdSimulate(args []string, e env) error {
 		for _, in := range capy.Model().Inputs {
 			feats = append(feats, in.Name)
 		}
-		lin, err := sim.LinearSources(context.Background(), sim.FromRefs(trainAll), sc, sim.LinearConfig{Features: feats, Slots: capy.CountableOutputs()}, f.workers)
+		lin, err := sim.LinearSources(e.context(), sim.FromRefs(trainAll), sc, sim.LinearConfig{Features: feats, Slots: capy.CountableOutputs()}, f.workers)
 		switch {
 		case errors.Is(err, sim.ErrLinearTooFewExamples):
 			notes = append(notes, "linear ablation left out: "+err.Error())
@@ -233,7 +238,7 @@ func cmdSimulate(args []string, e env) error {
 
 	var bar *simBar
 	if e.isTerminal && !f.quiet {
-		bar = &simBar{w: e.stdout}
+		bar = &simBar{w: e.stderr}
 	}
 	var reps []*sim.Report
 	for _, fm := range fams {
@@ -242,7 +247,7 @@ func cmdSimulate(args []string, e env) error {
 			bar.family = fm.dir.family
 			opt.Progress = bar.update
 		}
-		rep, err := sim.RunSources(context.Background(), sim.FromRefs(fm.replay), sc, policies, opt)
+		rep, err := sim.RunSources(e.context(), sim.FromRefs(fm.replay), sc, policies, opt)
 		if bar != nil {
 			bar.clear()
 		}
@@ -260,7 +265,7 @@ func cmdSimulate(args []string, e env) error {
 		},
 		Notes: notes}
 	if withSteps {
-		out.Steps = &stepsInfo{MaxScaleUp: f.maxUp, MaxScaleDown: f.maxDown, Hysteresis: f.hysteresis, HoldBand: f.holdBand}
+		out.Steps = &stepsInfo{MaxScaleUp: steps.MaxUp.String(), MaxScaleDown: steps.MaxDown.String(), Hysteresis: steps.Hysteresis.String(), HoldBand: f.holdBand}
 	}
 	out.Notes = append(out.Notes, edgeNotes(reps, f.budget)...)
 	if len(reps) == 1 {
@@ -276,22 +281,23 @@ func cmdSimulate(args []string, e env) error {
 		}
 		reps = append(reps, pooled)
 	}
-	if f.plot != "" {
-		for _, r := range reps {
-			path := f.plot
-			if len(reps) > 1 {
-				path = strings.TrimSuffix(f.plot, filepath.Ext(f.plot)) + "-" + r.Family + ".png"
-			}
+	if len(plots) > 0 {
+		made, err := mkdirs(filepath.Dir(f.plot))
+		if err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+		for i, r := range reps { // plots[i] is r's (plotPaths)
 			// The time series is of the family's first replay unit; the
 			// pooled plot shows the first family's.
 			traceFrom := r
 			if r.Family == sim.PooledFamily {
 				traceFrom = reps[0]
 			}
-			if err := writePlot(path, r, traceFrom, act, f.budget); err != nil {
+			if err := writePlot(plots[i], r, traceFrom, act, f.budget); err != nil {
+				removeMade(made)
 				return fmt.Errorf("--plot: %w", err)
 			}
-			out.Plots = append(out.Plots, path)
+			out.Plots = append(out.Plots, plots[i])
 		}
 	}
 	out.ElapsedSeconds = math.Round(time.Since(start).Seconds()*100) / 100
@@ -544,4 +550,27 @@ func short(d string) string {
 		return d[:19]
 	}
 	return d
+}
+
+// parseShare reads a share in (0, 1), as a fraction (0.01) or a percentage
+// (1%).
+func parseShare(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	scale := 1.0
+	if p, ok := strings.CutSuffix(t, "%"); ok {
+		t, scale = strings.TrimSpace(p), 0.01
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	v *= scale
+	if err != nil || !(v > 0 && v < 1) {
+		return 0, fmt.Errorf("%q is not a share in (0, 1): give a fraction such as 0.01 or a percentage such as 1%%", s)
+	}
+	return v, nil
+}
+
+// flagSet says whether the flag called name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

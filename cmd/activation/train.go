@@ -4,8 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +53,7 @@ func cmdTrain(args []string, e env) error {
 	out := fs.String("out", "", "`DIR` to write admission.json and capacity.json into (required)")
 	seed := fs.Uint64("seed", 0, "training seed (0: the default settings' seed)")
 	epochs := fs.Int("epochs", 0, "training epochs per processor (0: the default)")
-	quiet := fs.Bool("quiet", false, "no progress bar even on a terminal")
+	quiet := fs.Bool("quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	settings := addSettingsFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -83,32 +83,35 @@ func cmdTrain(args []string, e env) error {
 		return usagef("%v", err)
 	}
 	// --out is made now, so that a directory that cannot be made fails
-	// before the training; a failed run removes it again if it made it.
-	_, statErr := os.Stat(*out)
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	// before the training; a failed or interrupted run removes again every
+	// directory it made.
+	made, err := mkdirs(*out)
+	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	written := false
-	if os.IsNotExist(statErr) {
-		defer func() {
-			if !written {
-				os.Remove(*out) // only if still empty
-			}
-		}()
-	}
+	defer func() {
+		if !written {
+			removeMade(made)
+		}
+	}()
 	fams, err := loadFamilies(dirs)
 	if err != nil {
 		return err
 	}
 	var pb *trainBar
 	if e.isTerminal && !*quiet {
-		pb = &trainBar{w: e.stdout}
+		pb = &trainBar{w: e.stderr}
 	}
 	start := time.Now()
-	res, err := train.TrainFamilies(fams, s, func(p train.Progress) {
-		if pb != nil {
-			pb.update(p)
-		}
+	var res *train.Result
+	err = interruptible(e.context(), func() (err error) {
+		res, err = train.TrainFamilies(fams, s, func(p train.Progress) {
+			if pb != nil {
+				pb.update(p)
+			}
+		})
+		return err
 	})
 	if pb != nil {
 		pb.done()
@@ -137,7 +140,11 @@ func cmdTrain(args []string, e env) error {
 		if err != nil {
 			return err
 		}
-		lines = append(lines, fmt.Sprintf("  %s  %s  %v layers, val_bce %s", path, d, f.m.LayerSizes(), f.m.Provenance.Metrics["val_bce"]))
+		loss := "val_bce " + f.m.Provenance.Metrics["val_bce"]
+		if note, ok := f.m.Provenance.Metrics["early_stopping"]; ok {
+			loss = "early stopping " + note
+		}
+		lines = append(lines, fmt.Sprintf("  %s  %s  %v layers, %s", path, d, f.m.LayerSizes(), loss))
 	}
 	fmt.Fprintf(e.stdout, "trained on %d series (%s), held out %d (%s); %d examples, %s\n%s\n",
 		len(res.TrainSeries), listNames(res.TrainSeries, 12), len(res.HeldOut), listNames(res.HeldOut, 12),
@@ -145,18 +152,24 @@ func cmdTrain(args []string, e env) error {
 	return nil
 }
 
-// trainBar draws one self-overwriting line per model on a terminal.
+// trainBar draws one self-overwriting line per model on a terminal (the
+// starts of a model trained from several, --restarts, share its line).
 type trainBar struct {
-	w     io.Writer
-	model string
+	w       io.Writer
+	model   string
+	lastLen int
 }
 
 func (b *trainBar) update(p train.Progress) {
-	if b.model != "" && b.model != p.Model {
+	model, _, _ := strings.Cut(p.Model, " ") // "capacity 2/4": start 2 of 4
+	if b.model != "" && b.model != model {
 		fmt.Fprintln(b.w)
+		b.lastLen = 0
 	}
-	b.model = p.Model
-	fmt.Fprintf(b.w, "\r%s", progressLine(p))
+	b.model = model
+	line := progressLine(p)
+	fmt.Fprintf(b.w, "\r%s%s", line, strings.Repeat(" ", max(0, b.lastLen-len(line))))
+	b.lastLen = len(line)
 }
 
 func (b *trainBar) done() {
@@ -209,7 +222,17 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 			*hidden = ""
 		}
 		s.Trunk, s.Multiplex, s.MaxRowsPerSeries, s.Restarts = *trunk, *multiplex, *rows, *restarts
-		s.Statistics = strings.Split(*statistics, ",")
+		if *rows < 0 {
+			return s, usagef("--max-rows: %d; want 0 (every example) or more", *rows)
+		}
+		s.Statistics = nil
+		for _, name := range strings.Split(*statistics, ",") {
+			name = strings.TrimSpace(name)
+			if !slices.ContainsFunc(train.Statistics, func(st train.Statistic) bool { return st.Name == name }) {
+				return s, usagef("--statistics: %q is not a statistic; want some of %s", name, statisticNames())
+			}
+			s.Statistics = append(s.Statistics, name)
+		}
 		s.Hidden = nil
 		if hiddenSet && *trunk != train.TrunkMax && strings.TrimSpace(*hidden) == "" {
 			return s, usagef("--hidden: empty; give the %s trunk's hidden widths (W[,W...]), or leave --hidden out for %s", train.TrunkMLP, joinInts(d.Hidden))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -94,6 +93,7 @@ func cmdTune(args []string, e env) error {
 	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family (required)")
 	folds := fs.Int("folds", 3, "inner validation folds")
 	budgets := fs.String("budgets", "0.01,0.001", "violation budgets, comma-separated")
+	quiet := fs.Bool("quiet", false, "no progress lines (one per candidate and fold, on standard error)")
 	only := fs.String("candidates", "", "comma-separated candidate `N[,N...]` to run (empty: all): "+candidateList())
 	if err := parse(fs, args); err != nil {
 		return err
@@ -107,9 +107,9 @@ func cmdTune(args []string, e env) error {
 	}
 	var bs []float64
 	for _, b := range strings.Split(*budgets, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(b), 64)
-		if err != nil || !(v > 0 && v < 1) {
-			return usagef("--budgets: %q is not a share in (0, 1)", b)
+		v, err := parseShare(b)
+		if err != nil {
+			return usagef("--budgets: %v", err)
 		}
 		bs = append(bs, v)
 	}
@@ -151,7 +151,11 @@ func cmdTune(args []string, e env) error {
 			s := base
 			s.NoHeldOut, s.HeldOutShare = true, 0
 			cand.edit(&s)
-			res, err := train.TrainFamilies(inner, s, nil)
+			var res *train.Result
+			err := interruptible(e.context(), func() (err error) {
+				res, err = train.TrainFamilies(inner, s, nil)
+				return err
+			})
 			if err != nil {
 				return fmt.Errorf("candidate %q fold %d: %w", cand.name, fold+1, err)
 			}
@@ -168,7 +172,7 @@ func cmdTune(args []string, e env) error {
 				if err != nil {
 					return err
 				}
-				rep, err := sim.Run(context.Background(), val[f], sim.Shifted(), append(sim.Baselines(), act), sim.Options{})
+				rep, err := sim.Run(e.context(), val[f], sim.Shifted(), append(sim.Baselines(), act), sim.Options{})
 				if err != nil {
 					return fmt.Errorf("candidate %q fold %d family %s: %w", cand.name, fold+1, fams[f].Name, err)
 				}
@@ -181,7 +185,9 @@ func cmdTune(args []string, e env) error {
 					ratio[c][f][b] += r / float64(*folds)
 				}
 			}
-			fmt.Fprintf(e.stderr, "fold %d/%d, candidate %d/%d (%s) done, %s\n", fold+1, *folds, c+1, len(cands), cand.name, time.Since(start).Round(time.Second))
+			if !*quiet {
+				fmt.Fprintf(e.stderr, "fold %d/%d, candidate %d/%d (%s) done, %s\n", fold+1, *folds, c+1, len(cands), cand.name, time.Since(start).Round(time.Second))
+			}
 		}
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)

@@ -1,0 +1,143 @@
+// Package strictjson checks what encoding/json lets through when it
+// decodes into a struct: object keys that match a field only when case is
+// ignored ("MAX" for "max"), and keys given twice in one object (the last
+// wins). Both silently change what a document says.
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+)
+
+// Check walks the JSON document data along the type of v (a value or a
+// pointer to one, as passed to json.Unmarshal) and returns an error naming
+// the first key, by its path ("first_quota.max"), that is given twice in
+// its object or that names a struct field other than by its exact JSON
+// name. Values whose type decodes itself (json.Unmarshaler), and interface
+// values, are checked for duplicate keys only. It does not check what
+// json.Unmarshal checks (syntax, types, unknown fields).
+func Check(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return walk(dec, reflect.TypeOf(v), "")
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// walk consumes one value from dec, checking it against t (nil: any).
+func walk(dec *json.Decoder, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		if t.Implements(unmarshaler) {
+			t = nil
+			break
+		}
+		t = t.Elem()
+	}
+	if t != nil && (t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler)) {
+		t = nil // it decodes itself: keys are its business, duplicates ours
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		return walkObject(dec, t, path)
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := walk(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token() // ]
+		return err
+	}
+	return nil
+}
+
+// walkObject consumes an object's keys and values, its '{' read.
+func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
+	var fields map[string]reflect.Type // exact JSON name: type
+	var folded map[string]string       // lower-cased JSON name: exact
+	var elem reflect.Type
+	switch {
+	case t != nil && t.Kind() == reflect.Struct:
+		fields, folded = map[string]reflect.Type{}, map[string]string{}
+		collect(t, fields, folded)
+	case t != nil && t.Kind() == reflect.Map:
+		elem = t.Elem()
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		at := key
+		if path != "" {
+			at = path + "." + key
+		}
+		if seen[key] {
+			return fmt.Errorf("field %s: given twice (a JSON object names each field once)", at)
+		}
+		seen[key] = true
+		vt := elem
+		if fields != nil {
+			ft, ok := fields[key]
+			if !ok {
+				if exact, ok := folded[strings.ToLower(key)]; ok {
+					return fmt.Errorf("field %s: names are case-sensitive: want %q", at, exact)
+				}
+			}
+			vt = ft
+		}
+		if err := walk(dec, vt, at); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // }
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// collect gathers t's fields by JSON name, embedded structs' included.
+func collect(t reflect.Type, fields map[string]reflect.Type, folded map[string]string) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				collect(ft, fields, folded)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+		folded[strings.ToLower(name)] = name
+	}
+}

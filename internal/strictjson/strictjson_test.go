@@ -1,0 +1,59 @@
+package strictjson
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+type quota struct {
+	Min *int `json:"min,omitempty"`
+	Max *int `json:"max,omitempty"`
+}
+
+type inner struct {
+	Shared string `json:"shared"`
+}
+
+type doc struct {
+	inner
+	Name   string            `json:"name"`
+	Quota  *quota            `json:"quota,omitempty"`
+	Quotas []quota           `json:"quotas"`
+	Labels map[string]string `json:"labels"`
+	Raw    json.RawMessage   `json:"raw"`
+	Any    any               `json:"any"`
+	Plain  int
+}
+
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		name, doc, want string // want "" is no error
+	}{
+		{"exact names", `{"name":"a","quota":{"min":1,"max":2},"quotas":[{"max":3}],"labels":{"A":"b"},"shared":"s","Plain":1}`, ""},
+		{"nested key in another case", `{"quota":{"min":1,"MAX":2}}`, `field quota.MAX: names are case-sensitive: want "max"`},
+		{"top key in another case", `{"Name":"a"}`, `field Name: names are case-sensitive: want "name"`},
+		{"embedded field in another case", `{"SHARED":"a"}`, `field SHARED: names are case-sensitive: want "shared"`},
+		{"in a list", `{"quotas":[{"max":1},{"Min":1}]}`, `field quotas[1].Min: names are case-sensitive: want "min"`},
+		{"duplicate top key", `{"name":"a","name":"b"}`, "field name: given twice"},
+		{"duplicate nested key", `{"quota":{"min":1,"max":2,"min":3}}`, "field quota.min: given twice"},
+		{"duplicate object", `{"quota":{"min":1},"quota":{"max":2}}`, "field quota: given twice"},
+		{"duplicate map key", `{"labels":{"a":"1","a":"2"}}`, "field labels.a: given twice"},
+		{"map keys keep their case", `{"labels":{"A":"1","a":"2"}}`, ""},
+		{"duplicate inside a raw value", `{"raw":{"x":1,"x":2}}`, "field raw.x: given twice"},
+		{"any case inside a raw value", `{"raw":{"X":1,"x":2}}`, ""},
+		{"duplicate inside an interface", `{"any":[{"k":1,"k":1}]}`, "field any[0].k: given twice"},
+		{"unknown field left to json", `{"nope":1}`, ""},
+		{"truncated", `{"name":"a"`, "unexpected EOF"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := Check([]byte(c.doc), &doc{})
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("Check: %v, want no error", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("Check: %v, want %q", err, c.want)
+			}
+		})
+	}
+}
