@@ -229,6 +229,9 @@ func parseTime(s string) (int64, error) {
 	if i >= MaxTime {
 		return 0, fmt.Errorf("%q is past the year 5138 as Unix seconds: milliseconds? Times are Unix seconds", s)
 	}
+	if i < 0 {
+		return 0, fmt.Errorf("%q is before 1970: times are Unix seconds, 0 or later (the engine refuses earlier ones)", s)
+	}
 	return i, nil
 }
 
@@ -369,6 +372,21 @@ func csvFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)
+	}
+	// Series one level further down would be left out without a word: the
+	// nested layout is one level deep.
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		deeper, err := os.ReadDir(sub)
+		if err != nil {
+			return nil, fmt.Errorf("traces: %w", err)
+		}
+		if len(csvPaths(sub, deeper)) > 0 {
+			return nil, fmt.Errorf("traces: %s holds series two levels down: a trace directory is flat (<series>.csv) or nested one level (<part>/<series>.csv); give %s as a directory of its own, or move its files up", sub, sub)
+		}
 	}
 	return csvPaths(dir, entries), nil
 }

@@ -40,6 +40,9 @@ func TestRead(t *testing.T) {
 		{name: "out of order", csv: "ts,value\n2,1\n1,1\n", err: "line 3: ts"},
 		{name: "repeated time", csv: "ts,value\n1,1\n1,2\n", err: "line 3: ts"},
 		{name: "time out of range", csv: "ts,value\n1e30,1\n", err: "line 2: ts"},
+		// the engine refuses them: a replay failed mid-way, on the activation policy alone
+		{name: "a time before 1970", csv: "ts,value\n-300,1\n0,2\n", err: `line 2: ts: "-300" is before 1970`},
+		{name: "time 0", csv: "ts,value\n0,1\n300,2\n", want: []float64{1, 2}},
 		{name: "short row", csv: "ts,value\n1\n", err: "line 2"},
 	}
 	for _, tc := range tests {
@@ -174,6 +177,8 @@ func TestScanErrors(t *testing.T) {
 		{"one-row day", map[string]string{"d1/vm.csv": "ts,value\n100,1\n"}, "d1/vm.csv: series vm: 1 sample"},
 		// the subdirectory's series would be left out without a word
 		{"both layouts", map[string]string{"vm_a.csv": "ts,value\n100,1\n200,2\n", "d1/vm_b.csv": "ts,value\n100,1\n200,2\n"}, "holds series in both layouts, *.csv files and d1/*.csv"},
+		// series two levels down were left out without a word
+		{"two levels down", map[string]string{"d1/vm_a.csv": "ts,value\n100,1\n200,2\n", "d1/x/vm_b.csv": "ts,value\n100,1\n200,2\n"}, "d1/x holds series two levels down"},
 		// the extension's case does not matter, so one series twice is refused
 		{"one series twice, flat", map[string]string{"vm.csv": "ts,value\n100,1\n200,2\n", "vm.CSV": "ts,value\n100,1\n200,2\n"}, `vm.csv hold the same series "vm"`},
 		{"one series twice, nested", map[string]string{"d1/vm.Csv": "ts,value\n100,1\n200,2\n", "d1/vm.csv": "ts,value\n300,1\n400,2\n"}, `d1/vm.csv hold the same series "vm"`},
