@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	ustats "github.com/activation-scheduler/terraform-provider-activation/stats"
@@ -165,6 +166,7 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 	for i, st := range stats {
 		names[i] = st.Usage
 	}
+	meanAt := slices.Index(names, engine.FeatCPUReplicaMean) // -1: read it apart
 	const capMHz = 1000.0
 	samples := make([]engine.Sample, s.Window)
 	for _, ser := range series {
@@ -213,8 +215,20 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 			}
 			// The admission queue: some replicas running (from one to half
 			// again as many as fit at the window's mean), then new ones,
-			// each demanding the replica's request.
-			mean := math.Max(fx[0], 1e-3)
+			// each demanding the replica's request. The mean is read
+			// whatever statistics the trunk reads, so that an ablation
+			// without it trains on the same queues.
+			mean := 0.0
+			if meanAt >= 0 {
+				mean = fx[meanAt]
+			} else {
+				mv, err := engine.FeatureVector(&obs, "training", []string{engine.FeatCPUReplicaMean})
+				if err != nil {
+					return d, fmt.Errorf("train: series %s at %d: %w", ser.Name, t, err)
+				}
+				mean = mv[0]
+			}
+			mean = math.Max(mean, 1e-3)
 			maxRun := max(1, min(s.Slots, int(math.Ceil(1.5/mean))))
 			d.running = append(d.running, 1+rng.IntN(maxRun))
 			d.demand = append(d.demand, math.Max(reqShare*r, 1e-6))

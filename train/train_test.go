@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -555,5 +556,33 @@ func TestTrainWithoutValidation(t *testing.T) {
 	}
 	if met := with.Capacity.Provenance.Metrics; met["val_bce"] == "" || met["early_stopping"] != "" {
 		t.Errorf("with validation series: metrics %v; want val_bce and no early_stopping note", met)
+	}
+}
+
+// TestAdmissionQueuesWhateverTheStatistics: the admission examples' queues
+// (how many replicas run) come from the window's mean whatever statistics
+// the trunk reads; they came from the first one read, so the ablation
+// without the level (mean_std2 first) trained on other queues.
+func TestAdmissionQueuesWhateverTheStatistics(t *testing.T) {
+	s := smallSettings()
+	series := syntheticSet()[:3]
+	build := func(names ...string) dataset {
+		t.Helper()
+		stats, err := statisticsByName(names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := examples(series, s, stats, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	all := build(DefaultSettings().Statistics...)
+	for _, names := range [][]string{{"mean_std2", "p95", "max"}, {"max", "mean"}} {
+		d := build(names...)
+		if !slices.Equal(d.running, all.running) {
+			t.Errorf("statistics %v: the queues differ from the default statistics' (%d rows)", names, d.rows)
+		}
 	}
 }

@@ -121,8 +121,9 @@ func newMLPTrunk(width int, hidden []int, stats []Statistic, rng *rand.Rand) *ml
 		t.wo[i] = 0.01 * rng.NormFloat64()
 	}
 	t.ws = make([]float64, 2*width)
-	// Start at a cautious estimate: a = 1.2 x the window's maximum (or its
-	// largest statistic), b = a little of it.
+	// Start at a cautious estimate: a = 1.2 x the window's maximum (without
+	// it, 1.2 x the first statistic read: an ablation without the maximum
+	// also starts elsewhere), b = a little of it.
 	start := 0
 	for f, s := range stats {
 		if s.Name == "max" {
