@@ -24,9 +24,11 @@ const PolicyAdmissionOracle = "admission-oracle"
 //
 // Where requests exceed what replicas use (hand-set requests usually do)
 // the first host reaches the oracle's count a few decisions late after
-// usage falls, and this policy measures what that costs: a density the
-// activation policy cannot pass at a zero violation rate, and which bounds
-// how much of the gap to the oracle a pair can close.
+// usage falls, and this policy measures what that costs. It is a reference,
+// not a bound: it counts room from the true peak of the block, while the
+// engine may admit more (new replicas that use less than they request do
+// not overload the host), and one series' activation first host was seen
+// above it at no violation of its own.
 func AdmissionOracle() Policy { return admissionOracle{} }
 
 type admissionOracle struct{}

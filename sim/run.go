@@ -50,6 +50,14 @@ type Options struct {
 	Progress func(Progress)
 	// OnSeries, when set, receives every unit's tallies, in order.
 	OnSeries func(SeriesResult)
+	// CalibrateOn, when set, are the series whose usage sets the request
+	// factor (Scenario.TargetSlack), instead of the replayed ones (which
+	// set it when none of these can be replayed; Report.CalibratedOn): a
+	// held-out replay calibrates on its family's training series, so that
+	// no replayed series' future usage shapes the requests (the requests
+	// reach the activation policy's first host alone; every baseline
+	// reads usage, and request-sum's knob absorbs the factor).
+	CalibrateOn []Source
 }
 
 // Progress is how far a run is.
@@ -102,6 +110,9 @@ type Report struct {
 	RequestFactor float64 `json:"request_factor,omitempty"`
 	MedianSlack   float64 `json:"median_slack,omitempty"`
 	MeanSlack     float64 `json:"mean_slack,omitempty"`
+	// CalibratedOn is how many series of Options.CalibrateOn set the
+	// request factor; 0 when the replayed series set it.
+	CalibratedOn int `json:"calibrated_on,omitempty"`
 	// Decisions is the number of decision points replayed (one per
 	// interval per unit, whatever the policies and knob values), Samples
 	// the number of samples.
@@ -224,6 +235,18 @@ func RunSources(ctx context.Context, src []Source, sc Scenario, policies []Polic
 	}
 	if len(usable) == 0 {
 		return nil, fmt.Errorf("sim: none of the %d series can be replayed under scenario %s (first: %s: %s)", len(src), sc.Name, rep.Skipped[0].Series, rep.Skipped[0].Reason)
+	}
+	if len(opt.CalibrateOn) > 0 && sc.TargetSlack > 0 {
+		on, err := calibrate(ctx, opt.CalibrateOn, sc, workers, func(done int) {
+			progress(Progress{Phase: PhaseCalibrating, Done: done, Total: len(opt.CalibrateOn)})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("calibrating requests on %d other series: %w", len(opt.CalibrateOn), err)
+		}
+		if on.usable > 0 { // else the replayed series set it (CalibratedOn 0)
+			cal.factor = on.factor
+			rep.CalibratedOn = on.usable
+		}
 	}
 	rep.RequestFactor = cal.factor
 	rep.MedianSlack = 1 - cal.median/cal.factor

@@ -305,6 +305,55 @@ func TestCalibratedSlack(t *testing.T) {
 	}
 }
 
+// TestCalibrateOn: with Options.CalibrateOn the request factor is the one
+// those series give, not the replayed ones' (a held-out replay calibrates
+// on its family's training series); the slack reported is the replayed
+// series' at that factor, and the replayed series' usage does not move it.
+func TestCalibrateOn(t *testing.T) {
+	all := loadCrane(t)
+	replayed, others := all[:3], all[3:]
+	sc := Shifted()
+	want, err := CalibrateRequests(others, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := CalibrateRequests(replayed, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(want-own) < 1e-3 {
+		t.Fatalf("the two sets calibrate alike (%v, %v): the test shows nothing", want, own)
+	}
+	pols := []Policy{RequestSum(), Oracle()}
+	rep, err := Run(context.Background(), replayed, sc, pols, Options{CalibrateOn: FromSeries(others)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RequestFactor != want || rep.CalibratedOn != len(others) {
+		t.Errorf("factor %v set on %d series; want %v (the other series') on %d", rep.RequestFactor, rep.CalibratedOn, want, len(others))
+	}
+	if math.Abs(rep.MedianSlack-sc.TargetSlack) < 1e-3 {
+		t.Errorf("median slack %v: the replayed series' slack at the other series' factor is not the target", rep.MedianSlack)
+	}
+	// None of the series to calibrate on can be replayed (too short): the
+	// replayed series set the factor.
+	short := []traces.Series{{Name: "short", Times: []int64{0, 60}, Values: []float64{1, 2}}}
+	fallback, err := Run(context.Background(), replayed, sc, pols, Options{CalibrateOn: FromSeries(short)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fallback.RequestFactor != own || fallback.CalibratedOn != 0 {
+		t.Errorf("nothing to calibrate on: factor %v on %d series; want the replayed series' %v", fallback.RequestFactor, fallback.CalibratedOn, own)
+	}
+	plain, err := Run(context.Background(), replayed, sc, pols, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.RequestFactor != own || plain.CalibratedOn != 0 {
+		t.Errorf("without CalibrateOn: factor %v on %d series; want the replayed series' %v", plain.RequestFactor, plain.CalibratedOn, own)
+	}
+}
+
 func TestRunIsDeterministicAcrossWorkers(t *testing.T) {
 	all := loadCrane(t)[:3]
 	pols := []Policy{RequestSum(), NSigma(), Oracle()}

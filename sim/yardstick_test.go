@@ -69,6 +69,9 @@ func TestYardstickReproduction(t *testing.T) {
 	} else {
 		near("max-window density at 0.1%", p.Density, 0.397)
 		near("max-window margin at 0.1%", p.Knob, 0.60)
+		if p.ViolationRate > 0.001 {
+			t.Errorf("max-window: best setting at 0.1%% violates %.5f > budget", p.ViolationRate)
+		}
 	}
 	for _, name := range []string{PolicyP95Window, PolicyNSigma} {
 		if p, _, ok := rep.Curve(name).Best(0.001); ok {

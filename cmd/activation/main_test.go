@@ -73,6 +73,11 @@ func TestSimulateJSON(t *testing.T) {
 	if doc["budget"] != 0.05 {
 		t.Errorf("--budget 5%%: budget %v, want 0.05", doc["budget"])
 	}
+	// The held-out split's request factor is set on the training series,
+	// the other 4 - replayed.
+	if n, ok := doc["calibrated_on"].(float64); !ok || int(n)+len(doc["series"].([]any)) != 4 {
+		t.Errorf("calibrated_on %v with %d series replayed, want the family's other series", doc["calibrated_on"], len(doc["series"].([]any)))
+	}
 	pols, ok := doc["policies"].([]any)
 	if !ok {
 		t.Fatalf("no policies array: %v", doc["policies"])
@@ -183,6 +188,9 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--budget", "one"}, exitUsage, "budget"},
 		{[]string{"--traces", dir, "--budget", "150%"}, exitUsage, `invalid value "150%" for flag -budget: "150%" is not a share in (0, 1): give a fraction such as 0.01 or a percentage such as 1%`},
 		{[]string{"--traces", dir, "--max-scale-up", " "}, exitUsage, "--max-scale-up: empty"},
+		{[]string{"--traces", dir, "--max-shift", "-1"}, exitUsage, "--max-shift: -1; want 0 to 120 samples"},
+		{[]string{"--traces", dir, "--scenario", "memory"}, exitError, "--scenario memory: family " + traces.FamilyName(dir) + " has no memory"},
+		{[]string{"--traces", dir, "--scenario", "yardstick", "--max-shift", "3"}, exitUsage, "--max-shift: scenario yardstick runs every replica exactly as the series"},
 		{[]string{"--traces", dir, "--format", "xml"}, exitUsage, "--format"},
 		{[]string{"--traces", dir, "--split", "half"}, exitUsage, "--split"},
 		{[]string{"--traces", dir, "--scenario", "nope"}, exitUsage, "--scenario"},
@@ -203,7 +211,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--hold-band", "1", "--knob", "per_branch"}, exitUsage, "--hold-band"},
 		{[]string{"--traces", dir, "--max-scale-up", "lots"}, exitUsage, "--max-scale-up"},
 		{[]string{"--traces", dir, "--max-scale-down", "0%"}, exitUsage, "--max-scale-down"},
-		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "no memory columns"},
+		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "has no mem_kb and mem_capacity_kb columns): the memory scenario replays series with memory"},
 		{[]string{"--traces", oneRowDir(t), "--split", "all"}, exitError, "syn1: 1 sample; a series needs at least 2"},
 	} {
 		code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate"}, c.args...)...)
@@ -443,6 +451,14 @@ func TestTrainFailureLeavesNoOutDir(t *testing.T) {
 	if code, _, _ := runCmd(t, "", false, "train", "--traces", t.TempDir(), "--out", kept); code != exitError {
 		t.Fatalf("exit %d, want %d", code, exitError)
 	}
+	// A directory where a model goes: refused before the training.
+	if err := os.Mkdir(filepath.Join(kept, capacityFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd(t, "", false, "train", "--traces", seriesDir(t, 3, 2500), "--out", kept, "--epochs", "50")
+	if code != exitError || !strings.Contains(stderr, capacityFile+" is not a regular file") || !strings.Contains(stderr, "nothing was trained") {
+		t.Errorf("a directory in a model's place: exit %d, stderr %q; want it refused before the training", code, stderr)
+	}
 	if st, err := os.Stat(kept); err != nil || !st.IsDir() {
 		t.Errorf("the failed run removed the --out directory that was there before it (stat: %v)", err)
 	}
@@ -645,6 +661,9 @@ func TestSimulateProgressBar(t *testing.T) {
 	}
 	if !json.Valid([]byte(stdout)) {
 		t.Errorf("standard output is not JSON alone:\n%q", stdout[:min(80, len(stdout))])
+	}
+	if strings.Contains(stdout, `"calibrated_on"`) {
+		t.Error("--split all: the request factor is not the replayed series' own (calibrated_on)")
 	}
 	for _, args := range [][]string{{"-quiet"}, nil} {
 		term := len(args) > 0
@@ -982,6 +1001,15 @@ func TestSimulateLinearLeftOutWhenTooFewExamples(t *testing.T) {
 	}
 	if !noted {
 		t.Errorf("notes %q say nothing of the linear ablation's examples", doc.Notes)
+	}
+	// Nor can the training series set the requests' factor: the replayed
+	// ones do, and a note says so.
+	calNoted := false
+	for _, n := range doc.Notes {
+		calNoted = calNoted || strings.Contains(n, "the requests' factor is set on the replayed series: none of its")
+	}
+	if !calNoted {
+		t.Errorf("notes %q do not say the replayed series set the requests' factor", doc.Notes)
 	}
 	for _, p := range doc.Policies {
 		if p.Name == "linear" {

@@ -44,6 +44,7 @@ type simulateFlags struct {
 	workers                                     int
 	seed                                        uint64
 	quiet                                       bool
+	maxShift                                    int
 }
 
 var simulateHelp = help{
@@ -52,8 +53,8 @@ var simulateHelp = help{
 engine's container counts with production-style policies (request-sum,
 p95-window, max-window, n-sigma, usage-threshold), a linear ablation, the
 oracle and the admission oracle (the oracle with the first host under the
-admission rule: new replicas count at their request; the activation pair's
-ceiling at no violation). Each policy's one knob is swept; a policy's figure at the budget is
+admission rule: new replicas count at their request, with foresight and no
+violation; a reference, not a bound). Each policy's one knob is swept; a policy's figure at the budget is
 its best density whose violation rate is within it. Each --traces directory
 is a family (flat DIR/<series>.csv, or PlanetLab's DIR/<day>/<vm>.csv where
 a VM's days are one series), split by series name, replayed one series at
@@ -98,6 +99,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.StringVar(&f.hysteresis, "hysteresis", "", "hysteresis band of activation-steps: a change of fewer than `N` replicas (or N%) is not made")
 	fs.Float64Var(&f.holdBand, "hold-band", 0, "hold band of activation-steps: a host keeps its count while it lies between the counts at output thresholds `B` logits stricter and looser (the strategy's hold_band)")
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
+	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
 	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1): replays with several seeds show how much of a difference is the draw's")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	if err := parse(fs, args); err != nil {
@@ -130,6 +132,18 @@ func cmdSimulate(args []string, e env) error {
 	}
 	if f.seed != 0 {
 		sc.Seed = f.seed
+	}
+	if flagSet(fs, "max-shift") {
+		if sc.Correlated {
+			return usagef("--max-shift: scenario %s runs every replica exactly as the series (no shift)", sc.Name)
+		}
+		if f.maxShift < 0 || f.maxShift > sc.Window {
+			return usagef("--max-shift: %d; want 0 to %d samples (the window)", f.maxShift, sc.Window)
+		}
+		sc.MaxShift = f.maxShift
+		if err := sc.Validate(); err != nil {
+			return usagef("--max-shift: %v", err)
+		}
 	}
 	if f.plot != "" && !strings.HasSuffix(strings.ToLower(f.plot), ".png") {
 		return usagef("--plot: %q; the plot is a PNG file, name it *.png", f.plot)
@@ -182,6 +196,17 @@ func cmdSimulate(args []string, e env) error {
 		}
 		if len(fm.replay) == 0 {
 			return fmt.Errorf("--split %s: family %s has no series on that side of the split of %d series (the held-out split needs at least 2 series; use --split all)", f.split, d.family, len(refs))
+		}
+		if sc.Memory {
+			// Said now, for the family (the first series replayed, or
+			// the linear fit, would say it of one series).
+			s, err := fm.replay[0].Load()
+			if err != nil {
+				return fmt.Errorf("--traces: %w", err)
+			}
+			if !s.HasMemory() {
+				return fmt.Errorf("--scenario %s: family %s has no memory (series %s has no mem_kb and mem_capacity_kb columns): the memory scenario replays series with memory, such as Bitbrains'", sc.Name, d.family, s.Name)
+			}
 		}
 		trainAll = append(trainAll, fm.train...)
 		fams = append(fams, fm)
@@ -243,6 +268,12 @@ func cmdSimulate(args []string, e env) error {
 	var reps []*sim.Report
 	for _, fm := range fams {
 		opt := sim.Options{Workers: f.workers}
+		if f.split == splitTest {
+			// The requests' factor from the training series: no held-out
+			// series' future usage shapes the requests the first host
+			// reads (sim.Options.CalibrateOn).
+			opt.CalibrateOn = sim.FromRefs(fm.train)
+		}
 		if bar != nil {
 			bar.family = fm.dir.family
 			opt.Progress = bar.update
@@ -255,6 +286,9 @@ func cmdSimulate(args []string, e env) error {
 			return fmt.Errorf("family %s: %w", fm.dir.family, err)
 		}
 		rep.Family = fm.dir.family
+		if len(opt.CalibrateOn) > 0 && rep.CalibratedOn == 0 && rep.RequestFactor > 0 && sc.TargetSlack > 0 {
+			notes = append(notes, fmt.Sprintf("family %s: the requests' factor is set on the replayed series: none of its %d training series can be replayed", fm.dir.family, len(fm.train)))
+		}
 		fm.rep = rep
 		reps = append(reps, rep)
 	}
@@ -358,15 +392,18 @@ type stepsInfo struct {
 
 // familyResult is one family's (or the pooled) result at the budget.
 type familyResult struct {
-	Family        string         `json:"family"`
-	Series        []string       `json:"series"`
-	Skipped       []sim.Skipped  `json:"skipped,omitempty"`
-	RequestFactor float64        `json:"request_factor,omitempty"`
-	MedianSlack   float64        `json:"median_slack,omitempty"`
-	MeanSlack     float64        `json:"mean_slack,omitempty"`
-	Decisions     int64          `json:"decisions"`
-	Policies      []policyResult `json:"policies"`
-	Summary       sim.Summary    `json:"summary"`
+	Family        string        `json:"family"`
+	Series        []string      `json:"series"`
+	Skipped       []sim.Skipped `json:"skipped,omitempty"`
+	RequestFactor float64       `json:"request_factor,omitempty"`
+	MedianSlack   float64       `json:"median_slack,omitempty"`
+	MeanSlack     float64       `json:"mean_slack,omitempty"`
+	// CalibratedOn is how many training series set the request factor
+	// (a held-out replay); 0 when the replayed series set it.
+	CalibratedOn int            `json:"calibrated_on,omitempty"`
+	Decisions    int64          `json:"decisions"`
+	Policies     []policyResult `json:"policies"`
+	Summary      sim.Summary    `json:"summary"`
 	// Churn compares the activation policy's changes per hour with and
 	// without step limits (when they were replayed).
 	Churn *churn `json:"churn,omitempty"`
@@ -407,7 +444,7 @@ func buildFamily(rep *sim.Report, budget float64) familyResult {
 	fr := familyResult{
 		Family: rep.Family, Series: rep.Series, Skipped: rep.Skipped,
 		RequestFactor: rep.RequestFactor, MedianSlack: rep.MedianSlack, MeanSlack: rep.MeanSlack,
-		Decisions: rep.Decisions, Summary: rep.Summarize(budget),
+		CalibratedOn: rep.CalibratedOn, Decisions: rep.Decisions, Summary: rep.Summarize(budget),
 	}
 	for _, c := range rep.Curves {
 		pr := policyResult{Name: c.Policy, KnobName: c.KnobName, Curve: c.Points}
@@ -472,7 +509,11 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 		fmt.Fprintf(w, "left out %d series that cannot be replayed: %s\n", len(fr.Skipped), listNames(why, 3))
 	}
 	if fr.RequestFactor > 0 {
-		fmt.Fprintf(w, "requests x%.3f: median slack %.2f (mean of series medians %.2f)\n", fr.RequestFactor, fr.MedianSlack, fr.MeanSlack)
+		from := "the replayed series"
+		if fr.CalibratedOn > 0 {
+			from = fmt.Sprintf("the family's %d training series", fr.CalibratedOn)
+		}
+		fmt.Fprintf(w, "requests x%.3f (set on %s): median slack %.2f (mean of series medians %.2f)\n", fr.RequestFactor, from, fr.MedianSlack, fr.MeanSlack)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "policy\tknob\tdensity\treplicas/host\tviolation rate\t"

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -95,6 +96,13 @@ func cmdTrain(args []string, e env) error {
 			removeMade(made)
 		}
 	}()
+	// A model file's place taken by a directory fails now, not after the
+	// training.
+	for _, name := range []string{admissionFile, capacityFile} {
+		if st, err := os.Stat(filepath.Join(*out, name)); err == nil && !st.Mode().IsRegular() {
+			return fmt.Errorf("--out: %s is not a regular file: the model cannot be written there (nothing was trained)", filepath.Join(*out, name))
+		}
+	}
 	fams, err := loadFamilies(dirs)
 	if err != nil {
 		return err
