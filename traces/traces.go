@@ -125,6 +125,9 @@ func Read(r io.Reader, name string) (Series, error) {
 	cr.FieldsPerRecord = -1
 	rec, err := cr.Read()
 	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return Series{}, fmt.Errorf("series %s: the file is empty: want a header naming `ts` and `value` columns, then samples", name)
+		}
 		return Series{}, fmt.Errorf("series %s: reading header: %w", name, err)
 	}
 	header := append([]string(nil), rec...) // records are reused

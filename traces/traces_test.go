@@ -30,6 +30,7 @@ func TestRead(t *testing.T) {
 		{name: "CRLF", csv: "ts,value\r\n1,0.5\r\n2,1.5\r\n", want: []float64{0.5, 1.5}},
 		{name: "no header", csv: "1,2\n", err: "must name a `ts` column and a `value` (or `cpu_mhz`) column"},
 		{name: "empty", csv: "ts,value\n", err: "no samples"},
+		{name: "an empty file", csv: "", err: "series s: the file is empty: want a header"},
 		{name: "one row", csv: "ts,value\n1,0.5\n", err: "1 sample; a series needs at least 2"},
 		{name: "bitbrains columns", csv: "ts,cpu_mhz,cpu_capacity_mhz,mem_kb,mem_capacity_kb\n10,87.5,5852,1024,8192\n20,29.5,5852,2048,4096\n", want: []float64{87.5, 29.5}},
 		{name: "memory without capacity", csv: "ts,value,mem_kb\n1,1,1\n2,1,1\n", err: "memory needs both"},
