@@ -56,7 +56,8 @@ type Scenario struct {
 	RequestQuantile float64 `json:"request_quantile"`
 	// TargetSlack, when > 0, scales every request by one factor, common to
 	// all series of a run, chosen so that the median slack (request minus
-	// usage, over request) of the replay equals it.
+	// usage, over request) of the replay equals it, or that of the series
+	// Options.CalibrateOn names.
 	TargetSlack float64 `json:"target_slack,omitempty"`
 	// Seed drives the replica shifts and scales.
 	Seed uint64 `json:"seed,omitempty"`

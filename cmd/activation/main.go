@@ -60,6 +60,9 @@ var errInterrupted = errors.New("interrupted")
 // ctx ends (f, which cannot be stopped, is left to end with the process).
 // Whatever the command created so far its deferred clean-ups remove.
 func interruptible(ctx context.Context, f func() error) error {
+	if ctx.Err() != nil {
+		return errInterrupted // not started
+	}
 	done := make(chan error, 1)
 	go func() { done <- f() }()
 	select {

@@ -439,7 +439,7 @@ func TestTrainFailureLeavesNoOutDir(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var errb bytes.Buffer
-	code := run([]string{"train", "--traces", seriesDir(t, 3, 2500), "--out", made, "--epochs", "50"},
+	code := run([]string{"train", "--traces", seriesDir(t, 3, 2500), "--out", made, "--epochs", "1"},
 		env{stdin: strings.NewReader(""), stdout: new(bytes.Buffer), stderr: &errb, ctx: ctx})
 	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted; nothing written") {
 		t.Errorf("interrupted: exit %d, stderr %q; want %d and that nothing was written", code, errb.String(), exitInterrupted)
@@ -455,7 +455,7 @@ func TestTrainFailureLeavesNoOutDir(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(kept, capacityFile), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runCmd(t, "", false, "train", "--traces", seriesDir(t, 3, 2500), "--out", kept, "--epochs", "50")
+	code, _, stderr := runCmd(t, "", false, "train", "--traces", seriesDir(t, 3, 2500), "--out", kept, "--epochs", "1")
 	if code != exitError || !strings.Contains(stderr, capacityFile+" is not a regular file") || !strings.Contains(stderr, "nothing was trained") {
 		t.Errorf("a directory in a model's place: exit %d, stderr %q; want it refused before the training", code, stderr)
 	}
