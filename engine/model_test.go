@@ -109,6 +109,7 @@ func TestParseModelErrorsNameTheField(t *testing.T) {
 		{name: "a name given twice", raw: func(s string) string {
 			return strings.Replace(s, `"input_epsilon":`, `"input_epsilon":1,"input_epsilon":`, 1)
 		}, field: "", reason: "field input_epsilon: given twice"},
+		{name: "a layer's name in capitals", raw: func(s string) string { return strings.Replace(s, `"activation":`, `"ACTIVATION":`, 1) }, field: "", reason: `field layers[0].ACTIVATION: names are case-sensitive: want "activation"`},
 		{name: "a layer field given twice", raw: func(s string) string {
 			return strings.Replace(s, `"activation":`, `"activation":"relu","activation":`, 1)
 		}, field: "", reason: "field layers[0].activation: given twice"},

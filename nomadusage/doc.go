@@ -58,7 +58,10 @@
 //     OtherReservedMemoryMB what every other allocation placed on the node
 //     (pending or running, until its client reports it terminal) reserves:
 //     other jobs, this job's other groups, and this group's allocations
-//     being stopped (still running through their shutdown_delay). They come from the node's allocation list
+//     that are not its replicas: being stopped (still running through
+//     their shutdown_delay), as the job's allocation list, read at every
+//     evaluation, tells, or left out of that list (an earlier registration
+//     of the job, purged and registered again). They come from the node's allocation list
 //     (GET /v1/node/:id/allocations, remembered for NodeCacheTTL by group,
 //     so one listing serves every group read on the node), the one
 //     listing that carries allocations' resources: Nomad's job allocation

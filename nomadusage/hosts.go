@@ -350,7 +350,7 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 		return nil, err
 	}
 	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = listed.others(allocKey{ns: ns, job: q.Job, group: rd.Group})
-	stopCPU, stopMem := stoppingOn(stubs, n.id, ns, rd.Group, listed, groupCPU, groupMem)
+	stopCPU, stopMem := stoppingOn(stubs, n.id, ns, rd.Group, listed.ids(allocKey{ns: ns, job: q.Job, group: rd.Group}), listed, groupCPU, groupMem)
 	o.OtherReservedCPUMHz += stopCPU
 	o.OtherReservedMemoryMB += stopMem
 	rd.NodeGroups = listed.shown()
@@ -420,16 +420,25 @@ func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api
 	return out
 }
 
-// stoppingOn is what the group's allocations on the node that Nomad is
-// stopping reserve, from the job's allocation list: told to stop, not yet
-// reported terminal by their client (see reserves). The job's list is read
-// at every evaluation, the node's listing up to NodeCacheTTL ago, which may
-// show a replica stopped since as running; it would then count neither as a
-// replica nor as reserved room. Each one's reservation is the listing's,
+// stoppingOn is what the group's allocations on the node reserve that are
+// not its replicas: those the job's allocation list shows Nomad stopping
+// (told to stop, not yet reported terminal by their client: see reserves),
+// and those of the node's listing (listedIDs, the group's reserving ones)
+// that the job's list does not show at all: a previous incarnation of the
+// job (stopped, purged and registered again), whose allocations Nomad's job
+// list leaves out while they run through their shutdown_delay. The job's
+// list is read at every evaluation, the node's listing up to NodeCacheTTL
+// ago, which may show a replica stopped since as running: the job's list
+// says which are replicas now. Each one's reservation is the listing's,
 // else (placed after the listing) the job's request.
-func stoppingOn(stubs []*api.AllocationListStub, nodeID, ns, group string, listed *nodeReserves, groupCPU, groupMem float64) (cpu, mem float64) {
+func stoppingOn(stubs []*api.AllocationListStub, nodeID, ns, group string, listedIDs []string, listed *nodeReserves, groupCPU, groupMem float64) (cpu, mem float64) {
+	inJob := make(map[string]bool, len(listedIDs))
 	for _, a := range stubs {
-		if a.NodeID != nodeID || a.TaskGroup != group || meantToRun(a.DesiredStatus) || !reserves(a.ClientStatus) || !sameNamespace(a.Namespace, ns) {
+		if a.NodeID != nodeID || a.TaskGroup != group || !sameNamespace(a.Namespace, ns) {
+			continue
+		}
+		inJob[a.ID] = true
+		if meantToRun(a.DesiredStatus) || !reserves(a.ClientStatus) {
 			continue
 		}
 		c, m := groupCPU, groupMem
@@ -438,6 +447,13 @@ func stoppingOn(stubs []*api.AllocationListStub, nodeID, ns, group string, liste
 		}
 		cpu += c
 		mem += m
+	}
+	for _, id := range listedIDs {
+		if !inJob[id] {
+			r := listed.byAlloc[id]
+			cpu += r.cpu
+			mem += r.mem
+		}
 	}
 	return cpu, mem
 }
@@ -726,6 +742,20 @@ type groupReserve struct {
 	cpu, mem         float64
 	allocs           int
 	stopCPU, stopMem float64
+	// ids are the group's reserving allocations, in the listing's order.
+	ids []string
+}
+
+// ids is the reserving allocations of the group k names (see others for
+// how namespaces match).
+func (e *nodeReserves) ids(k allocKey) []string {
+	var out []string
+	for _, g := range e.groups {
+		if g.key.job == k.job && g.key.group == k.group && sameNamespace(g.key.ns, k.ns) {
+			out = append(out, g.ids...)
+		}
+	}
+	return out
 }
 
 // shown is every group's reserving allocations meant to run on the node.
@@ -745,9 +775,9 @@ func (e *nodeReserves) shown() []GroupOnNode {
 }
 
 // others is what every group but k reserves, its allocations being
-// stopped included. k's own allocations being stopped (not its replicas any
-// more, but their room is not free yet) are not in it: the job's allocation
-// list, fresher than the listing, tells them (see stoppingOn).
+// stopped included. k's own allocations that are not its replicas (being
+// stopped: their room is not free yet) are not in it: the job's allocation
+// list, fresher than the listing, tells which they are (see stoppingOn).
 func (e *nodeReserves) others(k allocKey) (cpu, mem float64) {
 	for _, g := range e.groups {
 		if g.key.job == k.job && g.key.group == k.group && sameNamespace(g.key.ns, k.ns) {
@@ -831,6 +861,7 @@ func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves,
 		}
 		c, m := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources
 		e.byAlloc[a.ID] = reservation{c, m}
+		e.groups[i].ids = append(e.groups[i].ids, a.ID)
 		if meantToRun(a.DesiredStatus) {
 			e.groups[i].cpu += c
 			e.groups[i].mem += m

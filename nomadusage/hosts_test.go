@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -558,6 +559,56 @@ func TestReadHostsStoppingAfterListing(t *testing.T) {
 	}
 	if o.OtherReservedCPUMHz != 3000+500 || o.OtherReservedMemoryMB != 4096+256 {
 		t.Errorf("after: others reserve %v MHz %v MB; want 3500 MHz 4352 MB (the other job's and the stopping replica's)", o.OtherReservedCPUMHz, o.OtherReservedMemoryMB)
+	}
+}
+
+// TestReadHostsStoppingOfAnEarlierJob: an allocation of the group on the
+// node that the job's allocation list leaves out (Nomad's job list, without
+// all=true, leaves out the allocations of an earlier registration of the
+// job: stopped, purged and registered again, they run on through their
+// shutdown_delay) is no replica, and its room is reserved. A proxy drops one
+// stopping allocation from the job's list.
+func TestReadHostsStoppingOfAnEarlierJob(t *testing.T) {
+	p := newPair(t, 4)
+	if realEnv["NOMAD_ADDR"] != "" {
+		t.Skip("stand-in only: a proxy rewrites the job's allocation list")
+	}
+	ids := p.s.AllocIDs("", jobID, groupA)
+	must(t, p.s.SetAllocStopping(ids[0]))
+	u, err := url.Parse(p.s.URL())
+	must(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.URL.Path != "/v1/job/"+jobID+"/allocations" {
+			return nil
+		}
+		var stubs []*api.AllocationListStub
+		if err := json.NewDecoder(resp.Body).Decode(&stubs); err != nil {
+			return err
+		}
+		stubs = slices.DeleteFunc(stubs, func(a *api.AllocationListStub) bool { return a.ID == ids[0] })
+		body, err := json.Marshal(stubs)
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Content-Length")
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	c, err := api.NewClient(&api.Config{Address: srv.URL, TLSConfig: &api.TLSConfig{}})
+	must(t, err)
+	now := time.Now().Add(time.Hour)
+	rd := &Reader{Client: c, Now: func() time.Time { return now }}
+	rs, err := rd.ReadHosts(context.Background(), p.queries()[:1], Options{Warmup: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rs[0].Observation
+	if o.RunningReplicas != 3 || o.OtherReservedCPUMHz != 3000+500 || o.OtherReservedMemoryMB != 4096+256 {
+		t.Errorf("running %d, others %v MHz %v MB; want 3 and 3500 MHz 4352 MB (the other job's and the earlier job's stopping allocation)", o.RunningReplicas, o.OtherReservedCPUMHz, o.OtherReservedMemoryMB)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -77,15 +78,19 @@ func interruptible(ctx context.Context, f func() error) error {
 type command struct {
 	name, summary string
 	run           func(args []string, e env) error
+	// stoppable: the command watches its context, so that an interrupt
+	// stops it and it removes what it made; the others end on the
+	// signal, as any program does.
+	stoppable bool
 }
 
 // commands is the command table, in the order the usage lists them.
 var commands = []command{
-	{"simulate", "replay usage series and compare replica-count policies at a violation budget", cmdSimulate},
-	{"train", "train the two default processors (admission and capacity) from usage series", cmdTrain},
-	{"explain", "decide one engine request and explain the decision", cmdExplain},
-	{"tune", "choose the model's shape by nested validation inside the training split", cmdTune},
-	{"version", "print the version (also --version)", cmdVersion},
+	{"simulate", "replay usage series and compare replica-count policies at a violation budget", cmdSimulate, true},
+	{"train", "train the two default processors (admission and capacity) from usage series", cmdTrain, true},
+	{"explain", "decide one engine request and explain the decision", cmdExplain, false},
+	{"tune", "choose the model's shape by nested validation inside the training split", cmdTune, true},
+	{"version", "print the version (also --version)", cmdVersion, false},
 }
 
 func usageText() string {
@@ -99,15 +104,40 @@ func usageText() string {
 }
 
 func main() {
-	// The first interrupt ends the command's context, so that it stops
-	// and removes what it made; a second one kills the process.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, isTerminal: isTerminal(os.Stderr)}
+	if len(os.Args) < 2 || !stoppable(os.Args[1]) {
+		os.Exit(run(os.Args[1:], e))
+	}
+	// A stoppable command: the first interrupt ends its context, so that
+	// it stops and removes what it made; a second one kills the process.
+	// Then the process ends on the signal it got, as a shell expects of
+	// an interrupted program (a loop running it stops too).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	var got atomic.Value
 	go func() {
-		<-ctx.Done()
-		stop()
+		s := <-sigs
+		got.Store(s)
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		cancel()
 	}()
-	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, isTerminal: isTerminal(os.Stderr), ctx: ctx}
-	os.Exit(run(os.Args[1:], e))
+	e.ctx = ctx
+	code := run(os.Args[1:], e)
+	if s, ok := got.Load().(os.Signal); ok && code == exitInterrupted {
+		reraise(s)
+	}
+	os.Exit(code)
+}
+
+// stoppable says whether the command called name stops on an interrupt.
+func stoppable(name string) bool {
+	for _, c := range commands {
+		if c.name == name {
+			return c.stoppable
+		}
+	}
+	return false
 }
 
 func run(args []string, e env) int {

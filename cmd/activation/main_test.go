@@ -73,6 +73,11 @@ func TestSimulateJSON(t *testing.T) {
 	if doc["budget"] != 0.05 {
 		t.Errorf("--budget 5%%: budget %v, want 0.05", doc["budget"])
 	}
+	for in, want := range map[string]float64{"0.7%": 0.007, "1.1%": 0.011, " 2 % ": 0.02, "0.25": 0.25} {
+		if got, err := parseShare(in); err != nil || got != want {
+			t.Errorf("parseShare(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
 	// The held-out split's request factor is set on the training series,
 	// the other 4 - replayed.
 	if n, ok := doc["calibrated_on"].(float64); !ok || int(n)+len(doc["series"].([]any)) != 4 {

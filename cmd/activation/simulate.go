@@ -140,6 +140,7 @@ func cmdSimulate(args []string, e env) error {
 		if f.maxShift < 0 || f.maxShift > sc.Window {
 			return usagef("--max-shift: %d; want 0 to %d samples (the window)", f.maxShift, sc.Window)
 		}
+		sc.Description += fmt.Sprintf("; --max-shift: replicas shifted by up to %d samples, not %d", f.maxShift, sc.MaxShift)
 		sc.MaxShift = f.maxShift
 		if err := sc.Validate(); err != nil {
 			return usagef("--max-shift: %v", err)
@@ -292,7 +293,7 @@ func cmdSimulate(args []string, e env) error {
 		fm.rep = rep
 		reps = append(reps, rep)
 	}
-	out := &output{Scenario: sc, Split: f.split, Budget: f.budget,
+	out := &output{Scenario: sc, Split: f.split, Budget: f.budget, ShiftSet: flagSet(fs, "max-shift"),
 		Models: []modelInfo{
 			{Role: engine.RoleFirst, Name: adm.Model().Name, Digest: adm.Digest()},
 			{Role: engine.RoleSecond, Name: capy.Model().Name, Digest: capy.Digest()},
@@ -380,6 +381,8 @@ type output struct {
 	Plots          []string       `json:"plots,omitempty"`
 	Notes          []string       `json:"notes,omitempty"`
 	ElapsedSeconds float64        `json:"elapsed_seconds"`
+	// ShiftSet: --max-shift set the scenario's MaxShift.
+	ShiftSet bool `json:"-"`
 }
 
 // stepsInfo is the step limits the activation-steps policy replays with.
@@ -471,7 +474,11 @@ func buildFamily(rep *sim.Report, budget float64) familyResult {
 }
 
 func writeTables(w io.Writer, out *output) error {
-	fmt.Fprintf(w, "scenario %s, %s split, budget %g violations\n", out.Scenario.Name, out.Split, out.Budget)
+	shift := ""
+	if out.ShiftSet {
+		shift = fmt.Sprintf(", replicas shifted by up to %d samples (--max-shift)", out.Scenario.MaxShift)
+	}
+	fmt.Fprintf(w, "scenario %s%s, %s split, budget %g violations\n", out.Scenario.Name, shift, out.Split, out.Budget)
 	if s := out.Steps; s != nil {
 		fmt.Fprintf(w, "%s: the activation policy with max_scale_up %q, max_scale_down %q, hysteresis %q, hold band %g\n", stepsPolicy, s.MaxScaleUp, s.MaxScaleDown, s.Hysteresis, s.HoldBand)
 	}
@@ -571,7 +578,7 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 		}
 	}
 	if s.AdmissionOracleDensity != nil {
-		fmt.Fprintf(w, "ceiling: the admission oracle %.3f of the oracle (%s of the gap, at no violation)\n",
+		fmt.Fprintf(w, "ceiling: the admission oracle (a reference, not a bound) %.3f of the oracle (%s of the gap, at no violation)\n",
 			*s.AdmissionOracleDensity, opt(s.CeilingGapClosed, false))
 	}
 	if c := fr.Churn; c != nil {
@@ -602,7 +609,10 @@ func parseShare(s string) (float64, error) {
 		t, scale = strings.TrimSpace(p), 0.01
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	v *= scale
+	if scale != 1 {
+		// 0.7% is 0.007, not 0.7 x 0.01 (0.006999999999999999).
+		v, _ = strconv.ParseFloat(strconv.FormatFloat(v*scale, 'g', 15, 64), 64)
+	}
 	if err != nil || !(v > 0 && v < 1) {
 		return 0, fmt.Errorf("%q is not a share in (0, 1): give a fraction such as 0.01 or a percentage such as 1%%", s)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -103,7 +104,11 @@ func cmdTrain(args []string, e env) error {
 			return fmt.Errorf("--out: %s is not a regular file: the model cannot be written there (nothing was trained)", filepath.Join(*out, name))
 		}
 	}
-	fams, err := loadFamilies(dirs)
+	var fams []train.Family
+	err = interruptible(e.context(), func() (err error) {
+		fams, err = loadFamilies(dirs)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -162,13 +167,22 @@ func cmdTrain(args []string, e env) error {
 
 // trainBar draws one self-overwriting line per model on a terminal (the
 // starts of a model trained from several, --restarts, share its line).
+// After done it draws nothing: an interrupted training goes on in the
+// background until the process ends.
 type trainBar struct {
+	mu      sync.Mutex
 	w       io.Writer
 	model   string
 	lastLen int
+	stopped bool
 }
 
 func (b *trainBar) update(p train.Progress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
 	model, _, _ := strings.Cut(p.Model, " ") // "capacity 2/4": start 2 of 4
 	if b.model != "" && b.model != model {
 		fmt.Fprintln(b.w)
@@ -181,6 +195,9 @@ func (b *trainBar) update(p train.Progress) {
 }
 
 func (b *trainBar) done() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
 	if b.model != "" {
 		fmt.Fprintln(b.w)
 	}

@@ -92,7 +92,7 @@ func cmdTune(args []string, e env) error {
 	fs := newFlags("tune", tuneHelp)
 	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family (required)")
 	folds := fs.Int("folds", 3, "inner validation folds")
-	budgets := fs.String("budgets", "0.01,0.001", "violation budgets, comma-separated")
+	budgets := fs.String("budgets", "0.01,0.001", "violation budgets, comma-separated, each a fraction (0.01) or a percentage (1%)")
 	quiet := fs.Bool("quiet", false, "no progress lines (one per candidate and fold, on standard error)")
 	only := fs.String("candidates", "", "comma-separated candidate `N[,N...]` to run (empty: all): "+candidateList())
 	if err := parse(fs, args); err != nil {
@@ -113,7 +113,11 @@ func cmdTune(args []string, e env) error {
 		}
 		bs = append(bs, v)
 	}
-	fams, err := loadFamilies(dirs)
+	var fams []train.Family
+	err = interruptible(e.context(), func() (err error) {
+		fams, err = loadFamilies(dirs)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -172,7 +176,10 @@ func cmdTune(args []string, e env) error {
 				if err != nil {
 					return err
 				}
-				rep, err := sim.Run(e.context(), val[f], sim.Shifted(), append(sim.Baselines(), act), sim.Options{})
+				// The requests' factor from the inner training series, as
+				// simulate's held-out replay sets it.
+				opt := sim.Options{CalibrateOn: sim.FromSeries(inner[f].Series)}
+				rep, err := sim.Run(e.context(), val[f], sim.Shifted(), append(sim.Baselines(), act), opt)
 				if err != nil {
 					return fmt.Errorf("candidate %q fold %d family %s: %w", cand.name, fold+1, fams[f].Name, err)
 				}

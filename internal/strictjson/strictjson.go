@@ -18,8 +18,11 @@ import (
 // pointer to one, as passed to json.Unmarshal) and returns an error naming
 // the first key, by its path ("first_quota.max"), that is given twice in
 // its object or that names a struct field other than by its exact JSON
-// name. Values whose type decodes itself (json.Unmarshaler), and interface
-// values, are checked for duplicate keys only. It does not check what
+// name (in any case, as Go's decoder folds it: "MAX", "ſhared" for
+// "shared"). A struct that decodes itself (json.Unmarshaler) is checked
+// against its fields' names too (keys none of them names are its own
+// business); other values that decode themselves, and interface values,
+// are checked for duplicate keys only. It does not check what
 // json.Unmarshal checks (syntax, types, unknown fields).
 func Check(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -32,13 +35,9 @@ var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 // walk consumes one value from dec, checking it against t (nil: any).
 func walk(dec *json.Decoder, t reflect.Type, path string) error {
 	for t != nil && t.Kind() == reflect.Pointer {
-		if t.Implements(unmarshaler) {
-			t = nil
-			break
-		}
 		t = t.Elem()
 	}
-	if t != nil && (t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler)) {
+	if t != nil && t.Kind() != reflect.Struct && (t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler)) {
 		t = nil // it decodes itself: keys are its business, duplicates ours
 	}
 	tok, err := dec.Token()
@@ -67,12 +66,11 @@ func walk(dec *json.Decoder, t reflect.Type, path string) error {
 // walkObject consumes an object's keys and values, its '{' read.
 func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
 	var fields map[string]reflect.Type // exact JSON name: type
-	var folded map[string]string       // lower-cased JSON name: exact
 	var elem reflect.Type
 	switch {
 	case t != nil && t.Kind() == reflect.Struct:
-		fields, folded = map[string]reflect.Type{}, map[string]string{}
-		collect(t, fields, folded)
+		fields = map[string]reflect.Type{}
+		collect(t, fields)
 	case t != nil && t.Kind() == reflect.Map:
 		elem = t.Elem()
 	}
@@ -95,8 +93,10 @@ func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
 		if fields != nil {
 			ft, ok := fields[key]
 			if !ok {
-				if exact, ok := folded[strings.ToLower(key)]; ok {
-					return fmt.Errorf("field %s: names are case-sensitive: want %q", at, exact)
+				for name := range fields {
+					if strings.EqualFold(name, key) { // Go's decoder's folding
+						return fmt.Errorf("field %s: names are case-sensitive: want %q", at, name)
+					}
 				}
 			}
 			vt = ft
@@ -112,8 +112,11 @@ func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
 	return err
 }
 
-// collect gathers t's fields by JSON name, embedded structs' included.
-func collect(t reflect.Type, fields map[string]reflect.Type, folded map[string]string) {
+// collect gathers t's fields by JSON name, embedded structs' included; a
+// field of t hides an embedded struct's of the same name, as in Go's
+// decoder.
+func collect(t reflect.Type, fields map[string]reflect.Type) {
+	var embedded []reflect.Type
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -127,7 +130,7 @@ func collect(t reflect.Type, fields map[string]reflect.Type, folded map[string]s
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				collect(ft, fields, folded)
+				embedded = append(embedded, ft)
 				continue
 			}
 		}
@@ -138,6 +141,14 @@ func collect(t reflect.Type, fields map[string]reflect.Type, folded map[string]s
 			name = f.Name
 		}
 		fields[name] = f.Type
-		folded[strings.ToLower(name)] = name
+	}
+	for _, et := range embedded {
+		inner := map[string]reflect.Type{}
+		collect(et, inner)
+		for name, ft := range inner {
+			if _, shallower := fields[name]; !shallower {
+				fields[name] = ft
+			}
+		}
 	}
 }

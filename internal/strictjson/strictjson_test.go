@@ -13,10 +13,23 @@ type quota struct {
 
 type inner struct {
 	Shared string `json:"shared"`
+	Deep   int    `json:"deep"`
+}
+
+// layer decodes itself, as engine.Layer does.
+type layer struct {
+	Mode string `json:"mode"`
+}
+
+func (l *layer) UnmarshalJSON(b []byte) error {
+	type plain layer
+	return json.Unmarshal(b, (*plain)(l))
 }
 
 type doc struct {
+	Deep quota `json:"deep"` // hides inner's Deep, as in Go's decoder
 	inner
+	Layers []layer           `json:"layers"`
 	Name   string            `json:"name"`
 	Quota  *quota            `json:"quota,omitempty"`
 	Quotas []quota           `json:"quotas"`
@@ -45,6 +58,10 @@ func TestCheck(t *testing.T) {
 		{"duplicate inside an interface", `{"any":[{"k":1,"k":1}]}`, "field any[0].k: given twice"},
 		{"unknown field left to json", `{"nope":1}`, ""},
 		{"truncated", `{"name":"a"`, "unexpected EOF"},
+		{"Unicode folding, as Go's decoder folds", `{"\u017fhared":"a"}`, `field ſhared: names are case-sensitive: want "shared"`},
+		{"a field hides an embedded one", `{"deep":{"MAX":1}}`, `field deep.MAX: names are case-sensitive: want "max"`},
+		{"inside a type that decodes itself", `{"layers":[{"mode":"a"},{"MODE":"b"}]}`, `field layers[1].MODE: names are case-sensitive: want "mode"`},
+		{"duplicate inside a type that decodes itself", `{"layers":[{"mode":"a","mode":"b"}]}`, "field layers[0].mode: given twice"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := Check([]byte(c.doc), &doc{})
