@@ -5,12 +5,13 @@ import (
 	"math"
 )
 
-// PolicyAdmissionOracle names the activation policy's ceiling: see
-// AdmissionOracle.
+// PolicyAdmissionOracle names the admission oracle, a reference for what
+// the admission rule costs: see AdmissionOracle.
 const PolicyAdmissionOracle = "admission-oracle"
 
-// AdmissionOracle is the most the activation policy's host pairs can reach
-// without a violation, knowing the future. The second host of a pair (odd
+// AdmissionOracle is what a pair of hosts reaches without a violation,
+// knowing the future, when its first host keeps the admission rule. The
+// second host of a pair (odd
 // index) runs the oracle's count. The first host (even index) keeps the
 // admission rule every front end applies: a replica that has not run yet
 // counts at its request, so a host grows only by replicas whose requests

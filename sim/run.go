@@ -515,11 +515,11 @@ type Summary struct {
 	BestBaselineDensity float64 `json:"best_baseline_density"`
 	ActivationDensity   float64 `json:"activation_density"`
 	OracleDensity       float64 `json:"oracle_density"`
-	// AdmissionOracleDensity is the activation policy's ceiling at no
-	// violation (the policy named admission-oracle; null when it was not
-	// replayed), and CeilingGapClosed (ceiling - best baseline) / (oracle -
-	// best baseline): the most of the gap an activation pair can close
-	// without violations, given the admission rule.
+	// AdmissionOracleDensity is the admission oracle's density (null when
+	// it was not replayed), a reference for what the admission rule costs
+	// with foresight and no violation, not a bound (see AdmissionOracle),
+	// and CeilingGapClosed (that density - best baseline) / (oracle - best
+	// baseline).
 	AdmissionOracleDensity *float64 `json:"admission_oracle_density"`
 	CeilingGapClosed       *float64 `json:"ceiling_gap_closed"`
 	// GainVsRequestSum and GainVsBestBaseline are density ratios minus one;
