@@ -112,14 +112,25 @@ func main() {
 	// it stops and removes what it made; a second one kills the process.
 	// Then the process ends on the signal it got, as a shell expects of
 	// an interrupted program (a loop running it stops too).
+	// A signal the process was started with ignored (a background job of
+	// a shell ignores SIGINT) stays ignored.
+	var watched []os.Signal
+	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		if !signal.Ignored(s) {
+			watched = append(watched, s)
+		}
+	}
+	if len(watched) == 0 {
+		os.Exit(run(os.Args[1:], e))
+	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, watched...)
 	ctx, cancel := context.WithCancel(context.Background())
 	var got atomic.Value
 	go func() {
 		s := <-sigs
 		got.Store(s)
-		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		signal.Reset(watched...)
 		cancel()
 	}()
 	e.ctx = ctx
