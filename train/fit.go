@@ -232,6 +232,11 @@ func fit(p *processor, train, val *dataset, s Settings, rng *rand.Rand, lossFn l
 		vl := last
 		if val.rows > 0 {
 			vl = meanLoss(p, val, s, lossFn)
+			if math.IsNaN(vl) || math.IsInf(vl, 0) {
+				// Never an improvement: the untrained weights would be
+				// kept, and exported as trained.
+				return res, fmt.Errorf("train %s: the validation loss is %v at epoch %d", name, vl, epoch)
+			}
 		}
 		if vl < res.valLoss {
 			res.valLoss, res.bestEpoch, best, bad = vl, epoch, p.snapshot(), 0

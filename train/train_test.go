@@ -586,3 +586,32 @@ func TestAdmissionQueuesWhateverTheStatistics(t *testing.T) {
 		}
 	}
 }
+
+// TestFitRefusesAnUndefinedValidationLoss: a validation loss that is NaN
+// is never an improvement, so the untrained weights were kept and exported
+// as the model; it is an error naming the epoch.
+func TestFitRefusesAnUndefinedValidationLoss(t *testing.T) {
+	s := smallSettings()
+	stats, err := statisticsByName(s.Statistics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	all := syntheticSet()
+	tr, err := examples(all[:3], s, stats, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val, err := examples(all[3:4], s, stats, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range val.use {
+		val.use[i] = math.NaN()
+	}
+	p := newProcessor(newMLPTrunk(len(stats), s.Hidden, stats, rng))
+	_, err = fit(p, &tr, &val, s, rng, capacityLoss, "capacity", nil)
+	if err == nil || !strings.Contains(err.Error(), "train capacity: the validation loss is NaN at epoch 1") {
+		t.Fatalf("fit: %v; want the NaN validation loss refused", err)
+	}
+}
