@@ -1097,3 +1097,36 @@ func TestFlagGivenTwice(t *testing.T) {
 		t.Errorf("-h: exit %d:\n%s", code, stdout)
 	}
 }
+
+// TestSimulateNotesTrainedFamilies: replaying every series of a family the
+// default models were trained on says it is no held-out result; a family
+// they never saw gets no such note.
+func TestSimulateNotesTrainedFamilies(t *testing.T) {
+	src := seriesDir(t, 2, 400)
+	for _, c := range []struct {
+		family string
+		noted  bool
+	}{{"crane", true}, {"mine", false}} {
+		dir := filepath.Join(t.TempDir(), c.family)
+		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--format", "json")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var doc struct {
+			Notes []string `json:"notes"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		noted := false
+		for _, n := range doc.Notes {
+			noted = noted || strings.Contains(n, "families the models were trained on") && strings.Contains(n, c.family)
+		}
+		if noted != c.noted {
+			t.Errorf("family %s: notes %q; want the trained-on note %v", c.family, doc.Notes, c.noted)
+		}
+	}
+}

@@ -259,7 +259,17 @@ func cmdSimulate(args []string, e env) error {
 		notes = append(notes, "linear ablation left out: no training series to fit it on")
 	}
 	if f.split != splitTest {
-		notes = append(notes, "replaying series the default models may have been trained on: not a held-out result")
+		// The models' provenance names the families they were trained on
+		// ("crane: 7 series (...)"); a family it does not name is unseen.
+		var seen []string
+		for _, fm := range fams {
+			if trainedOn(adm.Model(), fm.dir.family) || trainedOn(capy.Model(), fm.dir.family) {
+				seen = append(seen, fm.dir.family)
+			}
+		}
+		if len(seen) > 0 {
+			notes = append(notes, fmt.Sprintf("replaying series of %s, families the models were trained on, some of them maybe these very series: not a held-out result", strings.Join(seen, ", ")))
+		}
 	}
 
 	var bar *simBar
@@ -624,4 +634,15 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// trainedOn says whether m's provenance names family among the families it
+// was trained on (a line "<family>: N series ...", as train writes it).
+func trainedOn(m *engine.Model, family string) bool {
+	for _, d := range m.Provenance.Data {
+		if strings.HasPrefix(d, family+": ") {
+			return true
+		}
+	}
+	return false
 }
