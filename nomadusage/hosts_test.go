@@ -575,31 +575,14 @@ func TestReadHostsStoppingOfAnEarlierJob(t *testing.T) {
 	}
 	ids := p.s.AllocIDs("", jobID, groupA)
 	must(t, p.s.SetAllocStopping(ids[0]))
-	u, err := url.Parse(p.s.URL())
-	must(t, err)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(resp *http.Response) error {
-		if resp.Request.URL.Path != "/v1/job/"+jobID+"/allocations" {
-			return nil
-		}
+	c := rewritingClient(t, p.s.URL(), func(path string) bool { return path == "/v1/job/"+jobID+"/allocations" }, func(body []byte) ([]byte, error) {
 		var stubs []*api.AllocationListStub
-		if err := json.NewDecoder(resp.Body).Decode(&stubs); err != nil {
-			return err
+		if err := json.Unmarshal(body, &stubs); err != nil {
+			return nil, err
 		}
 		stubs = slices.DeleteFunc(stubs, func(a *api.AllocationListStub) bool { return a.ID == ids[0] })
-		body, err := json.Marshal(stubs)
-		if err != nil {
-			return err
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Del("Content-Length")
-		return nil
-	}
-	srv := httptest.NewServer(rp)
-	t.Cleanup(srv.Close)
-	c, err := api.NewClient(&api.Config{Address: srv.URL, TLSConfig: &api.TLSConfig{}})
-	must(t, err)
+		return json.Marshal(stubs)
+	})
 	now := time.Now().Add(time.Hour)
 	rd := &Reader{Client: c, Now: func() time.Time { return now }}
 	rs, err := rd.ReadHosts(context.Background(), p.queries()[:1], Options{Warmup: 2 * time.Minute})
@@ -856,27 +839,39 @@ func TestReadNodeUsagePending(t *testing.T) {
 // allocation lists show job's allocations as pending.
 func pendingProxy(t *testing.T, target, job string) *api.Client {
 	t.Helper()
-	u, err := url.Parse(target)
-	must(t, err)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(resp *http.Response) error {
-		if !strings.HasPrefix(resp.Request.URL.Path, "/v1/node/") || !strings.HasSuffix(resp.Request.URL.Path, "/allocations") {
-			return nil
-		}
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
+	isNodeAllocs := func(path string) bool {
+		return strings.HasPrefix(path, "/v1/node/") && strings.HasSuffix(path, "/allocations")
+	}
+	return rewritingClient(t, target, isNodeAllocs, func(body []byte) ([]byte, error) {
 		var allocs []*api.Allocation
 		if err := json.Unmarshal(body, &allocs); err != nil {
-			return err
+			return nil, err
 		}
 		for _, a := range allocs {
 			if a.JobID == job {
 				a.ClientStatus = api.AllocClientStatusPending
 			}
 		}
-		if body, err = json.Marshal(allocs); err != nil {
+		return json.Marshal(allocs)
+	})
+}
+
+// rewritingClient is a client for the stand-in at target through a proxy
+// that passes the answers to the paths match picks through edit.
+func rewritingClient(t *testing.T, target string, match func(path string) bool, edit func(body []byte) ([]byte, error)) *api.Client {
+	t.Helper()
+	u, err := url.Parse(target)
+	must(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if !match(resp.Request.URL.Path) {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if body, err = edit(body); err != nil {
 			return err
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
