@@ -162,7 +162,7 @@ func TestSimulateTable(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"scenario yardstick, all split", "policy", "violation rate", "activation", "per_branch", "n-sigma", "not a held-out result", "activation by host: first", "ceiling: the admission oracle"} {
+	for _, want := range []string{"scenario yardstick, all split", "policy", "violation rate", "activation", "per_branch", "n-sigma", "activation by host: first", "ceiling: the admission oracle"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
