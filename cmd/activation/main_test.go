@@ -1130,3 +1130,50 @@ func TestSimulateNotesTrainedFamilies(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneFoldsNest: each fold of tune's nested validation trains and
+// validates on the training side of the held-out split only, on disjoint
+// identities, and the folds differ.
+func TestTuneFoldsNest(t *testing.T) {
+	var series []traces.Series
+	for i := range 30 {
+		series = append(series, traces.Series{Name: fmt.Sprintf("vm%02d", i)})
+	}
+	fams := []train.Family{{Name: "f", Series: series}}
+	base := train.DefaultSettings()
+	_, heldOut := traces.SplitByName(series, base.HeldOutShare, base.SplitSeed)
+	held := map[string]bool{}
+	for _, s := range heldOut {
+		held[s.Name] = true
+	}
+	if len(held) == 0 {
+		t.Fatal("the premise fails: nothing held out")
+	}
+	vals := map[string]bool{}
+	for fold := range 3 {
+		inner, val := tuneFold(fams, base, fold)
+		seen := map[string]string{}
+		for side, ss := range map[string][]traces.Series{"inner training": inner[0].Series, "inner validation": val[0]} {
+			if len(ss) == 0 {
+				t.Errorf("fold %d: no %s series", fold, side)
+			}
+			for _, s := range ss {
+				if held[s.Name] {
+					t.Errorf("fold %d: held-out series %s on the %s side", fold, s.Name, side)
+				}
+				if other, dup := seen[s.Name]; dup {
+					t.Errorf("fold %d: series %s on both the %s and the %s side", fold, s.Name, other, side)
+				}
+				seen[s.Name] = side
+			}
+		}
+		if len(seen)+len(held) != len(series) {
+			t.Errorf("fold %d: %d series split, %d held out, of %d", fold, len(seen), len(held), len(series))
+		}
+		key := fmt.Sprint(val[0])
+		if vals[key] {
+			t.Errorf("fold %d validates on the same series as an earlier fold", fold)
+		}
+		vals[key] = true
+	}
+}

@@ -144,13 +144,7 @@ func cmdTune(args []string, e env) error {
 	}
 	start := time.Now()
 	for fold := 0; fold < *folds; fold++ {
-		inner, val := make([]train.Family, len(fams)), make([][]traces.Series, len(fams))
-		for f, fam := range fams {
-			outerTrain, _ := traces.SplitByName(fam.Series, base.HeldOutShare, base.SplitSeed)
-			innerTrain, innerVal := traces.SplitByName(outerTrain, 0.25, uint64(100+fold))
-			inner[f] = train.Family{Name: fam.Name, Series: innerTrain}
-			val[f] = innerVal
-		}
+		inner, val := tuneFold(fams, base, fold)
 		for c, cand := range cands {
 			s := base
 			s.NoHeldOut, s.HeldOutShare = true, 0
@@ -231,4 +225,19 @@ func candidateList() string {
 		fmt.Fprintf(&b, "%d %s", i+1, c.name)
 	}
 	return b.String()
+}
+
+// tuneFold is fold's inner split of each family: the training side of the
+// held-out split (base's, the trainer's), split again by identity into the
+// inner training series and the inner validation ones (a quarter, seeded by
+// the fold). The held-out series are in neither.
+func tuneFold(fams []train.Family, base train.Settings, fold int) (inner []train.Family, val [][]traces.Series) {
+	inner, val = make([]train.Family, len(fams)), make([][]traces.Series, len(fams))
+	for f, fam := range fams {
+		outerTrain, _ := traces.SplitByName(fam.Series, base.HeldOutShare, base.SplitSeed)
+		innerTrain, innerVal := traces.SplitByName(outerTrain, 0.25, uint64(100+fold))
+		inner[f] = train.Family{Name: fam.Name, Series: innerTrain}
+		val[f] = innerVal
+	}
+	return inner, val
 }
