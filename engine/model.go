@@ -686,7 +686,21 @@ func WriteModelFiles(models map[string]*Model) (err error) {
 			return fmt.Errorf("writing %s: %w; every file was left as it was", st.path, err)
 		}
 	}
+	for _, st := range done {
+		SyncDir(filepath.Dir(st.path))
+	}
 	return nil
+}
+
+// SyncDir flushes a directory's entries (a rename into it) to disk, so that
+// a crash just after a write does not lose the new file. It is best
+// effort: where a directory cannot be opened or synced (Windows) the
+// rename stands as written.
+func SyncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
 }
 
 // EncodeModel is a model file's text: indented JSON in which each weight
@@ -831,5 +845,6 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	SyncDir(filepath.Dir(path))
 	return nil
 }

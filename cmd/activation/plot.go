@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
 )
 
@@ -155,6 +156,7 @@ func writePlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget f
 		os.Remove(f.Name())
 		return err
 	}
+	engine.SyncDir(filepath.Dir(path))
 	return nil
 }
 
