@@ -58,10 +58,11 @@
 //     OtherReservedMemoryMB what every other allocation placed on the node
 //     (pending or running, until its client reports it terminal) reserves:
 //     other jobs, this job's other groups, and this group's allocations
-//     that are not its replicas: being stopped (still running through
-//     their shutdown_delay), as the job's allocation list, read at every
-//     evaluation, tells, or left out of that list (an earlier registration
-//     of the job, purged and registered again). They come from the node's allocation list
+//     that Nomad is stopping (still running through their shutdown_delay),
+//     as the job's allocation list, read at every evaluation, tells, or
+//     that list leaves out as an earlier registration of the job (purged
+//     and registered again). The group's pending allocations are neither:
+//     they are among the replicas its count asks for. They come from the node's allocation list
 //     (GET /v1/node/:id/allocations, remembered for NodeCacheTTL by group,
 //     so one listing serves every group read on the node), the one
 //     listing that carries allocations' resources: Nomad's job allocation

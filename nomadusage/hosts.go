@@ -350,7 +350,11 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 		return nil, err
 	}
 	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = listed.others(allocKey{ns: ns, job: q.Job, group: rd.Group})
-	stopCPU, stopMem := stoppingOn(stubs, n.id, ns, rd.Group, listed.ids(allocKey{ns: ns, job: q.Job, group: rd.Group}), listed, groupCPU, groupMem)
+	var jobCreate uint64
+	if job.CreateIndex != nil {
+		jobCreate = *job.CreateIndex
+	}
+	stopCPU, stopMem := stoppingOn(stubs, n.id, ns, rd.Group, listed.ids(allocKey{ns: ns, job: q.Job, group: rd.Group}), jobCreate, listed, groupCPU, groupMem)
 	o.OtherReservedCPUMHz += stopCPU
 	o.OtherReservedMemoryMB += stopMem
 	rd.NodeGroups = listed.shown()
@@ -429,9 +433,12 @@ func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api
 // list leaves out while they run through their shutdown_delay. The job's
 // list is read at every evaluation, the node's listing up to NodeCacheTTL
 // ago, which may show a replica stopped since as running: the job's list
-// says which are replicas now. Each one's reservation is the listing's,
-// else (placed after the listing) the job's request.
-func stoppingOn(stubs []*api.AllocationListStub, nodeID, ns, group string, listedIDs []string, listed *nodeReserves, groupCPU, groupMem float64) (cpu, mem float64) {
+// says which are replicas now. An allocation of the job's current
+// registration (jobCreate, its CreateIndex) that the listing shows and the
+// job's list does not was placed between the two reads: a new replica, not
+// reserved room. Each one's reservation is the listing's, else (placed
+// after the listing) the job's request.
+func stoppingOn(stubs []*api.AllocationListStub, nodeID, ns, group string, listedIDs []string, jobCreate uint64, listed *nodeReserves, groupCPU, groupMem float64) (cpu, mem float64) {
 	inJob := make(map[string]bool, len(listedIDs))
 	for _, a := range stubs {
 		if a.NodeID != nodeID || a.TaskGroup != group || !sameNamespace(a.Namespace, ns) {
@@ -449,11 +456,12 @@ func stoppingOn(stubs []*api.AllocationListStub, nodeID, ns, group string, liste
 		mem += m
 	}
 	for _, id := range listedIDs {
-		if !inJob[id] {
-			r := listed.byAlloc[id]
-			cpu += r.cpu
-			mem += r.mem
+		r := listed.byAlloc[id]
+		if inJob[id] || (jobCreate != 0 && r.jobCreate == jobCreate) {
+			continue
 		}
+		cpu += r.cpu
+		mem += r.mem
 	}
 	return cpu, mem
 }
@@ -731,8 +739,12 @@ type nodeReserves struct {
 	byAlloc map[string]reservation
 }
 
-// reservation is one allocation's CPU (MHz) and memory (MB) reservation.
-type reservation struct{ cpu, mem float64 }
+// reservation is one allocation's CPU (MHz) and memory (MB) reservation,
+// and the CreateIndex of its job's registration (0 when not known).
+type reservation struct {
+	cpu, mem  float64
+	jobCreate uint64
+}
 
 // groupReserve is what the reserving allocations of one group (its key's
 // namespace as Nomad gives it) reserve on a node: those meant to run, and
@@ -860,7 +872,11 @@ func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves,
 			e.groups = append(e.groups, groupReserve{key: k})
 		}
 		c, m := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources
-		e.byAlloc[a.ID] = reservation{c, m}
+		r := reservation{cpu: c, mem: m}
+		if a.Job != nil && a.Job.CreateIndex != nil {
+			r.jobCreate = *a.Job.CreateIndex
+		}
+		e.byAlloc[a.ID] = r
 		e.groups[i].ids = append(e.groups[i].ids, a.ID)
 		if meantToRun(a.DesiredStatus) {
 			e.groups[i].cpu += c

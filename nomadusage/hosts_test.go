@@ -566,32 +566,61 @@ func TestReadHostsStoppingAfterListing(t *testing.T) {
 // node that the job's allocation list leaves out (Nomad's job list, without
 // all=true, leaves out the allocations of an earlier registration of the
 // job: stopped, purged and registered again, they run on through their
-// shutdown_delay) is no replica, and its room is reserved. A proxy drops one
-// stopping allocation from the job's list.
+// shutdown_delay) is no replica, and its room is reserved; one of the
+// current registration missing from the job's list was placed after it was
+// read: a new replica, not reserved room. A proxy drops one stopping
+// allocation from the job's list and, for the first case, gives it an
+// earlier registration in the node's listing.
 func TestReadHostsStoppingOfAnEarlierJob(t *testing.T) {
-	p := newPair(t, 4)
-	if realEnv["NOMAD_ADDR"] != "" {
-		t.Skip("stand-in only: a proxy rewrites the job's allocation list")
-	}
-	ids := p.s.AllocIDs("", jobID, groupA)
-	must(t, p.s.SetAllocStopping(ids[0]))
-	c := rewritingClient(t, p.s.URL(), func(path string) bool { return path == "/v1/job/"+jobID+"/allocations" }, func(body []byte) ([]byte, error) {
-		var stubs []*api.AllocationListStub
-		if err := json.Unmarshal(body, &stubs); err != nil {
-			return nil, err
-		}
-		stubs = slices.DeleteFunc(stubs, func(a *api.AllocationListStub) bool { return a.ID == ids[0] })
-		return json.Marshal(stubs)
-	})
-	now := time.Now().Add(time.Hour)
-	rd := &Reader{Client: c, Now: func() time.Time { return now }}
-	rs, err := rd.ReadHosts(context.Background(), p.queries()[:1], Options{Warmup: 2 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := rs[0].Observation
-	if o.RunningReplicas != 3 || o.OtherReservedCPUMHz != 3000+500 || o.OtherReservedMemoryMB != 4096+256 {
-		t.Errorf("running %d, others %v MHz %v MB; want 3 and 3500 MHz 4352 MB (the other job's and the earlier job's stopping allocation)", o.RunningReplicas, o.OtherReservedCPUMHz, o.OtherReservedMemoryMB)
+	for _, c := range []struct {
+		name            string
+		earlier         bool
+		othersCPU, oMem float64
+	}{
+		{"an earlier registration's", true, 3000 + 500, 4096 + 256},
+		{"the current registration's", false, 3000, 4096},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPair(t, 4)
+			if realEnv["NOMAD_ADDR"] != "" {
+				t.Skip("stand-in only: a proxy rewrites the job's allocation list")
+			}
+			ids := p.s.AllocIDs("", jobID, groupA)
+			must(t, p.s.SetAllocStopping(ids[0]))
+			rewrite := func(path string) bool {
+				return path == "/v1/job/"+jobID+"/allocations" || path == "/v1/node/"+p.nodeA+"/allocations"
+			}
+			client := rewritingClient(t, p.s.URL(), rewrite, func(path string, body []byte) ([]byte, error) {
+				if strings.HasPrefix(path, "/v1/node/") {
+					var allocs []*api.Allocation
+					if err := json.Unmarshal(body, &allocs); err != nil {
+						return nil, err
+					}
+					for _, a := range allocs {
+						if a.ID == ids[0] && c.earlier {
+							a.Job.CreateIndex = new(*a.Job.CreateIndex - 1)
+						}
+					}
+					return json.Marshal(allocs)
+				}
+				var stubs []*api.AllocationListStub
+				if err := json.Unmarshal(body, &stubs); err != nil {
+					return nil, err
+				}
+				stubs = slices.DeleteFunc(stubs, func(a *api.AllocationListStub) bool { return a.ID == ids[0] })
+				return json.Marshal(stubs)
+			})
+			now := time.Now().Add(time.Hour)
+			rd := &Reader{Client: client, Now: func() time.Time { return now }}
+			rs, err := rd.ReadHosts(context.Background(), p.queries()[:1], Options{Warmup: 2 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := rs[0].Observation
+			if o.RunningReplicas != 3 || o.OtherReservedCPUMHz != c.othersCPU || o.OtherReservedMemoryMB != c.oMem {
+				t.Errorf("running %d, others %v MHz %v MB; want 3 and %v MHz %v MB", o.RunningReplicas, o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, c.othersCPU, c.oMem)
+			}
+		})
 	}
 }
 
@@ -842,7 +871,7 @@ func pendingProxy(t *testing.T, target, job string) *api.Client {
 	isNodeAllocs := func(path string) bool {
 		return strings.HasPrefix(path, "/v1/node/") && strings.HasSuffix(path, "/allocations")
 	}
-	return rewritingClient(t, target, isNodeAllocs, func(body []byte) ([]byte, error) {
+	return rewritingClient(t, target, isNodeAllocs, func(_ string, body []byte) ([]byte, error) {
 		var allocs []*api.Allocation
 		if err := json.Unmarshal(body, &allocs); err != nil {
 			return nil, err
@@ -858,7 +887,7 @@ func pendingProxy(t *testing.T, target, job string) *api.Client {
 
 // rewritingClient is a client for the stand-in at target through a proxy
 // that passes the answers to the paths match picks through edit.
-func rewritingClient(t *testing.T, target string, match func(path string) bool, edit func(body []byte) ([]byte, error)) *api.Client {
+func rewritingClient(t *testing.T, target string, match func(path string) bool, edit func(path string, body []byte) ([]byte, error)) *api.Client {
 	t.Helper()
 	u, err := url.Parse(target)
 	must(t, err)
@@ -871,7 +900,7 @@ func rewritingClient(t *testing.T, target string, match func(path string) bool, 
 		if err != nil {
 			return err
 		}
-		if body, err = edit(body); err != nil {
+		if body, err = edit(resp.Request.URL.Path, body); err != nil {
 			return err
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))

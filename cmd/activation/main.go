@@ -111,9 +111,9 @@ func main() {
 	// A stoppable command: the first interrupt ends its context, so that
 	// it stops and removes what it made; a second one kills the process.
 	// Then the process ends on the signal it got, as a shell expects of
-	// an interrupted program (a loop running it stops too).
-	// A signal the process was started with ignored (a background job of
-	// a shell ignores SIGINT) stays ignored.
+	// an interrupted program (a loop running it stops too). SIGINT, when
+	// the process was started with it ignored (a background job of a
+	// shell), stays ignored (Go reports SIGTERM as never ignored).
 	var watched []os.Signal
 	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
 		if !signal.Ignored(s) {
@@ -135,8 +135,13 @@ func main() {
 	}()
 	e.ctx = ctx
 	code := run(os.Args[1:], e)
-	if s, ok := got.Load().(os.Signal); ok && code == exitInterrupted {
+	if s, ok := got.Load().(os.Signal); ok {
+		// Interrupted, whatever the command made of it (one that had
+		// finished its work when the signal came returns its own code).
 		reraise(s)
+		if sig, ok := s.(syscall.Signal); ok && code == exitInterrupted {
+			code = 128 + int(sig) // where the process cannot end on it
+		}
 	}
 	os.Exit(code)
 }

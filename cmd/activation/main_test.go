@@ -1129,6 +1129,25 @@ func TestSimulateNotesTrainedFamilies(t *testing.T) {
 			t.Errorf("family %s: notes %q; want the trained-on note %v", c.family, doc.Notes, c.noted)
 		}
 	}
+	// A model whose provenance names no families: the note, for any family.
+	p, err := engine.Models.LoadFor(engine.RoleSecond, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := *p.Model()
+	m.Provenance.Data = []string{"written by hand"}
+	file := filepath.Join(t.TempDir(), "capacity.json")
+	if err := engine.WriteModelFiles(map[string]*engine.Model{file: &m}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "mine")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--capacity-model", file)
+	if code != exitOK || !strings.Contains(stdout, "a model whose provenance names no families may have been trained on: not a held-out result") {
+		t.Errorf("a model naming no families: exit %d, %s%s; want the generic note", code, stdout, stderr)
+	}
 }
 
 // TestTuneFoldsNest: each fold of tune's nested validation trains and

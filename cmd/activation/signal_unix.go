@@ -10,10 +10,12 @@ import (
 )
 
 // reraise ends the process on s, with the signal's default action, so that
-// a shell sees the program killed by it.
+// a shell sees the program killed by it. As process 1 (a container's
+// entrypoint) it returns: the kernel drops a signal process 1 sends itself
+// whose action is the default.
 func reraise(s os.Signal) {
 	sig, ok := s.(syscall.Signal)
-	if !ok {
+	if !ok || os.Getpid() == 1 {
 		return
 	}
 	signal.Reset(sig)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -140,7 +142,9 @@ func cmdSimulate(args []string, e env) error {
 		if f.maxShift < 0 || f.maxShift > sc.Window {
 			return usagef("--max-shift: %d; want 0 to %d samples (the window)", f.maxShift, sc.Window)
 		}
-		sc.Description += fmt.Sprintf("; --max-shift: replicas shifted by up to %d samples, not %d", f.maxShift, sc.MaxShift)
+		if f.maxShift != sc.MaxShift {
+			sc.Description += fmt.Sprintf("; --max-shift: replicas shifted by up to %d samples, not %d", f.maxShift, sc.MaxShift)
+		}
 		sc.MaxShift = f.maxShift
 		if err := sc.Validate(); err != nil {
 			return usagef("--max-shift: %v", err)
@@ -267,8 +271,11 @@ func cmdSimulate(args []string, e env) error {
 				seen = append(seen, fm.dir.family)
 			}
 		}
-		if len(seen) > 0 {
+		switch {
+		case len(seen) > 0:
 			notes = append(notes, fmt.Sprintf("replaying series of %s, families the models were trained on, some of them maybe these very series: not a held-out result", strings.Join(seen, ", ")))
+		case !namesFamilies(adm.Model()) || !namesFamilies(capy.Model()):
+			notes = append(notes, "replaying series a model whose provenance names no families may have been trained on: not a held-out result")
 		}
 	}
 
@@ -645,4 +652,13 @@ func trainedOn(m *engine.Model, family string) bool {
 		}
 	}
 	return false
+}
+
+// familyLine is a provenance line naming a family trained on.
+var familyLine = regexp.MustCompile(`^[^:]+: \d+ series`)
+
+// namesFamilies says whether m's provenance names the families it was
+// trained on (a model written by hand, or by an older train, does not).
+func namesFamilies(m *engine.Model) bool {
+	return slices.ContainsFunc(m.Provenance.Data, familyLine.MatchString)
 }
