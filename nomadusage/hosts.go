@@ -758,12 +758,17 @@ type groupReserve struct {
 	ids []string
 }
 
-// ids is the reserving allocations of the group k names (see others for
-// how namespaces match).
+// is says whether a listed group's key (its namespace as Nomad gives it) is
+// the group k names (see sameNamespace).
+func (g allocKey) is(k allocKey) bool {
+	return g.job == k.job && g.group == k.group && sameNamespace(g.ns, k.ns)
+}
+
+// ids is the reserving allocations of the group k names.
 func (e *nodeReserves) ids(k allocKey) []string {
 	var out []string
 	for _, g := range e.groups {
-		if g.key.job == k.job && g.key.group == k.group && sameNamespace(g.key.ns, k.ns) {
+		if g.key.is(k) {
 			out = append(out, g.ids...)
 		}
 	}
@@ -792,7 +797,7 @@ func (e *nodeReserves) shown() []GroupOnNode {
 // list, fresher than the listing, tells which they are (see stoppingOn).
 func (e *nodeReserves) others(k allocKey) (cpu, mem float64) {
 	for _, g := range e.groups {
-		if g.key.job == k.job && g.key.group == k.group && sameNamespace(g.key.ns, k.ns) {
+		if g.key.is(k) {
 			continue
 		}
 		cpu += g.cpu + g.stopCPU

@@ -238,8 +238,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		if *restarts < 1 || *restarts > train.MaxRestarts {
 			return s, usagef("--restarts: %d; want 1 to %d", *restarts, train.MaxRestarts)
 		}
-		hiddenSet := false
-		fs.Visit(func(f *flag.Flag) { hiddenSet = hiddenSet || f.Name == "hidden" })
+		hiddenSet := flagSet(fs, "hidden")
 		if *trunk == train.TrunkMax {
 			if hiddenSet {
 				return s, usagef("--hidden: the %s trunk has no hidden layers; leave --hidden out", train.TrunkMax)

@@ -46,6 +46,16 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// queuedOnFirst registers job, one replica of cpuMHz (and 64 MB) on the
+// first host, and returns how many of it Nomad left queued.
+func (f *fixture) queuedOnFirst(t *testing.T, job string, cpuMHz int) int {
+	t.Helper()
+	if err := f.s.AddJob(JobSpec{ID: job, Groups: []GroupSpec{{Name: "g", Count: 1, CPUMHz: cpuMHz, MemoryMB: 64, NodeID: f.first}}}); err != nil {
+		t.Fatal(err)
+	}
+	return f.s.Queued("", job, "g")
+}
+
 // arrival returns a channel closed when the next request with this method
 // and path reaches the stand-in (its hook runs before the handler).
 func (f *fixture) arrival(method, path string) chan struct{} {
@@ -525,16 +535,10 @@ func TestAllocStopping(t *testing.T) {
 	}
 	// host-a: 7500 MHz allocatable, 500 reserved by the one replica left
 	// and 500 by the stopping one.
-	if err := f.s.AddJob(JobSpec{ID: "big", Groups: []GroupSpec{{Name: "g", Count: 1, CPUMHz: 7000, MemoryMB: 64, NodeID: f.first}}}); err != nil {
-		t.Fatal(err)
-	}
-	if q := f.s.Queued("", "big", "g"); q != 1 {
+	if q := f.queuedOnFirst(t, "big", 7000); q != 1 {
 		t.Errorf("7000 MHz placed beside a stopping allocation's 500 and a replica's 500 on 7500: %d queued, want 1", q)
 	}
-	if err := f.s.AddJob(JobSpec{ID: "fits", Groups: []GroupSpec{{Name: "g", Count: 1, CPUMHz: 6500, MemoryMB: 64, NodeID: f.first}}}); err != nil {
-		t.Fatal(err)
-	}
-	if q := f.s.Queued("", "fits", "g"); q != 0 {
+	if q := f.queuedOnFirst(t, "fits", 6500); q != 0 {
 		t.Errorf("6500 MHz queued on a node with 6500 free")
 	}
 }
@@ -551,10 +555,7 @@ func TestAllocStoppingPurged(t *testing.T) {
 		t.Fatal(err)
 	}
 	// host-a: 7500 MHz allocatable, nothing left on it.
-	if err := f.s.AddJob(JobSpec{ID: "whole", Groups: []GroupSpec{{Name: "g", Count: 1, CPUMHz: 7500, MemoryMB: 64, NodeID: f.first}}}); err != nil {
-		t.Fatal(err)
-	}
-	if q := f.s.Queued("", "whole", "g"); q != 0 {
+	if q := f.queuedOnFirst(t, "whole", 7500); q != 0 {
 		t.Errorf("7500 MHz queued on an empty 7500 MHz node: the purged job's stopping allocation still holds its room")
 	}
 }
