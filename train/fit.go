@@ -103,6 +103,9 @@ func meanLoss(p *processor, d *dataset, s Settings, lossFn lossFunc) float64 {
 
 // fitResult is what training measured.
 type fitResult struct {
+	// trainLoss is the kept weights' mean loss on the training set;
+	// valLoss the one early stopping kept them for (on the validation
+	// set, or without one the epoch's running training loss).
 	trainLoss, valLoss float64
 	bestEpoch, epochs  int
 	// restart is the start kept (0-based); valLosses every start's best
@@ -228,7 +231,7 @@ func fit(p *processor, train, val *dataset, s Settings, rng *rand.Rand, lossFn l
 		if math.IsNaN(last) || math.IsInf(last, 0) {
 			return res, fmt.Errorf("train %s: loss diverged at epoch %d", name, epoch)
 		}
-		res.trainLoss, res.epochs = last, epoch
+		res.epochs = epoch
 		vl := last
 		if val.rows > 0 {
 			vl = meanLoss(p, val, s, lossFn)
@@ -253,5 +256,9 @@ func fit(p *processor, train, val *dataset, s Settings, rng *rand.Rand, lossFn l
 		}
 	}
 	p.restore(best)
+	// The kept weights' loss over the whole training set, without the L2
+	// term: the running loss above is a mean over an epoch whose weights
+	// moved, and perhaps a later epoch than the one kept.
+	res.trainLoss = meanLoss(p, train, s, lossFn)
 	return res, nil
 }

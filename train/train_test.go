@@ -615,3 +615,42 @@ func TestFitRefusesAnUndefinedValidationLoss(t *testing.T) {
 		t.Fatalf("fit: %v; want the NaN validation loss refused", err)
 	}
 }
+
+// TestFitReportsTheKeptWeightsTrainingLoss: the training loss reported is
+// the kept weights' mean over the training set; it was the running loss
+// of the last epoch run, whose weights moved during it and could be
+// epochs later than the ones kept.
+func TestFitReportsTheKeptWeightsTrainingLoss(t *testing.T) {
+	s := smallSettings()
+	s.Epochs, s.Patience = 8, 8 // run every epoch: the kept one is seldom the last
+	stats, err := statisticsByName(s.Statistics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	all := syntheticSet()
+	tr, err := examples(all[:3], s, stats, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val, err := examples(all[3:4], s, stats, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		loss lossFunc
+	}{{"capacity", capacityLoss}, {"admission", admissionLoss}} {
+		p := newProcessor(newMLPTrunk(len(stats), s.Hidden, stats, rng))
+		res, err := fit(p, &tr, &val, s, rng, c.loss, c.name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := meanLoss(p, &tr, s, c.loss); res.trainLoss != want || math.IsNaN(want) {
+			t.Errorf("%s: training loss %v; the kept weights' (epoch %d of %d) mean loss on the training set is %v", c.name, res.trainLoss, res.bestEpoch, res.epochs, want)
+		}
+		if want := meanLoss(p, &val, s, c.loss); res.valLoss != want {
+			t.Errorf("%s: validation loss %v; the kept weights' is %v", c.name, res.valLoss, want)
+		}
+	}
+}
