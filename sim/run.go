@@ -469,6 +469,8 @@ feed:
 
 // Pool sums reports of one scenario and the same policies (the families of
 // one run) into one: every series weighs the same, whatever its family.
+// The pooled report names each series (and skipped series) family/name,
+// by its report's Family, as two families may hold series of one name.
 func Pool(reps ...*Report) (*Report, error) {
 	if len(reps) == 0 {
 		return nil, errors.New("sim: no reports to pool")
@@ -493,8 +495,13 @@ func Pool(reps ...*Report) (*Report, error) {
 				oc.acc[k].merge(c.acc[k])
 			}
 		}
-		out.Series = append(out.Series, r.Series...)
-		out.Skipped = append(out.Skipped, r.Skipped...)
+		for _, name := range r.Series {
+			out.Series = append(out.Series, familyName(r.Family, name))
+		}
+		for _, sk := range r.Skipped {
+			sk.Series = familyName(r.Family, sk.Series)
+			out.Skipped = append(out.Skipped, sk)
+		}
 		out.Decisions += r.Decisions
 		out.Samples += r.Samples
 	}
@@ -505,6 +512,15 @@ func Pool(reps ...*Report) (*Report, error) {
 		}
 	}
 	return out, nil
+}
+
+// familyName is a series' name in a pooled report: "family/name", so that
+// two families' series of one name stay apart.
+func familyName(family, name string) string {
+	if family == "" {
+		return name
+	}
+	return family + "/" + name
 }
 
 // Summary compares the activation policy with the baselines at a budget.

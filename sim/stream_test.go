@@ -326,12 +326,21 @@ func TestPoolSumsFamilies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.Family, b.Family = "alpha", "beta"
+	b.Series[0] = a.Series[0] // two families' series of one name
+	b.Skipped = []Skipped{{Series: "short", Reason: "too short"}}
 	p, err := Pool(a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Series) != 5 || p.Decisions != a.Decisions+b.Decisions {
 		t.Fatalf("pooled %d series, %d decisions", len(p.Series), p.Decisions)
+	}
+	if p.Series[0] != "alpha/"+a.Series[0] || p.Series[3] != "beta/"+a.Series[0] || p.Series[4] != "beta/"+b.Series[1] {
+		t.Errorf("pooled series %q; want each named family/name", p.Series)
+	}
+	if len(p.Skipped) != 1 || p.Skipped[0].Series != "beta/short" {
+		t.Errorf("pooled skipped %+v; want beta/short", p.Skipped)
 	}
 	for pi, pol := range pols {
 		for k, v := range pol.Knob().Values {

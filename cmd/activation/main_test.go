@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -627,6 +628,10 @@ func TestSimulateSeveralFamilies(t *testing.T) {
 	if len(doc.Series) != 5 || len(doc.Families[0].Series) != 2 || len(doc.Families[1].Series) != 3 {
 		t.Fatalf("series: pooled %d, families %d and %d", len(doc.Series), len(doc.Families[0].Series), len(doc.Families[1].Series))
 	}
+	// Both families hold a syn0: the pooled list names them apart.
+	if !slices.Contains(doc.Series, "alpha/syn0") || !slices.Contains(doc.Series, "beta/syn0") || doc.Families[0].Series[0] != "syn0" {
+		t.Errorf("pooled series %q, alpha's %q; want the pooled ones named family/series", doc.Series, doc.Families[0].Series)
+	}
 	// Pooled density is the series-weighted mean of the families'.
 	for pi, p := range doc.Policies {
 		for k, pt := range p.Curve {
@@ -1195,4 +1200,60 @@ func TestTuneFoldsNest(t *testing.T) {
 		}
 		vals[key] = true
 	}
+}
+
+// TestTuneTableAndCalibrationNote: tune prints one row per candidate with
+// a ratio per family and budget; when none of a fold's inner training
+// series can set the requests' factor (here: their first half is idle, so
+// their request would be 0), the replay falls back to the inner validation
+// series' own usage, and tune says so instead of falling back silently.
+func TestTuneTableAndCalibrationNote(t *testing.T) {
+	dir := seriesDir(t, 12, 1500)
+	family := filepath.Base(dir)
+	args := []string{"tune", "--traces", dir, "--candidates", "8", "--folds", "1", "--quiet"}
+	check := func(wantNote bool) {
+		t.Helper()
+		code, out, errs := runCmd(t, "", false, args...)
+		if code != 0 {
+			t.Fatalf("tune: exit %d, stderr %s", code, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) < 2 || !strings.HasPrefix(lines[0], "candidate") || !strings.Contains(lines[0], family+" 1%") || !strings.Contains(lines[0], family+" 0.1%") {
+			t.Fatalf("tune's table:\n%s", out)
+		}
+		row := strings.Fields(strings.TrimPrefix(lines[1], "max-of-predictors"))
+		if !strings.HasPrefix(lines[1], "max-of-predictors") || len(row) != 3 {
+			t.Fatalf("tune's row for candidate 8: %q", lines[1])
+		}
+		for _, f := range row {
+			if v, err := strconv.ParseFloat(f, 64); err != nil || v <= 0 || v > 10 {
+				t.Errorf("tune's row for candidate 8: figure %q", f)
+			}
+		}
+		note := fmt.Sprintf("note: fold 1, family %s: the requests' factor is set on the inner validation series: none of the", family)
+		if got := strings.Contains(out, note); got != wantNote {
+			t.Errorf("note %q given: %v, want %v; output:\n%s", note, got, wantNote, out)
+		}
+	}
+	check(false)
+
+	fams, err := loadFamilies([]traceDir{{path: dir, family: family}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, _ := tuneFold(fams, train.DefaultSettings(), 0)
+	for _, s := range inner[0].Series {
+		var b strings.Builder
+		b.WriteString("ts,value\n")
+		for i, v := range s.Values {
+			if i < len(s.Values)/2+1 {
+				v = 0
+			}
+			fmt.Fprintf(&b, "%d,%.4f\n", s.Times[i], v)
+		}
+		if err := os.WriteFile(filepath.Join(dir, s.Name+".csv"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(true)
 }

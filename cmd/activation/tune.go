@@ -143,6 +143,7 @@ func cmdTune(args []string, e env) error {
 		}
 	}
 	start := time.Now()
+	var notes []string
 	for fold := 0; fold < *folds; fold++ {
 		inner, val := tuneFold(fams, base, fold)
 		for c, cand := range cands {
@@ -176,6 +177,9 @@ func cmdTune(args []string, e env) error {
 				rep, err := sim.Run(e.context(), val[f], sim.Shifted(), append(sim.Baselines(), act), opt)
 				if err != nil {
 					return fmt.Errorf("candidate %q fold %d family %s: %w", cand.name, fold+1, fams[f].Name, err)
+				}
+				if rep.CalibratedOn == 0 && c == 0 { // the same series for every candidate
+					notes = append(notes, fmt.Sprintf("fold %d, family %s: the requests' factor is set on the inner validation series: none of the %d inner training series can be replayed", fold+1, fams[f].Name, len(inner[f].Series)))
 				}
 				for b, budget := range bs {
 					sum := rep.Summarize(budget)
@@ -212,7 +216,13 @@ func cmdTune(args []string, e env) error {
 		}
 		fmt.Fprintf(tw, "\t%.3f\n", math.Exp(logSum/float64(n)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(e.stdout, "note: %s\n", n)
+	}
+	return nil
 }
 
 // candidateList numbers the candidates for --candidates' help.
