@@ -242,7 +242,8 @@ func TestTokenNeverLogged(t *testing.T) {
 	w.s.ClearFaults()
 	// A reason and meta carrying the token (a strategy that did not
 	// redact) never reach Nomad's scaling events.
-	leaky := sdk.ScalingAction{Count: 5, Reason: "reason " + token, Meta: withMeta(quotaMeta(3, 2, 0, 10, 0, 10), "note", "meta "+token)}
+	leaky := sdk.ScalingAction{Count: 5, Reason: "reason " + token, Meta: withMeta(quotaMeta(3, 2, 0, 10, 0, 10), "note", "meta "+token,
+		"nested", map[string]any{"list": []any{"in a list " + token, 1.0}, "key " + token: "in a map " + token})}
 	if err := tg.Scale(leaky, tcfg); err != nil {
 		t.Fatal(err)
 	}

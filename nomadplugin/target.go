@@ -511,17 +511,49 @@ func (t *Target) Scale(action sdk.ScalingAction, config map[string]string) error
 }
 
 // redactAction replaces every secret of the connection in the action's
-// reason and string meta.
+// reason and meta: its keys and its strings at any depth (meta decoded
+// from JSON nests maps and lists).
 func redactAction(conn *nomadconn.Conn, a *sdk.ScalingAction) {
 	a.Reason = conn.RedactString(a.Reason)
-	m := make(map[string]any, len(a.Meta))
-	for k, v := range a.Meta {
-		if s, ok := v.(string); ok {
-			v = conn.RedactString(s)
-		}
-		m[k] = v
+	if a.Meta != nil {
+		a.Meta = redactValue(conn, a.Meta).(map[string]any)
 	}
-	a.Meta = m
+}
+
+// redactValue is v with every secret replaced in its strings, keys
+// included; containers are copied, never changed in place. Meta that
+// crossed the agent's gRPC holds JSON's kinds only (strings, numbers,
+// booleans, nil, maps and lists).
+func redactValue(conn *nomadconn.Conn, v any) any {
+	switch v := v.(type) {
+	case string:
+		return conn.RedactString(v)
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[conn.RedactString(k)] = redactValue(conn, x)
+		}
+		return m
+	case map[string]string:
+		m := make(map[string]string, len(v))
+		for k, x := range v {
+			m[conn.RedactString(k)] = conn.RedactString(x)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, x := range v {
+			l[i] = redactValue(conn, x)
+		}
+		return l
+	case []string:
+		l := make([]string, len(v))
+		for i, x := range v {
+			l[i] = conn.RedactString(x)
+		}
+		return l
+	}
+	return v
 }
 
 func copyMeta(m map[string]any) map[string]any {
