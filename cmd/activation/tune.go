@@ -21,7 +21,9 @@ var tuneHelp = help{
 the held-out identities of each family (the split train and simulate use)
 are set aside: read with the rest (a file that does not parse stops the
 run), never trained, validated or replayed on. The rest is split again,
---folds times, into inner training and inner validation identities; every
+--folds times, into inner training and inner validation identities (each
+fold a seeded draw of a quarter of them to validate on: folds may share
+an identity, and some may be in none); every
 candidate shape (--candidates lists them) is trained on each inner training
 set and replayed (scenario shifted) on its inner validation set against the
 baselines. The table gives, per candidate,
