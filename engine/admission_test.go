@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 
 	. "github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -442,5 +444,157 @@ func TestRequestJSONKeepsEmptyQueue(t *testing.T) {
 				t.Fatalf("replayed first host %d, decided %d", got.First.Containers, want.First.Containers)
 			}
 		})
+	}
+}
+
+// Raising the running replicas' requested CPU never raises A_in: the
+// running slots carry the request, and with every replica warming (or no
+// usage reported) each replica counts at the larger of its peak usage and
+// its request. That rule read the larger of the two per sample, and the
+// learned trunk's dispersion statistics then moved either way: the
+// observation in testdata (a review's) admitted 4, 4, 5, 5, 4, 3 replicas
+// as the request rose.
+func TestAdmissionNeverRisesWithTheRequest(t *testing.T) {
+	data, err := os.ReadFile("testdata/all_warming_request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found Observation
+	if err := json.Unmarshal(data, &found); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(2026, 12))
+	hosts := []Observation{found}
+	for len(hosts) < 400 {
+		o := randomHost(r)
+		if o.RunningReplicas == 0 {
+			continue
+		}
+		o.QueuedReplicas = nil
+		o.WantedReplicas = o.RunningReplicas + 1 + r.IntN(40)
+		for i := range o.Samples { // noisy usage, as warming replicas' is
+			o.Samples[i].CPUMHz *= 0.2 + 3*r.Float64()
+		}
+		switch len(hosts) % 3 {
+		case 0:
+			o.WarmingReplicas = o.RunningReplicas
+		case 1:
+			o.WarmingReplicas = r.IntN(o.RunningReplicas)
+		default:
+			for i := range o.Samples {
+				o.Samples[i].CPUMHz = 0 // no usage reported yet
+			}
+		}
+		hosts = append(hosts, o)
+	}
+	rises := 0
+	for h, o := range hosts {
+		base := o.RequestedCPUMHz
+		prev, prevF := -1, 0.0
+		for _, f := range []float64{0.5, 1, 1.5, 2, 2.6, 3, 4, 6} {
+			up := clone(o)
+			up.RequestedCPUMHz = base * f
+			a := admitted(t, up).Amount
+			if prev >= 0 && a > prev {
+				rises++
+				t.Errorf("host %d (%d running, %d warming): the request x%g admitted %d, x%g admitted %d", h, o.RunningReplicas, o.WarmingReplicas, prevF, prev, f, a)
+			}
+			prev, prevF = a, f
+		}
+	}
+	if rises > 0 {
+		t.Logf("%d rises in %d hosts", rises, len(hosts))
+	}
+}
+
+// A replica whose CPU demand is a tiny share of the room is admitted like
+// any that fits: its slot read as empty (below the model's input epsilon),
+// so the queue's admitted slots skipped it, a tiny replica was refused as
+// too large, and raising its demand raised A_in.
+func TestTinyDemandsAreAdmitted(t *testing.T) {
+	queue := func(mhz ...float64) []Replica {
+		var q []Replica
+		for _, m := range mhz {
+			q = append(q, Replica{CPUMHz: m})
+		}
+		return q
+	}
+	tests := []struct {
+		name string
+		o    Observation
+		want int
+	}{
+		{"a tiny replica second in the queue", func() Observation {
+			o := testsupport.Flat(4000, 0, 0, 100, 10)
+			o.QueuedReplicas = queue(100, 1e-6, 100, 100)
+			return o
+		}(), 4},
+		{"1 MHz replicas on a 1e9 MHz host", func() Observation {
+			o := testsupport.Flat(1e9, 0, 0, 1, 10)
+			o.WantedReplicas = 5
+			return o
+		}(), 5},
+		{"running replicas requesting a millionth of a MHz", func() Observation {
+			o := testsupport.Flat(4000, 3, 100, 100, 10)
+			o.RequestedCPUMHz = 3e-6
+			o.WantedReplicas = 5
+			return o
+		}(), 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := admitted(t, tc.o)
+			if h.Amount != tc.want {
+				t.Errorf("A_in %d, want %d: %s", h.Amount, tc.want, h.Reason())
+			}
+			for i, n := range h.Activated {
+				if n != SlotPrefix+fmt.Sprint(i) {
+					t.Fatalf("admitted %v, not a prefix of the queue", h.Activated)
+				}
+			}
+		})
+	}
+}
+
+// Validating an observation builds no field name for the fields that pass
+// (a queue of 100 replicas allocated 200 names per decision).
+func TestValidateAllocatesNothing(t *testing.T) {
+	o := testsupport.Flat(4000, 2, 100, 100, 60)
+	for i := 0; i < 100; i++ {
+		o.QueuedReplicas = append(o.QueuedReplicas, Replica{CPUMHz: 10 + float64(i), MemoryMB: float64(i)})
+	}
+	if n := testing.AllocsPerRun(50, func() {
+		if err := o.Validate(RoleFirst); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Validate allocated %v times per call", n)
+	}
+	o.QueuedReplicas[42].MemoryMB = math.NaN()
+	if err := o.Validate(RoleFirst); err == nil || !strings.Contains(err.Error(), "queued_replicas[42].memory_mb") {
+		t.Errorf("a NaN memory demand: %v; want an error naming queued_replicas[42].memory_mb", err)
+	}
+}
+
+// A model input may read a slot only below its number of inputs: slots are
+// numbered from 0, one input at least each. A two-input model reading
+// slot 1048575 had every decision lay out four million-entry slot arrays.
+func TestSlotInputsWithinTheModel(t *testing.T) {
+	o := testsupport.Flat(4000, 2, 100, 100, 10)
+	for _, tc := range []struct {
+		names []string
+		field string
+		why   string
+	}{
+		{[]string{"slot_0", "slot_1048575_memory"}, "inputs[1].name", "reads slot 1048575, but the model has 2 inputs"},
+		{[]string{"slot_1048576"}, "inputs[0].name", "more than the limit of"},
+	} {
+		_, err := FeatureVector(&o, RoleFirst, tc.names)
+		if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("inputs %v: %v; want an error naming %s: %s", tc.names, err, tc.field, tc.why)
+		}
+	}
+	if _, err := FeatureVector(&o, RoleFirst, []string{"slot_0", "slot_1_memory", "cpu_replica_mean"}); err != nil {
+		t.Errorf("slots 0 and 1 of a three-input model: %v", err)
 	}
 }

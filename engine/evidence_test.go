@@ -296,7 +296,7 @@ func TestEvidenceNotes(t *testing.T) {
 		{"observed", obs(3, 0, 600, 8192, 900), "observed: 3 replica(s) running"},
 		{"some warming", obs(5, 2, 600, 8192, 900), "observed: 3 of 5 replica(s) warm, the 2 warming count at the warm ones' usage"},
 		{"no usage yet", obs(2, 0, 0, 8192, 900), "no usage reported yet: 2 replica(s) count at their requested resources"},
-		{"all warming", obs(4, 4, 600, 8192, 900), "all 4 replica(s) warming: each counts at the larger of its usage and its request"},
+		{"all warming", obs(4, 4, 600, 8192, 900), "all 4 replica(s) warming: each counts at the larger of its peak usage and its request"},
 		{"memory not sampled", obs(3, 0, 600, 8192, 0), "observed: 3 replica(s) running; memory not in the samples: replicas count at their requested memory"},
 		{"memory not judged", obs(3, 0, 600, 0, 0), "observed: 3 replica(s) running; memory not judged (memory capacity unknown)"},
 	}
@@ -308,6 +308,11 @@ func TestEvidenceNotes(t *testing.T) {
 			}
 			if d.First.Evidence.Note != c.want {
 				t.Fatalf("note %q, want %q", d.First.Evidence.Note, c.want)
+			}
+			// Running and Warming are the observation's, whatever rule
+			// read the window (with no usage reported, warming said 2).
+			if ev := d.First.Evidence; ev.Running != c.o.RunningReplicas || ev.Warming != c.o.WarmingReplicas {
+				t.Errorf("evidence running %d, warming %d; the observation's %d and %d", ev.Running, ev.Warming, c.o.RunningReplicas, c.o.WarmingReplicas)
 			}
 		})
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // Feature names the engine derives from an observation. CPU features are
-// shares of the host's CPU capacity; per-replica features describe one
+// shares of the workload's CPU room (the host's capacity less what other
+// workloads reserve, other_reserved_cpu_mhz); per-replica features describe one
 // replica's usage over the window (see Evidence for how warming replicas
 // and windows without usage are counted); host features all replicas'.
 const (
@@ -50,7 +51,8 @@ const (
 	FeatCPUFitMaxLast5  = "cpu_fit_max_last5"
 	FeatCPUFitMaxLast20 = "cpu_fit_max_last20"
 	FeatCPUFitDemand    = "cpu_fit_demand"
-	// Memory features are shares of the host's memory capacity, judged by
+	// Memory features are shares of the workload's memory room (capacity
+	// less other_reserved_memory_mb), judged by
 	// the peak (memory cannot be throttled). When the capacity is unknown
 	// memory is not judged: the shares read 0 and mem_fit reads MaxFit.
 	FeatMemReplicaMax    = "mem_replica_max"
@@ -70,7 +72,7 @@ const (
 	// FeatRunning is the number of running replicas.
 	FeatRunning = "running_replicas"
 	// SlotPrefix + k names the admission processor's k-th demand slot:
-	// its CPU demand (share of CPU capacity; countable). The slot's memory
+	// its CPU demand (share of the CPU room; countable). The slot's memory
 	// demand, whether it is a running replica, and whether it is a new
 	// replica of the observed workload itself (offered by WantedReplicas
 	// or every slot, not a QueuedReplicas entry of its own size) are the
@@ -161,8 +163,9 @@ const (
 type Evidence struct {
 	// Basis is "observed" (the running replicas' usage, per warm replica),
 	// "requested" (replicas running but none warm, or no usage reported:
-	// each counted at its requested resources) or "demand" (no replica
-	// running: a replica counted at its demand).
+	// each counted at the larger of its peak usage and its requested
+	// resources) or "demand" (no replica running: a replica counted at its
+	// demand).
 	Basis string `json:"basis"`
 	// Running, Warming: the observation's replicas.
 	Running int `json:"running"`
@@ -195,6 +198,9 @@ type featureWork struct {
 	// returned: a sweep reads none)
 	note    noteKind
 	memNote memNoteKind
+	// warm is how many replicas the rules read as warm: running less
+	// warming, or none when the window's CPU is zero throughout
+	warm int
 	// the last per-replica usage summarized, and its summary
 	lastPR  []float64
 	lastSum stats.Summary
@@ -209,7 +215,8 @@ type featureWork struct {
 //     recent per-replica usage, never at zero;
 //   - with replicas running but none warm, or a window whose CPU is zero
 //     throughout (no usage reported yet), a replica uses the larger of its
-//     share of the samples and its requested resources;
+//     share of the window's peak and its requested resources, at every
+//     sample;
 //   - with no replica running, a replica uses its demand.
 //
 // Memory follows the same rules on the window's peak (memory is judged by
@@ -244,7 +251,8 @@ func (fw *featureWork) compute(o *Observation) {
 		reqPer = o.RequestedCPUMHz / capCPU / float64(running)
 	}
 	ev := &fw.ev
-	*ev = Evidence{Running: running, Warming: running - warm, MemoryJudged: o.MemoryCapacityMB > 0}
+	*ev = Evidence{Running: running, Warming: o.WarmingReplicas, MemoryJudged: o.MemoryCapacityMB > 0}
+	fw.warm = warm
 	fw.memNote = memNoteNone
 	switch {
 	case running == 0:
@@ -268,8 +276,17 @@ func (fw *featureWork) compute(o *Observation) {
 		if allZero {
 			fw.note = noteNoUsage
 		}
-		for i, s := range o.Samples {
-			pr[i] = max(s.CPUMHz/capCPU/float64(running), reqPer)
+		// One level for the whole window, the larger of the peak and the
+		// request: a flat window whose every statistic scales with it,
+		// so that a higher request (or usage) never reads as more room
+		// (the trunk is positively homogeneous; a per-sample max(usage,
+		// request) moved the dispersion statistics either way).
+		peak := 0.0
+		for _, s := range o.Samples {
+			peak = max(peak, s.CPUMHz/capCPU/float64(running))
+		}
+		for i := range pr {
+			pr[i] = max(peak, reqPer)
 		}
 	}
 	sum := fw.summarize(pr)
@@ -401,7 +418,7 @@ const (
 // evidence returns the Evidence of the last compute, its note written out.
 func (fw *featureWork) evidence() Evidence {
 	ev := fw.ev
-	running, warm := ev.Running, ev.Running-ev.Warming
+	running, warm := ev.Running, fw.warm
 	switch fw.note {
 	case noteDemand:
 		ev.Note = "no replica running: a replica counts at its demand"
@@ -412,7 +429,7 @@ func (fw *featureWork) evidence() Evidence {
 	case noteNoUsage:
 		ev.Note = fmt.Sprintf("no usage reported yet: %d replica(s) count at their requested resources", running)
 	case noteAllWarming:
-		ev.Note = fmt.Sprintf("all %d replica(s) warming: each counts at the larger of its usage and its request", running)
+		ev.Note = fmt.Sprintf("all %d replica(s) warming: each counts at the larger of its peak usage and its request", running)
 	}
 	switch fw.memNote {
 	case memNoteRequested:
@@ -494,6 +511,12 @@ type featureMap struct {
 	feature []int // index into the feature vector, or a slot source
 	slot    []int // slot number for slot inputs, else -1
 	slots   int   // number of slots the model reads (largest slot + 1)
+	// filledCPU is the least CPU share a slot holding a replica is given:
+	// just above the model's input epsilon, so that a replica whose
+	// demand is a tiny share of the room still holds data (and is
+	// admitted like any other that fits) instead of reading as an empty
+	// slot.
+	filledCPU float64
 }
 
 const (
@@ -504,7 +527,8 @@ const (
 )
 
 func newFeatureMap(m *Model) (featureMap, error) {
-	fm := featureMap{feature: make([]int, len(m.Inputs)), slot: make([]int, len(m.Inputs))}
+	fm := featureMap{feature: make([]int, len(m.Inputs)), slot: make([]int, len(m.Inputs)),
+		filledCPU: math.Nextafter(math.Abs(m.Epsilon()), math.Inf(1))}
 	index := make(map[string]int, numFeatures)
 	for i, n := range FeatureNames {
 		index[n] = i
@@ -518,6 +542,12 @@ func newFeatureMap(m *Model) (featureMap, error) {
 		if k, src, ok := parseSlot(in.Name); ok {
 			if k >= MaxReplicas { // before k+1, which could wrap
 				return featureMap{}, modelErr(fmt.Sprintf("inputs[%d].name", i), "reads slot %d, more than the limit of %d slots", k, MaxReplicas)
+			}
+			if k >= len(m.Inputs) {
+				// Slots are numbered from 0 and each needs an input: a
+				// model with fewer inputs than its largest slot would
+				// have every decision lay out (and allocate) that many.
+				return featureMap{}, modelErr(fmt.Sprintf("inputs[%d].name", i), "reads slot %d, but the model has %d inputs: slots are numbered from 0, one input at least per slot", k, len(m.Inputs))
 			}
 			fm.feature[i], fm.slot[i] = src, k
 			fm.slots = max(fm.slots, k+1)
@@ -561,6 +591,9 @@ func (fm *featureMap) fill(fw *featureWork, o *Observation, x []float64) {
 		switch src {
 		case slotCPUSource:
 			x[i] = fw.slotCPU[fm.slot[i]]
+			if x[i] < fm.filledCPU { // NaN (an empty slot) stays
+				x[i] = fm.filledCPU
+			}
 		case slotMemSource:
 			x[i] = fw.slotMem[fm.slot[i]]
 		case slotRunSource:

@@ -52,7 +52,7 @@ type Observation struct {
 	// WarmingReplicas is how many of the running replicas are still in
 	// their warm-up (just started, or no usage reported yet). They are
 	// counted at the usage of the warm ones, or, when none is warm, at
-	// the larger of their usage and their requested resources, never at
+	// the larger of their peak usage and their requested resources, never at
 	// zero.
 	WarmingReplicas int `json:"warming_replicas,omitempty"`
 	// ReplicaCPUDemandMHz is the expected CPU demand of one replica of the
@@ -212,6 +212,10 @@ func (o *Observation) Validate(role string) error {
 		return bad("queued_replicas", "lists %d replicas, more than the limit of %d", len(o.QueuedReplicas), MaxReplicas)
 	}
 	for i, r := range o.QueuedReplicas {
+		// As with the samples, the usual case builds no field names.
+		if r.CPUMHz > 0 && r.CPUMHz <= cpuLimit && r.MemoryMB >= 0 && r.MemoryMB <= memLimit {
+			continue
+		}
 		if err := resource(fmt.Sprintf("queued_replicas[%d].cpu_mhz", i), r.CPUMHz, true, cpuCap, "CPU capacity"); err != nil {
 			return err
 		}

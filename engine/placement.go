@@ -32,7 +32,9 @@ type Placement struct {
 	// which the scheduler places the decided count on the host, for its
 	// replicas of the observed workload (the count less Queued): never
 	// more than today's reservation, and no more than the free resources
-	// left by the queued ones divided by those replicas. MemoryMaxMB is the
+	// left by the queued ones divided by those replicas, except that
+	// Nomad's smallest reservations (MinReservationCPUMHz,
+	// MinReservationMemoryMB) win over both. MemoryMaxMB is the
 	// hard memory limit (Nomad's memory_max, for memory oversubscription):
 	// at least the replica's memory peak, so reserving less never caps
 	// real use.
@@ -119,7 +121,7 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 		// Memory is not judged (no capacity), but memory_max still covers
 		// the peak a warm replica showed, as the judged path reads it.
 		// Here, not in the features: only a returned decision needs it.
-		per := ev.Running - ev.Warming
+		per := fw.warm
 		if per == 0 {
 			per = ev.Running
 		}

@@ -121,7 +121,7 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 		decEvidence: schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "How the usage window was read.",
 			Attributes: map[string]schema.Attribute{
 				evBasis: computedString("`observed` (a replica uses what the warm replicas used), `requested` (replicas running but none warm, or no usage " +
-					"reported: each counts at the larger of its usage and its requested resources) or `demand` (no replica running: a replica counts at its demand)."),
+					"reported: each counts at the larger of its peak usage and its requested resources) or `demand` (no replica running: a replica counts at its demand)."),
 				evNote:         computedString("One line saying the same in words."),
 				evMemoryJudged: computedBool("False when the host's memory capacity is unknown, so memory did not bound the count."),
 				evRunning:      computedInt("Running replicas in the observation."),
@@ -139,9 +139,9 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 				plReplicaCPUMHz:   computedFloat("What one replica reserves today: the running replicas' CPU request each, else the demand, MHz."),
 				plReplicaMemoryMB: computedFloat("Likewise for memory, MB."),
 				plCPUMHz: computedInt(fmt.Sprintf("Per-replica CPU reservation (Nomad's `cpu`, MHz) with which the decided count fits (see `fits`): "+
-					"never above today's, never below Nomad's smallest, %d MHz.", engine.MinReservationCPUMHz)),
+					"never below Nomad's smallest, %d MHz, and otherwise never above today's.", engine.MinReservationCPUMHz)),
 				plMemoryMB: computedInt(fmt.Sprintf("Per-replica memory reservation (Nomad's `memory`, MB) with which the decided count fits (see `fits`): "+
-					"never above today's, never below Nomad's smallest, %d MB.", engine.MinReservationMemoryMB)),
+					"never below Nomad's smallest, %d MB, and otherwise never above today's.", engine.MinReservationMemoryMB)),
 				plMemoryMaxMB: computedInt("Per-replica hard memory limit (Nomad's `memory_max`, MB): at least the replica's observed memory peak, " +
 					"so a smaller reservation never caps real use. Needs Nomad's memory oversubscription."),
 				plFits: computedBool(fmt.Sprintf("Whether the decided count fits what the host has left (`free_cpu_mhz`, `free_memory_mb`), "+

@@ -102,7 +102,8 @@ func (p *activationProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			"Nomad places an allocation on a node only while the sum of the *reservations* (the tasks' `resources`) of " +
 			"everything there fits the node's allocatable resources. A count computed from real usage is therefore only " +
 			"useful if its reservations fit too. Each host decision of `activation_container_counts` carries a `placement`: " +
-			"`cpu_mhz`, `memory_mb` and `memory_max_mb` form a per-replica reservation, never above today's, with which the " +
+			"`cpu_mhz` and `memory_mb` form a per-replica reservation, never above today's (unless today's is below Nomad's smallest), " +
+			"and `memory_max_mb` a hard memory limit at least the replica's observed peak, with which the " +
 			"decided count fits the host's allocatable resources less what other workloads reserve there " +
 			"(`other_reserved_cpu_mhz`, `other_reserved_memory_mb`). Render them with the count into the task's `resources` " +
 			"(see `examples/demo`): the reservation follows real usage, and the activation engine decides how many replicas run. " +
