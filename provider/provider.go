@@ -119,7 +119,16 @@ func (p *activationProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			"`default_scheduler_config { memory_oversubscription_enabled = true }` in the server's configuration). Without " +
 			"it Nomad ignores `memory_max` and `memory` is the hard limit: reserve `memory_max_mb` as `memory` instead, and the " +
 			"count then fits only while count x `memory_max_mb` <= `placement.free_memory_mb`. " +
-			"`placement.placeable` says how many replicas Nomad could place at today's reservations.",
+			"`placement.placeable` says how many replicas Nomad could place at today's reservations. (`placement.queued` counts " +
+			"queue entries within the decided count; the strategy plugin's `activation.<host>.queued` meta is another figure: the " +
+			"replicas Nomad would leave pending.)\n\n" +
+			"## Time scale\n\n" +
+			"The built-in models count samples, not seconds: they were trained on windows of 120 samples spaced one minute " +
+			"(Crane) and five minutes (PlanetLab), to keep a count safe over the next 5 samples, and the figures of " +
+			"`docs/benchmarks.md` are for that scale. `activation_host_usage` reads a few samples seconds apart (`samples`, " +
+			"`sample_interval_seconds`): a snapshot, enough for the rules that keep a count safe (warming replicas, memory, " +
+			"placement) but not the window the benchmark measured. For decisions at that scale pass `usage_samples` from your " +
+			"monitoring, one sample a minute over up to two hours, or a model trained on your own series (`activation train`).",
 		Attributes: map[string]schema.Attribute{
 			attrDefaultFirstModel: schema.StringAttribute{
 				Optional: true,
