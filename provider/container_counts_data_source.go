@@ -439,7 +439,7 @@ func addValueError(diags *diag.Diagnostics, err error) {
 	case noPath(ve.path):
 		diags.AddError(ve.diagSummary(), ve.reason)
 	default:
-		diags.AddAttributeError(ve.path, ve.diagSummary(), ve.Error())
+		diags.AddAttributeError(countsRoots.subjectOf(ve.path), ve.diagSummary(), ve.Error())
 	}
 }
 
@@ -451,5 +451,5 @@ func addEngineError(diags *diag.Diagnostics, roots inputRoots, err error) {
 		diags.AddError("Cannot compute the container counts", err.Error())
 		return
 	}
-	diags.AddAttributeError(p, "Cannot compute the container counts", attributeDetail(p, engine.Reason(err)))
+	diags.AddAttributeError(roots.subjectOf(p), "Cannot compute the container counts", attributeDetail(p, engine.Reason(err)))
 }

@@ -200,10 +200,8 @@ func TestContainerCountsValidateSettings(t *testing.T) {
 				if !ok {
 					t.Fatalf("an error on no attribute: %s: %s", d.Summary(), d.Detail())
 				}
-				if !strings.HasPrefix(d.Detail(), "Attribute "+wp.Path().String()+": ") {
-					t.Errorf("detail %q does not name %s", d.Detail(), wp.Path())
-				}
-				got = append(got, wp.Path().String())
+				named := namedAttribute(t, d, wp.Path())
+				got = append(got, named)
 			}
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("errors on %v, want %v: %v", got, c.want, resp.Diagnostics)
@@ -366,7 +364,7 @@ func TestContainerCountsHoldBand(t *testing.T) {
 		}
 		m := newCountsModel(&bad)
 		_, diags := readInProcess(t, &providerData{}, &m)
-		assertDiagOn(t, diags, path.Root(attrHoldBand), engine.Reason(err))
+		assertDiagOn(t, diags, path.Root(attrHoldBand), path.Root(attrHoldBand), engine.Reason(err))
 	}
 }
 
@@ -464,17 +462,18 @@ func TestContainerCountsReadInvalidInputs(t *testing.T) {
 			}
 			m := newCountsModel(r)
 			_, diags := readInProcess(t, &providerData{}, &m)
-			assertDiagOn(t, diags, expectedPath(c), engine.Reason(err))
+			assertDiagOn(t, diags, countsRoots.subjectOf(expectedPath(c)), expectedPath(c), engine.Reason(err))
 		})
 	}
 }
 
-// assertDiagOn checks that diags hold an error on p whose detail names p
-// and holds reason.
-func assertDiagOn(t *testing.T, diags diag.Diagnostics, p path.Path, reason string) {
+// assertDiagOn checks that diags hold an error on subject whose detail
+// names p (subject, or an element of the Dynamic attribute subject is) and
+// holds reason.
+func assertDiagOn(t *testing.T, diags diag.Diagnostics, subject, p path.Path, reason string) {
 	t.Helper()
 	for _, d := range diags.Errors() {
-		if wp, ok := d.(diag.DiagnosticWithPath); ok && wp.Path().Equal(p) {
+		if wp, ok := d.(diag.DiagnosticWithPath); ok && wp.Path().Equal(subject) {
 			if !strings.Contains(d.Detail(), "Attribute "+p.String()) || !strings.Contains(d.Detail(), reason) {
 				t.Errorf("detail %q does not name %s with the reason %q", d.Detail(), p, reason)
 			}
@@ -518,18 +517,18 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		window types.Dynamic
-		path   *tftypes.AttributePath // nil for no error
+		path   *tftypes.AttributePath // nil for no error; within the window, the window (a Dynamic value: OpenTofu finds no range inside it)
 		detail string
 	}{
 		{"samples", tuple(good, sample(map[string]attr.Value{sampleTime: wholeValue(120), sampleCPUMHz: numberValue(7), sampleMemoryMB: numberValue(9)})), nil, ""},
 		{"numbers as strings", tuple(sample(map[string]attr.Value{sampleTime: types.StringValue("60"), sampleCPUMHz: types.StringValue("5.5")})), nil, ""},
 		{"not known yet", types.DynamicUnknown(), nil, ""},
 		{"an extra attribute", tuple(good, sample(map[string]attr.Value{sampleTime: wholeValue(120), sampleCPUMHz: numberValue(7), "cpu": numberValue(7)})),
-			window().WithElementKeyInt(1), `Attribute first.usage_samples[1]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb.`},
+			window(), `Attribute first.usage_samples[1]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb.`},
 		{"a required attribute missing", tuple(sample(map[string]attr.Value{sampleTime: wholeValue(60)})),
-			window().WithElementKeyInt(0).WithAttributeName(sampleCPUMHz), "Attribute first.usage_samples[0].cpu_mhz: is required."},
+			window(), "Attribute first.usage_samples[0].cpu_mhz: is required."},
 		{"a word for a number", tuple(sample(map[string]attr.Value{sampleTime: wholeValue(60), sampleCPUMHz: types.StringValue("high")})),
-			window().WithElementKeyInt(0).WithAttributeName(sampleCPUMHz), `Attribute first.usage_samples[0].cpu_mhz: must be a number, not the string "high".`},
+			window(), `Attribute first.usage_samples[0].cpu_mhz: must be a number, not the string "high".`},
 		{"a set", types.DynamicValue(types.SetValueMust(good.Type(ctx), []attr.Value{good})),
 			window(), "Attribute first.usage_samples: must be a list, not a set: a set has no order"},
 		{"an object", types.DynamicValue(good), window(), "Attribute first.usage_samples: must be a list of objects, not an object."},
@@ -610,16 +609,16 @@ func TestContainerCountsReadTypeErrors(t *testing.T) {
 			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
 			c.mutate(&m)
 			_, diags := readInProcess(t, &providerData{}, &m)
-			var got path.Path
+			var got string
 			for _, d := range diags.Errors() {
 				if wp, ok := d.(diag.DiagnosticWithPath); ok {
-					got = wp.Path()
-					if got.String() == c.want && !strings.Contains(d.Detail(), "Attribute "+c.want+": "+c.reason) {
+					got = namedAttribute(t, d, wp.Path())
+					if got == c.want && !strings.Contains(d.Detail(), "Attribute "+c.want+": "+c.reason) {
 						t.Errorf("detail %q, want %q", d.Detail(), c.reason)
 					}
 				}
 			}
-			if got.String() != c.want {
+			if got != c.want {
 				t.Fatalf("error on %q, want %q: %v", got, c.want, diags)
 			}
 		})
@@ -1359,4 +1358,21 @@ func TestAccContainerCounts_configurationErrors(t *testing.T) {
 			return countsConfig(attrs, "provider \"activation\" {\n  default_second_model = \"builtin:nope\"\n}\n")
 		}, `Attribute default_second_model names built-in model "nope"`},
 	})
+}
+
+// namedAttribute is the attribute a diagnostic's detail names ("Attribute
+// first_quota.max: ..."); the diagnostic must be on it, or on the Dynamic
+// attribute it is inside (subjectOf), never deeper.
+func namedAttribute(t *testing.T, d diag.Diagnostic, on path.Path) string {
+	t.Helper()
+	rest, ok := strings.CutPrefix(d.Detail(), "Attribute ")
+	named, _, found := strings.Cut(rest, ": ")
+	if !ok || !found {
+		t.Errorf("detail %q names no attribute", d.Detail())
+		return ""
+	}
+	if !strings.HasPrefix(named, on.String()) || !countsRoots.subjectOf(on).Equal(on) {
+		t.Errorf("a diagnostic about %s is on %s; want it there, or on the Dynamic attribute it is in", named, on)
+	}
+	return named
 }

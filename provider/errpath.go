@@ -65,6 +65,38 @@ func (r inputRoots) pathOf(err error) (p path.Path, ok bool) {
 	return path.Empty(), false
 }
 
+// subjectOf is the attribute a diagnostic about p is put on: p itself, or
+// the Dynamic attribute p is inside (a quota, an observation's
+// usage_samples). OpenTofu finds no configuration range for a path into a
+// Dynamic value's elements and shows the whole block instead; the
+// diagnostic's detail still names p in full (attributeDetail).
+func (r inputRoots) subjectOf(p path.Path) path.Path {
+	steps := p.Steps()
+	if len(steps) < 2 {
+		return p
+	}
+	root := path.Root(stepName(steps[0])) // the hosts' roots are top-level attributes
+	for _, roots := range r.hosts {
+		switch {
+		case root.Equal(roots.quota):
+			return root
+		case root.Equal(roots.observation) && len(steps) > 2:
+			if f, ok := fieldNamed(observationFields, stepName(steps[1])); ok && f.kind == kindWindow {
+				return root.AtName(f.name)
+			}
+		}
+	}
+	return p
+}
+
+// stepName is an attribute step's name ("" for other steps).
+func stepName(s path.PathStep) string {
+	if n, ok := s.(path.PathStepAttributeName); ok {
+		return string(n)
+	}
+	return ""
+}
+
 // fieldPath turns an engine field path such as "usage_samples[3].time"
 // into an attribute path under root, following fields (the attributes
 // under root): each name must be one of them, and an index may follow only

@@ -486,6 +486,41 @@ func TestErrorPaths(t *testing.T) {
 	}
 }
 
+// A diagnostic goes on the Dynamic attribute a path is inside: OpenTofu
+// finds no configuration range within a Dynamic value and showed the
+// block instead (first_quota = { min = 5, max = 2 } was reported on the
+// data block's first line).
+func TestSubjectOf(t *testing.T) {
+	for in, want := range map[string]path.Path{
+		"first_quota.max":                   path.Root("first_quota"),
+		"second_quota":                      path.Root("second_quota"),
+		"first.usage_samples[3].time":       path.Root("first").AtName("usage_samples"),
+		"first.usage_samples":               path.Root("first").AtName("usage_samples"),
+		"second.queued_replicas[0].cpu_mhz": path.Root("second").AtName("queued_replicas").AtListIndex(0).AtName("cpu_mhz"),
+		"first.cpu_capacity_mhz":            path.Root("first").AtName("cpu_capacity_mhz"),
+		"min_samples":                       path.Root("min_samples"),
+	} {
+		var p path.Path
+		switch in {
+		case "first_quota.max":
+			p = path.Root("first_quota").AtName("max")
+		case "second_quota", "min_samples":
+			p = path.Root(in)
+		case "first.usage_samples[3].time":
+			p = path.Root("first").AtName("usage_samples").AtListIndex(3).AtName("time")
+		case "first.usage_samples":
+			p = path.Root("first").AtName("usage_samples")
+		case "second.queued_replicas[0].cpu_mhz":
+			p = path.Root("second").AtName("queued_replicas").AtListIndex(0).AtName("cpu_mhz")
+		case "first.cpu_capacity_mhz":
+			p = path.Root("first").AtName("cpu_capacity_mhz")
+		}
+		if got := countsRoots.subjectOf(p); !got.Equal(want) {
+			t.Errorf("%s: subject %s, want %s", in, got, want)
+		}
+	}
+}
+
 func TestFieldPath(t *testing.T) {
 	root := path.Root("first")
 	for field, want := range map[string]string{
@@ -690,7 +725,7 @@ func TestConfigureUnknownDefaultModel(t *testing.T) {
 	m := newCountsModel(r)
 	m.SecondModel = types.StringValue(engine.DefaultSecondModel)
 	_, diags := readInProcess(t, pd, &m)
-	assertDiagOn(t, diags, path.Root(attrFirstModel), "is unset, so the provider's default_first_model is used, which is not known until apply")
+	assertDiagOn(t, diags, path.Root(attrFirstModel), path.Root(attrFirstModel), "is unset, so the provider's default_first_model is used, which is not known until apply")
 	if diags.ErrorsCount() != 1 {
 		t.Errorf("only the host using the unknown default is at fault: %v", diags)
 	}

@@ -184,7 +184,7 @@ type calibration struct {
 func ratios(src Source, sc Scenario) ([]float64, error) {
 	s, err := src.Load()
 	if err != nil {
-		return nil, err
+		return nil, &loadError{err}
 	}
 	a, err := normalise(s, sc)
 	if err != nil {
@@ -307,3 +307,10 @@ func CalibrateRequests(all []traces.Series, sc Scenario) (float64, error) {
 	}
 	return c.factor, nil
 }
+
+// loadError is a series that could not be read (its file, not the use made
+// of it): callers pass it on without blaming their own step.
+type loadError struct{ err error }
+
+func (e *loadError) Error() string { return e.err.Error() }
+func (e *loadError) Unwrap() error { return e.err }

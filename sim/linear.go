@@ -116,6 +116,10 @@ func LinearSources(ctx context.Context, train []Source, sc Scenario, cfg LinearC
 	tsc := sc
 	tsc.Correlated, tsc.Hosts, tsc.MaxReplicas, tsc.DifferentApps = true, 1, 0, false
 	cal, err := calibrate(ctx, train, tsc, workers, nil)
+	var unread *loadError
+	if errors.As(err, &unread) {
+		return nil, err // the file's fault, whatever reads it first
+	}
 	if err != nil {
 		return nil, fmt.Errorf("linear ablation: %w", err)
 	}
@@ -128,7 +132,7 @@ func LinearSources(ctx context.Context, train []Source, sc Scenario, cfg LinearC
 		}
 		s, err := train[i].Load()
 		if err != nil {
-			return fmt.Errorf("linear ablation: %w", err)
+			return err
 		}
 		r, err := Prepare(s, tsc, cal.factor)
 		if err != nil {

@@ -244,7 +244,7 @@ func normalise(s traces.Series, sc Scenario) (*App, error) {
 		if s.Memory != nil {
 			return nil, fmt.Errorf("series %s: scenario %s replays memory, but the series' memory capacity column (mem_capacity_kb or memory_capacity_mb) is 0 or empty in every row: the memory provisioned is unknown", s.Name, sc.Name)
 		}
-		return nil, fmt.Errorf("series %s: scenario %s replays memory, but the series has no memory columns (mem_kb and mem_capacity_kb, as Bitbrains' traces have)", s.Name, sc.Name)
+		return nil, fmt.Errorf("series %s: scenario %s replays memory, but the series has no memory columns (mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb; Bitbrains' traces have them)", s.Name, sc.Name)
 	}
 	if sc.Memory {
 		// Twice the memory provisioned is no overcommit a VM shows: the

@@ -31,7 +31,6 @@
 package train
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -131,7 +130,11 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		valData.append(&v)
 	}
 	if len(res.TrainSeries) == 0 {
-		return nil, errors.New("train: no training series")
+		var sides []string
+		for _, f := range res.Families {
+			sides = append(sides, fmt.Sprintf("%s: %d held out, %d to validate", f.Name, len(f.HeldOut), len(f.Validate)))
+		}
+		return nil, fmt.Errorf("train: no training series: the split by identity (%.0f%% of each family's identities held out, %.0f%% of the rest to validate) left none to train on (%s); give more series", 100*s.HeldOutShare, 100*s.ValShare, strings.Join(sides, "; "))
 	}
 	if trainData.rows < s.BatchSize {
 		why := fmt.Sprintf("series too short for window %d and horizon %d", s.Window, s.Horizon)

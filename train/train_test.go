@@ -654,3 +654,21 @@ func TestFitReportsTheKeptWeightsTrainingLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestNoTrainingSeriesSaysWhy: when the split by identity leaves nothing
+// to train on, the error names each family's sides and the shares.
+func TestNoTrainingSeriesSaysWhy(t *testing.T) {
+	s := smallSettings()
+	for i := 0; i < 50; i++ { // a lone series whose name the split holds out
+		one := []traces.Series{synthetic(fmt.Sprintf("lone%d", i), 1500, 1)}
+		_, err := TrainFamilies([]Family{{Name: "fam", Series: one}}, s, nil)
+		if err == nil {
+			continue
+		}
+		if !strings.Contains(err.Error(), "train: no training series: the split by identity (34% of each family's identities held out, 25% of the rest to validate) left none to train on (fam: 1 held out, 0 to validate); give more series") {
+			t.Fatalf("error %v", err)
+		}
+		return
+	}
+	t.Fatal("no lone series was held out: the premise fails")
+}

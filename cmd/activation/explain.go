@@ -109,6 +109,11 @@ func readRequest(r io.Reader) (*engine.Request, error) {
 		case errors.As(err, &se):
 			return nil, fmt.Errorf("not valid JSON at byte %d: %v", se.Offset, se)
 		}
+		// An unknown field: the decoder names the key, the walk where
+		// it is ("field first.observation.cpu_capcity_mhz").
+		if perr := strictjson.CheckKnown(data, &req); perr != nil {
+			return nil, fmt.Errorf("not a valid request: %w", perr)
+		}
 		return nil, fmt.Errorf("not a valid request: %w", err)
 	}
 	// Anything but white space after the object is refused (More does

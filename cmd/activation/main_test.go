@@ -217,7 +217,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--hold-band", "1", "--knob", "per_branch"}, exitUsage, "--hold-band"},
 		{[]string{"--traces", dir, "--max-scale-up", "lots"}, exitUsage, "--max-scale-up"},
 		{[]string{"--traces", dir, "--max-scale-down", "0%"}, exitUsage, "--max-scale-down"},
-		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "has no mem_kb and mem_capacity_kb columns): the memory scenario replays series with memory"},
+		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "has no memory columns: mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb): the memory scenario replays series with memory"},
 		{[]string{"--traces", oneRowDir(t), "--split", "all"}, exitError, "syn1: 1 sample; a series needs at least 2"},
 	} {
 		code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate"}, c.args...)...)
@@ -302,7 +302,8 @@ func TestExplainBadRequest(t *testing.T) {
 		{"bad format", string(good), []string{"--request", "-", "--format", "yaml"}, exitUsage, "--format"},
 		{"empty", "  \n", []string{"--request", "-"}, exitError, "empty"},
 		{"not JSON", "{first:", []string{"--request", "-"}, exitError, "not valid JSON"},
-		{"unknown field", `{"first":{"cpu_capacity":1000}}`, []string{"--request", "-"}, exitError, `unknown field "cpu_capacity"`},
+		{"unknown field", `{"first":{"cpu_capacity":1000}}`, []string{"--request", "-"}, exitError, `not a valid request: field first.cpu_capacity: unknown field`},
+		{"unknown field nested", `{"first":{"usage_samples":[{"time":0,"cpu_mhzz":1}]}}`, []string{"--request", "-"}, exitError, `field first.usage_samples[0].cpu_mhzz: unknown field`},
 		{"wrong type", `{"first":{"cpu_capacity_mhz":"lots"}}`, []string{"--request", "-"}, exitError, "first.cpu_capacity_mhz"},
 		{"trailing data", string(good) + "{}", []string{"--request", "-"}, exitError, "trailing"},
 		{"a stray bracket after the request", string(good) + "\n]]\n", []string{"--request", "-"}, exitError, "trailing"},
@@ -1256,4 +1257,18 @@ func TestTuneTableAndCalibrationNote(t *testing.T) {
 		}
 	}
 	check(true)
+}
+
+// TestSimulateBlamesTheFile: a series file that does not parse is named as
+// the file's fault, whichever step reads it first (the linear ablation's
+// fit read the training series first and took the blame).
+func TestSimulateBlamesTheFile(t *testing.T) {
+	dir := seriesDir(t, 4, 400)
+	if err := os.WriteFile(filepath.Join(dir, "syn1.csv"), []byte("time,cpu\n1,2\n2,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all")
+	if code != exitError || !strings.Contains(stderr, "activation simulate: traces: ") || !strings.Contains(stderr, `syn1.csv: series syn1: header "time,cpu"`) || strings.Contains(stderr, "linear ablation") {
+		t.Errorf("exit %d, stderr %q; want the file and its header named, and no step blamed", code, stderr)
+	}
 }

@@ -200,7 +200,7 @@ func cmdSimulate(args []string, e env) error {
 			fm.replay = refs
 		}
 		if len(fm.replay) == 0 {
-			return fmt.Errorf("--split %s: family %s has no series on that side of the split of %d series (the held-out split needs at least 2 series; use --split all)", f.split, d.family, len(refs))
+			return fmt.Errorf("--split %s: family %s has no series on that side of the split of %d series (a series' side is set by a hash of its name, so a small family can leave a side empty; use --split all)", f.split, d.family, len(refs))
 		}
 		if sc.Memory {
 			// Said now, for the family (the first series replayed, or
@@ -210,7 +210,7 @@ func cmdSimulate(args []string, e env) error {
 				return fmt.Errorf("--traces: %w", err)
 			}
 			if !s.HasMemory() {
-				return fmt.Errorf("--scenario %s: family %s has no memory (series %s has no mem_kb and mem_capacity_kb columns): the memory scenario replays series with memory, such as Bitbrains'", sc.Name, d.family, s.Name)
+				return fmt.Errorf("--scenario %s: family %s has no memory (series %s has no memory columns: mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb): the memory scenario replays series with memory, such as Bitbrains'", sc.Name, d.family, s.Name)
 			}
 		}
 		trainAll = append(trainAll, fm.train...)

@@ -25,15 +25,36 @@ import (
 // are checked for duplicate keys only. It does not check what
 // json.Unmarshal checks (syntax, types, unknown fields).
 func Check(data []byte, v any) error {
+	return check(data, v, false)
+}
+
+// CheckKnown is Check that also refuses, by its path, a key that names no
+// field of a struct that does not decode itself: json.Decoder's
+// DisallowUnknownFields refuses it too, but names the key alone, not where
+// it is.
+func CheckKnown(data []byte, v any) error {
+	return check(data, v, true)
+}
+
+func check(data []byte, v any, known bool) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	return walk(dec, reflect.TypeOf(v), "")
+	w := walker{dec: dec, known: known}
+	return w.walk(reflect.TypeOf(v), "")
+}
+
+// walker walks one document; known: unknown keys are refused.
+type walker struct {
+	dec   *json.Decoder
+	known bool
 }
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
-// walk consumes one value from dec, checking it against t (nil: any).
-func walk(dec *json.Decoder, t reflect.Type, path string) error {
+// walk consumes one value from the decoder, checking it against t (nil:
+// any).
+func (w *walker) walk(t reflect.Type, path string) error {
+	dec := w.dec
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -44,16 +65,20 @@ func walk(dec *json.Decoder, t reflect.Type, path string) error {
 	if err != nil {
 		return err
 	}
+	self := false // a struct that decodes itself
+	if t != nil && t.Kind() == reflect.Struct && (t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler)) {
+		self = true
+	}
 	switch tok {
 	case json.Delim('{'):
-		return walkObject(dec, t, path)
+		return w.walkObject(t, path, self)
 	case json.Delim('['):
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if err := walk(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := w.walk(elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
@@ -63,8 +88,10 @@ func walk(dec *json.Decoder, t reflect.Type, path string) error {
 	return nil
 }
 
-// walkObject consumes an object's keys and values, its '{' read.
-func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
+// walkObject consumes an object's keys and values, its '{' read; self: t
+// decodes itself (its keys no field names are its own business).
+func (w *walker) walkObject(t reflect.Type, path string, self bool) error {
+	dec := w.dec
 	var fields map[string]reflect.Type // exact JSON name: type
 	var elem reflect.Type
 	switch {
@@ -98,10 +125,13 @@ func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
 						return fmt.Errorf("field %s: names are case-sensitive: want %q", at, name)
 					}
 				}
+				if w.known && !self {
+					return fmt.Errorf("field %s: unknown field", at)
+				}
 			}
 			vt = ft
 		}
-		if err := walk(dec, vt, at); err != nil {
+		if err := w.walk(vt, at); err != nil {
 			return err
 		}
 	}

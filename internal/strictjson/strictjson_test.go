@@ -74,3 +74,28 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// CheckKnown also names an unknown key by its path, except inside a type
+// that decodes itself (its keys are its business) and in maps and
+// interface values.
+func TestCheckKnown(t *testing.T) {
+	for _, c := range []struct {
+		name, doc, want string
+	}{
+		{"exact names", `{"name":"a","quota":{"min":1},"labels":{"x":"y"},"any":{"k":1},"raw":{"z":1},"shared":"s"}`, ""},
+		{"unknown top key", `{"nope":1}`, "field nope: unknown field"},
+		{"unknown nested key", `{"quotas":[{"max":1},{"mx":1}]}`, "field quotas[1].mx: unknown field"},
+		{"case still named as case", `{"quota":{"MAX":1}}`, `field quota.MAX: names are case-sensitive`},
+		{"a type that decodes itself", `{"layers":[{"extra":1}]}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckKnown([]byte(c.doc), &doc{})
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("CheckKnown: %v, want no error", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("CheckKnown: %v, want %q", err, c.want)
+			}
+		})
+	}
+}
