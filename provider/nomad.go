@@ -85,6 +85,8 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 			"`ca_path`, `cert_file`, `key_file`, `tls_server_name`, `skip_verify`) falls back to it when unset (unless `ignore_env_vars` " +
 			"says otherwise); `headers` and the PEM attributes have none. " +
 			"One connection is made per provider instance, on first use, and shared by every `activation_host_usage`. " +
+			fmt.Sprintf("Each request to Nomad may take at most %s (a plan reads once, so the limit is wider than the plugins' "+
+				"`request_timeout` of 10s, which an evaluation every 10 seconds needs); the data source's `timeouts.read` bounds the whole read. ", nomadconn.DefaultRequestTimeout) +
 			"Its values must be known when `activation_host_usage` is read: one known only at apply (an address from a resource " +
 			"created in the same run) fails the plan. " +
 			"Secrets (the token, the basic-auth password, header values, a password in the address) are never logged, and are " +
