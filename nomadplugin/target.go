@@ -515,8 +515,8 @@ func (t *Target) Scale(action sdk.ScalingAction, config map[string]string) error
 // from JSON nests maps and lists).
 func redactAction(conn *nomadconn.Conn, a *sdk.ScalingAction) {
 	a.Reason = conn.RedactString(a.Reason)
-	if a.Meta != nil {
-		a.Meta = redactValue(conn, a.Meta).(map[string]any)
+	if m, ok := redactValue(conn, a.Meta).(map[string]any); ok && a.Meta != nil {
+		a.Meta = m
 	}
 }
 

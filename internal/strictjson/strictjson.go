@@ -65,10 +65,8 @@ func (w *walker) walk(t reflect.Type, path string) error {
 	if err != nil {
 		return err
 	}
-	self := false // a struct that decodes itself
-	if t != nil && t.Kind() == reflect.Struct && (t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler)) {
-		self = true
-	}
+	// a struct that decodes itself
+	self := t != nil && t.Kind() == reflect.Struct && (t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler))
 	switch tok {
 	case json.Delim('{'):
 		return w.walkObject(t, path, self)
