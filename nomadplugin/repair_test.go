@@ -403,3 +403,37 @@ func TestColdStartNeverMaximum(t *testing.T) {
 		})
 	}
 }
+
+// TestQueuedRepairedWithDefaultHysteresis: a count Nomad cannot place in
+// full is brought down to what it can with the documented defaults too.
+// The default 10% hysteresis held the one queued replica of 11 (its band
+// at 11 is 2 replicas) for good; TestQueuedAtStartIsRepaired turns
+// hysteresis off.
+func TestQueuedRepairedWithDefaultHysteresis(t *testing.T) {
+	w := newWorld(t, 11, 2) // host-a fits 10 front replicas
+	if gs := w.group(t, wFirst); gs.Queued != 1 || gs.Running != 10 {
+		t.Fatalf("premise: front runs %d with %d queued", gs.Running, gs.Queued)
+	}
+	for _, g := range []string{wFirst, wSecond} {
+		must(t, w.s.SetGroupUsage("", wJob, g, 50, 100))
+	}
+	st := NewStrategy(hclog.NewNullLogger())
+	must(t, st.SetConfig(w.agentConfig))
+	tg := w.target(t)
+	// The steps, hysteresis and placement at their defaults.
+	check := withKeys(splitConfig(), KeyMaxScaleUp, "", KeyMaxScaleDown, "", KeyHysteresis, "", KeyPlacement, "", PrefixSecond+KeyMax, "2")
+	var reasons []string
+	for i := 0; i < 3; i++ {
+		a, err := agentEvalWith(t, st, tg, tcfg, check, 0, 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasons = append(reasons, a.Reason)
+	}
+	if gs := w.group(t, wFirst); gs.Queued != 0 || gs.Count != 10 {
+		t.Errorf("front: count %d, %d running, %d queued after 3 evaluations; want 10, none queued: %q", gs.Count, gs.Running, gs.Queued, reasons)
+	}
+	if !strings.Contains(reasons[0], "hysteresis not applied: 1 of the current 11 are more than Nomad can place") {
+		t.Errorf("first reason %q does not say why the band did not hold", reasons[0])
+	}
+}

@@ -1283,3 +1283,23 @@ func TestAPMWithoutJob(t *testing.T) {
 		t.Errorf("query %+v: want no job and no stats read", q)
 	}
 }
+
+// TestCapNotHeldByHysteresis: per host, with the default hysteresis, a
+// desired count above what Nomad can place comes down to it (11 wanted
+// where 10 fit was held by the 10% band).
+func TestCapNotHeldByHysteresis(t *testing.T) {
+	first, second := flatPair(2, 100)
+	second.OtherReservedCPUMHz = 0 // 20000 MHz host, 2000 MHz per replica: 10 fit
+	second.CPUCapacityMHz = 20000
+	cfg := withKeys(flatConfig(RoleSecond), PrefixSecond+KeyMax, "40")
+	rd := newMemReader(first, second)
+	rd.desired[engine.RoleSecond] = 11
+	a := runFlat(t, rd, cfg, 11)
+	pl, ok := a.Meta[HostMeta(RoleSecond, MetaPlaceable)].(int)
+	if !ok || pl != 10 {
+		t.Fatalf("premise: placeable %v, want 10", a.Meta[HostMeta(RoleSecond, MetaPlaceable)])
+	}
+	if a.Count != 10 || a.Direction != sdk.ScaleDirectionDown {
+		t.Errorf("count %d (%v), want down to the 10 Nomad can place: %s", a.Count, a.Direction, a.Reason)
+	}
+}
