@@ -437,3 +437,36 @@ func TestQueuedRepairedWithDefaultHysteresis(t *testing.T) {
 		t.Errorf("first reason %q does not say why the band did not hold", reasons[0])
 	}
 }
+
+// TestSplitOnOneNodeNeverOvercommits: a split whose two hosts are one node
+// (a one-node cluster) asks for no more than the node places: the first
+// host's new replicas count as reserved for the second. Each host was
+// capped against the same free room (8 + 8 asked for where 10 fit).
+func TestSplitOnOneNodeNeverOvercommits(t *testing.T) {
+	s, err := nomadstandin.New()
+	must(t, err)
+	t.Cleanup(s.Close)
+	node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
+	must(t, err)
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
+		{Name: wFirst, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
+		{Name: wSecond, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
+	}}))
+	for _, g := range []string{wFirst, wSecond} {
+		must(t, s.SetGroupUsage("", wJob, g, 50, 100))
+	}
+	agent := map[string]string{AgentKeyNomadAddress: s.URL()}
+	st := NewStrategy(hclog.NewNullLogger())
+	must(t, st.SetConfig(agent))
+	check := withKeys(splitConfig(), PrefixSecond+KeyNodeName, "host-a", KeyPlacement, PlacementCap)
+	a, err := agentEvalWith(t, st, targetAt(t, agent), tcfg, check, 0, 100, nil)
+	must(t, err)
+	f, _ := s.Group("", wJob, wFirst)
+	b, _ := s.Group("", wJob, wSecond)
+	if f.Queued+b.Queued > 0 || f.Count+b.Count != 10 {
+		t.Errorf("front %d (%d queued), back %d (%d queued) on a node that places 10: %s", f.Count, f.Queued, b.Count, b.Queued, a.Reason)
+	}
+	if !strings.Contains(a.Reason, "the first host's 6 new replicas on the same node host-a count as reserved") {
+		t.Errorf("the reason does not say the first host's replicas were counted: %s", a.Reason)
+	}
+}

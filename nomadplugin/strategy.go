@@ -378,6 +378,11 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 	plans := make([]hostPlan, len(hosts))
 	for i, h := range hosts {
 		hd := d.of(h.role)
+		if i > 0 && rds[i].NodeID != "" && rds[i].NodeID == rds[0].NodeID {
+			// Both hosts are one node: the first host's new replicas
+			// take room the second's reading still shows free.
+			claimed[i].addSibling(plans[0], d.of(hosts[0].role).Placement)
+		}
 		claimed[i].bound(hd, obs[i])
 		plans[i] = e.c.plan(h, hd, rds[i], &obs[i], current[i])
 		claimed[i].note(&plans[i], rds[i].NodeName)
@@ -608,10 +613,25 @@ func apmObservation(h *hostConfig, c *strategyConfig, r *nomadusage.Reading, met
 	return o, ""
 }
 
-// claimedOnNode is what other groups' claims added to a host's reading.
+// claimedOnNode is what other groups' claims added to a host's reading;
+// sibling replicas, of those, are the first host's new replicas when both
+// hosts of a split are one node.
 type claimedOnNode struct {
-	replicas int
-	cpu, mem float64
+	replicas       int
+	cpu, mem       float64
+	sibling        int
+	sibCPU, sibMem float64
+}
+
+// addSibling counts the first host's planned new replicas (beyond those
+// running) as reserved, at what one of them reserves today.
+func (c *claimedOnNode) addSibling(first hostPlan, pl engine.Placement) {
+	n := max(0, first.final-first.running)
+	c.replicas += n
+	c.sibling += n
+	c.sibCPU, c.sibMem = float64(n)*pl.ReplicaCPUMHz, float64(n)*pl.ReplicaMemoryMB
+	c.cpu += c.sibCPU
+	c.mem += c.sibMem
 }
 
 // readingKey is the claim key of the group a reading covers ("" node when it
@@ -657,9 +677,12 @@ func (c claimedOnNode) bound(hd *engine.HostDecision, o engine.Observation) {
 // note says in p what the claims added.
 func (c claimedOnNode) note(p *hostPlan, node string) {
 	p.claimed = c.replicas
-	if c.replicas > 0 {
+	if c.sibling > 0 {
+		p.notes = append([]string{fmt.Sprintf("the first host's %d new replicas on the same node %s count as reserved in what Nomad can place (%.0f MHz, %.0f MB)", c.sibling, node, c.sibCPU, c.sibMem)}, p.notes...)
+	}
+	if others := c.replicas - c.sibling; others > 0 {
 		p.notes = append([]string{fmt.Sprintf("%d replicas of other groups this plugin asked for on node %s, not placed in Nomad's allocation list it read, count as reserved in what Nomad can place (%.0f MHz, %.0f MB)",
-			c.replicas, node, c.cpu, c.mem)}, p.notes...)
+			others, node, c.cpu-c.sibCPU, c.mem-c.sibMem)}, p.notes...)
 	}
 }
 
