@@ -470,3 +470,45 @@ func TestSplitOnOneNodeNeverOvercommits(t *testing.T) {
 		t.Errorf("the reason does not say the first host's replicas were counted: %s", a.Reason)
 	}
 }
+
+// TestNoJobRefusesANodeOfSeveralGroups: without `job`, every running
+// allocation on the node is a replica of the scaled group; on a node that
+// also runs another job's allocations the count would ask the group for
+// their room (3 queued of 10), so nothing scales and the reason says
+// why. On a node the group has to itself it still decides.
+func TestNoJobRefusesANodeOfSeveralGroups(t *testing.T) {
+	check := map[string]string{KeyRole: RoleFirst, PrefixFirst + KeyNodeName: "host-a", PrefixFirst + KeyReplicaCPU: "2000",
+		KeyWindow: "5", KeyMinSamples: "1", KeyWarmup: "0", KeyMaxScaleUp: StepNone, KeyPlacement: PlacementCap}
+	eval := func(other bool) (*sdk.ScalingAction, nomadstandin.GroupStatus, nomadstandin.GroupStatus) {
+		s, err := nomadstandin.New()
+		must(t, err)
+		t.Cleanup(s.Close)
+		node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
+		must(t, err)
+		must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
+			{Name: wFirst, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
+		}}))
+		if other {
+			must(t, s.AddOtherJob(nomadstandin.OtherJobSpec{ID: "logs", Count: 3, CPUMHz: 2000, MemoryMB: 512, NodeID: node}))
+		}
+		must(t, s.SetNodeUsage(node, 100, 100))
+		before, _ := s.Group("", wJob, wFirst)
+		agent := map[string]string{AgentKeyNomadAddress: s.URL()}
+		st := NewStrategy(hclog.NewNullLogger())
+		must(t, st.SetConfig(agent))
+		a, err := agentEvalWith(t, st, targetAt(t, agent), gcfg, check, 2, 100, nil)
+		must(t, err)
+		after, _ := s.Group("", wJob, wFirst)
+		return a, before, after
+	}
+	if a, _, after := eval(false); a.Direction != sdk.ScaleDirectionUp || after.Queued > 0 {
+		t.Fatalf("the group alone on its node: %s %d (%d queued): %s", a.Direction, a.Count, after.Queued, a.Reason)
+	}
+	a, before, after := eval(true)
+	if a.Direction != sdk.ScaleDirectionNone || after.Count != before.Count || after.Queued > 0 {
+		t.Errorf("beside another job: %s %d (count %d -> %d, %d queued): %s", a.Direction, a.Count, before.Count, after.Count, after.Queued, a.Reason)
+	}
+	if !strings.Contains(a.Reason, "without job, every running allocation on node host-a counts as a replica of the scaled group, but it runs allocations of 2 groups (default/logs/") || !strings.Contains(a.Reason, "set job and first_group") {
+		t.Errorf("reason %q", a.Reason)
+	}
+}

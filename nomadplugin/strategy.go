@@ -557,6 +557,13 @@ func windowKey(check string, c *strategyConfig, h *hostConfig) string {
 
 // observe returns a host's observation, or why there is none.
 func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *nomadusage.Reading, metrics sdk.TimestampedMetrics, now time.Time) (engine.Observation, string) {
+	if h.query.Job == "" && len(r.RunningGroups) > 1 {
+		// Without a job every running allocation on the node is a
+		// replica of the scaled group: with others there the count
+		// would ask the group for their room too.
+		return engine.Observation{}, fmt.Sprintf("%s host (%s): without %s, every running allocation on node %s counts as a replica of the scaled group, but it runs allocations of %d groups (%s): set %s and %s%s",
+			h.role, h.query.Host, KeyJob, r.NodeName, len(r.RunningGroups), strings.Join(r.RunningGroups, ", "), KeyJob, h.prefix, KeyGroup)
+	}
 	if h.usage == UsageAPM {
 		return apmObservation(h, c, r, metrics, now)
 	}

@@ -260,6 +260,10 @@ type Reading struct {
 	// OtherReservedMemoryMB (remembered for NodeCacheTTL: an allocation
 	// placed since is not in it), the reading's own group included.
 	NodeGroups []GroupOnNode
+	// RunningGroups, in a reading without a job, are the groups
+	// ("namespace/job/group") whose running allocations the observation
+	// counts as its replicas, sorted.
+	RunningGroups []string
 	// NoUsage, when set, says why the reading carries no usage sample
 	// though one was asked for (a node down or disconnected: its client
 	// answers no stats); Observation.Samples is then empty.

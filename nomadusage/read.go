@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -172,11 +173,15 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 			o.RequestedCPUMHz += cpu
 			o.RequestedMemoryMB += mem
 			o.RunningReplicas++
+			if g := a.Namespace + "/" + a.JobID + "/" + a.TaskGroup; !slices.Contains(rd.RunningGroups, g) {
+				rd.RunningGroups = append(rd.RunningGroups, g)
+			}
 		case reserves(a.ClientStatus): // placed, not running yet, or being stopped
 			o.OtherReservedCPUMHz += cpu
 			o.OtherReservedMemoryMB += mem
 		}
 	}
+	slices.Sort(rd.RunningGroups)
 	if q.NoStats {
 		o.Samples = []engine.Sample{{Time: rd.Time.Unix()}}
 		return rd, nil
