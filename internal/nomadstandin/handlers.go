@@ -558,6 +558,14 @@ func (s *Server) listAllocs(w http.ResponseWriter, r *http.Request, stop chan st
 		ns = DefaultNamespace
 	}
 	prefix := q.Get("prefix")
+	// Resources only when asked for (resources=true), as Nomad's stubs.
+	withResources := false
+	if v := q.Get("resources"); v != "" {
+		if withResources, err = strconv.ParseBool(v); err != nil {
+			writeError(w, errorf(http.StatusInternalServerError, "Failed to parse value of %q (%v) as a bool: %v", "resources", v, err)) // a plain error in Nomad: 500
+			return
+		}
+	}
 	s.blocking(w, r, stop, func() (uint64, any, error) {
 		var as []*alloc
 		for _, a := range s.allocs {
@@ -573,7 +581,7 @@ func (s *Server) listAllocs(w http.ResponseWriter, r *http.Request, stop chan st
 				return 0, nil, err
 			}
 			if ok {
-				out = append(out, s.allocStub(a, true))
+				out = append(out, s.allocStub(a, withResources))
 			}
 		}
 		return s.allocsIndex, out, nil
@@ -781,7 +789,9 @@ func (s *Server) jobDeployment(w http.ResponseWriter, r *http.Request, stop chan
 	s.blocking(w, r, stop, func() (uint64, any, error) {
 		j, ok := s.jobs[jobKey{ns, id}]
 		if !ok {
-			return 0, nil, errorf(http.StatusNotFound, "job not found")
+			// Nomad's Job.LatestDeployment never looks the job up: an
+			// unknown job has no deployment (200, null).
+			return s.deploymentsIndex, nil, nil
 		}
 		if j.deployment == nil {
 			// Nomad answers null when the job never had a deployment.

@@ -153,9 +153,22 @@ func TestNodesAndStats(t *testing.T) {
 			t.Errorf("job allocation stub %s carries AllocatedResources; Nomad's job allocation list has none", st.Name)
 		}
 	}
+	// The allocation list carries them only when asked for
+	// (resources=true), as Nomad's Alloc.List with its stub fields.
 	listed, _, err := f.c.Allocations().List(nil)
+	if err != nil || len(listed) != 3 || listed[0].AllocatedResources != nil {
+		t.Errorf("allocation list: %d stubs, %v; want 3 without AllocatedResources", len(listed), err)
+	}
+	listed, _, err = f.c.Allocations().List(&api.QueryOptions{Params: map[string]string{"resources": "true"}})
 	if err != nil || len(listed) != 3 || listed[0].AllocatedResources == nil {
-		t.Errorf("allocation list: %d stubs, %v; want 3 with AllocatedResources", len(listed), err)
+		t.Errorf("allocation list with resources=true: %d stubs, %v; want 3 with AllocatedResources", len(listed), err)
+	}
+	if _, _, err := f.c.Allocations().List(&api.QueryOptions{Params: map[string]string{"resources": "yes"}}); err == nil || !strings.Contains(err.Error(), `Failed to parse value of "resources" (yes) as a bool`) {
+		t.Errorf("resources=yes: %v; want Nomad's parse error", err)
+	}
+	// Nomad's Job.LatestDeployment never looks the job up: 200, null.
+	if d, _, err := f.c.Jobs().LatestDeployment("no-such-job", nil); err != nil || d != nil {
+		t.Errorf("latest deployment of an unknown job: %v, %v; want none and no error", d, err)
 	}
 	var cpu float64
 	for _, a := range allocs {
