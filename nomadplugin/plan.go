@@ -41,8 +41,8 @@ type hostPlan struct {
 // down, draining or ineligible is never scaled up, not even into the
 // quota), the hold band (a current count within the engine's hold range
 // stays, where placement and node state allow it), then the step limits
-// and hysteresis within the quota (hysteresis never holds a current count
-// above what Nomad can place in cap mode).
+// and hysteresis within the quota (in cap mode from what Nomad can place,
+// when the current count is above it: the excess is queued replicas).
 func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation, current int) hostPlan {
 	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
 		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused),
@@ -67,14 +67,16 @@ func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadu
 		p.held = target - p.current
 		target = p.current
 	}
-	steps := c.steps
-	if c.placement == PlacementCap && p.current > bound && target < p.current && steps.Hysteresis != (engine.Step{}) {
-		// Hysteresis holds a wobble, not replicas Nomad cannot place: a
-		// band wider than the excess would keep them queued for good.
-		steps.Hysteresis = engine.Step{}
-		p.note("hysteresis not applied: %d of the current %d are more than Nomad can place", p.current-bound, p.current)
+	start := p.current
+	if c.placement == PlacementCap && p.current > bound && target < p.current {
+		// Above both what Nomad can place and what runs, the excess is
+		// queued replicas: they go at once, and the step limits and
+		// hysteresis apply from what Nomad can place (a band wider than
+		// the excess held them queued for good).
+		start = bound
+		p.note("the %d of the current %d that Nomad cannot place go at once; the step limits and hysteresis apply from %d", p.current-bound, p.current, bound)
 	}
-	st := steps.Apply(p.current, target, p.lo, p.hi)
+	st := c.steps.Apply(start, target, p.lo, p.hi)
 	p.final = st.Count
 	if st.Why != "" {
 		p.held = st.Held

@@ -433,7 +433,7 @@ func TestQueuedRepairedWithDefaultHysteresis(t *testing.T) {
 	if gs := w.group(t, wFirst); gs.Queued != 0 || gs.Count != 10 {
 		t.Errorf("front: count %d, %d running, %d queued after 3 evaluations; want 10, none queued: %q", gs.Count, gs.Running, gs.Queued, reasons)
 	}
-	if !strings.Contains(reasons[0], "hysteresis not applied: 1 of the current 11 are more than Nomad can place") {
+	if !strings.Contains(reasons[0], "the 1 of the current 11 that Nomad cannot place go at once; the step limits and hysteresis apply from 10") {
 		t.Errorf("first reason %q does not say why the band did not hold", reasons[0])
 	}
 }
@@ -508,7 +508,97 @@ func TestNoJobRefusesANodeOfSeveralGroups(t *testing.T) {
 	if a.Direction != sdk.ScaleDirectionNone || after.Count != before.Count || after.Queued > 0 {
 		t.Errorf("beside another job: %s %d (count %d -> %d, %d queued): %s", a.Direction, a.Count, before.Count, after.Count, after.Queued, a.Reason)
 	}
-	if !strings.Contains(a.Reason, "without job, every running allocation on node host-a counts as a replica of the scaled group, but it runs allocations of 2 groups (default/logs/") || !strings.Contains(a.Reason, "set job and first_group") {
+	if !strings.Contains(a.Reason, "without job, every running allocation on node host-a counts as a replica of the scaled group, but it runs 5 allocations of 2 groups (default/logs/") || !strings.Contains(a.Reason, "set job and first_group") {
 		t.Errorf("reason %q", a.Reason)
+	}
+}
+
+// TestNoJobRefusesOneOtherGroup: a node that runs one other group's
+// allocations and none of the scaled group's (its count 0) passed the
+// several-groups check; more running allocations than the group's count
+// tell the others apart.
+func TestNoJobRefusesOneOtherGroup(t *testing.T) {
+	s, err := nomadstandin.New()
+	must(t, err)
+	t.Cleanup(s.Close)
+	node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
+	must(t, err)
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
+		{Name: wFirst, Count: 0, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
+	}}))
+	must(t, s.AddOtherJob(nomadstandin.OtherJobSpec{ID: "logs", Count: 3, CPUMHz: 2000, MemoryMB: 512, NodeID: node}))
+	must(t, s.SetNodeUsage(node, 100, 100))
+	agent := map[string]string{AgentKeyNomadAddress: s.URL()}
+	st := NewStrategy(hclog.NewNullLogger())
+	must(t, st.SetConfig(agent))
+	check := map[string]string{KeyRole: RoleFirst, PrefixFirst + KeyNodeName: "host-a", PrefixFirst + KeyReplicaCPU: "2000",
+		KeyWindow: "5", KeyMinSamples: "1", KeyWarmup: "0", KeyMaxScaleUp: StepNone, KeyPlacement: PlacementCap}
+	a, err := agentEvalWith(t, st, targetAt(t, agent), gcfg, check, 0, 100, nil)
+	must(t, err)
+	after, _ := s.Group("", wJob, wFirst)
+	if a.Direction != sdk.ScaleDirectionNone || after.Count != 0 || !strings.Contains(a.Reason, "runs 3 allocations of 1 groups (default/logs/other) for a group count of 0") {
+		t.Errorf("%s %d: count %d, %d queued: %s", a.Direction, a.Count, after.Count, after.Queued, a.Reason)
+	}
+}
+
+// TestSplitOnOneNodeCountsEachReplicaOnce: on one node, replicas an earlier
+// evaluation added that are placed but still pending are in the node's
+// listing (or the claims) already; counting them again as the first
+// host's new ones scaled the second host down at every evaluation.
+func TestSplitOnOneNodeCountsEachReplicaOnce(t *testing.T) {
+	s, err := nomadstandin.New()
+	must(t, err)
+	t.Cleanup(s.Close)
+	node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
+	must(t, err)
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
+		{Name: wFirst, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
+		{Name: wSecond, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
+	}}))
+	for _, g := range []string{wFirst, wSecond} {
+		must(t, s.SetGroupUsage("", wJob, g, 50, 100))
+	}
+	initial := map[string]bool{}
+	for _, g := range []string{wFirst, wSecond} {
+		for _, id := range s.AllocIDs("", wJob, g) {
+			initial[id] = true
+		}
+	}
+	p := newProxy(t, s.URL())
+	agent := map[string]string{AgentKeyNomadAddress: p.srv.URL}
+	st := NewStrategy(hclog.NewNullLogger())
+	must(t, st.SetConfig(agent))
+	tg := targetAt(t, map[string]string{AgentKeyNomadAddress: s.URL()})
+	check := withKeys(splitConfig(), PrefixSecond+KeyNodeName, "host-a", KeyPlacement, PlacementCap, PrefixFirst+KeyMax, "4")
+	var counts [][2]int
+	for i := 0; i < 3; i++ {
+		if i == 1 { // from now on every replica placed since the start is pending
+			p.rewrite(func(_, path string, body []byte) []byte {
+				if !strings.HasSuffix(path, "/allocations") {
+					return body
+				}
+				var list []map[string]any
+				if json.Unmarshal(body, &list) != nil {
+					return body
+				}
+				for _, a := range list {
+					if id, _ := a["ID"].(string); !initial[id] {
+						a["ClientStatus"] = "pending"
+					}
+				}
+				return marshalAsNomad(t, list)
+			})
+		}
+		_, err := agentEvalWith(t, st, tg, tcfg, check, 0, 100, nil)
+		must(t, err)
+		f, _ := s.Group("", wJob, wFirst)
+		b, _ := s.Group("", wJob, wSecond)
+		counts = append(counts, [2]int{f.Count, b.Count})
+	}
+	for i, c := range counts {
+		if c != [2]int{4, 6} {
+			t.Errorf("evaluation %d: front %d, back %d; want 4 + 6, the node's 10, every time (all: %v)", i, c[0], c[1], counts)
+			break
+		}
 	}
 }

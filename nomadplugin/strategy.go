@@ -354,13 +354,17 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 	claimed := make([]claimedOnNode, len(hosts))
 	current := make([]int, len(hosts))
 	for i, h := range hosts {
-		if obs[i], why = e.s.observe(e.eval.Check.Name, e.c, h, rds[i], e.eval.Metrics, e.now); why != "" {
-			e.noScale(why)
-			return outcomeFailed, nil
-		}
 		current[i] = int(e.count)
 		if e.c.role == RoleSplit {
 			current[i] = rds[i].DesiredCount
+		}
+		if why := othersAsReplicas(h, rds[i], current[i]); why != "" {
+			e.noScale(why)
+			return outcomeFailed, nil
+		}
+		if obs[i], why = e.s.observe(e.eval.Check.Name, e.c, h, rds[i], e.eval.Metrics, e.now); why != "" {
+			e.noScale(why)
+			return outcomeFailed, nil
 		}
 		if k := readingKey(rds[i]); k.node != "" {
 			// Whether a claim was carried out is the job's count for the
@@ -557,13 +561,6 @@ func windowKey(check string, c *strategyConfig, h *hostConfig) string {
 
 // observe returns a host's observation, or why there is none.
 func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *nomadusage.Reading, metrics sdk.TimestampedMetrics, now time.Time) (engine.Observation, string) {
-	if h.query.Job == "" && len(r.RunningGroups) > 1 {
-		// Without a job every running allocation on the node is a
-		// replica of the scaled group: with others there the count
-		// would ask the group for their room too.
-		return engine.Observation{}, fmt.Sprintf("%s host (%s): without %s, every running allocation on node %s counts as a replica of the scaled group, but it runs allocations of %d groups (%s): set %s and %s%s",
-			h.role, h.query.Host, KeyJob, r.NodeName, len(r.RunningGroups), strings.Join(r.RunningGroups, ", "), KeyJob, h.prefix, KeyGroup)
-	}
 	if h.usage == UsageAPM {
 		return apmObservation(h, c, r, metrics, now)
 	}
@@ -620,6 +617,23 @@ func apmObservation(h *hostConfig, c *strategyConfig, r *nomadusage.Reading, met
 	return o, ""
 }
 
+// othersAsReplicas says why a host read without a job cannot be decided
+// on: every running allocation on its node counts as a replica of the
+// scaled group, so allocations of other groups there (several groups
+// running, or more running than the group's count) would have the count
+// ask the group for their room too.
+func othersAsReplicas(h *hostConfig, r *nomadusage.Reading, current int) string {
+	if h.query.Job != "" {
+		return ""
+	}
+	running := r.Observation.RunningReplicas
+	if len(r.RunningGroups) <= 1 && running <= current {
+		return ""
+	}
+	return fmt.Sprintf("%s host (%s): without %s, every running allocation on node %s counts as a replica of the scaled group, but it runs %d allocations of %d groups (%s) for a group count of %d: set %s and %s%s",
+		h.role, h.query.Host, KeyJob, r.NodeName, running, len(r.RunningGroups), strings.Join(r.RunningGroups, ", "), current, KeyJob, h.prefix, KeyGroup)
+}
+
 // claimedOnNode is what other groups' claims added to a host's reading;
 // sibling replicas, of those, are the first host's new replicas when both
 // hosts of a split are one node.
@@ -630,10 +644,12 @@ type claimedOnNode struct {
 	sibCPU, sibMem float64
 }
 
-// addSibling counts the first host's planned new replicas (beyond those
-// running) as reserved, at what one of them reserves today.
+// addSibling counts the replicas the first host's plan adds to its
+// group's count (at most what Nomad can place, as claim records them) as
+// reserved, at what one of them reserves today. Replicas an earlier
+// evaluation added are in the node's listing or the claims already.
 func (c *claimedOnNode) addSibling(first hostPlan, pl engine.Placement) {
-	n := max(0, first.final-first.running)
+	n := max(0, min(first.final, max(first.current, first.placeable))-first.current)
 	c.replicas += n
 	c.sibling += n
 	c.sibCPU, c.sibMem = float64(n)*pl.ReplicaCPUMHz, float64(n)*pl.ReplicaMemoryMB

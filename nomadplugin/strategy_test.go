@@ -1303,3 +1303,20 @@ func TestCapNotHeldByHysteresis(t *testing.T) {
 		t.Errorf("count %d (%v), want down to the 10 Nomad can place: %s", a.Count, a.Direction, a.Reason)
 	}
 }
+
+// TestCapStartsFromWhatNomadPlaces: above what Nomad can place, the
+// queued excess goes at once and the band holds a wobble from there: 40
+// where 39 place and the engine wants 37 (within the 10% band) is 39.
+// Dropping the band for the whole move went to 37.
+func TestCapStartsFromWhatNomadPlaces(t *testing.T) {
+	c := &strategyConfig{placement: PlacementCap, steps: engine.Steps{Hysteresis: engine.Step{Percent: 10}}}
+	h := &hostConfig{role: RoleFirst}
+	rd := &nomadusage.Reading{Node: nomadusage.NodeState{Status: "ready"}}
+	for _, tc := range []struct{ decided, want int }{{37, 39}, {20, 20}, {39, 39}} {
+		hd := &engine.HostDecision{Containers: tc.decided, Quota: engine.Quota{Min: 0, Max: 100}, Placement: engine.Placement{Placeable: 39}}
+		p := c.plan(h, hd, rd, &engine.Observation{RunningReplicas: 39}, 40)
+		if p.final != tc.want {
+			t.Errorf("engine %d: final %d, want %d: %s", tc.decided, p.final, tc.want, p.summary())
+		}
+	}
+}
