@@ -17,22 +17,26 @@ const stepFirstOfTwo = "1/2"
 // hostPlan is how one host's count goes from the engine's decision to the
 // count asked for.
 type hostPlan struct {
-	role      string
-	decided   int    // the engine's count
-	reason    string // the engine's one-line account
-	current   int    // where the limits start (see MetaCurrent)
-	running   int
-	placeable int
-	lo, hi    int // the quota, as the limits applied it
-	quotaMin  int // the quota's min as configured (lo may be lowered)
-	final     int // the count asked for
-	queued    int // of final, more than Nomad can place
-	held      int // held back by the hold band and the step limits
-	claimed   int // other groups' replicas claimed on the node, counted as reserved
-	limit     string
-	refused   string
-	hold      *engine.HoldRange
-	notes     []string
+	role    string
+	decided int    // the engine's count
+	reason  string // the engine's one-line account
+	current int    // the group's count now (see MetaCurrent)
+	start   int    // where the limits start: current, or what Nomad can place below it (excessQueued)
+	// excessQueued: in cap mode, read with a job, the current count is
+	// above what Nomad can place and what runs (queued replicas)
+	excessQueued bool
+	running      int
+	placeable    int
+	lo, hi       int // the quota, as the limits applied it
+	quotaMin     int // the quota's min as configured (lo may be lowered)
+	final        int // the count asked for
+	queued       int // of final, more than Nomad can place
+	held         int // held back by the hold band and the step limits
+	claimed      int // other groups' replicas claimed on the node, counted as reserved
+	limit        string
+	refused      string
+	hold         *engine.HoldRange
+	notes        []string
 }
 
 // plan limits the engine's count of one host, from current: placement
@@ -41,8 +45,9 @@ type hostPlan struct {
 // down, draining or ineligible is never scaled up, not even into the
 // quota), the hold band (a current count within the engine's hold range
 // stays, where placement and node state allow it), then the step limits
-// and hysteresis within the quota (in cap mode from what Nomad can place,
-// when the current count is above it: the excess is queued replicas).
+// and hysteresis within the quota (in cap mode, read with a job, from what
+// Nomad can place when the current count is above it: the excess is queued
+// replicas).
 func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation, current int) hostPlan {
 	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
 		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused),
@@ -61,22 +66,29 @@ func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadu
 	// as safe, unless the placement cap would not keep it (queued replicas
 	// above what Nomad can place) or the node places nothing new (its state
 	// decides the count).
-	placeable := c.placement != PlacementCap || p.current <= bound
-	if hd.Hold.Keeps(p.current) && target != p.current && placeable && rd.Node.Schedulable() {
-		p.note("hold band %g: %d stays (the models find %d to %d about as safe)", hd.Hold.Band, p.current, hd.Hold.Low, hd.Hold.High)
-		p.held = target - p.current
-		target = p.current
+	//
+	// Read with a job, a current count above both what Nomad can place
+	// and what runs is queued replicas (the group's pending ones are in
+	// what Nomad can place): they go at once, and the hold band, the step
+	// limits and hysteresis apply from what Nomad can place (a band wider
+	// than the excess held them queued for good). Without a job the
+	// group's pending replicas read as others' reservations, so the
+	// excess may be placed: the limits apply from the current count.
+	p.start = p.current
+	queuedExcess := c.placement == PlacementCap && h.query.Job != "" && p.current > bound && target < p.current
+	if queuedExcess {
+		p.start, p.excessQueued = bound, true
 	}
-	start := p.current
-	if c.placement == PlacementCap && p.current > bound && target < p.current {
-		// Above both what Nomad can place and what runs, the excess is
-		// queued replicas: they go at once, and the step limits and
-		// hysteresis apply from what Nomad can place (a band wider than
-		// the excess held them queued for good).
-		start = bound
-		p.note("the %d of the current %d that Nomad cannot place go at once; the step limits and hysteresis apply from %d", p.current-bound, p.current, bound)
+	placeable := c.placement != PlacementCap || p.start <= bound
+	if hd.Hold.Keeps(p.start) && target != p.start && placeable && rd.Node.Schedulable() {
+		p.note("hold band %g: %d stays (the models find %d to %d about as safe)", hd.Hold.Band, p.start, hd.Hold.Low, hd.Hold.High)
+		p.held = target - p.start
+		target = p.start
 	}
-	st := c.steps.Apply(start, target, p.lo, p.hi)
+	st := c.steps.Apply(p.start, target, p.lo, p.hi)
+	if queuedExcess && st.Count < p.current {
+		p.note("the %d of the current %d that Nomad cannot place go at once; the hold band, step limits and hysteresis apply from %d", p.current-bound, p.current, bound)
+	}
 	p.final = st.Count
 	if st.Why != "" {
 		p.held = st.Held
@@ -219,7 +231,8 @@ func splitAction(a *sdk.ScalingAction, f, s *hostPlan, count int64) {
 // whose count equals its current one, so a new split at an unchanged sum
 // goes in two steps: one group moves to its new count while the other is
 // held at its current count, clamped into its quota (a group outside its
-// quota is never held there); the next evaluation moves the other. A step
+// quota is never held there, nor above what Nomad can place when its
+// excess is queued); the next evaluation moves the other. A step
 // that raises the sum (the growing group first) is preferred, then any
 // step that changes it; when none does (the split is the current counts
 // clamped into the quotas) the split is returned as it is, and the agent
@@ -228,7 +241,13 @@ func splitStep(f, s *hostPlan, count int64) (applyF, applyS int, step bool) {
 	if int64(f.final+s.final) != count || int64(f.current+s.current) != count || (f.final == f.current && s.final == s.current) {
 		return f.final, s.final, false
 	}
-	held := func(p *hostPlan) int { return min(max(p.current, p.lo), p.hi) }
+	held := func(p *hostPlan) int {
+		from := p.current
+		if p.excessQueued {
+			from = p.start // never the queued excess
+		}
+		return min(max(from, p.lo), p.hi)
+	}
 	steps := [2][2]int{{f.final, held(s)}, {held(f), s.final}}
 	for _, rise := range []bool{true, false} {
 		for _, c := range steps {

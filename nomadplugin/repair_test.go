@@ -433,7 +433,7 @@ func TestQueuedRepairedWithDefaultHysteresis(t *testing.T) {
 	if gs := w.group(t, wFirst); gs.Queued != 0 || gs.Count != 10 {
 		t.Errorf("front: count %d, %d running, %d queued after 3 evaluations; want 10, none queued: %q", gs.Count, gs.Running, gs.Queued, reasons)
 	}
-	if !strings.Contains(reasons[0], "the 1 of the current 11 that Nomad cannot place go at once; the step limits and hysteresis apply from 10") {
+	if !strings.Contains(reasons[0], "the 1 of the current 11 that Nomad cannot place go at once; the hold band, step limits and hysteresis apply from 10") {
 		t.Errorf("first reason %q does not say why the band did not hold", reasons[0])
 	}
 }

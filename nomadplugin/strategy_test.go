@@ -1304,19 +1304,52 @@ func TestCapNotHeldByHysteresis(t *testing.T) {
 	}
 }
 
-// TestCapStartsFromWhatNomadPlaces: above what Nomad can place, the
-// queued excess goes at once and the band holds a wobble from there: 40
-// where 39 place and the engine wants 37 (within the 10% band) is 39.
-// Dropping the band for the whole move went to 37.
+// TestCapStartsFromWhatNomadPlaces: read with a job, above what Nomad can
+// place the queued excess goes at once and the band, the hold band and the
+// step limits apply from what it places (40 where 39 place, the engine at
+// 37 within the 10% band: 39; dropping the band for the whole move went to
+// 37); without a job the group's pending replicas read as others'
+// reservations, so the limits apply from the current count; a quota min
+// above the current count is not called a drop; step 1 of a split at an
+// unchanged sum holds the other group at what Nomad places, not at its
+// queued excess.
 func TestCapStartsFromWhatNomadPlaces(t *testing.T) {
-	c := &strategyConfig{placement: PlacementCap, steps: engine.Steps{Hysteresis: engine.Step{Percent: 10}}}
-	h := &hostConfig{role: RoleFirst}
-	rd := &nomadusage.Reading{Node: nomadusage.NodeState{Status: "ready"}}
+	rd := &nomadusage.Reading{Node: nomadusage.NodeState{Status: "ready", Eligibility: "eligible"}}
+	withJob := &hostConfig{role: RoleFirst, query: nomadusage.Query{Job: "web"}}
+	band := &strategyConfig{placement: PlacementCap, steps: engine.Steps{Hysteresis: engine.Step{Percent: 10}}}
+	decide := func(n, placeable, lo, hi int, hold *engine.HoldRange) *engine.HostDecision {
+		return &engine.HostDecision{Containers: n, Quota: engine.Quota{Min: lo, Max: hi}, Placement: engine.Placement{Placeable: placeable}, Hold: hold}
+	}
 	for _, tc := range []struct{ decided, want int }{{37, 39}, {20, 20}, {39, 39}} {
-		hd := &engine.HostDecision{Containers: tc.decided, Quota: engine.Quota{Min: 0, Max: 100}, Placement: engine.Placement{Placeable: 39}}
-		p := c.plan(h, hd, rd, &engine.Observation{RunningReplicas: 39}, 40)
+		p := band.plan(withJob, decide(tc.decided, 39, 0, 100, nil), rd, &engine.Observation{RunningReplicas: 39}, 40)
 		if p.final != tc.want {
-			t.Errorf("engine %d: final %d, want %d: %s", tc.decided, p.final, tc.want, p.summary())
+			t.Errorf("hysteresis, engine %d: final %d, want %d: %s", tc.decided, p.final, tc.want, p.summary())
 		}
+	}
+	hold := &strategyConfig{placement: PlacementCap, holdBand: 0.5}
+	for _, cur := range []int{39, 40} {
+		p := hold.plan(withJob, decide(37, 39, 0, 100, &engine.HoldRange{Band: 0.5, Low: 36, High: 41}), rd, &engine.Observation{RunningReplicas: 39}, cur)
+		if p.final != 39 {
+			t.Errorf("hold band, current %d: final %d, want 39: %s", cur, p.final, p.summary())
+		}
+	}
+	// Without a job: 10 placed, 6 running (4 pending read as reserved),
+	// max_scale_down 1.
+	down1 := &strategyConfig{placement: PlacementCap, steps: engine.Steps{MaxDown: engine.Step{Replicas: 1}}}
+	if p := down1.plan(&hostConfig{role: RoleFirst}, decide(11, 6, 0, 100, nil), rd, &engine.Observation{RunningReplicas: 6}, 10); p.final != 9 {
+		t.Errorf("without a job: final %d, want 9 (max_scale_down 1 from 10): %s", p.final, p.summary())
+	}
+	if p := band.plan(withJob, decide(14, 10, 15, 20, nil), rd, &engine.Observation{RunningReplicas: 10}, 12); p.final != 15 || strings.Contains(p.summary(), "go at once") {
+		t.Errorf("quota min 15 above a current 12: final %d: %s", p.final, p.summary())
+	}
+	split := &strategyConfig{role: RoleSplit, placement: PlacementCap}
+	f := split.plan(withJob, decide(7, 20, 0, 20, nil), rd, &engine.Observation{RunningReplicas: 5}, 5)
+	sp := split.plan(&hostConfig{role: RoleSecond, query: nomadusage.Query{Job: "web"}}, decide(10, 10, 0, 20, nil), rd, &engine.Observation{RunningReplicas: 10}, 12)
+	a := &sdk.ScalingAction{Meta: map[string]any{}}
+	splitAction(a, &f, &sp, 17)
+	// 7 + 10 keeps the sum, which the agent skips: step 1 drops the
+	// second's queued excess, the first held.
+	if n, _ := a.Meta[MetaSecondCount].(int); n != 10 || a.Count != 15 {
+		t.Errorf("split at an unchanged sum: second %v, count %d; want 5 + 10: %s", a.Meta[MetaSecondCount], a.Count, a.Reason)
 	}
 }
