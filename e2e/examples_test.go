@@ -54,14 +54,15 @@ func TestE2EExamples(t *testing.T) {
 	pdir := pluginDir(t)
 	a3, b9 := loadSeries(t, "series3"), loadSeries(t, "series9")
 	const step = 3000
-	start := exampleStart(t, [2]float64{a3[step], b9[step]})
+	start, want := exampleStart(t, [2]float64{a3[step], b9[step]})
 	for _, tc := range []struct {
 		name      string
 		policyDir string // "" = the config's own
 		roles     map[string]string
+		first     [2]int // the first counts the policies set: the ones exampleStart computed
 	}{
-		{"split", "", map[string]string{"front": nomadplugin.RoleSplit, "back": nomadplugin.RoleSplit}},
-		{"per-host", "policies/per-host", map[string]string{"front": nomadplugin.RoleFirst, "back": nomadplugin.RoleSecond}},
+		{"split", "", map[string]string{"front": nomadplugin.RoleSplit, "back": nomadplugin.RoleSplit}, want.split},
+		{"per-host", "policies/per-host", map[string]string{"front": nomadplugin.RoleFirst, "back": nomadplugin.RoleSecond}, want.perHost},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := nomadstandin.New()
@@ -123,6 +124,23 @@ func TestE2EExamples(t *testing.T) {
 				}
 				return true, ""
 			})
+			// The first count set on each group is the example policy's
+			// decision on the frozen usage, with the example's quotas,
+			// step limits, hysteresis and warm-up.
+			for h, g := range []string{"front", "back"} {
+				gs, err := s.Group("", "web", g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ev := range gs.Events {
+					if n, set := eventCount(ev); set && ev.Meta[nomadplugin.MetaRole] == tc.roles[g] {
+						if n != tc.first[h] {
+							t.Errorf("group %s: the first count set is %d, want %d (exampleStart's decision from %d)", g, n, tc.first[h], start[h])
+						}
+						break
+					}
+				}
+			}
 			for _, e := range a.entries(t) {
 				if e.str("@level") == "error" {
 					t.Errorf("the agent logged an error: %s %v", e.str("@message"), e)
@@ -140,7 +158,7 @@ func TestE2EExamples(t *testing.T) {
 // would take two evaluations 30 s apart) and step limits, and the per-host
 // policies' defaults and step limits, both after the default placement
 // cap. It fails when no such counts exist.
-func exampleStart(t testing.TB, v [2]float64) [2]int {
+func exampleStart(t testing.TB, v [2]float64) ([2]int, exampleCounts) {
 	t.Helper()
 	split := func(r *engine.Request) *engine.Request {
 		max48, floor := 48, "floor"
@@ -187,9 +205,13 @@ func exampleStart(t testing.TB, v [2]float64) [2]int {
 		tried = append(tried, fmt.Sprintf("%v -> split %v, per-host %v", c, ds, dd))
 		if ds[0] != c[0] && ds[1] != c[1] && ds[0]+ds[1] != c[0]+c[1] && min(dd[0], 48) != c[0] && min(dd[1], 48) != c[1] {
 			t.Logf("example start counts %v: %s", c, tried[len(tried)-1])
-			return c
+			return c, exampleCounts{split: ds, perHost: [2]int{min(dd[0], 48), min(dd[1], 48)}}
 		}
 	}
 	t.Fatalf("no start counts make the engine change both groups under the example policies; tried:\n%s", strings.Join(tried, "\n"))
-	return [2]int{}
+	return [2]int{}, exampleCounts{}
 }
+
+// exampleCounts are the first counts the example policies set, per group
+// (front, back): split's and the per-host policies' (quota max 48).
+type exampleCounts struct{ split, perHost [2]int }

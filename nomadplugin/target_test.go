@@ -585,14 +585,14 @@ func TestTargetScaleIsOneRegister(t *testing.T) {
 	if got := w.counts(t); got != [2]int{2, 4} {
 		t.Fatalf("counts %v, want [2 4]", got)
 	}
-	for g, prev := range map[string]float64{wFirst: 5, wSecond: 1} {
+	for g, counts := range map[string][2]float64{wFirst: {5, 2}, wSecond: {1, 4}} {
 		gs := w.group(t, g)
 		if len(gs.Events) != 1 || gs.Events[0].Count != nil || !strings.Contains(gs.Events[0].Message, "because") {
 			t.Errorf("group %s events %+v: want one count-less event with the reason", g, gs.Events)
 			continue
 		}
-		if gs.Events[0].Meta[MetaPreviousCount] != prev || gs.Events[0].Meta[MetaNewCount] == nil {
-			t.Errorf("group %s event meta %v: want previous %v and the new count", g, gs.Events[0].Meta, prev)
+		if gs.Events[0].Meta[MetaPreviousCount] != counts[0] || gs.Events[0].Meta[MetaNewCount] != counts[1] {
+			t.Errorf("group %s event meta %v: want previous %v and new %v", g, gs.Events[0].Meta, counts[0], counts[1])
 		}
 	}
 	// Already at the split: nothing is written.
