@@ -393,6 +393,14 @@ func TestHostUsageReadInProcess(t *testing.T) {
 	if !reflect.DeepEqual(o, want.Observation) {
 		t.Errorf("observation\n%+v\nwant\n%+v", o, want.Observation)
 	}
+	// And the figures from the scenario itself (not only what nomadusage
+	// reads): host-b, 4000 MHz and 8192 MB, runs back's 2 replicas of
+	// 300 MHz and 128 MB using 90 MHz and 40 MB each, over a background
+	// of 150 MHz and 512 MB.
+	if o.CPUCapacityMHz != 4000 || o.MemoryCapacityMB != 8192 || o.RunningReplicas != 2 || o.RequestedCPUMHz != 600 || o.RequestedMemoryMB != 256 ||
+		len(o.Samples) != 1 || o.Samples[0].CPUMHz != 330 || o.Samples[0].MemoryMB != 592 || o.ReplicaCPUDemandMHz != 250 || o.OtherReservedCPUMHz != 0 {
+		t.Errorf("observation %+v: want 4000 MHz, 8192 MB, 2 running requesting 600 MHz and 256 MB, one sample of 330 MHz and 592 MB, demand 250", o)
+	}
 }
 
 // ---- acceptance tests against the stand-in ----
