@@ -146,16 +146,7 @@ func TestQueuedAtStartIsRepaired(t *testing.T) {
 		{"per host, single-group target", gcfg, withKeys(splitConfig(), KeyRole, RoleFirst, KeyPlacement, PlacementCap), 10, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t, 12, 2)
-			if gs := w.group(t, wFirst); gs.Queued != 2 || gs.Running != 10 {
-				t.Fatalf("the premise fails: front runs %d with %d queued, want 10 and 2", gs.Running, gs.Queued)
-			}
-			for _, g := range []string{wFirst, wSecond} {
-				must(t, w.s.SetGroupUsage("", wJob, g, 50, 100))
-			}
-			st := NewStrategy(hclog.NewNullLogger())
-			must(t, st.SetConfig(w.agentConfig))
-			tg := w.target(t)
+			w, st, tg := queuedAtStart(t, 12)
 			a, err := agentEvalWith(t, st, tg, tc.target, tc.check, 0, 100, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -410,16 +401,7 @@ func TestColdStartNeverMaximum(t *testing.T) {
 // at 11 is 2 replicas) for good; TestQueuedAtStartIsRepaired turns
 // hysteresis off.
 func TestQueuedRepairedWithDefaultHysteresis(t *testing.T) {
-	w := newWorld(t, 11, 2) // host-a fits 10 front replicas
-	if gs := w.group(t, wFirst); gs.Queued != 1 || gs.Running != 10 {
-		t.Fatalf("premise: front runs %d with %d queued", gs.Running, gs.Queued)
-	}
-	for _, g := range []string{wFirst, wSecond} {
-		must(t, w.s.SetGroupUsage("", wJob, g, 50, 100))
-	}
-	st := NewStrategy(hclog.NewNullLogger())
-	must(t, st.SetConfig(w.agentConfig))
-	tg := w.target(t)
+	w, st, tg := queuedAtStart(t, 11)
 	// The steps, hysteresis and placement at their defaults.
 	check := withKeys(splitConfig(), KeyMaxScaleUp, "", KeyMaxScaleDown, "", KeyHysteresis, "", KeyPlacement, "", PrefixSecond+KeyMax, "2")
 	var reasons []string
@@ -443,18 +425,7 @@ func TestQueuedRepairedWithDefaultHysteresis(t *testing.T) {
 // host's new replicas count as reserved for the second. Each host was
 // capped against the same free room (8 + 8 asked for where 10 fit).
 func TestSplitOnOneNodeNeverOvercommits(t *testing.T) {
-	s, err := nomadstandin.New()
-	must(t, err)
-	t.Cleanup(s.Close)
-	node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
-	must(t, err)
-	must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
-		{Name: wFirst, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
-		{Name: wSecond, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
-	}}))
-	for _, g := range []string{wFirst, wSecond} {
-		must(t, s.SetGroupUsage("", wJob, g, 50, 100))
-	}
+	s := oneNodeSplit(t)
 	agent := map[string]string{AgentKeyNomadAddress: s.URL()}
 	st := NewStrategy(hclog.NewNullLogger())
 	must(t, st.SetConfig(agent))
@@ -477,29 +448,12 @@ func TestSplitOnOneNodeNeverOvercommits(t *testing.T) {
 // their room (3 queued of 10), so nothing scales and the reason says
 // why. On a node the group has to itself it still decides.
 func TestNoJobRefusesANodeOfSeveralGroups(t *testing.T) {
-	check := map[string]string{KeyRole: RoleFirst, PrefixFirst + KeyNodeName: "host-a", PrefixFirst + KeyReplicaCPU: "2000",
-		KeyWindow: "5", KeyMinSamples: "1", KeyWarmup: "0", KeyMaxScaleUp: StepNone, KeyPlacement: PlacementCap}
 	eval := func(other bool) (*sdk.ScalingAction, nomadstandin.GroupStatus, nomadstandin.GroupStatus) {
-		s, err := nomadstandin.New()
-		must(t, err)
-		t.Cleanup(s.Close)
-		node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
-		must(t, err)
-		must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
-			{Name: wFirst, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
-		}}))
+		others := 0
 		if other {
-			must(t, s.AddOtherJob(nomadstandin.OtherJobSpec{ID: "logs", Count: 3, CPUMHz: 2000, MemoryMB: 512, NodeID: node}))
+			others = 3
 		}
-		must(t, s.SetNodeUsage(node, 100, 100))
-		before, _ := s.Group("", wJob, wFirst)
-		agent := map[string]string{AgentKeyNomadAddress: s.URL()}
-		st := NewStrategy(hclog.NewNullLogger())
-		must(t, st.SetConfig(agent))
-		a, err := agentEvalWith(t, st, targetAt(t, agent), gcfg, check, 2, 100, nil)
-		must(t, err)
-		after, _ := s.Group("", wJob, wFirst)
-		return a, before, after
+		return evalWithoutJob(t, 2, others)
 	}
 	if a, _, after := eval(false); a.Direction != sdk.ScaleDirectionUp || after.Queued > 0 {
 		t.Fatalf("the group alone on its node: %s %d (%d queued): %s", a.Direction, a.Count, after.Queued, a.Reason)
@@ -518,24 +472,7 @@ func TestNoJobRefusesANodeOfSeveralGroups(t *testing.T) {
 // several-groups check; more running allocations than the group's count
 // tell the others apart.
 func TestNoJobRefusesOneOtherGroup(t *testing.T) {
-	s, err := nomadstandin.New()
-	must(t, err)
-	t.Cleanup(s.Close)
-	node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
-	must(t, err)
-	must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
-		{Name: wFirst, Count: 0, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
-	}}))
-	must(t, s.AddOtherJob(nomadstandin.OtherJobSpec{ID: "logs", Count: 3, CPUMHz: 2000, MemoryMB: 512, NodeID: node}))
-	must(t, s.SetNodeUsage(node, 100, 100))
-	agent := map[string]string{AgentKeyNomadAddress: s.URL()}
-	st := NewStrategy(hclog.NewNullLogger())
-	must(t, st.SetConfig(agent))
-	check := map[string]string{KeyRole: RoleFirst, PrefixFirst + KeyNodeName: "host-a", PrefixFirst + KeyReplicaCPU: "2000",
-		KeyWindow: "5", KeyMinSamples: "1", KeyWarmup: "0", KeyMaxScaleUp: StepNone, KeyPlacement: PlacementCap}
-	a, err := agentEvalWith(t, st, targetAt(t, agent), gcfg, check, 0, 100, nil)
-	must(t, err)
-	after, _ := s.Group("", wJob, wFirst)
+	a, _, after := evalWithoutJob(t, 0, 3)
 	if a.Direction != sdk.ScaleDirectionNone || after.Count != 0 || !strings.Contains(a.Reason, "runs 3 allocations of 1 groups (default/logs/other) for a group count of 0") {
 		t.Errorf("%s %d: count %d, %d queued: %s", a.Direction, a.Count, after.Count, after.Queued, a.Reason)
 	}
@@ -546,18 +483,7 @@ func TestNoJobRefusesOneOtherGroup(t *testing.T) {
 // listing (or the claims) already; counting them again as the first
 // host's new ones scaled the second host down at every evaluation.
 func TestSplitOnOneNodeCountsEachReplicaOnce(t *testing.T) {
-	s, err := nomadstandin.New()
-	must(t, err)
-	t.Cleanup(s.Close)
-	node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
-	must(t, err)
-	must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
-		{Name: wFirst, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
-		{Name: wSecond, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
-	}}))
-	for _, g := range []string{wFirst, wSecond} {
-		must(t, s.SetGroupUsage("", wJob, g, 50, 100))
-	}
+	s := oneNodeSplit(t)
 	initial := map[string]bool{}
 	for _, g := range []string{wFirst, wSecond} {
 		for _, id := range s.AllocIDs("", wJob, g) {
@@ -601,4 +527,73 @@ func TestSplitOnOneNodeCountsEachReplicaOnce(t *testing.T) {
 			break
 		}
 	}
+}
+
+// oneNodeSplit is a stand-in whose one 20000 MHz node host-a runs both
+// groups of the job, 2 replicas of 2000 MHz each, at 50% of their CPU.
+func oneNodeSplit(t *testing.T) *nomadstandin.Server {
+	t.Helper()
+	s, node := bigNode(t)
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
+		{Name: wFirst, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
+		{Name: wSecond, Count: 2, CPUMHz: 2000, MemoryMB: 512, NodeID: node},
+	}}))
+	for _, g := range []string{wFirst, wSecond} {
+		must(t, s.SetGroupUsage("", wJob, g, 50, 100))
+	}
+	return s
+}
+
+// evalWithoutJob evaluates a first-host check without job on a 20000 MHz
+// node host-a running count replicas of the scaled group (2000 MHz each)
+// and, with others > 0, that many of another job's: the action, and the
+// group before and after.
+func evalWithoutJob(t *testing.T, count int64, others int) (*sdk.ScalingAction, nomadstandin.GroupStatus, nomadstandin.GroupStatus) {
+	t.Helper()
+	s, node := bigNode(t)
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: wJob, Groups: []nomadstandin.GroupSpec{
+		{Name: wFirst, Count: int(count), CPUMHz: 2000, MemoryMB: 512, NodeID: node},
+	}}))
+	if others > 0 {
+		must(t, s.AddOtherJob(nomadstandin.OtherJobSpec{ID: "logs", Count: others, CPUMHz: 2000, MemoryMB: 512, NodeID: node}))
+	}
+	must(t, s.SetNodeUsage(node, 100, 100))
+	before, _ := s.Group("", wJob, wFirst)
+	agent := map[string]string{AgentKeyNomadAddress: s.URL()}
+	st := NewStrategy(hclog.NewNullLogger())
+	must(t, st.SetConfig(agent))
+	check := map[string]string{KeyRole: RoleFirst, PrefixFirst + KeyNodeName: "host-a", PrefixFirst + KeyReplicaCPU: "2000",
+		KeyWindow: "5", KeyMinSamples: "1", KeyWarmup: "0", KeyMaxScaleUp: StepNone, KeyPlacement: PlacementCap}
+	a, err := agentEvalWith(t, st, targetAt(t, agent), gcfg, check, count, 100, nil)
+	must(t, err)
+	after, _ := s.Group("", wJob, wFirst)
+	return a, before, after
+}
+
+// queuedAtStart is a world whose front group asks for count replicas where
+// host-a places 10 (the rest queued), back 2, both at 50% of their CPU,
+// with a strategy and a target on it.
+func queuedAtStart(t *testing.T, count int) (*world, *Strategy, *Target) {
+	t.Helper()
+	w := newWorld(t, count, 2)
+	if gs := w.group(t, wFirst); gs.Queued != count-10 || gs.Running != 10 {
+		t.Fatalf("the premise fails: front runs %d with %d queued, want 10 and %d", gs.Running, gs.Queued, count-10)
+	}
+	for _, g := range []string{wFirst, wSecond} {
+		must(t, w.s.SetGroupUsage("", wJob, g, 50, 100))
+	}
+	st := NewStrategy(hclog.NewNullLogger())
+	must(t, st.SetConfig(w.agentConfig))
+	return w, st, w.target(t)
+}
+
+// bigNode is a stand-in with one node, host-a: 20000 MHz, 65536 MB.
+func bigNode(t *testing.T) (*nomadstandin.Server, string) {
+	t.Helper()
+	s, err := nomadstandin.New()
+	must(t, err)
+	t.Cleanup(s.Close)
+	node, err := s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536})
+	must(t, err)
+	return s, node
 }

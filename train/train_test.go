@@ -592,25 +592,12 @@ func TestAdmissionQueuesWhateverTheStatistics(t *testing.T) {
 // as the model; it is an error naming the epoch.
 func TestFitRefusesAnUndefinedValidationLoss(t *testing.T) {
 	s := smallSettings()
-	stats, err := statisticsByName(s.Statistics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 1))
-	all := syntheticSet()
-	tr, err := examples(all[:3], s, stats, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	val, err := examples(all[3:4], s, stats, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stats, rng, tr, val := fitData(t, s)
 	for i := range val.use {
 		val.use[i] = math.NaN()
 	}
 	p := newProcessor(newMLPTrunk(len(stats), s.Hidden, stats, rng))
-	_, err = fit(p, &tr, &val, s, rng, capacityLoss, "capacity", nil)
+	_, err := fit(p, &tr, &val, s, rng, capacityLoss, "capacity", nil)
 	if err == nil || !strings.Contains(err.Error(), "train capacity: the validation loss is NaN at epoch 1") {
 		t.Fatalf("fit: %v; want the NaN validation loss refused", err)
 	}
@@ -623,20 +610,7 @@ func TestFitRefusesAnUndefinedValidationLoss(t *testing.T) {
 func TestFitReportsTheKeptWeightsTrainingLoss(t *testing.T) {
 	s := smallSettings()
 	s.Epochs, s.Patience = 8, 8 // run every epoch: the kept one is seldom the last
-	stats, err := statisticsByName(s.Statistics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 1))
-	all := syntheticSet()
-	tr, err := examples(all[:3], s, stats, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	val, err := examples(all[3:4], s, stats, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stats, rng, tr, val := fitData(t, s)
 	for _, c := range []struct {
 		name string
 		loss lossFunc
@@ -671,4 +645,25 @@ func TestNoTrainingSeriesSaysWhy(t *testing.T) {
 		return
 	}
 	t.Fatal("no lone series was held out: the premise fails")
+}
+
+// fitData is the examples fit's tests train and validate on: three
+// synthetic series to train, a fourth to validate, with s's statistics.
+func fitData(t *testing.T, s Settings) ([]Statistic, *rand.Rand, dataset, dataset) {
+	t.Helper()
+	stats, err := statisticsByName(s.Statistics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	all := syntheticSet()
+	tr, err := examples(all[:3], s, stats, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val, err := examples(all[3:4], s, stats, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stats, rng, tr, val
 }
