@@ -36,14 +36,19 @@ build_gotool() {
   echo "building $name $version from $module into $bin" >&2
   local start=$SECONDS scratch dir
   scratch=$(mktemp -d)
-  dir=$(cd "$scratch" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$module@$version" |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p') || true
+  # go mod download -json reports a failure in the JSON on stdout only.
+  if ! (cd "$scratch" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$module@$version" >"$scratch/download.json"); then
+    cat "$scratch/download.json" >&2 || true
+  fi
+  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' "$scratch/download.json")
   rm -rf "$scratch"
   if [ -z "$dir" ] || [ ! -d "$dir" ]; then
-    echo "error: could not download $module@$version through the Go module proxy" >&2
+    echo "error: could not download $module@$version through the Go module proxy (its answer above)" >&2
     return 1
   fi
   local tmp="$bin.tmp.$$"
+  # shellcheck disable=SC2064 # the path is fixed now
+  trap "rm -f '$tmp'" EXIT
   if ! (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg"); then
     rm -f "$tmp"
     echo "error: building $name $version ($module, $pkg) failed (see the go output above)" >&2

@@ -26,13 +26,18 @@ echo "building OpenTofu $version (about 5 minutes on 2 cores) into $bin" >&2
 # Download from an empty directory with workspaces off, so this never reads
 # or touches the project's go.mod.
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-dir=$(cd "$scratch" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "github.com/opentofu/opentofu@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+tmp="$bin.tmp.$$"
+trap 'rm -rf "$scratch" "$tmp"' EXIT
+# go mod download -json reports a failure in the JSON on stdout only: keep
+# it, to say why.
+if ! (cd "$scratch" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "github.com/opentofu/opentofu@$version" >"$scratch/download.json"); then
+  cat "$scratch/download.json" >&2 || true
+fi
+dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' "$scratch/download.json")
 if [ -z "$dir" ] || [ ! -d "$dir" ]; then
-  echo "error: could not download github.com/opentofu/opentofu@$version through the Go module proxy" >&2
+  echo "error: could not download github.com/opentofu/opentofu@$version through the Go module proxy (its answer above)" >&2
   exit 1
 fi
-tmp="$bin.tmp.$$"
 if ! (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go build -trimpath -ldflags "-X github.com/opentofu/opentofu/version.dev=no" -o "$tmp" ./cmd/tofu); then
   rm -f "$tmp"
   echo "error: building OpenTofu $version failed" >&2

@@ -66,8 +66,15 @@ set -e
 # with a bare "context deadline exceeded" and no crasher when a worker is
 # mid-call at the deadline (go.dev/issue/75804; seen here on FuzzDecide).
 step "fuzz (brief)"
-go test -run '^$' -fuzz '^FuzzLoadModel$' -fuzztime 100000x ./engine
-go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 100000x ./engine
+for target in FuzzLoadModel FuzzDecide; do
+  # A pattern that matches no target fuzzes nothing and passes: the
+  # target must exist.
+  if ! go test -list "^$target\$" ./engine | grep -qx "$target"; then
+    echo "error: fuzz target $target not found in ./engine" >&2
+    exit 1
+  fi
+  go test -run '^$' -fuzz "^$target\$" -fuzztime 100000x ./engine
+done
 
 step "summary"
 pass=$(grep -cE '^\s*--- PASS' "$log" || true)
@@ -76,6 +83,11 @@ skip=$(grep -cE '^\s*--- SKIP' "$log" || true)
 if grep -qE '^\s*--- SKIP' "$log"; then
   echo "skipped tests:"; grep -E '^\s*--- SKIP' "$log"
 fi
+# A package that does not build, a panic or the timeout print no
+# "--- FAIL" line: name them.
+if grep -qE '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$log"; then
+  echo "failures:"; grep -E '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$log" | head -50
+fi
 if grep -qE '^\s*--- SKIP' "$log"; then
   # A skipped test is not a passed one: none may skip under make test (a
   # test that needs a real cluster skips only with NOMAD_ADDR set, and
@@ -83,9 +95,11 @@ if grep -qE '^\s*--- SKIP' "$log"; then
   echo "error: $skip test(s) skipped; under make test none may" >&2
   status=1
 fi
-for kind in Acc E2E ClusterTarget; do
-  if ! grep -qE "^\s*--- PASS: Test$kind" "$log"; then
-    echo "error: no Test$kind... test passed: the acceptance/end-to-end suites did not run" >&2
+# Each suite ran: a test of each kind passed (names anchored, so that
+# TestClusterTargetEnv does not stand for TestClusterTarget).
+for kind in 'TestAcc[A-Za-z_]+' 'TestE2E[A-Za-z_]*' 'TestClusterTarget'; do
+  if ! grep -qE "^\s*--- PASS: $kind \(" "$log"; then
+    echo "error: no test matching $kind passed: the acceptance/end-to-end suites did not run" >&2
     status=1
   fi
 done
