@@ -400,7 +400,7 @@ func (rd *Reading) fromJob(job *api.Job, group *api.TaskGroup, ns string, coreMH
 	o := &rd.Observation
 	if o.ReplicaCPUDemandMHz == 0 {
 		if cpu <= 0 {
-			return 0, 0, fmt.Errorf("job %q group %q: %w: no task requests CPU, so replica_cpu_demand_mhz must be given", rd.Job, rd.Group, ErrMissingData)
+			return 0, 0, fmt.Errorf("job %q group %q: %w, so replica_cpu_demand_mhz must be given", rd.Job, rd.Group, ErrNoCPURequest)
 		}
 		o.ReplicaCPUDemandMHz = cpu
 	}

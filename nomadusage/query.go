@@ -29,6 +29,10 @@ var (
 	ErrNodeNotReady = errors.New("node is not ready")
 	// ErrMissingData: Nomad answered without a field the read needs.
 	ErrMissingData = errors.New("missing data")
+	// ErrNoCPURequest (an ErrMissingData too): no task of the group
+	// requests CPU, and the query gives no replica CPU demand to use
+	// instead.
+	ErrNoCPURequest = fmt.Errorf("%w: no task requests CPU", ErrMissingData)
 	// ErrBadQuery: the query itself is wrong (a field is missing or invalid).
 	ErrBadQuery = errors.New("bad usage query")
 	// ErrTooFewAnswered: fewer allocations answered their stats read than

@@ -156,7 +156,7 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 				MarkdownDescription: "Expected CPU demand (MHz) of one replica, passed to the observation (the engine's rules apply: greater than 0). " +
 					"Unset with a `job`: the task group's CPU request. Required without a `job`."},
 			huReplicaMemory: schema.NumberAttribute{Optional: true,
-				MarkdownDescription: "Expected memory demand (MB) of one replica, passed to the observation. Unset with a `job`: the task group's memory request."},
+				MarkdownDescription: "Expected memory demand (MB) of one replica, passed to the observation. Unset or 0 with a `job`: the task group's memory request."},
 			huWantedReplicas: schema.NumberAttribute{Optional: true,
 				MarkdownDescription: "Passed to the observation: how many replicas want to run on the host, the running ones included (0 or unset offers every slot)."},
 			huLabel: schema.StringAttribute{Optional: true,
@@ -501,7 +501,7 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 		diags.AddAttributeError(path.Root(huGroup), "Task group needed", fmt.Sprintf("Attribute %s: %s.", huGroup, msg))
 	case errors.Is(err, nomadusage.ErrBadQuery):
 		diags.AddError("Invalid usage query", msg)
-	case errors.Is(err, nomadusage.ErrMissingData) && jobSet && m.ReplicaCPUDemandMHz.IsNull():
+	case errors.Is(err, nomadusage.ErrNoCPURequest) && jobSet && m.ReplicaCPUDemandMHz.IsNull():
 		// The demand was to come from the task group's CPU request.
 		diags.AddAttributeError(path.Root(huReplicaCPU), "Nomad did not report everything the read needs",
 			fmt.Sprintf("Attribute %s is unset, so the demand of one replica comes from the task group's CPU request: %s. "+

@@ -1076,3 +1076,37 @@ func TestHostUsageWildcardNamespace(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingDataBlamesTheDemandOnlyWhenItIsTheCause: with a job and no
+// replica_cpu_demand_mhz, only "no task requests CPU" is put on that
+// attribute; other data Nomad did not report (a core count, stats, the
+// allocatable CPU) were blamed on it too, with advice that does not help.
+func TestMissingDataBlamesTheDemandOnlyWhenItIsTheCause(t *testing.T) {
+	conn, err := nomadconn.New(nomadconn.Settings{Address: "http://nomad.test:4646"}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nullUsageModel()
+	m.NodeName = types.StringValue("h")
+	m.Job = types.StringValue("j")
+	for _, c := range []struct {
+		err    error
+		onAttr bool
+	}{
+		{fmt.Errorf("job \"j\" group \"g\": %w, so replica_cpu_demand_mhz must be given", nomadusage.ErrNoCPURequest), true},
+		{fmt.Errorf("stats of allocation a1 on node h: %w: ResourceUsage.CpuStats", nomadusage.ErrMissingData), false},
+		{fmt.Errorf("job \"j\" group \"g\": %w: task \"t\" reserves 2 cores, but the node reports no core count", nomadusage.ErrMissingData), false},
+		{fmt.Errorf("node h: %w: allocatable CPU is 0 MHz after reservations", nomadusage.ErrMissingData), false},
+	} {
+		var diags diag.Diagnostics
+		addNomadError(context.Background(), &diags, &m, conn, c.err, readProgress{1, 1, time.Minute})
+		if len(diags) != 1 {
+			t.Fatalf("%v: %d diagnostics", c.err, len(diags))
+		}
+		wp, on := diags[0].(diag.DiagnosticWithPath)
+		on = on && wp.Path().Equal(path.Root(huReplicaCPU))
+		if on != c.onAttr || !strings.Contains(diags[0].Detail(), c.err.Error()) {
+			t.Errorf("%v: on replica_cpu_demand_mhz %v, want %v: %s", c.err, on, c.onAttr, diags[0].Detail())
+		}
+	}
+}

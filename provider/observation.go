@@ -163,7 +163,8 @@ var observationFields = []field{
 		out: "The data source's `wanted_replicas` (0 when unset: every slot is offered)."},
 	{name: obsQueuedReplicas, kind: kindObjects, nested: replicaFields,
 		desc: "The new replicas queued to run on the host after the running ones, in order, each with its own demand " +
-			"(replicas of different sizes, or several groups queued for one host), counted at that demand (not at the running replicas' estimate). `[]` means nobody new wants to run; unset: `wanted_replicas` says how many. Not with `wanted_replicas`.",
+			"(replicas of different sizes, or several groups queued for one host), counted at that demand (not at the running replicas' estimate). `[]` means nobody new wants to run; unset: `wanted_replicas` says how many. Not with `wanted_replicas`. " +
+			"Give a list: OpenTofu turns a set (`toset(...)`) into a list in its own order before the provider sees it, which reorders the queue and can change the count.",
 		out: "Null: this data source queues no replica (`wanted_replicas` says how many want to run)."},
 	{name: obsOtherReservedCPUMHz, kind: kindFigure,
 		desc: "CPU (MHz) other workloads reserve on the host, at most its capacity: this workload's room is the capacity less it. Unset: 0.",
