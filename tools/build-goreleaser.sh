@@ -9,7 +9,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/build-gotool.sh"
 version="${GORELEASER_VERSION:-v2.17.0}"
 
-check() { "$1" --version 2>&1 | grep -qE "^GitVersion:[[:space:]]+${version#v}\$"; }
+# The output read whole first: grep -q closing the pipe early could fail
+# the binary's write under pipefail.
+check() { local out; out=$("$1" --version 2>&1) || return 1; grep -qE "^GitVersion:[[:space:]]+${version#v}\$" <<<"$out"; }
 
 build_gotool goreleaser github.com/goreleaser/goreleaser/v2 "$version" . \
   "-s -w -X main.version=${version#v} -X main.builtBy=terraform-provider-activation/tools" check

@@ -69,7 +69,10 @@ step "fuzz (brief)"
 for target in FuzzLoadModel FuzzDecide; do
   # A pattern that matches no target fuzzes nothing and passes: the
   # target must exist.
-  if ! go test -list "^$target\$" ./engine | grep -qx "$target"; then
+  # (read whole first: grep -q closing the pipe early would fail the
+  # listing under pipefail)
+  listed=$(go test -list "^$target\$" ./engine)
+  if ! grep -qx "$target" <<<"$listed"; then
     echo "error: fuzz target $target not found in ./engine" >&2
     exit 1
   fi
