@@ -21,22 +21,21 @@ type hostPlan struct {
 	decided int    // the engine's count
 	reason  string // the engine's one-line account
 	current int    // the group's count now (see MetaCurrent)
-	start   int    // where the limits start: current, or what Nomad can place below it (excessQueued)
-	// excessQueued: in cap mode, read with a job, the current count is
-	// above what Nomad can place and what runs (queued replicas)
-	excessQueued bool
-	running      int
-	placeable    int
-	lo, hi       int // the quota, as the limits applied it
-	quotaMin     int // the quota's min as configured (lo may be lowered)
-	final        int // the count asked for
-	queued       int // of final, more than Nomad can place
-	held         int // held back by the hold band and the step limits
-	claimed      int // other groups' replicas claimed on the node, counted as reserved
-	limit        string
-	refused      string
-	hold         *engine.HoldRange
-	notes        []string
+	// start is where the limits start: current, or below it what Nomad
+	// can place when the excess is queued replicas (cap mode, with a job)
+	start     int
+	running   int
+	placeable int
+	lo, hi    int // the quota, as the limits applied it
+	quotaMin  int // the quota's min as configured (lo may be lowered)
+	final     int // the count asked for
+	queued    int // of final, more than Nomad can place
+	held      int // held back by the hold band and the step limits
+	claimed   int // other groups' replicas claimed on the node, counted as reserved
+	limit     string
+	refused   string
+	hold      *engine.HoldRange
+	notes     []string
 }
 
 // plan limits the engine's count of one host, from current: placement
@@ -77,7 +76,7 @@ func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadu
 	p.start = p.current
 	queuedExcess := c.placement == PlacementCap && h.query.Job != "" && p.current > bound && target < p.current
 	if queuedExcess {
-		p.start, p.excessQueued = bound, true
+		p.start = bound
 	}
 	placeable := c.placement != PlacementCap || p.start <= bound
 	if hd.Hold.Keeps(p.start) && target != p.start && placeable && rd.Node.Schedulable() {
@@ -103,6 +102,11 @@ func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadu
 	}
 	return p
 }
+
+// placedOf is the part of count Nomad can place, as a claim records it:
+// never more than the current count or what Nomad can place, whichever is
+// more.
+func (p *hostPlan) placedOf(count int) int { return min(count, max(p.current, p.placeable)) }
 
 // holdOnNode keeps the count of a host whose node Nomad places nothing new
 // on: never up, not even into the quota (its min becomes the current count
@@ -241,13 +245,7 @@ func splitStep(f, s *hostPlan, count int64) (applyF, applyS int, step bool) {
 	if int64(f.final+s.final) != count || int64(f.current+s.current) != count || (f.final == f.current && s.final == s.current) {
 		return f.final, s.final, false
 	}
-	held := func(p *hostPlan) int {
-		from := p.current
-		if p.excessQueued {
-			from = p.start // never the queued excess
-		}
-		return min(max(from, p.lo), p.hi)
-	}
+	held := func(p *hostPlan) int { return min(max(p.start, p.lo), p.hi) } // never the queued excess
 	steps := [2][2]int{{f.final, held(s)}, {held(f), s.final}}
 	for _, rise := range []bool{true, false} {
 		for _, c := range steps {

@@ -649,7 +649,7 @@ type claimedOnNode struct {
 // reserved, at what one of them reserves today. Replicas an earlier
 // evaluation added are in the node's listing or the claims already.
 func (c *claimedOnNode) addSibling(first hostPlan, pl engine.Placement) {
-	n := max(0, min(first.final, max(first.current, first.placeable))-first.current)
+	n := max(0, first.placedOf(first.final)-first.current)
 	c.replicas += n
 	c.sibling += n
 	c.sibCPU, c.sibMem = float64(n)*pl.ReplicaCPUMHz, float64(n)*pl.ReplicaMemoryMB
@@ -723,7 +723,7 @@ func (e *checkRun) claim(hosts []*hostConfig, rds []*nomadusage.Reading, plans [
 			continue
 		}
 		applied, _ := e.eval.Action.Meta[hostMetaKeys[h.role].count].(int)
-		target := min(applied, max(plans[i].current, plans[i].placeable))
+		target := plans[i].placedOf(applied)
 		pl := d.of(h.role).Placement
 		// From the group's count in the job, as settle reads it: the
 		// agent's count may be the running allocations (the built-in

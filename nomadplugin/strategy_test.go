@@ -180,8 +180,8 @@ func TestSplitAction(t *testing.T) {
 			ev := newEval("x", nil)
 			ev.Action.Canonicalize()
 			plans := []hostPlan{
-				{role: RoleFirst, decided: c.f, final: c.f, current: c.curF, lo: 0, hi: 20},
-				{role: RoleSecond, decided: c.s, final: c.s, current: c.curS, lo: 0, hi: c.sMax},
+				{role: RoleFirst, decided: c.f, final: c.f, current: c.curF, start: c.curF, lo: 0, hi: 20},
+				{role: RoleSecond, decided: c.s, final: c.s, current: c.curS, start: c.curS, lo: 0, hi: c.sMax},
 			}
 			act(ev.Action, &strategyConfig{role: RoleSplit}, plans, c.count)
 			a := ev.Action
