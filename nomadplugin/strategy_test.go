@@ -679,12 +679,13 @@ func TestPerHostReadsItsHost(t *testing.T) {
 				t.Errorf("meta job %v in %v, %s group %v, %s group %v; want web in default, %s, none", a.Meta[MetaJob], a.Meta[MetaNamespace], role, a.Meta[HostMeta(role, MetaGroup)],
 					other, a.Meta[HostMeta(other, MetaGroup)], group[role])
 			}
-			// A negative usage sample: the error names the role's host.
+			// A negative usage sample, read last: refused as it is read,
+			// naming the role's host and the figure.
 			bad := first
 			bad.Samples = append([]engine.Sample(nil), first.Samples...)
-			bad.Samples[0].CPUMHz = -5
+			bad.Samples[len(bad.Samples)-1].CPUMHz = -5
 			a = runFlat(t, newMemReader(bad, bad), flatConfig(role), 2)
-			if want := role + " host observation: usage_samples[0].cpu_mhz"; !strings.Contains(a.Reason, want) {
+			if want := role + ` host (name="host-`; !strings.Contains(a.Reason, want) || !strings.Contains(a.Reason, "cpu_mhz is -5") {
 				t.Errorf("reason %q does not name %q", a.Reason, want)
 			}
 		})
@@ -745,7 +746,7 @@ func TestNoScaling(t *testing.T) {
 			o.Samples = append([]engine.Sample(nil), o.Samples...)
 			o.Samples[0].CPUMHz = -5
 			r.obs[engine.RoleFirst] = o
-		}, want: "first host observation: usage_samples[0].cpu_mhz: is -5"},
+		}, want: `first host (name="host-a"): usage out of range: the reading's sample at `},
 		{name: "one sample: too few to judge", cfg: func(m map[string]string) { m[KeyMinSamples] = "5" },
 			want: "keeping the current count: first host observation: usage_samples: has 1 sample(s); at least 5 are needed"},
 		{name: "read deadline", reader: func(r *memReader) {
@@ -945,6 +946,33 @@ func TestInvalidInputs(t *testing.T) {
 				if a.Meta[MetaFirstDecided] != d.First.Containers || a.Meta[MetaSecondDecided] != d.Second.Containers {
 					t.Errorf("decided %v + %v, the engine on the window without the repeat %d + %d", a.Meta[MetaFirstDecided], a.Meta[MetaSecondDecided], d.First.Containers, d.Second.Containers)
 				}
+			case base == "usage_samples" && refusedAsRead(o, tc.Field):
+				// A sample no host can show (not a number, infinite,
+				// negative) is refused as it is read, naming the figure,
+				// and never enters the window: the evaluations after it
+				// decide on the window without it.
+				i, _ := sampleIndex(tc.Field)
+				actions := runInvalidAll(t, &valid, &r, cfg)
+				_, figure, _ := strings.Cut(tc.Field, "].")
+				if a := actions[i]; !strings.HasPrefix(a.Reason, "no scaling: ") || !strings.Contains(a.Reason, "usage out of range") || !strings.Contains(a.Reason, figure+" is ") {
+					t.Errorf("the evaluation that read the bad sample: reason %q does not refuse it naming %s", a.Reason, figure)
+				}
+				want := r
+				want.MinSamples = 3
+				if tc.Host == engine.RoleFirst {
+					o = &want.First
+				} else {
+					o = &want.Second
+				}
+				o.Samples = append(append([]engine.Sample(nil), o.Samples[:i]...), o.Samples[i+1:]...)
+				d, err := want.Decide()
+				if err != nil {
+					t.Fatal(err)
+				}
+				last := actions[len(actions)-1]
+				if last.Meta[MetaFirstDecided] != d.First.Containers || last.Meta[MetaSecondDecided] != d.Second.Containers {
+					t.Errorf("decided %v + %v, the engine on the window without the bad sample %d + %d: %s", last.Meta[MetaFirstDecided], last.Meta[MetaSecondDecided], d.First.Containers, d.Second.Containers, last.Reason)
+				}
 			default:
 				a := runInvalid(t, &valid, &r, cfg)
 				want := fmt.Sprintf("%s host observation: %s: ", tc.Host, tc.Field)
@@ -961,22 +989,61 @@ func TestInvalidInputs(t *testing.T) {
 // be no action at the current count.
 func runInvalid(t *testing.T, valid, bad *engine.Request, cfg map[string]string) *sdk.ScalingAction {
 	t.Helper()
+	all := runInvalidAll(t, valid, bad, cfg)
+	return all[len(all)-1]
+}
+
+// runInvalidAll is runInvalid's every action, one per sample.
+func runInvalidAll(t *testing.T, valid, bad *engine.Request, cfg map[string]string) []*sdk.ScalingAction {
+	t.Helper()
 	rd := newMemReader(bad.First, bad.Second)
 	n := max(len(bad.First.Samples), len(bad.Second.Samples), 1)
 	clk := &clock{t: time.Unix(valid.First.Samples[len(valid.First.Samples)-1].Time, 0)}
 	st := newStrategy(nil, withReader(rd), withClock(clk.now))
-	var a *sdk.ScalingAction
+	var all []*sdk.ScalingAction
 	for range n {
 		ev, err := st.Run(newEval("bad", cfg), 3)
 		if err != nil {
 			t.Fatalf("Run returned an error, want no scaling with a reason: %v", err)
 		}
-		a = ev.Action
+		a := ev.Action
+		if strings.HasPrefix(a.Reason, "no scaling") && (a.Direction != sdk.ScaleDirectionNone || a.Count != 3) {
+			t.Errorf("no-scaling action %s to %d, want none at 3", a.Direction, a.Count)
+		}
+		all = append(all, a)
 	}
-	if strings.HasPrefix(a.Reason, "no scaling") && (a.Direction != sdk.ScaleDirectionNone || a.Count != 3) {
-		t.Errorf("no-scaling action %s to %d, want none at 3", a.Direction, a.Count)
+	return all
+}
+
+// sampleIndex is the sample a field "usage_samples[i].cpu_mhz" (or
+// .memory_mb) names, and the figure.
+func sampleIndex(field string) (int, string) {
+	_, idx, _ := strings.Cut(field, "[")
+	idx, figure, _ := strings.Cut(idx, "].")
+	i, err := strconv.Atoi(idx)
+	if err != nil {
+		return -1, ""
 	}
-	return a
+	return i, figure
+}
+
+// refusedAsRead says whether the field names a sample figure the usage
+// window refuses as it is read (not a number, infinite, negative).
+func refusedAsRead(o *engine.Observation, field string) bool {
+	i, figure := sampleIndex(field)
+	if i < 0 || i >= len(o.Samples) {
+		return false
+	}
+	var v float64
+	switch figure {
+	case "cpu_mhz":
+		v = o.Samples[i].CPUMHz
+	case "memory_mb":
+		v = o.Samples[i].MemoryMB
+	default:
+		return false
+	}
+	return !(v >= 0) || math.IsInf(v, 0)
 }
 
 func TestAPMUsage(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -544,6 +545,11 @@ func (ev *evaluation) readOne(ctx context.Context, n *node, a *api.AllocationLis
 		return statsResult{err: fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats", a.ID, n.name, ErrMissingData)}
 	}
 	r := statsResult{cpu: st.ResourceUsage.CpuStats.TotalTicks, ts: st.Timestamp}
+	if !(r.cpu >= 0) || math.IsInf(r.cpu, 0) {
+		// An answer no allocation can give (seen through proxies and
+		// drivers that report deltas): not a measurement.
+		return statsResult{err: fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats.TotalTicks is %v; it must be a finite number >= 0", a.ID, n.name, ErrBadUsage, r.cpu)}
+	}
 	if ms := st.ResourceUsage.MemoryStats; ms != nil {
 		// cgroups v2 reports Usage and may leave RSS at zero.
 		used := ms.RSS
@@ -622,6 +628,7 @@ func (t *tally) add(r *statsResult, young, stats, zeroTicksWarm bool) {
 // new one.
 func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, group *api.TaskGroup, groupCPU, groupMem float64, listed *nodeReserves) error {
 	o := &rd.Observation
+	markStalled(allocs, res, n)
 	var t tally
 	for i, a := range allocs {
 		if res[i].gone {
@@ -662,6 +669,29 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 	}
 	o.Samples = []engine.Sample{{Time: rd.Time.Unix(), CPUMHz: cpu, MemoryMB: mem}}
 	return nil
+}
+
+// markStalled turns the answers whose stats trail the newest answer on the
+// node by StalledStatsLag or more into failed reads (ErrStalledStats): an
+// allocation whose stats stopped refreshing would otherwise hold the
+// reading's time (the oldest answer's) still, and with it the host's usage
+// window, until its usage went stale.
+func markStalled(allocs []*api.AllocationListStub, res []statsResult, n *node) {
+	var newest int64
+	for i := range res {
+		if r := &res[i]; r.err == nil && !r.gone && !r.skipped && r.ts > newest {
+			newest = r.ts
+		}
+	}
+	lag := int64(StalledStatsLag)
+	for i := range res {
+		r := &res[i]
+		if r.err != nil || r.gone || r.skipped || r.ts <= 0 || newest-r.ts < lag {
+			continue
+		}
+		r.err = fmt.Errorf("stats of allocation %s on node %s: %w: taken at %s, %s before the newest on the node",
+			allocs[i].ID, n.name, ErrStalledStats, time.Unix(0, r.ts).UTC().Format(time.RFC3339), time.Duration(newest-r.ts).Round(time.Second))
+	}
 }
 
 // usage is the sample's usage from the tally, and the warming replicas:

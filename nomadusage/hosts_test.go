@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -1131,5 +1132,93 @@ func TestCoreMHz(t *testing.T) {
 				t.Fatalf("coreMHz = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestReadHostsOneAnswerOutOfLine: an allocation whose stats answer a
+// figure no allocation can show, or whose stats stopped refreshing (a
+// stuck driver stats stream: the client keeps serving the last
+// collection), counts as not answered; the others read the host, at their
+// time. Before, the bad figure went into the sample (and stayed in the
+// strategy's window until it aged out), and the stalled one held the
+// reading's time (the oldest answer's) still until the host went stale.
+func TestReadHostsOneAnswerOutOfLine(t *testing.T) {
+	const n = 5
+	for _, tc := range []struct {
+		name string
+		edit func(m map[string]any)
+		want error
+	}{
+		{"negative CPU ticks", func(m map[string]any) {
+			m["ResourceUsage"].(map[string]any)["CpuStats"].(map[string]any)["TotalTicks"] = -1e6
+		}, ErrBadUsage},
+		{"stats a minute behind the node's others", func(m map[string]any) {
+			m["Timestamp"] = time.Now().Add(-time.Minute).UnixNano()
+		}, ErrStalledStats},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPair(t, n)
+			odd := p.s.AllocIDs("", jobID, groupA)[0]
+			c := rewritingClient(t, p.s.URL(), func(path string) bool {
+				return path == "/v1/client/allocation/"+odd+"/stats"
+			}, func(_ string, body []byte) ([]byte, error) {
+				var m map[string]any
+				if err := json.Unmarshal(body, &m); err != nil {
+					return nil, err
+				}
+				tc.edit(m)
+				return json.Marshal(m)
+			})
+			before := time.Now()
+			rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
+			must(t, err)
+			rd := rs[0]
+			if rd.StatsAsked != n || rd.StatsAnswered != n-1 {
+				t.Errorf("%d of %d stats reads answered, want %d of %d", rd.StatsAnswered, rd.StatsAsked, n-1, n)
+			}
+			// Four replicas at 100 MHz stand for five.
+			if got := rd.Observation.Samples[0].CPUMHz; math.Abs(got-n*100) > 1e-6 {
+				t.Errorf("sample CPU %v MHz, want %v (the four others for five)", got, n*100)
+			}
+			if rd.Time.Before(before.Add(-5 * time.Second)) {
+				t.Errorf("reading time %s, %s before the read: the odd answer's, not the others'", rd.Time, before.Sub(rd.Time))
+			}
+			// A decision needs 80% answered: with 2 of 5 out of line the
+			// read fails, and says why.
+			two := p.s.AllocIDs("", jobID, groupA)[:2]
+			c = rewritingClient(t, p.s.URL(), func(path string) bool {
+				return path == "/v1/client/allocation/"+two[0]+"/stats" || path == "/v1/client/allocation/"+two[1]+"/stats"
+			}, func(_ string, body []byte) ([]byte, error) {
+				var m map[string]any
+				if err := json.Unmarshal(body, &m); err != nil {
+					return nil, err
+				}
+				tc.edit(m)
+				return json.Marshal(m)
+			})
+			_, err = (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
+			if !errors.Is(err, ErrTooFewAnswered) || !errors.Is(err, tc.want) {
+				t.Errorf("two of five out of line: err %v, want ErrTooFewAnswered wrapping %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadNodeUsageBadFigure: a node's client stats with a CPU figure no
+// host can show fail the read, naming the field.
+func TestReadNodeUsageBadFigure(t *testing.T) {
+	p := newPair(t, 1)
+	c := rewritingClient(t, p.s.URL(), func(path string) bool { return path == "/v1/client/stats" },
+		func(_ string, body []byte) ([]byte, error) {
+			var m map[string]any
+			if err := json.Unmarshal(body, &m); err != nil {
+				return nil, err
+			}
+			m["CPUTicksConsumed"] = -5
+			return json.Marshal(m)
+		})
+	_, err := (&Reader{Client: c}).Read(context.Background(), Query{Host: HostSelector{NodeID: p.nodeA}, ReplicaCPUDemandMHz: 500})
+	if !errors.Is(err, ErrBadUsage) || !strings.Contains(err.Error(), "CPUTicksConsumed") {
+		t.Errorf("err %v, want ErrBadUsage naming CPUTicksConsumed", err)
 	}
 }

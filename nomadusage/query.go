@@ -38,7 +38,22 @@ var (
 	// ErrTooFewAnswered: fewer allocations answered their stats read than
 	// the share a decision needs (Options.MinAnswered).
 	ErrTooFewAnswered = errors.New("too few allocations answered their stats read")
+	// ErrBadUsage: Nomad answered a usage figure no host can show (not a
+	// number, infinite or negative). An allocation's such answer counts as
+	// not answered; a node's fails its read.
+	ErrBadUsage = errors.New("usage out of range")
+	// ErrStalledStats: an allocation's stats were taken StalledStatsLag or
+	// more before the newest answer on its node: they stopped refreshing
+	// (a stuck driver stats stream), so they count as not answered.
+	ErrStalledStats = errors.New("stats stopped refreshing")
 )
+
+// StalledStatsLag is how far an allocation's stats may trail the newest
+// stats answered on its node before they count as stopped. A Nomad client
+// collects every allocation's stats each collection_interval (1 s by
+// default): 30 s is many missed collections, and far inside the usage
+// windows' default max_age (15 minutes).
+const StalledStatsLag = 30 * time.Second
 
 // HostSelector says which Nomad node is a host. NodeID picks the node by
 // ID, and Name, Pool, Class and Datacenter, when also set, are conditions it

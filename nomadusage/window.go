@@ -3,6 +3,7 @@ package nomadusage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -103,6 +104,17 @@ func (w *Window) resetLocked() {
 func (w *Window) Add(r *Reading) error {
 	if r == nil || len(r.Observation.Samples) != 1 {
 		return fmt.Errorf("%w: a reading must carry exactly one usage sample", ErrBadQuery)
+	}
+	// A sample no host can show is refused before it enters: in the
+	// window it would stop every decision until it aged out.
+	s := r.Observation.Samples[0]
+	for _, f := range [...]struct {
+		name string
+		v    float64
+	}{{"cpu_mhz", s.CPUMHz}, {"memory_mb", s.MemoryMB}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%w: the reading's sample at %s: %s is %v; it must be a finite number >= 0", ErrBadUsage, r.Time.UTC().Format(time.RFC3339), f.name, f.v)
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -2,6 +2,7 @@ package nomadusage
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -187,5 +188,37 @@ func TestWindowTwoClocks(t *testing.T) {
 				t.Fatalf("observation %d running, %v; want %d", o.RunningReplicas, oerr, tc.wantRunning)
 			}
 		})
+	}
+}
+
+// TestWindowRefusesBadSample: a reading whose sample no host can show is
+// refused before it enters, so the window's next observation is the good
+// samples' alone.
+func TestWindowRefusesBadSample(t *testing.T) {
+	w, err := NewWindow(10, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	mk := func(at time.Time, cpu, mem float64) *Reading {
+		r := &Reading{NodeID: "n1", Time: at}
+		r.Observation.RunningReplicas = 1
+		r.Observation.Samples = []engine.Sample{{Time: at.Unix(), CPUMHz: cpu, MemoryMB: mem}}
+		return r
+	}
+	if err := w.Add(mk(now.Add(-2*time.Second), 100, 10)); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][2]float64{{-1, 10}, {math.NaN(), 10}, {math.Inf(1), 10}, {100, -1}, {100, math.NaN()}} {
+		if err := w.Add(mk(now.Add(-time.Second), bad[0], bad[1])); !errors.Is(err, ErrBadUsage) {
+			t.Errorf("sample cpu %v memory %v: err %v, want ErrBadUsage", bad[0], bad[1], err)
+		}
+	}
+	o, err := w.Observation(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Samples) != 1 || o.Samples[0].CPUMHz != 100 {
+		t.Errorf("samples %+v, want the one good sample", o.Samples)
 	}
 }
