@@ -54,9 +54,11 @@ type Options struct {
 	// factor (Scenario.TargetSlack), instead of the replayed ones (which
 	// set it when none of these can be replayed; Report.CalibratedOn): a
 	// held-out replay calibrates on its family's training series, so that
-	// no replayed series' future usage shapes the requests (the requests
-	// reach the activation policy's first host alone; every baseline
-	// reads usage, and request-sum's knob absorbs the factor).
+	// the factor owes nothing to the replayed series' usage (the base it
+	// multiplies is still each series' own first-half p99). The requests
+	// reach the activation policy's first host and request-sum alone;
+	// every other baseline reads usage, and request-sum's knob absorbs
+	// the factor.
 	CalibrateOn []Source
 }
 

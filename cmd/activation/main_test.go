@@ -1272,3 +1272,25 @@ func TestSimulateBlamesTheFile(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want the file and its header named, and no step blamed", code, stderr)
 	}
 }
+
+// TestEdgeNotesNameTheActivation: a sweep edge is flagged for the
+// activation policy as for a baseline (an activation with no threshold
+// within 0.1% has none in its sweep, which stops at a finite logit); a
+// policy without a knob is not.
+func TestEdgeNotesNameTheActivation(t *testing.T) {
+	rep := &sim.Report{Family: "fam", Curves: []sim.Curve{
+		{Policy: "activation", KnobName: "output_threshold", Points: []sim.Point{
+			{Knob: 0.5, Density: 0.9, ViolationRate: 0.02}, {Knob: 0.9, Density: 0.6, ViolationRate: 0.005}, {Knob: 0.99995, Density: 0.4, ViolationRate: 0.002}}},
+		{Policy: "oracle", Points: []sim.Point{{Density: 1}}},
+	}}
+	notes := edgeNotes([]*sim.Report{rep}, 0.01)
+	want := "family fam: activation: no setting within budget 0.001 in its sweep (output_threshold 0.5 to 0.99995)"
+	if !slices.Contains(notes, want) {
+		t.Errorf("notes %q, want %q", notes, want)
+	}
+	for _, n := range notes {
+		if strings.Contains(n, "oracle") {
+			t.Errorf("a policy without a knob is flagged: %q", n)
+		}
+	}
+}

@@ -287,9 +287,9 @@ func cmdSimulate(args []string, e env) error {
 	for _, fm := range fams {
 		opt := sim.Options{Workers: f.workers}
 		if f.split == splitTest {
-			// The requests' factor from the training series: no held-out
-			// series' future usage shapes the requests the first host
-			// reads (sim.Options.CalibrateOn).
+			// The requests' factor from the training series, not the
+			// held-out ones (each request's base is still its series'
+			// first-half p99; sim.Options.CalibrateOn).
 			opt.CalibrateOn = sim.FromRefs(fm.train)
 		}
 		if bar != nil {
@@ -361,9 +361,11 @@ func cmdSimulate(args []string, e env) error {
 	return writeTables(e.stdout, out)
 }
 
-// edgeNotes flags, for each family, the baselines whose figure at the
+// edgeNotes flags, for each family, the policies whose figure at the
 // budget, 1% or 0.1% may be their sweep's rather than their own
-// (sim.Curve.Edge).
+// (sim.Curve.Edge): the baselines' and the activation's alike (an
+// activation with no threshold within a budget has none in its sweep,
+// which ends at a finite logit).
 func edgeNotes(reps []*sim.Report, budget float64) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -371,9 +373,6 @@ func edgeNotes(reps []*sim.Report, budget float64) []string {
 		for _, b := range []float64{budget, 0.01, 0.001} {
 			for i := range r.Curves {
 				c := &r.Curves[i]
-				if !sim.IsBaseline(c.Policy) {
-					continue
-				}
 				if e := c.Edge(b); e != "" && !seen[r.Family+e] {
 					seen[r.Family+e] = true
 					out = append(out, "family "+r.Family+": "+e)
