@@ -19,7 +19,10 @@
 // `time`), in Unix seconds. Its usage column is `value` (or `usage`), or
 // `cpu_mhz` (Bitbrains). Memory, when present, is `mem_kb` or `memory_mb`
 // (memory in use) and `mem_capacity_kb` or `memory_capacity_mb` (memory
-// provisioned to the VM). Other columns are ignored.
+// provisioned to the VM): both, in every row, even for a replay that
+// reads CPU alone (a file whose memory is half there is refused, not read
+// in part). Other columns are ignored; a row's fields past the header's
+// must be empty (a number split by a comma is refused, not cut).
 package traces
 
 import (
@@ -27,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -116,6 +120,16 @@ func findColumns(header []string) (columns, error) {
 	return c, nil
 }
 
+// headerText quotes a header for a message, cut to a readable length.
+func headerText(header []string) string {
+	const most = 120
+	h := strings.Join(header, ",")
+	if len(h) <= most {
+		return strconv.Quote(h)
+	}
+	return strconv.Quote(strings.ToValidUTF8(h[:most], "")) + fmt.Sprintf(" (%d more bytes)", len(h)-most)
+}
+
 // Read parses one CSV series (see the package comment for the columns).
 // Every value must be a finite, non-negative number, timestamps must
 // increase, and a series needs at least MinSamples samples.
@@ -134,15 +148,21 @@ func Read(r io.Reader, name string) (Series, error) {
 	if len(header) > 0 {
 		header[0] = strings.TrimPrefix(header[0], "\ufeff") // a spreadsheet's byte order mark
 	}
+	shown := headerText(header)
+	if strings.ContainsRune(strings.Join(header, ","), '\r') {
+		// encoding/csv ends lines at LF or CRLF only: a file whose lines
+		// end in a lone CR (old Mac OS) reads as one long header.
+		return Series{}, fmt.Errorf("series %s: header %s holds a carriage return: the file's lines end in a lone CR (old Mac OS line endings); convert them to LF or CRLF", name, shown)
+	}
 	c, err := findColumns(header)
 	if err != nil {
-		return Series{}, fmt.Errorf("series %s: header %q: %w", name, strings.Join(header, ","), err)
+		return Series{}, fmt.Errorf("series %s: header %s: %w", name, shown, err)
 	}
 	if c.ts < 0 || c.value < 0 {
-		return Series{}, fmt.Errorf("series %s: header %q must name a `ts` column and a `value` (or `cpu_mhz`) column", name, strings.Join(header, ","))
+		return Series{}, fmt.Errorf("series %s: header %s must name a `ts` column and a `value` (or `cpu_mhz`) column", name, shown)
 	}
 	if (c.mem < 0) != (c.memCap < 0) {
-		return Series{}, fmt.Errorf("series %s: header %q: memory needs both the memory in use (mem_kb or memory_mb) and the memory provisioned (mem_capacity_kb or memory_capacity_mb)", name, strings.Join(header, ","))
+		return Series{}, fmt.Errorf("series %s: header %s: memory needs both the memory in use (mem_kb or memory_mb) and the memory provisioned (mem_capacity_kb or memory_capacity_mb)", name, shown)
 	}
 	need := max(c.ts, c.value, c.mem, c.memCap) + 1
 	s := Series{Name: name}
@@ -168,6 +188,13 @@ func Read(r io.Reader, name string) (Series, error) {
 		line, _ := cr.FieldPos(0)
 		if len(rec) < need {
 			return Series{}, fmt.Errorf("series %s: line %d: expected at least %d columns, got %d", name, line, need, len(rec))
+		}
+		for i := len(header); i < len(rec); i++ {
+			// Fields past the header's are empty (trailing commas) or a
+			// number split by a comma: "1,397.5" would read as 1.
+			if strings.TrimSpace(rec[i]) != "" {
+				return Series{}, fmt.Errorf("series %s: line %d: %d fields, the header names %d: a number written with a comma (a thousands separator or a decimal comma)? Write numbers without one, or quote the field", name, line, len(rec), len(header))
+			}
 		}
 		ts, err := parseTime(strings.TrimSpace(rec[c.ts]))
 		if err != nil {
@@ -320,7 +347,7 @@ func Scan(dir string) ([]Ref, error) {
 	flat := csvPaths(dir, entries)
 	byName := map[string]*Ref{}
 	for _, e := range entries { // ReadDir sorts by name: parts in order
-		if !e.IsDir() {
+		if !isDir(dir, e) {
 			continue
 		}
 		parts, err := csvFiles(filepath.Join(dir, e.Name()))
@@ -379,7 +406,7 @@ func csvFiles(dir string) ([]string, error) {
 	// Series one level further down would be left out without a word: the
 	// nested layout is one level deep.
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !isDir(dir, e) {
 			continue
 		}
 		sub := filepath.Join(dir, e.Name())
@@ -400,11 +427,22 @@ func csvFiles(dir string) ([]string, error) {
 func csvPaths(dir string, entries []os.DirEntry) []string {
 	var out []string
 	for _, e := range entries {
-		if _, ok := seriesName(e.Name()); ok && !e.IsDir() {
+		if _, ok := seriesName(e.Name()); ok && !isDir(dir, e) {
 			out = append(out, filepath.Join(dir, e.Name()))
 		}
 	}
 	return out
+}
+
+// isDir says whether dir's entry e is a directory, following a symbolic
+// link (a day's directory linked in from elsewhere is read like one that
+// is there; a broken link is no directory).
+func isDir(dir string, e os.DirEntry) bool {
+	if e.Type()&fs.ModeSymlink == 0 {
+		return e.IsDir()
+	}
+	st, err := os.Stat(filepath.Join(dir, e.Name()))
+	return err == nil && st.IsDir()
 }
 
 // seriesName is the series a file holds: its name without the .csv
@@ -484,6 +522,11 @@ func split[T any](all []T, name func(T) string, heldOutShare float64, seed uint6
 		} else {
 			train = append(train, s)
 		}
+	}
+	// One series trains, whatever its name's hash: with one series a side
+	// stays empty, and training is what a lone series is for.
+	if len(all) == 1 && heldOutShare < 1 {
+		return all, nil
 	}
 	// Never leave either side empty when there are two or more series.
 	if len(all) >= 2 && len(test) == 0 {

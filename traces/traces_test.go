@@ -45,6 +45,10 @@ func TestRead(t *testing.T) {
 		{name: "a time before 1970", csv: "ts,value\n-300,1\n0,2\n", err: `line 2: ts: "-300" is before 1970`},
 		{name: "time 0", csv: "ts,value\n0,1\n300,2\n", want: []float64{1, 2}},
 		{name: "short row", csv: "ts,value\n1\n", err: "line 2"},
+		{name: "trailing commas", csv: "ts,value\n1,0.5,\n2,1.5,,\n", want: []float64{0.5, 1.5}},
+		{name: "a number split by a comma", csv: "ts,value\n1,1,397.5\n2,2\n", err: "line 2: 3 fields, the header names 2: a number written with a comma"},
+		{name: "lone CR line endings", csv: "ts,value\r1,0.5\r2,1.5\r" + strings.Repeat("3,1.5\r", 500), err: "lines end in a lone CR"},
+		{name: "a long header is cut", csv: "ts," + strings.Repeat("x", 500) + "\n1,2\n", err: "(383 more bytes) must name a `ts` column"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,6 +140,37 @@ func TestScanNestedLayout(t *testing.T) {
 	all, err := LoadDir(dir)
 	if err != nil || len(all) != 2 {
 		t.Fatalf("LoadDir: %d series, %v", len(all), err)
+	}
+}
+
+// TestScanFollowsSymlinks: a day's directory linked in from elsewhere is
+// read like one that is there (it was left out without a word), and a
+// linked directory beside *.csv files is refused like a real one.
+func TestScanFollowsSymlinks(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"elsewhere/day2/vm_a.csv": "ts,value\n1000,3\n1100,4\n",
+		"fam/day1/vm_a.csv":       "ts,value\n100,1\n200,2\n",
+		"flat/vm_b.csv":           "ts,value\n100,1\n200,2\n",
+	})
+	for _, link := range []string{"fam/day2", "flat/day2"} {
+		if err := os.Symlink(filepath.Join(root, "elsewhere/day2"), filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refs, err := Scan(filepath.Join(root, "fam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 1 || len(refs[0].Paths) != 2 {
+		t.Fatalf("refs %+v, want vm_a from both days", refs)
+	}
+	s, err := refs[0].Load()
+	if err != nil || len(s.Values) != 4 {
+		t.Fatalf("series %+v, %v: want the four samples of both days", s, err)
+	}
+	if _, err := Scan(filepath.Join(root, "flat")); err == nil || !strings.Contains(err.Error(), "both layouts") {
+		t.Errorf("a linked directory of series beside *.csv files: err %v, want both layouts refused", err)
 	}
 }
 

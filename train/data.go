@@ -82,6 +82,8 @@ type dataset struct {
 	rows    int
 	width   int
 	slots   int
+	// skipped are the series no example could come from, and why.
+	skipped []Skipped
 }
 
 func (d *dataset) useRow(r int) []float64 { return d.use[r*d.width : (r+1)*d.width] }
@@ -119,6 +121,7 @@ func (d *dataset) append(o *dataset) {
 	d.running = append(d.running, o.running...)
 	d.demand = append(d.demand, o.demand...)
 	d.rows += o.rows
+	d.skipped = append(d.skipped, o.skipped...)
 }
 
 // replicaTrace is how a host's usage follows from its replica count in a
@@ -170,12 +173,18 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 	const capMHz = 1000.0
 	samples := make([]engine.Sample, s.Window)
 	for _, ser := range series {
+		// A series no example can come from is left out, as simulate
+		// leaves it out of a replay (an idle VM of a public trace): the
+		// caller reports it.
 		if len(ser.Values) < s.Window+s.Horizon+1 {
-			return d, fmt.Errorf("train: series %s has %d samples, fewer than window %d + horizon %d + 1", ser.Name, len(ser.Values), s.Window, s.Horizon)
+			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name,
+				Reason: fmt.Sprintf("%d samples, fewer than window %d + horizon %d + 1", len(ser.Values), s.Window, s.Horizon)})
+			continue
 		}
 		norm, err := traces.Normalize(ser, 1)
 		if err != nil {
-			return d, fmt.Errorf("train: %w", err)
+			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name, Reason: fmt.Sprintf("no usage to learn from (%v)", err)})
+			continue
 		}
 		v := norm.Values
 		rt := replicas(ser.Name, v, s)

@@ -67,6 +67,15 @@ type Result struct {
 	// over every family.
 	TrainSeries, HeldOut  []string
 	Examples, ValExamples int
+	// Skipped are the training and validation series left out.
+	Skipped []Skipped
+}
+
+// Skipped is a series of the training or validation side that no
+// example could come from (too short for the window and horizon, or no
+// usage at all), left out of the training.
+type Skipped struct {
+	Family, Series, Reason string
 }
 
 // FamilySplit is one family's side of the split.
@@ -128,6 +137,12 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			return nil, err
 		}
 		valData.append(&v)
+		for _, sk := range append(d.skipped, v.skipped...) {
+			if sk.Family == "" {
+				sk.Family = f.Name
+			}
+			res.Skipped = append(res.Skipped, sk)
+		}
 	}
 	if len(res.TrainSeries) == 0 {
 		var sides []string
@@ -140,6 +155,9 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		why := fmt.Sprintf("series too short for window %d and horizon %d", s.Window, s.Horizon)
 		if s.MaxRowsPerSeries > 0 {
 			why = fmt.Sprintf("at most %d examples per series (max rows) from %d training series, or %s", s.MaxRowsPerSeries, len(res.TrainSeries), why)
+		}
+		if len(res.Skipped) > 0 {
+			why += fmt.Sprintf("; %d series left out: %s", len(res.Skipped), skippedText(res.Skipped, 5))
 		}
 		return nil, fmt.Errorf("train: only %d examples, fewer than a batch of %d: %s", trainData.rows, s.BatchSize, why)
 	}
@@ -237,4 +255,17 @@ func settingsMap(s Settings) map[string]string {
 		m["restarts"] = strconv.Itoa(s.Restarts)
 	}
 	return m
+}
+
+// skippedText lists at most n left-out series with their reasons.
+func skippedText(sk []Skipped, n int) string {
+	var parts []string
+	for i, x := range sk {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more", len(sk)-n))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s/%s: %s", x.Family, x.Series, x.Reason))
+	}
+	return strings.Join(parts, "; ")
 }

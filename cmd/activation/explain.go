@@ -22,7 +22,9 @@ sources and quotas, as engine.Request's JSON) and explain the decision: the
 two container counts, the activated branches, what bound each count and how
 the scheduler can place it. A quota's unset fields take the engine's
 defaults (min 0, max the model's slots, per_branch 1, rounding nearest),
-as in every front end.`,
+as in every front end. A model file the request names (first_model,
+second_model) is read relative to the working directory, not to the
+request file's.`,
 	examples: []string{
 		"# the sample request in the repository",
 		"activation explain --request examples/cli/request.json",

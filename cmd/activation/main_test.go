@@ -1294,3 +1294,51 @@ func TestEdgeNotesNameTheActivation(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainRefusesUnwritableOutFirst: an --out the models cannot be written
+// into fails before the training (it failed after it, at the write).
+func TestTrainRefusesUnwritableOutFirst(t *testing.T) {
+	ro := t.TempDir()
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
+	if os.Geteuid() == 0 {
+		ro = "/proc" // root writes through permissions; /proc takes no new files
+	}
+	code, stdout, stderr := runCmd(t, "", false, "train", "--traces", seriesDir(t, 3, 2500), "--out", ro, "--epochs", "1")
+	if code != exitError || !strings.Contains(stderr, "--out: cannot write into "+ro) || !strings.Contains(stderr, "nothing was trained") {
+		t.Errorf("exit %d, stderr %q; want --out refused before the training", code, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q: something was trained", stdout)
+	}
+}
+
+// TestTrainLeavesOutIdleSeries: a series with no usage at all (an idle VM
+// of a public trace) is left out of the training, and standard error says
+// so; it failed the whole run ("p99 is 0, cannot normalise"), where
+// simulate leaves it out of a replay.
+func TestTrainLeavesOutIdleSeries(t *testing.T) {
+	dir := seriesDir(t, 3, 2500)
+	var b strings.Builder
+	b.WriteString("ts,value\n")
+	for s := 0; s < 2500; s++ {
+		fmt.Fprintf(&b, "%d,0\n", 1600000000+60*s)
+	}
+	for i := range 4 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("idle%d.csv", i)), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runCmd(t, "", false, "train", "--traces", dir, "--out", t.TempDir(), "--epochs", "1")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "left out") || !strings.Contains(stderr, "/idle") || !strings.Contains(stderr, "no usage to learn from") {
+		t.Errorf("stderr %q does not name the idle series left out", stderr)
+	}
+	if !strings.Contains(stdout, "trained on") {
+		t.Errorf("stdout %q", stdout)
+	}
+}

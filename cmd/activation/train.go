@@ -97,6 +97,11 @@ func cmdTrain(args []string, e env) error {
 			removeMade(made)
 		}
 	}()
+	// A directory the models cannot be written into fails now, not after
+	// the training.
+	if err := writable(*out); err != nil {
+		return fmt.Errorf("--out: %w (nothing was trained)", err)
+	}
 	// A model file's place taken by a directory fails now, not after the
 	// training.
 	for _, name := range []string{admissionFile, capacityFile} {
@@ -162,6 +167,31 @@ func cmdTrain(args []string, e env) error {
 	fmt.Fprintf(e.stdout, "trained on %d series (%s), held out %d (%s); %d examples, %s\n%s\n",
 		len(res.TrainSeries), listNames(res.TrainSeries, 12), len(res.HeldOut), listNames(res.HeldOut, 12),
 		res.Examples, time.Since(start).Round(100*time.Millisecond), strings.Join(lines, "\n"))
+	if len(res.Skipped) > 0 {
+		var parts []string
+		for _, sk := range res.Skipped {
+			parts = append(parts, fmt.Sprintf("%s/%s (%s)", sk.Family, sk.Series, sk.Reason))
+		}
+		fmt.Fprintf(e.stderr, "activation train: left out %d series no example can come from: %s\n", len(res.Skipped), strings.Join(parts, "; "))
+	}
+	return nil
+}
+
+// writable checks that files can be made in dir: a probe file is made and
+// removed.
+func writable(dir string) error {
+	f, err := os.CreateTemp(dir, ".activation-write-probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot write into %s: %w", dir, err)
+	}
+	name := f.Name()
+	err = f.Close()
+	if rmErr := os.Remove(name); err == nil {
+		err = rmErr
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write into %s: %w", dir, err)
+	}
 	return nil
 }
 
