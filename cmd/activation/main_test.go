@@ -1342,3 +1342,20 @@ func TestTrainLeavesOutIdleSeries(t *testing.T) {
 		t.Errorf("stdout %q", stdout)
 	}
 }
+
+// TestTuneRefusesTooSmallFamilies: a family whose training side cannot be
+// split again into inner training and validation series fails before any
+// training, saying why (it failed with "sim: no series to replay", or
+// named a fold's sides that contradicted it).
+func TestTuneRefusesTooSmallFamilies(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		dir := seriesDir(t, n, 900)
+		code, stdout, stderr := runCmd(t, "", false, "tune", "--traces", dir, "--candidates", "1", "--folds", "1")
+		if code != exitError || !strings.Contains(stderr, "inner validation series") || !strings.Contains(stderr, "at least 2 series outside the held-out split") {
+			t.Errorf("%d series: exit %d, stderr %q; want refused, naming the inner split", n, code, stderr)
+		}
+		if strings.Contains(stderr, "done,") || stdout != "" {
+			t.Errorf("%d series: a candidate ran: %q %q", n, stdout, stderr)
+		}
+	}
+}

@@ -144,6 +144,19 @@ func cmdTune(args []string, e env) error {
 			ratio[c][f] = make([]float64, len(bs))
 		}
 	}
+	// Every fold needs inner training and validation series in every
+	// family: checked before any training, so that a small family fails
+	// at once and says why.
+	for fold := 0; fold < *folds; fold++ {
+		inner, val := tuneFold(fams, base, fold)
+		for f, fam := range fams {
+			if len(inner[f].Series) == 0 || len(val[f]) == 0 {
+				outer, held := traces.SplitByName(fam.Series, base.HeldOutShare, base.SplitSeed)
+				return fmt.Errorf("family %s, fold %d: %d inner training and %d inner validation series: the family's %d series leave %d after the held-out split (%d held out), and tune splits those again, a quarter to validate; give the family at least 2 series outside the held-out split",
+					fam.Name, fold+1, len(inner[f].Series), len(val[f]), len(fam.Series), len(outer), len(held))
+			}
+		}
+	}
 	start := time.Now()
 	var notes []string
 	for fold := 0; fold < *folds; fold++ {
