@@ -1222,3 +1222,58 @@ func TestReadNodeUsageBadFigure(t *testing.T) {
 		t.Errorf("err %v, want ErrBadUsage naming CPUTicksConsumed", err)
 	}
 }
+
+// TestReadHostsStatsTimesSpread: a Nomad client collects each task's stats
+// every collection_interval from the task's start, so healthy stats times
+// on a node spread over one interval: at 60 s every allocation answers
+// (a rule against the newest refused those 30 s behind it, half of them).
+// One allocation whose clock ran an hour ahead is the one out of line, not
+// the four others.
+func TestReadHostsStatsTimesSpread(t *testing.T) {
+	const n = 5
+	now := time.Now()
+	for _, tc := range []struct {
+		name     string
+		ago      [n]time.Duration // each allocation's stats age, in AllocIDs order
+		answered int
+	}{
+		{"a 60 s collection interval", [n]time.Duration{0, 12 * time.Second, 24 * time.Second, 36 * time.Second, 48 * time.Second}, n},
+		{"a 5 minute collection interval", [n]time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute}, n},
+		{"one clock an hour ahead", [n]time.Duration{-time.Hour, 0, time.Second, 2 * time.Second, 3 * time.Second}, n - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPair(t, n)
+			ids := p.s.AllocIDs("", jobID, groupA)
+			c := rewritingClient(t, p.s.URL(), func(path string) bool { return strings.HasPrefix(path, "/v1/client/allocation/") },
+				func(path string, body []byte) ([]byte, error) {
+					var m map[string]any
+					if err := json.Unmarshal(body, &m); err != nil {
+						return nil, err
+					}
+					for i, id := range ids {
+						if path == "/v1/client/allocation/"+id+"/stats" {
+							m["Timestamp"] = now.Add(-tc.ago[i]).UnixNano()
+						}
+					}
+					return json.Marshal(m)
+				})
+			rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
+			must(t, err)
+			rd := rs[0]
+			if rd.StatsAnswered != tc.answered {
+				t.Errorf("%d of %d answered, want %d", rd.StatsAnswered, rd.StatsAsked, tc.answered)
+			}
+			// The reading's time is the oldest answer's, never the one
+			// ahead.
+			oldest := now
+			for i, a := range tc.ago {
+				if at := now.Add(-a); a >= 0 && (tc.answered == n || i > 0) && at.Before(oldest) {
+					oldest = at
+				}
+			}
+			if d := rd.Time.Sub(oldest); d < -time.Millisecond || d > time.Millisecond {
+				t.Errorf("reading time %s, want the oldest answer's %s", rd.Time, oldest)
+			}
+		})
+	}
+}

@@ -42,18 +42,21 @@ var (
 	// number, infinite or negative). An allocation's such answer counts as
 	// not answered; a node's fails its read.
 	ErrBadUsage = errors.New("usage out of range")
-	// ErrStalledStats: an allocation's stats were taken StalledStatsLag or
-	// more before the newest answer on its node: they stopped refreshing
-	// (a stuck driver stats stream), so they count as not answered.
-	ErrStalledStats = errors.New("stats stopped refreshing")
+	// ErrStalledStats: an allocation's stats were taken out of line with
+	// the other answers on its node (MinStatsLag, see ReadHosts): they
+	// stopped refreshing (a stuck driver stats stream), or its clock
+	// jumped, so they count as not answered.
+	ErrStalledStats = errors.New("stats out of line with the node's others")
 )
 
-// StalledStatsLag is how far an allocation's stats may trail the newest
-// stats answered on its node before they count as stopped. A Nomad client
-// collects every allocation's stats each collection_interval (1 s by
-// default): 30 s is many missed collections, and far inside the usage
-// windows' default max_age (15 minutes).
-const StalledStatsLag = 30 * time.Second
+// MinStatsLag is the least distance from the median time of a node's
+// answers at which an allocation's stats count as out of line; the
+// distance allowed is the larger of this and four times the answers' median
+// distance from their median (their spread: a Nomad client collects each
+// task's stats every collection_interval, 1 s by default, from the task's
+// start, so healthy stats times spread over one interval, and the oldest
+// lies half an interval, twice the spread, from the median).
+const MinStatsLag = 30 * time.Second
 
 // HostSelector says which Nomad node is a host. NodeID picks the node by
 // ID, and Name, Pool, Class and Datacenter, when also set, are conditions it
