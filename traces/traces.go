@@ -127,7 +127,8 @@ func headerText(header []string) string {
 	if len(h) <= most {
 		return strconv.Quote(h)
 	}
-	return strconv.Quote(strings.ToValidUTF8(h[:most], "")) + fmt.Sprintf(" (%d more bytes)", len(h)-most)
+	shown := strings.ToValidUTF8(h[:most], "")
+	return strconv.Quote(shown) + fmt.Sprintf(" (%d more bytes)", len(h)-len(shown))
 }
 
 // Read parses one CSV series (see the package comment for the columns).
@@ -345,9 +346,10 @@ func Scan(dir string) ([]Ref, error) {
 		return nil, fmt.Errorf("traces: %w", err)
 	}
 	flat := csvPaths(dir, entries)
+	alias := aliases(dir, entries)
 	byName := map[string]*Ref{}
 	for _, e := range entries { // ReadDir sorts by name: parts in order
-		if !isDir(dir, e) {
+		if !isDir(dir, e) || alias[e.Name()] {
 			continue
 		}
 		parts, err := csvFiles(filepath.Join(dir, e.Name()))
@@ -443,6 +445,48 @@ func isDir(dir string, e os.DirEntry) bool {
 	}
 	st, err := os.Stat(filepath.Join(dir, e.Name()))
 	return err == nil && st.IsDir()
+}
+
+// aliases names the entries of dir that are symbolic links to a directory
+// another entry also is (a "latest" link to the newest day): read once,
+// through the entry that is no link, else the first by name.
+func aliases(dir string, entries []os.DirEntry) map[string]bool {
+	type entry struct {
+		name string
+		link bool
+	}
+	byTarget := map[string][]entry{}
+	var order []string
+	for _, e := range entries {
+		if !isDir(dir, e) {
+			continue
+		}
+		target, err := filepath.EvalSymlinks(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if _, ok := byTarget[target]; !ok {
+			order = append(order, target)
+		}
+		byTarget[target] = append(byTarget[target], entry{e.Name(), e.Type()&fs.ModeSymlink != 0})
+	}
+	out := map[string]bool{}
+	for _, target := range order {
+		es := byTarget[target]
+		keep := 0
+		for i, e := range es {
+			if !e.link {
+				keep = i
+				break
+			}
+		}
+		for i, e := range es {
+			if i != keep {
+				out[e.name] = true
+			}
+		}
+	}
+	return out
 }
 
 // seriesName is the series a file holds: its name without the .csv

@@ -144,8 +144,9 @@ func TestScanNestedLayout(t *testing.T) {
 }
 
 // TestScanFollowsSymlinks: a day's directory linked in from elsewhere is
-// read like one that is there (it was left out without a word), and a
-// linked directory beside *.csv files is refused like a real one.
+// read like one that is there (it was left out without a word), a link to
+// a day that is there ("latest") is read once, and a linked directory
+// beside *.csv files is refused like a real one.
 func TestScanFollowsSymlinks(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{
@@ -153,6 +154,10 @@ func TestScanFollowsSymlinks(t *testing.T) {
 		"fam/day1/vm_a.csv":       "ts,value\n100,1\n200,2\n",
 		"flat/vm_b.csv":           "ts,value\n100,1\n200,2\n",
 	})
+	// "latest" is another name for day1: read once.
+	if err := os.Symlink(filepath.Join(root, "fam/day1"), filepath.Join(root, "fam/latest")); err != nil {
+		t.Fatal(err)
+	}
 	for _, link := range []string{"fam/day2", "flat/day2"} {
 		if err := os.Symlink(filepath.Join(root, "elsewhere/day2"), filepath.Join(root, link)); err != nil {
 			t.Fatal(err)

@@ -183,7 +183,7 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 		}
 		norm, err := traces.Normalize(ser, 1)
 		if err != nil {
-			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name, Reason: fmt.Sprintf("no usage to learn from (%v)", err)})
+			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name, Reason: fmt.Sprintf("too little usage to learn from (%v)", err)})
 			continue
 		}
 		v := norm.Values

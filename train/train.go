@@ -33,6 +33,7 @@ package train
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,9 @@ type Skipped struct {
 type FamilySplit struct {
 	Name                     string
 	Train, Validate, HeldOut []string
+	// LeftOut are the series of the training and validation sides no
+	// example could come from (in neither Train nor Validate).
+	LeftOut []string
 }
 
 // Train trains both processors on one family of series.
@@ -123,10 +127,6 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		}
 		trSeries, vaSeries := pick(tr, &fs.Train), pick(va, &fs.Validate)
 		pick(te, &fs.HeldOut)
-		res.Families = append(res.Families, fs)
-		res.TrainSeries = append(res.TrainSeries, fs.Train...)
-		res.HeldOut = append(res.HeldOut, fs.HeldOut...)
-		families = append(families, f.Name)
 		d, err := examples(trSeries, s, stats, rng)
 		if err != nil {
 			return nil, err
@@ -137,12 +137,27 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			return nil, err
 		}
 		valData.append(&v)
+		// A series left out neither trained nor validated.
+		out := map[string]bool{}
 		for _, sk := range append(d.skipped, v.skipped...) {
 			if sk.Family == "" {
 				sk.Family = f.Name
 			}
 			res.Skipped = append(res.Skipped, sk)
+			fs.LeftOut = append(fs.LeftOut, sk.Series)
+			out[sk.Series] = true
 		}
+		kept := func(names []string) []string {
+			return slices.DeleteFunc(names, func(n string) bool { return out[n] })
+		}
+		fs.Train, fs.Validate = kept(fs.Train), kept(fs.Validate)
+		res.Families = append(res.Families, fs)
+		res.TrainSeries = append(res.TrainSeries, fs.Train...)
+		res.HeldOut = append(res.HeldOut, fs.HeldOut...)
+		families = append(families, f.Name)
+	}
+	if len(res.TrainSeries) == 0 && len(res.Skipped) > 0 {
+		return nil, fmt.Errorf("train: no training series: every one was left out, no example can come from it (%s); give series with usage, longer than window %d + horizon %d", SkippedText(res.Skipped, 5), s.Window, s.Horizon)
 	}
 	if len(res.TrainSeries) == 0 {
 		var sides []string
@@ -157,7 +172,7 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			why = fmt.Sprintf("at most %d examples per series (max rows) from %d training series, or %s", s.MaxRowsPerSeries, len(res.TrainSeries), why)
 		}
 		if len(res.Skipped) > 0 {
-			why += fmt.Sprintf("; %d series left out: %s", len(res.Skipped), skippedText(res.Skipped, 5))
+			why += fmt.Sprintf("; %d series left out: %s", len(res.Skipped), SkippedText(res.Skipped, 5))
 		}
 		return nil, fmt.Errorf("train: only %d examples, fewer than a batch of %d: %s", trainData.rows, s.BatchSize, why)
 	}
@@ -209,7 +224,11 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	prov := func(method string, m map[string]string) engine.Provenance {
 		data := []string{"real CPU usage series, families " + strings.Join(families, ", ") + ", split by identity; trained on:"}
 		for _, f := range res.Families {
-			data = append(data, fmt.Sprintf("%s: %d series (%d validate, %d held out)", f.Name, len(f.Train), len(f.Validate), len(f.HeldOut)))
+			line := fmt.Sprintf("%s: %d series (%d validate, %d held out)", f.Name, len(f.Train), len(f.Validate), len(f.HeldOut))
+			if len(f.LeftOut) > 0 {
+				line = fmt.Sprintf("%s: %d series (%d validate, %d held out, %d left out: no example)", f.Name, len(f.Train), len(f.Validate), len(f.HeldOut), len(f.LeftOut))
+			}
+			data = append(data, line)
 		}
 		return engine.Provenance{
 			Method:    method,
@@ -257,8 +276,8 @@ func settingsMap(s Settings) map[string]string {
 	return m
 }
 
-// skippedText lists at most n left-out series with their reasons.
-func skippedText(sk []Skipped, n int) string {
+// SkippedText lists at most n left-out series with their reasons.
+func SkippedText(sk []Skipped, n int) string {
 	var parts []string
 	for i, x := range sk {
 		if i == n {

@@ -668,8 +668,26 @@ func TestSeriesWithoutExamplesAreLeftOut(t *testing.T) {
 	for _, sk := range res.Skipped {
 		got[sk.Family+"/"+sk.Series] = sk.Reason
 	}
-	if len(got) != 2 || !strings.Contains(got["fam/idle"], "no usage to learn from") || !strings.Contains(got["fam/short"], "10 samples, fewer than window") {
+	if len(got) != 2 || !strings.Contains(got["fam/idle"], "too little usage to learn from") || !strings.Contains(got["fam/short"], "10 samples, fewer than window") {
 		t.Errorf("left out %v, want fam/idle (no usage) and fam/short (too short)", got)
+	}
+	// Neither trained nor validated: the sides and the provenance say so.
+	fs := res.Families[0]
+	for _, side := range [][]string{res.TrainSeries, fs.Train, fs.Validate} {
+		if slices.Contains(side, "idle") || slices.Contains(side, "short") {
+			t.Errorf("a series left out is on a side: %v", side)
+		}
+	}
+	if len(fs.LeftOut) != 2 {
+		t.Errorf("family left out %v, want idle and short", fs.LeftOut)
+	}
+	// Nothing else: the error says every series was left out, and why.
+	_, err = TrainFamilies([]Family{{Name: "fam", Series: []traces.Series{idle, short}}}, s, nil)
+	if err == nil || !strings.Contains(err.Error(), "every one was left out") || !strings.Contains(err.Error(), "fam/idle: too little usage") {
+		t.Errorf("only series without examples: err %v", err)
+	}
+	if d := strings.Join(res.Capacity.Provenance.Data, "\n"); !strings.Contains(d, "2 left out: no example") {
+		t.Errorf("provenance data %q does not count the series left out", d)
 	}
 }
 

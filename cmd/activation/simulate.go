@@ -200,7 +200,7 @@ func cmdSimulate(args []string, e env) error {
 			fm.replay = refs
 		}
 		if len(fm.replay) == 0 {
-			return fmt.Errorf("--split %s: family %s has no series on that side of the split of %d series (a series' side is set by a hash of its name, so a small family can leave a side empty; use --split all)", f.split, d.family, len(refs))
+			return fmt.Errorf("--split %s: family %s has no series on that side of the split of %d series (a family of one series trains on it and holds none out; otherwise a series' side is set by a hash of its name; use --split all)", f.split, d.family, len(refs))
 		}
 		if sc.Memory {
 			// Said now, for the family (the first series replayed, or

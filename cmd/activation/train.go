@@ -168,11 +168,7 @@ func cmdTrain(args []string, e env) error {
 		len(res.TrainSeries), listNames(res.TrainSeries, 12), len(res.HeldOut), listNames(res.HeldOut, 12),
 		res.Examples, time.Since(start).Round(100*time.Millisecond), strings.Join(lines, "\n"))
 	if len(res.Skipped) > 0 {
-		var parts []string
-		for _, sk := range res.Skipped {
-			parts = append(parts, fmt.Sprintf("%s/%s (%s)", sk.Family, sk.Series, sk.Reason))
-		}
-		fmt.Fprintf(e.stderr, "activation train: left out %d series no example can come from: %s\n", len(res.Skipped), strings.Join(parts, "; "))
+		fmt.Fprintf(e.stderr, "activation train: left out %d series no example can come from: %s\n", len(res.Skipped), train.SkippedText(res.Skipped, 10))
 	}
 	return nil
 }

@@ -173,6 +173,9 @@ func cmdTune(args []string, e env) error {
 			if err != nil {
 				return fmt.Errorf("candidate %q fold %d: %w", cand.name, fold+1, err)
 			}
+			if c == 0 && len(res.Skipped) > 0 { // the same series for every candidate
+				notes = append(notes, fmt.Sprintf("fold %d: left out %d series no example can come from: %s", fold+1, len(res.Skipped), train.SkippedText(res.Skipped, 10)))
+			}
 			adm, err := engine.NewProcessor(res.Admission)
 			if err != nil {
 				return err
