@@ -628,7 +628,7 @@ func (t *tally) add(r *statsResult, young, stats, zeroTicksWarm bool) {
 // new one.
 func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, group *api.TaskGroup, groupCPU, groupMem float64, listed *nodeReserves) error {
 	o := &rd.Observation
-	markStalled(allocs, res, n)
+	markStalled(allocs, res, n, ev.now)
 	var t tally
 	for i, a := range allocs {
 		if res[i].gone {
@@ -671,56 +671,37 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 	return nil
 }
 
-// markStalled turns the answers whose stats time lies out of line with
-// the node's other answers into failed reads (ErrStalledStats): farther
-// from the answers' median time than MinStatsLag or four times their
-// spread (the median distance from the median), whichever is more. An
-// allocation whose stats stopped refreshing would otherwise hold the
-// reading's time (the oldest answer's) still, and with it the host's usage
-// window, until its usage read as stale; one whose clock ran ahead would
-// otherwise be the one all the others are judged by. With fewer than three
-// answers no median tells which is out of line: none is marked.
-func markStalled(allocs []*api.AllocationListStub, res []statsResult, n *node) {
-	var ts []int64
-	for i := range res {
-		if r := &res[i]; r.err == nil && !r.gone && !r.skipped && r.ts > 0 {
-			ts = append(ts, r.ts)
-		}
-	}
-	if len(ts) < 3 {
-		return
-	}
-	med := medianInt(ts)
-	for i, t := range ts {
-		ts[i] = absInt(t - med)
-	}
-	lag := max(int64(MinStatsLag), 4*medianInt(ts))
+// markStalled turns the answers whose stats time lies out of line into
+// failed reads (ErrStalledStats): StatsLag or more ahead of now (the
+// reader's clock), or StatsLag or more behind the newest answer on the
+// node that is not. An allocation whose stats stopped refreshing would
+// otherwise hold the reading's time (the oldest answer's) still, and with
+// it the host's usage window, until its usage read as stale; one whose
+// time ran ahead would otherwise be the newest the others are judged by.
+func markStalled(allocs []*api.AllocationListStub, res []statsResult, n *node, now time.Time) {
+	lag := int64(StatsLag)
+	ahead := now.UnixNano() + lag
+	var newest int64
 	for i := range res {
 		r := &res[i]
-		if r.err != nil || r.gone || r.skipped || r.ts <= 0 || absInt(r.ts-med) <= lag {
+		if r.err != nil || r.gone || r.skipped || r.ts <= 0 {
 			continue
 		}
-		where := "behind"
-		if r.ts > med {
-			where = "ahead of"
+		if r.ts >= ahead {
+			r.err = fmt.Errorf("stats of allocation %s on node %s: %w: taken at %s, %s ahead of this reader's clock: is the node's clock off?",
+				allocs[i].ID, n.name, ErrStalledStats, time.Unix(0, r.ts).UTC().Format(time.RFC3339), time.Duration(r.ts-now.UnixNano()).Round(time.Second))
+			continue
 		}
-		r.err = fmt.Errorf("stats of allocation %s on node %s: %w: taken at %s, %s %s the median of the node's answers (at most %s allowed)",
-			allocs[i].ID, n.name, ErrStalledStats, time.Unix(0, r.ts).UTC().Format(time.RFC3339), time.Duration(absInt(r.ts-med)).Round(time.Second), where, time.Duration(lag).Round(time.Second))
+		newest = max(newest, r.ts)
 	}
-}
-
-// medianInt is the median of xs (the lower middle one of an even count);
-// it sorts xs.
-func medianInt(xs []int64) int64 {
-	slices.Sort(xs)
-	return xs[(len(xs)-1)/2]
-}
-
-func absInt(x int64) int64 {
-	if x < 0 {
-		return -x
+	for i := range res {
+		r := &res[i]
+		if r.err != nil || r.gone || r.skipped || r.ts <= 0 || newest-r.ts < lag {
+			continue
+		}
+		r.err = fmt.Errorf("stats of allocation %s on node %s: %w: taken at %s, %s before the newest on the node: its stats stopped refreshing",
+			allocs[i].ID, n.name, ErrStalledStats, time.Unix(0, r.ts).UTC().Format(time.RFC3339), time.Duration(newest-r.ts).Round(time.Second))
 	}
-	return x
 }
 
 // usage is the sample's usage from the tally, and the warming replicas:

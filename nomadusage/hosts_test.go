@@ -1152,8 +1152,8 @@ func TestReadHostsOneAnswerOutOfLine(t *testing.T) {
 		{"negative CPU ticks", func(m map[string]any) {
 			m["ResourceUsage"].(map[string]any)["CpuStats"].(map[string]any)["TotalTicks"] = -1e6
 		}, ErrBadUsage},
-		{"stats a minute behind the node's others", func(m map[string]any) {
-			m["Timestamp"] = time.Now().Add(-time.Minute).UnixNano()
+		{"stats ten minutes behind the node's others", func(m map[string]any) {
+			m["Timestamp"] = time.Now().Add(-10 * time.Minute).UnixNano()
 		}, ErrStalledStats},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1225,24 +1225,31 @@ func TestReadNodeUsageBadFigure(t *testing.T) {
 
 // TestReadHostsStatsTimesSpread: a Nomad client collects each task's stats
 // every collection_interval from the task's start, so healthy stats times
-// on a node spread over one interval: at 60 s every allocation answers
-// (a rule against the newest refused those 30 s behind it, half of them).
-// One allocation whose clock ran an hour ahead is the one out of line, not
-// the four others.
+// on a node spread over one interval, evenly or in batches (allocations
+// started together collect together): at 60 s or 4 minutes every
+// allocation answers (rules against the newest by 30 s, then against the
+// median, refused some). Stats StatsLag or more behind the newest are
+// stopped, however many share that time; one allocation whose clock ran an
+// hour ahead is the one out of line, not the others.
 func TestReadHostsStatsTimesSpread(t *testing.T) {
-	const n = 5
 	now := time.Now()
 	for _, tc := range []struct {
-		name     string
-		ago      [n]time.Duration // each allocation's stats age, in AllocIDs order
-		answered int
+		name        string
+		ago         []time.Duration // each allocation's stats age, in AllocIDs order
+		minAnswered float64
+		answered    int
+		oldest      time.Duration // the reading's time: the oldest kept answer's age
 	}{
-		{"a 60 s collection interval", [n]time.Duration{0, 12 * time.Second, 24 * time.Second, 36 * time.Second, 48 * time.Second}, n},
-		{"a 5 minute collection interval", [n]time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute}, n},
-		{"one clock an hour ahead", [n]time.Duration{-time.Hour, 0, time.Second, 2 * time.Second, 3 * time.Second}, n - 1},
+		{"a 60 s collection interval", []time.Duration{0, 12 * time.Second, 24 * time.Second, 36 * time.Second, 48 * time.Second}, 0, 5, 48 * time.Second},
+		{"a 60 s interval, two batches", []time.Duration{0, 500 * time.Millisecond, 40 * time.Second, 40500 * time.Millisecond}, 0, 4, 40500 * time.Millisecond},
+		{"a 60 s interval, three of five together", []time.Duration{0, 200 * time.Millisecond, 400 * time.Millisecond, 40 * time.Second, 40200 * time.Millisecond}, 0, 5, 40200 * time.Millisecond},
+		{"a 4 minute collection interval", []time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute}, 0, 5, 4 * time.Minute},
+		{"one clock an hour ahead", []time.Duration{-time.Hour, 0, time.Second, 2 * time.Second, 3 * time.Second}, 0, 4, 3 * time.Second},
+		{"half of them stuck", []time.Duration{0, time.Second, 10 * time.Minute, 10 * time.Minute}, 0.5, 2, time.Second},
+		{"one of two stuck", []time.Duration{0, 10 * time.Minute}, 0.5, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPair(t, n)
+			p := newPair(t, len(tc.ago))
 			ids := p.s.AllocIDs("", jobID, groupA)
 			c := rewritingClient(t, p.s.URL(), func(path string) bool { return strings.HasPrefix(path, "/v1/client/allocation/") },
 				func(path string, body []byte) ([]byte, error) {
@@ -1257,22 +1264,14 @@ func TestReadHostsStatsTimesSpread(t *testing.T) {
 					}
 					return json.Marshal(m)
 				})
-			rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
+			rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{MinAnswered: tc.minAnswered})
 			must(t, err)
 			rd := rs[0]
 			if rd.StatsAnswered != tc.answered {
 				t.Errorf("%d of %d answered, want %d", rd.StatsAnswered, rd.StatsAsked, tc.answered)
 			}
-			// The reading's time is the oldest answer's, never the one
-			// ahead.
-			oldest := now
-			for i, a := range tc.ago {
-				if at := now.Add(-a); a >= 0 && (tc.answered == n || i > 0) && at.Before(oldest) {
-					oldest = at
-				}
-			}
-			if d := rd.Time.Sub(oldest); d < -time.Millisecond || d > time.Millisecond {
-				t.Errorf("reading time %s, want the oldest answer's %s", rd.Time, oldest)
+			if want := now.Add(-tc.oldest); rd.Time.Sub(want).Abs() > time.Millisecond {
+				t.Errorf("reading time %s, want the oldest kept answer's %s", rd.Time, want)
 			}
 		})
 	}

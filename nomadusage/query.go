@@ -42,21 +42,25 @@ var (
 	// number, infinite or negative). An allocation's such answer counts as
 	// not answered; a node's fails its read.
 	ErrBadUsage = errors.New("usage out of range")
-	// ErrStalledStats: an allocation's stats were taken out of line with
-	// the other answers on its node (MinStatsLag, see ReadHosts): they
-	// stopped refreshing (a stuck driver stats stream), or its clock
-	// jumped, so they count as not answered.
-	ErrStalledStats = errors.New("stats out of line with the node's others")
+	// ErrStalledStats: an allocation's stats were taken StatsLag or more
+	// before the newest answer on its node (they stopped refreshing: a
+	// stuck driver stats stream), or StatsLag or more ahead of the
+	// reader's clock, so they count as not answered.
+	ErrStalledStats = errors.New("stats out of line")
 )
 
-// MinStatsLag is the least distance from the median time of a node's
-// answers at which an allocation's stats count as out of line; the
-// distance allowed is the larger of this and four times the answers' median
-// distance from their median (their spread: a Nomad client collects each
-// task's stats every collection_interval, 1 s by default, from the task's
-// start, so healthy stats times spread over one interval, and the oldest
-// lies half an interval, twice the spread, from the median).
-const MinStatsLag = 30 * time.Second
+// StatsLag is how far apart a node's allocation stats may have been taken.
+// A Nomad client collects each task's stats every collection_interval (1 s
+// by default, longer on some clusters) from the task's start, so healthy
+// stats times on a node spread over up to one interval, in any pattern
+// (allocations started together collect together): an allocation whose
+// stats trail the newest answer on its node by StatsLag or more has
+// stopped refreshing. Five minutes is above any collection interval in
+// common use, and inside the usage windows' default max_age (15 minutes).
+// A stats time StatsLag or more ahead of the reader's clock is refused
+// too (the node's clock is off, or the answer is), so that it is never
+// the newest the others are judged by.
+const StatsLag = 5 * time.Minute
 
 // HostSelector says which Nomad node is a host. NodeID picks the node by
 // ID, and Name, Pool, Class and Datacenter, when also set, are conditions it

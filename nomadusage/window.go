@@ -136,6 +136,16 @@ func (w *Window) Add(r *Reading) error {
 		case e.at.Before(last.at) && e.readTime && !last.readTime:
 			w.latest = r // no sample: it measured nothing, and its clock is behind the client's
 			return nil
+		case e.at.Before(last.at) && last.at.Sub(e.at) < StatsLag:
+			// Stats taken out of step (a reading's time is its oldest
+			// answer's: under a long collection interval, or another
+			// draw of StatsSample, it can fall back by up to one
+			// interval): the newer usage, at the newest sample's time.
+			e.at, e.sample.Time = last.at, last.sample.Time
+			w.n = keep
+			*last = e
+			w.latest = r
+			return nil
 		case e.at.Before(last.at):
 			return fmt.Errorf("%w: reading at %s is older than the newest sample (%s)", ErrBadQuery, e.at.Format(time.RFC3339Nano), last.at.Format(time.RFC3339Nano))
 		case e.sample.Time <= last.sample.Time:

@@ -128,8 +128,8 @@ func TestWindowRefuses(t *testing.T) {
 	if err := w.Add(reading("a", t0, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Add(reading("a", t0.Add(-time.Second), 1, 1)); err == nil {
-		t.Error("an older reading was accepted")
+	if err := w.Add(reading("a", t0.Add(-StatsLag), 1, 1)); err == nil {
+		t.Error("a reading StatsLag older was accepted")
 	}
 	if err := w.Add(&Reading{NodeID: "a", Time: t0.Add(time.Second)}); err == nil {
 		t.Error("a reading without a sample was accepted")
@@ -148,8 +148,9 @@ func TestWindowRefuses(t *testing.T) {
 // client's Timestamp) and an unmeasured one (the reader's clock) may be out
 // of order. A measured one drops the newer unmeasured samples; an
 // unmeasured one older than a measured sample adds no sample but is the
-// latest reading; a measured one older than a measured sample is refused
-// and leaves the window as it was.
+// latest reading; a measured one StatsLag or more older than a measured
+// sample is refused and leaves the window as it was, and one less older
+// stands for that sample.
 func TestWindowTwoClocks(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	measured := func(at time.Time, cpu float64) *Reading { return reading("a", at, cpu, 1) }
@@ -170,8 +171,10 @@ func TestWindowTwoClocks(t *testing.T) {
 			[]*Reading{unmeasured(t0, 0), unmeasured(t0.Add(10*time.Second), 0), measured(t0.Add(-20*time.Second), 100)}, false, 1, 1},
 		{"client ahead: an unmeasured reading older than a measured sample adds none",
 			[]*Reading{measured(t0, 100), measured(t0.Add(10*time.Second), 100), unmeasured(t0.Add(-5*time.Second), 0)}, false, 2, 0},
-		{"a measured reading older than a measured sample is refused, the window unchanged",
-			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Second), 100)}, true, 2, 0},
+		{"a measured reading StatsLag older than a measured sample is refused, the window unchanged",
+			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Minute), 100)}, true, 2, 0},
+		{"a measured reading a little older than a measured sample stands for it, the newer unmeasured ones dropped",
+			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Second), 100)}, false, 1, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,5 +223,31 @@ func TestWindowRefusesBadSample(t *testing.T) {
 	}
 	if len(o.Samples) != 1 || o.Samples[0].CPUMHz != 100 {
 		t.Errorf("samples %+v, want the one good sample", o.Samples)
+	}
+}
+
+// TestWindowStatsOutOfStep: a reading's time is its oldest answer's, which
+// can fall back by up to one collection interval between evaluations (a
+// long interval, another draw of StatsSample): such a reading's usage
+// stands for the newest sample, at that sample's time, where it was
+// refused ("older than the newest sample") and the evaluation scaled
+// nothing.
+func TestWindowStatsOutOfStep(t *testing.T) {
+	w, err := NewWindow(10, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, r := range []*Reading{reading("a", t0.Add(-time.Minute), 100, 1), reading("a", t0, 200, 1), reading("a", t0.Add(-40*time.Second), 300, 1)} {
+		if err := w.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := w.Observation(t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Samples) != 2 || o.Samples[1].CPUMHz != 300 || o.Samples[1].Time != t0.Unix() {
+		t.Errorf("samples %+v, want the first and, at t0, the newest usage (300)", o.Samples)
 	}
 }
