@@ -449,30 +449,39 @@ func isDir(dir string, e os.DirEntry) bool {
 
 // aliases names the entries of dir that are symbolic links to a directory
 // another entry also is (a "latest" link to the newest day): read once,
-// through the entry that is no link, else the first by name.
+// through the entry that is no link, else the first by name. Directories
+// are the same by identity (os.SameFile), whatever the paths that reach
+// them.
 func aliases(dir string, entries []os.DirEntry) map[string]bool {
 	type entry struct {
 		name string
 		link bool
+		info fs.FileInfo
 	}
-	byTarget := map[string][]entry{}
-	var order []string
+	var groups [][]entry
 	for _, e := range entries {
 		if !isDir(dir, e) {
 			continue
 		}
-		target, err := filepath.EvalSymlinks(filepath.Join(dir, e.Name()))
+		st, err := os.Stat(filepath.Join(dir, e.Name()))
 		if err != nil {
 			continue
 		}
-		if _, ok := byTarget[target]; !ok {
-			order = append(order, target)
+		x := entry{e.Name(), e.Type()&fs.ModeSymlink != 0, st}
+		found := false
+		for i, g := range groups {
+			if os.SameFile(g[0].info, st) {
+				groups[i] = append(g, x)
+				found = true
+				break
+			}
 		}
-		byTarget[target] = append(byTarget[target], entry{e.Name(), e.Type()&fs.ModeSymlink != 0})
+		if !found {
+			groups = append(groups, []entry{x})
+		}
 	}
 	out := map[string]bool{}
-	for _, target := range order {
-		es := byTarget[target]
+	for _, es := range groups {
 		keep := 0
 		for i, e := range es {
 			if !e.link {

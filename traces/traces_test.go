@@ -174,6 +174,13 @@ func TestScanFollowsSymlinks(t *testing.T) {
 	if err != nil || len(s.Values) != 4 {
 		t.Fatalf("series %+v, %v: want the four samples of both days", s, err)
 	}
+	// The same through a relative path, the links absolute: "latest" is
+	// still day1 (compared as paths, the two differed).
+	t.Chdir(root)
+	refs, err = Scan("fam")
+	if err != nil || len(refs) != 1 || len(refs[0].Paths) != 2 {
+		t.Fatalf("relative path: refs %+v, %v; want vm_a from day1 and day2 once each", refs, err)
+	}
 	if _, err := Scan(filepath.Join(root, "flat")); err == nil || !strings.Contains(err.Error(), "both layouts") {
 		t.Errorf("a linked directory of series beside *.csv files: err %v, want both layouts refused", err)
 	}

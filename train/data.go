@@ -172,18 +172,18 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 	meanAt := slices.Index(names, engine.FeatCPUReplicaMean) // -1: read it apart
 	const capMHz = 1000.0
 	samples := make([]engine.Sample, s.Window)
-	for _, ser := range series {
+	for si, ser := range series {
 		// A series no example can come from is left out, as simulate
 		// leaves it out of a replay (an idle VM of a public trace): the
 		// caller reports it.
 		if len(ser.Values) < s.Window+s.Horizon+1 {
-			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name,
+			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name, index: si,
 				Reason: fmt.Sprintf("%d samples, fewer than window %d + horizon %d + 1", len(ser.Values), s.Window, s.Horizon)})
 			continue
 		}
 		norm, err := traces.Normalize(ser, 1)
 		if err != nil {
-			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name, Reason: fmt.Sprintf("too little usage to learn from (%v)", err)})
+			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name, index: si, Reason: fmt.Sprintf("too little usage to learn from (%v)", err)})
 			continue
 		}
 		v := norm.Values

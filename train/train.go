@@ -33,7 +33,6 @@ package train
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,6 +76,8 @@ type Result struct {
 // usage at all), left out of the training.
 type Skipped struct {
 	Family, Series, Reason string
+	// index is the series' place among those examples read.
+	index int
 }
 
 // FamilySplit is one family's side of the split.
@@ -137,20 +138,28 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			return nil, err
 		}
 		valData.append(&v)
-		// A series left out neither trained nor validated.
-		out := map[string]bool{}
-		for _, sk := range append(d.skipped, v.skipped...) {
-			if sk.Family == "" {
-				sk.Family = f.Name
+		// A series left out neither trained nor validated: taken off its
+		// side by its place (names may repeat: a VM's days given apart,
+		// Family.IDs).
+		drop := func(names []string, sk []Skipped) []string {
+			gone := make(map[int]bool, len(sk))
+			for _, x := range sk {
+				if x.Family == "" {
+					x.Family = f.Name
+				}
+				res.Skipped = append(res.Skipped, x)
+				fs.LeftOut = append(fs.LeftOut, x.Series)
+				gone[x.index] = true
 			}
-			res.Skipped = append(res.Skipped, sk)
-			fs.LeftOut = append(fs.LeftOut, sk.Series)
-			out[sk.Series] = true
+			kept := names[:0]
+			for i, n := range names {
+				if !gone[i] {
+					kept = append(kept, n)
+				}
+			}
+			return kept
 		}
-		kept := func(names []string) []string {
-			return slices.DeleteFunc(names, func(n string) bool { return out[n] })
-		}
-		fs.Train, fs.Validate = kept(fs.Train), kept(fs.Validate)
+		fs.Train, fs.Validate = drop(fs.Train, d.skipped), drop(fs.Validate, v.skipped)
 		res.Families = append(res.Families, fs)
 		res.TrainSeries = append(res.TrainSeries, fs.Train...)
 		res.HeldOut = append(res.HeldOut, fs.HeldOut...)

@@ -711,3 +711,37 @@ func fitData(t *testing.T, s Settings) ([]Statistic, *rand.Rand, dataset, datase
 	}
 	return stats, rng, tr, val
 }
+
+// TestLeftOutByPlace: two series of one name (a VM's days given apart,
+// one identity through Family.IDs), one of them too short: the other one
+// trained and is listed so (taken off by name, both went).
+func TestLeftOutByPlace(t *testing.T) {
+	s := smallSettings()
+	s.Epochs = 1
+	s.NoHeldOut, s.HeldOutShare = true, 0
+	all := syntheticSet()
+	day1 := all[0]
+	day1.Name = "a"
+	day2 := traces.Series{Name: "a", Times: day1.Times[:10], Values: day1.Values[:10]}
+	series := append([]traces.Series{day1, day2}, all[1:]...)
+	ids := make([]string, len(series))
+	for i, x := range series {
+		ids[i] = x.Name
+	}
+	res, err := TrainFamilies([]Family{{Name: "fam", Series: series, IDs: ids}}, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := res.Families[0]
+	n := 0
+	for _, side := range [][]string{fs.Train, fs.Validate} {
+		for _, name := range side {
+			if name == "a" {
+				n++
+			}
+		}
+	}
+	if n != 1 || len(fs.LeftOut) != 1 || fs.LeftOut[0] != "a" {
+		t.Errorf("sides %v / %v, left out %v; want one series a trained or validated, one left out", fs.Train, fs.Validate, fs.LeftOut)
+	}
+}
