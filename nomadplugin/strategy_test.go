@@ -931,18 +931,7 @@ func TestInvalidInputs(t *testing.T) {
 				if strings.HasPrefix(a.Reason, "no scaling") {
 					t.Fatalf("a repeated second stopped the decision: %s", a.Reason)
 				}
-				want := r
-				want.MinSamples = 3
-				if tc.Host == engine.RoleFirst {
-					o = &want.First
-				} else {
-					o = &want.Second
-				}
-				o.Samples = append(append([]engine.Sample(nil), o.Samples[:4]...), o.Samples[5:]...)
-				d, err := want.Decide()
-				if err != nil {
-					t.Fatal(err)
-				}
+				d := decideWithout(t, r, tc.Host, 4)
 				if a.Meta[MetaFirstDecided] != d.First.Containers || a.Meta[MetaSecondDecided] != d.Second.Containers {
 					t.Errorf("decided %v + %v, the engine on the window without the repeat %d + %d", a.Meta[MetaFirstDecided], a.Meta[MetaSecondDecided], d.First.Containers, d.Second.Containers)
 				}
@@ -957,18 +946,7 @@ func TestInvalidInputs(t *testing.T) {
 				if a := actions[i]; !strings.HasPrefix(a.Reason, "no scaling: ") || !strings.Contains(a.Reason, "usage out of range") || !strings.Contains(a.Reason, figure+" is ") {
 					t.Errorf("the evaluation that read the bad sample: reason %q does not refuse it naming %s", a.Reason, figure)
 				}
-				want := r
-				want.MinSamples = 3
-				if tc.Host == engine.RoleFirst {
-					o = &want.First
-				} else {
-					o = &want.Second
-				}
-				o.Samples = append(append([]engine.Sample(nil), o.Samples[:i]...), o.Samples[i+1:]...)
-				d, err := want.Decide()
-				if err != nil {
-					t.Fatal(err)
-				}
+				d := decideWithout(t, r, tc.Host, i)
 				last := actions[len(actions)-1]
 				if last.Meta[MetaFirstDecided] != d.First.Containers || last.Meta[MetaSecondDecided] != d.Second.Containers {
 					t.Errorf("decided %v + %v, the engine on the window without the bad sample %d + %d: %s", last.Meta[MetaFirstDecided], last.Meta[MetaSecondDecided], d.First.Containers, d.Second.Containers, last.Reason)
@@ -982,6 +960,23 @@ func TestInvalidInputs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decideWithout is the engine's decision on r (min_samples 3) with sample
+// i of host's window left out, as the strategy's window leaves it out.
+func decideWithout(t *testing.T, r engine.Request, host string, i int) *engine.Decision {
+	t.Helper()
+	r.MinSamples = 3
+	o := &r.First
+	if host == engine.RoleSecond {
+		o = &r.Second
+	}
+	o.Samples = append(append([]engine.Sample(nil), o.Samples[:i]...), o.Samples[i+1:]...)
+	d, err := r.Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // runInvalid feeds the edited request's observations through a fake

@@ -1135,6 +1135,26 @@ func TestCoreMHz(t *testing.T) {
 	}
 }
 
+// statsEditingClient is a client for p's stand-in whose answers to the
+// stats reads of the allocations ids pass through edit (decoded as JSON
+// objects), the allocation's ID given.
+func statsEditingClient(t *testing.T, p *pair, ids []string, edit func(id string, m map[string]any)) *api.Client {
+	t.Helper()
+	byPath := make(map[string]string, len(ids))
+	for _, id := range ids {
+		byPath["/v1/client/allocation/"+id+"/stats"] = id
+	}
+	return rewritingClient(t, p.s.URL(), func(path string) bool { _, ok := byPath[path]; return ok },
+		func(path string, body []byte) ([]byte, error) {
+			var m map[string]any
+			if err := json.Unmarshal(body, &m); err != nil {
+				return nil, err
+			}
+			edit(byPath[path], m)
+			return json.Marshal(m)
+		})
+}
+
 // TestReadHostsOneAnswerOutOfLine: an allocation whose stats answer a
 // figure no allocation can show, or whose stats stopped refreshing (a
 // stuck driver stats stream: the client keeps serving the last
@@ -1158,17 +1178,8 @@ func TestReadHostsOneAnswerOutOfLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t, n)
-			odd := p.s.AllocIDs("", jobID, groupA)[0]
-			c := rewritingClient(t, p.s.URL(), func(path string) bool {
-				return path == "/v1/client/allocation/"+odd+"/stats"
-			}, func(_ string, body []byte) ([]byte, error) {
-				var m map[string]any
-				if err := json.Unmarshal(body, &m); err != nil {
-					return nil, err
-				}
-				tc.edit(m)
-				return json.Marshal(m)
-			})
+			edit := func(_ string, m map[string]any) { tc.edit(m) }
+			c := statsEditingClient(t, p, p.s.AllocIDs("", jobID, groupA)[:1], edit)
 			before := time.Now()
 			rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
 			must(t, err)
@@ -1185,17 +1196,7 @@ func TestReadHostsOneAnswerOutOfLine(t *testing.T) {
 			}
 			// A decision needs 80% answered: with 2 of 5 out of line the
 			// read fails, and says why.
-			two := p.s.AllocIDs("", jobID, groupA)[:2]
-			c = rewritingClient(t, p.s.URL(), func(path string) bool {
-				return path == "/v1/client/allocation/"+two[0]+"/stats" || path == "/v1/client/allocation/"+two[1]+"/stats"
-			}, func(_ string, body []byte) ([]byte, error) {
-				var m map[string]any
-				if err := json.Unmarshal(body, &m); err != nil {
-					return nil, err
-				}
-				tc.edit(m)
-				return json.Marshal(m)
-			})
+			c = statsEditingClient(t, p, p.s.AllocIDs("", jobID, groupA)[:2], edit)
 			_, err = (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
 			if !errors.Is(err, ErrTooFewAnswered) || !errors.Is(err, tc.want) {
 				t.Errorf("two of five out of line: err %v, want ErrTooFewAnswered wrapping %v", err, tc.want)
@@ -1251,19 +1252,9 @@ func TestReadHostsStatsTimesSpread(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t, len(tc.ago))
 			ids := p.s.AllocIDs("", jobID, groupA)
-			c := rewritingClient(t, p.s.URL(), func(path string) bool { return strings.HasPrefix(path, "/v1/client/allocation/") },
-				func(path string, body []byte) ([]byte, error) {
-					var m map[string]any
-					if err := json.Unmarshal(body, &m); err != nil {
-						return nil, err
-					}
-					for i, id := range ids {
-						if path == "/v1/client/allocation/"+id+"/stats" {
-							m["Timestamp"] = now.Add(-tc.ago[i]).UnixNano()
-						}
-					}
-					return json.Marshal(m)
-				})
+			c := statsEditingClient(t, p, ids, func(id string, m map[string]any) {
+				m["Timestamp"] = now.Add(-tc.ago[slices.Index(ids, id)]).UnixNano()
+			})
 			rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{MinAnswered: tc.minAnswered})
 			must(t, err)
 			rd := rs[0]
