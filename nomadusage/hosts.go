@@ -546,8 +546,9 @@ func (ev *evaluation) readOne(ctx context.Context, n *node, a *api.AllocationLis
 	}
 	r := statsResult{cpu: st.ResourceUsage.CpuStats.TotalTicks, ts: st.Timestamp}
 	if !(r.cpu >= 0) || math.IsInf(r.cpu, 0) {
-		// An answer no allocation can give (seen through proxies and
-		// drivers that report deltas): not a measurement.
+		// An answer no allocation can give (a negative figure: JSON
+		// carries no NaN, but a proxy or a driver's arithmetic can give
+		// one): not a measurement.
 		return statsResult{err: fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats.TotalTicks is %v; it must be a finite number >= 0", a.ID, n.name, ErrBadUsage, r.cpu)}
 	}
 	if ms := st.ResourceUsage.MemoryStats; ms != nil {
