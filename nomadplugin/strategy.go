@@ -570,8 +570,8 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 		}
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): Nomad's reading carries no usage sample", h.role, h.query.Host)
 	}
-	// The reading's time is when Nomad took the stats (the oldest
-	// allocation's, or the node's): old stats are no usage to decide on.
+	// The reading's time is when Nomad took the stats (the allocations'
+	// median, or the node's): old stats are no usage to decide on.
 	if age := now.Sub(r.Time); age > c.maxAge {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): usage is stale: Nomad's stats were taken at %s, %s ago, beyond %s = %s",
 			h.role, h.query.Host, r.Time.UTC().Format(time.RFC3339), age.Round(time.Second), KeyMaxAge, c.maxAge)

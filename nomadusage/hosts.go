@@ -574,7 +574,8 @@ type tally struct {
 	warmAnswered, warmTotal int
 	warmCPU, warmMem        float64
 	allCPU, allMem          float64
-	oldest                  int64
+	// times are the answers' stats times (Unix ns), where Nomad gave one.
+	times []int64
 }
 
 // add counts one allocation and its stats result.
@@ -606,8 +607,8 @@ func (t *tally) add(r *statsResult, young, stats, zeroTicksWarm bool) {
 	t.answered++
 	t.allCPU += r.cpu
 	t.allMem += r.mem
-	if r.ts > 0 && (t.oldest == 0 || r.ts < t.oldest) {
-		t.oldest = r.ts
+	if r.ts > 0 {
+		t.times = append(t.times, r.ts)
 	}
 	if young || (zeroTicksWarm && r.cpu == 0) {
 		return
@@ -629,7 +630,6 @@ func (t *tally) add(r *statsResult, young, stats, zeroTicksWarm bool) {
 // new one.
 func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, group *api.TaskGroup, groupCPU, groupMem float64, listed *nodeReserves) error {
 	o := &rd.Observation
-	markStalled(allocs, res, n, ev.now)
 	var t tally
 	for i, a := range allocs {
 		if res[i].gone {
@@ -661,8 +661,14 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 		return fmt.Errorf("host %s: %w: %d of %d running allocations of group %q on node %s answered, fewer than the share %v a decision needs; first failure: %w",
 			o.Host, ErrTooFewAnswered, t.answered, t.asked, rd.Group, n.name, ev.opts.MinAnswered, t.firstErr)
 	}
-	if t.oldest > 0 {
-		rd.Time, rd.ReadTime = time.Unix(0, t.oldest), false
+	if len(t.times) > 0 {
+		// The answers' median time: a few allocations whose stats stopped
+		// refreshing, or whose clock is off, do not hold it (the oldest
+		// held it still until the usage read as stale), and it never goes
+		// back while the same allocations answer (every allocation's time
+		// only moves forward).
+		slices.Sort(t.times)
+		rd.Time, rd.ReadTime = time.Unix(0, t.times[(len(t.times)-1)/2]), false
 	}
 	cpu, mem := ev.usage(&t, o, stats)
 	if rd.NoUsage != "" {
@@ -670,39 +676,6 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 	}
 	o.Samples = []engine.Sample{{Time: rd.Time.Unix(), CPUMHz: cpu, MemoryMB: mem}}
 	return nil
-}
-
-// markStalled turns the answers whose stats time lies out of line into
-// failed reads (ErrStalledStats): StatsLag or more ahead of now (the
-// reader's clock), or StatsLag or more behind the newest answer on the
-// node that is not. An allocation whose stats stopped refreshing would
-// otherwise hold the reading's time (the oldest answer's) still, and with
-// it the host's usage window, until its usage read as stale; one whose
-// time ran ahead would otherwise be the newest the others are judged by.
-func markStalled(allocs []*api.AllocationListStub, res []statsResult, n *node, now time.Time) {
-	lag := int64(StatsLag)
-	ahead := now.UnixNano() + lag
-	var newest int64
-	for i := range res {
-		r := &res[i]
-		if r.err != nil || r.gone || r.skipped || r.ts <= 0 {
-			continue
-		}
-		if r.ts >= ahead {
-			r.err = fmt.Errorf("stats of allocation %s on node %s: %w: taken at %s, %s ahead of this reader's clock: is the node's clock off?",
-				allocs[i].ID, n.name, ErrStalledStats, time.Unix(0, r.ts).UTC().Format(time.RFC3339), time.Duration(r.ts-now.UnixNano()).Round(time.Second))
-			continue
-		}
-		newest = max(newest, r.ts)
-	}
-	for i := range res {
-		r := &res[i]
-		if r.err != nil || r.gone || r.skipped || r.ts <= 0 || newest-r.ts < lag {
-			continue
-		}
-		r.err = fmt.Errorf("stats of allocation %s on node %s: %w: taken at %s, %s before the newest on the node: its stats stopped refreshing",
-			allocs[i].ID, n.name, ErrStalledStats, time.Unix(0, r.ts).UTC().Format(time.RFC3339), time.Duration(newest-r.ts).Round(time.Second))
-	}
 }
 
 // usage is the sample's usage from the tally, and the warming replicas:

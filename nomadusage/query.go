@@ -42,24 +42,16 @@ var (
 	// number, infinite or negative). An allocation's such answer counts as
 	// not answered; a node's fails its read.
 	ErrBadUsage = errors.New("usage out of range")
-	// ErrStalledStats: an allocation's stats were taken StatsLag or more
-	// before the newest answer on its node (they stopped refreshing: a
-	// stuck driver stats stream), or StatsLag or more ahead of the
-	// reader's clock, so they count as not answered.
-	ErrStalledStats = errors.New("stats out of line")
 )
 
-// StatsLag is how far apart a node's allocation stats may have been taken.
-// A Nomad client collects each task's stats every collection_interval (1 s
-// by default, longer on some clusters) from the task's start, so healthy
-// stats times on a node spread over up to one interval, in any pattern
-// (allocations started together collect together): an allocation whose
-// stats trail the newest answer on its node by StatsLag or more has
-// stopped refreshing. Five minutes is above any collection interval in
-// common use, and inside the usage windows' default max_age (15 minutes).
-// A stats time StatsLag or more ahead of the reader's clock is refused
-// too (the node's clock is off, or the answer is), so that it is never
-// the newest the others are judged by.
+// StatsLag is how far a reading's time may fall behind the newest sample
+// of a usage window and still be taken as stats of the same moment (see
+// Window.Add). A reading's time is the median of its answers' stats times;
+// a Nomad client collects each task's stats every collection_interval (1 s
+// by default, longer on some clusters) from the task's start, so a reading
+// of other allocations (another draw of Options.StatsSample, an
+// allocation that did not answer) can fall back by up to one interval.
+// Five minutes is above any collection interval in common use.
 const StatsLag = 5 * time.Minute
 
 // HostSelector says which Nomad node is a host. NodeID picks the node by
@@ -263,8 +255,9 @@ type Reading struct {
 	// Namespace, Job and Group are what the usage covers (empty for the
 	// whole node).
 	Namespace, Job, Group string
-	// Time is when Nomad took the stats the sample comes from: the oldest
-	// Timestamp of the allocations' stats, or the node's client stats
+	// Time is when Nomad took the stats the sample comes from: the median
+	// Timestamp of the answered allocations' stats (the older middle one
+	// of an even count), or the node's client stats
 	// Timestamp without a job; the read's own time when Nomad gives none
 	// (no running allocation, or a zero Timestamp).
 	// Observation.Samples[0].Time is its Unix second.

@@ -137,13 +137,11 @@ func (w *Window) Add(r *Reading) error {
 			w.latest = r // no sample: it measured nothing, and its clock is behind the client's
 			return nil
 		case e.at.Before(last.at) && last.at.Sub(e.at) < StatsLag:
-			// Stats taken out of step (a reading's time is its oldest
-			// answer's: under a long collection interval, or another
-			// draw of StatsSample, it can fall back by up to one
-			// interval): the newer usage, at the newest sample's time.
-			e.at, e.sample.Time = last.at, last.sample.Time
-			w.n = keep
-			*last = e
+			// Stats of other allocations, taken a little earlier (another
+			// draw of StatsSample, an allocation that did not answer,
+			// under a long collection interval): no newer usage, so no
+			// sample, and the samples stay as they are; the reading is the
+			// latest (its capacity and replicas).
 			w.latest = r
 			return nil
 		case e.at.Before(last.at):

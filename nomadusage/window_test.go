@@ -150,7 +150,7 @@ func TestWindowRefuses(t *testing.T) {
 // unmeasured one older than a measured sample adds no sample but is the
 // latest reading; a measured one StatsLag or more older than a measured
 // sample is refused and leaves the window as it was, and one less older
-// stands for that sample.
+// adds no sample but is the latest reading.
 func TestWindowTwoClocks(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	measured := func(at time.Time, cpu float64) *Reading { return reading("a", at, cpu, 1) }
@@ -173,8 +173,8 @@ func TestWindowTwoClocks(t *testing.T) {
 			[]*Reading{measured(t0, 100), measured(t0.Add(10*time.Second), 100), unmeasured(t0.Add(-5*time.Second), 0)}, false, 2, 0},
 		{"a measured reading StatsLag older than a measured sample is refused, the window unchanged",
 			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Minute), 100)}, true, 2, 0},
-		{"a measured reading a little older than a measured sample stands for it, the newer unmeasured ones dropped",
-			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Second), 100)}, false, 1, 1},
+		{"a measured reading a little older than a measured sample adds none but is the latest reading",
+			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Second), 100)}, false, 2, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,19 +226,19 @@ func TestWindowRefusesBadSample(t *testing.T) {
 	}
 }
 
-// TestWindowStatsOutOfStep: a reading's time is its oldest answer's, which
-// can fall back by up to one collection interval between evaluations (a
-// long interval, another draw of StatsSample): such a reading's usage
-// stands for the newest sample, at that sample's time, where it was
-// refused ("older than the newest sample") and the evaluation scaled
-// nothing.
+// TestWindowStatsOutOfStep: a reading's time can fall back a little
+// between evaluations (the median of other allocations' stats times:
+// another draw of StatsSample, one that did not answer); such a reading
+// adds no sample, the window's samples stay as they were (never older
+// usage stamped newer), and it is the latest reading. It was refused
+// ("older than the newest sample") and the evaluation scaled nothing.
 func TestWindowStatsOutOfStep(t *testing.T) {
 	w, err := NewWindow(10, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(1_700_000_000, 0)
-	for _, r := range []*Reading{reading("a", t0.Add(-time.Minute), 100, 1), reading("a", t0, 200, 1), reading("a", t0.Add(-40*time.Second), 300, 1)} {
+	for _, r := range []*Reading{reading("a", t0.Add(-time.Minute), 100, 1), reading("a", t0, 200, 1), reading("a", t0.Add(-40*time.Second), 300, 3)} {
 		if err := w.Add(r); err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +247,11 @@ func TestWindowStatsOutOfStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.Samples) != 2 || o.Samples[1].CPUMHz != 300 || o.Samples[1].Time != t0.Unix() {
-		t.Errorf("samples %+v, want the first and, at t0, the newest usage (300)", o.Samples)
+	if len(o.Samples) != 2 || o.Samples[1].Time != t0.Unix() || o.RunningReplicas != 3 {
+		t.Errorf("samples %+v, %d running; want the two samples as they were, the latest reading's 3 replicas", o.Samples, o.RunningReplicas)
+	}
+	// Its usage stays out: rescaled to 3 replicas, the t0 sample is 200's.
+	if got := o.Samples[1].CPUMHz; got != 600 {
+		t.Errorf("the t0 sample's usage %v, want 200 per replica for 3 (600)", got)
 	}
 }

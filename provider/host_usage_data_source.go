@@ -370,7 +370,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		if i == maxReads {
 			resp.Diagnostics.AddAttributeError(path.Root(huSampleInterval), "Too few distinct usage samples", fmt.Sprintf(
 				"Attribute sample_interval_seconds: %d reads %ds apart gave %d distinct usage samples of the %d asked (samples): Nomad's client "+
-					"stats kept the same time. The node's client refreshes its stats every telemetry collection_interval; "+
+					"stats kept the same time (or fell back a little: other allocations' stats). The node's client refreshes its stats every telemetry collection_interval; "+
 					"set sample_interval_seconds to at least that interval.", i, interval, window.Len(), samples))
 			return
 		}
