@@ -630,6 +630,7 @@ func (t *tally) add(r *statsResult, young, stats, zeroTicksWarm bool) {
 // new one.
 func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListStub, res []statsResult, stats bool, group *api.TaskGroup, groupCPU, groupMem float64, listed *nodeReserves) error {
 	o := &rd.Observation
+	markOutOfLine(allocs, res, n)
 	var t tally
 	for i, a := range allocs {
 		if res[i].gone {
@@ -663,12 +664,10 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 	}
 	if len(t.times) > 0 {
 		// The answers' median time: a few allocations whose stats stopped
-		// refreshing, or whose clock is off, do not hold it (the oldest
-		// held it still until the usage read as stale), and it never goes
-		// back while the same allocations answer (every allocation's time
-		// only moves forward).
-		slices.Sort(t.times)
-		rd.Time, rd.ReadTime = time.Unix(0, t.times[(len(t.times)-1)/2]), false
+		// refreshing do not hold it (the oldest held it still until the
+		// usage read as stale), and it never goes back while the same
+		// allocations answer (every allocation's time only moves forward).
+		rd.Time, rd.ReadTime = time.Unix(0, medianTime(t.times)), false
 	}
 	cpu, mem := ev.usage(&t, o, stats)
 	if rd.NoUsage != "" {
@@ -676,6 +675,53 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 	}
 	o.Samples = []engine.Sample{{Time: rd.Time.Unix(), CPUMHz: cpu, MemoryMB: mem}}
 	return nil
+}
+
+// markOutOfLine turns the answers whose stats were taken StatsLag or more
+// from the median time of the node's answers into failed reads
+// (ErrStatsOutOfLine): stats that stopped refreshing (a stuck driver stats
+// stream) would otherwise put their last figure into every sample for as
+// long as the allocation runs. The allocations of one node share its
+// client's clock, and a healthy one's stats are at most one
+// collection_interval old, so no healthy answer lies that far from the
+// median, whatever the pattern of their times; the reader's own clock is
+// not involved.
+func markOutOfLine(allocs []*api.AllocationListStub, res []statsResult, n *node) {
+	var times []int64
+	for i := range res {
+		if r := &res[i]; r.err == nil && !r.gone && !r.skipped && r.ts > 0 {
+			times = append(times, r.ts)
+		}
+	}
+	if len(times) == 0 {
+		return
+	}
+	// The newer middle one of an even count: with as many stopped as
+	// fresh, the stopped ones are out of line.
+	slices.Sort(times)
+	med := times[len(times)/2]
+	for i := range res {
+		r := &res[i]
+		if r.err != nil || r.gone || r.skipped || r.ts <= 0 {
+			continue
+		}
+		d, where := med-r.ts, "before"
+		if d < 0 {
+			d, where = -d, "after"
+		}
+		if d < int64(StatsLag) {
+			continue
+		}
+		r.err = fmt.Errorf("stats of allocation %s on node %s: %w: taken at %s, %s %s the median of the node's answers (%s): stopped refreshing, this allocation's stats or most of the others'",
+			allocs[i].ID, n.name, ErrStatsOutOfLine, time.Unix(0, r.ts).UTC().Format(time.RFC3339), time.Duration(d).Round(time.Second), where, time.Unix(0, med).UTC().Format(time.RFC3339))
+	}
+}
+
+// medianTime is the median of times (the older middle one of an even
+// count); it sorts times.
+func medianTime(times []int64) int64 {
+	slices.Sort(times)
+	return times[(len(times)-1)/2]
 }
 
 // usage is the sample's usage from the tally, and the warming replicas:

@@ -1223,39 +1223,57 @@ func TestReadNodeUsageBadFigure(t *testing.T) {
 // client collects each task's stats every collection_interval from the
 // task's start, so healthy stats times on a node spread over one interval,
 // evenly or in batches; every allocation answers whatever the pattern. An
-// allocation whose stats stopped refreshing (or whose clock is off) does
-// not hold the time still, as the oldest answer's did until the usage
-// read as stale; when half or more stopped, the time is theirs, and the
-// usage goes stale as it should.
+// allocation whose stats stopped refreshing StatsLag or more before the
+// median (the newer middle one) counts as not answered, so neither its
+// time nor its last figure stays in the reading (the oldest time held the
+// window still until the usage read as stale); with half of them stopped,
+// too few answered.
 func TestReadHostsStatsTimesSpread(t *testing.T) {
 	now := time.Now()
 	for _, tc := range []struct {
-		name string
-		ago  []time.Duration // each allocation's stats age, in AllocIDs order
-		at   time.Duration   // the reading's time, as an age
+		name     string
+		ago      []time.Duration // each allocation's stats age, in AllocIDs order
+		answered int             // 0: too few answered
+		at       time.Duration   // the reading's time, as an age
 	}{
-		{"a 60 s collection interval", []time.Duration{0, 12 * time.Second, 24 * time.Second, 36 * time.Second, 48 * time.Second}, 24 * time.Second},
-		{"a 60 s interval, two batches", []time.Duration{0, 500 * time.Millisecond, 40 * time.Second, 40500 * time.Millisecond}, 40 * time.Second},
-		{"a 60 s interval, three of five together", []time.Duration{0, 200 * time.Millisecond, 400 * time.Millisecond, 40 * time.Second, 40200 * time.Millisecond}, 400 * time.Millisecond},
-		{"a 4 minute collection interval", []time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute}, 2 * time.Minute},
-		{"one clock an hour ahead", []time.Duration{-time.Hour, 0, time.Second, 2 * time.Second, 3 * time.Second}, time.Second},
-		{"one of five stopped ten minutes ago", []time.Duration{10 * time.Minute, 0, time.Second, 2 * time.Second, 3 * time.Second}, 2 * time.Second},
-		{"half of them stopped", []time.Duration{0, time.Second, 10 * time.Minute, 10 * time.Minute}, 10 * time.Minute},
+		{"a 60 s collection interval", []time.Duration{0, 12 * time.Second, 24 * time.Second, 36 * time.Second, 48 * time.Second}, 5, 24 * time.Second},
+		{"a 60 s interval, two batches", []time.Duration{0, 500 * time.Millisecond, 40 * time.Second, 40500 * time.Millisecond}, 4, 40 * time.Second},
+		{"a 60 s interval, three of five together", []time.Duration{0, 200 * time.Millisecond, 400 * time.Millisecond, 40 * time.Second, 40200 * time.Millisecond}, 5, 400 * time.Millisecond},
+		{"a 4 minute collection interval", []time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute}, 5, 2 * time.Minute},
+		{"one stopped ten minutes ago", []time.Duration{10 * time.Minute, 0, time.Second, 2 * time.Second, 3 * time.Second}, 4, 2 * time.Second},
+		{"one stopped before a clock set back an hour", []time.Duration{-time.Hour, 0, time.Second, 2 * time.Second, 3 * time.Second}, 4, 2 * time.Second},
+		{"half of them stopped", []time.Duration{0, time.Second, 10 * time.Minute, 10 * time.Minute}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t, len(tc.ago))
 			ids := p.s.AllocIDs("", jobID, groupA)
 			c := statsEditingClient(t, p, ids, func(id string, m map[string]any) {
-				m["Timestamp"] = now.Add(-tc.ago[slices.Index(ids, id)]).UnixNano()
+				age := tc.ago[slices.Index(ids, id)]
+				m["Timestamp"] = now.Add(-age).UnixNano()
+				if age >= StatsLag || age < 0 {
+					// What it showed when its stats stopped: idle.
+					m["ResourceUsage"].(map[string]any)["CpuStats"].(map[string]any)["TotalTicks"] = 1
+				}
 			})
 			rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
+			if tc.answered == 0 {
+				if !errors.Is(err, ErrTooFewAnswered) || !errors.Is(err, ErrStatsOutOfLine) || !strings.Contains(err.Error(), "before the median") {
+					t.Errorf("err %v, want too few answered, the first failure a stopped allocation's", err)
+				}
+				return
+			}
 			must(t, err)
 			rd := rs[0]
-			if rd.StatsAnswered != len(tc.ago) {
-				t.Errorf("%d of %d answered, want every one", rd.StatsAnswered, rd.StatsAsked)
+			if rd.StatsAnswered != tc.answered {
+				t.Errorf("%d of %d answered, want %d", rd.StatsAnswered, rd.StatsAsked, tc.answered)
 			}
 			if want := now.Add(-tc.at); rd.Time.Sub(want).Abs() > time.Millisecond {
 				t.Errorf("reading time %s, want the answers' median %s", rd.Time, want)
+			}
+			// The live ones, 100 MHz each, stand for every replica: no
+			// stopped figure in the sample.
+			if got, want := rd.Observation.Samples[0].CPUMHz, 100*float64(len(tc.ago)); math.Abs(got-want) > 1e-6 {
+				t.Errorf("sample CPU %v MHz, want %v", got, want)
 			}
 		})
 	}

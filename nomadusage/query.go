@@ -42,16 +42,25 @@ var (
 	// number, infinite or negative). An allocation's such answer counts as
 	// not answered; a node's fails its read.
 	ErrBadUsage = errors.New("usage out of range")
+	// ErrStatsOutOfLine: an allocation's stats were taken StatsLag or more
+	// from the median time of its node's answers (they stopped
+	// refreshing), so it counts as not answered.
+	ErrStatsOutOfLine = errors.New("stats out of line with the node's others")
+	// ErrOlderReading: a reading StatsLag or more older than the usage
+	// window's newest sample (see Window.Add).
+	ErrOlderReading = errors.New("reading older than the usage window's newest sample")
 )
 
-// StatsLag is how far a reading's time may fall behind the newest sample
-// of a usage window and still be taken as stats of the same moment (see
-// Window.Add). A reading's time is the median of its answers' stats times;
-// a Nomad client collects each task's stats every collection_interval (1 s
-// by default, longer on some clusters) from the task's start, so a reading
-// of other allocations (another draw of Options.StatsSample, an
-// allocation that did not answer) can fall back by up to one interval.
-// Five minutes is above any collection interval in common use.
+// StatsLag bounds how far apart in time the stats of one node's
+// allocations may be. A Nomad client collects each task's stats every
+// collection_interval (1 s by default, longer on some clusters) from the
+// task's start, so healthy stats times on a node lie within one interval
+// of each other, in any pattern. An answer StatsLag or more from the
+// median of its node's answers stopped refreshing and counts as not
+// answered; a reading (whose time is that median) less than StatsLag older
+// than a usage window's newest sample is other allocations' stats taken a
+// little earlier (Window.Add). Five minutes is above any collection
+// interval in common use.
 const StatsLag = 5 * time.Minute
 
 // HostSelector says which Nomad node is a host. NodeID picks the node by

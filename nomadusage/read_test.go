@@ -543,7 +543,7 @@ func TestReaderRemembersResolution(t *testing.T) {
 }
 
 // TestReadingTimeIsStatsTime: a reading is stamped with the time Nomad took
-// the stats (the allocations' oldest Timestamp, or the node's), not the
+// the stats (the median of the allocations' Timestamps, or the node's), not the
 // time of the read, so that stale stats can be told apart.
 func TestReadingTimeIsStatsTime(t *testing.T) {
 	s, err := nomadstandin.New()

@@ -93,14 +93,17 @@ func (w *Window) resetLocked() {
 }
 
 // Add appends a reading's sample. A reading without exactly one sample, or
-// older than the newest one held, is refused, and the window is left as it
-// was. Readings are stamped by two clocks that may differ: the Nomad
-// client's (its stats' Timestamp) and the reader's (no Timestamp: no stats
-// measured, as while a group has no running allocation). So a measured
-// reading older than the newest samples drops those that were stamped by
-// the reader (they measured nothing), and an unmeasured one older than the
-// newest sample adds no sample but is the window's latest reading (its
-// capacity and replicas).
+// with a figure no host can show (ErrBadUsage), or StatsLag or more older
+// than the newest sample held (ErrOlderReading), is refused, and the
+// window is left as it was. Readings are stamped by two clocks that may
+// differ: the Nomad client's (its stats' Timestamp) and the reader's (no
+// Timestamp: no stats measured, as while a group has no running
+// allocation). So a measured reading older than the newest samples drops
+// those that were stamped by the reader (they measured nothing); a
+// measured one less than StatsLag older than the newest measured sample
+// (other allocations' stats, taken a little earlier) adds no sample; and
+// an unmeasured one older than the newest sample adds none either. Either
+// is the window's latest reading (its capacity and replicas).
 func (w *Window) Add(r *Reading) error {
 	if r == nil || len(r.Observation.Samples) != 1 {
 		return fmt.Errorf("%w: a reading must carry exactly one usage sample", ErrBadQuery)
@@ -140,12 +143,14 @@ func (w *Window) Add(r *Reading) error {
 			// Stats of other allocations, taken a little earlier (another
 			// draw of StatsSample, an allocation that did not answer,
 			// under a long collection interval): no newer usage, so no
-			// sample, and the samples stay as they are; the reading is the
-			// latest (its capacity and replicas).
+			// sample, and the measured samples stay as they are; the
+			// reading is the latest (its capacity and replicas).
+			w.n = keep
 			w.latest = r
 			return nil
 		case e.at.Before(last.at):
-			return fmt.Errorf("%w: reading at %s is older than the newest sample (%s)", ErrBadQuery, e.at.Format(time.RFC3339Nano), last.at.Format(time.RFC3339Nano))
+			return fmt.Errorf("%w: the reading's stats were taken at %s, %s before the newest sample (%s): the node's clock was set back, or its allocations changed",
+				ErrOlderReading, e.at.UTC().Format(time.RFC3339), last.at.Sub(e.at).Round(time.Second), last.at.UTC().Format(time.RFC3339))
 		case e.sample.Time <= last.sample.Time:
 			w.n = keep
 			*last = e

@@ -150,7 +150,8 @@ func TestWindowRefuses(t *testing.T) {
 // unmeasured one older than a measured sample adds no sample but is the
 // latest reading; a measured one StatsLag or more older than a measured
 // sample is refused and leaves the window as it was, and one less older
-// adds no sample but is the latest reading.
+// drops the newer unmeasured samples too, adds none, and is the latest
+// reading.
 func TestWindowTwoClocks(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	measured := func(at time.Time, cpu float64) *Reading { return reading("a", at, cpu, 1) }
@@ -173,8 +174,8 @@ func TestWindowTwoClocks(t *testing.T) {
 			[]*Reading{measured(t0, 100), measured(t0.Add(10*time.Second), 100), unmeasured(t0.Add(-5*time.Second), 0)}, false, 2, 0},
 		{"a measured reading StatsLag older than a measured sample is refused, the window unchanged",
 			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Minute), 100)}, true, 2, 0},
-		{"a measured reading a little older than a measured sample adds none but is the latest reading",
-			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Second), 100)}, false, 2, 1},
+		{"a measured reading a little older than a measured sample drops the newer unmeasured ones, adds none, and is the latest reading",
+			[]*Reading{measured(t0, 100), unmeasured(t0.Add(20*time.Second), 0), measured(t0.Add(-10*time.Second), 100)}, false, 1, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

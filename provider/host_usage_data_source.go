@@ -172,7 +172,7 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 				Validators:          []validator.Number{wholeBetween{1, maxSampleInterval}}},
 			huObservation: observationOutputAttribute("The host observation: capacity (node resources less reserved), the usage samples, " +
 				"the requested resources and number of the running allocations, and the replica demand. Pass it as `first` or `second` of `activation_container_counts`."),
-			huReadAt: schema.StringAttribute{Computed: true, MarkdownDescription: "Time of the last read, RFC 3339."},
+			huReadAt: schema.StringAttribute{Computed: true, MarkdownDescription: "When Nomad took the last read's stats (the median of the allocations' stats times with a `job`, the node's without; the read's own time when Nomad gives none), RFC 3339."},
 			huWarmup: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "With a `job`: a running allocation younger than this (from its tasks' latest start), or whose stats " +
 					"show no CPU ticks yet, is *warming*: it is counted in the observation's `warming_replicas` and its usage is left out " +
