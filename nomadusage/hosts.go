@@ -712,8 +712,8 @@ func markOutOfLine(allocs []*api.AllocationListStub, res []statsResult, n *node)
 		if d < int64(StatsLag) {
 			continue
 		}
-		r.err = fmt.Errorf("stats of allocation %s on node %s: %w: taken at %s, %s %s the median of the node's answers (%s): stopped refreshing, this allocation's stats or most of the others'",
-			allocs[i].ID, n.name, ErrStatsOutOfLine, time.Unix(0, r.ts).UTC().Format(time.RFC3339), time.Duration(d).Round(time.Second), where, time.Unix(0, med).UTC().Format(time.RFC3339))
+		r.err = fmt.Errorf("stats of allocation %s on node %s: %w: taken at %s, %s %s the median of the node's answers (%s): stats that stopped refreshing (this allocation's, or most of the others'), a node clock set back, or a collection_interval of %s or more",
+			allocs[i].ID, n.name, ErrStatsOutOfLine, time.Unix(0, r.ts).UTC().Format(time.RFC3339), time.Duration(d).Round(time.Second), where, time.Unix(0, med).UTC().Format(time.RFC3339), StatsLag)
 	}
 }
 

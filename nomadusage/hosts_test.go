@@ -1155,11 +1155,11 @@ func statsEditingClient(t *testing.T, p *pair, ids []string, edit func(id string
 		})
 }
 
-// TestReadHostsOneAnswerOutOfLine: an allocation whose stats answer a
+// TestReadHostsOneBadFigure: an allocation whose stats answer a
 // figure no allocation can show counts as not answered; the others read
 // the host. Before, the bad figure went into the sample (and stayed in the
 // strategy's window until it aged out).
-func TestReadHostsOneAnswerOutOfLine(t *testing.T) {
+func TestReadHostsOneBadFigure(t *testing.T) {
 	const n = 5
 	for _, tc := range []struct {
 		name string
@@ -1243,6 +1243,8 @@ func TestReadHostsStatsTimesSpread(t *testing.T) {
 		{"one stopped ten minutes ago", []time.Duration{10 * time.Minute, 0, time.Second, 2 * time.Second, 3 * time.Second}, 4, 2 * time.Second},
 		{"one stopped before a clock set back an hour", []time.Duration{-time.Hour, 0, time.Second, 2 * time.Second, 3 * time.Second}, 4, 2 * time.Second},
 		{"half of them stopped", []time.Duration{0, time.Second, 10 * time.Minute, 10 * time.Minute}, 0, 0},
+		{"one just under StatsLag from the median", []time.Duration{StatsLag - time.Second, 0, 0, 0, 0}, 5, 0},
+		{"one StatsLag from the median", []time.Duration{StatsLag, 0, 0, 0, 0}, 4, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t, len(tc.ago))

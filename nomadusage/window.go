@@ -149,7 +149,7 @@ func (w *Window) Add(r *Reading) error {
 			w.latest = r
 			return nil
 		case e.at.Before(last.at):
-			return fmt.Errorf("%w: the reading's stats were taken at %s, %s before the newest sample (%s): the node's clock was set back, or its allocations changed",
+			return fmt.Errorf("%w: the reading is stamped %s, %s before the newest sample (%s): a clock was set back (the node's, or this reader's when Nomad gave no stats time), or the allocations read changed",
 				ErrOlderReading, e.at.UTC().Format(time.RFC3339), last.at.Sub(e.at).Round(time.Second), last.at.UTC().Format(time.RFC3339))
 		case e.sample.Time <= last.sample.Time:
 			w.n = keep
