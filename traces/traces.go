@@ -166,6 +166,12 @@ func Read(r io.Reader, name string) (Series, error) {
 		return Series{}, fmt.Errorf("series %s: header %s: memory needs both the memory in use (mem_kb or memory_mb) and the memory provisioned (mem_capacity_kb or memory_capacity_mb)", name, shown)
 	}
 	need := max(c.ts, c.value, c.mem, c.memCap) + 1
+	// The header's columns, less empty names at its end (a trailing
+	// comma): a row's fields past them must be empty.
+	named := len(header)
+	for named > need && strings.TrimSpace(header[named-1]) == "" {
+		named--
+	}
 	s := Series{Name: name}
 	number := func(line int, col, field string) (float64, error) {
 		v, err := strconv.ParseFloat(strings.TrimSpace(col), 64)
@@ -190,11 +196,11 @@ func Read(r io.Reader, name string) (Series, error) {
 		if len(rec) < need {
 			return Series{}, fmt.Errorf("series %s: line %d: expected at least %d columns, got %d", name, line, need, len(rec))
 		}
-		for i := len(header); i < len(rec); i++ {
+		for i := named; i < len(rec); i++ {
 			// Fields past the header's are empty (trailing commas) or a
 			// number split by a comma: "1,397.5" would read as 1.
 			if strings.TrimSpace(rec[i]) != "" {
-				return Series{}, fmt.Errorf("series %s: line %d: %d fields, the header names %d: a number written with a comma (a thousands separator or a decimal comma)? Write numbers without one, or quote the field", name, line, len(rec), len(header))
+				return Series{}, fmt.Errorf("series %s: line %d: %d fields, the header names %d: a number written with a comma (a thousands separator or a decimal comma)? Write numbers without one, or quote the field", name, line, len(rec), named)
 			}
 		}
 		ts, err := parseTime(strings.TrimSpace(rec[c.ts]))
@@ -345,6 +351,9 @@ func Scan(dir string) ([]Ref, error) {
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)
 	}
+	if err := brokenLinks(dir, entries); err != nil {
+		return nil, err
+	}
 	flat := csvPaths(dir, entries)
 	alias := aliases(dir, entries)
 	byName := map[string]*Ref{}
@@ -445,6 +454,49 @@ func isDir(dir string, e os.DirEntry) bool {
 	}
 	st, err := os.Stat(filepath.Join(dir, e.Name()))
 	return err == nil && st.IsDir()
+}
+
+// brokenLinks refuses a symbolic link among dir's entries that leads
+// nowhere (or round in a loop): it may be a day's directory, whose series'
+// parts would be left out without a word.
+func brokenLinks(dir string, entries []os.DirEntry) error {
+	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink == 0 {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("traces: %s is a symbolic link that cannot be followed (%v): a day's directory gone? remove the link or mend it", p, err)
+		}
+	}
+	return nil
+}
+
+// Disjoint refuses a CSV file that is part of series of two families (a
+// day's directory linked into two trace directories, or one directory
+// given under two names): a series could train in one family and be held
+// out in the other. Files are compared by their paths with every link
+// resolved.
+func Disjoint(families ...[]Ref) error {
+	owner := map[string]string{}
+	for _, refs := range families {
+		for _, r := range refs {
+			for _, p := range r.Paths {
+				key, err := filepath.EvalSymlinks(p)
+				if err == nil {
+					key, err = filepath.Abs(key)
+				}
+				if err != nil {
+					return fmt.Errorf("traces: %w", err)
+				}
+				if prev, ok := owner[key]; ok && prev != r.Family {
+					return fmt.Errorf("traces: %s is part of a series of family %s and of family %s (the same file reached twice): a series could train in one and be held out in the other; give each file to one family", p, prev, r.Family)
+				}
+				owner[key] = r.Family
+			}
+		}
+	}
+	return nil
 }
 
 // aliases names the entries of dir that are symbolic links to a directory

@@ -46,6 +46,7 @@ func TestRead(t *testing.T) {
 		{name: "time 0", csv: "ts,value\n0,1\n300,2\n", want: []float64{1, 2}},
 		{name: "short row", csv: "ts,value\n1\n", err: "line 2"},
 		{name: "trailing commas", csv: "ts,value\n1,0.5,\n2,1.5,,\n", want: []float64{0.5, 1.5}},
+		{name: "a number split by a comma under a header's trailing comma", csv: "ts,value,\n1,1,397.5\n2,2,\n", err: "line 2: 3 fields, the header names 2"},
 		{name: "a number split by a comma", csv: "ts,value\n1,1,397.5\n2,2\n", err: "line 2: 3 fields, the header names 2: a number written with a comma"},
 		{name: "lone CR line endings", csv: "ts,value\r1,0.5\r2,1.5\r" + strings.Repeat("3,1.5\r", 500), err: "lines end in a lone CR"},
 		{name: "a long header is cut", csv: "ts," + strings.Repeat("x", 500) + "\n1,2\n", err: "(383 more bytes) must name a `ts` column"},
@@ -413,5 +414,55 @@ func TestScanFamilyOfDot(t *testing.T) {
 	}
 	if len(refs) != 1 || refs[0].Family != "fam" {
 		t.Fatalf("Scan(\".\") = %+v, want one series of family fam", refs)
+	}
+}
+
+// TestScanRefusesBrokenLinks: a link that leads nowhere, or round in a
+// loop, may be a day's directory: refused by name (it was skipped without
+// a word, and the day's parts left out).
+func TestScanRefusesBrokenLinks(t *testing.T) {
+	for _, tc := range []struct{ name, target string }{{"gone", "nowhere"}, {"loop", "loop"}} {
+		root := t.TempDir()
+		writeFiles(t, root, map[string]string{"fam/day1/vm_a.csv": "ts,value\n100,1\n200,2\n"})
+		link := filepath.Join(root, "fam", "day2")
+		target := filepath.Join(root, "fam", tc.target)
+		if tc.name == "loop" {
+			target = link
+		}
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Scan(filepath.Join(root, "fam")); err == nil || !strings.Contains(err.Error(), link+" is a symbolic link that cannot be followed") {
+			t.Errorf("%s: err %v, want the link refused by name", tc.name, err)
+		}
+	}
+}
+
+// TestDisjoint: a file that is part of series of two families (a day's
+// directory linked into both) is refused, naming both; families of their
+// own files pass.
+func TestDisjoint(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"a/day1/vm_a.csv": "ts,value\n100,1\n200,2\n",
+		"b/day2/vm_b.csv": "ts,value\n100,1\n200,2\n",
+		"c/day3/vm_c.csv": "ts,value\n100,1\n200,2\n",
+	})
+	if err := os.Symlink(filepath.Join(root, "a", "day1"), filepath.Join(root, "c", "day1")); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(fam string) []Ref {
+		refs, err := Scan(filepath.Join(root, fam))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return refs
+	}
+	if err := Disjoint(scan("a"), scan("b")); err != nil {
+		t.Errorf("families of their own files: %v", err)
+	}
+	err := Disjoint(scan("a"), scan("b"), scan("c"))
+	if err == nil || !strings.Contains(err.Error(), "of family a and of family c") {
+		t.Errorf("a day linked into two families: err %v, want it refused naming both", err)
 	}
 }

@@ -1360,3 +1360,24 @@ func TestTuneRefusesTooSmallFamilies(t *testing.T) {
 		}
 	}
 }
+
+// TestTracesSharedBetweenFamilies: train and simulate refuse trace
+// directories that share a file (one directory given under two names, or a
+// day linked into two): a series could train in one family and be
+// replayed as held out in the other.
+func TestTracesSharedBetweenFamilies(t *testing.T) {
+	dir := seriesDir(t, 3, 900)
+	other := filepath.Join(t.TempDir(), "again")
+	if err := os.Symlink(dir, other); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"train", "--traces", dir + "," + other, "--out", t.TempDir(), "--epochs", "1"},
+		{"simulate", "--traces", dir + "," + other, "--split", "all", "--quiet"},
+	} {
+		code, _, stderr := runCmd(t, "", false, args...)
+		if code != exitError || !strings.Contains(stderr, "is part of a series of family") {
+			t.Errorf("%s: exit %d, stderr %q; want the shared file refused", args[0], code, stderr)
+		}
+	}
+}

@@ -184,11 +184,19 @@ func cmdSimulate(args []string, e env) error {
 	}
 	var fams []*family
 	var trainAll []traces.Ref
-	for _, d := range dirs {
+	scanned := make([][]traces.Ref, len(dirs))
+	for i, d := range dirs {
 		refs, err := traces.Scan(d.path)
 		if err != nil {
 			return fmt.Errorf("--traces: %w", err)
 		}
+		scanned[i] = refs
+	}
+	if err := traces.Disjoint(scanned...); err != nil {
+		return fmt.Errorf("--traces: %w", err)
+	}
+	for i, d := range dirs {
+		refs := scanned[i]
 		fm := &family{dir: d}
 		fm.train, fm.test = traces.SplitRefs(refs, heldOutShare, splitSeed)
 		switch f.split {

@@ -238,11 +238,26 @@ func progressLine(p train.Progress) string {
 
 // loadFamilies reads each trace directory as one family.
 func loadFamilies(dirs []traceDir) ([]train.Family, error) {
-	var fams []train.Family
-	for _, d := range dirs {
-		ss, err := traces.LoadDir(d.path)
+	all := make([][]traces.Ref, len(dirs))
+	for i, d := range dirs {
+		refs, err := traces.Scan(d.path)
 		if err != nil {
 			return nil, fmt.Errorf("--traces: %w", err)
+		}
+		all[i] = refs
+	}
+	if err := traces.Disjoint(all...); err != nil {
+		return nil, fmt.Errorf("--traces: %w", err)
+	}
+	var fams []train.Family
+	for i, d := range dirs {
+		ss := make([]traces.Series, 0, len(all[i]))
+		for _, r := range all[i] {
+			s, err := r.Load()
+			if err != nil {
+				return nil, fmt.Errorf("--traces: %w", err)
+			}
+			ss = append(ss, s)
 		}
 		fams = append(fams, train.Family{Name: d.family, Series: ss})
 	}
