@@ -12,6 +12,7 @@
 //     joined in the subdirectories' name order, so that every day of one VM
 //     is one series with one identity.
 //
+// Hidden files (.x.csv: macOS's ._x.csv, an editor's lock) are no series.
 // The layouts do not mix: a directory with both <series>.csv files and
 // subdirectories of them is refused, not read in part.
 //
@@ -200,6 +201,9 @@ func Read(r io.Reader, name string) (Series, error) {
 			// Fields past the header's are empty (trailing commas) or a
 			// number split by a comma: "1,397.5" would read as 1.
 			if strings.TrimSpace(rec[i]) != "" {
+				if len(rec) <= len(header) {
+					return Series{}, fmt.Errorf("series %s: line %d: %q under an unnamed column (the header ends in a comma): a number written with a comma (a thousands separator or a decimal comma)? Write numbers without one, quote the field, or name the column", name, line, rec[i])
+				}
 				return Series{}, fmt.Errorf("series %s: line %d: %d fields, the header names %d: a number written with a comma (a thousands separator or a decimal comma)? Write numbers without one, or quote the field", name, line, len(rec), named)
 			}
 		}
@@ -438,7 +442,9 @@ func csvFiles(dir string) ([]string, error) {
 func csvPaths(dir string, entries []os.DirEntry) []string {
 	var out []string
 	for _, e := range entries {
-		if _, ok := seriesName(e.Name()); ok && !isDir(dir, e) {
+		// A hidden file is no series (macOS's ._x.csv, an editor's
+		// .#x.csv lock).
+		if _, ok := seriesName(e.Name()); ok && !strings.HasPrefix(e.Name(), ".") && !isDir(dir, e) {
 			out = append(out, filepath.Join(dir, e.Name()))
 		}
 	}
@@ -457,28 +463,32 @@ func isDir(dir string, e os.DirEntry) bool {
 }
 
 // brokenLinks refuses a symbolic link among dir's entries that leads
-// nowhere (or round in a loop): it may be a day's directory, whose series'
-// parts would be left out without a word.
+// nowhere (or round in a loop) and may be a day's directory (no extension)
+// or a series (*.csv): its series' parts would be left out without a word.
+// Other names (README.md, an editor's .#lock) are no series: left alone.
 func brokenLinks(dir string, entries []os.DirEntry) error {
 	for _, e := range entries {
-		if e.Type()&fs.ModeSymlink == 0 {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if e.Type()&fs.ModeSymlink == 0 || strings.HasPrefix(name, ".") || (ext != "" && !strings.EqualFold(ext, ".csv")) {
 			continue
 		}
-		p := filepath.Join(dir, e.Name())
+		p := filepath.Join(dir, name)
 		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("traces: %s is a symbolic link that cannot be followed (%v): a day's directory gone? remove the link or mend it", p, err)
+			return fmt.Errorf("traces: %s is a symbolic link that cannot be followed (%v): a day's directory or a series gone? remove the link or mend it", p, err)
 		}
 	}
 	return nil
 }
 
-// Disjoint refuses a CSV file that is part of series of two families (a
-// day's directory linked into two trace directories, or one directory
-// given under two names): a series could train in one family and be held
-// out in the other. Files are compared by their paths with every link
-// resolved.
+// Disjoint refuses a CSV file that is part of two series (a day's
+// directory linked into two trace directories, one directory given under
+// two names, a file linked under another series' name): one could train
+// and the other be held out. Files are compared by their paths with every
+// link resolved (a hard link is not seen).
 func Disjoint(families ...[]Ref) error {
-	owner := map[string]string{}
+	type owner struct{ family, series, path string }
+	seen := map[string]owner{}
 	for _, refs := range families {
 		for _, r := range refs {
 			for _, p := range r.Paths {
@@ -489,10 +499,12 @@ func Disjoint(families ...[]Ref) error {
 				if err != nil {
 					return fmt.Errorf("traces: %w", err)
 				}
-				if prev, ok := owner[key]; ok && prev != r.Family {
-					return fmt.Errorf("traces: %s is part of a series of family %s and of family %s (the same file reached twice): a series could train in one and be held out in the other; give each file to one family", p, prev, r.Family)
+				prev, ok := seen[key]
+				if ok && (prev.family != r.Family || prev.series != r.Name) {
+					return fmt.Errorf("traces: %s (series %s of family %s) and %s (series %s of family %s) are the same file: one series could train and the other be held out; give each file to one series",
+						prev.path, prev.series, prev.family, p, r.Name, r.Family)
 				}
-				owner[key] = r.Family
+				seen[key] = owner{r.Family, r.Name, p}
 			}
 		}
 	}

@@ -46,7 +46,7 @@ func TestRead(t *testing.T) {
 		{name: "time 0", csv: "ts,value\n0,1\n300,2\n", want: []float64{1, 2}},
 		{name: "short row", csv: "ts,value\n1\n", err: "line 2"},
 		{name: "trailing commas", csv: "ts,value\n1,0.5,\n2,1.5,,\n", want: []float64{0.5, 1.5}},
-		{name: "a number split by a comma under a header's trailing comma", csv: "ts,value,\n1,1,397.5\n2,2,\n", err: "line 2: 3 fields, the header names 2"},
+		{name: "a number split by a comma under a header's trailing comma", csv: "ts,value,\n1,1,397.5\n2,2,\n", err: `line 2: "397.5" under an unnamed column`},
 		{name: "a number split by a comma", csv: "ts,value\n1,1,397.5\n2,2\n", err: "line 2: 3 fields, the header names 2: a number written with a comma"},
 		{name: "lone CR line endings", csv: "ts,value\r1,0.5\r2,1.5\r" + strings.Repeat("3,1.5\r", 500), err: "lines end in a lone CR"},
 		{name: "a long header is cut", csv: "ts," + strings.Repeat("x", 500) + "\n1,2\n", err: "(383 more bytes) must name a `ts` column"},
@@ -424,6 +424,16 @@ func TestScanRefusesBrokenLinks(t *testing.T) {
 	for _, tc := range []struct{ name, target string }{{"gone", "nowhere"}, {"loop", "loop"}} {
 		root := t.TempDir()
 		writeFiles(t, root, map[string]string{"fam/day1/vm_a.csv": "ts,value\n100,1\n200,2\n"})
+		// No series, left alone: a broken README.md or editor's lock (a
+		// hidden file is no series).
+		for _, other := range []string{"README.md", ".#vm_a.csv"} {
+			if err := os.Symlink(filepath.Join(root, "nowhere"), filepath.Join(root, "fam", other)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := Scan(filepath.Join(root, "fam")); err != nil {
+			t.Fatalf("%s: broken links that are no series refused: %v", tc.name, err)
+		}
 		link := filepath.Join(root, "fam", "day2")
 		target := filepath.Join(root, "fam", tc.target)
 		if tc.name == "loop" {
@@ -462,7 +472,14 @@ func TestDisjoint(t *testing.T) {
 		t.Errorf("families of their own files: %v", err)
 	}
 	err := Disjoint(scan("a"), scan("b"), scan("c"))
-	if err == nil || !strings.Contains(err.Error(), "of family a and of family c") {
+	if err == nil || !strings.Contains(err.Error(), "(series vm_a of family a) and") || !strings.Contains(err.Error(), "(series vm_a of family c) are the same file") {
 		t.Errorf("a day linked into two families: err %v, want it refused naming both", err)
+	}
+	// One file under two series' names in one family.
+	if err := os.Symlink(filepath.Join(root, "b", "day2", "vm_b.csv"), filepath.Join(root, "b", "day2", "vm_z.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Disjoint(scan("b")); err == nil || !strings.Contains(err.Error(), "series vm_z of family b") {
+		t.Errorf("one file as two series of one family: err %v, want it refused", err)
 	}
 }

@@ -1376,7 +1376,7 @@ func TestTracesSharedBetweenFamilies(t *testing.T) {
 		{"simulate", "--traces", dir + "," + other, "--split", "all", "--quiet"},
 	} {
 		code, _, stderr := runCmd(t, "", false, args...)
-		if code != exitError || !strings.Contains(stderr, "is part of a series of family") {
+		if code != exitError || !strings.Contains(stderr, "are the same file") {
 			t.Errorf("%s: exit %d, stderr %q; want the shared file refused", args[0], code, stderr)
 		}
 	}
