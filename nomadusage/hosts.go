@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -545,7 +544,7 @@ func (ev *evaluation) readOne(ctx context.Context, n *node, a *api.AllocationLis
 		return statsResult{err: fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats", a.ID, n.name, ErrMissingData)}
 	}
 	r := statsResult{cpu: st.ResourceUsage.CpuStats.TotalTicks, ts: st.Timestamp}
-	if !(r.cpu >= 0) || math.IsInf(r.cpu, 0) {
+	if !usableFigure(r.cpu) {
 		// An answer no allocation can give (a negative figure: JSON
 		// carries no NaN, but a proxy or a driver's arithmetic can give
 		// one): not a measurement.

@@ -3,6 +3,7 @@ package nomadusage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -50,6 +51,10 @@ var (
 	// window's newest sample (see Window.Add).
 	ErrOlderReading = errors.New("reading older than the usage window's newest sample")
 )
+
+// usableFigure says whether v is a usage figure a host can show: a
+// finite number >= 0.
+func usableFigure(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 
 // StatsLag bounds how far apart in time the stats of one node's
 // allocations may be. A Nomad client collects each task's stats every

@@ -3,7 +3,6 @@ package nomadusage
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -200,7 +199,7 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 	if hs.Memory == nil {
 		return nil, fmt.Errorf("client stats of node %s (%s): %w: Memory", n.name, n.id, ErrMissingData)
 	}
-	if c := hs.CPUTicksConsumed; !(c >= 0) || math.IsInf(c, 0) {
+	if c := hs.CPUTicksConsumed; !usableFigure(c) {
 		return nil, fmt.Errorf("client stats of node %s (%s): %w: CPUTicksConsumed is %v; it must be a finite number >= 0", n.name, n.id, ErrBadUsage, c)
 	}
 	if hs.Timestamp > 0 {

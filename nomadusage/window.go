@@ -3,7 +3,6 @@ package nomadusage
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -115,7 +114,7 @@ func (w *Window) Add(r *Reading) error {
 		name string
 		v    float64
 	}{{"cpu_mhz", s.CPUMHz}, {"memory_mb", s.MemoryMB}} {
-		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+		if !usableFigure(f.v) {
 			return fmt.Errorf("%w: the reading's sample at %s: %s is %v; it must be a finite number >= 0", ErrBadUsage, r.Time.UTC().Format(time.RFC3339), f.name, f.v)
 		}
 	}

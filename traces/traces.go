@@ -589,6 +589,11 @@ func LoadDir(dir string) ([]Series, error) {
 	if err != nil {
 		return nil, err
 	}
+	return LoadRefs(refs)
+}
+
+// LoadRefs reads the series refs name, in order.
+func LoadRefs(refs []Ref) ([]Series, error) {
 	out := make([]Series, 0, len(refs))
 	for _, r := range refs {
 		s, err := r.Load()

@@ -251,13 +251,9 @@ func loadFamilies(dirs []traceDir) ([]train.Family, error) {
 	}
 	var fams []train.Family
 	for i, d := range dirs {
-		ss := make([]traces.Series, 0, len(all[i]))
-		for _, r := range all[i] {
-			s, err := r.Load()
-			if err != nil {
-				return nil, fmt.Errorf("--traces: %w", err)
-			}
-			ss = append(ss, s)
+		ss, err := traces.LoadRefs(all[i])
+		if err != nil {
+			return nil, fmt.Errorf("--traces: %w", err)
 		}
 		fams = append(fams, train.Family{Name: d.family, Series: ss})
 	}

@@ -147,8 +147,14 @@ func cmdTune(args []string, e env) error {
 	// Every fold needs inner training and validation series in every
 	// family: checked before any training, so that a small family fails
 	// at once and says why.
-	for fold := 0; fold < *folds; fold++ {
+	type foldSides struct {
+		inner []train.Family
+		val   [][]traces.Series
+	}
+	sides := make([]foldSides, *folds)
+	for fold := range sides {
 		inner, val := tuneFold(fams, base, fold)
+		sides[fold] = foldSides{inner, val}
 		for f, fam := range fams {
 			if len(inner[f].Series) == 0 || len(val[f]) == 0 {
 				outer, held := traces.SplitByName(fam.Series, base.HeldOutShare, base.SplitSeed)
@@ -160,7 +166,7 @@ func cmdTune(args []string, e env) error {
 	start := time.Now()
 	var notes []string
 	for fold := 0; fold < *folds; fold++ {
-		inner, val := tuneFold(fams, base, fold)
+		inner, val := sides[fold].inner, sides[fold].val
 		for c, cand := range cands {
 			s := base
 			s.NoHeldOut, s.HeldOutShare = true, 0
