@@ -12,15 +12,42 @@ import (
 
 // TestE2EFaults (issue 13): with 110 ms per stats read the strategy still
 // decides; a hung write fails within the target's scale_timeout and
-// changes neither group; a draining node is never scaled up.
+// changes neither group; a draining node is never scaled up. Beside web's
+// policy runs one for a job Nomad does not know: each of its evaluations
+// fails naming the job, and the target plugin's process, which serves
+// both, lives on.
 func TestE2EFaults(t *testing.T) {
 	autoscalerPath(t)
 	// Small reservations, so that many replicas fit.
-	c := startSplitCase(t, splitSetup{start: [2]int{48, 48}, reqCPU: 100, usage: 100, policy: noLimits, target: `    scale_timeout = "3s"`, cooldown: "200ms"})
+	c := startSplitCase(t, splitSetup{start: [2]int{48, 48}, reqCPU: 100, usage: 100, policy: noLimits, target: `    scale_timeout = "3s"`, cooldown: "200ms", ghost: true})
 	phases := []struct {
 		name string
 		run  func(t *testing.T)
 	}{
+		{"a policy for an unknown job fails by name, and the plugin serves on", func(t *testing.T) {
+			notFound := fmt.Sprintf("job not found: %q", ghostJob)
+			eventually(t, 30*time.Second, "two failed Status calls for the unknown job", func() (bool, string) {
+				n := len(c.logged(t, 0, "", notFound))
+				return n >= 2, fmt.Sprintf("%d so far", n)
+			})
+			first := c.logged(t, 0, "", notFound)[0]
+			var from int
+			for i, e := range c.a.entries(t) {
+				if fmt.Sprint(map[string]any(e)) == fmt.Sprint(map[string]any(first)) {
+					from = i
+					break
+				}
+			}
+			eventually(t, 30*time.Second, "web's policy decides after the unknown job's failures", func() (bool, string) {
+				n := len(c.logged(t, from, "decided", ""))
+				return n >= 3, fmt.Sprintf("%d decisions since", n)
+			})
+			for _, bad := range []string{"panic", "plugin process exited", "Unavailable"} {
+				if es := c.logged(t, 0, "", bad); len(es) > 0 {
+					t.Errorf("the agent log has %q: %v", bad, es[0])
+				}
+			}
+		}},
 		{"48 + 48 allocations at 110 ms per stats read still decide", func(t *testing.T) {
 			c.s.InjectFault(nomadstandin.Fault{Method: http.MethodGet, Path: "/v1/client/allocation/*", Delay: 110 * time.Millisecond})
 			from := len(c.a.entries(t))
@@ -112,7 +139,8 @@ func TestE2EFaults(t *testing.T) {
 		}
 	}
 	for _, e := range c.a.entries(t) {
-		if e.str("@level") == "error" && !strings.Contains(fmt.Sprint(map[string]any(e)), "scale_timeout") {
+		txt := fmt.Sprint(map[string]any(e))
+		if e.str("@level") == "error" && !strings.Contains(txt, "scale_timeout") && !strings.Contains(txt, fmt.Sprintf("job not found: %q", ghostJob)) {
 			t.Errorf("the agent logged an unexpected error: %v", e)
 		}
 	}

@@ -113,7 +113,13 @@ type splitSetup struct {
 	policy       string  // the check's keys beside its hosts and window
 	target       string  // the host-quota plugin block's config lines
 	cooldown     string
+	// ghost adds a second policy, alike but for a job Nomad does not know
+	// (ghostJob), to the same plugins.
+	ghost bool
 }
+
+// ghostJob is the job of splitSetup.ghost's policy.
+const ghostJob = "ghost"
 
 func startSplitCase(t *testing.T, ss splitSetup) *splitCase {
 	t.Helper()
@@ -152,8 +158,13 @@ func startSplitCase(t *testing.T, ss splitSetup) *splitCase {
 	if err := os.MkdirAll(pol, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	body := policyFileWith("web", "web", `        role             = "split"
-        job              = "web"
+	jobs := []string{"web"}
+	if ss.ghost {
+		jobs = append(jobs, ghostJob)
+	}
+	for _, job := range jobs {
+		body := policyFileWith(job, job, `        role             = "split"
+        job              = "`+job+`"
         first_node_name  = "host-a"
         first_group      = "front"
         second_node_pool = "second"
@@ -161,12 +172,13 @@ func startSplitCase(t *testing.T, ss splitSetup) *splitCase {
         window           = "1"
         min_samples      = "1"
 `+ss.policy, `"host-quota" {
-      job          = "web"
+      job          = "`+job+`"
       first_group  = "front"
       second_group = "back"
     }`, ss.cooldown, "1s")
-	if err := os.WriteFile(filepath.Join(pol, "web.hcl"), []byte(body), 0o600); err != nil {
-		t.Fatal(err)
+		if err := os.WriteFile(filepath.Join(pol, job+".hcl"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := agentConfig("DEBUG", pdir, s.URL(), pol)
 	if ss.target != "" {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad-autoscaler/plugins/target"
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 	"github.com/hashicorp/nomad/api"
 
@@ -20,22 +20,23 @@ import (
 )
 
 // TestClusterTarget: the host-quota target on its own, called as the
-// agent calls it (Status, then Scale with the strategy's meta), through
+// agent calls it (Status, then Scale with the strategy's meta, across the
+// autoscaler SDK's gRPC server and client as from cmd/host-quota), through
 // nothing but Nomad's HTTP API: on the real cluster at NOMAD_ADDR when the
 // tests were started with it, else on the stand-in behind an ACL token
 // (see newE2ECluster). It registers two jobs of its own, each two groups
 // of one small task pinned to the hosts' nodes, and checks on them what
 // the unit tests check against the stand-in only:
 //   - Status: the groups' desired counts, each group's running count, ready
-//     once the deployment ends; no target (nil) for an unknown job; not
-//     ready once the job is stopped;
+//     once the deployment ends; an error naming an unknown job (and the
+//     plugin still serving); not ready once the job is stopped;
 //   - split mode: both counts change in one register at the JobModifyIndex
 //     the strategy read, every other field of the job kept, and each group
 //     gets a scaling event with its previous and new count;
 //   - check-and-set: after a person's `nomad job scale`, a split decided on
 //     the job before it is refused (ErrJobChanged) and changes nothing;
 //   - a deployment in progress: Status is not ready, and both modes' Scale
-//     are no-ops that change nothing;
+//     change nothing, answer nil and log the skip;
 //   - single-group mode: one scale request sets the group; a count outside
 //     the host's quota is refused and changes nothing;
 //   - an action decided for another job is refused and changes nothing;
@@ -64,7 +65,7 @@ func TestClusterTargetEnv(t *testing.T) {
 // under test and the log it writes.
 type targetCase struct {
 	c   *cluster
-	tg  *nomadplugin.Target
+	tg  target.Target
 	log *testsupport.SyncBuffer
 }
 
@@ -92,8 +93,8 @@ func runTargetCase(t *testing.T, c *cluster) {
 		c.register(t, job)
 	}
 	log := &testsupport.SyncBuffer{}
-	tc := &targetCase{c: c, log: log,
-		tg: nomadplugin.NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: log, JSONFormat: true}))}
+	impl := nomadplugin.NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: log, JSONFormat: true}))
+	tc := &targetCase{c: c, log: log, tg: testsupport.GRPCTarget(t, impl)}
 	if err := tc.tg.SetConfig(c.plugin); err != nil {
 		t.Fatalf("SetConfig: %v", err)
 	}
@@ -106,8 +107,11 @@ func runTargetCase(t *testing.T, c *cluster) {
 	if st.Count != 2 || st.Meta[nomadplugin.MetaGroupRunningPrefix+clusterGroups[0]] != "1" || st.Meta[nomadplugin.MetaGroupRunningPrefix+clusterGroups[1]] != "1" {
 		t.Fatalf("Status of the new job: count %d, meta %v; want 2, one running in each group", st.Count, st.Meta)
 	}
-	if st, err := tc.tg.Status(splitConfig(id + "-none")); err != nil || st != nil {
-		t.Errorf("Status of an unknown job: %+v, %v; want no target (nil, nil)", st, err)
+	if st, err := tc.tg.Status(splitConfig(id + "-none")); st != nil || err == nil || !strings.Contains(err.Error(), fmt.Sprintf("job not found: %q", id+"-none")) {
+		t.Errorf("Status of an unknown job: %+v, %v; want an error naming it", st, err)
+	}
+	if st, err := tc.tg.Status(split); err != nil || st.Count != 2 {
+		t.Fatalf("Status after an unknown job's: %+v, %v; want the plugin still serving", st, err)
 	}
 
 	// Split mode: one register at the index the strategy read.
@@ -147,7 +151,7 @@ func runTargetCase(t *testing.T, c *cluster) {
 	tc.settle(t, id)
 	person := tc.job(t, id)
 	err := tc.tg.Scale(splitAction(id, 2, 2, decidedOn), split)
-	if !errors.Is(err, nomadplugin.ErrJobChanged) {
+	if err == nil || !strings.Contains(err.Error(), nomadplugin.ErrJobChanged.Error()) { // only the text crosses gRPC
 		t.Errorf("Scale decided at index %d after the person's change: %v; want ErrJobChanged", decidedOn, err)
 	}
 	tc.unchanged(t, id, person, "the refused split")
@@ -221,13 +225,18 @@ func runTargetCase(t *testing.T, c *cluster) {
 	if err != nil {
 		t.Fatalf("Status during the deployment: %v", err)
 	}
-	var noop *sdk.TargetScalingNoOpError
-	if err := tc.tg.Scale(splitAction(slow, 3, 3, *deploying.JobModifyIndex), splitConfig(slow)); !errors.As(err, &noop) {
-		t.Errorf("Scale split during the deployment: %v; want a no-op", err)
+	// A no-op answers nil (its error type would not cross gRPC) and is
+	// logged as skipped.
+	skipsBefore := strings.Count(log.String(), "scaling action skipped")
+	if err := tc.tg.Scale(splitAction(slow, 3, 3, *deploying.JobModifyIndex), splitConfig(slow)); err != nil {
+		t.Errorf("Scale split during the deployment: %v; want nil, skipped", err)
 	}
 	slowSingle := map[string]string{nomadplugin.TargetKeyJob: slow, nomadplugin.TargetKeyGroup: clusterGroups[1]}
-	if err := tc.tg.Scale(groupAction(slow, nomadplugin.RoleSecond, 3, *deploying.JobModifyIndex), slowSingle); !errors.As(err, &noop) {
-		t.Errorf("Scale single-group during the deployment: %v; want a no-op", err)
+	if err := tc.tg.Scale(groupAction(slow, nomadplugin.RoleSecond, 3, *deploying.JobModifyIndex), slowSingle); err != nil {
+		t.Errorf("Scale single-group during the deployment: %v; want nil, skipped", err)
+	}
+	if n := strings.Count(log.String(), "scaling action skipped") - skipsBefore; n != 2 {
+		t.Errorf("%d skips logged during the deployment, want 2", n)
 	}
 	// The checks above judged a deployment in progress only if it still is.
 	if d, _, err := c.client.Deployments().Info(dep.ID, nil); err != nil || d.Status != api.DeploymentStatusRunning {

@@ -150,7 +150,7 @@ func TestPluginHeaders(t *testing.T) {
 func TestPluginIgnoreEnvVars(t *testing.T) {
 	w := newWorld(t, 3, 2)
 	t.Setenv("NOMAD_NAMESPACE", "the-allocations-own")
-	if st, err := w.target(t).Status(tcfg); st != nil || err != nil {
+	if st, err := w.target(t).Status(tcfg); st != nil || !errors.Is(err, ErrJobNotFound) || !strings.Contains(err.Error(), `"the-allocations-own"`) {
 		t.Fatalf("the premise fails: with NOMAD_NAMESPACE read, status %+v, %v; want no job there", st, err)
 	}
 	st, err := w.target(t, PluginKeyIgnoreEnvVars, "true").Status(tcfg)

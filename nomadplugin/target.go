@@ -90,6 +90,14 @@ const (
 // target's write; nothing was written.
 var ErrJobChanged = errors.New("job changed since it was read: not overwritten; the next evaluation decides again")
 
+// ErrJobNotFound is Status's and Scale's error for a job Nomad does not
+// know (404) in the configured namespace. The agent's own nomad-target
+// answers Status with no target (nil) instead, which stops the policy; an
+// external plugin cannot: the agent's gRPC server dereferences the status
+// without a check, and a nil one panics the plugin's process, which the
+// agent never starts again.
+var ErrJobNotFound = errors.New("job not found")
+
 // Nomad's answers the target recognises.
 const (
 	// deploymentBlocked is Nomad's answer to a count change (a scale
@@ -193,11 +201,12 @@ func (c *targetConfig) names() []string {
 var targetKeys = []string{TargetKeyJob, TargetKeyNamespace, TargetKeyFirstGroup, TargetKeySecondGroup, TargetKeyGroup,
 	TargetKeyDryRun, TargetKeyFirstMin, TargetKeyFirstMax, TargetKeySecondMin, TargetKeySecondMax}
 
-// isTargetAgentKey says whether the agent puts key into a target config:
-// its dry-run switch, internal keys, inherited nomad_* settings and the
-// built-in Nomad target's keys.
+// isTargetAgentKey says whether the agent puts key into a policy's target
+// config: its dry-run switch, its internal keys (the gRPC timeout) and the
+// built-in Nomad target's keys. The agent's nomad_* settings reach a
+// plugin through SetConfig only, never through a policy.
 func isTargetAgentKey(k string) bool {
-	return k == agentKeyDryRun || isAgentKey(k) || k == agentKeyJob || k == agentKeyGroup || k == agentKeyNamespace
+	return k == agentKeyDryRun || strings.HasPrefix(k, agentInternalPrefix) || k == agentKeyJob || k == agentKeyGroup || k == agentKeyNamespace
 }
 
 // configValue is the first non-empty value of keys in m, and its key.
@@ -212,9 +221,18 @@ func configValue(m map[string]string, keys ...string) (string, string) {
 
 func (s *targetSession) parseConfig(m map[string]string) (*targetConfig, error) {
 	for k := range m {
-		if !slices.Contains(targetKeys, k) && !isTargetAgentKey(k) {
+		switch {
+		case slices.Contains(targetKeys, k) || isTargetAgentKey(k):
+		case strings.HasPrefix(k, agentSettingPrefix):
+			return nil, cfgErr(k, "is an agent setting: the agent gives a plugin its nomad_* settings from the target block of its own configuration, never from a policy, so here it would be ignored; set %s for the job's namespace", TargetKeyNamespace)
+		default:
 			return nil, cfgErr(k, "unknown key (the target accepts %s)", strings.Join(targetKeys, ", "))
 		}
+	}
+	// The agent makes an action a dry run only for exactly "true"; any
+	// other value scales for real, whatever it seems to say.
+	if v, ok := m[agentKeyDryRun]; ok && v != "true" && v != "false" {
+		return nil, cfgErr(agentKeyDryRun, "is %q; the agent reads only \"true\" (a dry run) or \"false\", and would scale for real on this value: write true or false, or use %s", v, TargetKeyDryRun)
 	}
 	c := &targetConfig{}
 	if c.job, _ = configValue(m, TargetKeyJob, agentKeyJob); c.job == "" {
@@ -386,8 +404,9 @@ func activeDeployment(d *api.Deployment, jobCreateIndex uint64) bool {
 // deployment is in progress; the count is the groups' desired counts (the
 // count the strategy plans from and the agent compares its action with;
 // queued allocations included), each group's running count in meta; the
-// newest scaling event of the groups drives cooldown. An unknown job is no
-// target (nil). Its Nomad reads share one deadline: status_timeout, and
+// newest scaling event of the groups drives cooldown. An unknown job is an
+// error (ErrJobNotFound), never a nil status (see ErrJobNotFound). Its
+// Nomad reads share one deadline: status_timeout, and
 // never more than nine tenths of the agent's gRPC deadline for the call.
 func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	s, err := t.session()
@@ -408,8 +427,7 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	q := (&api.QueryOptions{Namespace: c.namespace}).WithContext(ctx)
 	st, _, err := client.Jobs().ScaleStatus(c.job, q)
 	if nomadconn.IsStatus(err, http.StatusNotFound) {
-		t.logger.Debug("job not found: no target", "job", c.job)
-		return nil, nil
+		return nil, fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404): nothing to scale; the policy is read again on its next evaluation, so it resumes once the job is registered", TargetName, ErrJobNotFound, c.job, namespaceName(c.namespace))
 	}
 	if err != nil {
 		return nil, deadlineErr(ctx, PluginKeyStatusTimeout, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), err)
@@ -468,7 +486,8 @@ func (c *targetConfig) groupKey(i int) string {
 // answered it, every field kept but the two counts, at the JobModifyIndex
 // the strategy read (meta activation.job_modify_index), else the one Scale
 // read. A job changed in between is not overwritten (ErrJobChanged); a
-// deployment in progress is a no-op. Then each changed group gets one
+// deployment in progress, or a job stopped since Status, writes nothing and
+// returns nil, logged as skipped (see scale). Then each changed group gets one
 // scaling event (a count-less scale request) with its previous and new
 // count, for history and cooldown; a failed event is logged, not returned
 // (the split is applied).
@@ -483,6 +502,24 @@ func (c *targetConfig) groupKey(i int) string {
 // Nomad is redacted first: it is the only text Scale writes that did not
 // come through nomadconn.
 func (t *Target) Scale(action sdk.ScalingAction, config map[string]string) error {
+	err := t.scale(action, config)
+	var skipped *sdk.TargetScalingNoOpError
+	if errors.As(err, &skipped) {
+		t.logger.Info("scaling action skipped", "reason", skipped.Error())
+		return nil
+	}
+	return err
+}
+
+// scale is Scale with its no-ops (a stopped job, a deployment in
+// progress) as *sdk.TargetScalingNoOpError. Scale answers them with nil:
+// the agent knows a skipped action only by that error's type, which it
+// never sees from a plugin in its own process (across gRPC every error is
+// a status error, so a no-op would read as a failed scale: an error log,
+// scale.invoke.error_count and a retried evaluation). With nil the agent
+// counts a scale and starts the policy's cooldown; the plugin's log says
+// why nothing was written.
+func (t *Target) scale(action sdk.ScalingAction, config map[string]string) error {
 	s, err := t.session()
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package nomadplugin
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -155,9 +156,10 @@ func TestTargetStatus(t *testing.T) {
 	if st := status(t, tg, tcfg); st.Ready {
 		t.Errorf("stopped job: %+v", st)
 	}
-	// Unknown job: no target.
-	if st, err := tg.Status(withKeys(tcfg, TargetKeyJob, "nope")); st != nil || err != nil {
-		t.Errorf("unknown job: %+v, %v; want nil, nil", st, err)
+	// Unknown job: an error naming it, never a nil status (which panics
+	// the plugin's gRPC server: TestTargetOverGRPC).
+	if st, err := tg.Status(withKeys(tcfg, TargetKeyJob, "nope")); st != nil || !errors.Is(err, ErrJobNotFound) || !strings.Contains(err.Error(), `"nope" in namespace "default"`) {
+		t.Errorf("unknown job: %+v, %v; want ErrJobNotFound naming the job and its namespace", st, err)
 	}
 	if _, err := tg.Status(withKeys(tcfg, TargetKeySecondGroup, "nope")); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown group: %v", err)
@@ -336,6 +338,9 @@ func TestTargetConfigErrors(t *testing.T) {
 		{"same groups", withKeys(tcfg, TargetKeySecondGroup, wFirst), TargetKeySecondGroup},
 		{"bad dry run", withKeys(tcfg, TargetKeyDryRun, "maybe"), TargetKeyDryRun},
 		{"unknown key", withKeys(tcfg, "frist_group", "x"), "frist_group"},
+		{"an agent setting in a policy", withKeys(tcfg, "nomad_namespace", "prod"), "nomad_namespace"},
+		{"the agent's dry-run, not exactly true", withKeys(tcfg, agentKeyDryRun, "True"), agentKeyDryRun},
+		{"the agent's dry-run as a number", withKeys(gcfg, agentKeyDryRun, "1"), agentKeyDryRun},
 		{"namespace *", withKeys(tcfg, TargetKeyNamespace, "*"), TargetKeyNamespace},
 		{"agent namespace *", withKeys(tcfg, agentKeyNamespace, "*"), TargetKeyNamespace},
 		{"quota not a number", withKeys(tcfg, TargetKeyFirstMax, "lots"), TargetKeyFirstMax},
@@ -364,8 +369,14 @@ func TestTargetConfigErrors(t *testing.T) {
 	if st, err := tg.Status(agent); err != nil || st == nil || st.Count != 2 {
 		t.Errorf("status from the agent's Job/Group/Namespace keys: %+v, %v", st, err)
 	}
-	if st, err := tg.Status(withKeys(agent, TargetKeyJob, "nope")); st != nil || err != nil {
+	if st, err := tg.Status(withKeys(agent, TargetKeyJob, "nope")); st != nil || !errors.Is(err, ErrJobNotFound) {
 		t.Errorf("the policy's job did not override the agent's Job: %+v, %v", st, err)
+	}
+	// The agent's dry-run as the agent writes it is accepted.
+	for _, v := range []string{"true", "false"} {
+		if _, err := tg.Status(withKeys(tcfg, agentKeyDryRun, v)); err != nil {
+			t.Errorf("dry-run %q: %v", v, err)
+		}
 	}
 	// The agent's Group alone is single-group mode.
 	if st, err := tg.Status(withKeys(agent, TargetKeySecondGroup, "")); err != nil || st == nil || st.Count != 1 {
@@ -393,7 +404,9 @@ func TestTargetScale(t *testing.T) {
 		want   [2]int
 		noop   bool
 		errHas string
-		events int // new events per group (dry run)
+		// dry: a dry run's count per group, each recorded in one new
+		// count-less event; a group not named gets no event
+		dry map[string]int
 	}{
 		{name: "split from the strategy (ints)", start: [2]int{1, 1},
 			action: sdk.ScalingAction{Count: 7, Meta: map[string]any{MetaFirstCount: 4, MetaSecondCount: 3, MetaFirstMax: 10, MetaSecondMax: 10}}, want: [2]int{4, 3}},
@@ -412,10 +425,10 @@ func TestTargetScale(t *testing.T) {
 			action: sdk.ScalingAction{Count: 7, Meta: quotaMeta(4, 3, 0, 10, 0, 10)},
 			prep:   func(t *testing.T, w *world) { must(t, w.s.SetDeploymentActive("", wJob, true)) }, want: [2]int{1, 1}, noop: true},
 		{name: "dry_run records null-count events", start: [2]int{1, 1}, cfg: withKeys(tcfg, TargetKeyDryRun, "true"),
-			action: sdk.ScalingAction{Count: 7, Reason: "why", Meta: quotaMeta(4, 3, 0, 10, 0, 10)}, want: [2]int{1, 1}, events: 1},
+			action: sdk.ScalingAction{Count: 7, Reason: "why", Meta: quotaMeta(4, 3, 0, 10, 0, 10)}, want: [2]int{1, 1}, dry: map[string]int{wFirst: 4, wSecond: 3}},
 		{name: "agent dry-run", start: [2]int{1, 1},
 			action: sdk.ScalingAction{Count: -1, Reason: "why", Meta: withMeta(quotaMeta(4, 3, 0, 10, 0, 10), "nomad_autoscaler.dry_run", true, agentMetaDryRunCount, 7.0)},
-			want:   [2]int{1, 1}, events: 1},
+			want:   [2]int{1, 1}, dry: map[string]int{wFirst: 4, wSecond: 3}},
 		{name: "a per-host check's action: refused in split mode", start: [2]int{1, 1},
 			action: sdk.ScalingAction{Count: 3, Meta: withMeta(quotaMeta(3, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, want: [2]int{1, 1}, errHas: "its count is one host's"},
 		{name: "a split's action: refused in single-group mode", start: [2]int{1, 1}, cfg: gcfg,
@@ -455,12 +468,14 @@ func TestTargetScale(t *testing.T) {
 			action: sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)},
 			prep:   func(t *testing.T, w *world) { must(t, w.s.SetJobStopped("", wJob, true)) }, want: [2]int{1, 1}, noop: true},
 		{name: "single-group mode: dry run", start: [2]int{1, 1}, cfg: withKeys(gcfg, TargetKeyDryRun, "true"),
-			action: sdk.ScalingAction{Count: 5, Reason: "why", Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, want: [2]int{1, 1}},
+			action: sdk.ScalingAction{Count: 5, Reason: "why", Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, want: [2]int{1, 1}, dry: map[string]int{wFirst: 5}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t, c.start[0], c.start[1])
-			tg := w.target(t)
+			log := &testsupport.SyncBuffer{}
+			tg := NewTarget(hclog.New(&hclog.LoggerOptions{Output: log, Level: hclog.Info}))
+			must(t, tg.SetConfig(w.agentConfig))
 			if c.prep != nil {
 				c.prep(t, w)
 			}
@@ -468,32 +483,39 @@ func TestTargetScale(t *testing.T) {
 			if cfg == nil {
 				cfg = tcfg
 			}
+			events := [2]int{len(w.group(t, wFirst).Events), len(w.group(t, wSecond).Events)}
 			err := tg.Scale(c.action, cfg)
-			var noop *sdk.TargetScalingNoOpError
-			if c.noop != errors.As(err, &noop) {
-				t.Fatalf("err = %v, want no-op %v", err, c.noop)
+			// A no-op is nil to the agent (see Target.scale), logged as
+			// skipped with its reason.
+			if skipped := strings.Contains(log.String(), "scaling action skipped"); skipped != c.noop {
+				t.Errorf("logged as skipped: %v, want %v (log %q)", skipped, c.noop, log.String())
 			}
 			switch {
 			case c.errHas != "":
 				if err == nil || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("err = %v, want %q", err, c.errHas)
 				}
-			case !c.noop && err != nil:
+			case err != nil:
 				t.Fatal(err)
 			}
 			if got := w.counts(t); got != c.want {
 				t.Errorf("counts %v, want %v", got, c.want)
 			}
-			if c.events > 0 {
-				for _, g := range []string{wFirst, wSecond} {
-					gs := w.group(t, g)
-					if len(gs.Events) != c.events || gs.Events[0].Count != nil || !strings.Contains(gs.Events[0].Message, "why") {
-						t.Errorf("group %s events %+v, want one with a null count and the reason", g, gs.Events)
-						continue
+			for i, g := range []string{wFirst, wSecond} {
+				gs := w.group(t, g)
+				n, dry := c.dry[g]
+				if !dry {
+					if c.dry != nil && len(gs.Events) != events[i] {
+						t.Errorf("group %s: %d new events in a dry run that names no count for it, want none", g, len(gs.Events)-events[i])
 					}
-					if _, ok := gs.Events[0].Meta[MetaDryRunCount]; !ok {
-						t.Errorf("group %s dry-run event has no %s", g, MetaDryRunCount)
-					}
+					continue
+				}
+				if len(gs.Events) != events[i]+1 || gs.Events[0].Count != nil || !strings.Contains(gs.Events[0].Message, "why") {
+					t.Errorf("group %s events %+v, want one new with a null count and the reason", g, gs.Events)
+					continue
+				}
+				if v := gs.Events[0].Meta[MetaDryRunCount]; fmt.Sprint(v) != fmt.Sprint(n) {
+					t.Errorf("group %s dry-run event's %s = %v, want %d", g, MetaDryRunCount, v, n)
 				}
 			}
 		})

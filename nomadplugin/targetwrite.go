@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
 // scaleCall is one Scale call: the config, the deadline and the action.
@@ -76,6 +78,9 @@ func refusedByNomad(err error) bool {
 // does not scale.
 func (w *scaleCall) readJob() (*rawJob, error) {
 	job, err := readRawJob(w.ctx, w.client, w.c.namespace, w.c.job)
+	if nomadconn.IsStatus(err, http.StatusNotFound) {
+		return nil, fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404); no group was changed", TargetName, ErrJobNotFound, w.c.job, namespaceName(w.c.namespace))
+	}
 	if err != nil {
 		return nil, w.callErr(fmt.Sprintf("read job %q", w.c.job), err)
 	}
