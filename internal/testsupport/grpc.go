@@ -25,5 +25,9 @@ func GRPCTarget(t *testing.T, impl target.Target) target.Target {
 	if err != nil {
 		t.Fatalf("dispense the target over gRPC: %v", err)
 	}
-	return raw.(target.Target)
+	tg, ok := raw.(target.Target)
+	if !ok {
+		t.Fatalf("the dispensed target is a %T, not a target.Target", raw)
+	}
+	return tg
 }
