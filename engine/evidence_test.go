@@ -262,16 +262,17 @@ func TestPlacementMinimums(t *testing.T) {
 	if d.First.Placement.Fits || d.First.Containers < 6 {
 		t.Fatalf("6 replicas at 1 MHz on 5 MHz reported as fitting: %+v", d.First.Placement)
 	}
-	// A vanishing memory request places up to the limit, never fewer
-	// (int of a huge float wrapped to a negative count).
+	// A vanishing memory request places as many as Nomad's smallest
+	// reservation (10 MB) lets: 6,553 in 65,536 MB (not a huge float's int,
+	// which wrapped to a negative count, nor the limit).
 	wide := testsupport.Flat(16000, 2, 100, 1e-9, 30)
 	wide.MemoryCapacityMB, wide.RequestedMemoryMB, wide.ReplicaMemoryDemandMB = 65536, 2e-15, 1e-15
 	d, err = Decide(HostInput{Observation: &wide}, HostInput{Observation: &wide})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := d.Second.Placement.Placeable; got != MaxQuotaCount {
-		t.Fatalf("placeable %d with vanishing requests, want the limit %d", got, MaxQuotaCount)
+	if got, want := d.Second.Placement.Placeable, 65536/MinReservationMemoryMB; got != want {
+		t.Fatalf("placeable %d with vanishing requests, want %d", got, want)
 	}
 }
 
@@ -297,6 +298,8 @@ func TestEvidenceNotes(t *testing.T) {
 		{"some warming", obs(5, 2, 600, 8192, 900), "observed: 3 of 5 replica(s) warm, the 2 warming count at the warm ones' usage"},
 		{"no usage yet", obs(2, 0, 0, 8192, 900), "no usage reported yet: 2 replica(s) count at their requested resources"},
 		{"all warming", obs(4, 4, 600, 8192, 900), "all 4 replica(s) warming: each counts at the larger of its peak usage and its request"},
+		{"as many warming as warm", obs(6, 3, 600, 8192, 900), "observed: 3 of 6 replica(s) warm, the 3 warming count at the warm ones' usage"},
+		{"more warming than warm", obs(5, 3, 600, 8192, 900), "3 of 5 replica(s) warming, more than the 2 warm: each counts at the larger of its peak usage and its request"},
 		{"memory not sampled", obs(3, 0, 600, 8192, 0), "observed: 3 replica(s) running; memory not in the samples: replicas count at their requested memory"},
 		{"memory not judged", obs(3, 0, 600, 0, 0), "observed: 3 replica(s) running; memory not judged (memory capacity unknown)"},
 	}
@@ -341,5 +344,101 @@ func TestExplanationWording(t *testing.T) {
 	}
 	if got := d.Second.Reason(); !d.Second.Clamped || !strings.Contains(got, "to the quota's min") {
 		t.Errorf("second host: %s: want a clamp to the quota's min", got)
+	}
+}
+
+// TestUnknownMemoryDemand: with memory judged, a new replica whose memory
+// demand is not given counts at Nomad's smallest reservation, never at
+// none: on a host whose memory others reserve in full nothing new is
+// admitted or placeable, and with a little room placement counts 10 MB a
+// replica.
+func TestUnknownMemoryDemand(t *testing.T) {
+	window := func() []Sample {
+		s := make([]Sample, 10)
+		for i := range s {
+			s[i] = Sample{Time: int64(60 * i)}
+		}
+		return s
+	}
+	cases := []struct {
+		name          string
+		free          float64 // MB of 4,096 others do not reserve
+		queued        []Replica
+		wantPlaceable int
+	}{
+		{"memory all reserved", 0, nil, 0},
+		{"memory all reserved, queued replicas without memory", 0, []Replica{{CPUMHz: 100}, {CPUMHz: 100}, {CPUMHz: 100}}, 0},
+		{"25 MB free", 25, nil, 2},
+		{"25 MB free, queued replicas without memory", 25, []Replica{{CPUMHz: 100}, {CPUMHz: 100}, {CPUMHz: 100}}, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := Observation{Host: "h", CPUCapacityMHz: 10000, MemoryCapacityMB: 4096, OtherReservedMemoryMB: 4096 - c.free,
+				Samples: window(), ReplicaCPUDemandMHz: 100, QueuedReplicas: c.queued}
+			o2 := o
+			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range []*HostDecision{&d.First, &d.Second} {
+				if h.Placement.Placeable != c.wantPlaceable {
+					t.Errorf("%s: placeable %d, want %d (%v MB free at %d MB a replica)", h.Role, h.Placement.Placeable, c.wantPlaceable, c.free, MinReservationMemoryMB)
+				}
+				if h.Containers > c.wantPlaceable {
+					t.Errorf("%s: %d containers with room for %d replicas of %d MB (limit %s)", h.Role, h.Containers, c.wantPlaceable, MinReservationMemoryMB, h.Limit)
+				}
+			}
+		})
+	}
+}
+
+// TestMostlyWarming: warming replicas count at the warm ones' usage only
+// while the warm ones are at least as many; with more warming than warm
+// (one warm replica's 5 MHz read for nine that show nothing took the
+// second host to its quota's maximum) every replica counts as when none
+// is warm, at the larger of its peak and its request.
+func TestMostlyWarming(t *testing.T) {
+	decide := func(warming int) *Decision {
+		t.Helper()
+		o := Observation{Host: "h", CPUCapacityMHz: 10000, RunningReplicas: 10, WarmingReplicas: warming,
+			RequestedCPUMHz: 5000, ReplicaCPUDemandMHz: 500}
+		for i := range 10 {
+			o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: 50})
+		}
+		o2 := o
+		d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	all := decide(10)
+	if all.First.Evidence.Basis != BasisRequested {
+		t.Fatalf("all warming: basis %s", all.First.Evidence.Basis)
+	}
+	half := decide(5)
+	for warming := 0; warming <= 10; warming++ {
+		d := decide(warming)
+		for _, h := range []struct {
+			name     string
+			got, all *HostDecision
+		}{{"first", &d.First, &all.First}, {"second", &d.Second, &all.Second}} {
+			switch {
+			case warming <= 5:
+				if h.got.Evidence.Basis != BasisObserved {
+					t.Errorf("%d warming of 10, %s host: basis %s, want observed", warming, h.name, h.got.Evidence.Basis)
+				}
+			default:
+				if h.got.Evidence.Basis != BasisRequested || h.got.Containers != h.all.Containers {
+					t.Errorf("%d warming of 10, %s host: basis %s, %d containers; want requested and %d, as with all warming",
+						warming, h.name, h.got.Evidence.Basis, h.got.Containers, h.all.Containers)
+				}
+			}
+		}
+	}
+	// The rule's point: observed, the second host reads 10 replicas at
+	// 5 MHz each and counts far more than at their 500 MHz requests.
+	if half.Second.Containers <= all.Second.Containers {
+		t.Fatalf("second host %d at half warming, %d all warming: the case does not separate the rules", half.Second.Containers, all.Second.Containers)
 	}
 }

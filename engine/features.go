@@ -199,7 +199,8 @@ type featureWork struct {
 	note    noteKind
 	memNote memNoteKind
 	// warm is how many replicas the rules read as warm: running less
-	// warming, or none when the window's CPU is zero throughout
+	// warming, or none when the window's CPU is zero throughout or more
+	// replicas are warming than warm
 	warm int
 	// the last per-replica usage summarized, and its summary
 	lastPR  []float64
@@ -210,13 +211,14 @@ type featureWork struct {
 // compute derives every named feature of o (which must be valid) into
 // fw.feats, following the evidence rules:
 //
-//   - with warm replicas (running minus warming), a replica uses the warm
-//     ones' usage: sample / warm, so warming replicas count like the group's
-//     recent per-replica usage, never at zero;
-//   - with replicas running but none warm, or a window whose CPU is zero
-//     throughout (no usage reported yet), a replica uses the larger of its
-//     share of the window's peak and its requested resources, at every
-//     sample;
+//   - with warm replicas (running minus warming), at least as many as the
+//     warming ones, a replica uses the warm ones' usage: sample / warm, so
+//     warming replicas count like the group's recent per-replica usage,
+//     never at zero;
+//   - with replicas running but none warm, more warming than warm, or a
+//     window whose CPU is zero throughout (no usage reported yet), a
+//     replica uses the larger of its share of the window's peak and its
+//     requested resources, at every sample;
 //   - with no replica running, a replica uses its demand.
 //
 // Memory follows the same rules on the window's peak (memory is judged by
@@ -246,6 +248,14 @@ func (fw *featureWork) compute(o *Observation) {
 	if allZero {
 		warm = 0
 	}
+	// More warming replicas than warm ones: the warm ones are too few to
+	// stand for the rest (one warm replica read for nine that show
+	// nothing would take the count to the maximum), so every replica
+	// counts as when none is warm.
+	mostlyWarming := warm > 0 && warm < o.WarmingReplicas
+	if mostlyWarming {
+		warm = 0
+	}
 	reqPer := demand
 	if running > 0 && o.RequestedCPUMHz > 0 {
 		reqPer = o.RequestedCPUMHz / capCPU / float64(running)
@@ -273,8 +283,11 @@ func (fw *featureWork) compute(o *Observation) {
 	default:
 		ev.Basis = BasisRequested
 		fw.note = noteAllWarming
-		if allZero {
+		switch {
+		case allZero:
 			fw.note = noteNoUsage
+		case mostlyWarming:
+			fw.note = noteMostlyWarming
 		}
 		// One level for the whole window, the larger of the peak and the
 		// request: a flat window whose every statistic scales with it,
@@ -331,7 +344,7 @@ func (fw *featureWork) compute(o *Observation) {
 	fw.memShare = 0
 	f[fMemReplicaDemand], f[fMemReplicaMax], f[fMemHostMax], f[fMemFit] = 0, 0, 0, MaxFit
 	if ev.MemoryJudged {
-		memDemand := o.ReplicaMemoryDemandMB / capMem
+		memDemand := newReplicaMemoryMB(o.ReplicaMemoryDemandMB) / capMem
 		var peak float64
 		measured := false
 		for _, s := range o.Samples {
@@ -407,6 +420,7 @@ const (
 	noteObservedWarming
 	noteNoUsage
 	noteAllWarming
+	noteMostlyWarming
 )
 
 const (
@@ -430,6 +444,8 @@ func (fw *featureWork) evidence() Evidence {
 		ev.Note = fmt.Sprintf("no usage reported yet: %d replica(s) count at their requested resources", running)
 	case noteAllWarming:
 		ev.Note = fmt.Sprintf("all %d replica(s) warming: each counts at the larger of its peak usage and its request", running)
+	case noteMostlyWarming:
+		ev.Note = fmt.Sprintf("%d of %d replica(s) warming, more than the %d warm: each counts at the larger of its peak usage and its request", ev.Warming, running, running-ev.Warming)
 	}
 	switch fw.memNote {
 	case memNoteRequested:
@@ -438,6 +454,15 @@ func (fw *featureWork) evidence() Evidence {
 		ev.Note += "; memory not judged (memory capacity unknown)"
 	}
 	return ev
+}
+
+// newReplicaMemoryMB is the memory a replica that has not run is taken to
+// need when memory is judged: its demand, and never less than Nomad's
+// smallest reservation (MinReservationMemoryMB), which no placed task is
+// below. A demand not given (0) is no evidence of needing none: on a host
+// whose memory is all reserved nothing new fits.
+func newReplicaMemoryMB(demandMB float64) float64 {
+	return math.Max(demandMB, MinReservationMemoryMB)
 }
 
 // room is the CPU and memory the workload may use on the host: its capacity
@@ -463,11 +488,14 @@ func (fw *featureWork) fillSlots(o *Observation, k int) {
 	}
 	cpu, mem, run, own := fw.slotCPU[:k], fw.slotMem[:k], fw.slotRun[:k], fw.slotOwn[:k]
 	capCPU, capMem := o.room()
+	// memShare is a new replica's memory demand as a share of the room:
+	// never below Nomad's smallest reservation when memory is judged (a
+	// demand not given, 0, is no evidence that it needs none).
 	memShare := func(mb float64) float64 {
 		if capMem <= 0 {
 			return 0
 		}
-		return capShare(mb / capMem)
+		return capShare(newReplicaMemoryMB(mb) / capMem)
 	}
 	wanted := k
 	if o.WantedReplicas > 0 {

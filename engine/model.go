@@ -120,9 +120,12 @@ func (e *Edge) UnmarshalJSON(b []byte) error {
 	}
 	to, err1 := raw[0].Int64()
 	from, err2 := raw[1].Int64()
-	w, err3 := raw[2].Float64()
-	if err1 != nil || err2 != nil || err3 != nil || to < 0 || from < 0 || to > math.MaxInt32 || from > math.MaxInt32 {
+	if err1 != nil || err2 != nil || to < 0 || from < 0 || to > math.MaxInt32 || from > math.MaxInt32 {
 		return fmt.Errorf("an edge is [to, from, weight] with whole node indices >= 0: got %s", b)
+	}
+	w, err := raw[2].Float64()
+	if err != nil {
+		return fmt.Errorf("an edge's weight %s is not a number in range: got %s", raw[2], b)
 	}
 	e.To, e.From, e.W = int(to), int(from), w
 	return nil
@@ -133,7 +136,7 @@ func (l *Layer) UnmarshalJSON(b []byte) error {
 	type plain Layer
 	var aux struct {
 		plain
-		Edges *[]Edge `json:"edges"`
+		Edges *[]json.RawMessage `json:"edges"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -142,11 +145,26 @@ func (l *Layer) UnmarshalJSON(b []byte) error {
 	}
 	*l = Layer(aux.plain)
 	if aux.Edges != nil {
-		l.Edges = *aux.Edges
+		l.Edges = make([]Edge, len(*aux.Edges))
+		for k, raw := range *aux.Edges {
+			if err := l.Edges[k].UnmarshalJSON(raw); err != nil {
+				return &edgeError{index: k, err: err}
+			}
+		}
 		l.sparse = true
 	}
 	return nil
 }
+
+// edgeError is a sparse layer's edge that does not decode, with its
+// index, so that the error names the edge.
+type edgeError struct {
+	index int
+	err   error
+}
+
+func (e *edgeError) Error() string { return e.err.Error() }
+func (e *edgeError) Unwrap() error { return e.err }
 
 // MarshalJSON writes "edges" for a sparse layer (even an empty one) and
 // "weights" for a dense one.
@@ -284,7 +302,11 @@ func parseModel(data []byte, strict bool) (*Model, error) {
 		// know neither the layer nor the byte in the file. Find the layer.
 		if i, lerr := failingLayer(data); i >= 0 {
 			field := fmt.Sprintf("layers[%d]", i)
-			if errors.As(lerr, &te) && te.Field != "" {
+			var ee *edgeError
+			switch {
+			case errors.As(lerr, &ee):
+				field += fmt.Sprintf(".edges[%d]", ee.index)
+			case errors.As(lerr, &te) && te.Field != "":
 				field += "." + strings.TrimPrefix(te.Field, "plain.")
 			}
 			return nil, modelErr(field, "not a valid model document: %s", decodeReason(lerr))

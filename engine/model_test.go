@@ -448,6 +448,19 @@ func TestSparseLayerErrorsNameTheEdge(t *testing.T) {
 	if _, err := ParseModel([]byte(fmt.Sprintf(base, `{"activation":"relu","edges":[[0,0,"x"]],"biases":[0]}`))); err == nil {
 		t.Error("a non-numeric edge accepted")
 	}
+	// A decoding error names the edge and what is wrong with it: a weight
+	// out of range is not blamed on the node indices.
+	for _, tc := range []struct{ layer, field, reason string }{
+		{`{"activation":"relu","edges":[[0,0,1],[0,0,1e309]],"biases":[0]}`, "layers[0].edges[1]", "weight 1e309 is not a number in range"},
+		{`{"activation":"relu","edges":[[0,-1,1]],"biases":[0]}`, "layers[0].edges[0]", "whole node indices >= 0"},
+		{`{"activation":"relu","edges":[[0,0]],"biases":[0]}`, "layers[0].edges[0]", "got 2 numbers"},
+	} {
+		_, err := ParseModel([]byte(fmt.Sprintf(base, tc.layer)))
+		var me *ModelError
+		if !errors.As(err, &me) || me.Field != tc.field || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("%s: %v, want an error on %s saying %q", tc.layer, err, tc.field, tc.reason)
+		}
+	}
 }
 
 func TestOutputThresholdMustLeaveOutputsEmpty(t *testing.T) {

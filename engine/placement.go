@@ -97,7 +97,7 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 	if o.QueuedReplicas != nil {
 		pl.Queued = min(len(o.QueuedReplicas), max(0, count-o.RunningReplicas))
 		for _, r := range o.QueuedReplicas[:pl.Queued] {
-			queuedCPU, queuedMem = queuedCPU+r.CPUMHz, queuedMem+r.MemoryMB
+			queuedCPU, queuedMem = queuedCPU+newReplicaCPUMHz(r.CPUMHz), queuedMem+newReplicaMemoryMB(r.MemoryMB)
 		}
 	}
 	own := count - pl.Queued
@@ -136,6 +136,12 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 	return pl
 }
 
+// newReplicaCPUMHz is the CPU a replica reserves: its demand, and never
+// less than Nomad's smallest reservation.
+func newReplicaCPUMHz(demandMHz float64) float64 {
+	return math.Max(demandMHz, MinReservationCPUMHz)
+}
+
 // placeable is o's free resources, a replica's reservation and Placeable
 // (the rest of a Placement is placement's), and whether the memory
 // capacity is known.
@@ -160,25 +166,26 @@ func placeable(o *Observation) (pl Placement, memKnown bool) {
 	fits := func(cpu, mem float64) bool {
 		return cpu <= pl.FreeCPUMHz*(1+1e-12) && (!memKnown || mem <= pl.FreeMemoryMB*(1+1e-12))
 	}
+	// Nomad places no task below its smallest reservations: a replica
+	// reserves at least those, whatever demand (or none) was given.
 	n := o.RunningReplicas
-	uniformMax := MaxQuotaCount
-	if pl.ReplicaCPUMHz > 0 {
-		uniformMax = int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeCPUMHz/pl.ReplicaCPUMHz*(1+1e-12))))
-	}
-	if memKnown && pl.ReplicaMemoryMB > 0 {
-		uniformMax = min(uniformMax, int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeMemoryMB/pl.ReplicaMemoryMB*(1+1e-12)))))
+	perCPU, perMem := newReplicaCPUMHz(pl.ReplicaCPUMHz), newReplicaMemoryMB(pl.ReplicaMemoryMB)
+	uniformMax := int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeCPUMHz/perCPU*(1+1e-12))))
+	if memKnown {
+		uniformMax = min(uniformMax, int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeMemoryMB/perMem*(1+1e-12)))))
 	}
 	if o.QueuedReplicas == nil {
 		pl.Placeable = max(uniformMax, 0)
 	} else {
 		placed := min(n, max(uniformMax, 0))
-		cpu, mem := float64(placed)*pl.ReplicaCPUMHz, float64(placed)*pl.ReplicaMemoryMB
+		cpu, mem := float64(placed)*perCPU, float64(placed)*perMem
 		if placed == n {
 			for _, r := range o.QueuedReplicas {
-				if !fits(cpu+r.CPUMHz, mem+r.MemoryMB) {
+				rc, rm := newReplicaCPUMHz(r.CPUMHz), newReplicaMemoryMB(r.MemoryMB)
+				if !fits(cpu+rc, mem+rm) {
 					break
 				}
-				cpu, mem = cpu+r.CPUMHz, mem+r.MemoryMB
+				cpu, mem = cpu+rc, mem+rm
 				placed++
 			}
 		}

@@ -162,11 +162,13 @@ func (cl *compiledLayer) row(x []float64, v int) float64 {
 	return y
 }
 
-// product sets y = W x + b. A sparse layer adds each nonzero input's
-// column in input order, so every y[v] sums the same terms in the same
-// order as a row-by-row product would: the same value (a zero input's
-// terms are zeros, and adding a zero to a sum that starts at +0 changes
-// nothing; a bias of -0 reads as +0).
+// product sets y = W x + b, a zero weight adding nothing (no edge). A
+// sparse layer adds each nonzero input's column in input order, so every
+// y[v] sums the same terms in the same order as a row-by-row product
+// would: the same value (a zero input's terms are zeros, and adding a zero
+// to a sum that starts at +0 changes nothing; a bias of -0 reads as +0).
+// A dense layer is a BLAS product, but for an input that overflowed to
+// ±Inf, where the BLAS product's 0 × Inf would be NaN.
 func (cl *compiledLayer) product(x, y []float64) {
 	if cl.sparse {
 		copy(y, cl.sb)
@@ -181,6 +183,21 @@ func (cl *compiledLayer) product(x, y []float64) {
 		return
 	}
 	copy(y, cl.b)
+	for _, xu := range x {
+		if math.IsInf(xu, 0) {
+			// A zero weight is no edge, but a BLAS product adds its
+			// 0 × ±Inf, NaN: sum the nonzero weights' terms, in input
+			// order, as the sparse layout does.
+			for v := range cl.out {
+				for u, w := range cl.w.Data[v*cl.w.Stride : v*cl.w.Stride+cl.in] {
+					if w != 0 && x[u] != 0 {
+						y[v] += w * x[u]
+					}
+				}
+			}
+			return
+		}
+	}
 	blas64.Gemv(blas.NoTrans, 1, cl.w, blas64.Vector{N: cl.in, Inc: 1, Data: x}, 1, blas64.Vector{N: cl.out, Inc: 1, Data: y})
 }
 

@@ -464,3 +464,44 @@ func TestSparseProductMatchesRowOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroWeightIsNoEdgeAtInf: a zero weight is no edge in a dense layer
+// too, when its source overflowed to +Inf (a BLAS product's 0 × Inf is
+// NaN, which read as no data and cut the output's only branch). One
+// more edge of the output turns the layer from sparse to dense; the
+// answer must not change.
+func TestZeroWeightIsNoEdgeAtInf(t *testing.T) {
+	in := []Node{{Name: "x", Countable: true}}
+	out := []Node{{Name: "o", Countable: true}}
+	w1 := [][]float64{{1e300}} // h0 = 1e300 x: +Inf for x = 1e10
+	for range 9 {
+		w1 = append(w1, []float64{1})
+	}
+	hidden := Layer{Activation: ActivationIdentity, Weights: w1, Biases: make([]float64, 10)}
+	for _, c := range []struct {
+		name   string
+		edges  []int // hidden nodes with an edge (weight 1) to o; h0 has none
+		sparse bool
+	}{{"sparse", []int{1}, true}, {"dense", []int{1, 2}, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			row := make([]float64, 10)
+			for _, h := range c.edges {
+				row[h] = 1
+			}
+			p, err := NewProcessor(testModel(in, out, 1e-9, 0.5, hidden, Layer{Activation: ActivationSigmoid, Weights: [][]float64{row}, Biases: []float64{0}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.layers[1].sparse != c.sparse {
+				t.Fatalf("output layer compiled sparse = %v, want %v", p.layers[1].sparse, c.sparse)
+			}
+			an, err := p.Analyze([]float64{1e10}, NewWorkspace(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if an.Outputs[0] != 1 || an.InputAmount != 1 || an.OutputAmount != 1 {
+				t.Errorf("output %v, A_in %d, A_out %d; want 1, 1, 1 (x → h1 → o is activated; h0 has no edge to o)", an.Outputs[0], an.InputAmount, an.OutputAmount)
+			}
+		})
+	}
+}

@@ -106,7 +106,7 @@ var sampleFields = []field{
 var replicaFields = []field{
 	{name: replicaCPUMHz, kind: kindFigure, required: true, desc: "Expected CPU demand (MHz) of this replica; greater than 0.",
 		out: "CPU demand (MHz) of the queued replica."},
-	{name: replicaMemoryMB, kind: kindFigure, desc: "Expected memory demand (MB) of this replica. Unset: 0.",
+	{name: replicaMemoryMB, kind: kindFigure, desc: "Expected memory demand (MB) of this replica. Unset: 0; with `memory_capacity_mb` set, at least Nomad's smallest reservation, 10 MB.",
 		out: "Memory demand (MB) of the queued replica."},
 }
 
@@ -149,13 +149,13 @@ var observationFields = []field{
 		out:  "Running allocations read: the task group's on the node with a `job`, every allocation on the node without."},
 	{name: obsWarmingReplicas, kind: kindWhole,
 		desc: "How many of the running replicas are still warming up (just started, or no usage reported yet): they count at the warm replicas' usage, " +
-			"or, when none is warm, at the larger of their peak usage and their requested resources, never at zero. At most `running_replicas`; unset: 0.",
+			"or, when none is warm or more are warming than warm, at the larger of their peak usage and their requested resources, never at zero. At most `running_replicas`; unset: 0.",
 		out: "How many of the running allocations are warming up: younger than `warmup`, or with no CPU ticks yet (with a `job`; 0 without)."},
 	{name: obsReplicaCPUDemandMHz, kind: kindFigure, required: true,
 		desc: "Expected CPU demand (MHz) of one new replica of the workload; greater than 0. While the workload runs, the first host counts a new replica of it at no less than a running replica's learned estimate, so a workload that uses more than this is not admitted at it.",
 		out:  "Expected CPU demand (MHz) of one replica: `replica_cpu_demand_mhz`, else the task group's CPU request."},
 	{name: obsReplicaMemoryDemandMB, kind: kindFigure,
-		desc: "Expected memory demand (MB) of one new replica. Unset: 0.",
+		desc: "Expected memory demand (MB) of one new replica. Unset: 0; with `memory_capacity_mb` set, a new replica needs at least Nomad's smallest reservation, 10 MB.",
 		out:  "Expected memory demand (MB) of one replica: `replica_memory_demand_mb`, else the task group's memory request (0 without a `job`)."},
 	{name: obsWantedReplicas, kind: kindWhole,
 		desc: "How many replicas want to run on the host, the running ones included: the first host's demand slots past the running replicas hold the demand " +

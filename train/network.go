@@ -96,8 +96,9 @@ const (
 	bigM = 1e4
 	// gateScale and chainWeight make the admission memory gate hard: the
 	// gate node of slot k is relu(chainWeight x slot_k + gateScale x
-	// (1 - memMargin - cumulative memory)), which holds data only when the
-	// cumulative memory share through slot k is below 1.
+	// (1 - memHeadroom - memMargin - cumulative memory)), which holds data
+	// only when the cumulative memory share through slot k is below
+	// 1 - memHeadroom (0.9).
 	gateScale   = 1e6
 	chainWeight = 1e-3
 	memMargin   = 1e-6
