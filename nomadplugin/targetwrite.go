@@ -252,6 +252,9 @@ func (w *scaleCall) split(total int64, current [2]int64, job *rawJob) ([2]int64,
 func (w *scaleCall) quota() (Quota, string, error) {
 	q, found, err := metaQuota(w.action.Meta)
 	if err != nil || found {
+		if err == nil {
+			w.configQuotaUnused(q)
+		}
 		return q, "the action", err
 	}
 	if w.c.known[0] || w.c.known[1] {
@@ -288,6 +291,18 @@ func (w *scaleCall) quota() (Quota, string, error) {
 		return q, "", fmt.Errorf("the scaling event at %s: %w", time.Unix(0, int64(newest.Time)).UTC().Format(time.RFC3339), err)
 	}
 	return q, "the newest scaling event", nil
+}
+
+// configQuotaUnused warns when the target config sets a host's quota
+// that differs from the one the action carries: the action's applies,
+// and an operator who reads first_max as a cap should know it is not one.
+func (w *scaleCall) configQuotaUnused(q Quota) {
+	for i, keys := range [2][2]string{{TargetKeyFirstMin, TargetKeyFirstMax}, {TargetKeySecondMin, TargetKeySecondMax}} {
+		if w.c.known[i] && w.c.quota[i] != q[i] {
+			w.t.logger.Warn("the target config's quota of a host is not used: the action carries the strategy's, which applies",
+				"keys", keys[0]+"/"+keys[1], "config", fmt.Sprint(w.c.quota[i]), "action", fmt.Sprint(q[i]))
+		}
+	}
 }
 
 // deploymentGuard makes a deployment of the job in progress a no-op.
