@@ -161,6 +161,14 @@ func TestTargetStatus(t *testing.T) {
 	if st, err := tg.Status(withKeys(tcfg, TargetKeyJob, "nope")); st != nil || !errors.Is(err, ErrJobNotFound) || !strings.Contains(err.Error(), `"nope" in namespace "default"`) {
 		t.Errorf("unknown job: %+v, %v; want ErrJobNotFound naming the job and its namespace", st, err)
 	}
+	for cfg, meta := range map[*map[string]string]map[string]any{
+		&tcfg: quotaMeta(2, 1, 0, 10, 0, 10), &gcfg: withMeta(quotaMeta(3, 0, 0, 10, 0, 10), MetaRole, RoleFirst),
+	} {
+		err := tg.Scale(sdk.ScalingAction{Count: 3, Meta: meta}, withKeys(*cfg, TargetKeyJob, "nope"))
+		if !errors.Is(err, ErrJobNotFound) || !strings.Contains(err.Error(), `"nope" in namespace "default"`) {
+			t.Errorf("Scale of an unknown job (%v): %v; want ErrJobNotFound naming the job and its namespace", *cfg, err)
+		}
+	}
 	if _, err := tg.Status(withKeys(tcfg, TargetKeySecondGroup, "nope")); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown group: %v", err)
 	}
