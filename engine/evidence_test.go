@@ -299,7 +299,7 @@ func TestEvidenceNotes(t *testing.T) {
 		{"no usage yet", obs(2, 0, 0, 8192, 900), "no usage reported yet: 2 replica(s) count at their requested resources"},
 		{"all warming", obs(4, 4, 600, 8192, 900), "all 4 replica(s) warming: each counts at the larger of its peak usage and its request"},
 		{"as many warming as warm", obs(6, 3, 600, 8192, 900), "observed: 3 of 6 replica(s) warm, the 3 warming count at the warm ones' usage"},
-		{"more warming than warm", obs(5, 3, 600, 8192, 900), "3 of 5 replica(s) warming, more than the 2 warm: each counts at the larger of its peak usage and its request"},
+		{"more warming than warm", obs(5, 3, 600, 8192, 900), "observed: 2 of 5 replica(s) warm, the 3 warming count at the warm ones' usage"},
 		{"memory not sampled", obs(3, 0, 600, 8192, 0), "observed: 3 replica(s) running; memory not in the samples: replicas count at their requested memory"},
 		{"memory not judged", obs(3, 0, 600, 0, 0), "observed: 3 replica(s) running; memory not judged (memory capacity unknown)"},
 	}
@@ -384,61 +384,13 @@ func TestUnknownMemoryDemand(t *testing.T) {
 				if h.Placement.Placeable != c.wantPlaceable {
 					t.Errorf("%s: placeable %d, want %d (%v MB free at %d MB a replica)", h.Role, h.Placement.Placeable, c.wantPlaceable, c.free, MinReservationMemoryMB)
 				}
+				if h.Placement.ReplicaMemoryMB != MinReservationMemoryMB {
+					t.Errorf("%s: a replica reserves %v MB, want Nomad's smallest, %d", h.Role, h.Placement.ReplicaMemoryMB, MinReservationMemoryMB)
+				}
 				if h.Containers > c.wantPlaceable {
 					t.Errorf("%s: %d containers with room for %d replicas of %d MB (limit %s)", h.Role, h.Containers, c.wantPlaceable, MinReservationMemoryMB, h.Limit)
 				}
 			}
 		})
-	}
-}
-
-// TestMostlyWarming: warming replicas count at the warm ones' usage only
-// while the warm ones are at least as many; with more warming than warm
-// (one warm replica's 5 MHz read for nine that show nothing took the
-// second host to its quota's maximum) every replica counts as when none
-// is warm, at the larger of its peak and its request.
-func TestMostlyWarming(t *testing.T) {
-	decide := func(warming int) *Decision {
-		t.Helper()
-		o := Observation{Host: "h", CPUCapacityMHz: 10000, RunningReplicas: 10, WarmingReplicas: warming,
-			RequestedCPUMHz: 5000, ReplicaCPUDemandMHz: 500}
-		for i := range 10 {
-			o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: 50})
-		}
-		o2 := o
-		d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	all := decide(10)
-	if all.First.Evidence.Basis != BasisRequested {
-		t.Fatalf("all warming: basis %s", all.First.Evidence.Basis)
-	}
-	half := decide(5)
-	for warming := 0; warming <= 10; warming++ {
-		d := decide(warming)
-		for _, h := range []struct {
-			name     string
-			got, all *HostDecision
-		}{{"first", &d.First, &all.First}, {"second", &d.Second, &all.Second}} {
-			switch {
-			case warming <= 5:
-				if h.got.Evidence.Basis != BasisObserved {
-					t.Errorf("%d warming of 10, %s host: basis %s, want observed", warming, h.name, h.got.Evidence.Basis)
-				}
-			default:
-				if h.got.Evidence.Basis != BasisRequested || h.got.Containers != h.all.Containers {
-					t.Errorf("%d warming of 10, %s host: basis %s, %d containers; want requested and %d, as with all warming",
-						warming, h.name, h.got.Evidence.Basis, h.got.Containers, h.all.Containers)
-				}
-			}
-		}
-	}
-	// The rule's point: observed, the second host reads 10 replicas at
-	// 5 MHz each and counts far more than at their 500 MHz requests.
-	if half.Second.Containers <= all.Second.Containers {
-		t.Fatalf("second host %d at half warming, %d all warming: the case does not separate the rules", half.Second.Containers, all.Second.Containers)
 	}
 }

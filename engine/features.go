@@ -199,8 +199,7 @@ type featureWork struct {
 	note    noteKind
 	memNote memNoteKind
 	// warm is how many replicas the rules read as warm: running less
-	// warming, or none when the window's CPU is zero throughout or more
-	// replicas are warming than warm
+	// warming, or none when the window's CPU is zero throughout
 	warm int
 	// the last per-replica usage summarized, and its summary
 	lastPR  []float64
@@ -211,14 +210,13 @@ type featureWork struct {
 // compute derives every named feature of o (which must be valid) into
 // fw.feats, following the evidence rules:
 //
-//   - with warm replicas (running minus warming), at least as many as the
-//     warming ones, a replica uses the warm ones' usage: sample / warm, so
-//     warming replicas count like the group's recent per-replica usage,
-//     never at zero;
-//   - with replicas running but none warm, more warming than warm, or a
-//     window whose CPU is zero throughout (no usage reported yet), a
-//     replica uses the larger of its share of the window's peak and its
-//     requested resources, at every sample;
+//   - with warm replicas (running minus warming), a replica uses the warm
+//     ones' usage: sample / warm, so warming replicas count like the group's
+//     recent per-replica usage, never at zero;
+//   - with replicas running but none warm, or a window whose CPU is zero
+//     throughout (no usage reported yet), a replica uses the larger of its
+//     share of the window's peak and its requested resources, at every
+//     sample;
 //   - with no replica running, a replica uses its demand.
 //
 // Memory follows the same rules on the window's peak (memory is judged by
@@ -248,14 +246,6 @@ func (fw *featureWork) compute(o *Observation) {
 	if allZero {
 		warm = 0
 	}
-	// More warming replicas than warm ones: the warm ones are too few to
-	// stand for the rest (one warm replica read for nine that show
-	// nothing would take the count to the maximum), so every replica
-	// counts as when none is warm.
-	mostlyWarming := warm > 0 && warm < o.WarmingReplicas
-	if mostlyWarming {
-		warm = 0
-	}
 	reqPer := demand
 	if running > 0 && o.RequestedCPUMHz > 0 {
 		reqPer = o.RequestedCPUMHz / capCPU / float64(running)
@@ -283,11 +273,8 @@ func (fw *featureWork) compute(o *Observation) {
 	default:
 		ev.Basis = BasisRequested
 		fw.note = noteAllWarming
-		switch {
-		case allZero:
+		if allZero {
 			fw.note = noteNoUsage
-		case mostlyWarming:
-			fw.note = noteMostlyWarming
 		}
 		// One level for the whole window, the larger of the peak and the
 		// request: a flat window whose every statistic scales with it,
@@ -420,7 +407,6 @@ const (
 	noteObservedWarming
 	noteNoUsage
 	noteAllWarming
-	noteMostlyWarming
 )
 
 const (
@@ -444,8 +430,6 @@ func (fw *featureWork) evidence() Evidence {
 		ev.Note = fmt.Sprintf("no usage reported yet: %d replica(s) count at their requested resources", running)
 	case noteAllWarming:
 		ev.Note = fmt.Sprintf("all %d replica(s) warming: each counts at the larger of its peak usage and its request", running)
-	case noteMostlyWarming:
-		ev.Note = fmt.Sprintf("%d of %d replica(s) warming, more than the %d warm: each counts at the larger of its peak usage and its request", ev.Warming, running, running-ev.Warming)
 	}
 	switch fw.memNote {
 	case memNoteRequested:

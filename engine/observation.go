@@ -51,9 +51,9 @@ type Observation struct {
 	RunningReplicas int `json:"running_replicas"`
 	// WarmingReplicas is how many of the running replicas are still in
 	// their warm-up (just started, or no usage reported yet). They are
-	// counted at the usage of the warm ones, or, when none is warm or more
-	// are warming than warm, at the larger of their peak usage and their
-	// requested resources, never at zero.
+	// counted at the usage of the warm ones, or, when none is warm, at
+	// the larger of their peak usage and their requested resources, never at
+	// zero.
 	WarmingReplicas int `json:"warming_replicas,omitempty"`
 	// ReplicaCPUDemandMHz is the expected CPU demand of one replica of the
 	// workload that wants to run; required, > 0. ReplicaMemoryDemandMB

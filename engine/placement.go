@@ -18,7 +18,9 @@ type Placement struct {
 	FreeCPUMHz   float64 `json:"free_cpu_mhz"`
 	FreeMemoryMB float64 `json:"free_memory_mb,omitempty"`
 	// ReplicaCPUMHz and ReplicaMemoryMB are what one replica reserves
-	// today: the running replicas' request each, else the demand.
+	// today: the running replicas' request each, else the demand; never
+	// below Nomad's smallest reservations (MinReservationCPUMHz, and
+	// MinReservationMemoryMB where memory is judged).
 	ReplicaCPUMHz   float64 `json:"replica_cpu_mhz"`
 	ReplicaMemoryMB float64 `json:"replica_memory_mb,omitempty"`
 	// Placeable is how many replicas, in queue order, the scheduler can
@@ -160,16 +162,21 @@ func placeable(o *Observation) (pl Placement, memKnown bool) {
 			pl.ReplicaMemoryMB = o.RequestedMemoryMB / float64(n)
 		}
 	}
+	// Nomad places no task below its smallest reservations: a replica
+	// reserves at least those, whatever demand (or none) was given; the
+	// memory one where memory is judged.
+	pl.ReplicaCPUMHz = newReplicaCPUMHz(pl.ReplicaCPUMHz)
+	if memKnown {
+		pl.ReplicaMemoryMB = newReplicaMemoryMB(pl.ReplicaMemoryMB)
+	}
 	// Placeable, in queue order: the running replicas and, with a queue,
 	// the queued ones at their own demand; otherwise every replica at the
 	// group's reservation.
 	fits := func(cpu, mem float64) bool {
 		return cpu <= pl.FreeCPUMHz*(1+1e-12) && (!memKnown || mem <= pl.FreeMemoryMB*(1+1e-12))
 	}
-	// Nomad places no task below its smallest reservations: a replica
-	// reserves at least those, whatever demand (or none) was given.
 	n := o.RunningReplicas
-	perCPU, perMem := newReplicaCPUMHz(pl.ReplicaCPUMHz), newReplicaMemoryMB(pl.ReplicaMemoryMB)
+	perCPU, perMem := pl.ReplicaCPUMHz, newReplicaMemoryMB(pl.ReplicaMemoryMB)
 	uniformMax := int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeCPUMHz/perCPU*(1+1e-12))))
 	if memKnown {
 		uniformMax = min(uniformMax, int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeMemoryMB/perMem*(1+1e-12)))))

@@ -168,7 +168,8 @@ func (cl *compiledLayer) row(x []float64, v int) float64 {
 // would: the same value (a zero input's terms are zeros, and adding a zero
 // to a sum that starts at +0 changes nothing; a bias of -0 reads as +0).
 // A dense layer is a BLAS product, but for an input that overflowed to
-// ±Inf, where the BLAS product's 0 × Inf would be NaN.
+// ±Inf or is NaN, where the BLAS product's 0 × Inf or 0 × NaN would be
+// NaN.
 func (cl *compiledLayer) product(x, y []float64) {
 	if cl.sparse {
 		copy(y, cl.sb)
@@ -184,9 +185,10 @@ func (cl *compiledLayer) product(x, y []float64) {
 	}
 	copy(y, cl.b)
 	for _, xu := range x {
-		if math.IsInf(xu, 0) {
+		if math.IsInf(xu, 0) || math.IsNaN(xu) {
 			// A zero weight is no edge, but a BLAS product adds its
-			// 0 × ±Inf, NaN: sum the nonzero weights' terms, in input
+			// 0 × ±Inf or 0 × NaN, NaN (a node at +Inf, or at NaN from
+			// +Inf − Inf): sum the nonzero weights' terms, in input
 			// order, as the sparse layout does.
 			for v := range cl.out {
 				for u, w := range cl.w.Data[v*cl.w.Stride : v*cl.w.Stride+cl.in] {

@@ -505,3 +505,43 @@ func TestZeroWeightIsNoEdgeAtInf(t *testing.T) {
 		})
 	}
 }
+
+// TestZeroWeightIsNoEdgeAtNaN: the same one layer later, from a hidden
+// node at NaN (+Inf − Inf): a zero weight from it is no edge, sparse or
+// dense.
+func TestZeroWeightIsNoEdgeAtNaN(t *testing.T) {
+	in := []Node{{Name: "x", Countable: true}}
+	out := []Node{{Name: "o", Countable: true}}
+	first := Layer{Activation: ActivationIdentity, Weights: [][]float64{{1e300}, {1e300}, {1}}, Biases: make([]float64, 3)}
+	w2 := [][]float64{{1, -1, 0}} // g0 = +Inf − Inf = NaN
+	for range 9 {
+		w2 = append(w2, []float64{0, 0, 1})
+	}
+	second := Layer{Activation: ActivationIdentity, Weights: w2, Biases: make([]float64, 10)}
+	for _, c := range []struct {
+		name   string
+		edges  []int // second-layer nodes with an edge (weight 1) to o; g0 has none
+		sparse bool
+	}{{"sparse", []int{1}, true}, {"dense", []int{1, 2}, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			row := make([]float64, 10)
+			for _, h := range c.edges {
+				row[h] = 1
+			}
+			p, err := NewProcessor(testModel(in, out, 1e-9, 0.5, first, second, Layer{Activation: ActivationSigmoid, Weights: [][]float64{row}, Biases: []float64{0}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.layers[2].sparse != c.sparse {
+				t.Fatalf("output layer compiled sparse = %v, want %v", p.layers[2].sparse, c.sparse)
+			}
+			an, err := p.Analyze([]float64{1e10}, NewWorkspace(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if an.Outputs[0] != 1 || an.OutputAmount != 1 {
+				t.Errorf("output %v, A_out %d; want 1, 1 (x → h2 → g1 → o is activated; g0 has no edge to o)", an.Outputs[0], an.OutputAmount)
+			}
+		})
+	}
+}

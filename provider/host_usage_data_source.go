@@ -176,7 +176,7 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			huWarmup: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "With a `job`: a running allocation younger than this (from its tasks' latest start), or whose stats " +
 					"show no CPU ticks yet, is *warming*: it is counted in the observation's `warming_replicas` and its usage is left out " +
-					"of the sample while any allocation is warm, so the engine counts it at the warm replicas' usage (or, when none is warm or more are warming than warm, " +
+					"of the sample while any allocation is warm, so the engine counts it at the warm replicas' usage (or, when none is warm, " +
 					"at the larger of its peak usage and its requested resources), never at zero. A Go duration >= 0, such as `\"90s\"`; default `\"" + strings.TrimSuffix(defaultWarmup.String(), "0s") +
 					"\"`, the `activation-quota` strategy's; `\"0s\"` turns the rule off (every running allocation counts as warm, " +
 					"whatever its usage, except one whose stats carry no measurement yet: Nomad's zeroed stats with no time, before the " +

@@ -149,7 +149,7 @@ var observationFields = []field{
 		out:  "Running allocations read: the task group's on the node with a `job`, every allocation on the node without."},
 	{name: obsWarmingReplicas, kind: kindWhole,
 		desc: "How many of the running replicas are still warming up (just started, or no usage reported yet): they count at the warm replicas' usage, " +
-			"or, when none is warm or more are warming than warm, at the larger of their peak usage and their requested resources, never at zero. At most `running_replicas`; unset: 0.",
+			"or, when none is warm, at the larger of their peak usage and their requested resources, never at zero. At most `running_replicas`; unset: 0.",
 		out: "How many of the running allocations are warming up: younger than `warmup`, or with no CPU ticks yet (with a `job`; 0 without)."},
 	{name: obsReplicaCPUDemandMHz, kind: kindFigure, required: true,
 		desc: "Expected CPU demand (MHz) of one new replica of the workload; greater than 0. While the workload runs, the first host counts a new replica of it at no less than a running replica's learned estimate, so a workload that uses more than this is not admitted at it.",
