@@ -513,7 +513,8 @@ func TestAccHostUsage_poolAndClass(t *testing.T) {
 // TestAccHostUsage_cluster reads a node of the real cluster named by
 // NOMAD_ADDR (with NOMAD_TOKEN... as the tests were started with them) when
 // it is set, else of the stand-in, and checks what holds on any cluster:
-// the node found, its capacity, the default's samples (what
+// the node found, its capacity (as the node's record in the API gives it),
+// the default's samples (what
 // activation_container_counts needs by default), non-negative, an
 // observation the engine accepts.
 func TestAccHostUsage_cluster(t *testing.T) {
@@ -547,15 +548,28 @@ func TestAccHostUsage_cluster(t *testing.T) {
 	if node == nil {
 		t.Fatal("the cluster has no ready node to read")
 	}
-	q := nomadusage.Query{Host: nomadusage.HostSelector{NodeID: node.ID}, ReplicaCPUDemandMHz: 100}
-	w := expectedReading(t, client, q).Observation
+	// The capacity from the node's own record, not from the reader the
+	// data source uses: its resources less what it reserves for the OS
+	// (Nomad 0.9 and later give NodeResources).
+	nd, _, err := client.Nodes().Info(node.ID, nil)
+	if err != nil {
+		t.Fatalf("read node %s: %v", node.ID, err)
+	}
+	if nd.NodeResources == nil {
+		t.Fatalf("node %s has no NodeResources (a Nomad before 0.9?)", node.Name)
+	}
+	capCPU, capMem := float64(nd.NodeResources.Cpu.CpuShares), float64(nd.NodeResources.Memory.MemoryMB)
+	if rr := nd.ReservedResources; rr != nil {
+		capCPU -= float64(rr.Cpu.CpuShares)
+		capMem -= float64(rr.Memory.MemoryMB)
+	}
 	addr := "data.activation_host_usage.test"
 	runAcc(t, resource.TestCase{ProtoV6ProviderFactories: factories, Steps: []resource.TestStep{{
 		Config: provider + usageConfig("test", map[string]string{huNodeID: hclString(node.ID), huReplicaCPU: "100"}),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huNodeName), knownvalue.StringExact(node.Name)),
-			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsCPUCapacityMHz), knownvalue.Float64Exact(w.CPUCapacityMHz)),
-			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsMemoryCapacityMB), knownvalue.Float64Exact(w.MemoryCapacityMB)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsCPUCapacityMHz), knownvalue.Float64Exact(capCPU)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsMemoryCapacityMB), knownvalue.Float64Exact(capMem)),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsUsageSamples), knownvalue.ListSizeExact(engine.DefaultMinSamples)),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsUsageSamples).AtSliceIndex(0).AtMapKey(sampleCPUMHz),
 				knownvalue.Float64Func(func(v float64) error {

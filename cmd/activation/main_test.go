@@ -139,11 +139,10 @@ func TestSimulateJSON(t *testing.T) {
 	if f, s, d := act["first_host_density"].(float64), act["second_host_density"].(float64), act["density"].(float64); d < min(f, s)-1e-9 || d > max(f, s)+1e-9 || f == s {
 		t.Errorf("activation density %v, its hosts' %v and %v: want two figures around it", d, f, s)
 	}
-	if g, ok := sum["gain_vs_request_sum"].(float64); ok {
-		want := sum["activation_density"].(float64)/sum["request_sum_density"].(float64) - 1
-		if math.Abs(g-want) > 1e-9 {
-			t.Errorf("gain vs request-sum %v, want %v", g, want)
-		}
+	if g, ok := sum["gain_vs_request_sum"].(float64); !ok {
+		t.Errorf("gain vs request-sum %v, want a number", sum["gain_vs_request_sum"])
+	} else if want := sum["activation_density"].(float64)/sum["request_sum_density"].(float64) - 1; math.Abs(g-want) > 1e-9 {
+		t.Errorf("gain vs request-sum %v, want %v", g, want)
 	}
 	if doc["split"] != "test" {
 		t.Errorf("split %v, want test", doc["split"])
@@ -738,11 +737,15 @@ func TestSimulateSteps(t *testing.T) {
 		t.Fatalf("curves: %d without steps, %d with", len(plain), len(stepped))
 	}
 	// A hysteresis band of 3 holds every change of 1 or 2: at every knob
-	// setting the stepped policy changes its counts less often.
+	// setting the stepped policy changes its counts no more often, and at
+	// the chosen setting strictly less often (the band reached the replay).
 	for k := range plain {
 		if stepped[k].ChangesPerHour > plain[k].ChangesPerHour {
 			t.Errorf("knob %g: %.2f changes/hour with hysteresis, %.2f without", plain[k].Knob, stepped[k].ChangesPerHour, plain[k].ChangesPerHour)
 		}
+	}
+	if with, without := doc.Churn.With.ChangesPerHour, doc.Churn.Without.ChangesPerHour; with >= without {
+		t.Errorf("churn at the chosen setting: %.2f changes/hour with hysteresis, %.2f without; want fewer", with, without)
 	}
 	code, stdout, _ := runCmd(t, "", false, "simulate", "--traces", seriesDir(t, 2, 300), "--split", "all", "--budget", "0.05", "--hysteresis", "3")
 	if code != exitOK || !strings.Contains(stdout, "churn: activation") || !strings.Contains(stdout, stepsPolicy) {
