@@ -466,81 +466,56 @@ func TestSparseProductMatchesRowOrder(t *testing.T) {
 }
 
 // TestZeroWeightIsNoEdgeAtInf: a zero weight is no edge in a dense layer
-// too, when its source overflowed to +Inf (a BLAS product's 0 × Inf is
-// NaN, which read as no data and cut the output's only branch). One
-// more edge of the output turns the layer from sparse to dense; the
-// answer must not change.
+// too, when its source overflowed to +Inf or became NaN (+Inf − Inf) one
+// layer before (a BLAS product's 0 × Inf or 0 × NaN is NaN, which read as
+// no data and cut the output's only branch). One more edge of the output
+// turns its layer from sparse to dense; the answer must not change.
 func TestZeroWeightIsNoEdgeAtInf(t *testing.T) {
 	in := []Node{{Name: "x", Countable: true}}
 	out := []Node{{Name: "o", Countable: true}}
-	w1 := [][]float64{{1e300}} // h0 = 1e300 x: +Inf for x = 1e10
+	// atInf: h0 = 1e300 x, +Inf for x = 1e10; h1..h9 = x.
+	w1 := [][]float64{{1e300}}
 	for range 9 {
 		w1 = append(w1, []float64{1})
 	}
-	hidden := Layer{Activation: ActivationIdentity, Weights: w1, Biases: make([]float64, 10)}
+	atInf := []Layer{{Activation: ActivationIdentity, Weights: w1, Biases: make([]float64, 10)}}
+	// atNaN: g0 = h0 − h1 = +Inf − Inf; g1..g9 = h2 = x.
+	w2 := [][]float64{{1, -1, 0}}
+	for range 9 {
+		w2 = append(w2, []float64{0, 0, 1})
+	}
+	atNaN := []Layer{
+		{Activation: ActivationIdentity, Weights: [][]float64{{1e300}, {1e300}, {1}}, Biases: make([]float64, 3)},
+		{Activation: ActivationIdentity, Weights: w2, Biases: make([]float64, 10)},
+	}
 	for _, c := range []struct {
 		name   string
-		edges  []int // hidden nodes with an edge (weight 1) to o; h0 has none
+		hidden []Layer
+		edges  []int // last hidden nodes with an edge (weight 1) to o; node 0 has none
 		sparse bool
-	}{{"sparse", []int{1}, true}, {"dense", []int{1, 2}, false}} {
+	}{
+		{"+Inf, sparse", atInf, []int{1}, true}, {"+Inf, dense", atInf, []int{1, 2}, false},
+		{"NaN, sparse", atNaN, []int{1}, true}, {"NaN, dense", atNaN, []int{1, 2}, false},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			row := make([]float64, 10)
 			for _, h := range c.edges {
 				row[h] = 1
 			}
-			p, err := NewProcessor(testModel(in, out, 1e-9, 0.5, hidden, Layer{Activation: ActivationSigmoid, Weights: [][]float64{row}, Biases: []float64{0}}))
+			layers := append(append([]Layer{}, c.hidden...), Layer{Activation: ActivationSigmoid, Weights: [][]float64{row}, Biases: []float64{0}})
+			p, err := NewProcessor(testModel(in, out, 1e-9, 0.5, layers...))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.layers[1].sparse != c.sparse {
-				t.Fatalf("output layer compiled sparse = %v, want %v", p.layers[1].sparse, c.sparse)
+			if got := p.layers[len(layers)-1].sparse; got != c.sparse {
+				t.Fatalf("output layer compiled sparse = %v, want %v", got, c.sparse)
 			}
 			an, err := p.Analyze([]float64{1e10}, NewWorkspace(p))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if an.Outputs[0] != 1 || an.InputAmount != 1 || an.OutputAmount != 1 {
-				t.Errorf("output %v, A_in %d, A_out %d; want 1, 1, 1 (x → h1 → o is activated; h0 has no edge to o)", an.Outputs[0], an.InputAmount, an.OutputAmount)
-			}
-		})
-	}
-}
-
-// TestZeroWeightIsNoEdgeAtNaN: the same one layer later, from a hidden
-// node at NaN (+Inf − Inf): a zero weight from it is no edge, sparse or
-// dense.
-func TestZeroWeightIsNoEdgeAtNaN(t *testing.T) {
-	in := []Node{{Name: "x", Countable: true}}
-	out := []Node{{Name: "o", Countable: true}}
-	first := Layer{Activation: ActivationIdentity, Weights: [][]float64{{1e300}, {1e300}, {1}}, Biases: make([]float64, 3)}
-	w2 := [][]float64{{1, -1, 0}} // g0 = +Inf − Inf = NaN
-	for range 9 {
-		w2 = append(w2, []float64{0, 0, 1})
-	}
-	second := Layer{Activation: ActivationIdentity, Weights: w2, Biases: make([]float64, 10)}
-	for _, c := range []struct {
-		name   string
-		edges  []int // second-layer nodes with an edge (weight 1) to o; g0 has none
-		sparse bool
-	}{{"sparse", []int{1}, true}, {"dense", []int{1, 2}, false}} {
-		t.Run(c.name, func(t *testing.T) {
-			row := make([]float64, 10)
-			for _, h := range c.edges {
-				row[h] = 1
-			}
-			p, err := NewProcessor(testModel(in, out, 1e-9, 0.5, first, second, Layer{Activation: ActivationSigmoid, Weights: [][]float64{row}, Biases: []float64{0}}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.layers[2].sparse != c.sparse {
-				t.Fatalf("output layer compiled sparse = %v, want %v", p.layers[2].sparse, c.sparse)
-			}
-			an, err := p.Analyze([]float64{1e10}, NewWorkspace(p))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if an.Outputs[0] != 1 || an.OutputAmount != 1 {
-				t.Errorf("output %v, A_out %d; want 1, 1 (x → h2 → g1 → o is activated; g0 has no edge to o)", an.Outputs[0], an.OutputAmount)
+				t.Errorf("output %v, A_in %d, A_out %d; want 1, 1, 1 (node 1 of the last hidden layer reaches o; node 0 has no edge to it)", an.Outputs[0], an.InputAmount, an.OutputAmount)
 			}
 		})
 	}
