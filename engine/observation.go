@@ -58,7 +58,8 @@ type Observation struct {
 	// ReplicaCPUDemandMHz is the expected CPU demand of one replica of the
 	// workload that wants to run; required, > 0. ReplicaMemoryDemandMB
 	// likewise, optional. A new replica counts at its demand until it is
-	// observed.
+	// observed; where memory is judged, its memory at no less than Nomad's
+	// smallest reservation (MinReservationMemoryMB), a demand given or not.
 	ReplicaCPUDemandMHz   float64 `json:"replica_cpu_demand_mhz"`
 	ReplicaMemoryDemandMB float64 `json:"replica_memory_demand_mb,omitempty"`
 	// WantedReplicas is how many replicas want to run on the host, the

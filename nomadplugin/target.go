@@ -188,6 +188,9 @@ type targetConfig struct {
 	// whether any bound of host i was given.
 	quota [2][2]int64
 	known [2]bool
+	// maxSet: the config gave the host's max key itself (not resolved
+	// from a min alone).
+	maxSet [2]bool
 }
 
 // names are the groups the config scales.
@@ -315,6 +318,9 @@ func (c *targetConfig) parseQuotas(m map[string]string) error {
 			}
 			*kv.dst = &n
 			c.known[i] = true
+			if kv.key == h.maxKey {
+				c.maxSet[i] = true
+			}
 		}
 		if !c.known[i] {
 			continue

@@ -84,32 +84,41 @@ func TestTargetOverGRPC(t *testing.T) {
 	}
 }
 
-// TestTargetConfigQuotaUnused: a host quota in the target config that
-// differs from the one the action carries is not applied (the action's
-// is), and the log says so, naming the keys and both quotas.
+// TestTargetConfigQuotaUnused: a host's max in the target config below
+// the one the action carries is not applied (the action's quota is), and
+// the log says so, naming the key and both maxima; a config that is no
+// tighter (the same max, a min alone, a higher max) logs nothing.
 func TestTargetConfigQuotaUnused(t *testing.T) {
-	w := newWorld(t, 1, 1)
-	log := &testsupport.SyncBuffer{}
-	tg := NewTarget(hclog.New(&hclog.LoggerOptions{Output: log, Level: hclog.Info}))
-	must(t, tg.SetConfig(w.agentConfig))
-	cfg := withKeys(tcfg, TargetKeyFirstMax, "3")
-	if err := tg.Scale(sdk.ScalingAction{Count: 7, Meta: quotaMeta(6, 1, 0, 10, 0, 10)}, cfg); err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name string
+		cfg  []string
+		warn bool
+	}{
+		{"a lower first_max", []string{TargetKeyFirstMax, "3"}, true},
+		{"the same first_max", []string{TargetKeyFirstMax, "10"}, false},
+		{"a higher second_max", []string{TargetKeySecondMax, "40"}, false},
+		{"first_min alone", []string{TargetKeyFirstMin, "1"}, false},
 	}
-	if got := w.counts(t); got != [2]int{6, 1} {
-		t.Errorf("counts %v, want the action's split 6 + 1 within its quota [0, 10]", got)
-	}
-	if l := log.String(); !strings.Contains(l, "quota of a host is not used") || !strings.Contains(l, "first_min/first_max") || !strings.Contains(l, "[0 3]") || !strings.Contains(l, "[0 10]") {
-		t.Errorf("log %q; want a warning naming first_max and both quotas", l)
-	}
-	// The same quota in both: no warning.
-	log2 := &testsupport.SyncBuffer{}
-	tg2 := NewTarget(hclog.New(&hclog.LoggerOptions{Output: log2, Level: hclog.Info}))
-	must(t, tg2.SetConfig(w.agentConfig))
-	if err := tg2.Scale(sdk.ScalingAction{Count: 7, Meta: quotaMeta(5, 2, 0, 10, 0, 10)}, withKeys(tcfg, TargetKeyFirstMax, "10")); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(log2.String(), "not used") {
-		t.Errorf("warned with the same quota in both: %q", log2.String())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, 1, 1)
+			log := &testsupport.SyncBuffer{}
+			tg := NewTarget(hclog.New(&hclog.LoggerOptions{Output: log, Level: hclog.Info}))
+			must(t, tg.SetConfig(w.agentConfig))
+			if err := tg.Scale(sdk.ScalingAction{Count: 7, Meta: quotaMeta(6, 1, 0, 10, 0, 10)}, withKeys(tcfg, c.cfg...)); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.counts(t); got != [2]int{6, 1} {
+				t.Errorf("counts %v, want the action's split 6 + 1 within its quota [0, 10]", got)
+			}
+			l := log.String()
+			warned := strings.Contains(l, "is not a cap")
+			if warned != c.warn {
+				t.Fatalf("warned %v, want %v: %q", warned, c.warn, l)
+			}
+			if c.warn && (!strings.Contains(l, "key=first_max") || !strings.Contains(l, "config_max=3") || !strings.Contains(l, "action_max=10")) {
+				t.Errorf("log %q; want the key and both maxima", l)
+			}
+		})
 	}
 }

@@ -293,14 +293,16 @@ func (w *scaleCall) quota() (Quota, string, error) {
 	return q, "the newest scaling event", nil
 }
 
-// configQuotaUnused warns when the target config sets a host's quota
-// that differs from the one the action carries: the action's applies,
-// and an operator who reads first_max as a cap should know it is not one.
+// configQuotaUnused warns when the target config sets a host's max below
+// the one the action carries: the action's quota applies, and an operator
+// who reads first_max as a cap should know it is not one. (A min the
+// strategy lowered on purpose, to a host's current count, or a max the
+// config resolved from a min alone, is no cap and says nothing.)
 func (w *scaleCall) configQuotaUnused(q Quota) {
-	for i, keys := range [2][2]string{{TargetKeyFirstMin, TargetKeyFirstMax}, {TargetKeySecondMin, TargetKeySecondMax}} {
-		if w.c.known[i] && w.c.quota[i] != q[i] {
-			w.t.logger.Warn("the target config's quota of a host is not used: the action carries the strategy's, which applies",
-				"keys", keys[0]+"/"+keys[1], "config", fmt.Sprint(w.c.quota[i]), "action", fmt.Sprint(q[i]))
+	for i, key := range [2]string{TargetKeyFirstMax, TargetKeySecondMax} {
+		if w.c.maxSet[i] && w.c.quota[i][1] < q[i][1] {
+			w.t.logger.Warn("the target config's max for a host is not a cap: the action carries the strategy's quota, which applies",
+				"key", key, "config_max", w.c.quota[i][1], "action_max", q[i][1])
 		}
 	}
 }

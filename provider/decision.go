@@ -133,11 +133,13 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 				"`resources` of the count's replicas other than the `queued` ones (all of them without `queued_replicas`; queue entries keep " +
 				"their own demands) and Nomad can place every replica when `fits` is true (see the provider's documentation).",
 			Attributes: map[string]schema.Attribute{
-				plPlaceable:       computedInt("How many replicas Nomad can place at today's reservations (`replica_cpu_mhz`, `replica_memory_mb`)."),
-				plFreeCPUMHz:      computedFloat("The host's CPU capacity less what other workloads reserve, MHz."),
-				plFreeMemoryMB:    computedFloat("Its memory capacity less what other workloads reserve, MB (0 when the capacity is unknown)."),
-				plReplicaCPUMHz:   computedFloat("What one replica reserves today: the running replicas' CPU request each, else the demand, MHz."),
-				plReplicaMemoryMB: computedFloat("Likewise for memory, MB."),
+				plPlaceable:    computedInt("How many replicas Nomad can place at today's reservations (`replica_cpu_mhz`, `replica_memory_mb`)."),
+				plFreeCPUMHz:   computedFloat("The host's CPU capacity less what other workloads reserve, MHz."),
+				plFreeMemoryMB: computedFloat("Its memory capacity less what other workloads reserve, MB (0 when the capacity is unknown)."),
+				plReplicaCPUMHz: computedFloat(fmt.Sprintf("What one replica reserves today: the running replicas' CPU request each, else the demand, "+
+					"never below Nomad's smallest, %d MHz.", engine.MinReservationCPUMHz)),
+				plReplicaMemoryMB: computedFloat(fmt.Sprintf("Likewise for memory, MB: never below Nomad's smallest, %d MB, where memory is judged "+
+					"(`memory_capacity_mb` set); else the request or demand as given (0 when none).", engine.MinReservationMemoryMB)),
 				plCPUMHz: computedInt(fmt.Sprintf("Per-replica CPU reservation (Nomad's `cpu`, MHz) with which the decided count fits (see `fits`): "+
 					"never below Nomad's smallest, %d MHz, and otherwise never above today's.", engine.MinReservationCPUMHz)),
 				plMemoryMB: computedInt(fmt.Sprintf("Per-replica memory reservation (Nomad's `memory`, MB) with which the decided count fits (see `fits`): "+
