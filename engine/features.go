@@ -440,15 +440,6 @@ func (fw *featureWork) evidence() Evidence {
 	return ev
 }
 
-// newReplicaMemoryMB is the memory a replica that has not run is taken to
-// need when memory is judged: its demand, and never less than Nomad's
-// smallest reservation (MinReservationMemoryMB), which no placed task is
-// below. A demand not given (0) is no evidence of needing none: on a host
-// whose memory is all reserved nothing new fits.
-func newReplicaMemoryMB(demandMB float64) float64 {
-	return math.Max(demandMB, MinReservationMemoryMB)
-}
-
 // room is the CPU and memory the workload may use on the host: its capacity
 // less what other workloads reserve there (they are taken to use what they
 // reserve). It is never below a millionth of the capacity, so that shares

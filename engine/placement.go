@@ -144,6 +144,15 @@ func newReplicaCPUMHz(demandMHz float64) float64 {
 	return math.Max(demandMHz, MinReservationCPUMHz)
 }
 
+// newReplicaMemoryMB is the memory a replica that has not run is taken to
+// need when memory is judged: its demand, and never less than Nomad's
+// smallest reservation (MinReservationMemoryMB), which no placed task is
+// below. A demand not given (0) is no evidence of needing none: on a host
+// whose memory is all reserved nothing new fits.
+func newReplicaMemoryMB(demandMB float64) float64 {
+	return math.Max(demandMB, MinReservationMemoryMB)
+}
+
 // placeable is o's free resources, a replica's reservation and Placeable
 // (the rest of a Placement is placement's), and whether the memory
 // capacity is known.
@@ -176,16 +185,15 @@ func placeable(o *Observation) (pl Placement, memKnown bool) {
 		return cpu <= pl.FreeCPUMHz*(1+1e-12) && (!memKnown || mem <= pl.FreeMemoryMB*(1+1e-12))
 	}
 	n := o.RunningReplicas
-	perCPU, perMem := pl.ReplicaCPUMHz, newReplicaMemoryMB(pl.ReplicaMemoryMB)
-	uniformMax := int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeCPUMHz/perCPU*(1+1e-12))))
+	uniformMax := int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeCPUMHz/pl.ReplicaCPUMHz*(1+1e-12))))
 	if memKnown {
-		uniformMax = min(uniformMax, int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeMemoryMB/perMem*(1+1e-12)))))
+		uniformMax = min(uniformMax, int(math.Min(float64(MaxQuotaCount), math.Floor(pl.FreeMemoryMB/pl.ReplicaMemoryMB*(1+1e-12)))))
 	}
 	if o.QueuedReplicas == nil {
 		pl.Placeable = max(uniformMax, 0)
 	} else {
 		placed := min(n, max(uniformMax, 0))
-		cpu, mem := float64(placed)*perCPU, float64(placed)*perMem
+		cpu, mem := float64(placed)*pl.ReplicaCPUMHz, float64(placed)*pl.ReplicaMemoryMB
 		if placed == n {
 			for _, r := range o.QueuedReplicas {
 				rc, rm := newReplicaCPUMHz(r.CPUMHz), newReplicaMemoryMB(r.MemoryMB)
