@@ -1007,7 +1007,10 @@ func TestE2EGoldenDryRun(t *testing.T) {
 	if err := os.MkdirAll(pol, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	body := policyFile("golden", "golden", fmt.Sprintf(`        role             = "split"
+	// Evaluations 2 s apart: a sample's time is whole seconds, and two
+	// evaluations within one second (a 1 s interval after a slow one) gave
+	// one sample, so the window lost the vector's order.
+	body := policyFileWith("golden", "golden", fmt.Sprintf(`        role             = "split"
         job              = "web"
         first_node_name  = "host-1"
         first_group      = "front"
@@ -1019,7 +1022,7 @@ func TestE2EGoldenDryRun(t *testing.T) {
       first_group  = "front"
       second_group = "back"
       dry_run      = "true"
-    }`)
+    }`, "200ms", "2s")
 	if err := os.WriteFile(filepath.Join(pol, "golden.hcl"), []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -1036,7 +1039,7 @@ func TestE2EGoldenDryRun(t *testing.T) {
 		}
 		return true
 	}
-	eventually(t, 3*time.Duration(n+4)*time.Second, "a dry-run event for the golden window", func() (bool, string) {
+	eventually(t, 4*time.Duration(n+4)*time.Second, "a dry-run event for the golden window", func() (bool, string) {
 		reqs, _ := a.requests(t)
 		seen := 0
 		var matched [2]bool
