@@ -105,16 +105,17 @@ func readRequest(r io.Reader) (*engine.Request, error) {
 	if err := dec.Decode(&req); err != nil {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &te):
-			return nil, fmt.Errorf("field %s: %s is not a valid %s", te.Field, te.Value, te.Type)
-		case errors.As(err, &se):
+		if errors.As(err, &se) {
 			return nil, fmt.Errorf("not valid JSON at byte %d: %v", se.Offset, se)
 		}
-		// An unknown field: the decoder names the key, the walk where
-		// it is ("field first.observation.cpu_capcity_mhz").
-		if perr := strictjson.CheckKnown(data, &req); perr != nil {
+		// An unknown field or a value of the wrong type: the decoder
+		// names the key, the walk where it is
+		// ("field first.usage_samples[3].cpu_mhz").
+		if perr := strictjson.CheckComplete(data, &req); perr != nil {
 			return nil, fmt.Errorf("not a valid request: %w", perr)
+		}
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("field %s: %s is not a valid %s", te.Field, te.Value, te.Type)
 		}
 		return nil, fmt.Errorf("not a valid request: %w", err)
 	}
@@ -123,20 +124,13 @@ func readRequest(r io.Reader) (*engine.Request, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("trailing data after the request object")
 	}
-	// Every name exact and given once, at every level: Go's decoder takes
-	// "FIRST" for "first" and "MAX" for "max", and the last of two keys.
-	if err := strictjson.Check(data, &req); err != nil {
-		return nil, err
-	}
-	// Both hosts must be there (a host left out would read as zeros).
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &top); err != nil {
+	// Every name exact and given once, at every level (Go's decoder takes
+	// "FIRST" for "first" and "MAX" for "max", and the last of two keys),
+	// and nothing Go's decoder would read as zero without a word: a
+	// required field left out (a host left out, a sample without cpu_mhz,
+	// which is not an idle one) or a null.
+	if err := strictjson.CheckComplete(data, &req); err != nil {
 		return nil, fmt.Errorf("not a valid request: %w", err)
-	}
-	for _, host := range []string{"first", "second"} {
-		if _, ok := top[host]; !ok {
-			return nil, fmt.Errorf("field %s: missing: want the %s host's observation", host, host)
-		}
 	}
 	return &req, nil
 }

@@ -291,6 +291,23 @@ func TestExplainBadRequest(t *testing.T) {
 	req.First.CPUCapacityMHz = 1000
 	req.Second.Samples[1].Time = req.Second.Samples[0].Time
 	badTime, _ := json.Marshal(req)
+	// edit changes one thing in the good request, as a generic document.
+	edit := func(f func(doc map[string]any)) string {
+		t.Helper()
+		var doc map[string]any
+		if err := json.Unmarshal(good, &doc); err != nil {
+			t.Fatal(err)
+		}
+		f(doc)
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	sample := func(doc map[string]any, host string, i int) map[string]any {
+		return doc[host].(map[string]any)["usage_samples"].([]any)[i].(map[string]any)
+	}
 	for _, c := range []struct {
 		name, stdin string
 		args        []string
@@ -318,6 +335,16 @@ func TestExplainBadRequest(t *testing.T) {
 		{"a nested name in capitals", strings.Replace(string(good), `"cpu_capacity_mhz":`, `"CPU_Capacity_MHz":1,"cpu_capacity_mhz":`, 1), []string{"--request", "-"}, exitError, `field first.CPU_Capacity_MHz: names are case-sensitive: want "cpu_capacity_mhz"`},
 		{"a quota name in capitals", strings.Replace(string(good), "{", `{"first_quota":{"MAX":2},`, 1), []string{"--request", "-"}, exitError, `field first_quota.MAX: names are case-sensitive: want "max"`},
 		{"a quota given twice", strings.Replace(string(good), "{", `{"first_quota":{"min":1,"max":24},"first_quota":{"min":3},`, 1), []string{"--request", "-"}, exitError, "field first_quota: given twice"},
+		// Go's decoder reads a field left out, or null, as 0: a sample
+		// without its usage would read as an idle one.
+		{"a sample without cpu_mhz", edit(func(d map[string]any) { delete(sample(d, "first", 3), "cpu_mhz") }), []string{"--request", "-"}, exitError, "field first.usage_samples[3].cpu_mhz: missing (required)"},
+		{"a sample's cpu_mhz null", edit(func(d map[string]any) { sample(d, "second", 2)["cpu_mhz"] = nil }), []string{"--request", "-"}, exitError, "field second.usage_samples[2].cpu_mhz: null"},
+		{"a sample without time", edit(func(d map[string]any) { delete(sample(d, "first", 0), "time") }), []string{"--request", "-"}, exitError, "field first.usage_samples[0].time: missing (required)"},
+		{"a sample's memory null", edit(func(d map[string]any) { sample(d, "first", 1)["memory_mb"] = nil }), []string{"--request", "-"}, exitError, "field first.usage_samples[1].memory_mb: null"},
+		{"an empty host", edit(func(d map[string]any) { d["first"] = map[string]any{} }), []string{"--request", "-"}, exitError, "field first.cpu_capacity_mhz: missing (required)"},
+		{"a null host", edit(func(d map[string]any) { d["second"] = nil }), []string{"--request", "-"}, exitError, "field second: null"},
+		{"running replicas left out", edit(func(d map[string]any) { delete(d["second"].(map[string]any), "running_replicas") }), []string{"--request", "-"}, exitError, "field second.running_replicas: missing (required)"},
+		{"a string for a sample's usage", edit(func(d map[string]any) { sample(d, "first", 4)["cpu_mhz"] = "12" }), []string{"--request", "-"}, exitError, `field first.usage_samples[4].cpu_mhz: the string "12": want a number`},
 		{"a sample field given twice", strings.Replace(string(good), `"cpu_mhz":`, `"cpu_mhz":1,"cpu_mhz":`, 1), []string{"--request", "-"}, exitError, "field first.usage_samples[0].cpu_mhz: given twice"},
 	} {
 		code, stdout, stderr := runCmd(t, c.stdin, false, append([]string{"explain"}, c.args...)...)

@@ -36,6 +36,21 @@ func CheckKnown(data []byte, v any) error {
 	return check(data, v, true)
 }
 
+// CheckComplete is CheckKnown that also refuses, by its path
+// ("first.usage_samples[3].cpu_mhz"), what Go's decoder would read as a
+// zero value without a word: a field of a struct that does not decode
+// itself left out although its tag has neither omitempty nor omitzero (a
+// required field), null given for a field that is not a pointer, slice,
+// map or interface, and a value of the wrong JSON type for a number,
+// string or boolean field (the decoder's own error names the field without
+// the index of the array element it is in).
+func CheckComplete(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	w := walker{dec: dec, known: true, complete: true}
+	return w.walk(reflect.TypeOf(v), "")
+}
+
 func check(data []byte, v any, known bool) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -43,10 +58,12 @@ func check(data []byte, v any, known bool) error {
 	return w.walk(reflect.TypeOf(v), "")
 }
 
-// walker walks one document; known: unknown keys are refused.
+// walker walks one document; known: unknown keys are refused; complete:
+// required fields, nulls and scalar types are checked too.
 type walker struct {
-	dec   *json.Decoder
-	known bool
+	dec      *json.Decoder
+	known    bool
+	complete bool
 }
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
@@ -55,6 +72,7 @@ var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 // any).
 func (w *walker) walk(t reflect.Type, path string) error {
 	dec := w.dec
+	declared := t // before the pointers are taken off: a pointer takes null
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -67,6 +85,11 @@ func (w *walker) walk(t reflect.Type, path string) error {
 	}
 	// a struct that decodes itself
 	self := t != nil && t.Kind() == reflect.Struct && (t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler))
+	if w.complete && t != nil && path != "" {
+		if err := scalarFits(tok, declared, path); err != nil {
+			return err
+		}
+	}
 	switch tok {
 	case json.Delim('{'):
 		return w.walkObject(t, path, self)
@@ -91,11 +114,15 @@ func (w *walker) walk(t reflect.Type, path string) error {
 func (w *walker) walkObject(t reflect.Type, path string, self bool) error {
 	dec := w.dec
 	var fields map[string]reflect.Type // exact JSON name: type
+	var required []string              // in declaration order
 	var elem reflect.Type
 	switch {
 	case t != nil && t.Kind() == reflect.Struct:
 		fields = map[string]reflect.Type{}
 		collect(t, fields)
+		if w.complete && !self {
+			required = requiredFields(t)
+		}
 	case t != nil && t.Kind() == reflect.Map:
 		elem = t.Elem()
 	}
@@ -137,7 +164,131 @@ func (w *walker) walkObject(t reflect.Type, path string, self bool) error {
 	if errors.Is(err, io.EOF) {
 		return io.ErrUnexpectedEOF
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for _, name := range required {
+		if !seen[name] {
+			at := name
+			if path != "" {
+				at = path + "." + name
+			}
+			return fmt.Errorf("field %s: missing (required)", at)
+		}
+	}
+	return nil
+}
+
+// scalarFits reports, naming path, a null for a type that cannot hold
+// one (Go's decoder leaves the zero value) and a JSON value of the wrong
+// kind for a number, string or boolean.
+func scalarFits(tok json.Token, t reflect.Type, path string) error {
+	if tok == nil {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			return nil
+		}
+		if t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler) {
+			return nil
+		}
+		return fmt.Errorf("field %s: null: give a value, or leave the field out where it is optional", path)
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler) {
+		return nil // its own business
+	}
+	k := t.Kind()
+	var want string
+	ok := true
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		_, ok = tok.(json.Number)
+		want = "a number"
+	case reflect.String:
+		_, ok = tok.(string)
+		want = "a string"
+	case reflect.Bool:
+		_, ok = tok.(bool)
+		want = "true or false"
+	case reflect.Struct, reflect.Map:
+		ok = tok == json.Delim('{')
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		ok = tok == json.Delim('[')
+		want = "an array"
+	}
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("field %s: %s: want %s", path, kindOf(tok), want)
+}
+
+// kindOf names a JSON token's kind as a message reads it.
+func kindOf(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '[' {
+			return "an array"
+		}
+		return "an object"
+	case string:
+		return fmt.Sprintf("the string %q", v)
+	case json.Number:
+		return "the number " + v.String()
+	case bool:
+		return fmt.Sprintf("%t", v)
+	}
+	return "null"
+}
+
+// requiredFields lists t's exported fields, embedded structs' included
+// (less those a field of t hides), whose JSON tag has neither omitempty
+// nor omitzero, by JSON name.
+func requiredFields(t reflect.Type) []string {
+	var out, inner []string
+	own := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				inner = append(inner, requiredFields(ft)...)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		own[name] = true
+		optional := false
+		for o := range strings.SplitSeq(opts, ",") {
+			optional = optional || o == "omitempty" || o == "omitzero"
+		}
+		if !optional {
+			out = append(out, name)
+		}
+	}
+	for _, name := range inner {
+		if !own[name] {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // collect gathers t's fields by JSON name, embedded structs' included; a

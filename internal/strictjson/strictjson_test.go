@@ -99,3 +99,53 @@ func TestCheckKnown(t *testing.T) {
 		})
 	}
 }
+
+type sample struct {
+	Time int64   `json:"time"`
+	CPU  float64 `json:"cpu"`
+	Mem  float64 `json:"mem,omitempty"`
+}
+
+type host struct {
+	inner                     // shared and deep required, deep hidden by Deep
+	Deep    *int              `json:"deep,omitempty"`
+	Samples []sample          `json:"samples"`
+	Name    string            `json:"name,omitempty"`
+	On      bool              `json:"on,omitzero"`
+	Quota   *quota            `json:"quota,omitempty"`
+	Layer   layer             `json:"layer,omitzero"`
+	Labels  map[string]string `json:"labels,omitempty"`
+}
+
+func TestCheckComplete(t *testing.T) {
+	for _, c := range []struct {
+		name, doc, want string
+	}{
+		{"complete", `{"shared":"s","samples":[{"time":1,"cpu":2},{"time":2,"cpu":0,"mem":1}]}`, ""},
+		{"optional fields given", `{"shared":"s","samples":[],"name":"a","on":true,"quota":{"min":1},"labels":{"x":"y"},"layer":{"mode":"m"}}`, ""},
+		{"optional nulls of pointers, maps", `{"shared":"s","samples":[],"quota":null,"labels":null,"deep":null}`, ""},
+		{"a required field left out", `{"shared":"s","samples":[{"time":1,"cpu":2},{"time":2}]}`, "field samples[1].cpu: missing (required)"},
+		{"a required list left out", `{"shared":"s"}`, "field samples: missing (required)"},
+		{"an embedded struct's required field", `{"samples":[]}`, "field shared: missing (required)"},
+		{"null for a number", `{"shared":"s","samples":[{"time":1,"cpu":null}]}`, "field samples[0].cpu: null: give a value"},
+		{"null for an optional number", `{"shared":"s","samples":[{"time":1,"cpu":1,"mem":null}]}`, "field samples[0].mem: null"},
+		{"null for a string", `{"shared":null,"samples":[]}`, "field shared: null"},
+		{"a string for a number", `{"shared":"s","samples":[{"time":1,"cpu":"2"}]}`, `field samples[0].cpu: the string "2": want a number`},
+		{"a number for a string", `{"shared":1,"samples":[]}`, "field shared: the number 1: want a string"},
+		{"a number for a boolean", `{"shared":"s","samples":[],"on":1}`, "field on: the number 1: want true or false"},
+		{"an object for a list", `{"shared":"s","samples":{}}`, "field samples: an object: want an array"},
+		{"a number for an object", `{"shared":"s","samples":[],"quota":3}`, "field quota: the number 3: want an object"},
+		{"unknown still refused", `{"shared":"s","samples":[],"nope":1}`, "field nope: unknown field"},
+		{"twice still refused", `{"shared":"s","samples":[],"shared":"t"}`, "field shared: given twice"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckComplete([]byte(c.doc), &host{})
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("CheckComplete: %v, want no error", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("CheckComplete: %v, want %q", err, c.want)
+			}
+		})
+	}
+}
