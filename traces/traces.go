@@ -12,7 +12,8 @@
 //     joined in the subdirectories' name order, so that every day of one VM
 //     is one series with one identity.
 //
-// Hidden files (.x.csv: macOS's ._x.csv, an editor's lock) are no series.
+// Hidden files (.x.csv: macOS's ._x.csv, an editor's lock) are no series,
+// and hidden directories (.snapshot, .ipynb_checkpoints) no parts.
 // The layouts do not mix: a directory with both <series>.csv files and
 // subdirectories of them is refused, not read in part.
 //
@@ -27,6 +28,7 @@
 package traces
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -136,7 +138,27 @@ func headerText(header []string) string {
 // Every value must be a finite, non-negative number, timestamps must
 // increase, and a series needs at least MinSamples samples.
 func Read(r io.Reader, name string) (Series, error) {
-	cr := csv.NewReader(r)
+	s, err := read(r, name)
+	if err != nil {
+		return Series{}, err
+	}
+	if err := checkLength(s); err != nil {
+		return Series{}, err
+	}
+	return s, nil
+}
+
+// read parses one CSV file; any number of samples (a part of a series may
+// hold one).
+func read(r io.Reader, name string) (Series, error) {
+	// A byte order mark (a spreadsheet's, R's or pandas' "utf-8-sig") is
+	// taken off before the CSV reader sees it: in front of a quoted header
+	// it would read as a bare quote.
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
+		_, _ = br.Discard(3)
+	}
+	cr := csv.NewReader(br)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
 	rec, err := cr.Read()
@@ -147,9 +169,6 @@ func Read(r io.Reader, name string) (Series, error) {
 		return Series{}, fmt.Errorf("series %s: reading header: %w", name, err)
 	}
 	header := append([]string(nil), rec...) // records are reused
-	if len(header) > 0 {
-		header[0] = strings.TrimPrefix(header[0], "\ufeff") // a spreadsheet's byte order mark
-	}
 	shown := headerText(header)
 	if strings.ContainsRune(strings.Join(header, ","), '\r') {
 		// encoding/csv ends lines at LF or CRLF only: a file whose lines
@@ -233,9 +252,6 @@ func Read(r io.Reader, name string) (Series, error) {
 		s.Times = append(s.Times, ts)
 		s.Values = append(s.Values, v)
 	}
-	if err := checkLength(s); err != nil {
-		return Series{}, err
-	}
 	return s, nil
 }
 
@@ -280,6 +296,18 @@ func parseTime(s string) (int64, error) {
 // It reads regular files only (a FIFO or a device named *.csv would block or
 // never end).
 func ReadFile(path string) (Series, error) {
+	s, err := readFile(path)
+	if err != nil {
+		return Series{}, err
+	}
+	if err := checkLength(s); err != nil {
+		return Series{}, err
+	}
+	return s, nil
+}
+
+// readFile is ReadFile without the series' minimum length (a part's).
+func readFile(path string) (Series, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return Series{}, err
@@ -292,7 +320,7 @@ func ReadFile(path string) (Series, error) {
 		return Series{}, err
 	}
 	defer f.Close()
-	return Read(f, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	return read(f, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 }
 
 // Ref is one series of a trace directory, found but not read: Load reads
@@ -308,14 +336,20 @@ type Ref struct {
 	Paths []string
 }
 
-// Load reads the series, joining its parts in order.
+// Load reads the series, joining its parts in order. The series must
+// hold at least MinSamples samples; a part of it, at least one (a file
+// with a header alone is more likely cut short than a day without
+// readings).
 func (r Ref) Load() (Series, error) {
 	if len(r.Paths) == 0 {
 		return Series{}, fmt.Errorf("traces: series %s has no files", r.Name)
 	}
 	var out Series
 	for i, p := range r.Paths {
-		s, err := ReadFile(p)
+		s, err := readFile(p)
+		if err == nil && len(s.Values) == 0 {
+			err = fmt.Errorf("series %s: no samples", s.Name)
+		}
 		if err != nil {
 			return Series{}, fmt.Errorf("traces: %s: %w", p, err)
 		}
@@ -336,6 +370,12 @@ func (r Ref) Load() (Series, error) {
 		out.MemoryProvisionedMB = max(out.MemoryProvisionedMB, s.MemoryProvisionedMB)
 	}
 	out.Name, out.Family = r.Name, r.Family
+	if err := checkLength(out); err != nil {
+		if len(r.Paths) == 1 {
+			return Series{}, fmt.Errorf("traces: %s: %w", r.Paths[0], err)
+		}
+		return Series{}, fmt.Errorf("traces: %w (joined from %d parts)", err, len(r.Paths))
+	}
 	return out, nil
 }
 
@@ -362,7 +402,7 @@ func Scan(dir string) ([]Ref, error) {
 	alias := aliases(dir, entries)
 	byName := map[string]*Ref{}
 	for _, e := range entries { // ReadDir sorts by name: parts in order
-		if !isDir(dir, e) || alias[e.Name()] {
+		if !isPart(dir, e) || alias[e.Name()] {
 			continue
 		}
 		parts, err := csvFiles(filepath.Join(dir, e.Name()))
@@ -421,7 +461,7 @@ func csvFiles(dir string) ([]string, error) {
 	// Series one level further down would be left out without a word: the
 	// nested layout is one level deep.
 	for _, e := range entries {
-		if !isDir(dir, e) {
+		if !isPart(dir, e) {
 			continue
 		}
 		sub := filepath.Join(dir, e.Name())
@@ -449,6 +489,14 @@ func csvPaths(dir string, entries []os.DirEntry) []string {
 		}
 	}
 	return out
+}
+
+// isPart says whether dir's entry e is a directory that can hold a part of
+// the series: a directory whose name does not start with a dot (a hidden
+// one, .snapshot, .ipynb_checkpoints, .git, holds copies or tools' files,
+// as a hidden file is no series).
+func isPart(dir string, e os.DirEntry) bool {
+	return !strings.HasPrefix(e.Name(), ".") && isDir(dir, e)
 }
 
 // isDir says whether dir's entry e is a directory, following a symbolic

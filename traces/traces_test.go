@@ -26,6 +26,7 @@ func TestRead(t *testing.T) {
 		{name: "milliseconds", csv: "ts,value\n1628640000000,1\n1628640060000,2\n", err: `line 2: ts: "1628640000000" is past the year 5138 as Unix seconds: milliseconds?`},
 		{name: "line numbers count blank lines", csv: "ts,value\n1,0.5\n\n\n2,0.6\n3,x\n", err: `line 6: value: "x" is not a number`},
 		{name: "a byte order mark", csv: "\ufeffts,value\n1,0.5\n2,1.5\n", want: []float64{0.5, 1.5}},
+		{name: "a byte order mark before a quoted header", csv: "\ufeff\"ts\",\"value\"\n1,0.5\n2,1.5\n", want: []float64{0.5, 1.5}},
 		{name: "a figure named twice", csv: "ts,value,usage\n1,1,9\n2,1,9\n", err: `columns "value" and "usage" name the same figure`},
 		{name: "CRLF", csv: "ts,value\r\n1,0.5\r\n2,1.5\r\n", want: []float64{0.5, 1.5}},
 		{name: "no header", csv: "1,2\n", err: "must name a `ts` column and a `value` (or `cpu_mhz`) column"},
@@ -141,6 +142,82 @@ func TestScanNestedLayout(t *testing.T) {
 	all, err := LoadDir(dir)
 	if err != nil || len(all) != 2 {
 		t.Fatalf("LoadDir: %d series, %v", len(all), err)
+	}
+}
+
+// TestScanSkipsHiddenDirectories: a hidden directory (a file system's
+// snapshot, a notebook's checkpoints) is no day of the series, as a hidden
+// file is no series; its files were read as parts (a ghost series) or
+// made a flat directory refused as mixing layouts.
+func TestScanSkipsHiddenDirectories(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"nested", map[string]string{
+			"day1/vm1.csv":       "ts,value\n100,1\n200,2\n",
+			"day2/vm1.csv":       "ts,value\n300,1\n400,2\n",
+			".snap/ghost.csv":    "ts,value\n100,1\n200,2\n",
+			".snap/day1/vm1.csv": "ts,value\n100,1\n200,2\n",
+		}, []string{"vm1"}},
+		{"flat", map[string]string{
+			"vm1.csv":                               "ts,value\n100,1\n200,2\n",
+			".ipynb_checkpoints/vm1-checkpoint.csv": "ts,value\n100,1\n200,2\n",
+		}, []string{"vm1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "fam")
+			writeFiles(t, dir, c.files)
+			refs, err := Scan(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range refs {
+				got = append(got, r.Name)
+				if r.Name == "vm1" && c.name == "nested" && len(r.Paths) != 2 {
+					t.Errorf("vm1's parts %v, want day1's and day2's", r.Paths)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("series %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestLoadPartsLength: the minimum length is the joined series', not each
+// part's (a day with one reading stopped a month-long series); a part with
+// a header alone is refused, naming it.
+func TestLoadPartsLength(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fam")
+	writeFiles(t, dir, map[string]string{
+		"day1/vm1.csv": "ts,value\n100,1\n200,2\n",
+		"day2/vm1.csv": "ts,value\n300,1\n",
+		"day1/vm2.csv": "ts,value\n100,1\n",
+		"day1/vm3.csv": "ts,value\n100,1\n",
+		"day2/vm3.csv": "ts,value\n",
+	})
+	refs, err := Scan(dir)
+	if err != nil || len(refs) != 3 {
+		t.Fatalf("Scan: %v, %v", refs, err)
+	}
+	for _, c := range []struct {
+		ref  Ref
+		want string // error, or "" for the series' length 3
+	}{
+		{refs[0], ""},
+		{refs[1], "day1/vm2.csv: series vm2: 1 sample; a series needs at least 2"},
+		{refs[2], "day2/vm3.csv: series vm3: no samples"},
+	} {
+		s, err := c.ref.Load()
+		switch {
+		case c.want == "" && (err != nil || len(s.Values) != 3):
+			t.Errorf("%s: %d samples, %v; want 3", c.ref.Name, len(s.Values), err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v; want %q", c.ref.Name, err, c.want)
+		}
 	}
 }
 
