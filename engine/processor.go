@@ -490,8 +490,26 @@ func (p *Processor) Analyze(x []float64, ws *Workspace) (*Analysis, error) {
 		}
 	}
 	p.forward(x, ws)
+	if err := p.finiteActivations(ws); err != nil {
+		return nil, err
+	}
 	p.branches(ws)
 	return &ws.an, nil
+}
+
+// finiteActivations refuses a forward pass in which a node's activation
+// overflowed (a model whose weights are finite but huge, 1e300): the
+// node would read as holding data (+Inf) or not (NaN) without a word, and
+// the counts would be the overflow's, not the model's.
+func (p *Processor) finiteActivations(ws *Workspace) error {
+	for l := 1; l < len(ws.act); l++ {
+		for i, a := range ws.act[l] {
+			if math.IsNaN(a) || math.IsInf(a, 0) {
+				return fmt.Errorf("analyze %s: layers[%d] node %d's activation is %v: the model's weights overflow a 64-bit float on this input", p.model.Name, l-1, i, a)
+			}
+		}
+	}
+	return nil
 }
 
 // forward computes the activations and which nodes hold data.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas64"
@@ -510,10 +511,16 @@ func TestZeroWeightIsNoEdgeAtInf(t *testing.T) {
 			if got := p.layers[len(layers)-1].sparse; got != c.sparse {
 				t.Fatalf("output layer compiled sparse = %v, want %v", got, c.sparse)
 			}
-			an, err := p.Analyze([]float64{1e10}, NewWorkspace(p))
-			if err != nil {
-				t.Fatal(err)
+			// Analyze refuses the overflow; the forward pass and the branch
+			// count beneath it (the sweeps the simulator runs) must still
+			// not let it cut an edge that is there.
+			if _, err := p.Analyze([]float64{1e10}, NewWorkspace(p)); err == nil || !strings.Contains(err.Error(), "overflow") {
+				t.Errorf("Analyze: %v, want the overflow refused", err)
 			}
+			ws := NewWorkspace(p)
+			p.forward([]float64{1e10}, ws)
+			p.branches(ws)
+			an := &ws.an
 			if an.Outputs[0] != 1 || an.InputAmount != 1 || an.OutputAmount != 1 {
 				t.Errorf("output %v, A_in %d, A_out %d; want 1, 1, 1 (node 1 of the last hidden layer reaches o; node 0 has no edge to it)", an.Outputs[0], an.InputAmount, an.OutputAmount)
 			}

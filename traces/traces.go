@@ -195,7 +195,10 @@ func read(r io.Reader, name string) (Series, error) {
 	s := Series{Name: name}
 	number := func(line int, col, field string) (float64, error) {
 		v, err := strconv.ParseFloat(strings.TrimSpace(col), 64)
-		if err != nil {
+		if errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0) {
+			return 0, fmt.Errorf("series %s: line %d: %s: %q is beyond a 64-bit floating point number: check the units", name, line, field, col)
+		}
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return 0, fmt.Errorf("series %s: line %d: %s: %q is not a number", name, line, field, col)
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {

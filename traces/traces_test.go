@@ -26,6 +26,8 @@ func TestRead(t *testing.T) {
 		{name: "milliseconds", csv: "ts,value\n1628640000000,1\n1628640060000,2\n", err: `line 2: ts: "1628640000000" is past the year 5138 as Unix seconds: milliseconds?`},
 		{name: "line numbers count blank lines", csv: "ts,value\n1,0.5\n\n\n2,0.6\n3,x\n", err: `line 6: value: "x" is not a number`},
 		{name: "a byte order mark", csv: "\ufeffts,value\n1,0.5\n2,1.5\n", want: []float64{0.5, 1.5}},
+		{name: "a figure beyond a float", csv: "ts,value\n1,0.5\n2,1e400\n", err: `line 3: value: "1e400" is beyond a 64-bit floating point number`},
+		{name: "a figure below a float's smallest reads as 0", csv: "ts,value\n1,1e-400\n2,1\n", want: []float64{0, 1}},
 		{name: "a byte order mark before a quoted header", csv: "\ufeff\"ts\",\"value\"\n1,0.5\n2,1.5\n", want: []float64{0.5, 1.5}},
 		{name: "a figure named twice", csv: "ts,value,usage\n1,1,9\n2,1,9\n", err: `columns "value" and "usage" name the same figure`},
 		{name: "CRLF", csv: "ts,value\r\n1,0.5\r\n2,1.5\r\n", want: []float64{0.5, 1.5}},

@@ -136,14 +136,33 @@ func main() {
 	e.ctx = ctx
 	code := run(os.Args[1:], e)
 	if s, ok := got.Load().(os.Signal); ok {
-		// Interrupted, whatever the command made of it (one that had
-		// finished its work when the signal came returns its own code).
-		reraise(s)
-		if sig, ok := s.(syscall.Signal); ok && code == exitInterrupted {
-			code = 128 + int(sig) // where the process cannot end on it
+		var end bool
+		code, end = afterSignal(code, s, e.stderr, os.Args[1])
+		if end {
+			reraise(s)
 		}
 	}
 	os.Exit(code)
+}
+
+// afterSignal is the exit code of a command that got signal s and returned
+// code, and whether the process should end on the signal instead. A
+// command the signal stopped ends on it, as a shell expects of an
+// interrupted program (a loop running it stops too), or, where the process
+// cannot, with 128 + the signal's number. One that had finished its work
+// when the signal came (its models or plots written) keeps its own code:
+// ending on the signal would tell a script that nothing was done.
+func afterSignal(code int, s os.Signal, stderr io.Writer, name string) (int, bool) {
+	if code != exitInterrupted {
+		if code == exitOK {
+			fmt.Fprintf(stderr, "activation %s: the interrupt came once its work was done (kept)\n", name)
+		}
+		return code, false
+	}
+	if sig, ok := s.(syscall.Signal); ok {
+		code = 128 + int(sig)
+	}
+	return code, true
 }
 
 // stoppable says whether the command called name stops on an interrupt.

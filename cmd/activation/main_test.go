@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -209,6 +210,8 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", filepath.Join(dir, "missing")}, exitError, "--traces"},
 		{[]string{"--traces", dir, "--capacity-model", filepath.Join(dir, "none.json")}, exitError, "--capacity-model"},
 		{[]string{"--traces", dir, "--admission-model", "builtin:nope"}, exitError, "--admission-model"},
+		{[]string{"--traces", dir, "--admission-model", ""}, exitUsage, "--admission-model: empty"},
+		{[]string{"--traces", dir, "--capacity-model", " "}, exitUsage, "--capacity-model: empty"},
 		{[]string{"--traces", dir + ",," + dir}, exitUsage, "empty directory name"},
 		{[]string{"--traces", dir + "," + dir}, exitUsage, "both family"},
 		{[]string{"--traces", dir, "--hysteresis", "-2"}, exitUsage, "--hysteresis"},
@@ -216,7 +219,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--hold-band", "1", "--knob", "per_branch"}, exitUsage, "--hold-band"},
 		{[]string{"--traces", dir, "--max-scale-up", "lots"}, exitUsage, "--max-scale-up"},
 		{[]string{"--traces", dir, "--max-scale-down", "0%"}, exitUsage, "--max-scale-down"},
-		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "has no memory columns: mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb): the memory scenario replays series with memory"},
+		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "has no memory figures: no memory columns (mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb), or a provisioned memory of 0 in every row): the memory scenario replays series with memory"},
 		{[]string{"--traces", oneRowDir(t), "--split", "all"}, exitError, "syn1: 1 sample; a series needs at least 2"},
 	} {
 		code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate"}, c.args...)...)
@@ -961,6 +964,55 @@ func TestSimulatePlotCheckedFirst(t *testing.T) {
 	}
 }
 
+// TestSimulatePlotsAllOrNone: when one family's plot cannot be written
+// after the replay, no plot is replaced (the first family's was) and the
+// replay's results are still printed (they were dropped), before the run
+// fails naming --plot.
+func TestSimulatePlotsAllOrNone(t *testing.T) {
+	first, second := seriesDir(t, 2, 400), seriesDir(t, 2, 400)
+	out := t.TempDir()
+	firstPlot := filepath.Join(out, "p-"+traces.FamilyName(first)+".png")
+	if err := os.WriteFile(firstPlot, []byte("an earlier plot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	render := renderPlotFunc
+	t.Cleanup(func() { renderPlotFunc = render })
+	renderPlotFunc = func(path string, rep, traceFrom *sim.Report, act sim.Policy, budget float64) (string, error) {
+		if rep.Family == traces.FamilyName(second) {
+			return "", errors.New("no space left on device")
+		}
+		return render(path, rep, traceFrom, act, budget)
+	}
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", first+","+second, "--split", "all", "--format", "json", "--quiet", "--plot", filepath.Join(out, "p.png"))
+	if code != exitError || !strings.Contains(stderr, "--plot: ") || !strings.Contains(stderr, "no space left on device") || !strings.Contains(stderr, "no plot was written") {
+		t.Errorf("exit %d, stderr %q; want exit %d naming --plot and the reason", code, stderr, exitError)
+	}
+	var res struct {
+		Families []struct {
+			Family string `json:"family"`
+		} `json:"families"`
+		Plots []string `json:"plots"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Families) != 2 || len(res.Plots) != 0 {
+		t.Errorf("stdout %.200q (%v): want both families' results and no plot", stdout, err)
+	}
+	if b, err := os.ReadFile(firstPlot); err != nil || string(b) != "an earlier plot" {
+		t.Errorf("the first family's earlier plot: %.20q, %v; want it untouched", b, err)
+	}
+	if left, _ := os.ReadDir(out); len(left) != 1 {
+		t.Errorf("%d entries in the plot's directory, want the earlier plot alone (no temporary file)", len(left))
+	}
+	// and once the plots can be written, all three are
+	renderPlotFunc = render
+	code, _, stderr = runCmd(t, "", false, "simulate", "--traces", first+","+second, "--split", "all", "--format", "json", "--quiet", "--plot", filepath.Join(out, "p.png"))
+	if left, _ := os.ReadDir(out); code != exitOK || len(left) != 3 {
+		t.Errorf("exit %d (%s), %d plots; want 3", code, stderr, len(left))
+	}
+	if b, _ := os.ReadFile(firstPlot); !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("the first family's plot is not a new PNG")
+	}
+}
+
 // The plot's missing directories are made once the replay succeeded: a
 // usage error, a failed or an interrupted replay makes none.
 func TestSimulatePlotDirMadeLast(t *testing.T) {
@@ -1122,6 +1174,8 @@ func TestFlagGivenTwice(t *testing.T) {
 		{[]string{"simulate", "--traces", dir, "--budget", "0.01", "--budget", "0.5", "--budget", "0.1"}, "flag -budget given 3 times"},
 		{[]string{"train", "--traces", dir, "--out", t.TempDir(), "--out", t.TempDir()}, "flag -out given 2 times"},
 		{[]string{"explain", "--request", "-", "--request", "-"}, "flag -request given 2 times"},
+		// a value naming one thing twice
+		{[]string{"tune", "--traces", dir, "--candidates", "2, 3,2"}, "--candidates: 2 named twice"},
 	} {
 		code, stdout, stderr := runCmd(t, "", false, c.args...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) || stdout != "" {

@@ -102,17 +102,20 @@ const (
 	legendInset = 0.15 * vg.Inch
 )
 
-// writePlot draws rep's density/violation curves, and the two hosts of
+// renderPlot draws rep's density/violation curves, and the two hosts of
 // traceFrom's first replay unit over time under the activation policy at
-// its best setting within budget (or its safest setting when none is).
-func writePlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget float64) error {
+// its best setting within budget (or its safest setting when none is),
+// into a temporary file beside path, synced: it returns the file's name,
+// for the caller to rename over path once every plot of the run is
+// written (a failed write replaces none of them).
+func renderPlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget float64) (string, error) {
 	curves, curveLegend, err := curvePlot(rep, budget)
 	if err != nil {
-		return err
+		return "", err
 	}
 	usage, counts, traceLegend, err := tracePlots(traceFrom, rep, act, budget)
 	if err != nil {
-		return err
+		return "", err
 	}
 	img := vgimg.NewWith(vgimg.UseWH(pageW, pageH), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
@@ -128,35 +131,66 @@ func writePlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget f
 	usage.Draw(rows[0][0])
 	counts.Draw(rows[1][0])
 	traceLegend.Draw(right(bottom))
-	// Into a temporary file renamed over path: a failed or killed write
-	// leaves no truncated plot.
+	// Into a temporary file, renamed over path by the caller: a failed or
+	// killed write leaves no truncated plot.
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return err
+		return "", err
+	}
+	fail := func(err error) (string, error) {
+		f.Close()
+		os.Remove(f.Name())
+		return "", err
 	}
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
+		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(f.Name())
-		return err
+		return "", err
 	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return err
+	return f.Name(), nil
+}
+
+// renderPlotFunc is renderPlot; a test makes it fail.
+var renderPlotFunc = renderPlot
+
+// writePlots renders every plot of a run (paths[i] is reps[i]'s; the
+// pooled report's trace is the first family's) and then renames them over
+// their paths: a plot that cannot be written leaves every earlier plot as
+// it was, and none of the run's temporary files.
+func writePlots(paths []string, reps []*sim.Report, act sim.Policy, budget float64) error {
+	tmps := make([]string, 0, len(paths))
+	removeAll := func() {
+		for _, t := range tmps {
+			os.Remove(t)
+		}
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
+	for i, r := range reps {
+		traceFrom := r
+		if r.Family == sim.PooledFamily {
+			traceFrom = reps[0]
+		}
+		tmp, err := renderPlotFunc(paths[i], r, traceFrom, act, budget)
+		if err != nil {
+			removeAll()
+			return fmt.Errorf("%s: %w", paths[i], err)
+		}
+		tmps = append(tmps, tmp)
 	}
-	engine.SyncDir(filepath.Dir(path))
+	for i, tmp := range tmps {
+		if err := os.Rename(tmp, paths[i]); err != nil {
+			removeAll()
+			return fmt.Errorf("%s: %w", paths[i], err)
+		}
+	}
+	engine.SyncDir(filepath.Dir(paths[0]))
 	return nil
 }
 

@@ -62,3 +62,28 @@ func TestInterruptEndsOnTheSignal(t *testing.T) {
 		t.Errorf("the directories made for --out are left (stat: %v)", err)
 	}
 }
+
+// TestAfterSignal: a command that finished its work before the signal
+// came keeps its exit code (train ended on SIGTERM, 143, after writing
+// both models, and a script read that as nothing written); one the signal
+// stopped ends on it.
+func TestAfterSignal(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		code     int
+		want     int
+		end      bool
+		stderrIs string
+	}{
+		{"stopped by it", exitInterrupted, 128 + int(syscall.SIGTERM), true, ""},
+		{"done before it", exitOK, exitOK, false, "activation train: the interrupt came once its work was done (kept)\n"},
+		{"failed before it", exitError, exitError, false, ""},
+		{"a usage error", exitUsage, exitUsage, false, ""},
+	} {
+		var stderr bytes.Buffer
+		code, end := afterSignal(c.code, syscall.SIGTERM, &stderr, "train")
+		if code != c.want || end != c.end || stderr.String() != c.stderrIs {
+			t.Errorf("%s: code %d, end on the signal %v, stderr %q; want %d, %v, %q", c.name, code, end, stderr.String(), c.want, c.end, c.stderrIs)
+		}
+	}
+}

@@ -119,6 +119,13 @@ func cmdSimulate(args []string, e env) error {
 	if f.format != "table" && f.format != "json" {
 		return usagef("--format: %q; want table or json", f.format)
 	}
+	// The models' defaults are named, so an empty value was given (an
+	// unset shell variable): it would have read as the built-in model.
+	for _, m := range []struct{ flag, v string }{{"--admission-model", f.admission}, {"--capacity-model", f.capacity}} {
+		if strings.TrimSpace(m.v) == "" {
+			return usagef("%s: empty: name a model (builtin:<name> or a model file), or leave the flag out for the built-in one", m.flag)
+		}
+	}
 	if f.split != splitTest && f.split != splitTrain && f.split != splitAll {
 		return usagef("--split: %q; want test, train or all", f.split)
 	}
@@ -218,7 +225,7 @@ func cmdSimulate(args []string, e env) error {
 				return fmt.Errorf("--traces: %w", err)
 			}
 			if !s.HasMemory() {
-				return fmt.Errorf("--scenario %s: family %s has no memory (series %s has no memory columns: mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb): the memory scenario replays series with memory, such as Bitbrains'", sc.Name, d.family, s.Name)
+				return fmt.Errorf("--scenario %s: family %s has no memory (series %s has no memory figures: no memory columns (mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb), or a provisioned memory of 0 in every row): the memory scenario replays series with memory, such as Bitbrains'", sc.Name, d.family, s.Name)
 			}
 		}
 		trainAll = append(trainAll, fm.train...)
@@ -341,32 +348,33 @@ func cmdSimulate(args []string, e env) error {
 		}
 		reps = append(reps, pooled)
 	}
+	// The plots (plots[i] is reps[i]'s: plotPaths) are all written or
+	// none; when they cannot be, the replay's results are still printed,
+	// and the run fails after them.
+	var plotErr error
 	if len(plots) > 0 {
 		made, err := mkdirs(filepath.Dir(f.plot))
-		if err != nil {
-			return fmt.Errorf("--plot: %w", err)
-		}
-		for i, r := range reps { // plots[i] is r's (plotPaths)
-			// The time series is of the family's first replay unit; the
-			// pooled plot shows the first family's.
-			traceFrom := r
-			if r.Family == sim.PooledFamily {
-				traceFrom = reps[0]
-			}
-			if err := writePlot(plots[i], r, traceFrom, act, f.budget); err != nil {
+		if err == nil {
+			if err = writePlots(plots, reps, act, f.budget); err != nil {
 				removeMade(made)
-				return fmt.Errorf("--plot: %w", err)
 			}
-			out.Plots = append(out.Plots, plots[i])
+		}
+		if err != nil {
+			plotErr = fmt.Errorf("--plot: %w (no plot was written; the results are printed)", err)
+		} else {
+			out.Plots = plots
 		}
 	}
 	out.ElapsedSeconds = math.Round(time.Since(start).Seconds()*100) / 100
+	var werr error
 	if f.format == "json" {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		werr = enc.Encode(out)
+	} else {
+		werr = writeTables(e.stdout, out)
 	}
-	return writeTables(e.stdout, out)
+	return errors.Join(werr, plotErr)
 }
 
 // edgeNotes flags, for each family, the policies whose figure at the

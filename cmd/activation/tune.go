@@ -126,11 +126,16 @@ func cmdTune(args []string, e env) error {
 	cands := tuneCandidates()
 	if *only != "" {
 		var picked []tuneCandidate
+		named := map[int]bool{}
 		for _, c := range strings.Split(*only, ",") {
 			i, err := strconv.Atoi(strings.TrimSpace(c))
 			if err != nil || i < 1 || i > len(cands) {
 				return usagef("--candidates: %q is not one of 1..%d", c, len(cands))
 			}
+			if named[i] {
+				return usagef("--candidates: %d named twice (it would be trained and printed twice)", i)
+			}
+			named[i] = true
 			picked = append(picked, cands[i-1])
 		}
 		cands = picked
