@@ -178,9 +178,10 @@ type ModelRef struct {
 type BranchPath struct {
 	Nodes []string `json:"nodes"`
 	// LogStrength is the log of the product of the edge contributions
-	// along the branch. It is +Inf when an activation on the branch
-	// overflowed a float64 (a model with huge weights), which JSON, having
-	// no infinity, writes as null.
+	// along the branch. A model whose activations could overflow a
+	// float64 is refused when it loads, and an analysis in which one did
+	// is refused; an infinite strength, should one come from elsewhere,
+	// JSON, having no infinity, writes as null.
 	LogStrength float64 `json:"log_strength"`
 }
 

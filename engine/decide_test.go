@@ -378,39 +378,49 @@ func TestFreshProcessorConcurrentFirstUse(t *testing.T) {
 	}
 }
 
-// A model with finite but huge weights can overflow an activation to +Inf:
-// the decision is refused, naming the layer, rather than counted from the
-// overflow (+Inf read as a node holding data; where +Inf meets -Inf, NaN
-// read as one that does not: 0 containers without a word). A branch
-// strength that overflows still encodes as JSON (null).
+// A model whose finite weights can overflow a 64-bit float on an input the
+// engine derives is refused when it loads, naming the layer (its
+// decisions were counted from the overflow: +Inf read as a node holding
+// data, NaN as one that does not, 0 containers without a word); a valid
+// model given an input beyond MaxInput (Analyze takes any finite input)
+// has the analysis refused instead. A branch strength that overflows
+// still encodes as JSON (null).
 func TestOverflowingModelRefused(t *testing.T) {
 	eps, thr := 1e-9, 0.5
-	m := &Model{Format: ModelFormat, Version: ModelVersion, Name: "overflow",
-		Inputs:  []Node{{Name: "cpu_replica_mean"}},
-		Outputs: []Node{{Name: "safe_0", Countable: true}},
-		Layers: []Layer{
-			{Activation: ActivationReLU, Weights: [][]float64{{1e300}}, Biases: []float64{0}},
-			{Activation: ActivationReLU, Weights: [][]float64{{1e300}}, Biases: []float64{0}},
-			{Activation: ActivationIdentity, Weights: [][]float64{{1}}, Biases: []float64{0}},
-		},
-		InputEpsilon: &eps, OutputThreshold: &thr, Provenance: Provenance{Method: "hand-written for a test"}}
-	capy, err := NewProcessor(m)
+	model := func(w0, w1 float64) *Model {
+		return &Model{Format: ModelFormat, Version: ModelVersion, Name: "overflow",
+			Inputs:  []Node{{Name: "cpu_replica_mean"}},
+			Outputs: []Node{{Name: "safe_0", Countable: true}},
+			Layers: []Layer{
+				{Activation: ActivationReLU, Weights: [][]float64{{w0}}, Biases: []float64{0}},
+				{Activation: ActivationReLU, Weights: [][]float64{{w1}}, Biases: []float64{0}},
+				{Activation: ActivationSigmoid, Weights: [][]float64{{1}}, Biases: []float64{0}},
+			},
+			InputEpsilon: &eps, OutputThreshold: &thr, Provenance: Provenance{Method: "hand-written for a test"}}
+	}
+	for _, c := range []struct {
+		name   string
+		w0, w1 float64
+		want   string
+	}{
+		{"the first layer", 1e300, 1, "layers[0]: its weights can overflow a 64-bit float"},
+		{"two layers together", 1e150, 1e150, "layers[1]: its weights can overflow a 64-bit float"},
+		{"within the limit", 1e290, 1, ""},
+	} {
+		_, err := NewProcessor(model(c.w0, c.w1))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want the model loaded", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	p, err := NewProcessor(model(1e140, 1e140))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Builtin(BuiltinAdmission)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm, err := NewProcessor(b.Model())
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := seriesObservation(t, "series3", 3000, 60, 4, 0.1)
-	q := quotaSpec(0, 10, 1, RoundNearest)
-	d, err := Decide(HostInput{Observation: &o, Model: adm, Quota: q}, HostInput{Observation: &o, Model: capy, Quota: q})
-	if err == nil || !strings.Contains(err.Error(), "layers[1] node 0's activation is +Inf") || !strings.Contains(err.Error(), "overflow") {
-		t.Errorf("decision %+v, error %v; want it refused naming the layer and the overflow", d, err)
+	if _, err := p.Analyze([]float64{1e100}, NewWorkspace(p)); err == nil || !strings.Contains(err.Error(), "layers[1] node 0's activation is +Inf") {
+		t.Errorf("an input beyond MaxInput: %v, want the overflow refused naming the layer", err)
 	}
 	data, err := json.Marshal(BranchPath{Nodes: []string{"a", "b"}, LogStrength: math.Inf(1)})
 	if err != nil || string(data) != `{"nodes":["a","b"],"log_strength":null}` {

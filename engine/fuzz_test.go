@@ -25,6 +25,8 @@ func FuzzLoadModel(f *testing.F) {
 	f.Add(small)
 	f.Add([]byte(`{"format":"activation-model","version":1}`))
 	f.Add([]byte(`{"format":"activation-model","version":1,"name":"x","inputs":[{"name":"a"}],"layers":[{"activation":"relu","weights":[[1]],"biases":[0]},{"activation":"tanh","weights":[[1]],"biases":[0]}],"outputs":[{"name":"o"}],"provenance":{"method":"m"}}`))
+	// finite weights that overflow on an input of ones: refused when parsed
+	f.Add([]byte(`{"format":"activation-model","version":1,"name":"x","inputs":[{"name":"a"}],"layers":[{"activation":"relu","weights":[[1e300]],"biases":[0]},{"activation":"relu","weights":[[1e300]],"biases":[0]},{"activation":"sigmoid","weights":[[1]],"biases":[0]}],"outputs":[{"name":"o"}],"provenance":{"method":"m"}}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -440,6 +440,9 @@ func (m *Model) Validate() error {
 		}
 		prev = len(layer.Biases)
 	}
+	if err := checkOverflow(m.Layers); err != nil {
+		return err
+	}
 	if len(m.Outputs) != prev {
 		return modelErr("outputs", "lists %d nodes but the last layer has %d", len(m.Outputs), prev)
 	}
@@ -475,6 +478,54 @@ func (m *Model) Validate() error {
 	}
 	if m.Provenance.Method == "" {
 		return modelErr("provenance.method", "must say how the model was made")
+	}
+	return nil
+}
+
+// MaxInput is the largest magnitude an input the engine derives from an
+// observation can take (a count of replicas; shares and fits are far
+// below it): a model is checked against it for overflow.
+const MaxInput = MaxReplicas
+
+// maxActivation bounds every activation a valid model can reach, well
+// inside a 64-bit float.
+const maxActivation = 1e300
+
+// checkOverflow refuses a model whose finite weights can still overflow
+// a 64-bit float on an input the engine derives (every input of magnitude
+// at most MaxInput): each layer's largest sum of |weight| over a node's
+// edges, times the largest activation the layer before can hold, plus
+// its largest |bias|, must stay within maxActivation (sigmoid and tanh
+// layers hold at most 1). Such a model's decisions would be counted from
+// the overflow (+Inf holds data, NaN does not).
+func checkOverflow(layers []Layer) error {
+	bound := float64(MaxInput)
+	for l, layer := range layers {
+		sums := make([]float64, len(layer.Biases))
+		if layer.IsSparse() {
+			for _, e := range layer.Edges {
+				sums[e.To] += math.Abs(e.W)
+			}
+		} else {
+			for j, row := range layer.Weights {
+				for _, w := range row {
+					sums[j] += math.Abs(w)
+				}
+			}
+		}
+		most := 0.0
+		for j, sum := range sums {
+			most = max(most, sum*bound+math.Abs(layer.Biases[j]))
+		}
+		if !(most <= maxActivation) { // NaN, +Inf included
+			return modelErr(fmt.Sprintf("layers[%d]", l), "its weights can overflow a 64-bit float: a node can reach %.3g from inputs of at most %d (the limit is %g); scale the weights down", most, MaxInput, maxActivation)
+		}
+		switch layer.Activation {
+		case ActivationSigmoid, ActivationTanh:
+			bound = 1
+		default:
+			bound = most
+		}
 	}
 	return nil
 }

@@ -20,9 +20,12 @@ var explainHelp = help{
 	description: `Decide one engine request (the two hosts' observations, optional model
 sources and quotas, as engine.Request's JSON) and explain the decision: the
 two container counts, the activated branches, what bound each count and how
-the scheduler can place it. A quota's unset fields take the engine's
-defaults (min 0, max the model's slots, per_branch 1, rounding nearest),
-as in every front end. A model file the request names (first_model,
+the scheduler can place it. Each host's cpu_capacity_mhz, usage_samples
+(each sample's time and cpu_mhz), requested_cpu_mhz, running_replicas and
+replica_cpu_demand_mhz are required (0 where 0 is meant: nothing is read as
+0 for being left out), and no field may be null. A quota's unset fields
+take the engine's defaults (min 0, max the model's slots, per_branch 1,
+rounding nearest), as in every front end. A model file the request names (first_model,
 second_model) is read relative to the working directory, not to the
 request file's.`,
 	examples: []string{

@@ -110,8 +110,9 @@ func main() {
 	}
 	// A stoppable command: the first interrupt ends its context, so that
 	// it stops and removes what it made; a second one kills the process.
-	// Then the process ends on the signal it got, as a shell expects of
-	// an interrupted program (a loop running it stops too). SIGINT, when
+	// Then a command the signal stopped ends on it, as a shell expects of
+	// an interrupted program (a loop running it stops too); one that had
+	// finished or failed on its own keeps its exit code (afterSignal). SIGINT, when
 	// the process was started with it ignored (a background job of a
 	// shell), stays ignored (Go reports SIGTERM as never ignored).
 	var watched []os.Signal

@@ -348,6 +348,7 @@ func TestExplainBadRequest(t *testing.T) {
 		{"a null host", edit(func(d map[string]any) { d["second"] = nil }), []string{"--request", "-"}, exitError, "field second: null"},
 		{"running replicas left out", edit(func(d map[string]any) { delete(d["second"].(map[string]any), "running_replicas") }), []string{"--request", "-"}, exitError, "field second.running_replicas: missing (required)"},
 		{"a string for a sample's usage", edit(func(d map[string]any) { sample(d, "first", 4)["cpu_mhz"] = "12" }), []string{"--request", "-"}, exitError, `field first.usage_samples[4].cpu_mhz: the string "12": want a number`},
+		{"a fraction for a sample's time", edit(func(d map[string]any) { sample(d, "first", 1)["time"] = 1717200060.5 }), []string{"--request", "-"}, exitError, "field first.usage_samples[1].time: 1717200060.5: want a whole number"},
 		{"a sample field given twice", strings.Replace(string(good), `"cpu_mhz":`, `"cpu_mhz":1,"cpu_mhz":`, 1), []string{"--request", "-"}, exitError, "field first.usage_samples[0].cpu_mhz: given twice"},
 	} {
 		code, stdout, stderr := runCmd(t, c.stdin, false, append([]string{"explain"}, c.args...)...)
@@ -1001,6 +1002,27 @@ func TestSimulatePlotsAllOrNone(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(out); len(left) != 1 {
 		t.Errorf("%d entries in the plot's directory, want the earlier plot alone (no temporary file)", len(left))
+	}
+	// A rename that fails (the pooled plot's path became a directory
+	// after the check before the replay) leaves the plots renamed before
+	// it written, and says which.
+	pooled := filepath.Join(out, "p-pooled.png")
+	renderPlotFunc = func(path string, rep, traceFrom *sim.Report, act sim.Policy, budget float64) (string, error) {
+		if rep.Family == sim.PooledFamily {
+			if err := os.MkdirAll(filepath.Join(pooled, "x"), 0o755); err != nil {
+				return "", err
+			}
+		}
+		return render(path, rep, traceFrom, act, budget)
+	}
+	code, stdout, stderr = runCmd(t, "", false, "simulate", "--traces", first+","+second, "--split", "all", "--format", "json", "--quiet", "--plot", filepath.Join(out, "p.png"))
+	res.Plots = nil
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Plots) != 2 || code != exitError ||
+		!strings.Contains(stderr, "written before it: "+firstPlot) || !strings.Contains(stderr, "the rest not") {
+		t.Errorf("a rename failing: exit %d, stderr %q, plots %v (%v); want the two plots before it written and named", code, stderr, res.Plots, err)
+	}
+	if err := os.RemoveAll(pooled); err != nil {
+		t.Fatal(err)
 	}
 	// and once the plots can be written, all three are
 	renderPlotFunc = render

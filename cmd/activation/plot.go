@@ -163,9 +163,12 @@ var renderPlotFunc = renderPlot
 
 // writePlots renders every plot of a run (paths[i] is reps[i]'s; the
 // pooled report's trace is the first family's) and then renames them over
-// their paths: a plot that cannot be written leaves every earlier plot as
-// it was, and none of the run's temporary files.
-func writePlots(paths []string, reps []*sim.Report, act sim.Policy, budget float64) error {
+// their paths, returning the paths written: a plot that cannot be rendered
+// leaves every plot as it was, and none of the run's temporary files; a
+// rename that fails (rarer: the path became a directory, or another
+// user's file in a shared directory) leaves the plots renamed before it
+// written, and says which.
+func writePlots(paths []string, reps []*sim.Report, act sim.Policy, budget float64) ([]string, error) {
 	tmps := make([]string, 0, len(paths))
 	removeAll := func() {
 		for _, t := range tmps {
@@ -180,18 +183,22 @@ func writePlots(paths []string, reps []*sim.Report, act sim.Policy, budget float
 		tmp, err := renderPlotFunc(paths[i], r, traceFrom, act, budget)
 		if err != nil {
 			removeAll()
-			return fmt.Errorf("%s: %w", paths[i], err)
+			return nil, fmt.Errorf("%s: %w (no plot was written)", paths[i], err)
 		}
 		tmps = append(tmps, tmp)
 	}
 	for i, tmp := range tmps {
 		if err := os.Rename(tmp, paths[i]); err != nil {
 			removeAll()
-			return fmt.Errorf("%s: %w", paths[i], err)
+			engine.SyncDir(filepath.Dir(paths[0]))
+			if i == 0 {
+				return nil, fmt.Errorf("%w (no plot was written)", err)
+			}
+			return paths[:i], fmt.Errorf("%w (written before it: %s; the rest not)", err, strings.Join(paths[:i], ", "))
 		}
 	}
 	engine.SyncDir(filepath.Dir(paths[0]))
-	return nil
+	return paths, nil
 }
 
 // plotPaths is every plot --plot FILE asks for, in the order of the

@@ -348,21 +348,21 @@ func cmdSimulate(args []string, e env) error {
 		}
 		reps = append(reps, pooled)
 	}
-	// The plots (plots[i] is reps[i]'s: plotPaths) are all written or
-	// none; when they cannot be, the replay's results are still printed,
-	// and the run fails after them.
+	// The plots (plots[i] is reps[i]'s: plotPaths) are rendered all
+	// before any is renamed over its path (writePlots); when they cannot
+	// be written, the replay's results are still printed, and the run
+	// fails after them.
 	var plotErr error
 	if len(plots) > 0 {
 		made, err := mkdirs(filepath.Dir(f.plot))
 		if err == nil {
-			if err = writePlots(plots, reps, act, f.budget); err != nil {
+			out.Plots, err = writePlots(plots, reps, act, f.budget)
+			if len(out.Plots) == 0 {
 				removeMade(made)
 			}
 		}
 		if err != nil {
-			plotErr = fmt.Errorf("--plot: %w (no plot was written; the results are printed)", err)
-		} else {
-			out.Plots = plots
+			plotErr = fmt.Errorf("--plot: %w; the results are printed", err)
 		}
 	}
 	out.ElapsedSeconds = math.Round(time.Since(start).Seconds()*100) / 100

@@ -38,7 +38,8 @@ PlanetLab), per family, never only by time; a validation split by identity
 stops training early. A series needs at least %d samples (the %d-sample
 window, the %d-sample horizon and one more); a shorter one is left out,
 named in a warning on standard error, and a run left with no series to
-train on stops. --out is created when it does not exist.`, trainDefaults.MinSeriesSamples(),
+train on stops (a file of fewer than 2 samples, which says nothing of how
+usage varies, stops the run, naming it). --out is created when it does not exist.`, trainDefaults.MinSeriesSamples(),
 		trainDefaults.Window, trainDefaults.Horizon),
 	examples: []string{
 		"# retrain the built-in models from the bundled series (go generate ./engine)",

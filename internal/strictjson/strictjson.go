@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -41,9 +43,14 @@ func CheckKnown(data []byte, v any) error {
 // zero value without a word: a field of a struct that does not decode
 // itself left out although its tag has neither omitempty nor omitzero (a
 // required field), null given for a field that is not a pointer, slice,
-// map or interface, and a value of the wrong JSON type for a number,
-// string or boolean field (the decoder's own error names the field without
-// the index of the array element it is in).
+// map or interface, a value of the wrong JSON type for a number, string,
+// boolean, object or array field, and a number its field cannot hold (a
+// fraction or 1e20 for an int64, 1e400 for a float64); the decoder's own
+// errors for the last two name the field without the index of the array
+// element it is in. It is written for plain data types such as the
+// engine's: a field with the ",string" tag option, a []byte given as
+// base64 text and a type that decodes itself only as text
+// (encoding.TextUnmarshaler) are refused as the wrong type.
 func CheckComplete(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -204,10 +211,25 @@ func scalarFits(tok json.Token, t reflect.Type, path string) error {
 	ok := true
 	switch k {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-		reflect.Float32, reflect.Float64:
-		_, ok = tok.(json.Number)
-		want = "a number"
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, isNum := tok.(json.Number)
+		if !isNum {
+			ok, want = false, "a whole number"
+			break
+		}
+		// Go's decoder names such a field without its array index.
+		if json.Unmarshal([]byte(n), reflect.New(t).Interface()) != nil {
+			return fmt.Errorf("field %s: %s: want a whole number that fits %s", path, n, t.Kind())
+		}
+	case reflect.Float32, reflect.Float64:
+		n, isNum := tok.(json.Number)
+		if !isNum {
+			ok, want = false, "a number"
+			break
+		}
+		if f, err := strconv.ParseFloat(string(n), t.Bits()); err != nil && math.IsInf(f, 0) {
+			return fmt.Errorf("field %s: %s: beyond a %d-bit floating point number", path, n, t.Bits())
+		}
 	case reflect.String:
 		_, ok = tok.(string)
 		want = "a string"
