@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
-	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // autoscalerPath is the agent binary; the test fails when it is not given.
@@ -338,10 +338,12 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 }
 
 // TestMain clears NOMAD_* (a developer's token or namespace must not leak
-// into stand-in runs; TestE2ECluster alone reads them, to run on the real
-// cluster at NOMAD_ADDR) and removes the plugin_dir built for the run.
+// into stand-in runs; the real-cluster tests alone read them, from
+// testsupport.ClusterEnv, to run on the cluster at NOMAD_ADDR, and the
+// stand-in-only tests then skip) and removes the plugin_dir built for the
+// run.
 func TestMain(m *testing.M) {
-	clusterEnv = nomadconn.TakeEnv()
+	testsupport.TakeNomadEnv()
 	code := m.Run()
 	if plugins.dir != "" {
 		_ = os.RemoveAll(plugins.dir)

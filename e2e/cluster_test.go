@@ -19,6 +19,7 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadplugin"
 )
 
@@ -69,10 +70,6 @@ type cluster struct {
 	registered func(t *testing.T, jobID string)
 }
 
-// clusterEnv holds the NOMAD_* variables the tests were started with
-// (TestMain takes them out of the environment).
-var clusterEnv map[string]string
-
 // clusterOptions are what a real cluster's run may choose (see the
 // ACTIVATION_E2E_* variables).
 type clusterOptions struct {
@@ -98,8 +95,8 @@ func clusterOptionsFromEnv(t *testing.T) clusterOptions {
 
 func newE2ECluster(t *testing.T) *cluster {
 	t.Helper()
-	if clusterEnv[nomadconn.EnvAddress] != "" {
-		return envCluster(t, clusterEnv, clusterOptionsFromEnv(t))
+	if env := testsupport.ClusterEnv(); env.Real() {
+		return envCluster(t, env, clusterOptionsFromEnv(t))
 	}
 	s, err := nomadstandin.New()
 	if err != nil {
@@ -308,6 +305,7 @@ func TestE2ECluster(t *testing.T) {
 // against a stand-in in its own process, so that it runs where no real
 // cluster is: a node that is down and a third ready node are not picked.
 func TestE2EClusterEnv(t *testing.T) {
+	testsupport.StandinOnly(t, "a stand-in process of its own reached through the NOMAD_* variables; TestE2ECluster runs the same path on the cluster at NOMAD_ADDR")
 	autoscalerPath(t)
 	const token = "e2e-env-secret-8d2a"
 	sc := nomadstandin.Scenario{Token: token, Nodes: []nomadstandin.NodeSpec{

@@ -547,6 +547,7 @@ func startCounts(t *testing.T, rp *replay) [2]int {
 // (host-quota target, window 1) on hosts A and B; job api by two per-host
 // policies (built-in Nomad target, window 3) on hosts C and D.
 func setupAgentCase(t *testing.T) *agentCase {
+	testsupport.StandinOnly(t, "four nodes, two jobs and replayed usage set from Go")
 	pdir := pluginDir(t)
 	s, err := nomadstandin.New()
 	if err != nil {
@@ -665,6 +666,7 @@ target "host-quota" {
 // expected observations are built from the replay and the stand-in's
 // set-up, and the groups must sit at the engine's counts for them.
 func TestE2EAgent(t *testing.T) {
+	testsupport.StandinOnly(t, "real usage series replayed into its allocations phase by phase, the expected observations built from its set-up")
 	autoscalerPath(t)
 	c := setupAgentCase(t)
 	var before, apiBefore, webBurst, apiBurst [2]int
@@ -929,6 +931,7 @@ func checkWebEventsPaired(t *testing.T, s *nomadstandin.Server) {
 // job's allocations, before any stats read) both hosts advance to the
 // vector's next sample.
 func TestE2EGoldenDryRun(t *testing.T) {
+	testsupport.StandinOnly(t, "a golden vector's observations served as usage, advanced at each evaluation")
 	autoscalerPath(t)
 	pdir := pluginDir(t)
 	vs, err := golden.Load(golden.Path())

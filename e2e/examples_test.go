@@ -11,6 +11,7 @@ import (
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadplugin"
 )
 
@@ -50,6 +51,7 @@ func copyTree(t testing.TB, src, dst string) {
 // cluster is given as flags: the stand-in's address, a free HTTP port, and
 // -policy-source-disable-nomad (the stand-in serves no scaling policies).
 func TestE2EExamples(t *testing.T) {
+	testsupport.StandinOnly(t, "the examples' nodes, pools and replayed usage set from Go")
 	autoscalerPath(t)
 	pdir := pluginDir(t)
 	a3, b9 := loadSeries(t, "series3"), loadSeries(t, "series9")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // TestE2EFaults (issue 13): with 110 ms per stats read the strategy still
@@ -17,6 +18,7 @@ import (
 // fails naming the job, and the target plugin's process, which serves
 // both, lives on.
 func TestE2EFaults(t *testing.T) {
+	testsupport.StandinOnly(t, "fault injection: slow stats reads, a hung write, a draining node")
 	autoscalerPath(t)
 	// Small reservations, so that many replicas fit.
 	c := startSplitCase(t, splitSetup{start: [2]int{48, 48}, reqCPU: 100, usage: 100, policy: noLimits, target: `    scale_timeout = "3s"`, cooldown: "200ms", ghost: true})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // held reads, per host, "<host> 10 (engine N, ...): hold band 10: 10 stays
@@ -19,6 +21,7 @@ var held = regexp.MustCompile(`(first|second) 10 \(engine (\d+)[^)]*\)(?:[^;]*)?
 // 10 logits 10 lies within its hold range, so every decision keeps both
 // counts and the groups never move.
 func TestE2EHoldBand(t *testing.T) {
+	testsupport.StandinOnly(t, "fixed usage at the hold band")
 	autoscalerPath(t)
 	c := startSplitCase(t, splitSetup{start: [2]int{10, 10}, reqCPU: 1000, usage: 1000,
 		policy: noLimits + `        hold_band      = "10"

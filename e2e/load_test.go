@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // procStat returns a process's CPU time (user+system) and peak RSS.
@@ -66,6 +67,7 @@ func children(ppid int) map[string]int {
 //
 //	go test ./e2e -run '^$' -bench BenchmarkAgent100Policies -benchtime 1x
 func BenchmarkAgent100Policies(b *testing.B) {
+	testsupport.StandinOnly(b, "10 host pairs, 100 jobs and replayed usage set from Go")
 	autoscalerPath(b)
 	pdir := pluginDir(b)
 	for i := 0; i < b.N; i++ {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // TestE2ESharedNode: two policies scale two jobs whose groups share one
@@ -25,6 +26,7 @@ import (
 // (reservations, usage), so this test runs on it only, as
 // TestE2EPlacement does.
 func TestE2ESharedNode(t *testing.T) {
+	testsupport.StandinOnly(t, "reservations and usage of two jobs on one node set from Go")
 	autoscalerPath(t)
 	pdir := pluginDir(t)
 	s, err := nomadstandin.New()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadplugin"
 )
 
@@ -123,6 +124,7 @@ const ghostJob = "ghost"
 
 func startSplitCase(t *testing.T, ss splitSetup) *splitCase {
 	t.Helper()
+	testsupport.StandinOnly(t, "two nodes, a job, reservations and usage set from Go")
 	pdir := pluginDir(t)
 	s, err := nomadstandin.New()
 	if err != nil {

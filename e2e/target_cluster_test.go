@@ -53,6 +53,7 @@ func TestClusterTarget(t *testing.T) {
 // NOMAD_* variables read as the Nomad CLI reads them, the target's Nomad
 // settings falling back to them) against a stand-in in its own process.
 func TestClusterTargetEnv(t *testing.T) {
+	testsupport.StandinOnly(t, "a stand-in process of its own reached through the NOMAD_* variables; TestClusterTarget runs the same path on the cluster at NOMAD_ADDR")
 	const token = "target-env-secret-51c9"
 	sc := nomadstandin.Scenario{Token: token, Nodes: []nomadstandin.NodeSpec{
 		{Name: "t-a", CPUMHz: 1200, MemoryMB: 2048},

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadplugin"
 )
 
@@ -22,6 +23,7 @@ import (
 // allocations at an unchanged split sum (issue B1); in report mode the
 // queued number in the scaling event equals the stand-in's.
 func TestE2EPlacement(t *testing.T) {
+	testsupport.StandinOnly(t, "reservations by others set from Go, queued allocations compared with the stand-in's")
 	autoscalerPath(t)
 	// second_max keeps the sum under the policy's max: the agent does not
 	// clamp it.
@@ -86,6 +88,7 @@ func TestE2EPlacement(t *testing.T) {
 
 // TestE2EWrites: the host-quota target's writes through the real agent.
 func TestE2EWrites(t *testing.T) {
+	testsupport.StandinOnly(t, "fixed usage, the writes recorded and compared")
 	autoscalerPath(t)
 	// A person's `nomad job run` lands in one of two windows: between the
 	// strategy's reads and the target's read of the job (at the target's

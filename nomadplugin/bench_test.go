@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // Issue 13's large evaluation: N nodes, A allocations of the job's group
@@ -39,6 +40,7 @@ const (
 // (every allocation read, one request each: Nomad has no batch stats
 // endpoint) 2A + 4.
 func BenchmarkEvaluationLarge(b *testing.B) {
+	testsupport.StandinOnly(b, "a scenario of nodes, allocations, usage and latency in a stand-in process")
 	sc := nomadstandin.Scenario{
 		Nodes: []nomadstandin.NodeSpec{
 			{Name: "host-a", CPUMHz: 20000, MemoryMB: 65536, NodePool: "first"},

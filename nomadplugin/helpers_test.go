@@ -19,16 +19,18 @@ import (
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
-	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
 // TestMain removes NOMAD_* from the environment: the plugin tests program
 // jobs, usage and faults on the stand-in, and a developer's NOMAD_TOKEN or
-// NOMAD_NAMESPACE must not leak into them (nomadusage's tests cover a real
-// cluster).
+// NOMAD_NAMESPACE must not leak into them. It records whether the tests
+// were started with NOMAD_ADDR: the stand-in's fixtures then skip their
+// tests as stand-in only (testsupport.StandinOnly) rather than pass against
+// the stand-in (nomadusage's and e2e's tests cover a real cluster).
 func TestMain(m *testing.M) {
-	nomadconn.TakeEnv()
+	testsupport.TakeNomadEnv()
 	os.Exit(m.Run())
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/nomad-autoscaler/sdk"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // futureField is a job field this plugin's nomad/api module does not know
@@ -101,6 +103,7 @@ func jobMembers(t *testing.T, obj []byte) map[string]json.RawMessage {
 // TestTargetRefusesJobs (issue B2): the jobs whose counts a register must
 // not change are refused before any write, with the job's kind named.
 func TestTargetRefusesJobs(t *testing.T) {
+	testsupport.StandinOnly(t, "jobs of other kinds registered on the stand-in, a proxy recording the writes")
 	for _, tc := range []struct{ name, key, value, want string }{
 		{"batch", "Type", `"batch"`, `a "batch" job`},
 		{"system", "Type", `"system"`, `a "system" job`},

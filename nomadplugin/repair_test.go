@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // agentEval is one policy evaluation as the agent does it: target status,
@@ -133,6 +134,7 @@ func TestConcurrentChangeNotOverwritten(t *testing.T) {
 // strategy's cap is a change the agent acts on. Both modes: split, and a
 // per-host check through the single-group target.
 func TestQueuedAtStartIsRepaired(t *testing.T) {
+	testsupport.StandinOnly(t, "allocations queued by the stand-in's placement, usage set from Go")
 	for _, tc := range []struct {
 		name     string
 		target   map[string]string
@@ -325,6 +327,7 @@ func TestStaleNomadStats(t *testing.T) {
 // one-sample window and a group that just started never raise a count to
 // its maximum.
 func TestColdStartNeverMaximum(t *testing.T) {
+	testsupport.StandinOnly(t, "allocations without CPU ticks yet, fixed usage")
 	for _, tc := range []struct {
 		name string
 		cfg  []string
@@ -590,6 +593,7 @@ func queuedAtStart(t *testing.T, count int) (*world, *Strategy, *Target) {
 // bigNode is a stand-in with one node, host-a: 20000 MHz, 65536 MB.
 func bigNode(t *testing.T) (*nomadstandin.Server, string) {
 	t.Helper()
+	testsupport.StandinOnly(t, "a node and the jobs placed on it set from Go, their usage and state set and read back on the stand-in")
 	s, err := nomadstandin.New()
 	must(t, err)
 	t.Cleanup(s.Close)

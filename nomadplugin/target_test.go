@@ -36,6 +36,7 @@ const (
 
 func newWorld(t *testing.T, first, second int) *world {
 	t.Helper()
+	testsupport.StandinOnly(t, "its nodes, a job placed on them and their usage set from Go, their state read back from the stand-in")
 	s, err := nomadstandin.New()
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +269,7 @@ func TestTargetDeadlines(t *testing.T) {
 // changed nothing, and the error says so; a scaling event that fails after
 // the register does not fail Scale (the split is applied), and is logged.
 func TestTargetWriteOutcome(t *testing.T) {
+	testsupport.StandinOnly(t, "faults injected on the writes")
 	t.Run("Nomad refuses the register", func(t *testing.T) {
 		w := newWorld(t, 2, 2)
 		tg := w.target(t)
@@ -403,6 +405,7 @@ func quotaMeta(f, s, fMin, fMax, sMin, sMax int) map[string]any {
 }
 
 func TestTargetScale(t *testing.T) {
+	testsupport.StandinOnly(t, "a job set from Go, its counts read back from the stand-in")
 	cases := []struct {
 		name   string
 		start  [2]int
@@ -534,6 +537,7 @@ func TestTargetScale(t *testing.T) {
 // group outside its scaling block's [min, max], whoever sends it; the split
 // keeps each group within its block as within its host's quota.
 func TestTargetScaleHoldsScalingBlocks(t *testing.T) {
+	testsupport.StandinOnly(t, "jobs with scaling blocks set from Go, their counts read back from the stand-in")
 	for _, tc := range []struct {
 		name   string
 		start  [2]int
@@ -551,6 +555,7 @@ func TestTargetScaleHoldsScalingBlocks(t *testing.T) {
 			`group "front"'s scaling block allows [0, 3] and its host's quota is [4, 10]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			testsupport.StandinOnly(t, "a job with scaling blocks set from Go, its counts read back from the stand-in")
 			s, err := nomadstandin.New()
 			must(t, err)
 			t.Cleanup(s.Close)
@@ -639,6 +644,7 @@ func TestTargetScaleIsOneRegister(t *testing.T) {
 // between the target's read and its write, is not overwritten; in both
 // modes.
 func TestTargetCheckAndSet(t *testing.T) {
+	testsupport.StandinOnly(t, "the job changed between reads and writes from Go")
 	for _, mode := range []struct {
 		name   string
 		cfg    map[string]string
@@ -690,6 +696,7 @@ func TestTargetCheckAndSet(t *testing.T) {
 // newest scaling event of the strategy, and never sets a group above it
 // (issue 13: "below limit" split [5 5] past first_max = 3).
 func TestTargetQuotaForAgentActions(t *testing.T) {
+	testsupport.StandinOnly(t, "scaling events and counts set and read back on the stand-in")
 	below := sdk.ScalingAction{Count: 10, Direction: sdk.ScaleDirectionUp, Reason: "current count (4) below limit (10)", Meta: map[string]any{}}
 	t.Run("from the newest scaling event", func(t *testing.T) {
 		w := newWorld(t, 2, 2)

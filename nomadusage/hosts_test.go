@@ -24,6 +24,7 @@ import (
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // pair is a stand-in with two hosts and a job whose group "front" runs n
@@ -40,6 +41,7 @@ type pair struct {
 
 func newPair(t *testing.T, n int) *pair {
 	t.Helper()
+	testsupport.StandinOnly(t, "two nodes, two jobs and their usage set from Go")
 	s, err := nomadstandin.New()
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +132,7 @@ func (p *pair) requests(from int) map[string]int {
 
 // TestReadHosts reads both hosts of one job in one call, phase by phase.
 func TestReadHosts(t *testing.T) {
-	if realEnv["NOMAD_ADDR"] != "" {
+	if testsupport.ClusterEnv().Real() {
 		t.Run("real cluster: a running allocation's group", testReadHostsReal)
 		return
 	}
@@ -438,10 +440,8 @@ func testReadHostsReal(t *testing.T) {
 // CPU ticks yet, are warming; the sample is the warm ones' usage, or all
 // of it when none is warm; without a warm-up no allocation is warming.
 func TestReadHostsWarming(t *testing.T) {
+	testsupport.StandinOnly(t, "allocation usage set from Go, a fake clock")
 	p := newPair(t, 4)
-	if realEnv["NOMAD_ADDR"] != "" {
-		t.Skip("stand-in only: sets allocation usage and moves the clock")
-	}
 	ids := p.s.AllocIDs("", jobID, groupA)
 	must(t, p.s.SetAllocUsage(ids[3], 0, 0)) // no ticks yet
 	q := p.queries()[:1]
@@ -474,10 +474,8 @@ func TestReadHostsWarming(t *testing.T) {
 // stats refresh answer zeroed stats with Timestamp 0; they are warming,
 // even without a warm-up rule, and never read as idle replicas.
 func TestReadHostsNoStatsYet(t *testing.T) {
+	testsupport.StandinOnly(t, "the clients' stats interval set from Go")
 	p := newPair(t, 2)
-	if realEnv["NOMAD_ADDR"] != "" {
-		t.Skip("stand-in only: sets the clients' stats interval")
-	}
 	p.s.SetStatsInterval(time.Hour)
 	time.Sleep(2 * time.Millisecond) // the new allocations start after the refresh
 	must(t, p.s.SetGroupCount("", jobID, groupA, 4))
@@ -498,10 +496,8 @@ func TestReadHostsNoStatsYet(t *testing.T) {
 // stops (Nomad places nothing in its room), so it is reserved by others:
 // both modes left it out, and counted its room as free.
 func TestReadHostsStopping(t *testing.T) {
+	testsupport.StandinOnly(t, "an allocation held in its shutdown_delay")
 	p := newPair(t, 4)
-	if realEnv["NOMAD_ADDR"] != "" {
-		t.Skip("stand-in only: holds an allocation in its shutdown_delay")
-	}
 	ids := p.s.AllocIDs("", jobID, groupA)
 	must(t, p.s.SetAllocUsage(ids[0], 5, 1)) // no traffic while it stops
 	must(t, p.s.SetAllocStopping(ids[0]))
@@ -533,10 +529,8 @@ func TestReadHostsStopping(t *testing.T) {
 // replica (the job's allocation list says it is stopping) but as reserved
 // room, from that fresher list. It counted nowhere until the next listing.
 func TestReadHostsStoppingAfterListing(t *testing.T) {
+	testsupport.StandinOnly(t, "an allocation held in its shutdown_delay")
 	p := newPair(t, 4)
-	if realEnv["NOMAD_ADDR"] != "" {
-		t.Skip("stand-in only: holds an allocation in its shutdown_delay")
-	}
 	now := time.Now().Add(time.Hour) // every allocation warm
 	rd := &Reader{Client: p.client, Now: func() time.Time { return now }}
 	opts := Options{Warmup: 2 * time.Minute, NodeCacheTTL: time.Minute}
@@ -573,6 +567,7 @@ func TestReadHostsStoppingAfterListing(t *testing.T) {
 // allocation from the job's list and, for the first case, gives it an
 // earlier registration in the node's listing.
 func TestReadHostsStoppingOfAnEarlierJob(t *testing.T) {
+	testsupport.StandinOnly(t, "a proxy rewriting the job's allocation list")
 	for _, c := range []struct {
 		name            string
 		earlier         bool
@@ -583,9 +578,6 @@ func TestReadHostsStoppingOfAnEarlierJob(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newPair(t, 4)
-			if realEnv["NOMAD_ADDR"] != "" {
-				t.Skip("stand-in only: a proxy rewrites the job's allocation list")
-			}
 			ids := p.s.AllocIDs("", jobID, groupA)
 			must(t, p.s.SetAllocStopping(ids[0]))
 			rewrite := func(path string) bool {
@@ -633,10 +625,8 @@ func TestReadHostsStoppingOfAnEarlierJob(t *testing.T) {
 // newest version's. A proxy raises the job's request to 1000 MHz; the
 // allocations hold 500.
 func TestReadHostsRequestsOfOlderVersion(t *testing.T) {
+	testsupport.StandinOnly(t, "a proxy rewriting the job's answer")
 	p := newPair(t, 4)
-	if realEnv["NOMAD_ADDR"] != "" {
-		t.Skip("stand-in only: a proxy rewrites the job's answer")
-	}
 	u, err := url.Parse(p.s.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -687,10 +677,8 @@ func TestReadHostsRequestsOfOlderVersion(t *testing.T) {
 // resolution, reads the new one (it read the down node until the cache
 // entry aged out).
 func TestReaderNamedNodeReplaced(t *testing.T) {
+	testsupport.StandinOnly(t, "a node replaced under its name")
 	p := newPair(t, 1)
-	if realEnv["NOMAD_ADDR"] != "" {
-		t.Skip("stand-in only: replaces a node")
-	}
 	rd := &Reader{Client: p.client}
 	q := Query{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 1}
 	first, err := rd.Read(context.Background(), q)
@@ -715,10 +703,8 @@ func TestReaderNamedNodeReplaced(t *testing.T) {
 // stamped after it; it refused it ("older than the newest sample") until
 // the client's clock caught up, and the host had no decision meanwhile.
 func TestWindowClientClockBehind(t *testing.T) {
+	testsupport.StandinOnly(t, "the client's clock set behind")
 	p := newPair(t, 0)
-	if realEnv["NOMAD_ADDR"] != "" {
-		t.Skip("stand-in only: sets the client's clock behind")
-	}
 	p.s.SetStatsAge(30 * time.Second)
 	rd := &Reader{Client: p.client}
 	w, err := NewWindow(10, time.Hour)
@@ -754,11 +740,26 @@ func TestWindowClientClockBehind(t *testing.T) {
 }
 
 // TestReadHostsBadInput: bad queries and options are refused before any
-// request.
+// request. On a real cluster the client's transport counts the requests,
+// and a good query read last must be counted.
 func TestReadHostsBadInput(t *testing.T) {
-	p := newPair(t, 1)
-	rd := &Reader{Client: p.client}
-	from := len(p.s.Requests())
+	var (
+		client   *api.Client
+		requests func() int
+		good     []Query // queries the cluster answers
+		node     string  // a node's ID
+	)
+	if testsupport.ClusterEnv().Real() {
+		c := newCluster(t)
+		var n atomic.Int64
+		client = c.realClient(t, func(next http.RoundTripper) http.RoundTripper { return requestCounter{n: &n, next: next} })
+		requests, good, node = func() int { return int(n.Load()) }, []Query{c.anyNode()}, c.node.ID
+	} else {
+		p := newPair(t, 1)
+		client, requests, good, node = p.client, func() int { return len(p.s.Requests()) }, p.queries(), p.nodeA
+	}
+	rd := &Reader{Client: client}
+	from := requests()
 	for _, tc := range []struct {
 		name string
 		qs   []Query
@@ -766,12 +767,12 @@ func TestReadHostsBadInput(t *testing.T) {
 		want string
 	}{
 		{"no selector", []Query{{Job: jobID}}, Options{}, "no host selector"},
-		{"negative concurrency", p.queries(), Options{Concurrency: -1}, "concurrency"},
-		{"share above 1", p.queries(), Options{MinAnswered: 1.5}, "min_answered"},
+		{"negative concurrency", good, Options{Concurrency: -1}, "concurrency"},
+		{"share above 1", good, Options{MinAnswered: 1.5}, "min_answered"},
 		// The API client puts a node ID into the path as it is: a path
 		// would read another endpoint with the client's token.
 		{"a node ID that is a path", []Query{{Host: HostSelector{NodeID: "../job/secret?namespace=other"}, Job: jobID}}, Options{}, `node_id "../job/secret?namespace=other": a Nomad node ID is a UUID`},
-		{"a node ID with a slash", []Query{{Host: HostSelector{NodeID: p.nodeA + "/allocations"}, Job: jobID}}, Options{}, "a Nomad node ID is a UUID"},
+		{"a node ID with a slash", []Query{{Host: HostSelector{NodeID: node + "/allocations"}, Job: jobID}}, Options{}, "a Nomad node ID is a UUID"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := rd.ReadHosts(context.Background(), tc.qs, tc.opts)
@@ -780,8 +781,15 @@ func TestReadHostsBadInput(t *testing.T) {
 			}
 		})
 	}
-	if n := len(p.s.Requests()) - from; n != 0 {
+	if n := requests() - from; n != 0 {
 		t.Errorf("bad input made %d requests", n)
+	}
+	// The count sees requests: the good queries make some.
+	if _, err := rd.ReadHosts(context.Background(), good, Options{}); err != nil {
+		t.Fatalf("the good queries: %v", err)
+	}
+	if requests() == from {
+		t.Error("the good queries made no request that was counted: the count above proves nothing")
 	}
 }
 
@@ -790,6 +798,7 @@ func TestReadHostsBadInput(t *testing.T) {
 // reserve. Nomad's job allocation list carries no resources (the stand-in
 // answers as Nomad does), so only the node's allocation list can tell.
 func TestReadHostsCoLocatedGroup(t *testing.T) {
+	testsupport.StandinOnly(t, "jobs placed from Go, the reserved room compared with their figures")
 	p := newPair(t, 4)
 	must(t, p.s.AddJob(nomadstandin.JobSpec{ID: "batch", Groups: []nomadstandin.GroupSpec{
 		{Name: "y", Count: 1, CPUMHz: 700, MemoryMB: 512, NodeID: p.nodeB},
@@ -835,6 +844,7 @@ func TestReadHostsCoLocatedGroup(t *testing.T) {
 // TestReadHostsNoStatsWithoutJob: a whole-node host whose usage comes from
 // elsewhere (an APM) reads no client stats.
 func TestReadHostsNoStatsWithoutJob(t *testing.T) {
+	testsupport.StandinOnly(t, "request counting, fixed allocations")
 	p := newPair(t, 2)
 	from := len(p.s.Requests())
 	rs, err := (&Reader{Client: p.client}).ReadHosts(context.Background(),
@@ -853,6 +863,7 @@ func TestReadHostsNoStatsWithoutJob(t *testing.T) {
 // ones are the replicas. The stand-in starts allocations at once, so a
 // proxy shows one of them as pending.
 func TestReadNodeUsagePending(t *testing.T) {
+	testsupport.StandinOnly(t, "a proxy showing an allocation as pending, fixed reservations")
 	p := newPair(t, 2)
 	client := pendingProxy(t, p.s.URL(), "other")
 	rs, err := (&Reader{Client: client}).ReadHosts(context.Background(),
@@ -920,6 +931,7 @@ func rewritingClient(t *testing.T, target string, match func(path string) bool, 
 // most Concurrency workers, not one goroutine per allocation waiting for a
 // slot.
 func TestReadStatsWorkerPool(t *testing.T) {
+	testsupport.StandinOnly(t, "400 allocations placed from Go, a delay injected on stats reads")
 	p := newPair(t, 1)
 	const n = 400
 	must(t, p.s.AddJob(nomadstandin.JobSpec{ID: "many", Groups: []nomadstandin.GroupSpec{
@@ -959,7 +971,7 @@ func TestReadStatsWorkerPool(t *testing.T) {
 // has that many stats read, a new random draw each call, and the ones read
 // stand for the others: the usage is the whole group's.
 func TestReadHostsStatsSample(t *testing.T) {
-	if realEnv["NOMAD_ADDR"] != "" {
+	if testsupport.ClusterEnv().Real() {
 		t.Run("real cluster: a sample of one", func(t *testing.T) {
 			c := newCluster(t)
 			if c.alloc == nil {
@@ -1058,9 +1070,7 @@ func TestReadHostsStatsSample(t *testing.T) {
 // requests agree with what the stand-in reserves, and the engine's
 // placement with what it places.
 func TestReadHostsTaskRules(t *testing.T) {
-	if realEnv["NOMAD_ADDR"] != "" {
-		t.Skip("stand-in only: reserved cores and lifecycles need a cluster set up for them")
-	}
+	testsupport.StandinOnly(t, "reserved cores and task lifecycles set from Go, placement compared with the stand-in's")
 	s, err := nomadstandin.New()
 	if err != nil {
 		t.Fatal(err)
@@ -1160,6 +1170,7 @@ func statsEditingClient(t *testing.T, p *pair, ids []string, edit func(id string
 // the host. Before, the bad figure went into the sample (and stayed in the
 // strategy's window until it aged out).
 func TestReadHostsOneBadFigure(t *testing.T) {
+	testsupport.StandinOnly(t, "a proxy rewriting stats answers, fixed usage")
 	const n = 5
 	for _, tc := range []struct {
 		name string
@@ -1200,19 +1211,31 @@ func TestReadHostsOneBadFigure(t *testing.T) {
 }
 
 // TestReadNodeUsageBadFigure: a node's client stats with a CPU figure no
-// host can show fail the read, naming the field.
+// host can show fail the read, naming the field. On a real cluster the
+// client's transport edits the node's own answer.
 func TestReadNodeUsageBadFigure(t *testing.T) {
-	p := newPair(t, 1)
-	c := rewritingClient(t, p.s.URL(), func(path string) bool { return path == "/v1/client/stats" },
-		func(_ string, body []byte) ([]byte, error) {
-			var m map[string]any
-			if err := json.Unmarshal(body, &m); err != nil {
-				return nil, err
-			}
-			m["CPUTicksConsumed"] = -5
-			return json.Marshal(m)
+	isStats := func(path string) bool { return path == "/v1/client/stats" }
+	edit := func(_ string, body []byte) ([]byte, error) {
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, err
+		}
+		m["CPUTicksConsumed"] = -5
+		return json.Marshal(m)
+	}
+	var c *api.Client
+	var node string
+	if testsupport.ClusterEnv().Real() {
+		cl := newCluster(t)
+		c = cl.realClient(t, func(next http.RoundTripper) http.RoundTripper {
+			return answerEditor{next: next, match: isStats, edit: edit}
 		})
-	_, err := (&Reader{Client: c}).Read(context.Background(), Query{Host: HostSelector{NodeID: p.nodeA}, ReplicaCPUDemandMHz: 500})
+		node = cl.node.ID
+	} else {
+		p := newPair(t, 1)
+		c, node = rewritingClient(t, p.s.URL(), isStats, edit), p.nodeA
+	}
+	_, err := (&Reader{Client: c}).Read(context.Background(), Query{Host: HostSelector{NodeID: node}, ReplicaCPUDemandMHz: 500})
 	if !errors.Is(err, ErrBadUsage) || !strings.Contains(err.Error(), "CPUTicksConsumed") {
 		t.Errorf("err %v, want ErrBadUsage naming CPUTicksConsumed", err)
 	}
@@ -1229,6 +1252,7 @@ func TestReadNodeUsageBadFigure(t *testing.T) {
 // window still until the usage read as stale); with half of them stopped,
 // too few answered.
 func TestReadHostsStatsTimesSpread(t *testing.T) {
+	testsupport.StandinOnly(t, "a proxy rewriting stats times, fixed usage")
 	now := time.Now()
 	for _, tc := range []struct {
 		name     string

@@ -1,12 +1,18 @@
 package nomadusage
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +21,7 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // cluster is what a test reads: the stand-in, or the real cluster named by
@@ -40,20 +47,19 @@ const (
 	taskToken = "s3cr3t-token-value"
 )
 
-// realEnv holds the NOMAD_* variables the tests were started with.
-// TestMain removes them from the environment, so that no stand-in run can
-// pick up a developer's token, namespace or address; only the real-cluster
-// path (NOMAD_ADDR set) puts them back, for its own test.
-var realEnv = map[string]string{}
-
+// TestMain removes the NOMAD_* variables from the environment, so that no
+// stand-in run can pick up a developer's token, namespace or address, and
+// keeps them (testsupport.ClusterEnv) when NOMAD_ADDR is among them: only
+// the real-cluster path puts them back, for its own test, and the tests
+// that program the stand-in then skip (testsupport.StandinOnly).
 func TestMain(m *testing.M) {
-	realEnv = nomadconn.TakeEnv()
+	testsupport.TakeNomadEnv()
 	os.Exit(m.Run())
 }
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	if realEnv["NOMAD_ADDR"] != "" {
+	if testsupport.ClusterEnv().Real() {
 		return realCluster(t)
 	}
 	s, err := nomadstandin.New()
@@ -88,7 +94,7 @@ func newCluster(t *testing.T) *cluster {
 }
 
 func realCluster(t *testing.T) *cluster {
-	for k, v := range realEnv {
+	for k, v := range testsupport.ClusterEnv() {
 		t.Setenv(k, v)
 	}
 	c, err := api.NewClient(api.DefaultConfig())
@@ -128,6 +134,84 @@ func realCluster(t *testing.T) *cluster {
 	return cl
 }
 
+// realClient is a client for the real cluster as realCluster reads it
+// (NOMAD_ADDR, NOMAD_TOKEN, the TLS variables... as the Nomad CLI reads
+// them) whose transport is wrap's: a test counts or edits the requests and
+// answers there, where a proxy in front of a cluster with TLS could not.
+func (c *cluster) realClient(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) *api.Client {
+	t.Helper()
+	if !c.real {
+		t.Fatal("realClient: not a real cluster")
+	}
+	cfg := api.DefaultConfig()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	hc := &http.Client{Transport: tr}
+	if err := api.ConfigureTLS(hc, cfg.TLSConfig); err != nil {
+		t.Fatalf("TLS for NOMAD_ADDR: %v", err)
+	}
+	if u, err := url.Parse(cfg.Address); err == nil && u.Scheme == "unix" {
+		socket := u.EscapedPath()
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}
+		cfg.Address = "http://127.0.0.1"
+	}
+	hc.Transport = wrap(tr)
+	cfg.HttpClient = hc
+	cl, err := api.NewClient(cfg)
+	if err != nil {
+		t.Fatalf("client for NOMAD_ADDR: %v", err)
+	}
+	return cl
+}
+
+// requestCounter counts the requests it sends on.
+type requestCounter struct {
+	n    *atomic.Int64
+	next http.RoundTripper
+}
+
+func (c requestCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// answerEditor passes the 200 answers to the paths match picks through
+// edit, unzipped (the API client asks for gzip, and Nomad zips).
+type answerEditor struct {
+	next  http.RoundTripper
+	match func(path string) bool
+	edit  func(path string, body []byte) ([]byte, error)
+}
+
+func (e answerEditor) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := e.next.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusOK || !e.match(r.URL.Path) {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	var body io.Reader = resp.Body
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = zr
+		resp.Header.Del("Content-Encoding")
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	if b, err = e.edit(r.URL.Path, b); err != nil {
+		return nil, err
+	}
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -160,10 +244,10 @@ func runReadCases(t *testing.T, cases []readCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t)
-			if c.real && tc.standinOnly != "" {
-				t.Skipf("stand-in only: %s", tc.standinOnly)
+			if tc.standinOnly != "" {
+				testsupport.StandinOnly(t, tc.standinOnly)
 			}
+			c := newCluster(t)
 			client := c.client
 			if tc.prepare != nil {
 				if cl := tc.prepare(t, c); cl != nil {
@@ -230,7 +314,7 @@ func TestReadJobGroup(t *testing.T) {
 	runReadCases(t, []readCase{
 		{
 			name:        "by name, the group's request as demand",
-			standinOnly: "needs a known job",
+			standinOnly: "a known job with fixed usage",
 			query: func(c *cluster) Query {
 				return Query{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA, WantedReplicas: 5}
 			},
@@ -289,7 +373,7 @@ func TestReadJobGroup(t *testing.T) {
 		},
 		{
 			name:        "pool and class, demand given, label",
-			standinOnly: "needs known pools",
+			standinOnly: "known pools and classes with fixed usage",
 			query: func(c *cluster) Query {
 				return Query{Host: HostSelector{Pool: "edge", Class: "small"}, Job: jobID, Group: groupB, ReplicaCPUDemandMHz: 90, Label: "second"}
 			},
@@ -361,7 +445,7 @@ func TestReadErrors(t *testing.T) {
 		},
 		{
 			name:        "a node replaced under the same name: the down one is passed over",
-			standinOnly: "needs a down node of the same name",
+			standinOnly: "a down node of the same name added",
 			query:       func(c *cluster) Query { return Query{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 1} },
 			prepare: func(t *testing.T, c *cluster) *api.Client {
 				if _, err := c.s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 8000, MemoryMB: 16384, Status: api.NodeStatusDown}); err != nil {
@@ -377,7 +461,7 @@ func TestReadErrors(t *testing.T) {
 		},
 		{
 			name:        "two ready nodes of one name: ambiguous",
-			standinOnly: "needs a second node of the same name",
+			standinOnly: "a second node of the same name added",
 			query:       func(c *cluster) Query { return Query{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 1} },
 			prepare: func(t *testing.T, c *cluster) *api.Client {
 				if _, err := c.s.AddNode(nomadstandin.NodeSpec{Name: "host-a", CPUMHz: 8000, MemoryMB: 16384}); err != nil {
@@ -389,7 +473,7 @@ func TestReadErrors(t *testing.T) {
 		},
 		{
 			name:        "node down",
-			standinOnly: "needs a down node",
+			standinOnly: "a down node",
 			query:       func(c *cluster) Query { return Query{Host: HostSelector{Name: "host-down"}, ReplicaCPUDemandMHz: 1} },
 			wantErr:     ErrNodeNotReady,
 		},
@@ -398,7 +482,7 @@ func TestReadErrors(t *testing.T) {
 			query: func(c *cluster) Query { return c.anyNode() },
 			prepare: func(t *testing.T, c *cluster) *api.Client {
 				if c.real {
-					if realEnv["NOMAD_TOKEN"] == "" {
+					if testsupport.ClusterEnv()[nomadconn.EnvToken] == "" {
 						t.Skip("the real cluster's ACLs are on only when NOMAD_TOKEN is set; without it a bad token proves nothing")
 					}
 					cfg := api.DefaultConfig()
@@ -501,10 +585,8 @@ func near(a, b float64) bool {
 // server-side filter) once; while the entry is fresh the node itself is
 // read; once it is older than ResolveTTL the selector is listed again.
 func TestReaderRemembersResolution(t *testing.T) {
+	testsupport.StandinOnly(t, "request counting, a fake clock, a node set down")
 	c := newCluster(t)
-	if c.real {
-		t.Skip("stand-in only: counts requests and moves a clock")
-	}
 	clk := time.Now()
 	rd := &Reader{Client: c.client, Now: func() time.Time { return clk }}
 	q := Query{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA}
@@ -546,6 +628,7 @@ func TestReaderRemembersResolution(t *testing.T) {
 // the stats (the median of the allocations' Timestamps, or the node's), not the
 // time of the read, so that stale stats can be told apart.
 func TestReadingTimeIsStatsTime(t *testing.T) {
+	testsupport.StandinOnly(t, "the stats' age set on the stand-in")
 	s, err := nomadstandin.New()
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
-	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
 // Environment of the acceptance tests. `make test` sets envTerraformPath to
@@ -33,15 +33,14 @@ const (
 // accSetupErr is why the acceptance environment is not usable, or "".
 var accSetupErr string
 
-// clusterEnv holds the NOMAD_* variables the tests were started with. They
-// are taken out of the process environment so that nothing talking to the
-// stand-in (the provider, a Nomad API client) can pick up a developer's
-// token, namespace, region or TLS files; only the real-cluster test reads
-// them from here, and only when NOMAD_ADDR is set.
-var clusterEnv nomadEnv
-
+// TestMain takes the NOMAD_* variables the tests were started with out of
+// the process environment, so that nothing talking to the stand-in (the
+// provider, a Nomad API client) can pick up a developer's token,
+// namespace, region or TLS files. When NOMAD_ADDR is among them they are
+// kept (testsupport.ClusterEnv) for the tests that read the real cluster,
+// and the tests that program the stand-in skip (testsupport.StandinOnly).
 func TestMain(m *testing.M) {
-	clusterEnv = takeNomadEnv()
+	testsupport.TakeNomadEnv()
 	var tmp string
 	accSetupErr, tmp = prepareAccEnv()
 	code := m.Run()
@@ -51,30 +50,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-// nomadEnv is a set of NOMAD_* environment variables.
-type nomadEnv map[string]string
-
-// lookup reads e as os.LookupEnv reads the environment.
-func (e nomadEnv) lookup(name string) (string, bool) {
-	v, ok := e[name]
-	return v, ok
-}
-
-// realCluster reports whether the tests were started with NOMAD_ADDR: the
-// real-cluster test then reads that cluster instead of the stand-in.
-func (e nomadEnv) realCluster() bool { return e[nomadconn.EnvAddress] != "" }
-
-// takeNomadEnv removes every NOMAD_* variable from the process
-// environment and returns them. Without NOMAD_ADDR (stand-in mode) there is
-// no real cluster, so none of them is kept at all.
-func takeNomadEnv() nomadEnv {
-	e := nomadEnv(nomadconn.TakeEnv())
-	if !e.realCluster() {
-		return nomadEnv{}
-	}
-	return e
 }
 
 // noEnv is an empty environment: what the stand-in tests' provider falls

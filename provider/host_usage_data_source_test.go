@@ -32,6 +32,7 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
@@ -53,6 +54,7 @@ type usageFixture struct {
 
 func newUsageFixture(t *testing.T) *usageFixture {
 	t.Helper()
+	testsupport.StandinOnly(t, "three nodes, a job and their usage set from Go")
 	s, err := nomadstandin.New()
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +234,7 @@ func (f *usageFixture) standInBlock(token string) *nomadModel {
 // TestHostUsageTokenNeverShown: a refused token and a server error give
 // diagnostics that never contain the token.
 func TestHostUsageTokenNeverShown(t *testing.T) {
+	testsupport.StandinOnly(t, "an ACL token the stand-in requires, a fault injected that echoes it")
 	f := newUsageFixture(t)
 	f.s.RequireToken("the-right-token", nomadstandin.TokenPolicy{})
 	m := nullUsageModel()
@@ -262,6 +265,7 @@ func TestHostUsageTokenNeverShown(t *testing.T) {
 // never appears in the diagnostics nor in the provider's logs, whether the
 // server answers with an error that echoes it or cannot be reached.
 func TestHostUsagePasswordInAddress(t *testing.T) {
+	testsupport.StandinOnly(t, "a fault injected that echoes a password")
 	const password = "pa55-in-the-address"
 	f := newUsageFixture(t)
 	u, err := url.Parse(f.s.URL())
@@ -297,6 +301,7 @@ func TestHostUsagePasswordInAddress(t *testing.T) {
 // TestHostUsageTimeoutNamesTheCall: a read that outlives timeouts.read
 // fails saying so, and which call to Nomad was under way.
 func TestHostUsageTimeoutNamesTheCall(t *testing.T) {
+	testsupport.StandinOnly(t, "a delay injected on one call")
 	f := newUsageFixture(t)
 	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/web/allocations", Delay: 3 * time.Second})
 	m := nullUsageModel()
@@ -314,17 +319,30 @@ func TestHostUsageTimeoutNamesTheCall(t *testing.T) {
 
 // TestHostUsageInterruptedBetweenSamples: an interrupt (OpenTofu cancels
 // the read's context on Ctrl-C) while waiting between samples is reported
-// as an interrupt, not as the read timeout it is not.
+// as an interrupt, not as the read timeout it is not. On a real cluster it
+// reads a ready node whole, and interrupts later (its first read may take
+// longer).
 func TestHostUsageInterruptedBetweenSamples(t *testing.T) {
-	f := newUsageFixture(t)
 	m := nullUsageModel()
-	m.NodeName, m.Job, m.Group = types.StringValue("host-a"), types.StringValue(usageJob), types.StringValue(usageFront)
 	m.Samples, m.SampleInterval = wholeValue(2), wholeValue(30)
+	interruptAfter := 500 * time.Millisecond
+	var c *nomadConnection
+	if testsupport.ClusterEnv().Real() {
+		client, getenv := realNomad(t)
+		m.NodeID, m.ReplicaCPUDemandMHz = types.StringValue(readyNodes(t, client)[0].ID), numberValue(100)
+		m.SampleInterval = wholeValue(60)
+		interruptAfter = 5 * time.Second
+		c = newNomadConnection(context.Background(), nil, getenv)
+	} else {
+		f := newUsageFixture(t)
+		m.NodeName, m.Job, m.Group = types.StringValue("host-a"), types.StringValue(usageJob), types.StringValue(usageFront)
+		c = newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stop := time.AfterFunc(500*time.Millisecond, cancel)
+	stop := time.AfterFunc(interruptAfter, cancel)
 	defer stop.Stop()
 	defer cancel()
-	_, diags := readUsageWith(t, ctx, newNomadConnection(context.Background(), f.standInBlock(""), noEnv), m)
+	_, diags := readUsageWith(t, ctx, c, m)
 	if !strings.Contains(diags, "Reading the host's usage was interrupted: activation_host_usage was interrupted waiting between samples, after 1 reads") ||
 		strings.Contains(diags, "timed out") {
 		t.Fatalf("diagnostics %q, want an interrupt between samples", diags)
@@ -333,21 +351,41 @@ func TestHostUsageInterruptedBetweenSamples(t *testing.T) {
 
 // TestHostUsageSharedConnection: every read of a provider instance goes
 // through its one connection and reader, also when reads run in parallel
-// from a cold start, as OpenTofu runs them (go test -race).
+// from a cold start, as OpenTofu runs them (go test -race). On a real
+// cluster it reads up to two ready nodes by ID.
 func TestHostUsageSharedConnection(t *testing.T) {
-	f := newUsageFixture(t)
-	c := newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
+	var c *nomadConnection
+	type host struct{ id, name string } // id "": read by name
+	var hosts [2]host
+	if testsupport.ClusterEnv().Real() {
+		client, getenv := realNomad(t)
+		nodes := readyNodes(t, client)
+		a, b := nodes[0], nodes[min(1, len(nodes)-1)]
+		hosts = [2]host{{a.ID, a.Name}, {b.ID, b.Name}}
+		c = newNomadConnection(context.Background(), nil, getenv)
+	} else {
+		f := newUsageFixture(t)
+		hosts = [2]host{{name: "host-a"}, {name: "host-b"}}
+		c = newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
+	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for _, name := range []string{"host-a", "host-b", "host-a", "host-b", "host-a", "host-b"} {
+	for i := range 6 {
+		h := hosts[i%2]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
 			m := nullUsageModel()
-			m.NodeName, m.ReplicaCPUDemandMHz = types.StringValue(name), numberValue(100)
-			if got, diags := readUsageWith(t, context.Background(), c, m); diags != "" || got.NodeName.ValueString() != name {
-				t.Errorf("read %s: %q %v", name, diags, got.NodeName)
+			m.ReplicaCPUDemandMHz = numberValue(100)
+			if h.id != "" {
+				m.NodeID = types.StringValue(h.id)
+			} else {
+				m.NodeName = types.StringValue(h.name)
+			}
+			got, diags := readUsageWith(t, context.Background(), c, m)
+			if diags != "" || got.NodeName.ValueString() != h.name || (h.id != "" && got.NodeID.ValueString() != h.id) {
+				t.Errorf("read %s %s: %q %v %v", h.name, h.id, diags, got.NodeName, got.NodeID)
 			}
 		}()
 	}
@@ -367,7 +405,17 @@ func TestHostUsageSharedConnection(t *testing.T) {
 	}
 }
 
+// TestHostUsageReadInProcess: a whole node read by ID gives the observation
+// nomadusage reads (the data source passes it through unchanged) and the
+// node's figures. On a real cluster, whose usage moves, it reads a ready
+// node: its name and ID and its capacity as the node's own record gives
+// them; the replicas and requests between those of direct reads just
+// before and after; one sample within the capacity.
 func TestHostUsageReadInProcess(t *testing.T) {
+	if testsupport.ClusterEnv().Real() {
+		testHostUsageReadInProcessReal(t)
+		return
+	}
 	f := newUsageFixture(t)
 	m := nullUsageModel()
 	m.NodeID = types.StringValue(f.nodeB)
@@ -381,14 +429,7 @@ func TestHostUsageReadInProcess(t *testing.T) {
 	if got.NodeName.ValueString() != "host-b" || got.NodeID.ValueString() != f.nodeB {
 		t.Errorf("node %v %v, want host-b %s", got.NodeName, got.NodeID, f.nodeB)
 	}
-	var om observationModel
-	if d := got.Observation.As(context.Background(), &om, basetypes.ObjectAsOptions{}); d.HasError() {
-		t.Fatal(d)
-	}
-	o, err := om.toEngine(path.Root(huObservation))
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := engineObservation(t, got)
 	o.Samples[0].Time = want.Observation.Samples[0].Time
 	if !reflect.DeepEqual(o, want.Observation) {
 		t.Errorf("observation\n%+v\nwant\n%+v", o, want.Observation)
@@ -403,9 +444,117 @@ func TestHostUsageReadInProcess(t *testing.T) {
 	}
 }
 
+func testHostUsageReadInProcessReal(t *testing.T) {
+	client, getenv := realNomad(t)
+	node := readyNodes(t, client)[0]
+	capCPU, capMem := nodeCapacity(t, client, node.ID)
+	m := nullUsageModel()
+	m.NodeID = types.StringValue(node.ID)
+	m.ReplicaCPUDemandMHz = numberValue(250)
+	m.Samples = wholeValue(1)
+	q := nomadusage.Query{Host: nomadusage.HostSelector{NodeID: node.ID}, ReplicaCPUDemandMHz: 250}
+	before := expectedReading(t, client, q).Observation
+	got, diags := readUsageWith(t, context.Background(), newNomadConnection(context.Background(), nil, getenv), m)
+	if diags != "" {
+		t.Fatal(diags)
+	}
+	after := expectedReading(t, client, q).Observation
+	if got.NodeName.ValueString() != node.Name || got.NodeID.ValueString() != node.ID {
+		t.Errorf("node %v %v, want %s %s", got.NodeName, got.NodeID, node.Name, node.ID)
+	}
+	o := engineObservation(t, got)
+	if o.Host != before.Host || o.CPUCapacityMHz != capCPU || o.MemoryCapacityMB != capMem || o.ReplicaCPUDemandMHz != 250 {
+		t.Errorf("host %q, capacity %v MHz %v MB, demand %v MHz; want %q, the node record's %v MHz %v MB, 250",
+			o.Host, o.CPUCapacityMHz, o.MemoryCapacityMB, o.ReplicaCPUDemandMHz, before.Host, capCPU, capMem)
+	}
+	between := func(what string, v, a, b float64) {
+		if v < min(a, b) || v > max(a, b) {
+			t.Errorf("%s %v, want between the direct reads' %v and %v", what, v, a, b)
+		}
+	}
+	between("running replicas", float64(o.RunningReplicas), float64(before.RunningReplicas), float64(after.RunningReplicas))
+	between("requested CPU", o.RequestedCPUMHz, before.RequestedCPUMHz, after.RequestedCPUMHz)
+	between("requested memory", o.RequestedMemoryMB, before.RequestedMemoryMB, after.RequestedMemoryMB)
+	between("others' CPU", o.OtherReservedCPUMHz, before.OtherReservedCPUMHz, after.OtherReservedCPUMHz)
+	if len(o.Samples) != 1 {
+		t.Fatalf("%d samples, want 1", len(o.Samples))
+	}
+	if s := o.Samples[0]; s.CPUMHz < 0 || s.CPUMHz > capCPU*1.05 || s.MemoryMB < 0 || s.MemoryMB > capMem*1.05 {
+		t.Errorf("sample %+v outside the node's capacity %v MHz %v MB", s, capCPU, capMem)
+	}
+}
+
+// engineObservation is a read's observation as the engine takes it.
+func engineObservation(t *testing.T, m hostUsageModel) engine.Observation {
+	t.Helper()
+	var om observationModel
+	if d := m.Observation.As(context.Background(), &om, basetypes.ObjectAsOptions{}); d.HasError() {
+		t.Fatal(d)
+	}
+	o, err := om.toEngine(path.Root(huObservation))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// realNomad is the real cluster at NOMAD_ADDR as the provider reaches it
+// with the NOMAD_* variables the tests were started with: a client, and
+// the environment a provider's connection falls back to.
+func realNomad(t *testing.T) (*api.Client, nomadconn.Getenv) {
+	t.Helper()
+	env := testsupport.ClusterEnv()
+	conn, err := nomadconn.New(nomadconn.Settings{}, env.Lookup)
+	if err != nil {
+		t.Fatalf("client for NOMAD_ADDR: %v", err)
+	}
+	return conn.Client(), env.Lookup
+}
+
+// readyNodes are the cluster's ready nodes, in its list's order; the test
+// fails when it has none.
+func readyNodes(t *testing.T, client *api.Client) []*api.NodeListStub {
+	t.Helper()
+	stubs, _, err := client.Nodes().List(nil)
+	if err != nil {
+		t.Fatalf("list nodes: %v", err)
+	}
+	var ready []*api.NodeListStub
+	for _, n := range stubs {
+		if n.Status == api.NodeStatusReady {
+			ready = append(ready, n)
+		}
+	}
+	if len(ready) == 0 {
+		t.Fatal("the cluster has no ready node to read")
+	}
+	return ready
+}
+
+// nodeCapacity is a node's capacity from its own record, not from the
+// reader the data source uses: its resources less what it reserves for
+// the OS (Nomad 0.9 and later give NodeResources).
+func nodeCapacity(t *testing.T, client *api.Client, id string) (cpuMHz, memoryMB float64) {
+	t.Helper()
+	nd, _, err := client.Nodes().Info(id, nil)
+	if err != nil {
+		t.Fatalf("read node %s: %v", id, err)
+	}
+	if nd.NodeResources == nil {
+		t.Fatalf("node %s has no NodeResources (a Nomad before 0.9?)", nd.Name)
+	}
+	cpuMHz, memoryMB = float64(nd.NodeResources.Cpu.CpuShares), float64(nd.NodeResources.Memory.MemoryMB)
+	if rr := nd.ReservedResources; rr != nil {
+		cpuMHz -= float64(rr.Cpu.CpuShares)
+		memoryMB -= float64(rr.Memory.MemoryMB)
+	}
+	return cpuMHz, memoryMB
+}
+
 // ---- acceptance tests against the stand-in ----
 
 func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
+	testsupport.StandinOnly(t, "fixed usage, the decision computed from it")
 	accParallel(t) // before the fixture: its allocations age
 	f := newUsageFixture(t)
 	qa := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-a"}, Job: usageJob, Group: usageFront}
@@ -439,6 +588,7 @@ func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
 }
 
 func TestAccHostUsage_wholeNodeByIDSeveralSamples(t *testing.T) {
+	testsupport.StandinOnly(t, "fixed usage compared exactly")
 	accParallel(t) // before the fixture: its allocations age
 	f := newUsageFixture(t)
 	q := nomadusage.Query{Host: nomadusage.HostSelector{NodeID: f.nodeB}, ReplicaCPUDemandMHz: 250, Label: "second"}
@@ -468,6 +618,7 @@ func TestAccHostUsage_wholeNodeByIDSeveralSamples(t *testing.T) {
 // until the window holds samples distinct samples, or fail naming
 // sample_interval_seconds when the stats keep their time.
 func TestAccHostUsage_statsInterval(t *testing.T) {
+	testsupport.StandinOnly(t, "the clients' stats interval set from Go")
 	t.Run("a refresh every 2 s, reads 1 s apart: 3 distinct samples", func(t *testing.T) {
 		accParallel(t)
 		f := newUsageFixture(t)
@@ -495,6 +646,7 @@ func TestAccHostUsage_statsInterval(t *testing.T) {
 }
 
 func TestAccHostUsage_poolAndClass(t *testing.T) {
+	testsupport.StandinOnly(t, "known pools and classes with fixed usage")
 	accParallel(t) // before the fixture: its allocations age
 	f := newUsageFixture(t)
 	q := nomadusage.Query{Host: nomadusage.HostSelector{Pool: "edge", Class: "big"}, Job: usageJob, Group: usageFront}
@@ -522,47 +674,18 @@ func TestAccHostUsage_cluster(t *testing.T) {
 	var client *api.Client
 	provider := ""
 	factories := providerFactories
-	if clusterEnv.realCluster() {
+	if testsupport.ClusterEnv().Real() {
 		// The provider and this test's client resolve the same NOMAD_*
 		// variables, the way the provider does for its users.
-		conn, err := nomadconn.New(nomadconn.Settings{}, clusterEnv.lookup)
-		if err != nil {
-			t.Fatalf("client for NOMAD_ADDR: %v", err)
-		}
-		client, factories = conn.Client(), factoriesWithEnv(clusterEnv.lookup)
+		var getenv nomadconn.Getenv
+		client, getenv = realNomad(t)
+		factories = factoriesWithEnv(getenv)
 	} else {
 		f := newUsageFixture(t)
 		client, provider = f.client, f.providerHCL("")
 	}
-	stubs, _, err := client.Nodes().List(nil)
-	if err != nil {
-		t.Fatalf("list nodes: %v", err)
-	}
-	var node *api.NodeListStub
-	for _, n := range stubs {
-		if n.Status == api.NodeStatusReady {
-			node = n
-			break
-		}
-	}
-	if node == nil {
-		t.Fatal("the cluster has no ready node to read")
-	}
-	// The capacity from the node's own record, not from the reader the
-	// data source uses: its resources less what it reserves for the OS
-	// (Nomad 0.9 and later give NodeResources).
-	nd, _, err := client.Nodes().Info(node.ID, nil)
-	if err != nil {
-		t.Fatalf("read node %s: %v", node.ID, err)
-	}
-	if nd.NodeResources == nil {
-		t.Fatalf("node %s has no NodeResources (a Nomad before 0.9?)", node.Name)
-	}
-	capCPU, capMem := float64(nd.NodeResources.Cpu.CpuShares), float64(nd.NodeResources.Memory.MemoryMB)
-	if rr := nd.ReservedResources; rr != nil {
-		capCPU -= float64(rr.Cpu.CpuShares)
-		capMem -= float64(rr.Memory.MemoryMB)
-	}
+	node := readyNodes(t, client)[0]
+	capCPU, capMem := nodeCapacity(t, client, node.ID)
 	addr := "data.activation_host_usage.test"
 	runAcc(t, resource.TestCase{ProtoV6ProviderFactories: factories, Steps: []resource.TestStep{{
 		Config: provider + usageConfig("test", map[string]string{huNodeID: hclString(node.ID), huReplicaCPU: "100"}),
@@ -591,6 +714,7 @@ func TestAccHostUsage_cluster(t *testing.T) {
 // the environment, which the parallel tests only see restored (they resume
 // after every sequential test has ended).
 func TestAccHostUsage_nomadEnv(t *testing.T) {
+	testsupport.StandinOnly(t, "an ACL token the stand-in requires, the requests it received inspected")
 	accPreCheck(t)
 	const namespace, region = "elsewhere-ns", "elsewhere-region"
 	t.Setenv(nomadconn.EnvToken, secretToken)
@@ -640,6 +764,7 @@ func TestAccHostUsage_nomadEnv(t *testing.T) {
 // terraform-provider-nomad works: the token as secret_id, and skip_verify
 // with a CA, which that provider allows.
 func TestAccHostUsage_nomadProviderSettings(t *testing.T) {
+	testsupport.StandinOnly(t, "an ACL token the stand-in requires, the requests it received inspected")
 	f := newUsageFixture(t)
 	f.s.RequireToken(secretToken, nomadstandin.TokenPolicy{})
 	provider := fmt.Sprintf("provider \"activation\" {\n  nomad {\n    address = %s\n    secret_id = %s\n    skip_verify = true\n    ca_pem = %s\n  }\n}\n",
@@ -665,6 +790,7 @@ func TestAccHostUsage_nomadProviderSettings(t *testing.T) {
 //   - warmup "0s" turns the rule off: eight warm replicas using 1600 MHz,
 //     200 MHz each (the reading the rule exists to prevent).
 func TestAccHostUsage_warmup(t *testing.T) {
+	testsupport.StandinOnly(t, "allocations of known ages and usage set from Go")
 	accParallel(t) // before the fixture: its allocations age
 	const (
 		warmupScenario = 20 * time.Second
@@ -754,6 +880,7 @@ func TestAccHostUsage_warmup(t *testing.T) {
 }
 
 func TestAccHostUsage_errors(t *testing.T) {
+	testsupport.StandinOnly(t, "faults, tokens and idle jobs set on the stand-in")
 	type fixtureCase struct {
 		name  string
 		setup func(t *testing.T, f *usageFixture) (token string)
@@ -838,6 +965,7 @@ func TestAccHostUsage_errors(t *testing.T) {
 // TestAccHostUsage_timeout: a read that outlives timeouts.read fails within
 // it, saying which call to Nomad timed out.
 func TestAccHostUsage_timeout(t *testing.T) {
+	testsupport.StandinOnly(t, "a delay injected on one call")
 	f := newUsageFixture(t)
 	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/web", Delay: 20 * time.Second})
 	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
@@ -929,6 +1057,7 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 // nomadusage sentinel and the attributes the configuration sets, not from
 // the error's wording.
 func TestAddNomadError(t *testing.T) {
+	testsupport.StandinOnly(t, "Nomad errors provoked on the stand-in: a refused token, an injected fault")
 	conn, err := nomadconn.New(nomadconn.Settings{Address: "http://nomad.test:4646", Token: secretToken}, noEnv)
 	if err != nil {
 		t.Fatal(err)
