@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's whole test run (`make test`). It builds or finds every real
 # tool the tests need (OpenTofu, the nomad-autoscaler agent), and fails loudly
-# when it cannot: no acceptance or end-to-end test may skip.
+# when it cannot: no acceptance or end-to-end test may skip. With NOMAD_ADDR
+# set (the tests then run on that cluster), the tests that program the
+# stand-in skip as stand-in only, and are listed; no other test may skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=$(mktemp -t activation-test.XXXXXX)
@@ -79,23 +81,106 @@ for target in FuzzLoadModel FuzzDecide; do
   go test -run '^$' -fuzz "^$target\$" -fuzztime 100000x ./engine
 done
 
+# The real-cluster paths of the usage reader's and the provider's tests
+# (NOMAD_ADDR set), against a stand-in in its own process as the cluster
+# (tools/standin-cluster.json), so that they cannot rot unnoticed where no
+# real cluster is: the tests that program the stand-in skip as stand-in
+# only, every real-cluster test must pass, and the converted ones must
+# have run. None of the caller's NOMAD_* variables reaches this step.
+step "real-cluster paths (nomadusage, provider) against a stand-in process"
+usage_real=(TestReadHosts TestReadHostsBadInput TestReadNodeUsageBadFigure TestReadHostsStatsSample
+  TestReadWholeNode TestReadJobGroup TestReadErrors)
+provider_real=(TestHostUsageInterruptedBetweenSamples TestHostUsageSharedConnection TestHostUsageReadInProcess
+  TestAccHostUsage_cluster)
+standin_dir=$(mktemp -d -t activation-standin.XXXXXX)
+trap 'rm -f "$log"; rm -rf "$standin_dir"' EXIT
+go build -o "$standin_dir/standin" ./internal/nomadstandin/cmd/standin
+# It prints its URL, then serves until its standard input (the coprocess
+# pipe) closes.
+coproc STANDIN { exec "$standin_dir/standin" -scenario tools/standin-cluster.json; }
+standin_out=${STANDIN[0]} standin_in=${STANDIN[1]} standin_pid=$STANDIN_PID
+if ! read -r -t 30 standin_url <&"$standin_out" || [[ $standin_url != http://* ]]; then
+  echo "error: the stand-in process did not start (tools/standin-cluster.json)" >&2
+  exit 1
+fi
+# The scenario's one ACL token (on its own line in the file).
+standin_token=$(sed -nE 's/^ *"Token": *"([^"]+)".*/\1/p' tools/standin-cluster.json)
+provider_run="^($(IFS='|'; echo "${provider_real[*]}"))\$"
+realstatus=0
+set +e
+(
+  while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^NOMAD_')
+  export NOMAD_ADDR="$standin_url" NOMAD_TOKEN="$standin_token"
+  go test -race -count=1 -v -timeout 5m ./nomadusage
+  usage=$?
+  go test -race -count=1 -v -timeout 5m -run "$provider_run" ./provider || exit 1
+  exit "$usage"
+) 2>&1 | tee "$standin_dir/log"
+realstatus=${PIPESTATUS[0]}
+set -e
+exec {standin_in}>&-
+wait "$standin_pid" 2>/dev/null || true
+rlog="$standin_dir/log"
+if grep -qE '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$rlog"; then
+  realstatus=1
+fi
+for name in "${usage_real[@]}" "${provider_real[@]}"; do
+  if ! grep -qE "^--- PASS: $name \(" "$rlog"; then
+    echo "error: $name did not pass on its real-cluster path" >&2
+    realstatus=1
+  fi
+done
+# Every skip there is a stand-in-only one, and there are some (else the
+# tests did not see NOMAD_ADDR).
+while read -r name; do
+  if [ -n "$name" ] && ! grep -qF -- "[stand-in only] $name: " "$rlog"; then
+    echo "error: $name skipped on the real-cluster path, not as stand-in only" >&2
+    realstatus=1
+  fi
+done < <(sed -nE 's/^\s*--- SKIP: (\S+) .*/\1/p' "$rlog")
+if ! grep -qF '[stand-in only] ' "$rlog"; then
+  echo "error: no test skipped as stand-in only: the tests did not take the real-cluster path" >&2
+  realstatus=1
+fi
+if [ "$realstatus" != 0 ]; then
+  echo "error: the real-cluster paths failed against the stand-in process: see above" >&2
+  status=1
+fi
+
 step "summary"
 pass=$(grep -cE '^\s*--- PASS' "$log" || true)
 fail=$(grep -cE '^\s*--- FAIL' "$log" || true)
 skip=$(grep -cE '^\s*--- SKIP' "$log" || true)
-if grep -qE '^\s*--- SKIP' "$log"; then
-  echo "skipped tests:"; grep -E '^\s*--- SKIP' "$log"
+# With NOMAD_ADDR (make test on a real cluster) the tests that program the
+# stand-in skip, each saying so: testsupport.StandinOnly's marker, then its
+# name. Those skips are expected then, and only then; any other skip fails
+# the run.
+standin=() others=()
+while read -r name; do
+  [ -n "$name" ] || continue
+  if [ -n "${NOMAD_ADDR:-}" ] && grep -qF -- "[stand-in only] $name: " "$log"; then
+    standin+=("$name")
+  else
+    others+=("$name")
+  fi
+done < <(sed -nE 's/^\s*--- SKIP: (\S+) .*/\1/p' "$log")
+if [ "${#standin[@]}" != 0 ]; then
+  echo "skipped as stand-in only (they program the stand-in; NOMAD_ADDR is set):"
+  printf '  %s\n' "${standin[@]}"
+fi
+if [ "${#others[@]}" != 0 ]; then
+  echo "skipped tests:"; printf '  %s\n' "${others[@]}"
 fi
 # A package that does not build, a panic or the timeout print no
 # "--- FAIL" line: name them.
 if grep -qE '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$log"; then
   echo "failures:"; grep -E '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$log" | head -50
 fi
-if grep -qE '^\s*--- SKIP' "$log"; then
-  # A skipped test is not a passed one: none may skip under make test (a
-  # test that needs a real cluster skips only with NOMAD_ADDR set, and
-  # then its skip says what the cluster lacks).
-  echo "error: $skip test(s) skipped; under make test none may" >&2
+if [ "${#others[@]}" != 0 ]; then
+  # A skipped test is not a passed one: none may skip under make test but,
+  # with NOMAD_ADDR set, the stand-in-only ones (a test that needs what a
+  # real cluster lacks skips saying so, and fails the run).
+  echo "error: ${#others[@]} test(s) skipped; under make test none may (but stand-in-only ones with NOMAD_ADDR set)" >&2
   status=1
 fi
 # Each suite ran: a test of each kind passed (names anchored, so that
@@ -106,5 +191,5 @@ for kind in 'TestAcc[A-Za-z_]+' 'TestE2E[A-Za-z_]*' 'TestClusterTarget'; do
     status=1
   fi
 done
-echo "$pass passed, $fail failed, $skip skipped"
+echo "$pass passed, $fail failed, $skip skipped (${#standin[@]} of them stand-in only)"
 exit "$status"
