@@ -294,6 +294,12 @@ func (r *configReader) step(key, def string, dst *engine.Step) {
 	if !ok {
 		v = def
 	}
+	if v == "" {
+		// engine.ParseStep reads "" as no limit: written here (a
+		// template's unset variable) it would lift the default limit.
+		r.fail(cfgErr(key, "is empty; it must be a whole number of replicas, a percentage such as \"50%%\", or %q for no limit (unset: %s)", StepNone, def))
+		return
+	}
 	if v == StepNone {
 		*dst = engine.Step{}
 		return
@@ -405,13 +411,15 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	if c.window < 1 || c.window > MaxWindow {
 		return nil, cfgErr(KeyWindow, "is %d; it must be a whole number from 1 to %d", c.window, MaxWindow)
 	}
-	// 0 is the reader's "unset": written in a check it would silently
-	// mean the default (min_answered 0, "no minimum", would mean 0.8).
+	// 0 is the reader's (and the engine's) "unset": written in a check it
+	// would silently mean the default (min_answered 0, "no minimum",
+	// would mean 0.8; min_samples 0 would mean 3).
 	for _, z := range []struct {
 		key    string
 		zero   bool
 		range_ string
 	}{
+		{KeyMinSamples, c.minSamples == 0, fmt.Sprintf("a whole number from 1 to %d (unset: %d)", engine.MaxSamples, engine.DefaultMinSamples)},
 		{KeyReadConcurrency, c.opts.Concurrency == 0, fmt.Sprintf("a whole number from 1 to %d (unset: %d)", nomadusage.MaxConcurrency, nomadusage.DefaultConcurrency)},
 		{KeyMinAnswered, c.opts.MinAnswered == 0, fmt.Sprintf("a share > 0 and <= 1 (unset: %v)", nomadusage.DefaultMinAnswered)},
 		{KeyStatsSample, c.opts.StatsSample == 0, fmt.Sprintf("a whole number from 1 to %d (unset: %d)", nomadusage.MaxStatsSample, nomadusage.DefaultStatsSample)},

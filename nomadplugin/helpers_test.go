@@ -86,9 +86,14 @@ func (m *memReader) ReadHosts(_ context.Context, qs []nomadusage.Query, opts nom
 			k := m.next[q.Label]
 			m.next[q.Label]++
 			s := o.Samples[k%len(o.Samples)]
-			// Past the end the samples repeat, later in time.
+			// Past the end the samples repeat, later in time, one step
+			// (the samples' own, else a minute) after the last.
 			if cycle := k / len(o.Samples); cycle > 0 {
-				span := o.Samples[len(o.Samples)-1].Time - o.Samples[0].Time + 60
+				step := int64(60)
+				if len(o.Samples) > 1 {
+					step = o.Samples[1].Time - o.Samples[0].Time
+				}
+				span := o.Samples[len(o.Samples)-1].Time - o.Samples[0].Time + step
 				s.Time += int64(cycle) * span
 			}
 			samples, at = []engine.Sample{s}, time.Unix(s.Time, 0)
@@ -190,11 +195,26 @@ func setQuota(m map[string]string, prefix string, q *engine.QuotaSpec) {
 
 func newEval(name string, config map[string]string) *sdk.ScalingCheckEvaluation {
 	return &sdk.ScalingCheckEvaluation{
-		Check: &sdk.ScalingPolicyCheck{Name: name, Strategy: &sdk.ScalingPolicyStrategy{Name: StrategyName, Config: config}},
+		// A query, as a check that reads usage = "apm" must have (the
+		// strategy ignores it otherwise).
+		Check: &sdk.ScalingPolicyCheck{Name: name, Query: "usage", Strategy: &sdk.ScalingPolicyStrategy{Name: StrategyName, Config: config}},
 		// As the agent's gRPC client sends it: an empty action (no policy
 		// ID in meta).
 		Action: &sdk.ScalingAction{},
 	}
+}
+
+// newest is the time of r's newest sample, of either host: a clock no
+// reading of r is ahead of (the strategy refuses stats stamped 5 minutes or
+// more ahead of its clock; the golden hosts' series end days apart).
+func newest(r *engine.Request) time.Time {
+	t := int64(0)
+	for _, o := range []engine.Observation{r.First, r.Second} {
+		if n := len(o.Samples); n > 0 {
+			t = max(t, o.Samples[n-1].Time)
+		}
+	}
+	return time.Unix(t, 0)
 }
 
 // clock is a settable clock.

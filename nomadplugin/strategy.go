@@ -138,8 +138,12 @@ type Strategy struct {
 	conn      *nomadconn.Conn
 	fixedRead bool // the reader came from withReader
 	configs   map[string]*strategyConfig
-	windows   map[string]*windowEntry
-	claims    claimLedger
+	configGen uint64 // SetConfig calls: a config parsed before one is not cached after it
+	// afterParse, when set (tests), runs between parsing a check's config
+	// and caching it.
+	afterParse func()
+	windows    map[string]*windowEntry
+	claims     claimLedger
 	// placing serializes what runs between reading the claims and
 	// recording an evaluation's own (the engine call, in memory), so that
 	// two evaluations of groups on one node never both take its room.
@@ -149,6 +153,31 @@ type Strategy struct {
 type windowEntry struct {
 	w        *nomadusage.Window
 	lastUsed time.Time
+	// tooFew counts the evaluations in a row that found the window with
+	// fewer samples than a decision needs.
+	tooFew int
+}
+
+// filling records, for the Nomad-read windows of a check's hosts, one more
+// evaluation without enough samples (more: true) or a decision (false),
+// and returns the most evaluations in a row any of them has gone without.
+func (s *Strategy) filling(check string, c *strategyConfig, hosts []*hostConfig, more bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	most := 0
+	for _, h := range hosts {
+		e, ok := s.windows[windowKey(check, c, h)]
+		if !ok || h.usage == UsageAPM {
+			continue
+		}
+		if more {
+			e.tooFew++
+		} else {
+			e.tooFew = 0
+		}
+		most = max(most, e.tooFew)
+	}
+	return most
 }
 
 // strategyOption configures a Strategy made by newStrategy (tests and
@@ -202,6 +231,7 @@ func (s *Strategy) SetConfig(config map[string]string) error {
 		s.reader = &nomadusage.Reader{Client: pc.conn.Client(), Now: s.now}
 	}
 	s.configs = map[string]*strategyConfig{}
+	s.configGen++
 	return nil
 }
 
@@ -212,6 +242,7 @@ func (s *Strategy) config(m map[string]string) (*strategyConfig, usageReader, er
 	s.mu.Lock()
 	c, ok := s.configs[key]
 	reader := s.reader
+	gen := s.configGen
 	ns := ""
 	if s.conn != nil {
 		ns = s.conn.Namespace()
@@ -222,11 +253,19 @@ func (s *Strategy) config(m map[string]string) (*strategyConfig, usageReader, er
 		if c, err = parseStrategyConfig(m, ns); err != nil {
 			return nil, nil, err
 		}
+		if s.afterParse != nil {
+			s.afterParse()
+		}
 		s.mu.Lock()
 		if len(s.configs) > 4096 {
 			s.configs = map[string]*strategyConfig{}
 		}
-		s.configs[key] = c
+		// A SetConfig meanwhile (an agent reload) may have changed the
+		// agent's namespace c was parsed with: c serves this evaluation
+		// only, not the cache of the new configuration.
+		if s.configGen == gen {
+			s.configs[key] = c
+		}
 		s.mu.Unlock()
 	}
 	if reader == nil {
@@ -295,6 +334,18 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 	c, reader, err := s.config(eval.Check.Strategy.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
+	}
+	if count < 0 {
+		// The agent passes the target's count (its dry-run marker, -1, is
+		// set on the action it applies, never passed here).
+		return nil, fmt.Errorf("%s check %q: the target's current count is %d; a count is >= 0", StrategyName, eval.Check.Name, count)
+	}
+	for _, h := range c.readHosts() {
+		if h.usage == UsageAPM && strings.TrimSpace(eval.Check.Query) == "" {
+			// Every evaluation would find no metrics, a warning each time.
+			err := &ConfigError{Key: h.role + "_" + KeyUsage, Reason: fmt.Sprintf("is %q, but the check has no query: give the check a query for the host's CPU (MHz summed over its replicas), or read the host from Nomad", UsageAPM)}
+			return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
+		}
 	}
 	e := &checkRun{s: s, c: c, eval: eval, count: count, now: s.now()}
 	how, err := e.run(reader)
@@ -449,6 +500,20 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 		}
 		if errors.Is(err, engine.ErrTooFewSamples) {
 			e.noScale(fmt.Sprintf("keeping the current count: %v", err))
+			// A window fills in min_samples evaluations; one that has not
+			// in twice that many loses its samples to max_age before
+			// enough gather (max_age below the evaluation interval times
+			// min_samples - 1): say so at warn level, not as a window
+			// still filling.
+			need := e.c.minSamples
+			if need == 0 {
+				need = engine.DefaultMinSamples
+			}
+			if n := e.s.filling(e.eval.Check.Name, e.c, hosts, true); n > 2*need {
+				e.noScale(fmt.Sprintf("keeping the current count: %v; the window has had too few for %d evaluations in a row: do its samples age out (%s %s) before %d gather? Raise %s above the evaluation interval x %d",
+					err, n, KeyMaxAge, e.c.maxAge, need, KeyMaxAge, need-1))
+				return nil, outcomeFailed, nil
+			}
 			return nil, outcomeExpected, nil
 		}
 		if _, part, _, ok := engine.FieldOf(err); ok && part == engine.PartObservation {
@@ -457,6 +522,7 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 		}
 		return nil, outcomeFailed, err
 	}
+	e.s.filling(e.eval.Check.Name, e.c, hosts, false)
 	if e.s.logger.IsTrace() {
 		e.s.logger.Trace("decision", "check", e.eval.Check.Name, "explain", d.Explain())
 	}
@@ -575,6 +641,14 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 	if age := now.Sub(r.Time); age > c.maxAge {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): usage is stale: Nomad's stats were taken at %s, %s ago, beyond %s = %s",
 			h.role, h.query.Host, r.Time.UTC().Format(time.RFC3339), age.Round(time.Second), KeyMaxAge, c.maxAge)
+	}
+	// Stats from a clock far ahead of the agent's would become the
+	// window's newest sample, and every reading after them would be
+	// refused as older, until real time passed them (a day, for a clock a
+	// day ahead): they are not taken.
+	if ahead := r.Time.Sub(now); ahead >= nomadusage.StatsLag {
+		return engine.Observation{}, fmt.Sprintf("%s host (%s): usage is stamped ahead of this agent's clock: Nomad's stats were taken at %s, %s ahead of %s (%s or more): a client's clock set ahead? The reading is not used",
+			h.role, h.query.Host, r.Time.UTC().Format(time.RFC3339), ahead.Round(time.Second), now.UTC().Format(time.RFC3339), nomadusage.StatsLag)
 	}
 	w := s.window(windowKey(check, c, h), c, now)
 	if err := w.Add(r); err != nil {

@@ -257,9 +257,17 @@ func flatConfig(role string) map[string]string {
 // host, both on node-first) read a flat low usage with 2 replicas running,
 // the group's count in the job being desired; run evaluates a check with
 // the agent's count at 2 (the built-in nomad-target's running
-// allocations), each evaluation 10 s after the one before.
+// allocations), each evaluation 10 s after the one before, as the
+// reader's samples are.
 func claimRig(t *testing.T, desired int, webKeys ...string) (rd *memReader, run func(check string) *sdk.ScalingAction) {
 	first, second := flatPair(2, 10)
+	// Samples 10 s apart, as the evaluations (a reading is never stamped
+	// ahead of the clock: the strategy would not take it).
+	first.Samples = append([]engine.Sample(nil), first.Samples...)
+	for i := range first.Samples {
+		first.Samples[i].Time = first.Samples[0].Time + 10*int64(i)
+	}
+	second.Samples = first.Samples
 	rd = newMemReader(first, second)
 	rd.desired[engine.RoleFirst] = desired
 	clk := &clock{}
@@ -714,7 +722,7 @@ func TestNoScaling(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := unlabelled(vs[0].Request)
-	now := time.Unix(base.First.Samples[len(base.First.Samples)-1].Time, 0)
+	now := newest(&base)
 	metrics := func(vals ...float64) sdk.TimestampedMetrics {
 		var ms sdk.TimestampedMetrics
 		for i, v := range vals {
@@ -795,7 +803,7 @@ func TestWindowsPerJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := unlabelled(vs[0].Request)
-	now := time.Unix(base.First.Samples[len(base.First.Samples)-1].Time, 0)
+	now := newest(&base)
 	const tooFew = "has 1 sample(s); at least 2 are needed"
 	for _, tc := range []struct {
 		name  string
@@ -993,7 +1001,7 @@ func runInvalidAll(t *testing.T, valid, bad *engine.Request, cfg map[string]stri
 	t.Helper()
 	rd := newMemReader(bad.First, bad.Second)
 	n := max(len(bad.First.Samples), len(bad.Second.Samples), 1)
-	clk := &clock{t: time.Unix(valid.First.Samples[len(valid.First.Samples)-1].Time, 0)}
+	clk := &clock{t: newest(valid)}
 	st := newStrategy(nil, withReader(rd), withClock(clk.now))
 	var all []*sdk.ScalingAction
 	for range n {
@@ -1047,7 +1055,7 @@ func TestAPMUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := unlabelled(vs[0].Request)
-	now := time.Unix(r.First.Samples[len(r.First.Samples)-1].Time, 0)
+	now := newest(&r)
 	// The check's metrics carry the first host's samples.
 	var ms sdk.TimestampedMetrics
 	for _, s := range r.First.Samples {
@@ -1116,6 +1124,13 @@ func TestConfigErrors(t *testing.T) {
 		{"bad step", []string{KeyMaxScaleUp, "0"}, "", KeyMaxScaleUp, "whole number of replicas"},
 		{"bad percent", []string{KeyMaxScaleDown, "-5%"}, "", KeyMaxScaleDown, "percentage"},
 		{"bad hysteresis", []string{KeyHysteresis, "lots"}, "", KeyHysteresis, `or "none"`},
+		// engine.ParseStep reads "" as no limit: written (a template's
+		// unset variable) it lifted the default limit. (withKeys drops a
+		// key given "": white space reads as empty too.)
+		{"empty max_scale_up", []string{KeyMaxScaleUp, " "}, "", KeyMaxScaleUp, `is empty; it must be a whole number of replicas, a percentage such as "50%", or "none" for no limit (unset: 100%)`},
+		{"empty max_scale_down", []string{KeyMaxScaleDown, " "}, "", KeyMaxScaleDown, "is empty"},
+		{"empty hysteresis", []string{KeyHysteresis, "\t"}, "", KeyHysteresis, "is empty"},
+		{"min_samples 0", []string{KeyMinSamples, "0"}, "", KeyMinSamples, "is 0; it must be a whole number from 1 to 10080 (unset: 3)"},
 		{"bad placement", []string{KeyPlacement, "maybe"}, "", KeyPlacement, `"cap" or "report"`},
 		{"negative hold band", []string{KeyHoldBand, "-1"}, "", KeyHoldBand, "from 0 (off)"},
 		{"hold band past the engine's", []string{KeyHoldBand, "11"}, "", KeyHoldBand, "from 0 (off) to 10"},
@@ -1151,6 +1166,12 @@ func TestConfigErrors(t *testing.T) {
 		{"bad rounding: the engine's rule", []string{PrefixFirst + KeyRounding, "up"}, "", PrefixFirst + KeyRounding, `"up"`},
 		{"bad usage", []string{PrefixFirst + KeyUsage, "prometheus"}, "", PrefixFirst + KeyUsage, `"nomad" or "apm"`},
 		{"two APM hosts", []string{PrefixFirst + KeyUsage, UsageAPM, PrefixSecond + KeyUsage, UsageAPM}, "", PrefixSecond + KeyUsage, "one query"},
+	}
+	// and the empty string itself, as a template writes it
+	empty := ok()
+	empty[KeyMaxScaleUp] = ""
+	if _, err := parseStrategyConfig(empty, ""); err == nil || !strings.Contains(err.Error(), `config "max_scale_up": is empty`) {
+		t.Errorf("max_scale_up \"\": %v, want it refused", err)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1413,5 +1434,148 @@ func TestCapStartsFromWhatNomadPlaces(t *testing.T) {
 	// second's queued excess, the first held.
 	if n, _ := a.Meta[MetaSecondCount].(int); n != 10 || a.Count != 15 {
 		t.Errorf("split at an unchanged sum: second %v, count %d; want 5 + 10: %s", a.Meta[MetaSecondCount], a.Count, a.Reason)
+	}
+}
+
+// TestRunRefuses: what the agent could pass that no evaluation can start
+// from is an error naming it, and no action.
+func TestRunRefuses(t *testing.T) {
+	first, second := flatPair(2, 10)
+	for _, c := range []struct {
+		name  string
+		cfg   map[string]string
+		query string
+		count int64
+		want  string
+	}{
+		{"a negative count", flatConfig(RoleFirst), "usage", -1, "the target's current count is -1; a count is >= 0"},
+		{"APM usage without a query", withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM), "", 2,
+			`config "first_usage": is "apm", but the check has no query`},
+		{"APM usage on the second host without a query", withKeys(flatConfig(RoleSplit), PrefixSecond+KeyUsage, UsageAPM), " ", 2,
+			`config "second_usage": is "apm", but the check has no query`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rd := newMemReader(first, second)
+			st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(func() time.Time { return time.Unix(first.Samples[0].Time, 0) }))
+			ev := newEval("c", c.cfg)
+			ev.Check.Query = c.query
+			out, err := st.Run(ev, c.count)
+			if err == nil || !strings.Contains(err.Error(), c.want) || out != nil {
+				t.Errorf("Run: %v, %v; want no evaluation and an error naming %q", out, err, c.want)
+			}
+			if rd.calls != 0 {
+				t.Errorf("%d reads of Nomad, want none", rd.calls)
+			}
+		})
+	}
+}
+
+// TestFutureReadingNotTaken: stats stamped 5 minutes or more ahead of the
+// agent's clock (a client's clock set ahead) are not taken: taken, they
+// became the window's newest sample and every correctly stamped reading
+// after them was refused as older until real time passed them (a day, in
+// the review's case), so nothing scaled.
+func TestFutureReadingNotTaken(t *testing.T) {
+	first, second := flatPair(2, 10)
+	rd := newMemReader(first, second)
+	clk := &clock{}
+	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
+	cfg := withKeys(flatConfig(RoleFirst), KeyMinSamples, "2")
+	at := func(i int) time.Time { return time.Unix(first.Samples[i].Time, 0) }
+	run := func(now time.Time) *sdk.ScalingAction {
+		t.Helper()
+		clk.set(now)
+		ev, err := st.Run(newEval("c", cfg), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.Action
+	}
+	// The first reading (sample 0) comes a day ahead of the clock.
+	if a := run(at(0).Add(-24 * time.Hour)); a.Direction != sdk.ScaleDirectionNone || !strings.Contains(a.Reason, "usage is stamped ahead of this agent's clock") || !strings.Contains(a.Reason, "24h0m0s ahead") {
+		t.Fatalf("a reading a day ahead: %s %q; want no scaling, naming how far ahead", a.Direction, a.Reason)
+	}
+	// Less than 5 minutes ahead is taken (clocks differ a little).
+	if a := run(at(1).Add(-4 * time.Minute)); strings.Contains(a.Reason, "ahead of this agent's clock") {
+		t.Fatalf("a reading 4 minutes ahead was refused: %q", a.Reason)
+	}
+	// The window was not held: the next readings, on time, decide.
+	if a := run(at(2)); strings.HasPrefix(a.Reason, "no scaling") {
+		t.Errorf("after the reading from ahead, a reading on time: %q; want a decision", a.Reason)
+	}
+}
+
+// TestWindowThatNeverFills: a max_age shorter than the evaluation interval
+// times (min_samples - 1) loses every sample before enough gather; each
+// evaluation said "keeping the current count" at info level, as for a
+// window still filling, forever. After twice min_samples evaluations in a
+// row it is a failure (warn level) saying what to raise.
+func TestWindowThatNeverFills(t *testing.T) {
+	first, second := flatPair(2, 10) // one-minute samples
+	rd := newMemReader(first, second)
+	clk := &clock{}
+	var logs testsupport.SyncBuffer
+	st := newStrategy(hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info, JSONFormat: true}), withReader(rd), withClock(clk.now))
+	cfg := withKeys(flatConfig(RoleFirst), KeyMaxAge, "15s")
+	for i := range 8 {
+		clk.set(time.Unix(first.Samples[i].Time, 0))
+		ev, err := st.Run(newEval("c", cfg), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := strings.Contains(ev.Action.Reason, "Raise max_age above the evaluation interval x 2")
+		if want := i+1 > 6; warned != want || !strings.Contains(ev.Action.Reason, "has 1 sample(s); at least 3 are needed") {
+			t.Errorf("evaluation %d: reason %q; want the advice %v", i+1, ev.Action.Reason, want)
+		}
+	}
+	if !strings.Contains(logs.String(), `"@level":"warn"`) {
+		t.Errorf("no warning logged:\n%s", logs.String())
+	}
+	// A window that fills resets the count.
+	cfg = withKeys(flatConfig(RoleFirst), KeyMaxAge, "10m")
+	for i := 8; i < 10; i++ {
+		clk.set(time.Unix(first.Samples[i].Time, 0))
+		ev, err := st.Run(newEval("c", cfg), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(ev.Action.Reason, "Raise max_age") {
+			t.Errorf("with max_age 10m, evaluation %d still advises: %q", i+1, ev.Action.Reason)
+		}
+	}
+}
+
+// TestReloadWhileParsing: an agent reload (SetConfig) between parsing a
+// check's config and caching it left the config parsed with the old
+// agent namespace in the new configuration's cache, so the check read the
+// job in the old namespace until the next reload.
+func TestReloadWhileParsing(t *testing.T) {
+	first, second := flatPair(2, 10)
+	st := newStrategy(hclog.NewNullLogger(), withReader(newMemReader(first, second)))
+	agent := func(ns string) map[string]string {
+		return map[string]string{AgentKeyNomadAddress: "http://127.0.0.1:1", AgentKeyNomadNamespace: ns}
+	}
+	must(t, st.SetConfig(agent("old")))
+	reloaded := false
+	st.afterParse = func() {
+		if !reloaded {
+			reloaded = true
+			must(t, st.SetConfig(agent("new")))
+		}
+	}
+	check := flatConfig(RoleFirst)
+	c, _, err := st.config(check)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reloaded || c.first.query.Namespace != "old" {
+		t.Fatalf("reloaded %v, namespace %q: the reload did not come between parse and cache", reloaded, c.first.query.Namespace)
+	}
+	c, _, err = st.config(check)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.first.query.Namespace != "new" {
+		t.Errorf("after the reload the check reads namespace %q, want the agent's new one", c.first.query.Namespace)
 	}
 }
