@@ -153,31 +153,42 @@ type Strategy struct {
 type windowEntry struct {
 	w        *nomadusage.Window
 	lastUsed time.Time
-	// tooFew counts the evaluations in a row that found the window with
-	// fewer samples than a decision needs.
-	tooFew int
+	// added counts the readings of distinct stats times added since the
+	// last decision on the window (a reading that repeats the last one's
+	// time, stats collected less often than the agent evaluates, adds
+	// none); lastAt is the last one's time.
+	added  int
+	lastAt time.Time
 }
 
-// filling records, for the Nomad-read windows of a check's hosts, one more
-// evaluation without enough samples (more: true) or a decision (false),
-// and returns the most evaluations in a row any of them has gone without.
-func (s *Strategy) filling(check string, c *strategyConfig, hosts []*hostConfig, more bool) int {
+// starved is, among the Nomad-read windows of a check's hosts whose
+// observation (obs[i], hosts[i]'s) holds fewer than need samples, the most
+// readings of distinct stats times added to one since its last decision:
+// more than need, and samples leave the window (max_age) faster than
+// readings fill it.
+func (s *Strategy) starved(check string, c *strategyConfig, hosts []*hostConfig, obs []engine.Observation, need int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	most := 0
-	for _, h := range hosts {
+	for i, h := range hosts {
 		e, ok := s.windows[windowKey(check, c, h)]
-		if !ok || h.usage == UsageAPM {
+		if !ok || h.usage == UsageAPM || len(obs[i].Samples) >= need {
 			continue
 		}
-		if more {
-			e.tooFew++
-		} else {
-			e.tooFew = 0
-		}
-		most = max(most, e.tooFew)
+		most = max(most, e.added)
 	}
 	return most
+}
+
+// decided restarts the count of readings added to the check's windows.
+func (s *Strategy) decided(check string, c *strategyConfig, hosts []*hostConfig) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range hosts {
+		if e, ok := s.windows[windowKey(check, c, h)]; ok {
+			e.added = 0
+		}
+	}
 }
 
 // strategyOption configures a Strategy made by newStrategy (tests and
@@ -275,7 +286,7 @@ func (s *Strategy) config(m map[string]string) (*strategyConfig, usageReader, er
 }
 
 // window returns the usage window kept for one host of one check.
-func (s *Strategy) window(key string, c *strategyConfig, now time.Time) *nomadusage.Window {
+func (s *Strategy) window(key string, c *strategyConfig, now time.Time) *windowEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.windows[key]
@@ -293,7 +304,7 @@ func (s *Strategy) window(key string, c *strategyConfig, now time.Time) *nomadus
 		}
 	}
 	e.lastUsed = now
-	return e.w
+	return e
 }
 
 // noScalingPrefix starts the reason of an evaluation with no action.
@@ -500,17 +511,18 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 		}
 		if errors.Is(err, engine.ErrTooFewSamples) {
 			e.noScale(fmt.Sprintf("keeping the current count: %v", err))
-			// A window fills in min_samples evaluations; one that has not
-			// in twice that many loses its samples to max_age before
-			// enough gather (max_age below the evaluation interval times
+			// A window fills with min_samples readings of distinct stats
+			// times; one that has taken twice that many and still holds
+			// too few loses its samples to max_age before enough gather
+			// (max_age below the time between readings times
 			// min_samples - 1): say so at warn level, not as a window
 			// still filling.
 			need := e.c.minSamples
 			if need == 0 {
 				need = engine.DefaultMinSamples
 			}
-			if n := e.s.filling(e.eval.Check.Name, e.c, hosts, true); n > 2*need {
-				e.noScale(fmt.Sprintf("keeping the current count: %v; the window has had too few for %d evaluations in a row: do its samples age out (%s %s) before %d gather? Raise %s above the evaluation interval x %d",
+			if n := e.s.starved(e.eval.Check.Name, e.c, hosts, obs, need); n > 2*need {
+				e.noScale(fmt.Sprintf("keeping the current count: %v; the window has taken %d readings since its last decision and holds too few: its samples age out (%s %s) before %d gather; raise %s above the time between evaluations x %d",
 					err, n, KeyMaxAge, e.c.maxAge, need, KeyMaxAge, need-1))
 				return nil, outcomeFailed, nil
 			}
@@ -522,7 +534,7 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 		}
 		return nil, outcomeFailed, err
 	}
-	e.s.filling(e.eval.Check.Name, e.c, hosts, false)
+	e.s.decided(e.eval.Check.Name, e.c, hosts)
 	if e.s.logger.IsTrace() {
 		e.s.logger.Trace("decision", "check", e.eval.Check.Name, "explain", d.Explain())
 	}
@@ -646,14 +658,23 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 	// window's newest sample, and every reading after them would be
 	// refused as older, until real time passed them (a day, for a clock a
 	// day ahead): they are not taken.
-	if ahead := r.Time.Sub(now); ahead >= nomadusage.StatsLag {
+	// (The clock read now, not the evaluation's start: a long read's
+	// own times are not ahead.)
+	if clock := s.now(); r.Time.Sub(clock) >= nomadusage.StatsLag {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): usage is stamped ahead of this agent's clock: Nomad's stats were taken at %s, %s ahead of %s (%s or more): a client's clock set ahead? The reading is not used",
-			h.role, h.query.Host, r.Time.UTC().Format(time.RFC3339), ahead.Round(time.Second), now.UTC().Format(time.RFC3339), nomadusage.StatsLag)
+			h.role, h.query.Host, r.Time.UTC().Format(time.RFC3339), r.Time.Sub(clock).Round(time.Second), clock.UTC().Format(time.RFC3339), nomadusage.StatsLag)
 	}
-	w := s.window(windowKey(check, c, h), c, now)
+	entry := s.window(windowKey(check, c, h), c, now)
+	w := entry.w
 	if err := w.Add(r); err != nil {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): %v", h.role, h.query.Host, err)
 	}
+	s.mu.Lock()
+	if !r.Time.Equal(entry.lastAt) {
+		entry.added++
+		entry.lastAt = r.Time
+	}
+	s.mu.Unlock()
 	o, err := w.Observation(now)
 	if err != nil {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): %v", h.role, h.query.Host, err)

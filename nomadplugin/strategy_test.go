@@ -1131,6 +1131,7 @@ func TestConfigErrors(t *testing.T) {
 		{"empty max_scale_down", []string{KeyMaxScaleDown, " "}, "", KeyMaxScaleDown, "is empty"},
 		{"empty hysteresis", []string{KeyHysteresis, "\t"}, "", KeyHysteresis, "is empty"},
 		{"min_samples 0", []string{KeyMinSamples, "0"}, "", KeyMinSamples, "is 0; it must be a whole number from 1 to 10080 (unset: 3)"},
+		{"empty model", []string{PrefixSecond + KeyModel, " "}, "", PrefixSecond + KeyModel, "is empty; name a model"},
 		{"bad placement", []string{KeyPlacement, "maybe"}, "", KeyPlacement, `"cap" or "report"`},
 		{"negative hold band", []string{KeyHoldBand, "-1"}, "", KeyHoldBand, "from 0 (off)"},
 		{"hold band past the engine's", []string{KeyHoldBand, "11"}, "", KeyHoldBand, "from 0 (off) to 10"},
@@ -1523,13 +1524,41 @@ func TestWindowThatNeverFills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		warned := strings.Contains(ev.Action.Reason, "Raise max_age above the evaluation interval x 2")
+		warned := strings.Contains(ev.Action.Reason, "raise max_age above the time between evaluations x 2")
 		if want := i+1 > 6; warned != want || !strings.Contains(ev.Action.Reason, "has 1 sample(s); at least 3 are needed") {
 			t.Errorf("evaluation %d: reason %q; want the advice %v", i+1, ev.Action.Reason, want)
 		}
 	}
 	if !strings.Contains(logs.String(), `"@level":"warn"`) {
 		t.Errorf("no warning logged:\n%s", logs.String())
+	}
+	// Stats collected less often than the agent evaluates (every 60 s,
+	// evaluations every 10 s): readings repeat a stats time and add no
+	// sample; the window fills slowly, and max_age is not to blame.
+	slow, _ := flatPair(2, 10)
+	slow.Samples = nil
+	for i := range 20 {
+		slow.Samples = append(slow.Samples, engine.Sample{Time: 1_700_000_000 + 60*int64(i/6), CPUMHz: 20, MemoryMB: 512})
+	}
+	srd := newMemReader(slow, slow)
+	sclk := &clock{}
+	sst := newStrategy(hclog.NewNullLogger(), withReader(srd), withClock(sclk.now))
+	decidedAt := 0
+	for i := range 20 {
+		sclk.set(time.Unix(1_700_000_000+10*int64(i), 0))
+		ev, err := sst.Run(newEval("c", flatConfig(RoleFirst)), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(ev.Action.Reason, "raise max_age") {
+			t.Fatalf("slow stats, evaluation %d: %q; want no advice on max_age", i+1, ev.Action.Reason)
+		}
+		if decidedAt == 0 && !strings.HasPrefix(ev.Action.Reason, "no scaling") {
+			decidedAt = i + 1
+		}
+	}
+	if decidedAt != 13 {
+		t.Errorf("slow stats: first decision at evaluation %d, want 13 (the third stats time)", decidedAt)
 	}
 	// A window that fills resets the count.
 	cfg = withKeys(flatConfig(RoleFirst), KeyMaxAge, "10m")
@@ -1539,7 +1568,7 @@ func TestWindowThatNeverFills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(ev.Action.Reason, "Raise max_age") {
+		if strings.Contains(ev.Action.Reason, "raise max_age") {
 			t.Errorf("with max_age 10m, evaluation %d still advises: %q", i+1, ev.Action.Reason)
 		}
 	}

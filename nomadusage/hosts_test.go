@@ -844,7 +844,10 @@ func TestReadHostsCoLocatedGroup(t *testing.T) {
 // TestReadHostsNoStatsWithoutJob: a whole-node host whose usage comes from
 // elsewhere (an APM) reads no client stats.
 func TestReadHostsNoStatsWithoutJob(t *testing.T) {
-	testsupport.StandinOnly(t, "request counting, fixed allocations")
+	if testsupport.ClusterEnv().Real() {
+		testReadHostsNoStatsWithoutJobReal(t)
+		return
+	}
 	p := newPair(t, 2)
 	from := len(p.s.Requests())
 	rs, err := (&Reader{Client: p.client}).ReadHosts(context.Background(),
@@ -857,6 +860,58 @@ func TestReadHostsNoStatsWithoutJob(t *testing.T) {
 		t.Errorf("observation %+v: want the node's 3 running allocations and one sample without usage", o)
 	}
 }
+
+// testReadHostsNoStatsWithoutJobReal is TestReadHostsNoStatsWithoutJob on
+// the real cluster at NOMAD_ADDR: a ready node of it, the requests seen by
+// the client's transport, the running allocations by a direct read before
+// and after.
+func testReadHostsNoStatsWithoutJobReal(t *testing.T) {
+	c := newCluster(t)
+	var mu sync.Mutex
+	paths := map[string]int{}
+	client := c.realClient(t, func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			paths[r.URL.Path]++
+			mu.Unlock()
+			return next.RoundTrip(r)
+		})
+	})
+	running := func() int {
+		allocs, _, err := c.client.Nodes().Allocations(c.node.ID, nil)
+		if err != nil {
+			t.Fatalf("list allocations of node %s: %v", c.node.Name, err)
+		}
+		n := 0
+		for _, a := range allocs {
+			if a.ClientStatus == api.AllocClientStatusRunning {
+				n++
+			}
+		}
+		return n
+	}
+	before := running()
+	rs, err := (&Reader{Client: client}).ReadHosts(context.Background(),
+		[]Query{{Host: HostSelector{NodeID: c.node.ID}, NoStats: true, ReplicaCPUDemandMHz: 100}}, Options{})
+	must(t, err)
+	after := running()
+	mu.Lock()
+	defer mu.Unlock()
+	if n := paths["/v1/client/stats"]; n != 0 {
+		t.Errorf("%d client stats reads for a host whose usage comes from elsewhere", n)
+	}
+	if len(paths) == 0 {
+		t.Error("no request was seen: the check above proves nothing")
+	}
+	if o := rs[0].Observation; o.RunningReplicas < min(before, after) || o.RunningReplicas > max(before, after) || len(o.Samples) != 1 || o.Samples[0].CPUMHz != 0 {
+		t.Errorf("observation %+v: want the node's %d (then %d) running allocations and one sample without usage", o, before, after)
+	}
+}
+
+// roundTripFunc is a function as an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestReadNodeUsagePending: without a job, what a pending allocation
 // (placed, not running yet) reserves is reserved by others; the running

@@ -585,7 +585,7 @@ func near(a, b float64) bool {
 // server-side filter) once; while the entry is fresh the node itself is
 // read; once it is older than ResolveTTL the selector is listed again.
 func TestReaderRemembersResolution(t *testing.T) {
-	testsupport.StandinOnly(t, "request counting, a fake clock, a node set down")
+	testsupport.StandinOnly(t, "a node set down while its resolution is remembered (and the stand-in's request log)")
 	c := newCluster(t)
 	clk := time.Now()
 	rd := &Reader{Client: c.client, Now: func() time.Time { return clk }}

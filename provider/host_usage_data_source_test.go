@@ -479,8 +479,11 @@ func testHostUsageReadInProcessReal(t *testing.T) {
 	if len(o.Samples) != 1 {
 		t.Fatalf("%d samples, want 1", len(o.Samples))
 	}
-	if s := o.Samples[0]; s.CPUMHz < 0 || s.CPUMHz > capCPU*1.05 || s.MemoryMB < 0 || s.MemoryMB > capMem*1.05 {
-		t.Errorf("sample %+v outside the node's capacity %v MHz %v MB", s, capCPU, capMem)
+	// A whole-node sample is the machine's usage, the share the node
+	// reserves for its OS included: bounded by the node's whole resources.
+	totCPU, totMem, _ := nodeTotal(t, client, node.ID)
+	if s := o.Samples[0]; s.CPUMHz < 0 || s.CPUMHz > totCPU*1.05 || s.MemoryMB < 0 || s.MemoryMB > totMem*1.05 {
+		t.Errorf("sample %+v outside the node's whole resources %v MHz %v MB", s, totCPU, totMem)
 	}
 }
 
@@ -536,6 +539,19 @@ func readyNodes(t *testing.T, client *api.Client) []*api.NodeListStub {
 // the OS (Nomad 0.9 and later give NodeResources).
 func nodeCapacity(t *testing.T, client *api.Client, id string) (cpuMHz, memoryMB float64) {
 	t.Helper()
+	cpuMHz, memoryMB, rr := nodeTotal(t, client, id)
+	if rr != nil {
+		cpuMHz -= float64(rr.Cpu.CpuShares)
+		memoryMB -= float64(rr.Memory.MemoryMB)
+	}
+	return cpuMHz, memoryMB
+}
+
+// nodeTotal is a node's whole CPU and memory by its own record, and what
+// it reserves (for its OS and agent: a whole-node reading of usage
+// includes that share).
+func nodeTotal(t *testing.T, client *api.Client, id string) (cpuMHz, memoryMB float64, reserved *api.NodeReservedResources) {
+	t.Helper()
 	nd, _, err := client.Nodes().Info(id, nil)
 	if err != nil {
 		t.Fatalf("read node %s: %v", id, err)
@@ -543,12 +559,7 @@ func nodeCapacity(t *testing.T, client *api.Client, id string) (cpuMHz, memoryMB
 	if nd.NodeResources == nil {
 		t.Fatalf("node %s has no NodeResources (a Nomad before 0.9?)", nd.Name)
 	}
-	cpuMHz, memoryMB = float64(nd.NodeResources.Cpu.CpuShares), float64(nd.NodeResources.Memory.MemoryMB)
-	if rr := nd.ReservedResources; rr != nil {
-		cpuMHz -= float64(rr.Cpu.CpuShares)
-		memoryMB -= float64(rr.Memory.MemoryMB)
-	}
-	return cpuMHz, memoryMB
+	return float64(nd.NodeResources.Cpu.CpuShares), float64(nd.NodeResources.Memory.MemoryMB), nd.ReservedResources
 }
 
 // ---- acceptance tests against the stand-in ----

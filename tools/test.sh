@@ -88,60 +88,75 @@ done
 # only, every real-cluster test must pass, and the converted ones must
 # have run. None of the caller's NOMAD_* variables reaches this step.
 step "real-cluster paths (nomadusage, provider) against a stand-in process"
-usage_real=(TestReadHosts TestReadHostsBadInput TestReadNodeUsageBadFigure TestReadHostsStatsSample
+usage_real=(TestReadHosts TestReadHostsBadInput TestReadNodeUsageBadFigure TestReadHostsStatsSample TestReadHostsNoStatsWithoutJob
   TestReadWholeNode TestReadJobGroup TestReadErrors)
 provider_real=(TestHostUsageInterruptedBetweenSamples TestHostUsageSharedConnection TestHostUsageReadInProcess
   TestAccHostUsage_cluster)
 standin_dir=$(mktemp -d -t activation-standin.XXXXXX)
 trap 'rm -f "$log"; rm -rf "$standin_dir"' EXIT
-go build -o "$standin_dir/standin" ./internal/nomadstandin/cmd/standin
-# It prints its URL, then serves until its standard input (the coprocess
-# pipe) closes.
-coproc STANDIN { exec "$standin_dir/standin" -scenario tools/standin-cluster.json; }
-standin_out=${STANDIN[0]} standin_in=${STANDIN[1]} standin_pid=$STANDIN_PID
-if ! read -r -t 30 standin_url <&"$standin_out" || [[ $standin_url != http://* ]]; then
-  echo "error: the stand-in process did not start (tools/standin-cluster.json)" >&2
-  exit 1
-fi
-# The scenario's one ACL token (on its own line in the file).
-standin_token=$(sed -nE 's/^ *"Token": *"([^"]+)".*/\1/p' tools/standin-cluster.json)
-provider_run="^($(IFS='|'; echo "${provider_real[*]}"))\$"
-realstatus=0
+# real_cluster_paths runs the step; it returns 1 on any failure, after
+# saying why (the summary below is printed either way).
+real_cluster_paths() {
+  local realstatus=0 name
+  if ! go build -o "$standin_dir/standin" ./internal/nomadstandin/cmd/standin; then
+    echo "error: the stand-in command did not build (internal/nomadstandin/cmd/standin)" >&2
+    return 1
+  fi
+  # It prints its URL, then serves until its standard input (the
+  # coprocess pipe) closes. None of the caller's NOMAD_* variables (a
+  # token among them) reaches it.
+  local -a unset_nomad=()
+  while IFS= read -r name; do unset_nomad+=(-u "$name"); done < <(compgen -e | grep '^NOMAD_' || true)
+  coproc STANDIN { exec env "${unset_nomad[@]}" "$standin_dir/standin" -scenario tools/standin-cluster.json; }
+  local standin_out=${STANDIN[0]} standin_in=${STANDIN[1]} standin_pid=$STANDIN_PID standin_url=
+  if ! read -r -t 30 standin_url <&"$standin_out" || [[ $standin_url != http://* ]]; then
+    echo "error: the stand-in process did not start (tools/standin-cluster.json)" >&2
+    kill "$standin_pid" 2>/dev/null || true
+    return 1
+  fi
+  # The scenario's one ACL token (on its own line in the file).
+  local standin_token provider_run
+  standin_token=$(sed -nE 's/^ *"Token": *"([^"]+)".*/\1/p' tools/standin-cluster.json)
+  provider_run="^($(IFS='|'; echo "${provider_real[*]}"))\$"
+  (
+    while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^NOMAD_' || true)
+    export NOMAD_ADDR="$standin_url" NOMAD_TOKEN="$standin_token"
+    go test -race -count=1 -v -timeout 5m ./nomadusage
+    usage=$?
+    go test -race -count=1 -v -timeout 5m -run "$provider_run" ./provider || exit 1
+    exit "$usage"
+  ) 2>&1 | tee "$standin_dir/log"
+  realstatus=${PIPESTATUS[0]}
+  exec {standin_in}>&-
+  wait "$standin_pid" 2>/dev/null || true
+  local rlog="$standin_dir/log"
+  if grep -qE '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$rlog"; then
+    realstatus=1
+  fi
+  for name in "${usage_real[@]}" "${provider_real[@]}"; do
+    if ! grep -qE "^--- PASS: $name \(" "$rlog"; then
+      echo "error: $name did not pass on its real-cluster path" >&2
+      realstatus=1
+    fi
+  done
+  # Every skip there is a stand-in-only one, and there are some (else the
+  # tests did not see NOMAD_ADDR).
+  while read -r name; do
+    if [ -n "$name" ] && ! grep -qF -- "[stand-in only] $name: " "$rlog"; then
+      echo "error: $name skipped on the real-cluster path, not as stand-in only" >&2
+      realstatus=1
+    fi
+  done < <(sed -nE 's/^\s*--- SKIP: (\S+) .*/\1/p' "$rlog")
+  if ! grep -qF '[stand-in only] ' "$rlog"; then
+    echo "error: no test skipped as stand-in only: the tests did not take the real-cluster path" >&2
+    realstatus=1
+  fi
+  return "$realstatus"
+}
 set +e
-(
-  while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^NOMAD_')
-  export NOMAD_ADDR="$standin_url" NOMAD_TOKEN="$standin_token"
-  go test -race -count=1 -v -timeout 5m ./nomadusage
-  usage=$?
-  go test -race -count=1 -v -timeout 5m -run "$provider_run" ./provider || exit 1
-  exit "$usage"
-) 2>&1 | tee "$standin_dir/log"
-realstatus=${PIPESTATUS[0]}
+real_cluster_paths
+realstatus=$?
 set -e
-exec {standin_in}>&-
-wait "$standin_pid" 2>/dev/null || true
-rlog="$standin_dir/log"
-if grep -qE '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$rlog"; then
-  realstatus=1
-fi
-for name in "${usage_real[@]}" "${provider_real[@]}"; do
-  if ! grep -qE "^--- PASS: $name \(" "$rlog"; then
-    echo "error: $name did not pass on its real-cluster path" >&2
-    realstatus=1
-  fi
-done
-# Every skip there is a stand-in-only one, and there are some (else the
-# tests did not see NOMAD_ADDR).
-while read -r name; do
-  if [ -n "$name" ] && ! grep -qF -- "[stand-in only] $name: " "$rlog"; then
-    echo "error: $name skipped on the real-cluster path, not as stand-in only" >&2
-    realstatus=1
-  fi
-done < <(sed -nE 's/^\s*--- SKIP: (\S+) .*/\1/p' "$rlog")
-if ! grep -qF '[stand-in only] ' "$rlog"; then
-  echo "error: no test skipped as stand-in only: the tests did not take the real-cluster path" >&2
-  realstatus=1
-fi
 if [ "$realstatus" != 0 ]; then
   echo "error: the real-cluster paths failed against the stand-in process: see above" >&2
   status=1
