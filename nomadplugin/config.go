@@ -497,7 +497,7 @@ func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 	if v, ok := r.get(p + KeyModel); ok && v == "" {
 		// Read as unset, it would be the built-in model without a word
 		// (a template's unset variable naming a model file).
-		return cfgErr(p+KeyModel, "is empty; name a model (builtin:<name> or a model file), or leave the key out for the built-in one")
+		r.fail(cfgErr(p+KeyModel, "is empty; name a model (builtin:<name> or a model file), or leave the key out for the built-in one"))
 	}
 	r.oneOf(p+KeyUsage, &h.usage, UsageNomad, UsageAPM)
 	if h.usage == "" {

@@ -522,7 +522,7 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 				need = engine.DefaultMinSamples
 			}
 			if n := e.s.starved(e.eval.Check.Name, e.c, hosts, obs, need); n > 2*need {
-				e.noScale(fmt.Sprintf("keeping the current count: %v; the window has taken %d readings since its last decision and holds too few: its samples age out (%s %s) before %d gather; raise %s above the time between evaluations x %d",
+				e.noScale(fmt.Sprintf("keeping the current count: %v; the window has taken %d readings since its last decision and holds too few: its samples age out (%s %s) before %d gather; raise %s above the time between new stats times (the larger of the evaluation interval and the clients' stats collection interval) x %d",
 					err, n, KeyMaxAge, e.c.maxAge, need, KeyMaxAge, need-1))
 				return nil, outcomeFailed, nil
 			}
@@ -669,8 +669,10 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 	if err := w.Add(r); err != nil {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): %v", h.role, h.query.Host, err)
 	}
+	// Only a reading that moves the stats time forward can add a sample
+	// (one that repeats it, or is a little older, adds none).
 	s.mu.Lock()
-	if !r.Time.Equal(entry.lastAt) {
+	if r.Time.After(entry.lastAt) {
 		entry.added++
 		entry.lastAt = r.Time
 	}

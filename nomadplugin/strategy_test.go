@@ -1524,7 +1524,7 @@ func TestWindowThatNeverFills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		warned := strings.Contains(ev.Action.Reason, "raise max_age above the time between evaluations x 2")
+		warned := strings.Contains(ev.Action.Reason, "raise max_age above the time between new stats times (the larger of the evaluation interval and the clients' stats collection interval) x 2")
 		if want := i+1 > 6; warned != want || !strings.Contains(ev.Action.Reason, "has 1 sample(s); at least 3 are needed") {
 			t.Errorf("evaluation %d: reason %q; want the advice %v", i+1, ev.Action.Reason, want)
 		}
@@ -1533,44 +1533,88 @@ func TestWindowThatNeverFills(t *testing.T) {
 		t.Errorf("no warning logged:\n%s", logs.String())
 	}
 	// Stats collected less often than the agent evaluates (every 60 s,
-	// evaluations every 10 s): readings repeat a stats time and add no
-	// sample; the window fills slowly, and max_age is not to blame.
-	slow, _ := flatPair(2, 10)
-	slow.Samples = nil
-	for i := range 20 {
-		slow.Samples = append(slow.Samples, engine.Sample{Time: 1_700_000_000 + 60*int64(i/6), CPUMHz: 20, MemoryMB: 512})
+	// evaluations every 10 s): readings repeat a stats time, or carry one
+	// a little older (another allocation's), and add no sample; the
+	// window fills slowly, and max_age is not to blame. In a split, the
+	// other host's full window is not starved either.
+	slowStats := func(older bool) engine.Observation {
+		o, _ := flatPair(2, 10)
+		o.Samples = nil
+		for i := range 20 {
+			at := 1_700_000_000 + 60*int64(i/6)
+			if older && i%6 != 0 && i%2 == 1 {
+				at -= 2
+			}
+			o.Samples = append(o.Samples, engine.Sample{Time: at, CPUMHz: 20, MemoryMB: 512})
+		}
+		return o
 	}
-	srd := newMemReader(slow, slow)
-	sclk := &clock{}
-	sst := newStrategy(hclog.NewNullLogger(), withReader(srd), withClock(sclk.now))
-	decidedAt := 0
+	fast, _ := flatPair(2, 10)
+	fast.Samples = nil
 	for i := range 20 {
-		sclk.set(time.Unix(1_700_000_000+10*int64(i), 0))
-		ev, err := sst.Run(newEval("c", flatConfig(RoleFirst)), 2)
+		fast.Samples = append(fast.Samples, engine.Sample{Time: 1_700_000_000 + 10*int64(i), CPUMHz: 20, MemoryMB: 512})
+	}
+	for _, c := range []struct {
+		name          string
+		role          string
+		first, second engine.Observation
+	}{
+		{"per host, a repeated stats time", RoleFirst, slowStats(false), slowStats(false)},
+		{"per host, stats times a little older between", RoleFirst, slowStats(true), slowStats(true)},
+		{"split, the other host's window full", RoleSplit, fast, slowStats(false)},
+	} {
+		srd := newMemReader(c.first, c.second)
+		sclk := &clock{}
+		sst := newStrategy(hclog.NewNullLogger(), withReader(srd), withClock(sclk.now))
+		decidedAt := 0
+		for i := range 20 {
+			sclk.set(time.Unix(1_700_000_000+10*int64(i), 0))
+			ev, err := sst.Run(newEval("c", flatConfig(c.role)), 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(ev.Action.Reason, "raise max_age") {
+				t.Fatalf("%s, evaluation %d: %q; want no advice on max_age", c.name, i+1, ev.Action.Reason)
+			}
+			if decidedAt == 0 && !strings.HasPrefix(ev.Action.Reason, "no scaling") {
+				decidedAt = i + 1
+			}
+		}
+		if decidedAt != 13 {
+			t.Errorf("%s: first decision at evaluation %d, want 13 (the third stats time)", c.name, decidedAt)
+		}
+	}
+	// A decision restarts the count: a window that decided, emptied over
+	// a pause (a cooldown longer than max_age) and fills again in
+	// min_samples readings gets no advice.
+	prd := newMemReader(fast, fast)
+	pclk := &clock{}
+	pst := newStrategy(hclog.NewNullLogger(), withReader(prd), withClock(pclk.now))
+	pcfg := withKeys(flatConfig(RoleFirst), KeyMaxAge, "25s")
+	at := time.Unix(1_700_000_000, 0)
+	decisions := 0
+	for i := range 20 {
+		if i%5 == 0 && i > 0 {
+			// a pause: the window empties; the reader's next sample
+			// comes with the clock
+			at = at.Add(time.Minute)
+			prd.next[engine.RoleFirst] = int(at.Sub(time.Unix(1_700_000_000, 0)) / (10 * time.Second))
+		}
+		pclk.set(at)
+		ev, err := pst.Run(newEval("c", pcfg), 4)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(ev.Action.Reason, "raise max_age") {
-			t.Fatalf("slow stats, evaluation %d: %q; want no advice on max_age", i+1, ev.Action.Reason)
+			t.Fatalf("refilling after a pause, evaluation %d: %q; want no advice", i+1, ev.Action.Reason)
 		}
-		if decidedAt == 0 && !strings.HasPrefix(ev.Action.Reason, "no scaling") {
-			decidedAt = i + 1
+		if !strings.HasPrefix(ev.Action.Reason, "no scaling") {
+			decisions++
 		}
+		at = at.Add(10 * time.Second)
 	}
-	if decidedAt != 13 {
-		t.Errorf("slow stats: first decision at evaluation %d, want 13 (the third stats time)", decidedAt)
-	}
-	// A window that fills resets the count.
-	cfg = withKeys(flatConfig(RoleFirst), KeyMaxAge, "10m")
-	for i := 8; i < 10; i++ {
-		clk.set(time.Unix(first.Samples[i].Time, 0))
-		ev, err := st.Run(newEval("c", cfg), 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(ev.Action.Reason, "raise max_age") {
-			t.Errorf("with max_age 10m, evaluation %d still advises: %q", i+1, ev.Action.Reason)
-		}
+	if decisions < 4 {
+		t.Errorf("%d decisions over 4 refills, want the window to fill and decide in each", decisions)
 	}
 }
 

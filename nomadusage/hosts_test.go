@@ -884,7 +884,9 @@ func testReadHostsNoStatsWithoutJobReal(t *testing.T) {
 		}
 		n := 0
 		for _, a := range allocs {
-			if a.ClientStatus == api.AllocClientStatusRunning {
+			// as the reader counts a replica: running, and not being
+			// stopped (desired stop while its shutdown delay runs)
+			if a.ClientStatus == api.AllocClientStatusRunning && (a.DesiredStatus == "" || a.DesiredStatus == api.AllocDesiredStatusRun) {
 				n++
 			}
 		}

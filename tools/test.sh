@@ -108,7 +108,12 @@ real_cluster_paths() {
   local -a unset_nomad=()
   while IFS= read -r name; do unset_nomad+=(-u "$name"); done < <(compgen -e | grep '^NOMAD_' || true)
   coproc STANDIN { exec env "${unset_nomad[@]}" "$standin_dir/standin" -scenario tools/standin-cluster.json; }
-  local standin_out=${STANDIN[0]} standin_in=${STANDIN[1]} standin_pid=$STANDIN_PID standin_url=
+  # (":-": a stand-in that exited at once is reaped and STANDIN unset)
+  local standin_out=${STANDIN[0]:-} standin_in=${STANDIN[1]:-} standin_pid=${STANDIN_PID:-} standin_url=
+  if [ -z "$standin_out" ]; then
+    echo "error: the stand-in process did not start (tools/standin-cluster.json)" >&2
+    return 1
+  fi
   if ! read -r -t 30 standin_url <&"$standin_out" || [[ $standin_url != http://* ]]; then
     echo "error: the stand-in process did not start (tools/standin-cluster.json)" >&2
     kill "$standin_pid" 2>/dev/null || true
