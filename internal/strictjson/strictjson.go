@@ -267,6 +267,33 @@ func kindOf(tok json.Token) string {
 	return "null"
 }
 
+// jsonField is how Go's decoder sees a struct field: skipped (tag "-",
+// unexported), an embedded struct whose fields it promotes (embedded), or
+// a field of that JSON name with the tag's options.
+func jsonField(f reflect.StructField) (name, opts string, embedded reflect.Type, skip bool) {
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", "", nil, true
+	}
+	name, opts, _ = strings.Cut(tag, ",")
+	if f.Anonymous && name == "" {
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct {
+			return "", "", ft, false
+		}
+	}
+	if !f.IsExported() {
+		return "", "", nil, true
+	}
+	if name == "" {
+		name = f.Name
+	}
+	return name, opts, nil, false
+}
+
 // requiredFields lists t's exported fields, embedded structs' included
 // (less those a field of t hides), whose JSON tag has neither omitempty
 // nor omitzero, by JSON name.
@@ -274,27 +301,13 @@ func requiredFields(t reflect.Type) []string {
 	var out, inner []string
 	own := map[string]bool{}
 	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
+		name, opts, embedded, skip := jsonField(t.Field(i))
+		switch {
+		case skip:
 			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				inner = append(inner, requiredFields(ft)...)
-				continue
-			}
-		}
-		if !f.IsExported() {
+		case embedded != nil:
+			inner = append(inner, requiredFields(embedded)...)
 			continue
-		}
-		if name == "" {
-			name = f.Name
 		}
 		own[name] = true
 		optional := false
@@ -320,26 +333,13 @@ func collect(t reflect.Type, fields map[string]reflect.Type) {
 	var embedded []reflect.Type
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
+		name, _, et, skip := jsonField(f)
+		switch {
+		case skip:
 			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				embedded = append(embedded, ft)
-				continue
-			}
-		}
-		if !f.IsExported() {
+		case et != nil:
+			embedded = append(embedded, et)
 			continue
-		}
-		if name == "" {
-			name = f.Name
 		}
 		fields[name] = f.Type
 	}
