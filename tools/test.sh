@@ -10,6 +10,13 @@ log=$(mktemp -t activation-test.XXXXXX)
 trap 'rm -f "$log"' EXIT
 
 step() { printf '\n== %s\n' "$*"; }
+# What a go test -v log says: a package that does not build, a panic or the
+# timeout print no "--- FAIL" line, hence the other patterns; the names of
+# the tests that skipped; whether a test's skip was a stand-in-only one
+# (testsupport.StandinOnly's marker, then the test's name).
+failed_re='^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL'
+skipped() { sed -nE 's/^\s*--- SKIP: (\S+) .*/\1/p' "$1"; }
+standin_only() { grep -qF -- "[stand-in only] $1: " "$2"; }
 
 step "gofmt"
 make -s fmtcheck
@@ -135,7 +142,7 @@ real_cluster_paths() {
   exec {standin_in}>&-
   wait "$standin_pid" 2>/dev/null || true
   local rlog="$standin_dir/log"
-  if grep -qE '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$rlog"; then
+  if grep -qE "$failed_re" "$rlog"; then
     realstatus=1
   fi
   for name in "${usage_real[@]}" "${provider_real[@]}"; do
@@ -147,11 +154,11 @@ real_cluster_paths() {
   # Every skip there is a stand-in-only one, and there are some (else the
   # tests did not see NOMAD_ADDR).
   while read -r name; do
-    if [ -n "$name" ] && ! grep -qF -- "[stand-in only] $name: " "$rlog"; then
+    if [ -n "$name" ] && ! standin_only "$name" "$rlog"; then
       echo "error: $name skipped on the real-cluster path, not as stand-in only" >&2
       realstatus=1
     fi
-  done < <(sed -nE 's/^\s*--- SKIP: (\S+) .*/\1/p' "$rlog")
+  done < <(skipped "$rlog")
   if ! grep -qF '[stand-in only] ' "$rlog"; then
     echo "error: no test skipped as stand-in only: the tests did not take the real-cluster path" >&2
     realstatus=1
@@ -178,12 +185,12 @@ skip=$(grep -cE '^\s*--- SKIP' "$log" || true)
 standin=() others=()
 while read -r name; do
   [ -n "$name" ] || continue
-  if [ -n "${NOMAD_ADDR:-}" ] && grep -qF -- "[stand-in only] $name: " "$log"; then
+  if [ -n "${NOMAD_ADDR:-}" ] && standin_only "$name" "$log"; then
     standin+=("$name")
   else
     others+=("$name")
   fi
-done < <(sed -nE 's/^\s*--- SKIP: (\S+) .*/\1/p' "$log")
+done < <(skipped "$log")
 if [ "${#standin[@]}" != 0 ]; then
   echo "skipped as stand-in only (they program the stand-in; NOMAD_ADDR is set):"
   printf '  %s\n' "${standin[@]}"
@@ -191,10 +198,8 @@ fi
 if [ "${#others[@]}" != 0 ]; then
   echo "skipped tests:"; printf '  %s\n' "${others[@]}"
 fi
-# A package that does not build, a panic or the timeout print no
-# "--- FAIL" line: name them.
-if grep -qE '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$log"; then
-  echo "failures:"; grep -E '^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL' "$log" | head -50
+if grep -qE "$failed_re" "$log"; then
+  echo "failures:"; grep -E "$failed_re" "$log" | head -50
 fi
 if [ "${#others[@]}" != 0 ]; then
   # A skipped test is not a passed one: none may skip under make test but,

@@ -25,9 +25,9 @@ the scheduler can place it. Each host's cpu_capacity_mhz, usage_samples
 replica_cpu_demand_mhz are required (0 where 0 is meant: nothing is read as
 0 for being left out), and no field may be null. A quota's unset fields
 take the engine's defaults (min 0, max the model's slots, per_branch 1,
-rounding nearest), as in every front end. A model file the request names (first_model,
-second_model) is read relative to the working directory, not to the
-request file's.`,
+rounding nearest), as in every front end. A model file the request names
+(first_model, second_model) is read relative to the working directory, not
+to the request file's.`,
 	examples: []string{
 		"# the sample request in the repository",
 		"activation explain --request examples/cli/request.json",

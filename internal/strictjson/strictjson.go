@@ -218,7 +218,13 @@ func scalarFits(tok json.Token, t reflect.Type, path string) error {
 			break
 		}
 		// Go's decoder names such a field without its array index.
-		if json.Unmarshal([]byte(n), reflect.New(t).Interface()) != nil {
+		var err error
+		if k >= reflect.Uint && k <= reflect.Uint64 {
+			_, err = strconv.ParseUint(string(n), 10, t.Bits())
+		} else {
+			_, err = strconv.ParseInt(string(n), 10, t.Bits())
+		}
+		if err != nil {
 			return fmt.Errorf("field %s: %s: want a whole number that fits %s", path, n, t.Kind())
 		}
 	case reflect.Float32, reflect.Float64:
