@@ -5,18 +5,37 @@
 # set (the tests then run on that cluster), the tests that program the
 # stand-in skip as stand-in only, and are listed; no other test may skip.
 set -euo pipefail
+# (bash 4.4 or later: an empty array expands under set -u only from 4.4 on)
+if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 4))); then
+  echo "error: tools/test.sh needs bash 4.4 or later; this is bash $BASH_VERSION" >&2
+  exit 1
+fi
 cd "$(dirname "$0")/.."
 log=$(mktemp -t activation-test.XXXXXX)
 trap 'rm -f "$log"' EXIT
 
 step() { printf '\n== %s\n' "$*"; }
 # What a go test -v log says: a package that does not build, a panic or the
-# timeout print no "--- FAIL" line, hence the other patterns; the names of
-# the tests that skipped; whether a test's skip was a stand-in-only one
-# (testsupport.StandinOnly's marker, then the test's name).
+# timeout print no "--- FAIL" line, hence the other patterns; and the tests
+# that skipped, a line each: the package, the test's name and whether its
+# skip was a stand-in-only one (testsupport.StandinOnly's marker, then the
+# test's name, in that package's output: go test -v prints each package's
+# output whole, ended by its ok or FAIL line, so a same-named test of
+# another package cannot vouch for it).
 failed_re='^(FAIL|panic:)|\[build failed\]|^\s*--- FAIL'
-skipped() { sed -nE 's/^\s*--- SKIP: (\S+) .*/\1/p' "$1"; }
-standin_only() { grep -qF -- "[stand-in only] $1: " "$2"; }
+skips() {
+  awk '
+    /^[ \t]*--- SKIP: / { n++; name[n] = $3 }
+    /\[stand-in only\] [^ ]+: / {
+      s = $0; sub(/.*\[stand-in only\] /, "", s); sub(/: .*/, "", s); marked[s] = 1
+    }
+    /^(ok|FAIL|\?)[ \t]+[^ \t]+/ && NF >= 2 {
+      for (i = 1; i <= n; i++) print $2 "\t" name[i] "\t" ((name[i] in marked) ? "stand-in-only" : "other")
+      n = 0; split("", marked)
+    }
+    END { for (i = 1; i <= n; i++) print "(unfinished)\t" name[i] "\t" ((name[i] in marked) ? "stand-in-only" : "other") }
+  ' "$1"
+}
 
 step "gofmt"
 make -s fmtcheck
@@ -145,20 +164,26 @@ real_cluster_paths() {
   if grep -qE "$failed_re" "$rlog"; then
     realstatus=1
   fi
+  # Each named test passed; one with subtests passed at least one of them
+  # (a parent passes when all its subtests skip).
   for name in "${usage_real[@]}" "${provider_real[@]}"; do
     if ! grep -qE "^--- PASS: $name \(" "$rlog"; then
       echo "error: $name did not pass on its real-cluster path" >&2
+      realstatus=1
+    elif grep -qE "^\s+--- (PASS|FAIL|SKIP): $name/" "$rlog" && ! grep -qE "^\s+--- PASS: $name/" "$rlog"; then
+      echo "error: $name passed on its real-cluster path with every subtest skipped" >&2
       realstatus=1
     fi
   done
   # Every skip there is a stand-in-only one, and there are some (else the
   # tests did not see NOMAD_ADDR).
-  while read -r name; do
-    if [ -n "$name" ] && ! standin_only "$name" "$rlog"; then
-      echo "error: $name skipped on the real-cluster path, not as stand-in only" >&2
+  local pkg kind
+  while IFS=$'\t' read -r pkg name kind; do
+    if [ "$kind" != stand-in-only ]; then
+      echo "error: $name ($pkg) skipped on the real-cluster path, not as stand-in only" >&2
       realstatus=1
     fi
-  done < <(skipped "$rlog")
+  done < <(skips "$rlog")
   if ! grep -qF '[stand-in only] ' "$rlog"; then
     echo "error: no test skipped as stand-in only: the tests did not take the real-cluster path" >&2
     realstatus=1
@@ -183,14 +208,13 @@ skip=$(grep -cE '^\s*--- SKIP' "$log" || true)
 # name. Those skips are expected then, and only then; any other skip fails
 # the run.
 standin=() others=()
-while read -r name; do
-  [ -n "$name" ] || continue
-  if [ -n "${NOMAD_ADDR:-}" ] && standin_only "$name" "$log"; then
-    standin+=("$name")
+while IFS=$'\t' read -r pkg name kind; do
+  if [ -n "${NOMAD_ADDR:-}" ] && [ "$kind" = stand-in-only ]; then
+    standin+=("$name ($pkg)")
   else
-    others+=("$name")
+    others+=("$name ($pkg)")
   fi
-done < <(skipped "$log")
+done < <(skips "$log")
 if [ "${#standin[@]}" != 0 ]; then
   echo "skipped as stand-in only (they program the stand-in; NOMAD_ADDR is set):"
   printf '  %s\n' "${standin[@]}"
