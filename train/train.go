@@ -69,6 +69,62 @@ type Result struct {
 	Examples, ValExamples int
 	// Skipped are the training and validation series left out.
 	Skipped []Skipped
+	// Heads say, for the capacity and the admission processor in that
+	// order, on how many examples the trunk's level and dispersion heads
+	// are open (see HeadUse).
+	Heads []HeadUse
+}
+
+// HeadUse is how often a trained trunk's two heads, the level a and the
+// dispersion b (ReLU units), are open (> 0) on a set of examples: the
+// validation examples, or the training ones when none validate. A head
+// closed on every example passes no gradient, so training cannot open it
+// again, and the processor's cost of m replicas is then m a alone (b
+// closed: no term that multiplexes) or m sqrt(m) b alone (a closed).
+type HeadUse struct {
+	// Processor is "capacity" or "admission"; On "validation" or
+	// "training", the examples counted; Examples their number.
+	Processor, On string
+	Examples      int
+	// LevelOpen and DispersionOpen count the examples with a > 0 and
+	// b > 0. HasDispersion is false for a trunk without a dispersion head
+	// (the max-of-predictors, TrunkMax): DispersionOpen is then 0 by
+	// design.
+	LevelOpen, DispersionOpen int
+	HasDispersion             bool
+}
+
+// Closed names the heads closed on every example ("level", "dispersion"),
+// or none.
+func (h HeadUse) Closed() []string {
+	var out []string
+	if h.Examples == 0 {
+		return nil
+	}
+	if h.LevelOpen == 0 {
+		out = append(out, "level")
+	}
+	if h.HasDispersion && h.DispersionOpen == 0 {
+		out = append(out, "dispersion")
+	}
+	return out
+}
+
+// headUse counts p's open heads on d's examples.
+func headUse(name, on string, p *processor, d *dataset) HeadUse {
+	_, hasB := p.tr.(*mlpTrunk)
+	h := HeadUse{Processor: name, On: on, Examples: d.rows, HasDispersion: hasB}
+	var c trunkCache
+	for r := 0; r < d.rows; r++ {
+		a, b := p.tr.eval(d.useRow(r), &c)
+		if a > 0 {
+			h.LevelOpen++
+		}
+		if b > 0 {
+			h.DispersionOpen++
+		}
+	}
+	return h
 }
 
 // Skipped is a series of the training or validation side that no
@@ -201,6 +257,11 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	headsOn, headsData := "validation", &valData
+	if valData.rows == 0 {
+		headsOn, headsData = "training", &trainData
+	}
+	res.Heads = []HeadUse{headUse("capacity", headsOn, capP, headsData), headUse("admission", headsOn, admP, headsData)}
 	metrics := func(p *processor, f fitResult) map[string]string {
 		m := map[string]string{
 			"train_examples":  strconv.Itoa(trainData.rows),

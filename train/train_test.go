@@ -745,3 +745,83 @@ func TestLeftOutByPlace(t *testing.T) {
 		t.Errorf("sides %v / %v, left out %v; want one series a trained or validated, one left out", fs.Train, fs.Validate, fs.LeftOut)
 	}
 }
+
+// TestHeadUse counts the examples on which each trunk head is open, and
+// names a head closed on every one (the default capacity model's
+// dispersion head was, unseen, until this report).
+func TestHeadUse(t *testing.T) {
+	stats, _ := statisticsByName([]string{"mean", "max"})
+	// No hidden layer: a and b are the skip connection's sums.
+	tr := newMLPTrunk(2, nil, stats, rand.New(rand.NewPCG(1, 1)))
+	for i := range tr.wo {
+		tr.wo[i] = 0
+	}
+	set := func(a0, a1, b0, b1 float64) { tr.ws[0], tr.ws[1], tr.ws[2], tr.ws[3] = a0, a1, b0, b1 }
+	d := dataset{width: 2, slots: 1}
+	for _, row := range [][2]float64{{0.1, 0.3}, {0.2, 0.1}, {0.3, 0.2}} {
+		d.use = append(d.use, row[0], row[1])
+		d.rows++
+	}
+	p := newProcessor(tr)
+	cases := []struct {
+		name           string
+		a0, a1, b0, b1 float64
+		level, disp    int
+		closed         []string
+	}{
+		{"both open", 1, 0, 0, 1, 3, 3, nil},
+		{"b open where max > mean", 1, 0, -1, 1, 3, 1, nil},
+		{"b closed everywhere", 1, 0, 0, -1, 3, 0, []string{"dispersion"}},
+		{"a closed everywhere", -1, 0, 0, 1, 0, 3, []string{"level"}},
+		{"both closed", 0, 0, 0, 0, 0, 0, []string{"level", "dispersion"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set(tc.a0, tc.a1, tc.b0, tc.b1)
+			h := headUse("capacity", "validation", p, &d)
+			if h.Examples != 3 || h.LevelOpen != tc.level || h.DispersionOpen != tc.disp || !h.HasDispersion {
+				t.Fatalf("head use %+v; want 3 examples, level open on %d, dispersion on %d", h, tc.level, tc.disp)
+			}
+			if got := h.Closed(); !slices.Equal(got, tc.closed) {
+				t.Errorf("closed %q, want %q", got, tc.closed)
+			}
+		})
+	}
+	// The max-of-predictors has no dispersion head: never reported closed.
+	mx := newProcessor(newMaxTrunk(2))
+	h := headUse("admission", "validation", mx, &d)
+	if h.HasDispersion || h.DispersionOpen != 0 || h.LevelOpen != 3 || len(h.Closed()) != 0 {
+		t.Errorf("max trunk: %+v, closed %q; want no dispersion head, level open on 3, none closed", h, h.Closed())
+	}
+	if got := (HeadUse{HasDispersion: true}).Closed(); got != nil {
+		t.Errorf("no examples: closed %q, want none (nothing was counted)", got)
+	}
+}
+
+// TestTrainReportsHeadUse: Train counts both processors' heads on the
+// validation examples, or on the training ones when none validate.
+func TestTrainReportsHeadUse(t *testing.T) {
+	res, err := Train(syntheticSet(), smallSettings(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Heads) != 2 || res.Heads[0].Processor != "capacity" || res.Heads[1].Processor != "admission" {
+		t.Fatalf("heads %+v; want capacity, then admission", res.Heads)
+	}
+	for _, h := range res.Heads {
+		if h.On != "validation" || h.Examples != res.ValExamples || h.Examples == 0 || h.LevelOpen == 0 || h.LevelOpen > h.Examples || h.DispersionOpen > h.Examples {
+			t.Errorf("%+v; want counts over the %d validation examples, the level open on some", h, res.ValExamples)
+		}
+	}
+	s := smallSettings()
+	s.NoHeldOut, s.HeldOutShare = true, 0
+	one, err := Train([]traces.Series{synthetic("a", 1500, 1)}, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range one.Heads {
+		if h.On != "training" || h.Examples != one.Examples {
+			t.Errorf("without validation: %+v; want counts over the %d training examples", h, one.Examples)
+		}
+	}
+}

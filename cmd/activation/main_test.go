@@ -1487,3 +1487,31 @@ func TestTracesSharedBetweenFamilies(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainWarnsOfClosedHeads: a trunk head closed on every example
+// counted is said on standard error, naming the processor, the head and
+// what the cost lost; open heads, or a trunk with no dispersion head, say
+// nothing.
+func TestTrainWarnsOfClosedHeads(t *testing.T) {
+	cases := []struct {
+		name  string
+		heads []train.HeadUse
+		want  []string
+	}{
+		{"open", []train.HeadUse{{Processor: "capacity", On: "validation", Examples: 10, LevelOpen: 10, DispersionOpen: 3, HasDispersion: true}}, nil},
+		{"dispersion closed", []train.HeadUse{
+			{Processor: "capacity", On: "validation", Examples: 10832, LevelOpen: 10832, HasDispersion: true},
+			{Processor: "admission", On: "validation", Examples: 10832, LevelOpen: 10832, DispersionOpen: 10832, HasDispersion: true},
+		}, []string{"activation train: the capacity processor's dispersion head is closed (0) on every one of its 10832 validation examples: its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes"}},
+		{"level closed, on training examples", []train.HeadUse{{Processor: "admission", On: "training", Examples: 5, DispersionOpen: 5, HasDispersion: true}},
+			[]string{"activation train: the admission processor's level head is closed (0) on every one of its 5 training examples: its cost of m replicas has no m a term"}},
+		{"no dispersion head", []train.HeadUse{{Processor: "capacity", On: "validation", Examples: 10, LevelOpen: 10}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := headWarnings(tc.heads); !slices.Equal(got, tc.want) {
+				t.Errorf("warnings\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}

@@ -172,7 +172,27 @@ func cmdTrain(args []string, e env) error {
 	if len(res.Skipped) > 0 {
 		fmt.Fprintf(e.stderr, "activation train: left out %d series no example can come from: %s\n", len(res.Skipped), train.SkippedText(res.Skipped, 10))
 	}
+	for _, w := range headWarnings(res.Heads) {
+		fmt.Fprintln(e.stderr, w)
+	}
 	return nil
+}
+
+// headWarnings says which trained trunk heads are closed on every example
+// counted: the models are written (they are valid), but their cost has
+// lost a term.
+func headWarnings(heads []train.HeadUse) []string {
+	var out []string
+	for _, h := range heads {
+		for _, c := range h.Closed() {
+			what := "its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes"
+			if c == "level" {
+				what = "its cost of m replicas has no m a term"
+			}
+			out = append(out, fmt.Sprintf("activation train: the %s processor's %s head is closed (0) on every one of its %d %s examples: %s", h.Processor, c, h.Examples, h.On, what))
+		}
+	}
+	return out
 }
 
 // writable checks that files can be made in dir: a probe file is made and
