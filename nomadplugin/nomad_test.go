@@ -3,6 +3,7 @@ package nomadplugin
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -156,5 +157,51 @@ func TestPluginIgnoreEnvVars(t *testing.T) {
 	st, err := w.target(t, PluginKeyIgnoreEnvVars, "true").Status(tcfg)
 	if err != nil || st == nil || st.Count != 5 {
 		t.Errorf("with ignore_env_vars: status %+v, %v; want the job in the default namespace", st, err)
+	}
+}
+
+// TestSetConfigAgainClosesIdleConnections: an agent reload configures a
+// plugin again; the connection it replaces closes its idle keep-alive
+// connections then, instead of holding them until they time out (90 s).
+func TestSetConfigAgainClosesIdleConnections(t *testing.T) {
+	st, tg := NewStrategy(nil), NewTarget(nil)
+	for _, p := range []struct {
+		name string
+		set  func(map[string]string) error
+		conn func() *nomadconn.Conn
+	}{
+		{"strategy", st.SetConfig, func() *nomadconn.Conn { st.mu.Lock(); defer st.mu.Unlock(); return st.conn }},
+		{"target", tg.SetConfig, func() *nomadconn.Conn { tg.mu.Lock(); defer tg.mu.Unlock(); return tg.conn }},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			closed := make(chan struct{}, 16)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{}`)
+			}))
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateClosed {
+					closed <- struct{}{}
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+			cfg := map[string]string{AgentKeyNomadAddress: srv.URL, PluginKeyIgnoreEnvVars: "true"}
+			must(t, p.set(cfg))
+			if _, err := p.conn().Client().Agent().Self(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-closed:
+				t.Fatal("the connection closed before any reload")
+			case <-time.After(200 * time.Millisecond):
+			}
+			must(t, p.set(cfg))
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("configured again, the old connection's idle keep-alive connection is still open after 5 s")
+			}
+		})
 	}
 }

@@ -236,13 +236,19 @@ func (s *Strategy) SetConfig(config map[string]string) error {
 		return fmt.Errorf("%s: %w", StrategyName, err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	old := s.conn
 	s.conn = pc.conn
 	if !s.fixedRead {
 		s.reader = &nomadusage.Reader{Client: pc.conn.Client(), Now: s.now}
 	}
 	s.configs = map[string]*strategyConfig{}
 	s.configGen++
+	s.mu.Unlock()
+	// (an agent reload configures a plugin again: the old connection's
+	// idle keep-alives would otherwise stay open until they time out)
+	if old != nil {
+		old.CloseIdleConnections()
+	}
 	return nil
 }
 

@@ -156,8 +156,13 @@ func (t *Target) SetConfig(config map[string]string) error {
 		return fmt.Errorf("%s: %w", TargetName, err)
 	}
 	t.mu.Lock()
+	old := t.conn
 	t.conn, t.budget = pc.conn, pc.durations
 	t.mu.Unlock()
+	// (as the strategy: the old connection's idle keep-alives close now)
+	if old != nil {
+		old.CloseIdleConnections()
+	}
 	return nil
 }
 

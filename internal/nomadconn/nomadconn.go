@@ -156,6 +156,7 @@ func (s Settings) Resolve(getenv Getenv) (Settings, error) {
 // namespace to use, and an address safe to print.
 type Conn struct {
 	client    *api.Client
+	transport *http.Transport
 	namespace string
 	address   string
 	secrets   []string
@@ -229,9 +230,15 @@ func New(s Settings, getenv Getenv) (*Conn, error) {
 	if err != nil {
 		return nil, c.Redact(fmt.Errorf("nomad API client for %s: %w", c.address, err))
 	}
-	c.client = client
+	c.client, c.transport = client, transport
 	return c, nil
 }
+
+// CloseIdleConnections closes the connection's idle keep-alive
+// connections, for a caller that replaces it with another (a plugin the
+// agent configures again): requests in flight finish, and their
+// connections then close after the idle timeout (90 s) at the latest.
+func (c *Conn) CloseIdleConnections() { c.transport.CloseIdleConnections() }
 
 // Client is the API client.
 func (c *Conn) Client() *api.Client { return c.client }
