@@ -69,7 +69,7 @@ type Result struct {
 	Examples, ValExamples int
 	// Skipped are the training and validation series left out.
 	Skipped []Skipped
-	// Heads say, for the capacity and the admission processor in that
+	// Heads gives, for the capacity and the admission processor in that
 	// order, on how many examples the trunk's level and dispersion heads
 	// are open (see HeadUse).
 	Heads []HeadUse
@@ -78,9 +78,12 @@ type Result struct {
 // HeadUse is how often a trained trunk's two heads, the level a and the
 // dispersion b (ReLU units), are open (> 0) on a set of examples: the
 // validation examples, or the training ones when none validate. A head
-// closed on every example passes no gradient, so training cannot open it
-// again, and the processor's cost of m replicas is then m a alone (b
-// closed: no term that multiplexes) or m sqrt(m) b alone (a closed).
+// closed on the examples drops its term from the processor's cost of m
+// replicas, m a + sqrt(m) b: closed everywhere, the cost is m a alone (b
+// closed: no term that multiplexes) or sqrt(m) b alone (a closed). A head
+// closed on every training example gets no gradient through its own
+// output, so training seldom opens it again (its input can still move
+// through the hidden layers the two heads share).
 type HeadUse struct {
 	// Processor is "capacity" or "admission"; On "validation" or
 	// "training", the examples counted; Examples their number.
@@ -97,10 +100,10 @@ type HeadUse struct {
 // Closed names the heads closed on every example ("level", "dispersion"),
 // or none.
 func (h HeadUse) Closed() []string {
-	var out []string
 	if h.Examples == 0 {
 		return nil
 	}
+	var out []string
 	if h.LevelOpen == 0 {
 		out = append(out, "level")
 	}

@@ -133,11 +133,18 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 	for _, q := range mlp.params() {
 		*q += 0.3 * rng.NormFloat64()
 	}
+	// No hidden layer (Settings.Hidden []int{}): the heads read the
+	// statistics twice, through wo and the skip connection (the export
+	// dropped wo).
+	flat := newMLPTrunk(len(stats), []int{}, stats, rng)
+	for _, q := range flat.params() {
+		*q += 0.3 * rng.NormFloat64()
+	}
 	mx := newMaxTrunk(len(stats))
 	for f := range mx.theta {
 		mx.theta[f] = 0.5 * rng.NormFloat64()
 	}
-	for _, tr := range []trunk{mlp, mx} {
+	for _, tr := range []trunk{mlp, flat, mx} {
 		p := newProcessor(tr)
 		p.logAlpha = math.Log(6)
 		prov := engine.Provenance{Method: "test"}

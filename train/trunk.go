@@ -281,9 +281,9 @@ func (t *mlpTrunk) layers() [][][]float64 {
 	var rows [][]float64
 	for k := 0; k < 2; k++ {
 		row := make([]float64, prevWidth)
-		if len(t.w) > 0 {
-			copy(row[hidOff:], t.wo[k*last:(k+1)*last])
-		}
+		// (without hidden layers the last layer is the statistics
+		// themselves: wo and ws both read them, and add up)
+		copy(row[hidOff:], t.wo[k*last:(k+1)*last])
 		for f := 0; f < F; f++ {
 			row[passOff+f] += t.ws[k*F+f]
 		}
