@@ -41,9 +41,7 @@ func randomHost(r *rand.Rand) Observation {
 
 func admitted(t *testing.T, o Observation) *HostDecision {
 	t.Helper()
-	second := o
-	second.QueuedReplicas = nil
-	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &second})
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
 	if err != nil {
 		t.Fatalf("%v\n%+v", err, o)
 	}
@@ -169,7 +167,7 @@ func TestAdmissionReadsEachReplicasDemand(t *testing.T) {
 // observed usage of a replica, and a memory-bound first host.
 func TestAdmissionAndCapacityDiffer(t *testing.T) {
 	decide := func(o Observation) *Decision {
-		d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+		d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +256,7 @@ func TestCapacityMemoryIsAHardLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o, Model: p})
+			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o), Model: p})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,8 +293,9 @@ func TestSweepBuiltinModels(t *testing.T) {
 				in := HostInput{Observation: &o, Model: q}
 				var d *Decision
 				if role == RoleFirst {
-					d, err = Decide(in, HostInput{Observation: &o})
+					d, err = Decide(in, HostInput{Observation: testsupport.AsSecond(&o)})
 				} else {
+					in.Observation = testsupport.AsSecond(&o)
 					d, err = Decide(HostInput{Observation: &o}, in)
 				}
 				if err != nil {

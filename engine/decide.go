@@ -314,6 +314,11 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 	if err := o.Validate(role); err != nil {
 		return err
 	}
+	if role == RoleSecond {
+		if err := secondHostQueue(o); err != nil {
+			return err
+		}
+	}
 	if why := MinSamplesReason(in.MinSamples); why != "" {
 		return obsErr(role, "min_samples", "%s", why)
 	}
@@ -346,6 +351,23 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 		}
 	}
 	return p.decideHost(o, role, q, in.HoldBand, h)
+}
+
+// secondHostQueue refuses a queue of new replicas on the second host, an
+// empty one too (it held the placeable count to the running replicas): its
+// count is how many replicas of the observed workload its capacity
+// processor reads as safe, which no queue moves. Taken, a queue counted
+// its replicas inside that count and cut the reservation of the others
+// (the placement), while the count itself ignored them.
+func secondHostQueue(o *Observation) error {
+	const why = "the second host's count is how many replicas of the observed workload its capacity processor reads as safe, and no queue moves it (a queue of new replicas is the first host's, whose admission processor reads one slot per replica); give what other workloads take of this host as other_reserved_cpu_mhz and other_reserved_memory_mb"
+	switch {
+	case o.QueuedReplicas != nil:
+		return obsErr(RoleSecond, "queued_replicas", "is given (%d replica(s)): %s", len(o.QueuedReplicas), why)
+	case o.WantedReplicas != 0:
+		return obsErr(RoleSecond, "wanted_replicas", "is %d: %s", o.WantedReplicas, why)
+	}
+	return nil
 }
 
 func (p *Processor) decideHost(o *Observation, role string, q Quota, band float64, h *HostDecision) error {

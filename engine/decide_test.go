@@ -123,7 +123,7 @@ func TestDecideRejectsBadInput(t *testing.T) {
 
 func TestTooFewSamplesIsNoDecision(t *testing.T) {
 	o := seriesObservation(t, "series3", 3000, 2, 2, 0.1)
-	_, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+	_, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
 	if !errors.Is(err, ErrTooFewSamples) {
 		t.Fatalf("two samples with the default minimum of %d: %v", DefaultMinSamples, err)
 	}

@@ -122,7 +122,7 @@ func TestPlacement(t *testing.T) {
 		o.Samples[i].MemoryMB = 4 * 600
 	}
 	o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = 2000, 4096
-	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestPlacementQueuedReplicas(t *testing.T) {
 			}
 			o.OtherReservedCPUMHz, o.OtherReservedMemoryMB = 2000, 4096
 			o.QueuedReplicas = tc.queued
-			d, err := Decide(HostInput{Observation: &o, Quota: tc.quota}, HostInput{Observation: &o})
+			d, err := Decide(HostInput{Observation: &o, Quota: tc.quota}, HostInput{Observation: testsupport.AsSecond(&o)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +228,7 @@ func TestPlacementMemoryMaxCoversPeak(t *testing.T) {
 			for i := range o.Samples {
 				o.Samples[i].MemoryMB = tc.sampleMB
 			}
-			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +245,7 @@ func TestPlacementMemoryMaxCoversPeak(t *testing.T) {
 // count whose minimum reservations do not fit says so.
 func TestPlacementMinimums(t *testing.T) {
 	o := testsupport.Flat(16000, 4, 200, 2000, 30) // no memory at all
-	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestEvidenceNotes(t *testing.T) {
 func TestExplanationWording(t *testing.T) {
 	o := testsupport.Flat(8000, 0, 0, 9000, 30) // nothing runs; one replica needs more than the host
 	o.WantedReplicas = 3
-	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,8 +375,7 @@ func TestUnknownMemoryDemand(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := Observation{Host: "h", CPUCapacityMHz: 10000, MemoryCapacityMB: 4096, OtherReservedMemoryMB: 4096 - c.free,
 				Samples: window(), ReplicaCPUDemandMHz: 100, QueuedReplicas: c.queued}
-			o2 := o
-			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o2})
+			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
 			if err != nil {
 				t.Fatal(err)
 			}

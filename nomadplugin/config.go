@@ -93,7 +93,8 @@ const (
 	KeyReplicaCPU    = "replica_cpu_mhz"
 	KeyReplicaMemory = "replica_memory_mb"
 	// KeyWantedReplicas: replicas of one size that want to run (running
-	// ones included); default 0 = every slot.
+	// ones included); default 0 = every slot. The first host's alone, as
+	// KeyQueued: the second host refuses both.
 	KeyWantedReplicas = "wanted_replicas"
 	// KeyQueued: new replicas queued for the host after the running ones,
 	// each with its own size: "cpu_mhz:memory_mb" items separated by
@@ -492,6 +493,17 @@ func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 			return err
 		}
 		q.QueuedReplicas = queued
+	}
+	// (as engine.Decide refuses it, but when the policy loads, not at
+	// every evaluation)
+	if h.role == engine.RoleSecond {
+		const why = "the second host's count is how many replicas of the group its capacity processor reads as safe, and no queue moves it; a queue of new replicas is the first host's (%s)"
+		switch {
+		case q.QueuedReplicas != nil:
+			return cfgErr(p+KeyQueued, why, PrefixFirst+KeyQueued)
+		case q.WantedReplicas != 0:
+			return cfgErr(p+KeyWantedReplicas, why, PrefixFirst+KeyWantedReplicas)
+		}
 	}
 	h.model = get(KeyModel)
 	if v, ok := r.get(p + KeyModel); ok && v == "" {

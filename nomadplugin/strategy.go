@@ -567,9 +567,17 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 	if len(hosts) == 1 {
 		// The other slot: the same observation, the other role's built-in
 		// model and default quota; its decision is discarded.
+		// (the second host takes no queue of new replicas: a first
+		// host's, in the second slot, is dropped)
 		other := otherRole(hosts[0].role)
-		in[roleIndex(other)] = engine.HostInput{Observation: &obs[0], MinSamples: e.c.minSamples}
-		setRequestHost(req, other, obs[0], engine.DefaultModelFor(other), nil)
+		o := &obs[0]
+		if other == engine.RoleSecond {
+			o = &engine.Observation{}
+			*o = obs[0]
+			o.WantedReplicas, o.QueuedReplicas = 0, nil
+		}
+		in[roleIndex(other)] = engine.HostInput{Observation: o, MinSamples: e.c.minSamples}
+		setRequestHost(req, other, *o, engine.DefaultModelFor(other), nil)
 	}
 	return in, req, nil
 }

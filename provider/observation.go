@@ -159,12 +159,14 @@ var observationFields = []field{
 		out:  "Expected memory demand (MB) of one replica: `replica_memory_demand_mb`, else the task group's memory request (0 without a `job`)."},
 	{name: obsWantedReplicas, kind: kindWhole,
 		desc: "How many replicas want to run on the host, the running ones included: the first host's demand slots past the running replicas hold the demand " +
-			"of a new replica up to this number. 0 or unset offers every slot. Not with `queued_replicas`.",
+			"of a new replica up to this number. 0 or unset offers every slot. Not with `queued_replicas`. First host only: the second host's count is how many replicas " +
+			"of the workload its capacity processor reads as safe, which no queue moves, and a second host that sets it is refused.",
 		out: "The data source's `wanted_replicas` (0 when unset: every slot is offered)."},
 	{name: obsQueuedReplicas, kind: kindObjects, nested: replicaFields,
 		desc: "The new replicas queued to run on the host after the running ones, in order, each with its own demand " +
 			"(replicas of different sizes, or several groups queued for one host), counted at that demand (not at the running replicas' estimate). `[]` means nobody new wants to run; unset: `wanted_replicas` says how many. Not with `wanted_replicas`. " +
-			"Give a list: OpenTofu turns a set (`toset(...)`) into a list in its own order before the provider sees it, which reorders the queue and can change the count.",
+			"Give a list: OpenTofu turns a set (`toset(...)`) into a list in its own order before the provider sees it, which reorders the queue and can change the count. " +
+			"First host only: a second host that sets it, `[]` included, is refused (give what other workloads take of it as `other_reserved_cpu_mhz` and `other_reserved_memory_mb`).",
 		out: "Null: this data source queues no replica (`wanted_replicas` says how many want to run)."},
 	{name: obsOtherReservedCPUMHz, kind: kindFigure,
 		desc: "CPU (MHz) other workloads reserve on the host, at most its capacity: this workload's room is the capacity less it. Unset: 0.",

@@ -110,3 +110,12 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// AsSecond is a copy of o as the second host takes it: the queue of new
+// replicas (wanted_replicas, queued_replicas) is the first host's alone,
+// and engine.Decide refuses it on the second.
+func AsSecond(o *engine.Observation) *engine.Observation {
+	c := *o
+	c.WantedReplicas, c.QueuedReplicas = 0, nil
+	return &c
+}
