@@ -459,3 +459,16 @@ func TestBranchPathJSONRoundTrip(t *testing.T) {
 		t.Errorf("a string strength: %v, want an error naming log_strength", err)
 	}
 }
+
+// TestHostLabelNotUTF8: a host label that is not UTF-8 is refused (no
+// front end but Go callers can send one: OpenTofu's strings are Unicode,
+// JSON decoding replaces the bytes).
+func TestHostLabelNotUTF8(t *testing.T) {
+	o := testsupport.Flat(8000, 3, 180, 500, 10)
+	o.Host = "node-\xff"
+	_, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
+	var oe *ObservationError
+	if !errors.As(err, &oe) || oe.Host != RoleFirst || oe.Field != "host" || !strings.Contains(oe.Reason, "UTF-8") {
+		t.Fatalf("a host label of invalid UTF-8: %v; want an observation error on first.host naming UTF-8", err)
+	}
+}

@@ -3,6 +3,9 @@ package engine
 import (
 	"fmt"
 	"math"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sample is one reading of real usage by the replicas of the workload on a
@@ -140,6 +143,14 @@ func (o *Observation) Validate(role string) error {
 	}
 	if len(o.Host) > MaxHostLabel {
 		return bad("host", "is %d bytes long; at most %d", len(o.Host), MaxHostLabel)
+	}
+	// (the label goes into explanations of several lines and logs)
+	if !utf8.ValidString(o.Host) {
+		return bad("host", "is not valid UTF-8")
+	}
+	if i := strings.IndexFunc(o.Host, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(o.Host[i:])
+		return bad("host", "holds a control character (%q at byte %d)", r, i)
 	}
 	if err := resource("cpu_capacity_mhz", o.CPUCapacityMHz, true, 0, ""); err != nil {
 		return err

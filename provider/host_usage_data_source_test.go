@@ -1042,6 +1042,7 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		{"empty namespace", cfg("", with(huNamespace, `""`)), `Attribute namespace string length must be between 1 and`},
 		{"provider address not a URL", cfg(nomad(`    address = "ftp://nomad:4646"`), ok), `Attribute nomad\.address: "ftp://nomad:4646" has scheme "ftp"`},
 		{"provider address without host", cfg(nomad(`    address = "http://"`), ok), `Attribute nomad\.address: "http://" has no host`},
+		{"provider address without a scheme", cfg(nomad(`    address = "127.0.0.1:4646"`), ok), `Attribute nomad\.address: "127\.0\.0\.1:4646" has no scheme: write\s+http://127\.0\.0\.1:4646`},
 		{"provider address shown without its password", cfg(nomad(`    address = "ftp://ops:hunter2@nomad:4646"`), ok), `Attribute nomad\.address: "ftp://nomad:4646" has scheme "ftp"`},
 		{"provider address with a slash in its password", cfg(nomad(`    address = "https://ops:s3cr3t/pw@nomad:4646"`), ok), `Attribute nomad\.address: "https://<redacted>@nomad:4646" is not a URL`},
 		{"provider address whose @ follows a path", cfg(nomad(`    address = "http://ops:1234/xy@nomad:4646"`), ok), `Attribute nomad\.address: "http://<redacted>@nomad:4646" has an "@" after its host`},

@@ -340,6 +340,14 @@ func (e *redactedError) Unwrap() error { return e.err }
 // URL parser's own text, which quotes pieces of it.
 func CheckAddress(addr string) error {
 	red := RedactURL(addr)
+	if strings.TrimSpace(addr) == "" {
+		return fmt.Errorf("%q is empty: give the Nomad API's URL, such as http://127.0.0.1:4646", addr)
+	}
+	if !strings.Contains(addr, "://") && !strings.HasPrefix(addr, "unix:") {
+		// 127.0.0.1:4646 does not parse, and nomad:4646 parses with the
+		// scheme "nomad": either way the scheme is what is missing.
+		return fmt.Errorf("%q has no scheme: write http://%s (or https://, or unix:// for a socket)", red, red)
+	}
 	u, err := url.Parse(addr)
 	switch {
 	case err != nil:

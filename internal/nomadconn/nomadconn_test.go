@@ -181,7 +181,12 @@ func TestCheckAddress(t *testing.T) {
 		{"ftp://ops:hunter2@nomad:4646", `"ftp://nomad:4646" has scheme "ftp"`},
 		{"http://", `"http://" has no host`},
 		{"unix://", `"unix://" has no socket path`},
-		{"nomad:4646", `"nomad:4646" has scheme "nomad"`},
+		{"nomad:4646", `"nomad:4646" has no scheme: write http://nomad:4646`},
+		{"127.0.0.1:4646", `"127.0.0.1:4646" has no scheme: write http://127.0.0.1:4646`},
+		{"ops:hunter2@nomad:4646", `"<redacted>@nomad:4646" has no scheme`},
+		{"", `"" is empty: give the Nomad API's URL`},
+		{" ", `" " is empty`},
+		{"unix:/var/run/nomad.sock", ""},
 	} {
 		err := CheckAddress(tc.addr)
 		switch {

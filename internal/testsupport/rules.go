@@ -73,6 +73,7 @@ func InvalidInputs() []InvalidInput {
 		obs("an empty queue on the second host", engine.RoleSecond, "queued_replicas", func(o *engine.Observation) { o.QueuedReplicas = []engine.Replica{} }),
 		obs("wanted replicas on the second host", engine.RoleSecond, "wanted_replicas", func(o *engine.Observation) { o.WantedReplicas = 3 }),
 		obs("others reserve more than the host", engine.RoleSecond, "other_reserved_cpu_mhz", func(o *engine.Observation) { o.OtherReservedCPUMHz = o.CPUCapacityMHz + 1 }),
+		obs("host label with a newline", engine.RoleSecond, "host", func(o *engine.Observation) { o.Host = "node-1\nfirst host: 99 containers" }),
 		obs("host label too long", engine.RoleFirst, "host", func(o *engine.Observation) { o.Host = string(make([]byte, engine.MaxHostLabel+1)) }),
 		quota("min above max", engine.RoleFirst, "max", engine.Quota{Min: 5, Max: 4, PerBranch: 1, Rounding: engine.RoundNearest}),
 		quota("negative min", engine.RoleSecond, "min", engine.Quota{Min: -1, Max: 4, PerBranch: 1, Rounding: engine.RoundNearest}),
