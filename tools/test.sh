@@ -80,6 +80,11 @@ export TF_CLI_CONFIG_FILE=/dev/null
 
 step "docs are current"
 tools/docs.sh check
+step "examples are tofu fmt clean"
+if ! "$tofu" fmt -check -recursive examples; then
+  echo "error: the HCL files listed above are not formatted: run $tofu fmt -recursive examples" >&2
+  exit 1
+fi
 
 # The release configuration builds, archives and checksums the three front
 # ends for this machine, and each binary reports the injected version.

@@ -48,7 +48,7 @@ locals {
     for g in [
       { name = "pool-a", node = local.first.host, decision = local.counts.first_decision },
       { name = "pool-b", node = local.second.host, decision = local.counts.second_decision },
-    ] : {
+      ] : {
       name          = g.name
       node          = g.node
       containers    = g.decision.containers

@@ -1,3 +1,13 @@
+# The provider's source address (this block is needed in every root module
+# that uses the provider: without it OpenTofu looks for hashicorp/activation).
+terraform {
+  required_providers {
+    activation = {
+      source = "activation-scheduler/activation"
+    }
+  }
+}
+
 # Every setting is optional: with no configuration the provider uses its
 # built-in models, and activation_host_usage reads the Nomad agent named by
 # the NOMAD_* environment variables (NOMAD_ADDR, NOMAD_TOKEN, ...).

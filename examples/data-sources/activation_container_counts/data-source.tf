@@ -82,5 +82,5 @@ variable "first_current_count" {
 
 variable "second_host_file" {
   type        = string
-  description = "Path of the second host's observation, in JSON."
+  description = "Path of the second host's observation, in JSON (examples/demo/second-host.json is one)."
 }

@@ -21,10 +21,10 @@ variable "reviewed_capacity_digest" {
 
 output "capacity_model" {
   value = {
-    name             = data.activation_model.capacity.name
-    layer_sizes      = data.activation_model.capacity.layer_sizes
-    inputs           = data.activation_model.capacity.input_names
-    countable_slots  = length(data.activation_model.capacity.countable_outputs)
-    trained_with     = data.activation_model.capacity.provenance.method
+    name            = data.activation_model.capacity.name
+    layer_sizes     = data.activation_model.capacity.layer_sizes
+    inputs          = data.activation_model.capacity.input_names
+    countable_slots = length(data.activation_model.capacity.countable_outputs)
+    trained_with    = data.activation_model.capacity.provenance.method
   }
 }
