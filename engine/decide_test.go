@@ -460,15 +460,26 @@ func TestBranchPathJSONRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHostLabelNotUTF8: a host label that is not UTF-8 is refused (no
-// front end but Go callers can send one: OpenTofu's strings are Unicode,
-// JSON decoding replaces the bytes).
+// TestHostLabelNotUTF8: a host label that is not UTF-8 (which only Go
+// callers can send: OpenTofu's strings are Unicode, JSON decoding
+// replaces the bytes), or holds a line separator or a bidirectional
+// control, is refused; a printable one is taken.
 func TestHostLabelNotUTF8(t *testing.T) {
 	o := testsupport.Flat(8000, 3, 180, 500, 10)
-	o.Host = "node-\xff"
-	_, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
-	var oe *ObservationError
-	if !errors.As(err, &oe) || oe.Host != RoleFirst || oe.Field != "host" || !strings.Contains(oe.Reason, "UTF-8") {
-		t.Fatalf("a host label of invalid UTF-8: %v; want an observation error on first.host naming UTF-8", err)
+	for _, tc := range []struct{ label, reason string }{
+		{"node-\xff", "UTF-8"},
+		{"node-1\u2028first host: 99", "control character"},
+		{"node-\u202e1-edon", "control character"},
+	} {
+		o.Host = tc.label
+		_, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
+		var oe *ObservationError
+		if !errors.As(err, &oe) || oe.Host != RoleFirst || oe.Field != "host" || !strings.Contains(oe.Reason, tc.reason) {
+			t.Errorf("host label %q: %v; want an observation error on first.host saying %q", tc.label, err, tc.reason)
+		}
+	}
+	o.Host = "nœud-1 (rack 2)"
+	if _, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)}); err != nil {
+		t.Errorf("a printable label: %v", err)
 	}
 }

@@ -95,7 +95,10 @@ func FuzzDecide(f *testing.F) {
 			o.Samples = append(o.Samples, Sample{Time: int64(i) * step, CPUMHz: u})
 		}
 		q := Quota{Min: qmin, Max: qmax, PerBranch: per, Rounding: []string{RoundNearest, RoundFloor, RoundCeil, "other"}[rounding%4]}
-		d, err := (&Request{First: o, Second: o, FirstQuota: q.Spec(), SecondQuota: q.Spec(), MinSamples: 1}).Decide()
+		// (the second host takes no queue: wanted is the first host's)
+		second := o
+		second.WantedReplicas = 0
+		d, err := (&Request{First: o, Second: second, FirstQuota: q.Spec(), SecondQuota: q.Spec(), MinSamples: 1}).Decide()
 		bad := false
 		for _, u := range usage {
 			if math.IsNaN(u) || math.IsInf(u, 0) || u < 0 {

@@ -110,6 +110,13 @@ const (
 	DefaultMinSamples = 3
 )
 
+// unprintable is a rune a one-line label must not hold: a control
+// character, a line or paragraph separator, or a bidirectional control
+// (which reorders what follows it on the line).
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control)
+}
+
 func badNumber(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 
 // Validate checks the observation against every rule; role labels the
@@ -148,7 +155,7 @@ func (o *Observation) Validate(role string) error {
 	if !utf8.ValidString(o.Host) {
 		return bad("host", "is not valid UTF-8")
 	}
-	if i := strings.IndexFunc(o.Host, unicode.IsControl); i >= 0 {
+	if i := strings.IndexFunc(o.Host, unprintable); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(o.Host[i:])
 		return bad("host", "holds a control character (%q at byte %d)", r, i)
 	}

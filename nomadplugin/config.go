@@ -494,17 +494,6 @@ func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 		}
 		q.QueuedReplicas = queued
 	}
-	// (as engine.Decide refuses it, but when the policy loads, not at
-	// every evaluation)
-	if h.role == engine.RoleSecond {
-		const why = "the second host's count is how many replicas of the group its capacity processor reads as safe, and no queue moves it; a queue of new replicas is the first host's (%s)"
-		switch {
-		case q.QueuedReplicas != nil:
-			return cfgErr(p+KeyQueued, why, PrefixFirst+KeyQueued)
-		case q.WantedReplicas != 0:
-			return cfgErr(p+KeyWantedReplicas, why, PrefixFirst+KeyWantedReplicas)
-		}
-	}
 	h.model = get(KeyModel)
 	if v, ok := r.get(p + KeyModel); ok && v == "" {
 		// Read as unset, it would be the built-in model without a word

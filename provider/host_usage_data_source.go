@@ -158,7 +158,8 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			huReplicaMemory: schema.NumberAttribute{Optional: true,
 				MarkdownDescription: "Expected memory demand (MB) of one replica, passed to the observation. Unset or 0 with a `job`: the task group's memory request."},
 			huWantedReplicas: schema.NumberAttribute{Optional: true,
-				MarkdownDescription: "Passed to the observation: how many replicas want to run on the host, the running ones included (0 or unset offers every slot)."},
+				MarkdownDescription: "Passed to the observation: how many replicas want to run on the host, the running ones included (0 or unset offers every slot). " +
+					"For an observation used as `first`: `activation_container_counts` refuses a non-zero one as `second` (the second host's count takes no queue)."},
 			huLabel: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Host label in the observation (its `host`); default the node's name."},
 			huSamples: schema.NumberAttribute{Optional: true,

@@ -568,8 +568,9 @@ func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
 	testsupport.StandinOnly(t, "fixed usage, the decision computed from it")
 	accParallel(t) // before the fixture: its allocations age
 	f := newUsageFixture(t)
-	qa := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-a"}, Job: usageJob, Group: usageFront}
-	qb := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-b"}, Job: usageJob, Group: usageBack, WantedReplicas: 4}
+	// (wanted_replicas on the first host: the second refuses a queue)
+	qa := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-a"}, Job: usageJob, Group: usageFront, WantedReplicas: 4}
+	qb := nomadusage.Query{Host: nomadusage.HostSelector{Name: "host-b"}, Job: usageJob, Group: usageBack}
 	wa, wb := expectedReading(t, f.client, qa), expectedReading(t, f.client, qb)
 	// Both data sources at their defaults work together: three reads a
 	// second apart, the min_samples a decision needs by default. Usage is
@@ -580,8 +581,8 @@ func TestAccHostUsage_jobGroupIntoCounts(t *testing.T) {
 	}
 	want := mustDecide(t, &engine.Request{First: wa.Observation, Second: wb.Observation})
 	cfg := f.providerHCL("") +
-		usageConfig("a", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}) +
-		usageConfig("b", map[string]string{huNodeName: `"host-b"`, huJob: `"web"`, huGroup: `"back"`, huWantedReplicas: "4"}) +
+		usageConfig("a", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`, huWantedReplicas: "4"}) +
+		usageConfig("b", map[string]string{huNodeName: `"host-b"`, huJob: `"web"`, huGroup: `"back"`}) +
 		countsConfig(map[string]string{
 			attrFirst:  "data.activation_host_usage.a.observation",
 			attrSecond: "data.activation_host_usage.b.observation",

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -237,7 +238,7 @@ func New(s Settings, getenv Getenv) (*Conn, error) {
 // CloseIdleConnections closes the connection's idle keep-alive
 // connections, for a caller that replaces it with another (a plugin the
 // agent configures again): requests in flight finish, and their
-// connections then close after the idle timeout (90 s) at the latest.
+// connections close as they go idle.
 func (c *Conn) CloseIdleConnections() { c.transport.CloseIdleConnections() }
 
 // Client is the API client.
@@ -343,9 +344,13 @@ func CheckAddress(addr string) error {
 	if strings.TrimSpace(addr) == "" {
 		return fmt.Errorf("%q is empty: give the Nomad API's URL, such as http://127.0.0.1:4646", addr)
 	}
-	if !strings.Contains(addr, "://") && !strings.HasPrefix(addr, "unix:") {
-		// 127.0.0.1:4646 does not parse, and nomad:4646 parses with the
-		// scheme "nomad": either way the scheme is what is missing.
+	if strings.TrimSpace(addr) != addr {
+		return fmt.Errorf("%q has spaces or line breaks around it: give the URL alone", red)
+	}
+	// 127.0.0.1:4646 does not parse, and nomad:4646 parses with the
+	// scheme "nomad": either way the scheme is what is missing. (What
+	// comes before the first colon, in any case, as url.Parse reads it.)
+	if scheme, _, _ := strings.Cut(addr, ":"); !slices.Contains([]string{"http", "https", "unix"}, strings.ToLower(scheme)) && !strings.Contains(addr, "://") {
 		return fmt.Errorf("%q has no scheme: write http://%s (or https://, or unix:// for a socket)", red, red)
 	}
 	u, err := url.Parse(addr)

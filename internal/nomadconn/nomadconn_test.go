@@ -187,6 +187,12 @@ func TestCheckAddress(t *testing.T) {
 		{"", `"" is empty: give the Nomad API's URL`},
 		{" ", `" " is empty`},
 		{"unix:/var/run/nomad.sock", ""},
+		{"UNIX:/var/run/nomad.sock", ""},
+		{"HTTP://nomad:4646", ""},
+		{"http://[::1]:4646", ""},
+		{"http:nomad:4646", `"http:nomad:4646" has no host`},
+		{"http://nomad:4646\n", `"http://nomad:4646\n" has spaces or line breaks around it`},
+		{" http://nomad:4646", `has spaces or line breaks around it`},
 	} {
 		err := CheckAddress(tc.addr)
 		switch {
