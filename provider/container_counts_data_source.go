@@ -451,5 +451,15 @@ func addEngineError(diags *diag.Diagnostics, roots inputRoots, err error) {
 		diags.AddError("Cannot compute the container counts", err.Error())
 		return
 	}
-	diags.AddAttributeError(roots.subjectOf(p), "Cannot compute the container counts", attributeDetail(p, engine.Reason(err)))
+	diags.AddAttributeError(roots.subjectOf(p), "Cannot compute the container counts", attributeDetail(p, engineReason(err)))
+}
+
+// engineReason is the engine's reason for err, with what to change in
+// HCL where the reason alone does not say it.
+func engineReason(err error) string {
+	why := engine.Reason(err)
+	if errors.Is(err, engine.ErrTooFewSamples) {
+		why += ". An observation from activation_host_usage holds as many samples as it reads (its `samples`, default 3): raise `samples` there, or lower `min_samples` here"
+	}
+	return why
 }

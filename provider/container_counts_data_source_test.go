@@ -603,6 +603,8 @@ func TestContainerCountsReadTypeErrors(t *testing.T) {
 		{"min samples fractional", func(m *containerCountsModel) { m.MinSamples = num("2.5") }, "min_samples", "is 2.5; it must be a whole number"},
 		{"min samples: the engine's rule", func(m *containerCountsModel) { m.MinSamples = num("20000") }, "min_samples", "is 20000; it must be 0 (the default, 3) or from 1 to"},
 		{"too few samples", func(m *containerCountsModel) { m.MinSamples = num("31") }, "first.usage_samples", "has 30 sample(s); at least 31 are needed"},
+		{"too few samples: what to change", func(m *containerCountsModel) { m.MinSamples = num("31") }, "first.usage_samples",
+			"has 30 sample(s); at least 31 are needed to judge (min_samples). An observation from activation_host_usage holds as many samples as it reads (its `samples`, default 3): raise `samples` there, or lower `min_samples` here"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

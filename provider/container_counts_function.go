@@ -154,7 +154,7 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 			resp.Error = function.NewFuncError(funcText(err.Error()))
 			return
 		}
-		resp.Error = function.NewArgumentFuncError(argumentOf(p), funcText(attributeDetail(p, engine.Reason(err))))
+		resp.Error = function.NewArgumentFuncError(argumentOf(p), funcText(attributeDetail(p, engineReason(err))))
 		return
 	}
 	resp.Error = resp.Result.Set(ctx, countsResult(dec))
