@@ -822,7 +822,7 @@ func TestTrainReportsHeadUse(t *testing.T) {
 	}
 	s := smallSettings()
 	s.NoHeldOut, s.HeldOutShare = true, 0
-	one, err := Train([]traces.Series{synthetic("a", 1500, 1)}, s, nil)
+	one, err := Train([]traces.Series{synthetic("a", 1400, 1)}, s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
