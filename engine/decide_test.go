@@ -189,6 +189,10 @@ func TestQuotaApply(t *testing.T) {
 		{Quota{0, 100, 4.1, RoundNearest}, 15, 62, false},  // 61.49999999999999
 		{Quota{0, 100, 0.3, RoundFloor}, 3, 0, false},      // 0.9: not near a half
 		{Quota{0, 100, 1.0 / 3, RoundCeil}, 3, 1, false},   // 1 within a billionth
+		// a tiny product is not a rounding error of 0
+		{Quota{0, 100, 1e-12, RoundCeil}, 17, 1, false},
+		{Quota{0, 100, 1e-12, RoundNearest}, 17, 0, false},
+		{Quota{0, 100, 0.1, RoundNearest}, 5, 1, false}, // 0.5 rounds half away from zero
 	}
 	for _, tc := range tests {
 		if err := tc.q.Validate("first"); err != nil {

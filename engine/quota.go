@@ -135,13 +135,15 @@ func (q Quota) Validate(role string) error {
 
 // Unclamped returns round(amount * PerBranch) before the clamp. The
 // product is taken to the nearest half when it lies within a billionth of
-// one, so that a per_branch written as a decimal rounds as the decimal
-// product does: 25 x 0.28 is 7.0000000000000009 in binary floating point,
-// whose ceiling is 8, and 25 x 0.58 is 14.499999999999998, which rounds to
-// 14 rather than 15.
+// one (of itself, below 1), so that a per_branch written as a decimal
+// rounds as the decimal product does: 25 x 0.28 is 7.0000000000000009 in
+// binary floating point, whose ceiling is 8, and 25 x 0.58 is
+// 14.499999999999998, which rounds to 14 rather than 15. A product below
+// a billionth is never taken to 0 (a positive product is never a rounding
+// error of 0): its ceiling is 1.
 func (q Quota) Unclamped(amount int) int {
 	x := float64(amount) * q.PerBranch
-	if h := math.Round(2*x) / 2; math.Abs(x-h) <= 1e-9 {
+	if h := math.Round(2*x) / 2; math.Abs(x-h) <= 1e-9*math.Min(1, math.Abs(x)) {
 		x = h
 	}
 	switch q.Rounding {
