@@ -570,14 +570,12 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 		// (the second host takes no queue of new replicas: a first
 		// host's, in the second slot, is dropped)
 		other := otherRole(hosts[0].role)
-		o := &obs[0]
+		o := obs[0]
 		if other == engine.RoleSecond {
-			o = &engine.Observation{}
-			*o = obs[0]
 			o.WantedReplicas, o.QueuedReplicas = 0, nil
 		}
-		in[roleIndex(other)] = engine.HostInput{Observation: o, MinSamples: e.c.minSamples}
-		setRequestHost(req, other, *o, engine.DefaultModelFor(other), nil)
+		in[roleIndex(other)] = engine.HostInput{Observation: &o, MinSamples: e.c.minSamples}
+		setRequestHost(req, other, o, engine.DefaultModelFor(other), nil)
 	}
 	return in, req, nil
 }
