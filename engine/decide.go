@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -294,14 +295,20 @@ func (d *Decision) Explain() string {
 // built-in models, the quota defaults, the sample minimum) are filled here
 // and nowhere else. It is deterministic and safe for concurrent use. Any
 // invalid input is an error naming the field (*ObservationError,
-// *QuotaError, *ModelSourceError), and then there is no decision.
+// *QuotaError, *ModelSourceError), and then there is no decision. When both
+// hosts' inputs are wrong the error holds both, the first host's first
+// (errors.Join; Errors splits it), so that a caller can report every one.
 func Decide(first, second HostInput) (*Decision, error) {
 	d := &Decision{}
-	if err := decideHost(&first, RoleFirst, &d.First); err != nil {
-		return nil, err
-	}
-	if err := decideHost(&second, RoleSecond, &d.Second); err != nil {
-		return nil, err
+	errFirst := decideHost(&first, RoleFirst, &d.First)
+	errSecond := decideHost(&second, RoleSecond, &d.Second)
+	switch {
+	case errFirst != nil && errSecond != nil:
+		return nil, errors.Join(errFirst, errSecond)
+	case errFirst != nil:
+		return nil, errFirst
+	case errSecond != nil:
+		return nil, errSecond
 	}
 	return d, nil
 }

@@ -121,6 +121,41 @@ func TestDecideRejectsBadInput(t *testing.T) {
 	}
 }
 
+// TestDecideBothHostsWrong: when both hosts' inputs are wrong the error
+// holds both, the first host's first, each naming its field; when one is,
+// the error is that host's alone.
+func TestDecideBothHostsWrong(t *testing.T) {
+	first := seriesObservation(t, "series3", 3000, 30, 2, 0.1)
+	second := seriesObservation(t, "series3", 3000, 30, 2, 0.1)
+	first.Samples[2].CPUMHz = -1
+	second.RunningReplicas = -3
+	_, err := Decide(HostInput{Observation: &first}, HostInput{Observation: &second})
+	errs := Errors(err)
+	if len(errs) != 2 {
+		t.Fatalf("got %d errors, want 2: %v", len(errs), err)
+	}
+	want := [][2]string{{RoleFirst, "usage_samples[2].cpu_mhz"}, {RoleSecond, "running_replicas"}}
+	for i, e := range errs {
+		host, part, field, ok := FieldOf(e)
+		if !ok || host != want[i][0] || part != PartObservation || field != want[i][1] {
+			t.Errorf("error %d names %s/%s/%s, want %s/observation/%s: %v", i, host, part, field, want[i][0], want[i][1], e)
+		}
+	}
+	if !strings.Contains(err.Error(), "first host observation: usage_samples[2].cpu_mhz") || !strings.Contains(err.Error(), "second host observation: running_replicas") {
+		t.Errorf("message %q does not name both fields", err)
+	}
+	// One host wrong: its error alone, not a joined one.
+	second.RunningReplicas = 2
+	_, err = Decide(HostInput{Observation: &first}, HostInput{Observation: &second})
+	var oe *ObservationError
+	if !errors.As(err, &oe) || len(Errors(err)) != 1 || err != error(oe) {
+		t.Fatalf("one host wrong: %#v, want that host's *ObservationError itself", err)
+	}
+	if Errors(nil) != nil {
+		t.Fatal("Errors(nil) is not nil")
+	}
+}
+
 func TestTooFewSamplesIsNoDecision(t *testing.T) {
 	o := seriesObservation(t, "series3", 3000, 2, 2, 0.1)
 	_, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})

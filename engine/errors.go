@@ -66,6 +66,21 @@ func (e *ModelSourceError) Error() string {
 // Unwrap returns the cause.
 func (e *ModelSourceError) Unwrap() error { return e.Err }
 
+// Errors splits an error of Decide into the errors it holds, one per host
+// whose input is wrong, the first host's first: a slice of err alone when
+// it holds one (nil for nil). A caller that maps errors to its own fields
+// (FieldOf, Reason) reads each of these: on a joined error those find only
+// the first typed error they reach.
+func Errors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
 // FieldOf returns the host role, the part of the host's input ("observation",
 // "quota" or "model") and the field path an engine error is about; ok is
 // false for an error that names no input.

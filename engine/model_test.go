@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -579,5 +580,25 @@ func TestBuiltinModelNamesExact(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d built-in models, want 2", n)
+	}
+}
+
+// TestLoadModelFileNotAFile: a source that is not a regular file says what
+// it is, and nothing is read from it (a FIFO would block).
+func TestLoadModelFileNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "model.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{dir, "is a directory, not a file"},
+		{fifo, "is a named pipe, not a file"},
+		{os.DevNull, "is a character device, not a file"},
+	} {
+		_, err := LoadModelFile(c.path)
+		if err == nil || !strings.Contains(err.Error(), "loading model "+c.path+": "+c.want) {
+			t.Errorf("%s: %v, want %q", c.path, err, c.want)
+		}
 	}
 }

@@ -248,7 +248,24 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+		return nil, nil, fmt.Errorf("is %s, not a file", fileKind(st.Mode()))
 	}
 	return f, st, nil
+}
+
+// fileKind names what a path that is not a regular file is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return fmt.Sprintf("of type %s", m.Type())
 }

@@ -511,7 +511,7 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 	e.traceRequest(req)
 	d, err := engine.Decide(in[0], in[1])
 	if err != nil {
-		err = e.ownHost(err)
+		err = e.ownHost(e.oneError(err))
 		if key, ok := e.c.keyFor(err); ok {
 			return nil, outcomeFailed, &ConfigError{Key: key, Reason: engine.Reason(err)}
 		}
@@ -578,6 +578,27 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 		setRequestHost(req, other, o, engine.DefaultModelFor(other), nil)
 	}
 	return in, req, nil
+}
+
+// oneError is the one error of a decision the evaluation acts on when
+// both hosts' inputs are wrong (engine.Errors): a per-host role's own
+// host's, and otherwise the first that is not a window still filling
+// (engine.ErrTooFewSamples), so that a refusal is never reported as
+// waiting for samples.
+func (e *checkRun) oneError(err error) error {
+	errs := engine.Errors(err)
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	if e.c.role != RoleSplit {
+		return errs[roleIndex(e.c.role)] // the other slot's decision is discarded (decide)
+	}
+	for _, err := range errs {
+		if !errors.Is(err, engine.ErrTooFewSamples) {
+			return err
+		}
+	}
+	return errs[0]
 }
 
 // ownHost maps an observation error of the discarded slot of a per-host

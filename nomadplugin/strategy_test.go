@@ -757,6 +757,9 @@ func TestNoScaling(t *testing.T) {
 		}, want: `first host (name="host-a"): usage out of range: the reading's sample at `},
 		{name: "one sample: too few to judge", cfg: func(m map[string]string) { m[KeyMinSamples] = "5" },
 			want: "keeping the current count: first host observation: usage_samples: has 1 sample(s); at least 5 are needed"},
+		{name: "a refusal on one host is not hidden by a window filling on the other",
+			cfg:     func(m map[string]string) { m[KeyMinSamples] = "3"; m[PrefixSecond+KeyUsage] = UsageAPM },
+			metrics: metrics(100, math.NaN(), 120), want: "the engine refused the usage read: second host observation: usage_samples[1].cpu_mhz: is NaN"},
 		{name: "read deadline", reader: func(r *memReader) {
 			r.err[engine.RoleFirst] = fmt.Errorf("read stats of allocation a1 on node host-a: %w", errors.New("context deadline exceeded"))
 		}, want: "read stats of allocation a1 on node host-a: context deadline exceeded"},

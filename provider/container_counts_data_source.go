@@ -443,15 +443,18 @@ func addValueError(diags *diag.Diagnostics, err error) {
 	}
 }
 
-// addEngineError adds an engine error as a diagnostic on the attribute it
-// names (engine.FieldOf), with the engine's reason.
+// addEngineError adds an engine error as diagnostics on the attributes it
+// names (engine.FieldOf), with the engine's reasons: one per host whose
+// input is wrong (a shared attribute such as min_samples once).
 func addEngineError(diags *diag.Diagnostics, roots inputRoots, err error) {
-	p, ok := roots.pathOf(err)
-	if !ok {
-		diags.AddError("Cannot compute the container counts", err.Error())
-		return
+	for _, err := range engine.Errors(err) {
+		p, ok := roots.pathOf(err)
+		if !ok {
+			diags.AddError("Cannot compute the container counts", err.Error())
+			continue
+		}
+		diags.AddAttributeError(roots.subjectOf(p), "Cannot compute the container counts", attributeDetail(p, engineReason(err)))
 	}
-	diags.AddAttributeError(roots.subjectOf(p), "Cannot compute the container counts", attributeDetail(p, engineReason(err)))
 }
 
 // engineReason is the engine's reason for err, with what to change in

@@ -149,15 +149,30 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 	}
 	dec, err := engine.Decide(in[0], in[1])
 	if err != nil {
-		p, ok := fnRoots.pathOf(err)
-		if !ok || noPath(p) { // a built-in model the engine refuses: no argument is at fault
-			resp.Error = function.NewFuncError(funcText(err.Error()))
-			return
-		}
-		resp.Error = function.NewArgumentFuncError(argumentOf(p), funcText(attributeDetail(p, engineReason(err))))
+		resp.Error = engineFuncError(err)
 		return
 	}
 	resp.Error = resp.Result.Set(ctx, countsResult(dec))
+}
+
+// engineFuncError is the function's error for an engine error: each
+// host's on the argument its path is in (the first one's argument is the
+// error's).
+func engineFuncError(err error) *function.FuncError {
+	var fes []*function.FuncError
+	for _, err := range engine.Errors(err) {
+		p, ok := fnRoots.pathOf(err)
+		if !ok || noPath(p) { // a built-in model the engine refuses: no argument is at fault
+			fes = append(fes, function.NewFuncError(funcText(err.Error())))
+			continue
+		}
+		fe := function.NewArgumentFuncError(argumentOf(p), funcText(attributeDetail(p, engineReason(err))))
+		if n := len(fes); n > 0 && fes[n-1].Equal(fe) {
+			continue // a shared setting (min_samples) both hosts refused
+		}
+		fes = append(fes, fe)
+	}
+	return function.ConcatFuncErrors(fes...)
 }
 
 // funcError is the function's error for errs: each on the argument its

@@ -274,6 +274,26 @@ func TestContainerCountsFunctionInvalidInputs(t *testing.T) {
 	}
 }
 
+// TestContainerCountsFunctionBothHostsWrong: the function's error holds
+// both hosts' errors, on the first one's argument.
+func TestContainerCountsFunctionBothHostsWrong(t *testing.T) {
+	r := &engine.Request{First: testFirst(t), Second: testSecond(t)}
+	r.First.Samples[1].CPUMHz = -2
+	r.Second.ReplicaCPUDemandMHz = 0
+	_, ferr := runFunction(t, engineValue(t, r.First), engineValue(t, r.Second), jsonValue(t, quotasOf(r)))
+	if ferr == nil {
+		t.Fatal("no error")
+	}
+	if ferr.FunctionArgument == nil || *ferr.FunctionArgument != 0 {
+		t.Errorf("error on argument %v, want 0 (first)", ferr.FunctionArgument)
+	}
+	for _, want := range []string{"Attribute first.usage_samples[1].cpu_mhz: ", "Attribute second.replica_cpu_demand_mhz: "} {
+		if !strings.Contains(ferr.Text, want) {
+			t.Errorf("error %q does not hold %q", ferr.Text, want)
+		}
+	}
+}
+
 func TestContainerCountsFunctionErrors(t *testing.T) {
 	obs := func(edit func(m map[string]any)) attr.Value {
 		data, err := json.Marshal(testFirst(t))

@@ -338,6 +338,12 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if timeout <= 0 {
+		resp.Diagnostics.AddAttributeError(path.Root(huTimeouts).AtName("read"), "Invalid read timeout",
+			fmt.Sprintf("Attribute timeouts.read is %s: it must be a positive duration, such as \"3m\" (unset, the default is %s).",
+				timeout, defaultReadTimeout+time.Duration(maxReads-1)*gap))
+		return
+	}
 	if timeout <= waits {
 		resp.Diagnostics.AddAttributeError(path.Root(huTimeouts).AtName("read"), "Read timeout too short",
 			fmt.Sprintf("Attribute timeouts.read is %s, no longer than the waits between samples (%d x %ds = %s): the read could never finish.",
@@ -394,7 +400,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		})
 		rd, err := reader.Read(ctx, q)
 		if err != nil {
-			addNomadError(ctx, &resp.Diagnostics, &m, conn, err, readProgress{min(i+1, samples), samples, timeout})
+			addNomadError(ctx, &resp.Diagnostics, &m, conn, d.data.Nomad.tokenSource(), err, readProgress{min(i+1, samples), samples, timeout})
 			return
 		}
 		if err := window.Add(rd); err != nil {
@@ -466,8 +472,9 @@ type readProgress struct {
 // attribute comes from the error's nomadusage sentinel and from which
 // attributes m sets, never from the error's text. Errors come from the
 // connection redacted (nomadconn); the address shown is conn.Address(),
-// without user information.
-func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageModel, conn *nomadconn.Conn, err error, at readProgress) {
+// without user information. tokenFrom is where the ACL token came from
+// (nomadConnection.tokenSource), which a 403 names.
+func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageModel, conn *nomadconn.Conn, tokenFrom string, err error, at readProgress) {
 	msg := conn.RedactString(err.Error())
 	addr := conn.Address()
 	jobSet := !m.Job.IsNull()
@@ -510,8 +517,12 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 	case errors.Is(err, nomadusage.ErrMissingData):
 		diags.AddError("Nomad did not report everything the read needs", fmt.Sprintf("Nomad at %s: %s.", addr, msg))
 	case nomadconn.IsStatus(err, http.StatusForbidden):
+		token := "no ACL token was sent (set the provider's nomad.token, or NOMAD_TOKEN), or one was needed"
+		if tokenFrom != "" {
+			token = "the ACL token in " + tokenFrom + " is unknown to Nomad, expired, or may not read nodes and allocations"
+		}
 		diags.AddError("Nomad refused the request",
-			fmt.Sprintf("Nomad at %s answered 403 (permission denied): the ACL token in the provider's nomad.token (or NOMAD_TOKEN) is missing, unknown or may not read nodes and allocations. %s", addr, msg))
+			fmt.Sprintf("Nomad at %s answered 403 (permission denied): %s. %s", addr, token, msg))
 	case statusOf(err) != 0:
 		diags.AddError("Nomad answered with an error",
 			fmt.Sprintf("Nomad at %s answered HTTP %d while reading the host's usage: %s", addr, statusOf(err), msg))

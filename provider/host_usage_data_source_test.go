@@ -231,6 +231,50 @@ func (f *usageFixture) standInBlock(token string) *nomadModel {
 	return n
 }
 
+// TestHostUsageForbiddenNamesTheToken: a 403 says where the refused token
+// came from (the attribute that set it, or NOMAD_TOKEN), or that none was
+// sent, and never shows it.
+func TestHostUsageForbiddenNamesTheToken(t *testing.T) {
+	testsupport.StandinOnly(t, "an ACL token the stand-in requires")
+	env := func(vars map[string]string) nomadconn.Getenv {
+		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	}
+	cases := []struct {
+		name string
+		set  func(n *nomadModel)
+		env  map[string]string
+		want string
+	}{
+		{"token", func(n *nomadModel) { n.Token = types.StringValue(secretToken) }, nil, "the ACL token in the provider's nomad.token is unknown to Nomad"},
+		{"secret_id", func(n *nomadModel) { n.SecretID = types.StringValue(secretToken) }, nil, "the ACL token in the provider's nomad.secret_id is unknown to Nomad"},
+		{"NOMAD_TOKEN", nil, map[string]string{nomadconn.EnvToken: secretToken}, "the ACL token in NOMAD_TOKEN is unknown to Nomad"},
+		{"NOMAD_TOKEN ignored", func(n *nomadModel) {
+			n.IgnoreEnvVars = types.MapValueMust(types.BoolType, map[string]attr.Value{nomadconn.EnvToken: types.BoolValue(true)})
+		}, map[string]string{nomadconn.EnvToken: secretToken}, "no ACL token was sent"},
+		{"none", nil, nil, "no ACL token was sent"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newUsageFixture(t)
+			f.s.RequireToken("the-right-token", nomadstandin.TokenPolicy{})
+			n := f.standInBlock("")
+			if c.set != nil {
+				c.set(n)
+			}
+			m := nullUsageModel()
+			m.NodeName = types.StringValue("host-a")
+			m.Job = types.StringValue(usageJob)
+			_, diags := readUsageWith(t, context.Background(), newNomadConnection(context.Background(), n, env(c.env)), m)
+			if !strings.Contains(diags, "answered 403 (permission denied): "+c.want) {
+				t.Fatalf("diagnostics %q do not say %q", diags, c.want)
+			}
+			if strings.Contains(diags, secretToken) {
+				t.Fatalf("diagnostic shows the token: %q", diags)
+			}
+		})
+	}
+}
+
 // TestHostUsageTokenNeverShown: a refused token and a server error give
 // diagnostics that never contain the token.
 func TestHostUsageTokenNeverShown(t *testing.T) {
@@ -943,7 +987,7 @@ func TestAccHostUsage_errors(t *testing.T) {
 			return secretToken
 		}, func(*usageFixture) map[string]string {
 			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}
-		}, `Nomad refused the request.*answered 403`},
+		}, `Nomad refused the request.*answered 403 \(permission denied\): the ACL token in the provider's nomad\.token is unknown`},
 		{"missing token", func(_ *testing.T, f *usageFixture) string {
 			f.s.RequireToken(secretToken, nomadstandin.TokenPolicy{})
 			return ""
@@ -1039,6 +1083,12 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 			return nomad(`    address = "http://127.0.0.1:1"`) +
 				usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"\n  samples = 3\n  sample_interval_seconds = 5", "10s")
 		}, literal("Attribute timeouts.read is 10s, no longer than the waits between samples (2 x 5s = 10s)")},
+		{"negative timeout", func(t *testing.T) string {
+			return nomad(`    address = "http://127.0.0.1:1"`) + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"\n  samples = 1", "-5s")
+		}, literal(`Attribute timeouts.read is -5s: it must be a positive duration, such as "3m"`)},
+		{"zero timeout", func(t *testing.T) string {
+			return nomad(`    address = "http://127.0.0.1:1"`) + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"", "0s")
+		}, literal(`Attribute timeouts.read is 0s: it must be a positive duration`)},
 		{"empty node name", cfg("", with(huNodeName, `""`)), `Attribute node_name string length must be between 1 and`},
 		{"empty namespace", cfg("", with(huNamespace, `""`)), `Attribute namespace string length must be between 1 and`},
 		{"provider address not a URL", cfg(nomad(`    address = "ftp://nomad:4646"`), ok), `Attribute nomad\.address: "ftp://nomad:4646" has scheme "ftp"`},
@@ -1133,7 +1183,7 @@ func TestAddNomadError(t *testing.T) {
 				ctx = context.Background()
 			}
 			var diags diag.Diagnostics
-			addNomadError(ctx, &diags, c.m, conn, c.err, readProgress{1, 1, time.Minute})
+			addNomadError(ctx, &diags, c.m, conn, "", c.err, readProgress{1, 1, time.Minute})
 			if len(diags) != 1 || diags.ErrorsCount() != 1 {
 				t.Fatalf("want one error, got %v", diags)
 			}
@@ -1256,7 +1306,7 @@ func TestMissingDataBlamesTheDemandOnlyWhenItIsTheCause(t *testing.T) {
 		{fmt.Errorf("node h: %w: allocatable CPU is 0 MHz after reservations", nomadusage.ErrMissingData), false},
 	} {
 		var diags diag.Diagnostics
-		addNomadError(context.Background(), &diags, &m, conn, c.err, readProgress{1, 1, time.Minute})
+		addNomadError(context.Background(), &diags, &m, conn, "", c.err, readProgress{1, 1, time.Minute})
 		if len(diags) != 1 {
 			t.Fatalf("%v: %d diagnostics", c.err, len(diags))
 		}

@@ -137,7 +137,10 @@ func TestAccModel_errors(t *testing.T) {
 				t.Fatal(err)
 			}
 			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(p)})
-		}, `Attribute source: .*not a regular file`},
+		}, `Attribute source: .*model\.json: is a named pipe, not a file`},
+		{"a directory", func(t *testing.T) string {
+			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(t.TempDir())})
+		}, `Attribute source: loading model .*: is a directory, not a file`},
 		{"not a model", func(t *testing.T) string {
 			p := writeFile(t, t.TempDir(), "m.json", []byte(`{"format": "activation-model", "version": 1, "name": "x", "weights": []}`))
 			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(p)})

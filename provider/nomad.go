@@ -185,6 +185,9 @@ type nomadConnection struct {
 	// certFrom and keyFrom say where the client certificate and key come
 	// from: an attribute of the block, or its variable.
 	certFrom, keyFrom pairSource
+	// tokenAttr is the block's attribute the token is read from (token,
+	// or secret_id when token is unset); "" when neither is set.
+	tokenAttr string
 
 	once    sync.Once
 	conn    *nomadconn.Conn
@@ -228,8 +231,12 @@ func newNomadConnection(ctx context.Context, n *nomadModel, getenv nomadconn.Get
 	s := &c.settings
 	s.Address = str(nomadAddress, n.Address)
 	s.Token = str(nomadToken, n.Token)
-	if secretID := str(nomadSecretID, n.SecretID); s.Token == "" {
-		s.Token = secretID
+	secretID := str(nomadSecretID, n.SecretID)
+	switch {
+	case s.Token != "":
+		c.tokenAttr = nomadToken
+	case secretID != "":
+		s.Token, c.tokenAttr = secretID, nomadSecretID
 	}
 	s.HTTPAuth = str(nomadHTTPAuth, n.HTTPAuth)
 	s.Region = str(nomadRegion, n.Region)
@@ -399,6 +406,18 @@ func (c *nomadConnection) get(opts nomadusage.Options) (*nomadconn.Conn, *nomadu
 		c.readers[opts] = r
 	}
 	return c.conn, r, nil
+}
+
+// tokenSource names where the ACL token sent to Nomad comes from, for a
+// message: the block's attribute, NOMAD_TOKEN, or "" when none is sent.
+func (c *nomadConnection) tokenSource() string {
+	if c.tokenAttr != "" {
+		return "the provider's " + attrNomad + "." + c.tokenAttr
+	}
+	if v, ok := c.getenv(nomadconn.EnvToken); ok && v != "" {
+		return nomadconn.EnvToken
+	}
+	return ""
 }
 
 // logFields describe the settings for a debug log: where, and which
