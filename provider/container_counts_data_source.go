@@ -251,6 +251,19 @@ func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req data
 			}
 		}
 	}
+	for _, host := range []string{attrFirst, attrSecond} {
+		// The counts, known at validate (running_replicas = 2.5 would
+		// otherwise wait for the plan).
+		for _, name := range []string{obsRunningReplicas, obsWarmingReplicas, obsWantedReplicas} {
+			var n types.Number
+			if req.Config.GetAttribute(ctx, path.Root(host).AtName(name), &n).HasError() {
+				continue // the object is unknown or not an object: Terraform or the read reports it
+			}
+			if _, why := count(n); why != "" {
+				addValueError(&resp.Diagnostics, &valueError{path: path.Root(host).AtName(name), reason: why})
+			}
+		}
+	}
 }
 
 // validateSettings is ValidateConfig on the quotas, min_samples and

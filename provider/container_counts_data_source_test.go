@@ -558,23 +558,33 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 		window types.Dynamic
 		path   *tftypes.AttributePath // nil for no error; within the window, the window (a Dynamic value: OpenTofu finds no range inside it)
 		detail string
+		edit   func(m *containerCountsModel) // other attributes, when set
 	}{
-		{"samples", tuple(good, sample(map[string]attr.Value{sampleTime: wholeValue(120), sampleCPUMHz: numberValue(7), sampleMemoryMB: numberValue(9)})), nil, ""},
-		{"numbers as strings", tuple(sample(map[string]attr.Value{sampleTime: types.StringValue("60"), sampleCPUMHz: types.StringValue("5.5")})), nil, ""},
-		{"not known yet", types.DynamicUnknown(), nil, ""},
+		{"samples", tuple(good, sample(map[string]attr.Value{sampleTime: wholeValue(120), sampleCPUMHz: numberValue(7), sampleMemoryMB: numberValue(9)})), nil, "", nil},
+		{"numbers as strings", tuple(sample(map[string]attr.Value{sampleTime: types.StringValue("60"), sampleCPUMHz: types.StringValue("5.5")})), nil, "", nil},
+		{"not known yet", types.DynamicUnknown(), nil, "", nil},
 		{"an extra attribute", tuple(good, sample(map[string]attr.Value{sampleTime: wholeValue(120), sampleCPUMHz: numberValue(7), "cpu": numberValue(7)})),
-			window(), `Attribute first.usage_samples[1]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb.`},
+			window(), `Attribute first.usage_samples[1]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb.`, nil},
 		{"a required attribute missing", tuple(sample(map[string]attr.Value{sampleTime: wholeValue(60)})),
-			window(), "Attribute first.usage_samples[0].cpu_mhz: is required."},
+			window(), "Attribute first.usage_samples[0].cpu_mhz: is required.", nil},
 		{"a word for a number", tuple(sample(map[string]attr.Value{sampleTime: wholeValue(60), sampleCPUMHz: types.StringValue("high")})),
-			window(), `Attribute first.usage_samples[0].cpu_mhz: must be a number, not the string "high".`},
+			window(), `Attribute first.usage_samples[0].cpu_mhz: must be a number, not the string "high".`, nil},
 		{"a set", types.DynamicValue(types.SetValueMust(good.Type(ctx), []attr.Value{good})),
-			window(), "Attribute first.usage_samples: must be a list, not a set: a set has no order"},
-		{"an object", types.DynamicValue(good), window(), "Attribute first.usage_samples: must be a list of objects, not an object."},
+			window(), "Attribute first.usage_samples: must be a list, not a set: a set has no order", nil},
+		{"an object", types.DynamicValue(good), window(), "Attribute first.usage_samples: must be a list of objects, not an object.", nil},
+		// The counts beside the window, known at validation.
+		{"fractional running replicas", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond).WithAttributeName(obsRunningReplicas),
+			"Attribute second.running_replicas: is 2.5; it must be a whole number", func(m *containerCountsModel) { m.Second.RunningReplicas = num(t, "2.5") }},
+		{"wanted replicas beyond 32 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrFirst).WithAttributeName(obsWantedReplicas),
+			"Attribute first.wanted_replicas: is 1e+30, beyond a 64-bit whole number", func(m *containerCountsModel) { m.First.WantedReplicas = num(t, "1e30") }},
+		{"a count not known yet", tuple(good), nil, "", func(m *containerCountsModel) { m.First.WarmingReplicas = types.NumberUnknown() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
 			m.First.UsageSamples = c.window
+			if c.edit != nil {
+				c.edit(&m)
+			}
 			cfg := configOf(t, &m)
 			dv, err := tfprotov6.NewDynamicValue(cfg.Raw.Type(), cfg.Raw)
 			if err != nil {
@@ -603,13 +613,7 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 // TestContainerCountsReadTypeErrors: values a configuration can hold that
 // do not fit the engine's types name their attribute.
 func TestContainerCountsReadTypeErrors(t *testing.T) {
-	num := func(s string) types.Number {
-		f, _, err := big.ParseFloat(s, 10, 512, big.ToNearestEven)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return types.NumberValue(f)
-	}
+	num := func(s string) types.Number { return num(t, s) }
 	inf := types.NumberValue(new(big.Float).SetInf(false))
 	cases := []struct {
 		name   string
@@ -664,6 +668,16 @@ func TestContainerCountsReadTypeErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// num is a number of HCL's precision, from its decimal text.
+func num(t testing.TB, s string) types.Number {
+	t.Helper()
+	f, _, err := big.ParseFloat(s, 10, 512, big.ToNearestEven)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return types.NumberValue(f)
 }
 
 // setSample sets attribute name of sample i of a window to v.
