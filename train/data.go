@@ -82,8 +82,6 @@ type dataset struct {
 	rows    int
 	width   int
 	slots   int
-	// skipped are the series no example could come from, and why.
-	skipped []Skipped
 }
 
 func (d *dataset) useRow(r int) []float64 { return d.use[r*d.width : (r+1)*d.width] }
@@ -121,7 +119,6 @@ func (d *dataset) append(o *dataset) {
 	d.running = append(d.running, o.running...)
 	d.demand = append(d.demand, o.demand...)
 	d.rows += o.rows
-	d.skipped = append(d.skipped, o.skipped...)
 }
 
 // replicaTrace is how a host's usage follows from its replica count in a
@@ -162,6 +159,19 @@ func replicas(name string, v []float64, s Settings) replicaTrace {
 	return rt
 }
 
+// usable returns a series normalised for examples, or why no example can
+// come from it: too short for the window and horizon, or no usage.
+func usable(ser traces.Series, s Settings) (traces.Series, string) {
+	if len(ser.Values) < s.Window+s.Horizon+1 {
+		return traces.Series{}, fmt.Sprintf("%d samples, fewer than window %d + horizon %d + 1", len(ser.Values), s.Window, s.Horizon)
+	}
+	norm, err := traces.Normalize(ser, 1)
+	if err != nil {
+		return traces.Series{}, fmt.Sprintf("too little usage to learn from (%v)", err)
+	}
+	return norm, ""
+}
+
 // examples builds the data set of the given series.
 func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.Rand) (dataset, error) {
 	d := dataset{width: len(stats), slots: s.Slots}
@@ -172,19 +182,13 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 	meanAt := slices.Index(names, engine.FeatCPUReplicaMean) // -1: read it apart
 	const capMHz = 1000.0
 	samples := make([]engine.Sample, s.Window)
-	for si, ser := range series {
-		// A series no example can come from is left out, as simulate
-		// leaves it out of a replay (an idle VM of a public trace): the
-		// caller reports it.
-		if len(ser.Values) < s.Window+s.Horizon+1 {
-			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name, index: si,
-				Reason: fmt.Sprintf("%d samples, fewer than window %d + horizon %d + 1", len(ser.Values), s.Window, s.Horizon)})
-			continue
-		}
-		norm, err := traces.Normalize(ser, 1)
-		if err != nil {
-			d.skipped = append(d.skipped, Skipped{Family: ser.Family, Series: ser.Name, index: si, Reason: fmt.Sprintf("too little usage to learn from (%v)", err)})
-			continue
+	for _, ser := range series {
+		// The caller leaves out a series no example can come from (usable),
+		// as simulate leaves it out of a replay (an idle VM of a public
+		// trace), and reports it.
+		norm, why := usable(ser, s)
+		if why != "" {
+			return dataset{}, fmt.Errorf("train: series %s: %s", ser.Name, why)
 		}
 		v := norm.Values
 		rt := replicas(ser.Name, v, s)

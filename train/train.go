@@ -135,8 +135,6 @@ func headUse(name, on string, p *processor, d *dataset) HeadUse {
 // usage at all), left out of the training.
 type Skipped struct {
 	Family, Series, Reason string
-	// index is the series' place among those examples read.
-	index int
 }
 
 // FamilySplit is one family's side of the split.
@@ -175,8 +173,25 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		if f.IDs != nil && len(f.IDs) != len(f.Series) {
 			return nil, fmt.Errorf("train: family %s: %d identities for %d series", f.Name, len(f.IDs), len(f.Series))
 		}
-		tr, va, te := f.split(s)
+		// A series no example can come from is left out before the split,
+		// so that it takes no side: the split's rule that no side is left
+		// empty reads only series that count (five short files on the
+		// validation side left none to validate once they were dropped).
 		fs := FamilySplit{Name: f.Name}
+		kept := Family{Name: f.Name}
+		for i, ser := range f.Series {
+			if _, why := usable(ser, s); why != "" {
+				res.Skipped = append(res.Skipped, Skipped{Family: f.Name, Series: ser.Name, Reason: why})
+				fs.LeftOut = append(fs.LeftOut, ser.Name)
+				continue
+			}
+			kept.Series = append(kept.Series, ser)
+			if f.IDs != nil {
+				kept.IDs = append(kept.IDs, f.IDs[i])
+			}
+		}
+		f = &kept
+		tr, va, te := f.split(s)
 		pick := func(idx []int, names *[]string) []traces.Series {
 			out := make([]traces.Series, len(idx))
 			for i, j := range idx {
@@ -197,28 +212,6 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			return nil, err
 		}
 		valData.append(&v)
-		// A series left out neither trained nor validated: taken off its
-		// side by its place (names may repeat: a VM's days given apart,
-		// Family.IDs).
-		drop := func(names []string, sk []Skipped) []string {
-			gone := make(map[int]bool, len(sk))
-			for _, x := range sk {
-				if x.Family == "" {
-					x.Family = f.Name
-				}
-				res.Skipped = append(res.Skipped, x)
-				fs.LeftOut = append(fs.LeftOut, x.Series)
-				gone[x.index] = true
-			}
-			kept := names[:0]
-			for i, n := range names {
-				if !gone[i] {
-					kept = append(kept, n)
-				}
-			}
-			return kept
-		}
-		fs.Train, fs.Validate = drop(fs.Train, d.skipped), drop(fs.Validate, v.skipped)
 		res.Families = append(res.Families, fs)
 		res.TrainSeries = append(res.TrainSeries, fs.Train...)
 		res.HeldOut = append(res.HeldOut, fs.HeldOut...)

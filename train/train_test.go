@@ -698,6 +698,47 @@ func TestSeriesWithoutExamplesAreLeftOut(t *testing.T) {
 	}
 }
 
+// TestUnusableSeriesTakeNoSide: series no example can come from are left
+// out before the split, so they change no side: the sides are those of the
+// usable series alone, and none is listed as held out. Taken into the
+// split, five short files that hashed to the validation side left nothing
+// to validate once they were dropped (a user's trial: early stopping fell
+// back to the training loss, and a series moved to the training side).
+func TestUnusableSeriesTakeNoSide(t *testing.T) {
+	s := smallSettings()
+	s.Epochs = 1
+	usable := syntheticSet()[:4]
+	base, err := TrainFamilies([]Family{{Name: "fam", Series: usable}}, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(base.Families[0].Validate) == 0 {
+		t.Fatalf("the usable series alone validate none: %+v", base.Families[0])
+	}
+	series := append([]traces.Series(nil), usable...)
+	for i := range 40 {
+		short := usable[0]
+		short.Name = fmt.Sprintf("short-%02d", i)
+		short.Times, short.Values = short.Times[:20], short.Values[:20]
+		series = append(series, short)
+	}
+	res, err := TrainFamilies([]Family{{Name: "fam", Series: series}}, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := res.Families[0], base.Families[0]
+	if !slices.Equal(got.Train, want.Train) || !slices.Equal(got.Validate, want.Validate) || !slices.Equal(got.HeldOut, want.HeldOut) {
+		t.Errorf("with 40 short series: train %v, validate %v, held out %v; want %v, %v, %v (the usable series' sides)",
+			got.Train, got.Validate, got.HeldOut, want.Train, want.Validate, want.HeldOut)
+	}
+	if len(got.LeftOut) != 40 || len(res.Skipped) != 40 {
+		t.Errorf("left out %d, skipped %d; want the 40 short series", len(got.LeftOut), len(res.Skipped))
+	}
+	if _, ok := res.Capacity.Provenance.Metrics["early_stopping"]; ok {
+		t.Error("early stopping fell back to the training loss: no series left to validate")
+	}
+}
+
 // fitData is the examples fit's tests train and validate on: three
 // synthetic series to train, a fourth to validate, with s's statistics.
 func fitData(t *testing.T, s Settings) ([]Statistic, *rand.Rand, dataset, dataset) {

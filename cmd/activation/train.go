@@ -39,8 +39,11 @@ stops training early. A series needs at least %d samples (the %d-sample
 window, the %d-sample horizon and one more); a shorter one is left out,
 named in a warning on standard error, and a run left with no series to
 train on stops (a file of fewer than 2 samples, which says nothing of how
-usage varies, stops the run, naming it). --out is created when it does not exist.`, trainDefaults.MinSeriesSamples(),
-		trainDefaults.Window, trainDefaults.Horizon),
+usage varies, stops the run, naming it). The training side's series must together
+give at least one batch of %d examples (one per %d samples after the
+window, roughly: five series of 400 samples do not). --out is created when
+it does not exist.`, trainDefaults.MinSeriesSamples(),
+		trainDefaults.Window, trainDefaults.Horizon, trainDefaults.BatchSize, trainDefaults.Step),
 	examples: []string{
 		"# retrain the built-in models from the bundled series (go generate ./engine)",
 		"activation train --traces engine/testdata/traces/crane,engine/testdata/traces/planetlab --out engine/models",
@@ -166,8 +169,12 @@ func cmdTrain(args []string, e env) error {
 		}
 		lines = append(lines, fmt.Sprintf("  %s  %s  %v layers, %s", path, d, f.m.LayerSizes(), loss))
 	}
-	fmt.Fprintf(e.stdout, "trained on %d series (%s), held out %d (%s); %d examples, %s\n%s\n",
-		len(res.TrainSeries), listNames(res.TrainSeries, 12), len(res.HeldOut), listNames(res.HeldOut, 12),
+	var validated []string
+	for _, f := range res.Families {
+		validated = append(validated, f.Validate...)
+	}
+	fmt.Fprintf(e.stdout, "trained on %d series (%s), validated on %d (%s), held out %d (%s); %d examples, %s\n%s\n",
+		len(res.TrainSeries), listNames(res.TrainSeries, 12), len(validated), listNames(validated, 12), len(res.HeldOut), listNames(res.HeldOut, 12),
 		res.Examples, time.Since(start).Round(100*time.Millisecond), strings.Join(lines, "\n"))
 	if len(res.Skipped) > 0 {
 		fmt.Fprintf(e.stderr, "activation train: left out %d series no example can come from: %s\n", len(res.Skipped), train.SkippedText(res.Skipped, 10))
