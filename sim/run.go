@@ -330,7 +330,7 @@ func RunSources(ctx context.Context, src []Source, sc Scenario, policies []Polic
 					if u.err != nil {
 						fail(u.err)
 					} else {
-						tl, err := EvaluateAll(u.r, policies[t.p])
+						tl, err := EvaluateAll(ctx, u.r, policies[t.p])
 						if err != nil {
 							fail(err)
 						}

@@ -128,7 +128,7 @@ func TestSweepEqualsOneReplayPerKnob(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			all, err := EvaluateAll(r, p)
+			all, err := EvaluateAll(context.Background(), r, p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -132,6 +132,10 @@ func main() {
 		s := <-sigs
 		got.Store(s)
 		signal.Reset(watched...)
+		// Said at once, before the command is told: it may take a moment
+		// to stop, and a user who sees nothing interrupts again, which
+		// kills it.
+		fmt.Fprintf(e.stderr, "\nactivation %s: stopping (interrupt again to kill)\n", os.Args[1])
 		cancel()
 	}()
 	e.ctx = ctx

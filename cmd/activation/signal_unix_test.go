@@ -55,6 +55,9 @@ func TestInterruptEndsOnTheSignal(t *testing.T) {
 	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Errorf("ended with %v (exit status %d); want killed by SIGTERM after its clean-up", ee, ws.ExitStatus())
 	}
+	if !strings.Contains(stderr.String(), "activation train: stopping (interrupt again to kill)") {
+		t.Errorf("stderr %q; want it to say at once that it is stopping", stderr.String())
+	}
 	if !strings.Contains(stderr.String(), "interrupted; nothing written") {
 		t.Errorf("stderr %q; want it to say it was interrupted", stderr.String())
 	}
