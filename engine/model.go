@@ -109,23 +109,35 @@ func (e Edge) MarshalJSON() ([]byte, error) {
 	return json.Marshal([3]any{e.To, e.From, e.W})
 }
 
-// UnmarshalJSON reads [to, from, weight].
+// UnmarshalJSON reads [to, from, weight]: three JSON numbers (a number in
+// a string, "0.5", is refused, as everywhere else in a model file).
 func (e *Edge) UnmarshalJSON(b []byte) error {
-	var raw []json.Number
+	var compact bytes.Buffer
+	if json.Compact(&compact, b) == nil {
+		b = compact.Bytes() // the edge in one line, for the messages
+	}
+	var raw []json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return fmt.Errorf("an edge is [to, from, weight]: %w", err)
+		return fmt.Errorf("an edge is [to, from, weight]: got %s", b)
 	}
 	if len(raw) != 3 {
-		return fmt.Errorf("an edge is [to, from, weight]: got %d numbers", len(raw))
+		return fmt.Errorf("an edge is [to, from, weight]: got %d values, %s", len(raw), b)
 	}
-	to, err1 := raw[0].Int64()
-	from, err2 := raw[1].Int64()
+	nums := make([]json.Number, 3)
+	for i, r := range raw {
+		if len(r) == 0 || (r[0] != '-' && (r[0] < '0' || r[0] > '9')) {
+			return fmt.Errorf("an edge is [to, from, weight] of numbers: its %s is %s, not a number", [...]string{"to", "from", "weight"}[i], r)
+		}
+		nums[i] = json.Number(r)
+	}
+	to, err1 := nums[0].Int64()
+	from, err2 := nums[1].Int64()
 	if err1 != nil || err2 != nil || to < 0 || from < 0 || to > math.MaxInt32 || from > math.MaxInt32 {
 		return fmt.Errorf("an edge is [to, from, weight] with whole node indices >= 0: got %s", b)
 	}
-	w, err := raw[2].Float64()
+	w, err := nums[2].Float64()
 	if err != nil {
-		return fmt.Errorf("an edge's weight %s is not a number in range: got %s", raw[2], b)
+		return fmt.Errorf("an edge's weight %s is not a number in range: got %s", nums[2], b)
 	}
 	e.To, e.From, e.W = int(to), int(from), w
 	return nil

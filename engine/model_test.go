@@ -454,7 +454,7 @@ func TestSparseLayerErrorsNameTheEdge(t *testing.T) {
 	for _, tc := range []struct{ layer, field, reason string }{
 		{`{"activation":"relu","edges":[[0,0,1],[0,0,1e309]],"biases":[0]}`, "layers[0].edges[1]", "weight 1e309 is not a number in range"},
 		{`{"activation":"relu","edges":[[0,-1,1]],"biases":[0]}`, "layers[0].edges[0]", "whole node indices >= 0"},
-		{`{"activation":"relu","edges":[[0,0]],"biases":[0]}`, "layers[0].edges[0]", "got 2 numbers"},
+		{`{"activation":"relu","edges":[[0,0]],"biases":[0]}`, "layers[0].edges[0]", "got 2 values"},
 	} {
 		_, err := ParseModel([]byte(fmt.Sprintf(base, tc.layer)))
 		var me *ModelError
@@ -599,6 +599,37 @@ func TestLoadModelFileNotAFile(t *testing.T) {
 		_, err := LoadModelFile(c.path)
 		if err == nil || !strings.Contains(err.Error(), "loading model "+c.path+": "+c.want) {
 			t.Errorf("%s: %v, want %q", c.path, err, c.want)
+		}
+	}
+}
+
+// TestEdgeJSON: an edge is three JSON numbers; a number in a string (which
+// encoding/json's Number takes) is refused as every other quoted number of
+// a model file is, and a message shows the edge on one line.
+func TestEdgeJSON(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Edge
+		err  string
+	}{
+		{`[2, 0, 0.5]`, Edge{To: 2, From: 0, W: 0.5}, ""},
+		{`[0,1,-1e-3]`, Edge{To: 0, From: 1, W: -1e-3}, ""},
+		{`[2, 0, "0.5"]`, Edge{}, `its weight is "0.5", not a number`},
+		{`["2", 0, 0.5]`, Edge{}, `its to is "2", not a number`},
+		{`[2, true, 0.5]`, Edge{}, `its from is true, not a number`},
+		{`[2, 0, null]`, Edge{}, `its weight is null, not a number`},
+		{"[\n  2,\n  0,\n  1e400\n]", Edge{}, `an edge's weight 1e400 is not a number in range: got [2,0,1e400]`},
+		{`[0.5, 0, 0.1]`, Edge{}, `whole node indices >= 0: got [0.5,0,0.1]`},
+		{`[1, 2]`, Edge{}, `got 2 values, [1,2]`},
+		{`{"to": 1}`, Edge{}, `an edge is [to, from, weight]: got {"to":1}`},
+	} {
+		var e Edge
+		err := json.Unmarshal([]byte(c.in), &e)
+		switch {
+		case c.err == "" && (err != nil || e != c.want):
+			t.Errorf("%s: %+v, %v; want %+v", c.in, e, err, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s: %v; want one line holding %q", c.in, err, c.err)
 		}
 	}
 }
