@@ -104,6 +104,9 @@ const (
 	MaxReplicas = MaxQuotaCount
 	// MaxHostLabel bounds the host label, in bytes.
 	MaxHostLabel = 256
+	// MaxSampleTime bounds a sample's time, in Unix seconds (the year
+	// 5138): a larger one is most likely in milliseconds.
+	MaxSampleTime = 1e11
 	// DefaultMinSamples is the fewest usage samples a decision reads when
 	// the caller sets no minimum: one reading is no evidence of how usage
 	// varies.
@@ -186,12 +189,15 @@ func (o *Observation) Validate(role string) error {
 	for i, s := range o.Samples {
 		// The usual case is checked without building field names: a
 		// window of thousands of samples costs one pass.
-		if s.Time >= 0 && (i == 0 || s.Time > o.Samples[i-1].Time) &&
+		if s.Time >= 0 && s.Time < MaxSampleTime && (i == 0 || s.Time > o.Samples[i-1].Time) &&
 			s.CPUMHz >= 0 && s.CPUMHz <= cpuLimit && s.MemoryMB >= 0 && s.MemoryMB <= memLimit {
 			continue
 		}
 		if s.Time < 0 {
 			return bad(fmt.Sprintf("usage_samples[%d].time", i), "is %d; it must be a Unix time in seconds, >= 0", s.Time)
+		}
+		if s.Time >= MaxSampleTime {
+			return bad(fmt.Sprintf("usage_samples[%d].time", i), "is %d, past the year 5138 as Unix seconds: milliseconds? Times are Unix seconds", s.Time)
 		}
 		if i > 0 && s.Time <= o.Samples[i-1].Time {
 			return bad(fmt.Sprintf("usage_samples[%d].time", i), "%d is not after the previous sample's %d: samples must be in time order, oldest first, without repeats", s.Time, o.Samples[i-1].Time)

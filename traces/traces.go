@@ -41,6 +41,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/stats"
 )
 
@@ -269,8 +270,10 @@ func checkLength(s Series) error {
 }
 
 // MaxTime is the largest time a series may hold, in Unix seconds (the
-// year 5138): a larger one is most likely in milliseconds.
-const MaxTime = 1e11
+// year 5138): a larger one is most likely in milliseconds. It is the
+// engine's bound on a sample's time, so that a series replays as the
+// engine reads an observation.
+const MaxTime = engine.MaxSampleTime
 
 func parseTime(s string) (int64, error) {
 	i, err := strconv.ParseInt(s, 10, 64)

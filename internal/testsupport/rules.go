@@ -44,6 +44,11 @@ func InvalidInputs() []InvalidInput {
 		obs("infinite memory", engine.RoleSecond, "usage_samples[2].memory_mb", func(o *engine.Observation) { o.Samples[2].MemoryMB = math.Inf(1) }),
 		obs("out of order", engine.RoleFirst, "usage_samples[5].time", func(o *engine.Observation) { o.Samples[5].Time = o.Samples[4].Time }),
 		obs("negative time", engine.RoleFirst, "usage_samples[0].time", func(o *engine.Observation) { o.Samples[0].Time = -5 }),
+		obs("time in milliseconds", engine.RoleSecond, "usage_samples[0].time", func(o *engine.Observation) {
+			for i := range o.Samples {
+				o.Samples[i].Time *= 1000
+			}
+		}),
 		obs("empty window", engine.RoleSecond, "usage_samples", func(o *engine.Observation) { o.Samples = nil }),
 		obs("zero capacity", engine.RoleFirst, "cpu_capacity_mhz", func(o *engine.Observation) { o.CPUCapacityMHz = 0 }),
 		obs("capacity in Hz", engine.RoleSecond, "cpu_capacity_mhz", func(o *engine.Observation) { o.CPUCapacityMHz = 4e12 }),
