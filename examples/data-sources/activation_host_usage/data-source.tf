@@ -46,3 +46,20 @@ data "activation_host_usage" "pool" {
   group     = "back"
   samples   = 3
 }
+
+# A count for each node of the pool. activation_container_counts decides a
+# first and a second host together; for a capacity read of each node alone,
+# pass its observation as both and read the second host's count (the first
+# host's is then the same node's admission read, which this ignores). An
+# observation with wanted_replicas set is a first host's: the second host
+# refuses it.
+data "activation_container_counts" "per_node" {
+  for_each = data.activation_host_usage.pool
+
+  first  = each.value.observation
+  second = each.value.observation
+}
+
+output "back_containers_per_node" {
+  value = { for node, c in data.activation_container_counts.per_node : node => c.second_containers }
+}
