@@ -234,7 +234,11 @@ func (h *HostDecision) Reason() string {
 	if h.Host != "" {
 		fmt.Fprintf(&b, " %s", h.Host)
 	}
-	fmt.Fprintf(&b, ": %d containers = clamp(%d, %d, %s(%d x %s))", h.Containers, h.Quota.Min, h.Quota.Max, h.Quota.Rounding, h.Amount, strconv.FormatFloat(h.Quota.PerBranch, 'g', -1, 64))
+	containers := "containers"
+	if h.Containers == 1 {
+		containers = "container"
+	}
+	fmt.Fprintf(&b, ": %d %s = clamp(%d, %d, %s(%d x %s))", h.Containers, containers, h.Quota.Min, h.Quota.Max, h.Quota.Rounding, h.Amount, strconv.FormatFloat(h.Quota.PerBranch, 'g', -1, 64))
 	amountName := "A_in"
 	if h.Layer == LayerOutput {
 		amountName = "A_out"

@@ -522,3 +522,16 @@ func TestHostLabelNotUTF8(t *testing.T) {
 		t.Errorf("a printable label: %v", err)
 	}
 }
+
+// TestReasonCountsInEnglish: one container, not "1 containers".
+func TestReasonCountsInEnglish(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, ": 0 containers = "}, {1, ": 1 container = "}, {2, ": 2 containers = "}} {
+		h := HostDecision{Role: RoleFirst, Containers: c.n, Quota: Quota{Max: 4, PerBranch: 1, Rounding: RoundNearest}}
+		if got := h.Reason(); !strings.Contains(got, c.want) {
+			t.Errorf("%d: %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -89,6 +89,7 @@ func TestStepLimits(t *testing.T) {
 		{"hysteresis lets a real change through", Steps{Hysteresis: must("2")}, 10, 13, 0, 110, 13, 0},
 		{"relative hysteresis", Steps{Hysteresis: must("10%")}, 40, 37, 0, 110, 40, -3},
 		{"no limits", Steps{}, 2, 78, 0, 110, 78, 0},
+		{"none written", Steps{MaxUp: must(StepNone), MaxDown: must(" none "), Hysteresis: must(StepNone)}, 2, 78, 0, 110, 78, 0},
 		{"outside the quota moves in at once", Steps{MaxUp: must("1")}, 0, 12, 10, 20, 10, 2},
 		{"above the quota moves down at once", Steps{MaxDown: must("1")}, 50, 15, 10, 20, 20, -5},
 	}
@@ -106,7 +107,7 @@ func TestStepLimits(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"0", "-1", "x", "0%", "-5%", "NaN%", "1.5"} {
+	for _, bad := range []string{"0", "-1", "x", "0%", "-5%", "NaN%", "1.5", "None", "none%"} {
 		if _, err := ParseStep(bad); err == nil {
 			t.Errorf("step %q accepted", bad)
 		}

@@ -15,11 +15,15 @@ type Step struct {
 	Percent  float64
 }
 
-// ParseStep reads "4" (replicas) or "50%" (of the current count); "" is no
-// limit.
+// StepNone is the written form of no limit (the strategy's keys and the
+// CLI's flags take it).
+const StepNone = "none"
+
+// ParseStep reads "4" (replicas) or "50%" (of the current count); "" and
+// StepNone are no limit.
 func ParseStep(s string) (Step, error) {
 	s = strings.TrimSpace(s)
-	if s == "" {
+	if s == "" || s == StepNone {
 		return Step{}, nil
 	}
 	if p, ok := strings.CutSuffix(s, "%"); ok {

@@ -133,7 +133,7 @@ const (
 )
 
 // StepNone is the value of a step key that sets no limit.
-const StepNone = "none"
+const StepNone = engine.StepNone
 
 // Defaults.
 const (
@@ -301,11 +301,7 @@ func (r *configReader) step(key, def string, dst *engine.Step) {
 		r.fail(cfgErr(key, "is empty; it must be a whole number of replicas, a percentage such as \"50%%\", or %q for no limit (unset: %s)", StepNone, def))
 		return
 	}
-	if v == StepNone {
-		*dst = engine.Step{}
-		return
-	}
-	s, err := engine.ParseStep(v)
+	s, err := engine.ParseStep(v) // StepNone is no limit
 	if err != nil {
 		r.fail(cfgErr(key, "%v, or %q for no limit", err, StepNone))
 		return

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,11 @@ type policyCurve struct {
 	Name  string      `json:"name"`
 	Curve []sim.Point `json:"curve"`
 }
+
+// fullWriter fails every write as /dev/full does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
 
 // runCmd runs the command line in-process.
 func runCmd(t *testing.T, stdin string, terminal bool, args ...string) (code int, stdout, stderr string) {
@@ -409,6 +415,13 @@ func TestTrainWritesLoadableModels(t *testing.T) {
 			t.Errorf("%s: provenance epochs %q, want 2", f, m.Provenance.Settings["epochs"])
 		}
 	}
+	// A summary that cannot be written (standard output a full disk) is a
+	// failure, saying the models are written.
+	var errb bytes.Buffer
+	if code := run([]string{"train", "--traces", dir, "--out", out, "--epochs", "1"}, env{stdin: strings.NewReader(""), stdout: fullWriter{}, stderr: &errb}); code != exitError ||
+		!strings.Contains(errb.String(), "the models are written, but not the summary: no space left on device") {
+		t.Errorf("summary to a full disk: exit %d, %q", code, errb.String())
+	}
 	// Not on a terminal: no bar.
 	code, stdout, stderr = runCmd(t, "", false, "train", "--traces", dir, "--out", out, "--epochs", "1")
 	if code != exitOK {
@@ -724,7 +737,10 @@ type steppedRun struct {
 		}
 	} `json:"churn"`
 	Steps struct {
-		HoldBand float64 `json:"hold_band"`
+		HoldBand     float64 `json:"hold_band"`
+		MaxScaleUp   string  `json:"max_scale_up"`
+		MaxScaleDown string  `json:"max_scale_down"`
+		Hysteresis   string  `json:"hysteresis"`
 	} `json:"steps"`
 	Policies []policyCurve `json:"policies"`
 	stdout   string
@@ -781,6 +797,16 @@ func TestSimulateSteps(t *testing.T) {
 	code, stdout, _ := runCmd(t, "", false, "simulate", "--traces", seriesDir(t, 2, 300), "--split", "all", "--budget", "0.05", "--hysteresis", "3")
 	if code != exitOK || !strings.Contains(stdout, "churn: activation") || !strings.Contains(stdout, stepsPolicy) {
 		t.Errorf("table without churn:\n%s", stdout)
+	}
+}
+
+// "none" is no limit, as in the strategy's keys: with every step flag
+// "none" beside a hysteresis band, the band alone holds (the report says
+// no limit up or down).
+func TestSimulateStepNone(t *testing.T) {
+	doc := runStepped(t, "--max-scale-up", "none", "--max-scale-down", "none", "--hysteresis", "3")
+	if doc.Steps.MaxScaleUp != "" || doc.Steps.MaxScaleDown != "" || doc.Steps.Hysteresis != "3" {
+		t.Fatalf("steps %+v, want no limit up or down and hysteresis 3", doc.Steps)
 	}
 }
 

@@ -96,9 +96,9 @@ func cmdSimulate(args []string, e env) error {
 	fs.StringVar(&f.knob, "knob", sim.KnobOutputThreshold, "activation policy knob to sweep: output_threshold or per_branch")
 	fs.StringVar(&f.admission, "admission-model", engine.DefaultFirstModel, "first host's `model`: builtin:<name> or a model file")
 	fs.StringVar(&f.capacity, "capacity-model", engine.DefaultSecondModel, "second host's `model`: builtin:<name> or a model file")
-	fs.StringVar(&f.maxUp, "max-scale-up", "", "also replay the activation policy with step limits, as activation-steps: at most `N` replicas (or N%) up per decision")
-	fs.StringVar(&f.maxDown, "max-scale-down", "", "step limit of activation-steps: at most `N` replicas (or N%) down per decision")
-	fs.StringVar(&f.hysteresis, "hysteresis", "", "hysteresis band of activation-steps: a change of fewer than `N` replicas (or N%) is not made")
+	fs.StringVar(&f.maxUp, "max-scale-up", "", "also replay the activation policy with step limits, as activation-steps: at most `N` replicas (or N%, or none) up per decision")
+	fs.StringVar(&f.maxDown, "max-scale-down", "", "step limit of activation-steps: at most `N` replicas (or N%, or none) down per decision")
+	fs.StringVar(&f.hysteresis, "hysteresis", "", "hysteresis band of activation-steps: a change of fewer than `N` replicas (or N%; none: no band) is not made")
 	fs.Float64Var(&f.holdBand, "hold-band", 0, "hold band of activation-steps: a host keeps its count while it lies between the counts at output thresholds `B` logits stricter and looser (the strategy's hold_band)")
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
 	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
@@ -166,7 +166,7 @@ func cmdSimulate(args []string, e env) error {
 		to          *engine.Step
 	}{{"--max-scale-up", f.maxUp, &steps.MaxUp}, {"--max-scale-down", f.maxDown, &steps.MaxDown}, {"--hysteresis", f.hysteresis, &steps.Hysteresis}} {
 		if strings.TrimSpace(s.value) == "" && flagSet(fs, strings.TrimPrefix(s.flag, "--")) {
-			return usagef("%s: empty: give N replicas or N%%, or leave the flag out", s.flag)
+			return usagef("%s: empty: give N replicas, N%%, or %s, or leave the flag out", s.flag, engine.StepNone)
 		}
 		st, err := engine.ParseStep(s.value)
 		if err != nil {

@@ -173,9 +173,11 @@ func cmdTrain(args []string, e env) error {
 	for _, f := range res.Families {
 		validated = append(validated, f.Validate...)
 	}
-	fmt.Fprintf(e.stdout, "trained on %d series (%s), validated on %d (%s), held out %d (%s); %d examples, %s\n%s\n",
+	if _, err := fmt.Fprintf(e.stdout, "trained on %d series (%s), validated on %d (%s), held out %d (%s); %d examples, %s\n%s\n",
 		len(res.TrainSeries), listNames(res.TrainSeries, 12), len(validated), listNames(validated, 12), len(res.HeldOut), listNames(res.HeldOut, 12),
-		res.Examples, time.Since(start).Round(100*time.Millisecond), strings.Join(lines, "\n"))
+		res.Examples, time.Since(start).Round(100*time.Millisecond), strings.Join(lines, "\n")); err != nil {
+		return fmt.Errorf("the models are written, but not the summary: %w", err)
+	}
 	if len(res.Skipped) > 0 {
 		fmt.Fprintf(e.stderr, "activation train: left out %d series no example can come from: %s\n", len(res.Skipped), train.SkippedText(res.Skipped, 10))
 	}
