@@ -1025,15 +1025,15 @@ func TestAccHostUsage_timeout(t *testing.T) {
 	f := newUsageFixture(t)
 	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/web", Delay: 20 * time.Second})
 	accTest(t, resource.TestCase{Steps: []resource.TestStep{{
-		Config:      f.providerHCL("") + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"\n  group = \"front\"\n  samples = 1", "2s"),
+		Config:      f.providerHCL("") + usageWithTimeout(`node_name = "host-a"`+"\n  job = \"web\"\n  group = \"front\"\n  samples = 1", "2s"),
 		ExpectError: errRegexp(`Reading the host's usage timed out.*timeouts\.read, 2s.*read job "web"`),
 	}}})
 }
 
-// usageWithTimeout renders a data source "name" with raw body lines and a
+// usageWithTimeout renders a data source "test" with raw body lines and a
 // timeouts block.
-func usageWithTimeout(name, body, read string) string {
-	return fmt.Sprintf("\ndata \"activation_host_usage\" %q {\n  %s\n  timeouts {\n    read = %q\n  }\n}\n", name, body, read)
+func usageWithTimeout(body, read string) string {
+	return fmt.Sprintf("\ndata \"activation_host_usage\" \"test\" {\n  %s\n  timeouts {\n    read = %q\n  }\n}\n", body, read)
 }
 
 func TestAccHostUsage_validationErrors(t *testing.T) {
@@ -1077,17 +1077,17 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		{"samples 1/0", cfg("", with(huSamples, "1/0")), literal("Attribute samples: is +Inf; it must be a whole number from 1 to 60")},
 		{"interval too long", cfg("", with(huSampleInterval, "11")), literal("Attribute sample_interval_seconds: is 11; it must be a whole number from 1 to 10")},
 		{"timeout not a duration", func(t *testing.T) string {
-			return nomad(`    address = "http://127.0.0.1:1"`) + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"", "soon")
+			return nomad(`    address = "http://127.0.0.1:1"`) + usageWithTimeout(`node_name = "host-a"`+"\n  job = \"web\"", "soon")
 		}, `Invalid Attribute Value Time Duration.*"soon" must be a string containing a sequence of decimal numbers`},
 		{"timeout shorter than the waits", func(t *testing.T) string {
 			return nomad(`    address = "http://127.0.0.1:1"`) +
-				usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"\n  samples = 3\n  sample_interval_seconds = 5", "10s")
+				usageWithTimeout(`node_name = "host-a"`+"\n  job = \"web\"\n  samples = 3\n  sample_interval_seconds = 5", "10s")
 		}, literal("Attribute timeouts.read is 10s, no longer than the waits between samples (2 x 5s = 10s)")},
 		{"negative timeout", func(t *testing.T) string {
-			return nomad(`    address = "http://127.0.0.1:1"`) + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"\n  samples = 1", "-5s")
+			return nomad(`    address = "http://127.0.0.1:1"`) + usageWithTimeout(`node_name = "host-a"`+"\n  job = \"web\"\n  samples = 1", "-5s")
 		}, literal(`Attribute timeouts.read is -5s: it must be a positive duration, such as "3m"`)},
 		{"zero timeout", func(t *testing.T) string {
-			return nomad(`    address = "http://127.0.0.1:1"`) + usageWithTimeout("test", `node_name = "host-a"`+"\n  job = \"web\"", "0s")
+			return nomad(`    address = "http://127.0.0.1:1"`) + usageWithTimeout(`node_name = "host-a"`+"\n  job = \"web\"", "0s")
 		}, literal(`Attribute timeouts.read is 0s: it must be a positive duration`)},
 		{"empty node name", cfg("", with(huNodeName, `""`)), `Attribute node_name string length must be between 1 and`},
 		{"empty namespace", cfg("", with(huNamespace, `""`)), `Attribute namespace string length must be between 1 and`},
