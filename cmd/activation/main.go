@@ -187,6 +187,10 @@ func run(args []string, e env) int {
 	}
 	switch args[0] {
 	case "help":
+		if len(args) > 2 {
+			fmt.Fprintf(e.stderr, "activation help: %q after the command: help takes at most one command\n\n%s", args[2], usageText())
+			return exitUsage
+		}
 		if len(args) == 2 && args[1] != "help" { // help COMMAND is COMMAND -h
 			return run([]string{args[1], "-h"}, e)
 		}

@@ -527,6 +527,9 @@ func TestCommands(t *testing.T) {
 	if code, stdout, _ := runCmd(t, "", false, "help", "train"); code != exitOK || !strings.Contains(stdout, "usage: activation train") {
 		t.Errorf("help train: exit %d %q, want train's usage", code, stdout)
 	}
+	if code, stdout, stderr := runCmd(t, "", false, "help", "train", "extra"); code != exitUsage || stdout != "" || !strings.Contains(stderr, `"extra" after the command`) {
+		t.Errorf("help train extra: exit %d, stdout %q, stderr %q; want a usage error", code, stdout, stderr)
+	}
 	for _, arg := range []string{"help", "-h", "--help"} {
 		if code, stdout, stderr := runCmd(t, "", false, "help", arg); code != exitOK || !strings.Contains(stdout, "commands:") {
 			t.Errorf("help %s: exit %d, stdout %q, stderr %q; want the usage", arg, code, stdout, stderr)
