@@ -403,7 +403,7 @@ func (p *Processor) decideHost(o *Observation, role string, q Quota, band float6
 	h.Unclamped = q.Unclamped(h.Amount)
 	h.BranchTotal = an.TotalString()
 	h.Model = ModelRef{Name: p.model.Name, Digest: p.digest}
-	h.Evidence = w.fw.evidence()
+	h.Evidence = w.fw.evidence(o)
 	h.Activated = make([]string, len(counted))
 	for i, c := range counted {
 		h.Activated[i] = names[c].Name

@@ -394,3 +394,42 @@ func TestUnknownMemoryDemand(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowGapNoted: a window with a hole (a monitoring export missing
+// an hour, readings that stopped) says so in its evidence, naming where and
+// how large; a regular or merely jittery window says nothing.
+func TestWindowGapNoted(t *testing.T) {
+	times := func(ts ...int64) []Sample {
+		out := make([]Sample, len(ts))
+		for i, x := range ts {
+			out[i] = Sample{Time: x, CPUMHz: 100}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		samples []Sample
+		want    string // "" for no note
+	}{
+		{"regular", times(0, 60, 120, 180, 240), ""},
+		{"jitter", times(0, 50, 130, 170, 260), ""},
+		{"too few to tell", times(0, 6000), ""},
+		{"an hour missing", times(0, 60, 120, 3720, 3780, 3840), "a gap of 1h0m0s between samples 2 and 3, 60 times the window's usual spacing of 1m0s"},
+		{"at the ratio", times(0, 300, 600, 1800, 2100), "a gap of 20m0s between samples 2 and 3, 4 times the window's usual spacing of 5m0s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := testsupport.Flat(16000, 4, 400, 500, len(c.samples))
+			o.Samples = c.samples
+			d, err := Decide(HostInput{Observation: &o, MinSamples: min(len(c.samples), DefaultMinSamples)}, HostInput{Observation: testsupport.AsSecond(&o), MinSamples: min(len(c.samples), DefaultMinSamples)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range []HostDecision{d.First, d.Second} {
+				note := h.Evidence.Note
+				if c.want == "" && strings.Contains(note, "gap") || c.want != "" && !strings.Contains(note, c.want) {
+					t.Errorf("%s host: note %q, want %q", h.Role, note, c.want)
+				}
+			}
+		})
+	}
+}

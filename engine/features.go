@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/stats"
 )
@@ -415,8 +416,9 @@ const (
 	memNoteUnjudged
 )
 
-// evidence returns the Evidence of the last compute, its note written out.
-func (fw *featureWork) evidence() Evidence {
+// evidence returns the Evidence of the last compute (of o), its note
+// written out.
+func (fw *featureWork) evidence(o *Observation) Evidence {
 	ev := fw.ev
 	running, warm := ev.Running, fw.warm
 	switch fw.note {
@@ -437,7 +439,47 @@ func (fw *featureWork) evidence() Evidence {
 	case memNoteUnjudged:
 		ev.Note += "; memory not judged (memory capacity unknown)"
 	}
+	if g := windowGap(o.Samples); g.ratio > 0 {
+		ev.Note += fmt.Sprintf("; a gap of %s between samples %d and %d, %.0f times the window's usual spacing of %s: the models read samples, not time, so the usage before it counts as recent",
+			g.gap, g.after, g.after+1, g.ratio, g.usual)
+	}
 	return ev
+}
+
+// gapRatio is how many times a window's usual spacing one gap between
+// samples must be to be named (a monitoring export with a hole, readings
+// that stopped for a while).
+const gapRatio = 4
+
+// sampleGap is the largest gap of a window, when it is at least gapRatio
+// times the window's usual spacing (ratio 0 otherwise).
+type sampleGap struct {
+	gap, usual time.Duration
+	after      int // the sample before the gap
+	ratio      float64
+}
+
+// windowGap finds the largest gap between consecutive samples and compares
+// it with the mean spacing of the others (the window's span less the gap,
+// over the other intervals).
+func windowGap(ss []Sample) sampleGap {
+	if len(ss) < 3 {
+		return sampleGap{}
+	}
+	var g sampleGap
+	var largest int64
+	for i := 1; i < len(ss); i++ {
+		if d := ss[i].Time - ss[i-1].Time; d > largest {
+			largest, g.after = d, i-1
+		}
+	}
+	usual := float64(ss[len(ss)-1].Time-ss[0].Time-largest) / float64(len(ss)-2)
+	if usual <= 0 || float64(largest) < gapRatio*usual {
+		return sampleGap{}
+	}
+	g.gap, g.usual = time.Duration(largest)*time.Second, time.Duration(usual*float64(time.Second)).Round(time.Second)
+	g.ratio = float64(largest) / usual
+	return g
 }
 
 // room is the CPU and memory the workload may use on the host: its capacity
