@@ -46,12 +46,14 @@ type memReader struct {
 	node map[string]nomadusage.NodeState
 	// desired overrides a host's group count (default: its running
 	// replicas).
-	desired  map[string]int
-	noUsage  map[string]string // a reading without usage, and why
-	jobIndex uint64
-	calls    int
-	queries  [][]nomadusage.Query
-	opts     []nomadusage.Options
+	desired map[string]int
+	noUsage map[string]string // a reading without usage, and why
+	// elsewhere: a host's group also runs on other nodes
+	elsewhere map[string][]nomadusage.NodeCount
+	jobIndex  uint64
+	calls     int
+	queries   [][]nomadusage.Query
+	opts      []nomadusage.Options
 }
 
 func newMemReader(first, second engine.Observation) *memReader {
@@ -122,6 +124,9 @@ func (m *memReader) ReadHosts(_ context.Context, qs []nomadusage.Query, opts nom
 			r.Observation.ReplicaMemoryDemandMB = q.ReplicaMemoryDemandMB
 		}
 		r.Observation.Samples = samples
+		if q.Job != "" {
+			r.RunningElsewhere = m.elsewhere[q.Label]
+		}
 		if why := m.noUsage[q.Label]; why != "" { // as the reader for a down node
 			r.Observation.Samples, r.NoUsage = nil, why
 		}

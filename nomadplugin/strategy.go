@@ -430,6 +430,10 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 			e.noScale(why)
 			return outcomeFailed, nil
 		}
+		if why := groupElsewhere(h, rds[i]); why != "" {
+			e.noScale(why)
+			return outcomeFailed, nil
+		}
 		if obs[i], why = e.s.observe(e.eval.Check.Name, e.c, h, rds[i], e.eval.Metrics, e.now); why != "" {
 			e.noScale(why)
 			return outcomeFailed, nil
@@ -762,6 +766,24 @@ func othersAsReplicas(h *hostConfig, r *nomadusage.Reading, current int) string 
 	}
 	return fmt.Sprintf("%s host (%s): without %s, every running allocation on node %s counts as a replica of the scaled group, but it runs %d allocations of %d groups (%s) for a group count of %d: set %s and %s%s",
 		h.role, h.query.Host, KeyJob, r.NodeName, running, len(r.RunningGroups), strings.Join(r.RunningGroups, ", "), current, KeyJob, h.prefix, KeyGroup)
+}
+
+// groupElsewhere says why a host's group cannot be decided on when it runs
+// allocations on other nodes than the host's: its count is the host's
+// count, so the replicas elsewhere would follow this node's usage and
+// room (a selector that names the wrong node, or a group without a
+// constraint to its host).
+func groupElsewhere(h *hostConfig, r *nomadusage.Reading) string {
+	if len(r.RunningElsewhere) == 0 {
+		return ""
+	}
+	n, where := 0, make([]string, len(r.RunningElsewhere))
+	for i, e := range r.RunningElsewhere {
+		n += e.Count
+		where[i] = fmt.Sprintf("%d on %s", e.Count, e.Node)
+	}
+	return fmt.Sprintf("%s host (%s): group %q of job %q runs %d allocation(s) on other nodes (%s) and %d on node %s, but its count is this host's count: select the node the group runs on, or constrain the group to node %s",
+		h.role, h.query.Host, r.Group, r.Job, n, strings.Join(where, ", "), r.Observation.RunningReplicas, r.NodeName, r.NodeName)
 }
 
 // claimedOnNode is what other groups' claims added to a host's reading;

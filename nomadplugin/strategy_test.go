@@ -760,6 +760,9 @@ func TestNoScaling(t *testing.T) {
 		{name: "a refusal on one host is not hidden by a window filling on the other",
 			cfg:     func(m map[string]string) { m[KeyMinSamples] = "3"; m[PrefixSecond+KeyUsage] = UsageAPM },
 			metrics: metrics(100, math.NaN(), 120), want: "the engine refused the usage read: second host observation: usage_samples[1].cpu_mhz: is NaN"},
+		{name: "the group runs on another node too", reader: func(r *memReader) {
+			r.elsewhere = map[string][]nomadusage.NodeCount{engine.RoleFirst: {{Node: "host-b", Count: 2}}}
+		}, want: `first host (name="host-a"): group "front" of job "web" runs 2 allocation(s) on other nodes (2 on host-b) and `},
 		{name: "read deadline", reader: func(r *memReader) {
 			r.err[engine.RoleFirst] = fmt.Errorf("read stats of allocation a1 on node host-a: %w", errors.New("context deadline exceeded"))
 		}, want: "read stats of allocation a1 on node host-a: context deadline exceeded"},

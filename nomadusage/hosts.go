@@ -359,6 +359,7 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 	o.OtherReservedMemoryMB += stopMem
 	rd.NodeGroups = listed.shown()
 	mine := runningOn(stubs, n.id, ns, rd.Group)
+	rd.RunningElsewhere = runningElsewhere(stubs, n.id, ns, rd.Group)
 	results := make([]statsResult, len(mine))
 	stats := !q.NoStats
 	if stats && !n.state.clientAnswers() {
@@ -421,6 +422,26 @@ func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api
 			out = append(out, a)
 		}
 	}
+	return out
+}
+
+// runningElsewhere counts the group's running allocations on other nodes
+// than nodeID, by node, sorted by node.
+func runningElsewhere(stubs []*api.AllocationListStub, nodeID, ns, group string) []NodeCount {
+	by := map[string]int{}
+	for _, a := range stubs {
+		if a.NodeID != nodeID && a.TaskGroup == group && running(a.ClientStatus, a.DesiredStatus) && sameNamespace(a.Namespace, ns) {
+			by[cmp.Or(a.NodeName, a.NodeID)]++
+		}
+	}
+	if len(by) == 0 {
+		return nil
+	}
+	out := make([]NodeCount, 0, len(by))
+	for node, n := range by {
+		out = append(out, NodeCount{Node: node, Count: n})
+	}
+	slices.SortFunc(out, func(a, b NodeCount) int { return cmp.Compare(a.Node, b.Node) })
 	return out
 }
 

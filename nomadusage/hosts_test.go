@@ -1361,3 +1361,35 @@ func TestReadHostsStatsTimesSpread(t *testing.T) {
 		})
 	}
 }
+
+// TestReadHostsGroupElsewhere: a group with running allocations on other
+// nodes than the one read says where, by node, so that a controller
+// setting the group's count from this host's reading can refuse; a group
+// on its node alone says nothing.
+func TestReadHostsGroupElsewhere(t *testing.T) {
+	testsupport.StandinOnly(t, "a group placed on two nodes from Go")
+	s, err := nomadstandin.New()
+	must(t, err)
+	t.Cleanup(s.Close)
+	for _, name := range []string{"host-a", "host-b"} {
+		_, err := s.AddNode(nomadstandin.NodeSpec{Name: name, CPUMHz: 20000, MemoryMB: 65536})
+		must(t, err)
+	}
+	// "spread" has no constraint: the scheduler places each allocation on
+	// the node with the most free CPU, so two go one on each node.
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: "spread", Groups: []nomadstandin.GroupSpec{{Name: "g", Count: 2, CPUMHz: 1000, MemoryMB: 256}}}))
+	must(t, s.AddJob(nomadstandin.JobSpec{ID: "pinned", Groups: []nomadstandin.GroupSpec{{Name: "g", Count: 2, CPUMHz: 100, MemoryMB: 64, NodeName: "host-a"}}}))
+	client, err := api.NewClient(&api.Config{Address: s.URL(), TLSConfig: &api.TLSConfig{}})
+	must(t, err)
+	rs, err := (&Reader{Client: client}).ReadHosts(context.Background(), []Query{
+		{Host: HostSelector{Name: "host-a"}, Job: "spread", Group: "g", Label: "spread"},
+		{Host: HostSelector{Name: "host-a"}, Job: "pinned", Group: "g", Label: "pinned"},
+	}, Options{})
+	must(t, err)
+	if got, want := rs[0].RunningElsewhere, []NodeCount{{Node: "host-b", Count: 1}}; !slices.Equal(got, want) || rs[0].Observation.RunningReplicas != 1 {
+		t.Errorf("spread: %d running on host-a, elsewhere %v; want 1 and %v", rs[0].Observation.RunningReplicas, got, want)
+	}
+	if got := rs[1].RunningElsewhere; got != nil || rs[1].Observation.RunningReplicas != 2 {
+		t.Errorf("pinned: %d running on host-a, elsewhere %v; want 2 and none", rs[1].Observation.RunningReplicas, got)
+	}
+}

@@ -260,6 +260,12 @@ func (s NodeState) Why() string {
 	return strings.Join(why, " and ")
 }
 
+// NodeCount is a number of allocations on a node.
+type NodeCount struct {
+	Node  string
+	Count int
+}
+
 // Reading is one read of a host: an observation with one usage sample.
 type Reading struct {
 	NodeID   string
@@ -293,6 +299,11 @@ type Reading struct {
 	// OtherReservedMemoryMB (remembered for NodeCacheTTL: an allocation
 	// placed since is not in it), the reading's own group included.
 	NodeGroups []GroupOnNode
+	// RunningElsewhere, in a job reading, is the group's running
+	// allocations on other nodes than the one read, by node name (the ID
+	// when the listing gives no name), sorted: a group whose count is
+	// this host's count should run on it alone.
+	RunningElsewhere []NodeCount
 	// RunningGroups, in a reading without a job, are the groups
 	// ("namespace/job/group") whose running allocations the observation
 	// counts as its replicas, sorted.
