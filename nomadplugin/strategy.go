@@ -67,8 +67,9 @@ const (
 	MetaNamespace = "activation.namespace"
 	// MetaPlacement is the check's placement mode ("cap" or "report").
 	MetaPlacement = "activation.placement"
-	// MetaRequestDigest is set only when the plugin logs at trace level:
-	// the first 16 hex digits of the SHA-256 of the engine request's JSON,
+	// MetaRequestDigest is set when the plugin logs at trace level (as an
+	// external plugin it always does: the agent filters its logs): the
+	// first 16 hex digits of the SHA-256 of the engine request's JSON,
 	// which the "decision request" trace line carries in full, so that a
 	// scaling event can be matched with the request that made it.
 	MetaRequestDigest = "activation.request_digest"
