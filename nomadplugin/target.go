@@ -126,6 +126,10 @@ type Target struct {
 	mu     sync.Mutex
 	conn   *nomadconn.Conn
 	budget map[string]time.Duration
+	// held is why each job (namespace/job) was last found not ready, so
+	// that a hold is logged once when it starts or changes and once when
+	// it ends (the agent says nothing while it skips a policy).
+	held map[string]string
 }
 
 // NewTarget returns the target; logger is the one the plugin SDK gives.
@@ -453,7 +457,54 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	}
 	out.Ready = !st.JobStopped && !activeDeployment(dep, st.JobCreateIndex)
 	t.logger.Trace("status", "job", c.job, "ready", out.Ready, "count", out.Count, "stopped", st.JobStopped)
+	t.logHold(namespaceName(c.namespace)+"/"+c.job, holdReason(st, dep))
 	return out, nil
+}
+
+// holdReason is why a job is not ready to scale ("" when it is).
+func holdReason(st *api.JobScaleStatusResponse, dep *api.Deployment) string {
+	switch {
+	case st.JobStopped:
+		return "the job is stopped"
+	case activeDeployment(dep, st.JobCreateIndex):
+		why := fmt.Sprintf("deployment %s is %s", shortID(dep.ID), dep.Status)
+		if dep.StatusDescription != "" {
+			why += " (" + dep.StatusDescription + ")"
+		}
+		return why
+	}
+	return ""
+}
+
+// shortID is the first 8 characters of a Nomad ID, as its CLI shows them.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// logHold logs, at info level, when a job's hold starts or changes and
+// when it ends: the agent skips a policy whose target is not ready with a
+// trace line only, so a deployment that never finishes would otherwise
+// stop a policy in silence.
+func (t *Target) logHold(job, why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prev := t.held[job]
+	switch {
+	case why == prev:
+		return
+	case why == "":
+		delete(t.held, job)
+		t.logger.Info("ready to scale again", "job", job, "was", prev)
+		return
+	}
+	if t.held == nil {
+		t.held = map[string]string{}
+	}
+	t.held[job] = why
+	t.logger.Info("not ready to scale: the agent skips the job's policies until this ends", "job", job, "why", why)
 }
 
 // status is the groups' desired counts, running counts and newest event.

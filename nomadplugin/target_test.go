@@ -1,6 +1,7 @@
 package nomadplugin
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -752,5 +753,43 @@ func TestTargetBadMetaChangesNothing(t *testing.T) {
 	}
 	if got := w.counts(t); got != [2]int{2, 2} {
 		t.Errorf("counts %v after a refused action", got)
+	}
+}
+
+// TestTargetLogsHolds: the agent skips a policy whose target is not ready
+// with a trace line only, so the target says at info level when a job's
+// hold starts (naming the deployment, or a stopped job) and when it ends,
+// once each, not at every evaluation.
+func TestTargetLogsHolds(t *testing.T) {
+	w := newWorld(t, 2, 2)
+	var buf bytes.Buffer
+	tg := NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &buf}))
+	if err := tg.SetConfig(map[string]string{AgentKeyNomadAddress: w.s.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	lines := func() []string {
+		defer buf.Reset()
+		return strings.Split(strings.TrimSpace(buf.String()), "\n")
+	}
+	status(t, tg, tcfg)
+	if buf.Len() != 0 {
+		t.Fatalf("a ready job logged: %q", buf.String())
+	}
+	must(t, w.s.SetDeploymentActive("", wJob, true))
+	status(t, tg, tcfg)
+	status(t, tg, tcfg)
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "not ready to scale") || !strings.Contains(got[0], "job=default/"+wJob) || !strings.Contains(got[0], "deployment ") {
+		t.Errorf("two evaluations during a deployment logged %q, want one line naming the job and the deployment", got)
+	}
+	must(t, w.s.SetDeploymentActive("", wJob, false))
+	status(t, tg, tcfg)
+	status(t, tg, tcfg)
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "ready to scale again") {
+		t.Errorf("after the deployment: %q, want one line", got)
+	}
+	must(t, w.s.SetJobStopped("", wJob, true))
+	status(t, tg, tcfg)
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "the job is stopped") {
+		t.Errorf("a stopped job: %q", got)
 	}
 }
