@@ -408,6 +408,9 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	if c.window < 1 || c.window > MaxWindow {
 		return nil, cfgErr(KeyWindow, "is %d; it must be a whole number from 1 to %d", c.window, MaxWindow)
 	}
+	if c.minSamples < 0 {
+		return nil, cfgErr(KeyMinSamples, "is %d; it must be a whole number from 1 to %d (unset: %d)", c.minSamples, engine.MaxSamples, engine.DefaultMinSamples)
+	}
 	// 0 is the reader's (and the engine's) "unset": written in a check it
 	// would silently mean the default (min_answered 0, "no minimum",
 	// would mean 0.8; min_samples 0 would mean 3).
@@ -489,6 +492,9 @@ func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 			return err
 		}
 		q.QueuedReplicas = queued
+		if _, both := r.get(p + KeyWantedReplicas); both {
+			return cfgErr(p+KeyWantedReplicas, "is given with %s: give %s (replicas of one size) or %s (each with its own demand), not both", p+KeyQueued, p+KeyWantedReplicas, p+KeyQueued)
+		}
 	}
 	h.model = get(KeyModel)
 	if v, ok := r.get(p + KeyModel); ok && v == "" {
@@ -667,9 +673,29 @@ func (c *strategyConfig) keyFor(err error) (string, bool) {
 // *ConfigError naming the key; other errors pass through.
 func (c *strategyConfig) configError(err error) error {
 	if key, ok := c.keyFor(err); ok {
-		return &ConfigError{Key: key, Reason: engine.Reason(err)}
+		return &ConfigError{Key: key, Reason: itemReason(err)}
 	}
 	return err
+}
+
+// itemReason is an engine error's reason, led by the item of a list key it
+// is about ("queued_replicas[1].memory_mb" is item 2 of <host>_queued).
+func itemReason(err error) string {
+	why := engine.Reason(err)
+	_, _, field, _ := engine.FieldOf(err)
+	_, rest, ok := strings.Cut(field, "[")
+	if !ok {
+		return why
+	}
+	idx, sub, _ := strings.Cut(rest, "]")
+	i, convErr := strconv.Atoi(idx)
+	if convErr != nil {
+		return why
+	}
+	if sub = strings.TrimPrefix(sub, "."); sub != "" {
+		return fmt.Sprintf("item %d, its %s: %s", i+1, sub, why)
+	}
+	return fmt.Sprintf("item %d: %s", i+1, why)
 }
 
 // canonical is a stable string form of a config map, to cache parses.

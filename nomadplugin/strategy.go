@@ -518,7 +518,7 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 	if err != nil {
 		err = e.ownHost(e.oneError(err))
 		if key, ok := e.c.keyFor(err); ok {
-			return nil, outcomeFailed, &ConfigError{Key: key, Reason: engine.Reason(err)}
+			return nil, outcomeFailed, &ConfigError{Key: key, Reason: itemReason(err)}
 		}
 		if errors.Is(err, engine.ErrTooFewSamples) {
 			e.noScale(fmt.Sprintf("keeping the current count: %v", err))
