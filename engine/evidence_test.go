@@ -455,14 +455,14 @@ func TestPlacementSummaryNamesAMemoryShortfall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, pair := range [][2]HostDecision{{free.First, pinned.First}, {free.Second, pinned.Second}} {
-		own, min := pair[0], pair[1]
+		own, forcedUp := pair[0], pair[1]
 		if s := own.Placement.Summary(own.Containers); strings.Contains(s, "run short of memory") {
 			t.Errorf("host %d, the engine's own count %d: %q", i, own.Containers, s)
 		}
-		if !min.Placement.Fits || min.Containers != forced {
-			t.Fatalf("host %d: %d containers, fits %v; want the quota's 30, placeable at a smaller reservation", i, min.Containers, min.Placement.Fits)
+		if !forcedUp.Placement.Fits || forcedUp.Containers != forced {
+			t.Fatalf("host %d: %d containers, fits %v; want the quota's 30, placeable at a smaller reservation", i, forcedUp.Containers, forcedUp.Placement.Fits)
 		}
-		if s := min.Placement.Summary(min.Containers); !strings.Contains(s, "30 at their observed memory peak (1000 MB each) "+short) {
+		if s := forcedUp.Placement.Summary(forcedUp.Containers); !strings.Contains(s, "30 at their observed memory peak (1000 MB each) "+short) {
 			t.Errorf("host %d, 30 forced by the quota: %q, want it to name the shortfall", i, s)
 		}
 	}

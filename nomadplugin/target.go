@@ -492,10 +492,10 @@ func (t *Target) logHold(job, why string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev := t.held[job]
-	switch {
-	case why == prev:
+	switch why {
+	case prev:
 		return
-	case why == "":
+	case "":
 		delete(t.held, job)
 		t.logger.Info("ready to scale again", "job", job, "was", prev)
 		return
