@@ -433,37 +433,3 @@ func TestWindowGapNoted(t *testing.T) {
 		})
 	}
 }
-
-// A count a quota's min forces above what the replicas' observed memory
-// peaks allow is placeable (the reservation shrinks to fit) but would not
-// run: the placement's summary says the host would run short of memory. A
-// count the engine chose itself says nothing of the kind.
-func TestPlacementSummaryNamesAMemoryShortfall(t *testing.T) {
-	o := testsupport.Flat(16000, 4, 200, 500, 30)
-	o.MemoryCapacityMB, o.RequestedMemoryMB, o.ReplicaMemoryDemandMB = 8192, 4*512, 512
-	for i := range o.Samples {
-		o.Samples[i].MemoryMB = 4 * 1000 // 1000 MB per replica: 8 fit in 8192 MB
-	}
-	const short = "need more than the 8192 MB free: the host would run short of memory"
-	free, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	forced := 30
-	pinned, err := Decide(HostInput{Observation: &o, Quota: &QuotaSpec{Min: &forced}}, HostInput{Observation: testsupport.AsSecond(&o), Quota: &QuotaSpec{Min: &forced}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, pair := range [][2]HostDecision{{free.First, pinned.First}, {free.Second, pinned.Second}} {
-		own, forcedUp := pair[0], pair[1]
-		if s := own.Placement.Summary(own.Containers); strings.Contains(s, "run short of memory") {
-			t.Errorf("host %d, the engine's own count %d: %q", i, own.Containers, s)
-		}
-		if !forcedUp.Placement.Fits || forcedUp.Containers != forced {
-			t.Fatalf("host %d: %d containers, fits %v; want the quota's 30, placeable at a smaller reservation", i, forcedUp.Containers, forcedUp.Placement.Fits)
-		}
-		if s := forcedUp.Placement.Summary(forcedUp.Containers); !strings.Contains(s, "30 at their observed memory peak (1000 MB each) "+short) {
-			t.Errorf("host %d, 30 forced by the quota: %q, want it to name the shortfall", i, s)
-		}
-	}
-}

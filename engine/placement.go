@@ -74,11 +74,6 @@ func (pl *Placement) Summary(count int) string {
 	}
 	if pl.Fits {
 		s += fmt.Sprintf("; reserving %d MHz, %d MB (memory_max %d MB) %s places all %d", pl.CPUMHz, pl.MemoryMB, pl.MemoryMaxMB, each, count)
-		if own := count; pl.Queued == 0 && pl.FreeMemoryMB > 0 && own > 0 && float64(own*pl.MemoryMaxMB) > pl.FreeMemoryMB {
-			// Placed, but not run: the reservation fits, the replicas' own
-			// peaks do not (a quota's min above the engine's count).
-			s += fmt.Sprintf(", but %d at their observed memory peak (%d MB each) need more than the %.0f MB free: the host would run short of memory", own, pl.MemoryMaxMB, pl.FreeMemoryMB)
-		}
 	} else {
 		s += fmt.Sprintf("; even the smallest reservation, %d MHz, %d MB %s, does not place all %d", pl.CPUMHz, pl.MemoryMB, each, count)
 	}
