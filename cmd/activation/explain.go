@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/strictjson"
@@ -67,13 +68,23 @@ func cmdExplain(args []string, e env) error {
 	}
 	dec, err := req.Decide()
 	if err != nil {
-		// min_samples and hold_band are the request's, for both hosts:
-		// the engine checks them per host and names the first it checks.
-		var oe *engine.ObservationError
-		if errors.As(err, &oe) && (oe.Field == "min_samples" || oe.Field == "hold_band") {
-			return fmt.Errorf("request %s: field %s (for both hosts): %s (found deciding the %s host)", name, oe.Field, oe.Reason, oe.Host)
+		// One line per wrong input. min_samples and hold_band are the
+		// request's, for both hosts: the engine checks them per host, and
+		// the line names the first host it found them on, once.
+		var lines []string
+		shared := map[string]bool{}
+		for _, err := range engine.Errors(err) {
+			var oe *engine.ObservationError
+			if errors.As(err, &oe) && (oe.Field == "min_samples" || oe.Field == "hold_band") {
+				if !shared[oe.Field] {
+					shared[oe.Field] = true
+					lines = append(lines, fmt.Sprintf("field %s (for both hosts): %s (found deciding the %s host)", oe.Field, oe.Reason, oe.Host))
+				}
+				continue
+			}
+			lines = append(lines, err.Error())
 		}
-		return fmt.Errorf("request %s: %w", name, err)
+		return fmt.Errorf("request %s: %s", name, strings.Join(lines, "\n"))
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(e.stdout)

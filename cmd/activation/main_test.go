@@ -337,6 +337,14 @@ func TestExplainBadRequest(t *testing.T) {
 		{"missing file", "", []string{"--request", filepath.Join(t.TempDir(), "none.json")}, exitError, "--request"},
 		{"an array", "[" + string(good) + "]", []string{"--request", "-"}, exitError, "not a JSON object"},
 		{"a request-wide field", strings.Replace(string(good), "{", `{"hold_band":-1,`, 1), []string{"--request", "-"}, exitError, "field hold_band (for both hosts): is -1"},
+		{"both hosts wrong: both named", edit(func(d map[string]any) {
+			sample(d, "first", 2)["cpu_mhz"] = -1
+			d["second"].(map[string]any)["running_replicas"] = -3
+		}), []string{"--request", "-"}, exitError, "first host observation: usage_samples[2].cpu_mhz: is -1; it must be a finite number >= 0\nsecond host observation: running_replicas: is -3"},
+		{"a request-wide field and the second host wrong: both named, the shared one once", edit(func(d map[string]any) {
+			d["hold_band"] = -1
+			d["second"].(map[string]any)["running_replicas"] = -3
+		}), []string{"--request", "-"}, exitError, "(found deciding the first host)\nsecond host observation: running_replicas: is -3"},
 		{"null", "null", []string{"--request", "-"}, exitError, "not a JSON object"},
 		{"no second host", `{"first":` + string(firstOnly) + `}`, []string{"--request", "-"}, exitError, "field second: missing"},
 		{"a host in capitals", strings.Replace(string(good), `"first"`, `"FIRST"`, 1), []string{"--request", "-"}, exitError, `field FIRST: names are case-sensitive: want "first"`},
@@ -364,6 +372,10 @@ func TestExplainBadRequest(t *testing.T) {
 		if stdout != "" {
 			t.Errorf("%s: wrote %q to stdout on error", c.name, stdout)
 		}
+	}
+	// A request-wide field both hosts refuse is said once.
+	if _, _, stderr := runCmd(t, strings.Replace(string(good), "{", `{"hold_band":-1,`, 1), false, "explain", "--request", "-"); strings.Count(stderr, "hold_band") != 1 {
+		t.Errorf("hold_band refused on both hosts: %q, want it named once", stderr)
 	}
 }
 
