@@ -415,6 +415,7 @@ func TestWindowGapNoted(t *testing.T) {
 		{"jitter", times(0, 50, 130, 170, 260), ""},
 		{"too few to tell", times(0, 6000), ""},
 		{"an hour missing", times(0, 60, 120, 3720, 3780, 3840), "a gap of 1h0m0s between samples 2 and 3, 60 times the window's usual spacing of 1m0s"},
+		{"a gap beyond a Duration", times(0, 60, 120, 1e10), "a gap of 115741 days between samples 2 and 3"},
 		{"at the ratio", times(0, 300, 600, 1800, 2100), "a gap of 20m0s between samples 2 and 3, 4 times the window's usual spacing of 5m0s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

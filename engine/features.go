@@ -441,7 +441,7 @@ func (fw *featureWork) evidence(o *Observation) Evidence {
 	}
 	if g := windowGap(o.Samples); g.ratio > 0 {
 		ev.Note += fmt.Sprintf("; a gap of %s between samples %d and %d, %.0f times the window's usual spacing of %s: the models read samples, not time, so the usage before it counts as recent",
-			g.gap, g.after, g.after+1, g.ratio, g.usual)
+			seconds(g.gap), g.after, g.after+1, g.ratio, seconds(g.usual))
 	}
 	return ev
 }
@@ -452,11 +452,21 @@ func (fw *featureWork) evidence(o *Observation) Evidence {
 const gapRatio = 4
 
 // sampleGap is the largest gap of a window, when it is at least gapRatio
-// times the window's usual spacing (ratio 0 otherwise).
+// times the window's usual spacing (ratio 0 otherwise); gap and usual in
+// seconds.
 type sampleGap struct {
-	gap, usual time.Duration
+	gap, usual float64
 	after      int // the sample before the gap
 	ratio      float64
+}
+
+// seconds writes a span of seconds as a duration ("1h0m0s"), or in days
+// beyond what a time.Duration holds (sample times reach 1e11 s).
+func seconds(s float64) string {
+	if s < 1e9 {
+		return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%.0f days", s/86400)
 }
 
 // windowGap finds the largest gap between consecutive samples and compares
@@ -477,7 +487,7 @@ func windowGap(ss []Sample) sampleGap {
 	if usual <= 0 || float64(largest) < gapRatio*usual {
 		return sampleGap{}
 	}
-	g.gap, g.usual = time.Duration(largest)*time.Second, time.Duration(usual*float64(time.Second)).Round(time.Second)
+	g.gap, g.usual = float64(largest), usual
 	g.ratio = float64(largest) / usual
 	return g
 }

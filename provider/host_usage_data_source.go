@@ -422,15 +422,6 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		"node": last.NodeName, "node_id": last.NodeID, "samples": len(obs.Samples),
 		"cpu_capacity_mhz": obs.CPUCapacityMHz, "running_replicas": obs.RunningReplicas,
 	})
-	if len(last.RunningElsewhere) > 0 {
-		where := make([]string, len(last.RunningElsewhere))
-		for i, e := range last.RunningElsewhere {
-			where[i] = fmt.Sprintf("%d on %s", e.Count, e.Node)
-		}
-		resp.Diagnostics.AddAttributeWarning(m.selectorPath(), "The group runs on other nodes too",
-			fmt.Sprintf("Group %q of job %q runs allocations on other nodes (%s) besides the %d on node %s: the observation holds this node's alone, so a count decided from it is this node's, not the group's. Constrain the group to the node to set its count from this host.",
-				last.Group, last.Job, strings.Join(where, ", "), obs.RunningReplicas, last.NodeName))
-	}
 	om := observationFromEngine(&obs)
 	objVal, diags := types.ObjectValueFrom(ctx, observationAttrTypes, &om)
 	resp.Diagnostics.Append(diags...)

@@ -488,29 +488,6 @@ func TestHostUsageReadInProcess(t *testing.T) {
 	}
 }
 
-// TestHostUsageGroupElsewhereWarns: a group that also runs on other nodes
-// than the one read gives its observation with a warning that a count from
-// it is this node's, not the group's.
-func TestHostUsageGroupElsewhereWarns(t *testing.T) {
-	f := newUsageFixture(t)
-	// Pool edge is host-a (6000 MHz free) and host-b (3400 MHz free): the
-	// first 3000 MHz replica goes to host-a, the second to host-b.
-	if err := f.s.AddJob(nomadstandin.JobSpec{ID: "spread", Groups: []nomadstandin.GroupSpec{{Name: "g", Count: 2, CPUMHz: 3000, MemoryMB: 256, NodePool: "edge"}}}); err != nil {
-		t.Fatal(err)
-	}
-	m := nullUsageModel()
-	m.NodeName = types.StringValue("host-a")
-	m.Job = types.StringValue("spread")
-	m.Samples = wholeValue(1)
-	got, diags := readUsageInProcess(t, f.standInBlock(""), m)
-	if !strings.Contains(diags, `The group runs on other nodes too`) || !strings.Contains(diags, `(1 on host-b) besides the 1 on node host-a`) {
-		t.Fatalf("diagnostics %q, want a warning naming host-b", diags)
-	}
-	if o := engineObservation(t, got); o.RunningReplicas != 1 {
-		t.Errorf("running %d, want host-a's 1", o.RunningReplicas)
-	}
-}
-
 func testHostUsageReadInProcessReal(t *testing.T) {
 	client, getenv := realNomad(t)
 	node := readyNodes(t, client)[0]
