@@ -31,15 +31,21 @@ func (f *Family) id(i int) string {
 
 // split returns the indices of the training, validation and held-out
 // series: by identity (traces.SplitByName on the identities), so no
-// identity is on two sides.
-func (f *Family) split(s Settings) (trainIdx, valIdx, testIdx []int) {
-	var ids []traces.Series
+// identity is on two sides. The held-out side is split over every
+// identity, as a replay splits the same series; the validation side over
+// the identities of the rest with a series usable[i], and only usable
+// series are returned on any side.
+func (f *Family) split(s Settings, usable []bool) (trainIdx, valIdx, testIdx []int) {
+	var ids, kept []traces.Series
 	seen := map[string]bool{}
+	hasUsable := map[string]bool{}
 	for i := range f.Series {
-		if id := f.id(i); !seen[id] {
+		id := f.id(i)
+		if !seen[id] {
 			seen[id] = true
 			ids = append(ids, traces.Series{Name: id})
 		}
+		hasUsable[id] = hasUsable[id] || usable[i]
 	}
 	side := map[string]int{}
 	rest := ids
@@ -50,13 +56,21 @@ func (f *Family) split(s Settings) (trainIdx, valIdx, testIdx []int) {
 			side[t.Name] = 2
 		}
 	}
-	if len(rest) >= 2 {
-		_, val := traces.SplitByName(rest, s.ValShare, s.SplitSeed+1)
+	for _, r := range rest {
+		if hasUsable[r.Name] {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) >= 2 {
+		_, val := traces.SplitByName(kept, s.ValShare, s.SplitSeed+1)
 		for _, t := range val {
 			side[t.Name] = 1
 		}
 	}
 	for i := range f.Series {
+		if !usable[i] {
+			continue
+		}
 		switch side[f.id(i)] {
 		case 2:
 			testIdx = append(testIdx, i)

@@ -173,25 +173,22 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		if f.IDs != nil && len(f.IDs) != len(f.Series) {
 			return nil, fmt.Errorf("train: family %s: %d identities for %d series", f.Name, len(f.IDs), len(f.Series))
 		}
-		// A series no example can come from is left out before the split,
-		// so that it takes no side: the split's rule that no side is left
-		// empty reads only series that count (five short files on the
-		// validation side left none to validate once they were dropped).
+		// A series no example can come from is left out. The held-out
+		// side is split over every series, as simulate --split test
+		// splits the same files, so that no series it holds out is
+		// trained on; the validation side over the usable rest alone, so
+		// that series left out take no place there (five short files on
+		// the validation side left none to validate once dropped).
 		fs := FamilySplit{Name: f.Name}
-		kept := Family{Name: f.Name}
+		ok := make([]bool, len(f.Series))
 		for i, ser := range f.Series {
-			if _, why := usable(ser, s); why != "" {
+			_, why := usable(ser, s)
+			if ok[i] = why == ""; !ok[i] {
 				res.Skipped = append(res.Skipped, Skipped{Family: f.Name, Series: ser.Name, Reason: why})
 				fs.LeftOut = append(fs.LeftOut, ser.Name)
-				continue
-			}
-			kept.Series = append(kept.Series, ser)
-			if f.IDs != nil {
-				kept.IDs = append(kept.IDs, f.IDs[i])
 			}
 		}
-		f = &kept
-		tr, va, te := f.split(s)
+		tr, va, te := f.split(s, ok)
 		pick := func(idx []int, names *[]string) []traces.Series {
 			out := make([]traces.Series, len(idx))
 			for i, j := range idx {

@@ -358,7 +358,11 @@ func TestMultiplexAndIdentitySplit(t *testing.T) {
 			f.IDs = append(f.IDs, fmt.Sprintf("vm%d", vm))
 		}
 	}
-	tr, va, te := f.split(s.withDefaults())
+	all := make([]bool, len(f.Series))
+	for i := range all {
+		all[i] = true
+	}
+	tr, va, te := f.split(s.withDefaults(), all)
 	side := map[string]string{}
 	for name, idx := range map[string][]int{"train": tr, "validate": va, "held out": te} {
 		for _, i := range idx {
@@ -736,6 +740,45 @@ func TestUnusableSeriesTakeNoSide(t *testing.T) {
 	}
 	if _, ok := res.Capacity.Provenance.Metrics["early_stopping"]; ok {
 		t.Error("early stopping fell back to the training loss: no series left to validate")
+	}
+}
+
+// TestHeldOutAsSimulateSplits: the held-out side is split over every
+// series, as simulate --split test splits the same files, so a series a
+// replay holds out is never trained on, whatever series are left out as
+// unusable. Two usable series that both hash to the held-out side beside a
+// short one on the training side: split over the usable ones alone, the
+// rule that no side is empty moved one of them to training.
+func TestHeldOutAsSimulateSplits(t *testing.T) {
+	s := smallSettings()
+	s.Epochs = 1
+	// Names by their side in a split of many (no side empty, so no name
+	// is moved).
+	var names []traces.Series
+	for i := range 400 {
+		names = append(names, traces.Series{Name: fmt.Sprintf("vm-%03d", i)})
+	}
+	trainSide, testSide := traces.SplitByName(names, s.HeldOutShare, s.SplitSeed)
+	base := syntheticSet()
+	u1, u2, short := base[0], base[1], base[2]
+	u1.Name, u2.Name, short.Name = testSide[0].Name, testSide[1].Name, trainSide[0].Name
+	short.Times, short.Values = short.Times[:20], short.Values[:20]
+	series := []traces.Series{u1, u2, short}
+	_, replayHeld := traces.SplitByName(series, s.HeldOutShare, s.SplitSeed)
+	if len(replayHeld) != 2 {
+		t.Fatalf("the premise fails: a replay holds out %v, want %s and %s", replayHeld, u1.Name, u2.Name)
+	}
+	res, err := TrainFamilies([]Family{{Name: "fam", Series: series}}, s, nil)
+	if err == nil {
+		for _, name := range res.TrainSeries {
+			if name == u1.Name || name == u2.Name {
+				t.Fatalf("trained on %s, which a replay of these files holds out (trained on %v)", name, res.TrainSeries)
+			}
+		}
+		return
+	}
+	if !strings.Contains(err.Error(), "no training series") {
+		t.Fatalf("error %v, want no training series (the only training-side series is too short)", err)
 	}
 }
 
