@@ -492,8 +492,22 @@ func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 			return err
 		}
 		q.QueuedReplicas = queued
-		if _, both := r.get(p + KeyWantedReplicas); both {
+		if p == PrefixFirst && q.WantedReplicas != 0 {
 			return cfgErr(p+KeyWantedReplicas, "is given with %s: give %s (replicas of one size) or %s (each with its own demand), not both", p+KeyQueued, p+KeyWantedReplicas, p+KeyQueued)
+		}
+	}
+	if p == PrefixSecond {
+		// The engine refuses a queue on the second host too; said here
+		// with the key, before an engine rule on the pair could name its
+		// own fields.
+		_, queued := r.get(p + KeyQueued)
+		for _, c := range []struct {
+			key   string
+			given bool
+		}{{KeyQueued, queued}, {KeyWantedReplicas, q.WantedReplicas != 0}} {
+			if c.given {
+				return cfgErr(p+c.key, "is the first host's alone: the second host's count is how many replicas of the observed workload its capacity processor reads as safe, which no queue moves")
+			}
 		}
 	}
 	h.model = get(KeyModel)
