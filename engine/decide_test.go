@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	. "github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testfifo"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
@@ -101,9 +101,7 @@ func TestDecideRejectsBadInput(t *testing.T) {
 	}
 	// Model sources that cannot be read.
 	fifo := filepath.Join(t.TempDir(), "model.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfifo.Mkfifo(t, fifo)
 	for _, src := range []struct{ first, second, host string }{
 		{"builtin:missing", "", RoleFirst},
 		{"", os.DevNull, RoleSecond},

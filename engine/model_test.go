@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testfifo"
 )
 
 func validModel(t *testing.T) *Model {
@@ -588,9 +589,7 @@ func TestBuiltinModelNamesExact(t *testing.T) {
 func TestLoadModelFileNotAFile(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "model.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfifo.Mkfifo(t, fifo)
 	for _, c := range []struct{ path, want string }{
 		{dir, "is a directory, not a file"},
 		{fifo, "is a named pipe, not a file"},

@@ -442,6 +442,7 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	q := (&api.QueryOptions{Namespace: c.namespace}).WithContext(ctx)
 	st, _, err := client.Jobs().ScaleStatus(c.job, q)
 	if nomadconn.IsStatus(err, http.StatusNotFound) {
+		t.forgetHold(namespaceName(c.namespace) + "/" + c.job)
 		return nil, fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404): nothing to scale; the policy is read again on its next evaluation, so it resumes once the job is registered", TargetName, ErrJobNotFound, c.job, namespaceName(c.namespace))
 	}
 	if err != nil {
@@ -482,6 +483,14 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// forgetHold drops a job's hold without a word (the job is gone: its
+// policies fail on that instead).
+func (t *Target) forgetHold(job string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.held, job)
 }
 
 // logHold logs, at info level, when a job's hold starts or changes and

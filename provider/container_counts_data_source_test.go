@@ -575,8 +575,10 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 		// The counts beside the window, known at validation.
 		{"fractional running replicas", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond).WithAttributeName(obsRunningReplicas),
 			"Attribute second.running_replicas: is 2.5; it must be a whole number", func(m *containerCountsModel) { m.Second.RunningReplicas = num(t, "2.5") }},
-		{"wanted replicas beyond 32 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrFirst).WithAttributeName(obsWantedReplicas),
+		{"wanted replicas beyond 64 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrFirst).WithAttributeName(obsWantedReplicas),
 			"Attribute first.wanted_replicas: is 1e+30, beyond a 64-bit whole number", func(m *containerCountsModel) { m.First.WantedReplicas = num(t, "1e30") }},
+		{"running replicas beyond 32 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond).WithAttributeName(obsRunningReplicas),
+			"Attribute second.running_replicas: is 3000000000, beyond a 32-bit whole number", func(m *containerCountsModel) { m.Second.RunningReplicas = num(t, "3000000000") }},
 		{"a count not known yet", tuple(good), nil, "", func(m *containerCountsModel) { m.First.WarmingReplicas = types.NumberUnknown() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

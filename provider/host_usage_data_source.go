@@ -517,7 +517,7 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 	case errors.Is(err, nomadusage.ErrMissingData):
 		diags.AddError("Nomad did not report everything the read needs", fmt.Sprintf("Nomad at %s: %s.", addr, msg))
 	case nomadconn.IsStatus(err, http.StatusForbidden):
-		token := "no ACL token was sent (set the provider's nomad.token, or NOMAD_TOKEN), or one was needed"
+		token := "no ACL token was sent, and this Nomad needs one: set the provider's nomad.token (or NOMAD_TOKEN, unless ignore_env_vars names it)"
 		if tokenFrom != "" {
 			token = "the ACL token in " + tokenFrom + " is unknown to Nomad, expired, or may not read nodes and allocations"
 		}

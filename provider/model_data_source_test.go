@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -13,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testfifo"
 )
 
 func TestModelSchema(t *testing.T) {
@@ -133,9 +133,7 @@ func TestAccModel_errors(t *testing.T) {
 		}, `Attribute source: .*version: unknown version 99`},
 		{"a FIFO, which would block a reader", func(t *testing.T) string {
 			p := filepath.Join(t.TempDir(), "model.json")
-			if err := syscall.Mkfifo(p, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			testfifo.Mkfifo(t, p)
 			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(p)})
 		}, `Attribute source: .*model\.json: is a named pipe, not a file`},
 		{"a directory", func(t *testing.T) string {

@@ -310,16 +310,16 @@ func TestMeterReadsTheSweep(t *testing.T) {
 }
 
 // TestEvaluateAllStopsOnItsContext: a sweep over one long series stops
-// when its context ends, not after the series (an interrupt of simulate
-// took 9 s to act on an 89,632-sample series); a policy without a sweep
-// stops between its knob values.
+// when its context ends part way through, not after the series (an
+// interrupt of simulate took 9 s to act on an 89,632-sample series); a
+// policy without a sweep stops between its knob values.
 func TestEvaluateAllStopsOnItsContext(t *testing.T) {
 	all := loadCrane(t)
 	r, err := Prepare(all[0], Shifted(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Decisions() <= ctxEvery {
+	if r.Decisions() <= 3*ctxEvery {
 		t.Fatalf("%d decisions: too few to show a stop inside the sweep", r.Decisions())
 	}
 	act, err := Activation(ActivationConfig{})
@@ -327,10 +327,29 @@ func TestEvaluateAllStopsOnItsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []Policy{act, MaxWindow()} {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
+		// The context ends at its third look: inside the sweep for a
+		// Sweeper (decision 2 x ctxEvery), between values otherwise.
+		ctx := &endsAfter{Context: context.Background(), looks: 3}
 		if _, err := EvaluateAll(ctx, r, p); !errors.Is(err, context.Canceled) {
-			t.Errorf("%s with its context ended: %v, want context.Canceled", p.Name(), err)
+			t.Errorf("%s with its context ended part way: %v, want context.Canceled", p.Name(), err)
+		}
+		if ctx.seen != 3 {
+			t.Errorf("%s looked at its context %d times, want 3 (it stopped at the first ended look)", p.Name(), ctx.seen)
 		}
 	}
+}
+
+// endsAfter is a context whose Err is context.Canceled from its looks-th
+// call on.
+type endsAfter struct {
+	context.Context
+	looks, seen int
+}
+
+func (c *endsAfter) Err() error {
+	c.seen++
+	if c.seen >= c.looks {
+		return context.Canceled
+	}
+	return nil
 }

@@ -320,8 +320,10 @@ func EvaluateAll(ctx context.Context, r *Replay, p Policy) ([]Tally, error) {
 	}
 	D := r.Decisions()
 	for d := 0; d < D; d++ {
-		if d%ctxEvery == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+		if d%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
 		for k := range next {
 			copy(next[k], prev[k])

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testfifo"
 	"github.com/activation-scheduler/terraform-provider-activation/stats"
 )
 
@@ -460,9 +460,7 @@ func TestReadRefusesNonRegularFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "b.csv")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testfifo.Mkfifo(t, fifo)
 	done := make(chan error, 1)
 	go func() {
 		_, err := LoadDir(dir)
