@@ -456,13 +456,15 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.Ready = !st.JobStopped && !activeDeployment(dep, st.JobCreateIndex)
+	why := holdReason(st, dep)
+	out.Ready = why == ""
 	t.logger.Trace("status", "job", c.job, "ready", out.Ready, "count", out.Count, "stopped", st.JobStopped)
-	t.logHold(namespaceName(c.namespace)+"/"+c.job, holdReason(st, dep))
+	t.logHold(namespaceName(c.namespace)+"/"+c.job, why)
 	return out, nil
 }
 
-// holdReason is why a job is not ready to scale ("" when it is).
+// holdReason is why a job is not ready to scale: stopped, or a deployment
+// of this incarnation in progress ("" when it is ready).
 func holdReason(st *api.JobScaleStatusResponse, dep *api.Deployment) string {
 	switch {
 	case st.JobStopped:

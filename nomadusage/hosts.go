@@ -358,8 +358,8 @@ func (ev *evaluation) readGroup(ctx context.Context, h *hostRead, job *api.Job, 
 	o.OtherReservedCPUMHz += stopCPU
 	o.OtherReservedMemoryMB += stopMem
 	rd.NodeGroups = listed.shown()
-	mine := runningOn(stubs, n.id, ns, rd.Group)
-	rd.RunningElsewhere = runningElsewhere(stubs, n.id, ns, rd.Group)
+	mine, elsewhere := runningOn(stubs, n.id, ns, rd.Group)
+	rd.RunningElsewhere = elsewhere
 	results := make([]statsResult, len(mine))
 	stats := !q.NoStats
 	if stats && !n.state.clientAnswers() {
@@ -414,35 +414,26 @@ func (rd *Reading) fromJob(job *api.Job, group *api.TaskGroup, ns string, coreMH
 // runningOn is the group's running allocations on the node, from the job's
 // allocation list: running and meant to run (one Nomad is stopping runs on
 // through its shutdown_delay and kill_timeout and gets no traffic: no
-// replica, though its reservation holds until it stops; see reserves).
-func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) []*api.AllocationListStub {
-	var out []*api.AllocationListStub
-	for _, a := range stubs {
-		if a.NodeID == nodeID && a.TaskGroup == group && running(a.ClientStatus, a.DesiredStatus) && sameNamespace(a.Namespace, ns) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// runningElsewhere counts the group's running allocations on other nodes
-// than nodeID, by node, sorted by node.
-func runningElsewhere(stubs []*api.AllocationListStub, nodeID, ns, group string) []NodeCount {
+// replica, though its reservation holds until it stops; see reserves); and
+// how many run on other nodes, by node name (the ID when the listing gives
+// no name), sorted (nil when none does).
+func runningOn(stubs []*api.AllocationListStub, nodeID, ns, group string) (mine []*api.AllocationListStub, elsewhere []NodeCount) {
 	by := map[string]int{}
 	for _, a := range stubs {
-		if a.NodeID != nodeID && a.TaskGroup == group && running(a.ClientStatus, a.DesiredStatus) && sameNamespace(a.Namespace, ns) {
+		if a.TaskGroup != group || !running(a.ClientStatus, a.DesiredStatus) || !sameNamespace(a.Namespace, ns) {
+			continue
+		}
+		if a.NodeID == nodeID {
+			mine = append(mine, a)
+		} else {
 			by[cmp.Or(a.NodeName, a.NodeID)]++
 		}
 	}
-	if len(by) == 0 {
-		return nil
-	}
-	out := make([]NodeCount, 0, len(by))
 	for node, n := range by {
-		out = append(out, NodeCount{Node: node, Count: n})
+		elsewhere = append(elsewhere, NodeCount{Node: node, Count: n})
 	}
-	slices.SortFunc(out, func(a, b NodeCount) int { return cmp.Compare(a.Node, b.Node) })
-	return out
+	slices.SortFunc(elsewhere, func(a, b NodeCount) int { return cmp.Compare(a.Node, b.Node) })
+	return mine, elsewhere
 }
 
 // stoppingOn is what the group's allocations on the node reserve that are
