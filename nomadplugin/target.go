@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,6 +129,10 @@ type Target struct {
 	// that a hold is logged once when it starts or changes and once when
 	// it ends (the agent says nothing while it skips a policy).
 	held map[string]string
+	// fights are the groups (namespace/job/group) whose recent scaling
+	// events show policies of both modes at work, so that it is logged
+	// once when it starts and once when it ends.
+	fights map[string]string
 }
 
 // NewTarget returns the target; logger is the one the plugin SDK gives.
@@ -441,12 +444,12 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	client := s.conn.Client()
 	q := (&api.QueryOptions{Namespace: c.namespace}).WithContext(ctx)
 	st, _, err := client.Jobs().ScaleStatus(c.job, q)
-	if nomadconn.IsStatus(err, http.StatusNotFound) {
+	if nomadconn.IsNotFound(err) {
 		t.forgetHold(namespaceName(c.namespace) + "/" + c.job)
 		return nil, fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404): nothing to scale; the policy is read again on its next evaluation, so it resumes once the job is registered", TargetName, ErrJobNotFound, c.job, namespaceName(c.namespace))
 	}
 	if err != nil {
-		return nil, deadlineErr(ctx, PluginKeyStatusTimeout, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), err)
+		return nil, deadlineErr(ctx, PluginKeyStatusTimeout, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), nomadconn.Explain(err))
 	}
 	dep, _, err := client.Jobs().LatestDeployment(c.job, q)
 	if err != nil {
@@ -460,6 +463,10 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	out.Ready = why == ""
 	t.logger.Trace("status", "job", c.job, "ready", out.Ready, "count", out.Count, "stopped", st.JobStopped)
 	t.logHold(namespaceName(c.namespace)+"/"+c.job, why)
+	since := uint64(time.Now().Add(-fightWindow).UnixNano())
+	for _, g := range c.names() {
+		t.logFight(namespaceName(c.namespace)+"/"+c.job+"/"+g, modeSwitches(st.TaskGroups[g].Events, since))
+	}
 	return out, nil
 }
 
@@ -516,6 +523,84 @@ func (t *Target) logHold(job, why string) {
 	}
 	t.held[job] = why
 	t.logger.Info("not ready to scale: the agent skips the job's policies until this ends", "job", job, "why", why)
+}
+
+// fightWindow is how far back Status reads a group's scaling events for
+// policies of both modes.
+const fightWindow = time.Hour
+
+// Modes of the policy that wrote a scaling event (see eventMode).
+const (
+	modeSplit   = "a split-mode policy (role split)"
+	modePerHost = "a per-host policy (role first or second)"
+)
+
+// eventMode is the mode of the policy whose action wrote a scaling event:
+// "" for an event no activation check decided (the agent's own action, a
+// person's nomad job scale) and for a dry run's (it changed nothing).
+func eventMode(e api.ScalingEvent) string {
+	if _, dry := e.Meta[MetaDryRunCount]; dry {
+		return ""
+	}
+	switch role, _ := e.Meta[MetaRole].(string); role {
+	case RoleSplit:
+		return modeSplit
+	case RoleFirst, RoleSecond:
+		return modePerHost
+	}
+	return ""
+}
+
+// modeSwitches counts how often a group's scaling events since since
+// (Nomad's newest first) change from one mode's policy to the other's.
+// One change is a move from one mode to the other; two or more are
+// policies of both modes scaling the group, each undoing the other's count.
+func modeSwitches(events []api.ScalingEvent, since uint64) int {
+	n, last := 0, ""
+	for _, e := range events {
+		if e.Time < since {
+			break
+		}
+		m := eventMode(e)
+		if m == "" {
+			continue
+		}
+		if last != "" && m != last {
+			n++
+		}
+		last = m
+	}
+	return n
+}
+
+// logFight warns, once when it starts and once when it ends, about a group
+// that policies of both modes scale: the docs say one mode per job, and
+// nothing else would tell the two apart from a workload that flaps.
+func (t *Target) logFight(group string, switches int) {
+	why := ""
+	if switches >= 2 {
+		why = fmt.Sprintf("%d changes between %s and %s in the last %s", switches, modeSplit, modePerHost, fightWindow)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prev := t.fights[group]
+	switch {
+	case why == "" && prev == "":
+		return
+	case why == "":
+		delete(t.fights, group)
+		t.logger.Info("the group's scaling events show one mode again", "group", group)
+		return
+	case prev != "":
+		t.fights[group] = why
+		return
+	}
+	if t.fights == nil {
+		t.fights = map[string]string{}
+	}
+	t.fights[group] = why
+	t.logger.Warn("policies of both modes scale this group, each undoing the other's count: keep one mode per job (split mode, or per-host policies)",
+		"group", group, "events", why)
 }
 
 // status is the groups' desired counts, running counts and newest event.

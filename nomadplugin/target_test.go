@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +14,9 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad-autoscaler/plugins/shared"
 	"github.com/hashicorp/nomad-autoscaler/sdk"
+	"github.com/hashicorp/nomad/api"
 
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
@@ -791,5 +794,115 @@ func TestTargetLogsHolds(t *testing.T) {
 	status(t, tg, tcfg)
 	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "the job is stopped") {
 		t.Errorf("a stopped job: %q", got)
+	}
+}
+
+// TestTargetWarnsOfBothModes: a split-mode policy and a per-host policy on
+// one group undo each other's counts; Status warns once, naming the group,
+// when the group's events change mode twice, and not for a move from one
+// mode to the other.
+func TestTargetWarnsOfBothModes(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	var buf bytes.Buffer
+	tg := NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &buf}))
+	if err := tg.SetConfig(map[string]string{AgentKeyNomadAddress: w.s.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	split := func(f, s int) {
+		t.Helper()
+		must(t, tg.Scale(sdk.ScalingAction{Count: int64(f + s), Meta: withMeta(quotaMeta(f, s, 0, 10, 0, 10), MetaRole, RoleSplit)}, tcfg))
+	}
+	perHost := func(n int) {
+		t.Helper()
+		must(t, tg.Scale(sdk.ScalingAction{Count: int64(n), Meta: withMeta(quotaMeta(n, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, gcfg))
+	}
+	warnings := func() []string {
+		t.Helper()
+		defer buf.Reset()
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			if strings.Contains(l, "[WARN]") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	// A move from split mode to a per-host policy: one change, no warning.
+	split(4, 3)
+	perHost(5)
+	status(t, tg, tcfg)
+	status(t, tg, gcfg)
+	if got := warnings(); len(got) != 0 {
+		t.Fatalf("one move between the modes warned: %q", got)
+	}
+	// A dry run of split mode writes nothing: no change of mode.
+	must(t, tg.Scale(sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(3, 2, 0, 10, 0, 10), MetaRole, RoleSplit)}, withKeys(tcfg, TargetKeyDryRun, "true")))
+	status(t, tg, gcfg)
+	if got := warnings(); len(got) != 0 {
+		t.Fatalf("a split-mode dry run after a per-host policy warned: %q", got)
+	}
+	// The split-mode policy scales the group again: two changes.
+	split(2, 3)
+	status(t, tg, tcfg)
+	status(t, tg, gcfg)
+	got := warnings()
+	if len(got) != 1 || !strings.Contains(got[0], "policies of both modes scale this group") || !strings.Contains(got[0], "group=default/"+wJob+"/"+wFirst) ||
+		!strings.Contains(got[0], "2 changes") {
+		t.Fatalf("two policies of both modes on one group: warnings %q, want one naming the group and the changes", got)
+	}
+	perHost(6)
+	status(t, tg, gcfg)
+	if got := warnings(); len(got) != 0 {
+		t.Errorf("the same fight warned again: %q", got)
+	}
+}
+
+func TestModeSwitches(t *testing.T) {
+	ev := func(at uint64, kv ...any) api.ScalingEvent {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return api.ScalingEvent{Time: at, Meta: m}
+	}
+	split, first, second := ev(90, MetaRole, RoleSplit), ev(90, MetaRole, RoleFirst), ev(90, MetaRole, RoleSecond)
+	cases := []struct {
+		name   string
+		events []api.ScalingEvent
+		want   int
+	}{
+		{"none", nil, 0},
+		{"one mode", []api.ScalingEvent{split, split, split}, 0},
+		{"a move", []api.ScalingEvent{first, first, split, split}, 1},
+		{"both roles of per-host policies are one mode", []api.ScalingEvent{first, second, first}, 0},
+		{"a fight", []api.ScalingEvent{split, first, split, second}, 3},
+		{"the agent's and a person's events do not count", []api.ScalingEvent{split, ev(90), first, ev(90, "x", 1), split}, 2},
+		{"dry runs do not count", []api.ScalingEvent{split, ev(90, MetaRole, RoleFirst, MetaDryRunCount, 3.0), split}, 0},
+		{"events before the window do not count", []api.ScalingEvent{split, first, ev(10, MetaRole, RoleSplit), ev(10, MetaRole, RoleFirst)}, 1},
+	}
+	for _, c := range cases {
+		if got := modeSwitches(c.events, 50); got != c.want {
+			t.Errorf("%s: %d changes, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTargetNotNomad: an address that reaches another HTTP server answers
+// 404 for the job, without Nomad's headers: not "job not found" (which
+// reads as a job to register), but an error saying the address may not be
+// Nomad's API.
+func TestTargetNotNomad(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	tg := targetAt(t, map[string]string{AgentKeyNomadAddress: srv.URL})
+	_, err := tg.Status(tcfg)
+	if errors.Is(err, ErrJobNotFound) || !errors.Is(err, nomadconn.ErrNotNomad) || !strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("Status: %v; want ErrNotNomad naming the address, not ErrJobNotFound", err)
+	}
+	for cfg, role := range map[*map[string]string]string{&tcfg: RoleSplit, &gcfg: RoleFirst} {
+		err := tg.Scale(sdk.ScalingAction{Count: 3, Meta: withMeta(quotaMeta(3, 0, 0, 10, 0, 10), MetaRole, role)}, *cfg)
+		if errors.Is(err, ErrJobNotFound) || !errors.Is(err, nomadconn.ErrNotNomad) {
+			t.Errorf("Scale (%v): %v; want ErrNotNomad, not ErrJobNotFound", *cfg, err)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
@@ -1391,5 +1392,29 @@ func TestReadHostsGroupElsewhere(t *testing.T) {
 	}
 	if got := rs[1].RunningElsewhere; got != nil || rs[1].Observation.RunningReplicas != 2 {
 		t.Errorf("pinned: %d running on host-a, elsewhere %v; want 2 and none", rs[1].Observation.RunningReplicas, got)
+	}
+}
+
+// TestReadNotNomad: an address that reaches another HTTP server (404 for
+// every path, without Nomad's index headers) reads as neither a missing
+// job nor a missing node, whichever selector names the host, but as an
+// address that may not be Nomad's API.
+func TestReadNotNomad(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	conn, err := nomadconn.New(nomadconn.Settings{Address: srv.URL}, nomadconn.MapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := &Reader{Client: conn.Client()}
+	for _, q := range []Query{
+		{Host: HostSelector{NodeID: "6f1e2d3c-0000-4000-8000-000000000001"}, Job: "web", Group: "front", ReplicaCPUDemandMHz: 1},
+		{Host: HostSelector{Name: "host-a"}, Job: "web", Group: "front", ReplicaCPUDemandMHz: 1},
+		{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 1},
+	} {
+		_, err := rd.ReadHosts(context.Background(), []Query{q}, Options{})
+		if !errors.Is(err, nomadconn.ErrNotNomad) || errors.Is(err, ErrJobNotFound) || errors.Is(err, ErrNodeNotFound) {
+			t.Errorf("%+v: %v; want ErrNotNomad, neither a missing job nor a missing node", q, err)
+		}
 	}
 }

@@ -498,7 +498,7 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 		diags.AddAttributeError(p, "Cannot find the host", fmt.Sprintf("Attribute %s: %s.", p, msg))
 	case errors.Is(err, nomadusage.ErrJobNotFound):
 		p := path.Root(huJob)
-		if !nomadconn.IsStatus(err, http.StatusNotFound) && !m.Group.IsNull() {
+		if !nomadconn.IsNotFound(err) && !m.Group.IsNull() {
 			p = path.Root(huGroup) // the job exists, the group does not
 		}
 		diags.AddAttributeError(p, "Cannot find the workload", fmt.Sprintf("Attribute %s: %s.", p, msg))
@@ -523,6 +523,9 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 		}
 		diags.AddError("Nomad refused the request",
 			fmt.Sprintf("Nomad at %s answered 403 (permission denied): %s. %s", addr, token, msg))
+	case errors.Is(err, nomadconn.ErrNotNomad):
+		diags.AddError("The Nomad address may not be Nomad's API",
+			fmt.Sprintf("%s answered 404 without Nomad's X-Nomad-Index header: check the provider's nomad.address (or NOMAD_ADDR, unless ignore_env_vars names it). %s", addr, msg))
 	case statusOf(err) != 0:
 		diags.AddError("Nomad answered with an error",
 			fmt.Sprintf("Nomad at %s answered HTTP %d while reading the host's usage: %s", addr, statusOf(err), msg))

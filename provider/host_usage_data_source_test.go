@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
@@ -1147,6 +1149,7 @@ func TestAddNomadError(t *testing.T) {
 		m.ReplicaCPUDemandMHz = numberValue(10)
 	})
 	notFound, forbidden, serverError := nomadErrors(t)
+	notNomad := notNomadError(t)
 	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
 	cases := []struct {
@@ -1172,6 +1175,7 @@ func TestAddNomadError(t *testing.T) {
 		{"missing data without a job", nil, noJob, fmt.Errorf("%w: Memory", nomadusage.ErrMissingData), "", "Nomad did not report everything the read needs"},
 		{"forbidden", nil, byName, forbidden, "", "Nomad refused the request"},
 		{"server error", nil, byName, fmt.Errorf("list: %w", serverError), "", "Nomad answered with an error"},
+		{"not Nomad's 404", nil, jobGroup, fmt.Errorf("read job: %w", nomadconn.Explain(notNomad)), "", "The Nomad address may not be Nomad's API"},
 		{"transport", nil, byName, errors.New("dial tcp: connection refused"), "", "Cannot read the host's usage from Nomad"},
 		{"read timeout", expired, byName, fmt.Errorf("list nodes to find h: %w", context.DeadlineExceeded), "", "Reading the host's usage timed out"},
 		{"request timeout", nil, byName, fmt.Errorf("read job: %w", &url.Error{Op: "Get", URL: "http://nomad.test:4646/v1/job/j", Err: timeoutError{}}), "", "A request to Nomad timed out"},
@@ -1239,6 +1243,23 @@ func nomadErrors(t *testing.T) (notFound, forbidden, serverError error) {
 		}
 	}
 	return notFound, forbidden, serverError
+}
+
+// notNomadError is the error a 404 without Nomad's index headers gives: an
+// address that reaches another HTTP server.
+func notNomadError(t *testing.T) error {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	c, err := nomadconn.New(nomadconn.Settings{Address: srv.URL}, nomadconn.MapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.Client().Jobs().Info("web", nil)
+	if nomadconn.IsNotFound(err) || !errors.Is(nomadconn.Explain(err), nomadconn.ErrNotNomad) {
+		t.Fatalf("want a 404 without Nomad's headers, got %v", err)
+	}
+	return err
 }
 
 // A job's namespace "*" (Nomad's wildcard for lists) is refused on the

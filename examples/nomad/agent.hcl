@@ -25,7 +25,7 @@ policy {
   # File policies: the split mode (one policy, host-quota target in split
   # mode) in policies/split; the per-host mode (two policies, host-quota
   # target in single-group mode) in policies/per-host. Use one folder per
-  # job, never both.
+  # job, never both (host-quota warns when it sees both modes scale a group).
   dir                         = "./policies/split"
   default_evaluation_interval = "10s"
   default_cooldown            = "30s"

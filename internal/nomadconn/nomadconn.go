@@ -445,6 +445,9 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if unreadable != nil {
 		text += t.conn.RedactString(fmt.Sprintf(" (the answer's body could not be read whole: %v)", unreadable))
 	}
+	if resp.StatusCode == http.StatusNotFound && resp.Header.Get("X-Nomad-Index") == "" {
+		text += fmt.Sprintf(" (%s %s)", t.conn.address, noIndexNote)
+	}
 	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
 		// Not followed (see New): say where it pointed, so that the
 		// address can be set there.
@@ -475,6 +478,42 @@ func cutAt(body []byte, n int, secrets []string) []byte {
 		}
 	}
 	return body[:cut]
+}
+
+// noIndexNote ends the text of a 404 answer that carries no X-Nomad-Index
+// header, after the address (see IsNotFound).
+const noIndexNote = "answered without an X-Nomad-Index header"
+
+// ErrNotNomad: a 404 without Nomad's index headers (see IsNotFound).
+var ErrNotNomad = errors.New("not Nomad's answer for a missing job or node, which carries its X-Nomad-Index header: " +
+	"the address may not be Nomad's HTTP API (another server, or a path a proxy does not forward); check the Nomad address")
+
+// IsNotFound reports whether err is Nomad's 404 for a job, node,
+// allocation, evaluation or deployment it does not have. Nomad sets a
+// read's query meta (X-Nomad-Index, X-Nomad-KnownLeader) before it answers
+// such a 404; a 404 without it is a path Nomad does not serve, or a server
+// that is not Nomad (a wrong NOMAD_ADDR reaching another HTTP server),
+// which must not read as "job not found": Explain says so. Nomad's client
+// endpoints (an allocation's stats) answer their 404s without the
+// headers: read those with IsStatus.
+func IsNotFound(err error) bool {
+	return IsStatus(err, http.StatusNotFound) && !notNomad(err)
+}
+
+// Explain is err, naming ErrNotNomad when it is a 404 without Nomad's
+// index headers.
+func Explain(err error) error {
+	if notNomad(err) {
+		return fmt.Errorf("%w: %w", ErrNotNomad, err)
+	}
+	return err
+}
+
+// notNomad reports whether err is a 404 the transport found without
+// Nomad's index headers.
+func notNomad(err error) bool {
+	var ue api.UnexpectedResponseError
+	return errors.As(err, &ue) && ue.HasStatusCode() && ue.StatusCode() == http.StatusNotFound && strings.HasSuffix(ue.Body(), noIndexNote+")")
 }
 
 // IsStatus reports whether err is a Nomad API answer with this HTTP status.

@@ -371,3 +371,49 @@ func TestUnreadableAnswerKeepsItsStatus(t *testing.T) {
 		})
 	}
 }
+
+// A 404 is Nomad's "not found" only with Nomad's index headers: a path
+// another server answers (a wrong address) is not, and Explain says so,
+// naming the address without its user information.
+func TestNotFoundNeedsNomadsHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		headers  map[string]string
+		notFound bool
+	}{
+		{"Nomad's job not found", map[string]string{"X-Nomad-Index": "42", "X-Nomad-KnownLeader": "true"}, true},
+		{"another server's 404", nil, false},
+		{"a proxy's 404 page", map[string]string{"Content-Type": "text/html"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for k, v := range tc.headers {
+					w.Header().Set(k, v)
+				}
+				w.WriteHeader(http.StatusNotFound)
+				fmt.Fprint(w, "job not found")
+			}))
+			defer srv.Close()
+			u, _ := url.Parse(srv.URL)
+			u.User = url.UserPassword("user", "s3cret-pass")
+			c, err := New(Settings{Address: u.String()}, MapEnv(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = c.Client().Jobs().Info("web", nil)
+			if !IsStatus(err, http.StatusNotFound) {
+				t.Fatalf("err = %v, want a 404", err)
+			}
+			if got := IsNotFound(err); got != tc.notFound {
+				t.Errorf("IsNotFound(%v) = %v, want %v", err, got, tc.notFound)
+			}
+			explained := Explain(fmt.Errorf("read job: %w", err))
+			if errors.Is(explained, ErrNotNomad) == tc.notFound {
+				t.Errorf("Explain: %v; want ErrNotNomad only for a 404 without Nomad's headers", explained)
+			}
+			if !tc.notFound && (!strings.Contains(explained.Error(), srv.URL[len("http://"):]) || strings.Contains(explained.Error(), "s3cret-pass")) {
+				t.Errorf("Explain: %v; want the address named without its password", explained)
+			}
+		})
+	}
+}

@@ -645,16 +645,18 @@ func writeJSON(w http.ResponseWriter, index uint64, v any) {
 		writeError(w, errorf(http.StatusInternalServerError, "encoding answer: %v", err))
 		return
 	}
-	if index == 0 {
-		index = 1
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("X-Nomad-Index", strconv.FormatUint(index, 10))
-	h.Set("X-Nomad-KnownLeader", "true")
-	h.Set("X-Nomad-LastContact", "0")
+	setQueryMeta(h, index)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// setQueryMeta sets the headers of Nomad's query meta (its setMeta).
+func setQueryMeta(h http.Header, index uint64) {
+	h.Set("X-Nomad-Index", strconv.FormatUint(max(index, 1), 10))
+	h.Set("X-Nomad-KnownLeader", "true")
+	h.Set("X-Nomad-LastContact", "0")
 }
 
 // parseWait reads the blocking query parameters: index and wait
@@ -704,8 +706,16 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, stop chan stru
 	for {
 		s.mu.RLock()
 		idx, v, err := read()
-		changed := s.changed
+		changed, now := s.changed, s.index
 		s.mu.RUnlock()
+		var ae *apiError
+		if errors.As(err, &ae) && ae.code == http.StatusNotFound {
+			// Nomad sets a read's query meta before it answers 404 for an
+			// object it does not have (setMeta, then "job not found"):
+			// its index headers tell that 404 from a path it does not
+			// serve, or from a server that is not Nomad.
+			setQueryMeta(w.Header(), now)
+		}
 		if err != nil {
 			writeError(w, err)
 			return

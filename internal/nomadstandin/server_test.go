@@ -600,3 +600,26 @@ func TestRequestLoggedBeforeAnswered(t *testing.T) {
 		t.Errorf("logged status %d, want 200", r[len(r)-1].Status)
 	}
 }
+
+// TestNotFoundCarriesQueryMeta: as Nomad, a read of a job, node, allocation
+// or deployment it does not have answers 404 with the read's query meta
+// (X-Nomad-Index); a path it does not serve answers 404 without it.
+func TestNotFoundCarriesQueryMeta(t *testing.T) {
+	f := newFixture(t)
+	for path, meta := range map[string]bool{
+		"/v1/job/nope":       true,
+		"/v1/job/nope/scale": true,
+		"/v1/node/6f1e2d3c-0000-4000-8000-000000000001":       true,
+		"/v1/allocation/6f1e2d3c-0000-4000-8000-000000000001": true,
+		"/v1/nope": false,
+	} {
+		resp, err := http.Get(f.s.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || (resp.Header.Get("X-Nomad-Index") != "") != meta {
+			t.Errorf("GET %s: %d, X-Nomad-Index %q; want 404 with the header %v", path, resp.StatusCode, resp.Header.Get("X-Nomad-Index"), meta)
+		}
+	}
+}
