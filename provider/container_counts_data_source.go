@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -57,10 +56,14 @@ type quotaModel struct {
 
 // containerCountsModel is the data source's configuration and state.
 type containerCountsModel struct {
-	First       *observationModel `tfsdk:"first"`
-	Second      *observationModel `tfsdk:"second"`
-	FirstModel  types.String      `tfsdk:"first_model"`
-	SecondModel types.String      `tfsdk:"second_model"`
+	// The observations as configured (typed dynamically, so that an
+	// attribute an observation does not have is refused, not dropped), and
+	// as decoded.
+	First        types.Dynamic        `tfsdk:"first"`
+	Second       types.Dynamic        `tfsdk:"second"`
+	observations [2]*observationModel `tfsdk:"-"`
+	FirstModel   types.String         `tfsdk:"first_model"`
+	SecondModel  types.String         `tfsdk:"second_model"`
 	// The quotas as configured (typed dynamically, so that an attribute a
 	// quota does not have is refused, not dropped), and as decoded.
 	FirstQuota  types.Dynamic  `tfsdk:"first_quota"`
@@ -131,6 +134,30 @@ func (m *containerCountsModel) decodeQuotas(ctx context.Context) []*valueError {
 	return errs
 }
 
+// decodeObservations decodes the configured observations into
+// m.observations (unknown, during validation: nil, decoded once known;
+// null: nil, which the read refuses), each checked for its attributes and
+// their kinds: an attribute an observation does not have is refused.
+func (m *containerCountsModel) decodeObservations(ctx context.Context) []*valueError {
+	var errs []*valueError
+	for i, o := range []struct {
+		v    types.Dynamic
+		name string
+	}{{m.First, attrFirst}, {m.Second, attrSecond}} {
+		m.observations[i] = nil
+		if o.v.IsNull() || o.v.IsUnknown() || o.v.IsUnderlyingValueNull() || o.v.IsUnderlyingValueUnknown() {
+			continue
+		}
+		var om observationModel
+		if err := decodeArgument(ctx, o.v, observationFields, path.Root(o.name), &om); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.observations[i] = &om
+	}
+	return errs
+}
+
 // toEngine converts a known quota at root; nil is every default.
 func (q *quotaModel) toEngine(root path.Path) (*engine.QuotaSpec, error) {
 	if q == nil {
@@ -180,11 +207,11 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 			"the usage was read (`evidence`), and a per-replica reservation with which Nomad can place the count (`placement`).\n\n" +
 			"When an input is unknown during `plan` (computed by a resource), the counts are unknown until apply.\n\n" +
 			"`first` and `second` take any object with the observation's attributes, such as `jsondecode()` of an " +
-			"observation file or `activation_host_usage`'s `observation`. Terraform converts the object to the " +
-			"attribute's type and drops attributes the type does not have, so a misspelt optional attribute is " +
-			"ignored rather than refused; a missing required one is an error. The usage window (`usage_samples`) is typed " +
-			"dynamically and checked by the provider when the configuration is validated: there an attribute a sample does not " +
-			"have is refused, as the `container_counts` function refuses one anywhere.\n\n" +
+			"observation file or `activation_host_usage`'s `observation`. They are typed dynamically and checked by the " +
+			"provider when the configuration is validated, as the `container_counts` function checks its arguments: an " +
+			"attribute an observation or a sample does not have is refused, naming it (OpenTofu drops the attributes a typed " +
+			"object does not have, so a misspelt `warming_replicas` would be ignored and the count made without it), and so is " +
+			"a missing required one.\n\n" +
 			fmt.Sprintf("Size: an observation holds at most %s usage samples (a week of one-minute samples). ", thousands(engine.MaxSamples)) +
 			"An hour of one-minute samples adds milliseconds to a `tofu plan`; two observations of a week each add seconds, most of " +
 			"them OpenTofu's own work on a value of 20,000 objects (`tools/plan-bench.sh largest` measures it on your machine).",
@@ -231,36 +258,30 @@ func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.
 // source is read.
 func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	d.validateSettings(ctx, req, resp)
-	for _, host := range []string{attrFirst, attrSecond} {
-		// The window straight from the configuration's value: getting it
-		// through Config.GetAttribute would convert a week of samples three
-		// times over (a third of a second per host).
-		raw, _, err := tftypes.WalkAttributePath(req.Config.Raw, tftypes.NewAttributePath().WithAttributeName(host).WithAttributeName(obsUsageSamples))
-		v, ok := raw.(tftypes.Value)
-		if err != nil || !ok || !v.IsKnown() || v.IsNull() {
-			continue // absent or null: Terraform reports a missing one; unknown: checked once known
+	var m containerCountsModel
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrFirst), &m.First)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrSecond), &m.Second)...)
+	for _, err := range m.decodeObservations(ctx) {
+		addValueError(&resp.Diagnostics, err)
+	}
+	for i, om := range m.observations {
+		if om == nil {
+			continue // unknown: checked once known; null: Terraform reports a missing one
 		}
-		w, err := types.DynamicType.ValueFromTerraform(ctx, v)
-		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root(host).AtName(obsUsageSamples), "Invalid value", err.Error())
-			continue
-		}
-		if dv, ok := w.(types.Dynamic); ok {
-			if _, err := windowOf(dv, path.Root(host).AtName(obsUsageSamples)); err != nil {
+		root := path.Root([]string{attrFirst, attrSecond}[i])
+		if w := om.UsageSamples; !w.IsUnknown() && !w.IsUnderlyingValueUnknown() {
+			if _, err := windowOf(w, root.AtName(obsUsageSamples)); err != nil {
 				addValueError(&resp.Diagnostics, err)
 			}
 		}
-	}
-	for _, host := range []string{attrFirst, attrSecond} {
 		// The counts, known at validate (running_replicas = 2.5 would
 		// otherwise wait for the plan).
-		for _, name := range []string{obsRunningReplicas, obsWarmingReplicas, obsWantedReplicas} {
-			var n types.Number
-			if req.Config.GetAttribute(ctx, path.Root(host).AtName(name), &n).HasError() {
-				continue // the object is unknown or not an object: Terraform or the read reports it
-			}
-			if _, why := count(n); why != "" {
-				addValueError(&resp.Diagnostics, &valueError{path: path.Root(host).AtName(name), reason: why})
+		for _, c := range []struct {
+			name string
+			v    types.Number
+		}{{obsRunningReplicas, om.RunningReplicas}, {obsWarmingReplicas, om.WarmingReplicas}, {obsWantedReplicas, om.WantedReplicas}} {
+			if _, why := count(c.v); why != "" {
+				addValueError(&resp.Diagnostics, &valueError{path: root.AtName(c.name), reason: why})
 			}
 		}
 	}
@@ -335,9 +356,11 @@ func (d *containerCountsDataSource) Read(ctx context.Context, req datasource.Rea
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	errs := m.decodeQuotas(ctx)
-	in, more := m.hostInputs(countsRoots, d.data)
-	errs = append(errs, more...)
+	var in [2]engine.HostInput
+	errs := append(m.decodeObservations(ctx), m.decodeQuotas(ctx)...)
+	if len(errs) == 0 {
+		in, errs = m.hostInputs(countsRoots, d.data)
+	}
 	for _, e := range errs {
 		addValueError(&resp.Diagnostics, e)
 	}
@@ -394,8 +417,8 @@ func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([
 		defaultFrom string
 		defaultSrc  types.String
 	}{
-		{engine.RoleFirst, m.First, m.quotas[0], m.FirstModel, attrDefaultFirstModel, pd.DefaultFirstModel},
-		{engine.RoleSecond, m.Second, m.quotas[1], m.SecondModel, attrDefaultSecondModel, pd.DefaultSecondModel},
+		{engine.RoleFirst, m.observations[0], m.quotas[0], m.FirstModel, attrDefaultFirstModel, pd.DefaultFirstModel},
+		{engine.RoleSecond, m.observations[1], m.quotas[1], m.SecondModel, attrDefaultSecondModel, pd.DefaultSecondModel},
 	} {
 		r := roots.hosts[h.role]
 		if h.obs == nil { // required: the framework has refused a missing one already

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -45,62 +46,31 @@ func TestContainerCountsSchema(t *testing.T) {
 	}
 	checkSchemaDescriptions(t, s)
 	// The engine is the rule book: no observation or quota attribute
-	// carries a validator of its own, and every number is a Terraform
-	// number, so any value reaches the provider's decoding.
-	// The quotas are typed dynamically (an attribute a quota does not have
-	// is refused, not dropped), with no validator either: the engine's
-	// rules check them when the configuration is validated.
-	for _, root := range []string{attrFirstQuota, attrSecondQuota} {
+	// carries a validator of its own. Observations and quotas are typed
+	// dynamically (an attribute one does not have is refused, not dropped),
+	// checked by the provider's decoding and the engine's rules when the
+	// configuration is validated; an observation's description lists its
+	// attributes, nested ones included.
+	for _, root := range []string{attrFirstQuota, attrSecondQuota, attrFirst, attrSecond} {
 		if q, ok := s.Attributes[root].(schema.DynamicAttribute); !ok || len(q.Validators) > 0 {
 			t.Errorf("%s is a %T with validators %v; want a dynamic attribute without", root, s.Attributes[root], q.Validators)
 		}
 	}
 	for _, root := range []string{attrFirst, attrSecond} {
-		obs, ok := s.Attributes[root].(schema.SingleNestedAttribute)
-		if !ok {
-			t.Fatalf("%s is a %T", root, s.Attributes[root])
-		}
-		walkInputs(root, obs.Attributes, func(p string, a schema.Attribute) {
-			switch v := a.(type) {
-			case schema.NumberAttribute:
-				if len(v.Validators) > 0 {
-					t.Errorf("%s: validators %v duplicate the engine's rules", p, v.Validators)
-				}
-			case schema.StringAttribute:
-				if len(v.Validators) > 0 {
-					t.Errorf("%s: validators %v duplicate the engine's rules", p, v.Validators)
-				}
-			case schema.ListNestedAttribute:
-				if len(v.Validators) > 0 {
-					t.Errorf("%s: validators %v duplicate the engine's rules", p, v.Validators)
-				}
-			case schema.DynamicAttribute:
-				if len(v.Validators) > 0 || name(p) != obsUsageSamples {
-					t.Errorf("%s: a dynamic attribute (only the usage window is one) with validators %v", p, v.Validators)
-				}
-			default:
-				t.Errorf("%s: a %T, not a number, string, list or usage window", p, a)
+		desc := s.Attributes[root].GetMarkdownDescription()
+		for _, f := range append(append(append([]field(nil), observationFields...), replicaFields...), sampleFields...) {
+			if !strings.Contains(desc, "`"+f.name+"`") {
+				t.Errorf("%s's description does not name %s", root, f.name)
 			}
-		})
+		}
+		if !s.Attributes[root].IsRequired() {
+			t.Errorf("%s is optional", root)
+		}
 	}
 	// Both decisions have the one decision type.
 	for _, a := range []string{attrFirstDecision, attrSecondDecision} {
 		if got := s.Attributes[a].GetType(); !got.Equal(types.ObjectType{AttrTypes: decisionAttrTypes}) {
 			t.Errorf("%s: type %v", a, got)
-		}
-	}
-}
-
-// name is the last step of an attribute path written with dots.
-func name(p string) string { return p[strings.LastIndex(p, ".")+1:] }
-
-// walkInputs calls fn on every attribute under attrs, nested ones included.
-func walkInputs(prefix string, attrs map[string]schema.Attribute, fn func(p string, a schema.Attribute)) {
-	for name, a := range attrs {
-		p := prefix + "." + name
-		fn(p, a)
-		if l, ok := a.(schema.ListNestedAttribute); ok {
-			walkInputs(p+"[*]", l.NestedObject.Attributes, fn)
 		}
 	}
 }
@@ -224,9 +194,8 @@ func configOf(t testing.TB, m *containerCountsModel) tfsdk.Config {
 // newCountsModel is a configuration of the data source for r (models,
 // quotas and minimum included).
 func newCountsModel(r *engine.Request) containerCountsModel {
-	f, s := observationFromEngine(&r.First), observationFromEngine(&r.Second)
 	m := containerCountsModel{
-		First: &f, Second: &s, FirstModel: types.StringNull(), SecondModel: types.StringNull(), MinSamples: types.NumberNull(), HoldBand: types.NumberNull(),
+		First: observationDynamic(observationFromEngine(&r.First)), Second: observationDynamic(observationFromEngine(&r.Second)), FirstModel: types.StringNull(), SecondModel: types.StringNull(), MinSamples: types.NumberNull(), HoldBand: types.NumberNull(),
 		countsResultModel: countsResultModel{FirstContainers: types.Int64Null(), SecondContainers: types.Int64Null(), Explanation: types.StringNull()},
 	}
 	if r.FirstModel != "" {
@@ -243,6 +212,31 @@ func newCountsModel(r *engine.Request) containerCountsModel {
 		m.HoldBand = numberValue(r.HoldBand)
 	}
 	return m
+}
+
+// observationDynamic is an observation as a configuration gives it to the
+// data source's (dynamic) first and second: an object of its attributes.
+func observationDynamic(m observationModel) types.Dynamic {
+	o, diags := types.ObjectValueFrom(context.Background(), observationAttrTypes, m)
+	if diags.HasError() {
+		panic(fmt.Sprint(diags))
+	}
+	return types.DynamicValue(o)
+}
+
+// editObs changes the host's observation (0 first, 1 second) of m.
+func editObs(m *containerCountsModel, host int, edit func(o *observationModel)) {
+	d := []*types.Dynamic{&m.First, &m.Second}[host]
+	obj, ok := d.UnderlyingValue().(types.Object)
+	if !ok {
+		panic(fmt.Sprintf("observation %d is %T, not an object", host, d.UnderlyingValue()))
+	}
+	var o observationModel
+	if diags := obj.As(context.Background(), &o, basetypes.ObjectAsOptions{}); diags.HasError() {
+		panic(fmt.Sprint(diags))
+	}
+	edit(&o)
+	*d = observationDynamic(o)
 }
 
 func quotaDynamicOf(q *engine.QuotaSpec) types.Dynamic {
@@ -280,10 +274,13 @@ func TestObservationRoundTrip(t *testing.T) {
 	if diags := configOf(t, &m).Get(context.Background(), &back); diags.HasError() {
 		t.Fatal(diags)
 	}
+	if errs := back.decodeObservations(context.Background()); len(errs) > 0 {
+		t.Fatal(errs[0])
+	}
 	for _, c := range []struct {
 		m    *observationModel
 		want engine.Observation
-	}{{back.First, first}, {back.Second, second}} {
+	}{{back.observations[0], first}, {back.observations[1], second}} {
 		got, err := c.m.toEngine(path.Root("x"))
 		if err != nil {
 			t.Fatal(err)
@@ -292,12 +289,15 @@ func TestObservationRoundTrip(t *testing.T) {
 			t.Errorf("round trip changed the observation:\n got %+v\nwant %+v", got, c.want)
 		}
 	}
-	if back.Second.QueuedReplicas.IsNull() {
+	if back.observations[1].QueuedReplicas.IsNull() {
 		t.Error("an empty queue came back null: `[]` (nobody new wants to run) must not become `unset`")
 	}
-	m.Second.QueuedReplicas = types.ListNull(types.ObjectType{AttrTypes: replicaAttrTypes})
-	if diags := configOf(t, &m).Get(context.Background(), &back); diags.HasError() || !back.Second.QueuedReplicas.IsNull() {
-		t.Errorf("a null queue came back as %v (%v)", back.Second.QueuedReplicas, diags)
+	s := observationFromEngine(&second)
+	s.QueuedReplicas = types.ListNull(types.ObjectType{AttrTypes: replicaAttrTypes})
+	m.Second = observationDynamic(s)
+	diags := configOf(t, &m).Get(context.Background(), &back)
+	if errs := back.decodeObservations(context.Background()); diags.HasError() || len(errs) > 0 || !back.observations[1].QueuedReplicas.IsNull() {
+		t.Errorf("a null queue came back as %v (%v, %v)", back.observations[1].QueuedReplicas, diags, errs)
 	}
 }
 
@@ -543,9 +543,9 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 		return types.ObjectValueMust(ts, attrs)
 	}
 	good := sample(map[string]attr.Value{sampleTime: wholeValue(60), sampleCPUMHz: numberValue(5)})
-	window := func() *tftypes.AttributePath {
-		return tftypes.NewAttributePath().WithAttributeName(attrFirst).WithAttributeName(obsUsageSamples)
-	}
+	// Every error inside an observation is on the observation (a Dynamic
+	// value: OpenTofu finds no range inside it); its detail names the path.
+	window := func() *tftypes.AttributePath { return tftypes.NewAttributePath().WithAttributeName(attrFirst) }
 	tuple := func(elems ...attr.Value) types.Dynamic {
 		ts := make([]attr.Type, len(elems))
 		for i, e := range elems {
@@ -556,7 +556,7 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		window types.Dynamic
-		path   *tftypes.AttributePath // nil for no error; within the window, the window (a Dynamic value: OpenTofu finds no range inside it)
+		path   *tftypes.AttributePath // nil for no error
 		detail string
 		edit   func(m *containerCountsModel) // other attributes, when set
 	}{
@@ -573,17 +573,17 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 			window(), "Attribute first.usage_samples: must be a list, not a set: a set has no order", nil},
 		{"an object", types.DynamicValue(good), window(), "Attribute first.usage_samples: must be a list of objects, not an object.", nil},
 		// The counts beside the window, known at validation.
-		{"fractional running replicas", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond).WithAttributeName(obsRunningReplicas),
-			"Attribute second.running_replicas: is 2.5; it must be a whole number", func(m *containerCountsModel) { m.Second.RunningReplicas = num(t, "2.5") }},
-		{"wanted replicas beyond 64 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrFirst).WithAttributeName(obsWantedReplicas),
-			"Attribute first.wanted_replicas: is 1e+30, beyond a 64-bit whole number", func(m *containerCountsModel) { m.First.WantedReplicas = num(t, "1e30") }},
-		{"running replicas beyond 32 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond).WithAttributeName(obsRunningReplicas),
-			"Attribute second.running_replicas: is 3000000000, beyond a 32-bit whole number", func(m *containerCountsModel) { m.Second.RunningReplicas = num(t, "3000000000") }},
-		{"a count not known yet", tuple(good), nil, "", func(m *containerCountsModel) { m.First.WarmingReplicas = types.NumberUnknown() }},
+		{"fractional running replicas", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond),
+			"Attribute second.running_replicas: is 2.5; it must be a whole number", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num(t, "2.5") }) }},
+		{"wanted replicas beyond 64 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrFirst),
+			"Attribute first.wanted_replicas: is 1e+30, beyond a 64-bit whole number", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { o.WantedReplicas = num(t, "1e30") }) }},
+		{"running replicas beyond 32 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond),
+			"Attribute second.running_replicas: is 3000000000, beyond a 32-bit whole number", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num(t, "3000000000") }) }},
+		{"a count not known yet", tuple(good), nil, "", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { o.WarmingReplicas = types.NumberUnknown() }) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
-			m.First.UsageSamples = c.window
+			editObs(&m, 0, func(o *observationModel) { o.UsageSamples = c.window })
 			if c.edit != nil {
 				c.edit(&m)
 			}
@@ -623,21 +623,21 @@ func TestContainerCountsReadTypeErrors(t *testing.T) {
 		want   string
 		reason string
 	}{
-		{"fractional replicas", func(m *containerCountsModel) { m.First.RunningReplicas = num("1.5") },
+		{"fractional replicas", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { o.RunningReplicas = num("1.5") }) },
 			"first.running_replicas", "is 1.5; it must be a whole number"},
-		{"fractional time", func(m *containerCountsModel) { setSample(t, &m.Second.UsageSamples, 3, sampleTime, num("120.25")) },
+		{"fractional time", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { setSample(t, &o.UsageSamples, 3, sampleTime, num("120.25")) }) },
 			"second.usage_samples[3].time", "is 120.25; it must be a whole number"},
-		{"time beyond 64 bits", func(m *containerCountsModel) { setSample(t, &m.First.UsageSamples, 0, sampleTime, num("1e30")) },
+		{"time beyond 64 bits", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { setSample(t, &o.UsageSamples, 0, sampleTime, num("1e30")) }) },
 			"first.usage_samples[0].time", "is 1e+30, beyond a 64-bit whole number"},
-		{"count far beyond the engine's", func(m *containerCountsModel) { m.Second.WantedReplicas = num("1e30") },
+		{"count far beyond the engine's", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.WantedReplicas = num("1e30") }) },
 			"second.wanted_replicas", "is 1e+30, beyond a 64-bit whole number"},
-		{"count beyond 32 bits", func(m *containerCountsModel) { m.Second.RunningReplicas = num("3000000000") },
+		{"count beyond 32 bits", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num("3000000000") }) },
 			"second.running_replicas", "is 3000000000, beyond a 32-bit whole number"},
-		{"infinite count", func(m *containerCountsModel) { m.First.WarmingReplicas = inf },
+		{"infinite count", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { o.WarmingReplicas = inf }) },
 			"first.warming_replicas", "is +Inf; it must be a whole number"},
-		{"figure beyond a float", func(m *containerCountsModel) { m.Second.CPUCapacityMHz = num("1e400") },
+		{"figure beyond a float", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.CPUCapacityMHz = num("1e400") }) },
 			"second.cpu_capacity_mhz", "is 1e+400, beyond a 64-bit floating point number"},
-		{"infinite figure: the engine's rule", func(m *containerCountsModel) { setSample(t, &m.First.UsageSamples, 2, sampleMemoryMB, inf) },
+		{"infinite figure: the engine's rule", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { setSample(t, &o.UsageSamples, 2, sampleMemoryMB, inf) }) },
 			"first.usage_samples[2].memory_mb", "is +Inf; it must be a finite number >= 0"},
 		{"fractional quota", func(m *containerCountsModel) {
 			m.SecondQuota = types.DynamicValue(types.ObjectValueMust(map[string]attr.Type{quotaMin: types.NumberType}, map[string]attr.Value{quotaMin: num("0.5")}))
@@ -755,7 +755,7 @@ func TestContainerCountsReadModels(t *testing.T) {
 func TestContainerCountsReadUnknown(t *testing.T) {
 	ctx := context.Background()
 	m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
-	m.Second.CPUCapacityMHz = types.NumberUnknown()
+	editObs(&m, 1, func(o *observationModel) { o.CPUCapacityMHz = types.NumberUnknown() })
 	cfg := configOf(t, &m)
 	for _, deferral := range []bool{true, false} {
 		resp := datasource.ReadResponse{State: tfsdk.State{Schema: cfg.Schema, Raw: tftypes.NewValue(cfg.Raw.Type(), nil)}}
@@ -851,8 +851,8 @@ func benchRPC(b *testing.B, r *engine.Request, tuples bool) {
 	}
 	m := newCountsModel(r)
 	if tuples {
-		for _, o := range []*observationModel{m.First, m.Second} {
-			o.UsageSamples = windowAsTuple(b, o.UsageSamples)
+		for host := range 2 {
+			editObs(&m, host, func(o *observationModel) { o.UsageSamples = windowAsTuple(b, o.UsageSamples) })
 		}
 	}
 	c := configOf(b, &m)
@@ -1384,8 +1384,17 @@ func TestAccContainerCounts_configurationErrors(t *testing.T) {
 		})
 	}
 	runErrorCases(t, []errorCase{
-		{"cpu capacity missing", del(attrSecond, obsCPUCapacityMHz), `attribute "cpu_capacity_mhz" is required`},
-		{"samples missing", del(attrFirst, obsUsageSamples), `attribute "usage_samples" is required`},
+		{"cpu capacity missing", del(attrSecond, obsCPUCapacityMHz), literal("Attribute second.cpu_capacity_mhz: is required")},
+		{"samples missing", del(attrFirst, obsUsageSamples), literal("Attribute first.usage_samples: is required")},
+		// OpenTofu drops an attribute a typed object does not have: the
+		// observations are dynamic, so a misspelt one is refused, not
+		// ignored (the count would be made without it).
+		{"observation attribute misspelt", mutated(func(_ *testing.T, _, first, _ map[string]string) {
+			first["warming_replica"] = "1"
+		}), literal(`Attribute first: has an attribute "warming_replica", which is not one of: host, cpu_capacity_mhz,`)},
+		{"observation from a document with an extra attribute", mutated(func(_ *testing.T, _, _, second map[string]string) {
+			second["other_reserved_cpu"] = "4000"
+		}), literal(`Attribute second: has an attribute "other_reserved_cpu", which is not one of:`)},
 		{"sample cpu missing", mutated(func(_ *testing.T, _, _, second map[string]string) {
 			second[obsUsageSamples] = "[{ time = 1 }]"
 		}), literal("Attribute second.usage_samples[0].cpu_mhz: is required")},

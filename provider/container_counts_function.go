@@ -52,8 +52,7 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"`second_decision` (with `limit`, `refused`, `evidence`, `placement` and `hold`) and `explanation`.\n\n" +
 			"`first` and `second` are observations with the attributes of the data source's `first` and `second` (for example " +
 			"`jsondecode(file(\"host.json\"))` or `activation_host_usage`'s `observation`); an attribute the observation does not " +
-			"have is an error, so a misspelling is caught (the data source, whose `first` and `second` are typed, cannot see one: " +
-			"OpenTofu drops it; both refuse one inside a usage sample). Values convert as OpenTofu converts the data source's " +
+			"have is an error, so a misspelling is caught, as in the data source. Values convert as OpenTofu converts the data source's " +
 			"attributes (a numeric string is a number); a list may be a tuple, never a set. `quotas` is `{ first = {...}, second = {...}, min_samples = n, hold_band = b }`, " +
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
@@ -141,7 +140,7 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		resp.Error = funcError(errs)
 		return
 	}
-	m := containerCountsModel{First: &fo, Second: &so, quotas: [2]*quotaModel{qm.First, qm.Second}, MinSamples: qm.MinSamples, HoldBand: qm.HoldBand}
+	m := containerCountsModel{observations: [2]*observationModel{&fo, &so}, quotas: [2]*quotaModel{qm.First, qm.Second}, MinSamples: qm.MinSamples, HoldBand: qm.HoldBand}
 	in, errs := m.hostInputs(fnRoots, nil)
 	if len(errs) > 0 {
 		resp.Error = funcError(errs)

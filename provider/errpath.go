@@ -66,8 +66,7 @@ func (r inputRoots) pathOf(err error) (p path.Path, ok bool) {
 }
 
 // subjectOf is the attribute a diagnostic about p is put on: p itself, or
-// the Dynamic attribute p is inside (a quota, an observation's
-// usage_samples). OpenTofu finds no configuration range for a path into a
+// the Dynamic attribute p is inside (a quota, an observation). OpenTofu finds no configuration range for a path into a
 // Dynamic value's elements and shows the whole block instead; the
 // diagnostic's detail still names p in full (attributeDetail).
 func (r inputRoots) subjectOf(p path.Path) path.Path {
@@ -80,10 +79,8 @@ func (r inputRoots) subjectOf(p path.Path) path.Path {
 		switch {
 		case root.Equal(roots.quota):
 			return root
-		case root.Equal(roots.observation) && len(steps) > 2:
-			if f, ok := fieldNamed(observationFields, stepName(steps[1])); ok && f.kind == kindWindow {
-				return root.AtName(f.name)
-			}
+		case root.Equal(roots.observation):
+			return root
 		}
 	}
 	return p

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -244,9 +245,34 @@ var (
 	replicaAttrTypes = fieldTypes(replicaFields)
 )
 
-// observationInputAttribute is a required observation in a configuration.
-func observationInputAttribute(description string) schema.SingleNestedAttribute {
-	return schema.SingleNestedAttribute{Required: true, MarkdownDescription: description, Attributes: fieldAttributes(observationFields, false)}
+// observationInputAttribute is a required observation in a configuration,
+// typed dynamically and checked by the provider against observationFields
+// (conform.go): OpenTofu converts an object to a typed attribute by
+// dropping the attributes the type does not have, so a misspelt optional
+// attribute (warming_replica) would be ignored, and the count made
+// without it. Its description lists the attributes.
+func observationInputAttribute(description string) schema.DynamicAttribute {
+	return schema.DynamicAttribute{Required: true, MarkdownDescription: description + " An object with these attributes:" + fieldsDoc(observationFields, "  ") +
+		"\n\n  An attribute the observation does not have is an error naming it (OpenTofu would otherwise drop a misspelt one, " +
+		"and the count would be made without it); a number may be written as a numeric string; a list may be a list or a tuple, " +
+		"never a set. The attributes are checked when the configuration is validated, their values when the data source is read."}
+}
+
+// fieldsDoc is a Markdown list of fields, each with its type, whether it
+// is required and its description, nested fields indented under theirs.
+func fieldsDoc(fields []field, indent string) string {
+	var b strings.Builder
+	for _, f := range fields {
+		need := "optional"
+		if f.required {
+			need = "required"
+		}
+		fmt.Fprintf(&b, "\n%s- `%s` (%s, %s): %s", indent, f.name, f.kind.typeName(), need, f.desc)
+		if f.kind == kindObjects {
+			b.WriteString(fieldsDoc(f.nested, indent+"  "))
+		}
+	}
+	return b.String()
 }
 
 // observationOutputAttribute is a computed observation with the input's

@@ -494,10 +494,10 @@ func TestSubjectOf(t *testing.T) {
 	for in, want := range map[string]path.Path{
 		"first_quota.max":                   path.Root("first_quota"),
 		"second_quota":                      path.Root("second_quota"),
-		"first.usage_samples[3].time":       path.Root("first").AtName("usage_samples"),
-		"first.usage_samples":               path.Root("first").AtName("usage_samples"),
-		"second.queued_replicas[0].cpu_mhz": path.Root("second").AtName("queued_replicas").AtListIndex(0).AtName("cpu_mhz"),
-		"first.cpu_capacity_mhz":            path.Root("first").AtName("cpu_capacity_mhz"),
+		"first.usage_samples[3].time":       path.Root("first"),
+		"first.usage_samples":               path.Root("first"),
+		"second.queued_replicas[0].cpu_mhz": path.Root("second"),
+		"first.cpu_capacity_mhz":            path.Root("first"),
 		"min_samples":                       path.Root("min_samples"),
 	} {
 		var p path.Path
