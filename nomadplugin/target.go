@@ -494,12 +494,17 @@ func shortID(id string) string {
 	return id
 }
 
-// forgetHold drops a job's hold without a word (the job is gone: its
-// policies fail on that instead).
+// forgetHold drops a job's hold and its groups' fights without a word (the
+// job is gone: its policies fail on that instead).
 func (t *Target) forgetHold(job string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.held, job)
+	for g := range t.fights {
+		if strings.HasPrefix(g, job+"/") {
+			delete(t.fights, g)
+		}
+	}
 }
 
 // logHold logs, at info level, when a job's hold starts or changes and
@@ -539,8 +544,12 @@ const (
 // "" for an event no activation check decided (the agent's own action, a
 // person's nomad job scale) and for a dry run's (it changed nothing).
 func eventMode(e api.ScalingEvent) string {
-	if _, dry := e.Meta[MetaDryRunCount]; dry {
-		return ""
+	for _, k := range []string{MetaDryRunCount, agentMetaDryRunCount} {
+		// (this target's dry runs, and the agent's through any target,
+		// such as the built-in nomad-target)
+		if _, dry := e.Meta[k]; dry {
+			return ""
+		}
 	}
 	switch role, _ := e.Meta[MetaRole].(string); role {
 	case RoleSplit:
@@ -573,17 +582,22 @@ func modeSwitches(events []api.ScalingEvent, since uint64) int {
 	return n
 }
 
-// logFight warns, once when it starts and once when it ends, about a group
-// that policies of both modes scale: the docs say one mode per job, and
-// nothing else would tell the two apart from a workload that flaps.
+// logFight warns once when it starts, and logs at info once when it ends,
+// about a group that policies of both modes scale: the docs say one mode
+// per job, and nothing else would tell the two apart from a workload that
+// flaps. It ends when the group's events of the window show one mode (a
+// single change, as the older events leave the window, keeps it going).
 func (t *Target) logFight(group string, switches int) {
-	why := ""
-	if switches >= 2 {
-		why = fmt.Sprintf("%d changes between %s and %s in the last %s", switches, modeSplit, modePerHost, fightWindow)
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev := t.fights[group]
+	why := ""
+	switch {
+	case switches >= 2:
+		why = fmt.Sprintf("%d changes between %s and %s in the last %s", switches, modeSplit, modePerHost, fightWindow)
+	case switches == 1 && prev != "":
+		why = prev
+	}
 	switch {
 	case why == "" && prev == "":
 		return
@@ -599,7 +613,7 @@ func (t *Target) logFight(group string, switches int) {
 		t.fights = map[string]string{}
 	}
 	t.fights[group] = why
-	t.logger.Warn("policies of both modes scale this group, each undoing the other's count: keep one mode per job (split mode, or per-host policies)",
+	t.logger.Warn("policies of both modes scale this group in turn, each undoing the other's count (or the mode was changed and changed back): keep one mode per job (split mode, or per-host policies)",
 		"group", group, "events", why)
 }
 

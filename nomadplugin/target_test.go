@@ -835,7 +835,8 @@ func TestTargetWarnsOfBothModes(t *testing.T) {
 	if got := warnings(); len(got) != 0 {
 		t.Fatalf("one move between the modes warned: %q", got)
 	}
-	// A dry run of split mode writes nothing: no change of mode.
+	// A dry run of split mode changes no count (its events carry the dry
+	// run's count): no change of mode.
 	must(t, tg.Scale(sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(3, 2, 0, 10, 0, 10), MetaRole, RoleSplit)}, withKeys(tcfg, TargetKeyDryRun, "true")))
 	status(t, tg, gcfg)
 	if got := warnings(); len(got) != 0 {
@@ -878,6 +879,8 @@ func TestModeSwitches(t *testing.T) {
 		{"a fight", []api.ScalingEvent{split, first, split, second}, 3},
 		{"the agent's and a person's events do not count", []api.ScalingEvent{split, ev(90), first, ev(90, "x", 1), split}, 2},
 		{"dry runs do not count", []api.ScalingEvent{split, ev(90, MetaRole, RoleFirst, MetaDryRunCount, 3.0), split}, 0},
+		{"the agent's dry runs through another target (nomad-target) do not count",
+			[]api.ScalingEvent{split, ev(90, MetaRole, RoleFirst, agentMetaDryRunCount, 3.0, "nomad_autoscaler.dry_run", true), split}, 0},
 		{"events before the window do not count", []api.ScalingEvent{split, first, ev(10, MetaRole, RoleSplit), ev(10, MetaRole, RoleFirst)}, 1},
 	}
 	for _, c := range cases {
@@ -904,5 +907,38 @@ func TestTargetNotNomad(t *testing.T) {
 		if errors.Is(err, ErrJobNotFound) || !errors.Is(err, nomadconn.ErrNotNomad) {
 			t.Errorf("Scale (%v): %v; want ErrNotNomad, not ErrJobNotFound", *cfg, err)
 		}
+	}
+}
+
+// TestLogFightEnds: a fight is logged once when it starts and once when
+// the group's events show one mode again; a single change left as older
+// events leave the window does not end it, nor start one.
+func TestLogFightEnds(t *testing.T) {
+	var buf bytes.Buffer
+	tg := NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &buf}))
+	lines := func() []string {
+		defer buf.Reset()
+		if buf.Len() == 0 {
+			return nil
+		}
+		return strings.Split(strings.TrimSpace(buf.String()), "\n")
+	}
+	const g = "default/web/front"
+	for i, c := range []struct {
+		switches int
+		want     string // "" for no line
+	}{
+		{1, ""}, {2, "[WARN]"}, {3, ""}, {1, ""}, {0, "one mode again"}, {0, ""}, {1, ""},
+	} {
+		tg.logFight(g, c.switches)
+		got := lines()
+		if (c.want == "") != (len(got) == 0) || (c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want) || !strings.Contains(got[0], g))) {
+			t.Errorf("step %d (%d changes): %q, want %q", i, c.switches, got, c.want)
+		}
+	}
+	tg.logFight(g, 2)
+	tg.forgetHold("default/web")
+	if _, ok := tg.fights[g]; ok {
+		t.Error("a job gone (404) kept its groups' fights")
 	}
 }

@@ -574,12 +574,20 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 		{"an object", types.DynamicValue(good), window(), "Attribute first.usage_samples: must be a list of objects, not an object.", nil},
 		// The counts beside the window, known at validation.
 		{"fractional running replicas", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond),
-			"Attribute second.running_replicas: is 2.5; it must be a whole number", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num(t, "2.5") }) }},
+			"Attribute second.running_replicas: is 2.5; it must be a whole number", func(m *containerCountsModel) {
+				editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num(t, "2.5") })
+			}},
 		{"wanted replicas beyond 64 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrFirst),
-			"Attribute first.wanted_replicas: is 1e+30, beyond a 64-bit whole number", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { o.WantedReplicas = num(t, "1e30") }) }},
+			"Attribute first.wanted_replicas: is 1e+30, beyond a 64-bit whole number", func(m *containerCountsModel) {
+				editObs(m, 0, func(o *observationModel) { o.WantedReplicas = num(t, "1e30") })
+			}},
 		{"running replicas beyond 32 bits", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond),
-			"Attribute second.running_replicas: is 3000000000, beyond a 32-bit whole number", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num(t, "3000000000") }) }},
-		{"a count not known yet", tuple(good), nil, "", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { o.WarmingReplicas = types.NumberUnknown() }) }},
+			"Attribute second.running_replicas: is 3000000000, beyond a 32-bit whole number", func(m *containerCountsModel) {
+				editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num(t, "3000000000") })
+			}},
+		{"a count not known yet", tuple(good), nil, "", func(m *containerCountsModel) {
+			editObs(m, 0, func(o *observationModel) { o.WarmingReplicas = types.NumberUnknown() })
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
@@ -623,21 +631,35 @@ func TestContainerCountsReadTypeErrors(t *testing.T) {
 		want   string
 		reason string
 	}{
-		{"fractional replicas", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { o.RunningReplicas = num("1.5") }) },
+		{"fractional replicas", func(m *containerCountsModel) {
+			editObs(m, 0, func(o *observationModel) { o.RunningReplicas = num("1.5") })
+		},
 			"first.running_replicas", "is 1.5; it must be a whole number"},
-		{"fractional time", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { setSample(t, &o.UsageSamples, 3, sampleTime, num("120.25")) }) },
+		{"fractional time", func(m *containerCountsModel) {
+			editObs(m, 1, func(o *observationModel) { setSample(t, &o.UsageSamples, 3, sampleTime, num("120.25")) })
+		},
 			"second.usage_samples[3].time", "is 120.25; it must be a whole number"},
-		{"time beyond 64 bits", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { setSample(t, &o.UsageSamples, 0, sampleTime, num("1e30")) }) },
+		{"time beyond 64 bits", func(m *containerCountsModel) {
+			editObs(m, 0, func(o *observationModel) { setSample(t, &o.UsageSamples, 0, sampleTime, num("1e30")) })
+		},
 			"first.usage_samples[0].time", "is 1e+30, beyond a 64-bit whole number"},
-		{"count far beyond the engine's", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.WantedReplicas = num("1e30") }) },
+		{"count far beyond the engine's", func(m *containerCountsModel) {
+			editObs(m, 1, func(o *observationModel) { o.WantedReplicas = num("1e30") })
+		},
 			"second.wanted_replicas", "is 1e+30, beyond a 64-bit whole number"},
-		{"count beyond 32 bits", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num("3000000000") }) },
+		{"count beyond 32 bits", func(m *containerCountsModel) {
+			editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num("3000000000") })
+		},
 			"second.running_replicas", "is 3000000000, beyond a 32-bit whole number"},
 		{"infinite count", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { o.WarmingReplicas = inf }) },
 			"first.warming_replicas", "is +Inf; it must be a whole number"},
-		{"figure beyond a float", func(m *containerCountsModel) { editObs(m, 1, func(o *observationModel) { o.CPUCapacityMHz = num("1e400") }) },
+		{"figure beyond a float", func(m *containerCountsModel) {
+			editObs(m, 1, func(o *observationModel) { o.CPUCapacityMHz = num("1e400") })
+		},
 			"second.cpu_capacity_mhz", "is 1e+400, beyond a 64-bit floating point number"},
-		{"infinite figure: the engine's rule", func(m *containerCountsModel) { editObs(m, 0, func(o *observationModel) { setSample(t, &o.UsageSamples, 2, sampleMemoryMB, inf) }) },
+		{"infinite figure: the engine's rule", func(m *containerCountsModel) {
+			editObs(m, 0, func(o *observationModel) { setSample(t, &o.UsageSamples, 2, sampleMemoryMB, inf) })
+		},
 			"first.usage_samples[2].memory_mb", "is +Inf; it must be a finite number >= 0"},
 		{"fractional quota", func(m *containerCountsModel) {
 			m.SecondQuota = types.DynamicValue(types.ObjectValueMust(map[string]attr.Type{quotaMin: types.NumberType}, map[string]attr.Value{quotaMin: num("0.5")}))

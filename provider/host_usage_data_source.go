@@ -525,7 +525,7 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 			fmt.Sprintf("Nomad at %s answered 403 (permission denied): %s. %s", addr, token, msg))
 	case errors.Is(err, nomadconn.ErrNotNomad):
 		diags.AddError("The Nomad address may not be Nomad's API",
-			fmt.Sprintf("%s answered 404 without Nomad's X-Nomad-Index header: check the provider's nomad.address (or NOMAD_ADDR, unless ignore_env_vars names it). %s", addr, msg))
+			fmt.Sprintf("Reading from %s: %s. Check the provider's nomad.address (or NOMAD_ADDR, unless ignore_env_vars names it).", addr, msg))
 	case statusOf(err) != 0:
 		diags.AddError("Nomad answered with an error",
 			fmt.Sprintf("Nomad at %s answered HTTP %d while reading the host's usage: %s", addr, statusOf(err), msg))

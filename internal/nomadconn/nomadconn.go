@@ -445,7 +445,7 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if unreadable != nil {
 		text += t.conn.RedactString(fmt.Sprintf(" (the answer's body could not be read whole: %v)", unreadable))
 	}
-	if resp.StatusCode == http.StatusNotFound && resp.Header.Get("X-Nomad-Index") == "" {
+	if resp.StatusCode == http.StatusNotFound && resp.Header.Get("X-Nomad-Index") == "" && stateRead(req) {
 		text += fmt.Sprintf(" (%s %s)", t.conn.address, noIndexNote)
 	}
 	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
@@ -484,6 +484,14 @@ func cutAt(body []byte, n int, secrets []string) []byte {
 // header, after the address (see IsNotFound).
 const noIndexNote = "answered without an X-Nomad-Index header"
 
+// stateRead says whether req reads Nomad's state (a GET outside the client
+// endpoints): Nomad answers such a read's 404 with its index headers.
+// Writes and client endpoints (an allocation's stats) answer theirs from an
+// RPC error, without them.
+func stateRead(req *http.Request) bool {
+	return req.Method == http.MethodGet && !strings.HasPrefix(req.URL.Path, "/v1/client/")
+}
+
 // ErrNotNomad: a 404 without Nomad's index headers (see IsNotFound).
 var ErrNotNomad = errors.New("not Nomad's answer for a missing job or node, which carries its X-Nomad-Index header: " +
 	"the address may not be Nomad's HTTP API (another server, or a path a proxy does not forward); check the Nomad address")
@@ -493,9 +501,11 @@ var ErrNotNomad = errors.New("not Nomad's answer for a missing job or node, whic
 // read's query meta (X-Nomad-Index, X-Nomad-KnownLeader) before it answers
 // such a 404; a 404 without it is a path Nomad does not serve, or a server
 // that is not Nomad (a wrong NOMAD_ADDR reaching another HTTP server),
-// which must not read as "job not found": Explain says so. Nomad's client
-// endpoints (an allocation's stats) answer their 404s without the
-// headers: read those with IsStatus.
+// which must not read as "job not found": Explain says so. Nomad's writes
+// and client endpoints (an allocation's stats) answer their 404s without
+// the headers: read those with IsStatus. The headers are checked by the
+// transport of a client New built; with any other client every 404 reads
+// as Nomad's.
 func IsNotFound(err error) bool {
 	return IsStatus(err, http.StatusNotFound) && !notNomad(err)
 }

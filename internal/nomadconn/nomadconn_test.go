@@ -414,6 +414,16 @@ func TestNotFoundNeedsNomadsHeaders(t *testing.T) {
 			if !tc.notFound && (!strings.Contains(explained.Error(), srv.URL[len("http://"):]) || strings.Contains(explained.Error(), "s3cret-pass")) {
 				t.Errorf("Explain: %v; want the address named without its password", explained)
 			}
+			// Nomad answers a write's 404 and a client endpoint's from an
+			// RPC error, without its headers: no note on those.
+			_, _, err = c.Client().Jobs().Scale("web", "g", nil, "", false, nil, nil)
+			if !IsStatus(err, http.StatusNotFound) || errors.Is(Explain(err), ErrNotNomad) || strings.Contains(err.Error(), noIndexNote) {
+				t.Errorf("a write's 404: %v; want it as Nomad answered it", err)
+			}
+			_, err = c.Client().Allocations().Stats(&api.Allocation{ID: "a1", NodeID: "n1"}, nil)
+			if !IsStatus(err, http.StatusNotFound) || strings.Contains(err.Error(), noIndexNote) {
+				t.Errorf("a client endpoint's 404: %v; want it as Nomad answered it", err)
+			}
 		})
 	}
 }

@@ -611,6 +611,7 @@ func TestNotFoundCarriesQueryMeta(t *testing.T) {
 		"/v1/job/nope/scale": true,
 		"/v1/node/6f1e2d3c-0000-4000-8000-000000000001":       true,
 		"/v1/allocation/6f1e2d3c-0000-4000-8000-000000000001": true,
+		"/v1/deployment/6f1e2d3c-0000-4000-8000-000000000001": true,
 		"/v1/nope": false,
 	} {
 		resp, err := http.Get(f.s.URL() + path)
