@@ -40,6 +40,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/stats"
@@ -170,6 +171,11 @@ func read(r io.Reader, name string) (Series, error) {
 		return Series{}, fmt.Errorf("series %s: reading header: %w", name, err)
 	}
 	header := append([]string(nil), rec...) // records are reused
+	if h := strings.Join(header, ","); strings.ContainsRune(h, 0) || !utf8.ValidString(h) {
+		// A binary file (a program, an archive, a UTF-16 export): its
+		// first line quoted would be a hundred escaped bytes.
+		return Series{}, fmt.Errorf("series %s: not a text CSV file: its first line holds a NUL byte or is not UTF-8 (a binary file, a compressed one, or a UTF-16 export: save it as UTF-8 CSV)", name)
+	}
 	shown := headerText(header)
 	if strings.ContainsRune(strings.Join(header, ","), '\r') {
 		// encoding/csv ends lines at LF or CRLF only: a file whose lines

@@ -32,6 +32,8 @@ func TestRead(t *testing.T) {
 		{name: "a figure named twice", csv: "ts,value,usage\n1,1,9\n2,1,9\n", err: `columns "value" and "usage" name the same figure`},
 		{name: "CRLF", csv: "ts,value\r\n1,0.5\r\n2,1.5\r\n", want: []float64{0.5, 1.5}},
 		{name: "no header", csv: "1,2\n", err: "must name a `ts` column and a `value` (or `cpu_mhz`) column"},
+		{name: "a binary file", csv: "\x7fELF\x02\x01\x01\x00\x00ts,value\n1,2\n", err: "not a text CSV file: its first line holds a NUL byte or is not UTF-8"},
+		{name: "a UTF-16 export", csv: "\xff\xfet\x00s\x00,\x00v\x00\n\x001,2\n", err: "not a text CSV file"},
 		{name: "empty", csv: "ts,value\n", err: "no samples"},
 		{name: "an empty file", csv: "", err: "series s: the file is empty: want a header"},
 		{name: "one row", csv: "ts,value\n1,0.5\n", err: "1 sample; a series needs at least 2"},

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -323,9 +324,30 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return usagef("%v (%s -h lists the flags)", err, fs.Name())
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+		hint := ""
+		if i := len(args) - fs.NArg(); i > 0 && isBoolFlag(fs, args[i-1]) {
+			if _, err := strconv.ParseBool(fs.Arg(0)); err == nil {
+				hint = fmt.Sprintf(": a boolean flag takes its value after =: write %s=%s", args[i-1], fs.Arg(0))
+			}
+		}
+		return usagef("unexpected argument %q%s", fs.Arg(0), hint)
 	}
 	return nil
+}
+
+// isBoolFlag says whether arg is a boolean flag of fs written alone
+// (-name or --name, no =value).
+func isBoolFlag(fs *flag.FlagSet, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	if name == arg || strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // countSets makes every flag of fs count its settings in given, until the
@@ -363,7 +385,25 @@ type countingValue struct {
 
 func (c countingValue) Set(s string) error {
 	c.given[c.name]++
-	return c.Value.Set(s)
+	err := c.Value.Set(s)
+	if err == nil {
+		return nil
+	}
+	// The flag package says only "parse error" or "value out of range" for
+	// a number it cannot read: say what the flag takes.
+	if g, ok := c.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case uint64, uint:
+			return errors.New("want a whole number >= 0")
+		case int, int64:
+			return errors.New("want a whole number")
+		case float64:
+			return errors.New("want a number")
+		case bool:
+			return errors.New("want true or false (write --" + c.name + "=false: a boolean flag takes its value after =)")
+		}
+	}
+	return err
 }
 
 func (c countingValue) String() string {
