@@ -41,6 +41,9 @@ provider "activation" {
   }
 }
 
+# Give the token as TF_VAR_nomad_token (or leave token unset and export
+# NOMAD_TOKEN), not with -var on the command line: OpenTofu's own log
+# (TF_LOG) prints its command line, and the provider cannot redact that.
 variable "nomad_token" {
   type      = string
   sensitive = true
