@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -444,12 +445,12 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	client := s.conn.Client()
 	q := (&api.QueryOptions{Namespace: c.namespace}).WithContext(ctx)
 	st, _, err := client.Jobs().ScaleStatus(c.job, q)
-	if nomadconn.IsNotFound(err) {
+	if nomadconn.IsStatus(err, http.StatusNotFound) {
 		t.forgetHold(namespaceName(c.namespace) + "/" + c.job)
 		return nil, fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404): nothing to scale; the policy is read again on its next evaluation, so it resumes once the job is registered", TargetName, ErrJobNotFound, c.job, namespaceName(c.namespace))
 	}
 	if err != nil {
-		return nil, deadlineErr(ctx, PluginKeyStatusTimeout, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), nomadconn.Explain(err))
+		return nil, deadlineErr(ctx, PluginKeyStatusTimeout, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), err)
 	}
 	dep, _, err := client.Jobs().LatestDeployment(c.job, q)
 	if err != nil {

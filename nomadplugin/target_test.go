@@ -895,17 +895,22 @@ func TestModeSwitches(t *testing.T) {
 // reads as a job to register), but an error saying the address may not be
 // Nomad's API.
 func TestTargetNotNomad(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	t.Cleanup(srv.Close)
-	tg := targetAt(t, map[string]string{AgentKeyNomadAddress: srv.URL})
-	_, err := tg.Status(tcfg)
-	if errors.Is(err, ErrJobNotFound) || !errors.Is(err, nomadconn.ErrNotNomad) || !strings.Contains(err.Error(), srv.URL) {
-		t.Errorf("Status: %v; want ErrNotNomad naming the address, not ErrJobNotFound", err)
-	}
-	for cfg, role := range map[*map[string]string]string{&tcfg: RoleSplit, &gcfg: RoleFirst} {
-		err := tg.Scale(sdk.ScalingAction{Count: 3, Meta: withMeta(quotaMeta(3, 0, 0, 10, 0, 10), MetaRole, role)}, *cfg)
-		if errors.Is(err, ErrJobNotFound) || !errors.Is(err, nomadconn.ErrNotNomad) {
-			t.Errorf("Scale (%v): %v; want ErrNotNomad, not ErrJobNotFound", *cfg, err)
+	for name, h := range map[string]http.Handler{
+		"404":  http.NotFoundHandler(),
+		"page": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<!DOCTYPE html><html>Sign in</html>") }),
+	} {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		tg := targetAt(t, map[string]string{AgentKeyNomadAddress: srv.URL})
+		_, err := tg.Status(tcfg)
+		if errors.Is(err, ErrJobNotFound) || !errors.Is(err, nomadconn.ErrNotNomad) || !strings.Contains(err.Error(), srv.URL) {
+			t.Errorf("%s: Status: %v; want ErrNotNomad naming the address, not ErrJobNotFound", name, err)
+		}
+		for cfg, role := range map[*map[string]string]string{&tcfg: RoleSplit, &gcfg: RoleFirst} {
+			err := tg.Scale(sdk.ScalingAction{Count: 3, Meta: withMeta(quotaMeta(3, 0, 0, 10, 0, 10), MetaRole, role)}, *cfg)
+			if errors.Is(err, ErrJobNotFound) || !errors.Is(err, nomadconn.ErrNotNomad) {
+				t.Errorf("%s: Scale (%v): %v; want ErrNotNomad, not ErrJobNotFound", name, *cfg, err)
+			}
 		}
 	}
 }

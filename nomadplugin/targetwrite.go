@@ -78,11 +78,11 @@ func refusedByNomad(err error) bool {
 // does not scale.
 func (w *scaleCall) readJob() (*rawJob, error) {
 	job, err := readRawJob(w.ctx, w.client, w.c.namespace, w.c.job)
-	if nomadconn.IsNotFound(err) {
+	if nomadconn.IsStatus(err, http.StatusNotFound) {
 		return nil, fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404); no group was changed", TargetName, ErrJobNotFound, w.c.job, namespaceName(w.c.namespace))
 	}
 	if err != nil {
-		return nil, w.callErr(fmt.Sprintf("read job %q", w.c.job), nomadconn.Explain(err))
+		return nil, w.callErr(fmt.Sprintf("read job %q", w.c.job), err)
 	}
 	if err := job.scalable(); err != nil {
 		return nil, fmt.Errorf("%s: %w; no group was changed", TargetName, err)

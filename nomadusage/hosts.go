@@ -291,12 +291,12 @@ func (ev *evaluation) readJobHosts(ctx context.Context, ns, jobID string, hosts 
 	}
 	wg.Wait()
 	switch {
-	case jobErr != nil && nomadconn.IsNotFound(jobErr):
+	case jobErr != nil && nomadconn.IsStatus(jobErr, http.StatusNotFound):
 		jobErr = fmt.Errorf("read job %q: %w: %w", jobID, ErrJobNotFound, jobErr)
 	case jobErr != nil:
-		jobErr = fmt.Errorf("read job %q: %w", jobID, nomadconn.Explain(jobErr))
+		jobErr = fmt.Errorf("read job %q: %w", jobID, jobErr)
 	case listErr != nil:
-		jobErr = fmt.Errorf("list allocations of job %q: %w", jobID, nomadconn.Explain(listErr))
+		jobErr = fmt.Errorf("list allocations of job %q: %w", jobID, listErr)
 	}
 	if job != nil && job.Namespace != nil && *job.Namespace != "" {
 		ns = *job.Namespace
@@ -932,7 +932,7 @@ func (ev *evaluation) nodeReserves(ctx context.Context, n *node) (*nodeReserves,
 func (ev *evaluation) listReserves(ctx context.Context, n *node) (*nodeReserves, error) {
 	allocs, _, err := ev.r.Client.Nodes().Allocations(n.id, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, nomadconn.Explain(err))
+		return nil, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, err)
 	}
 	at := map[allocKey]int{} // index in e.groups
 	e := &nodeReserves{at: ev.now, byAlloc: make(map[string]reservation, len(allocs))}

@@ -1395,26 +1395,34 @@ func TestReadHostsGroupElsewhere(t *testing.T) {
 	}
 }
 
-// TestReadNotNomad: an address that reaches another HTTP server (404 for
-// every path, without Nomad's index headers) reads as neither a missing
-// job nor a missing node, whichever selector names the host, but as an
+// TestReadNotNomad: an address that reaches another HTTP server (a 404
+// for every path, a web page, another API's JSON, an empty list), without
+// Nomad's index headers, reads as neither a missing job nor a missing
+// node nor a JSON error, whichever selector names the host, but as an
 // address that may not be Nomad's API.
 func TestReadNotNomad(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	defer srv.Close()
-	conn, err := nomadconn.New(nomadconn.Settings{Address: srv.URL}, nomadconn.MapEnv(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd := &Reader{Client: conn.Client()}
-	for _, q := range []Query{
-		{Host: HostSelector{NodeID: "6f1e2d3c-0000-4000-8000-000000000001"}, Job: "web", Group: "front", ReplicaCPUDemandMHz: 1},
-		{Host: HostSelector{Name: "host-a"}, Job: "web", Group: "front", ReplicaCPUDemandMHz: 1},
-		{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 1},
+	for name, h := range map[string]http.Handler{
+		"404":  http.NotFoundHandler(),
+		"page": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "<!DOCTYPE html><html>Sign in</html>") }),
+		"json": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"hello":"world"}`) }),
+		"[]":   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `[]`) }),
 	} {
-		_, err := rd.ReadHosts(context.Background(), []Query{q}, Options{})
-		if !errors.Is(err, nomadconn.ErrNotNomad) || errors.Is(err, ErrJobNotFound) || errors.Is(err, ErrNodeNotFound) {
-			t.Errorf("%+v: %v; want ErrNotNomad, neither a missing job nor a missing node", q, err)
+		srv := httptest.NewServer(h)
+		conn, err := nomadconn.New(nomadconn.Settings{Address: srv.URL}, nomadconn.MapEnv(nil))
+		if err != nil {
+			t.Fatal(err)
 		}
+		rd := &Reader{Client: conn.Client()}
+		for _, q := range []Query{
+			{Host: HostSelector{NodeID: "6f1e2d3c-0000-4000-8000-000000000001"}, Job: "web", Group: "front", ReplicaCPUDemandMHz: 1},
+			{Host: HostSelector{Name: "host-a"}, Job: "web", Group: "front", ReplicaCPUDemandMHz: 1},
+			{Host: HostSelector{Name: "host-a"}, ReplicaCPUDemandMHz: 1},
+		} {
+			_, err := rd.ReadHosts(context.Background(), []Query{q}, Options{})
+			if !errors.Is(err, nomadconn.ErrNotNomad) || errors.Is(err, ErrJobNotFound) || errors.Is(err, ErrNodeNotFound) {
+				t.Errorf("%s, %+v: %v; want ErrNotNomad, neither a missing job nor a missing node", name, q, err)
+			}
+		}
+		srv.Close()
 	}
 }

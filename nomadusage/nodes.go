@@ -3,6 +3,7 @@ package nomadusage
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,10 +112,10 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 	if sel.NodeID != "" {
 		n, _, err := c.Nodes().Info(sel.NodeID, qo)
 		if err != nil {
-			if nomadconn.IsNotFound(err) {
+			if nomadconn.IsStatus(err, http.StatusNotFound) {
 				return nil, fmt.Errorf("host %s: %w: node %s: %w", sel, ErrNodeNotFound, sel.NodeID, err)
 			}
-			return nil, fmt.Errorf("read node %s for host %s: %w", sel.NodeID, sel, nomadconn.Explain(err))
+			return nil, fmt.Errorf("read node %s for host %s: %w", sel.NodeID, sel, err)
 		}
 		// A name, pool, class or datacenter given with the ID is a
 		// condition the node must meet, not a selector left unread.
@@ -132,7 +133,7 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 	qo.Params = map[string]string{"resources": "true"}
 	stubs, _, err := c.Nodes().List(qo)
 	if err != nil {
-		return nil, fmt.Errorf("list nodes to find %s (filter %s): %w", sel, qo.Filter, nomadconn.Explain(err))
+		return nil, fmt.Errorf("list nodes to find %s (filter %s): %w", sel, qo.Filter, err)
 	}
 	// Nomad applied the filter; check again, so that a server that
 	// ignored it cannot make the read pick a wrong node.

@@ -3,6 +3,7 @@ package nomadusage
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -74,8 +75,8 @@ func (r *Reader) node(ctx context.Context, sel HostSelector) (*node, error) {
 				// its name: the listing below finds the one that is not
 				// down, as findNode does.
 				return nodeFromInfo(n), nil
-			case err != nil && !nomadconn.IsNotFound(err):
-				return nil, fmt.Errorf("read node %s for host %s: %w", rn.id, sel, nomadconn.Explain(err))
+			case err != nil && !nomadconn.IsStatus(err, http.StatusNotFound):
+				return nil, fmt.Errorf("read node %s for host %s: %w", rn.id, sel, err)
 			}
 		}
 		r.resolved.Delete(key)
@@ -163,7 +164,7 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 	o := &rd.Observation
 	allocs, _, err := r.Client.Nodes().Allocations(n.id, qo)
 	if err != nil {
-		return nil, fmt.Errorf("list allocations of node %s (%s): %w", n.name, n.id, nomadconn.Explain(err))
+		return nil, fmt.Errorf("list allocations of node %s (%s): %w", n.name, n.id, err)
 	}
 	for _, a := range allocs {
 		cpu, mem := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources

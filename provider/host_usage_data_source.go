@@ -498,7 +498,7 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 		diags.AddAttributeError(p, "Cannot find the host", fmt.Sprintf("Attribute %s: %s.", p, msg))
 	case errors.Is(err, nomadusage.ErrJobNotFound):
 		p := path.Root(huJob)
-		if !nomadconn.IsNotFound(err) && !m.Group.IsNull() {
+		if !nomadconn.IsStatus(err, http.StatusNotFound) && !m.Group.IsNull() {
 			p = path.Root(huGroup) // the job exists, the group does not
 		}
 		diags.AddAttributeError(p, "Cannot find the workload", fmt.Sprintf("Attribute %s: %s.", p, msg))

@@ -1175,7 +1175,7 @@ func TestAddNomadError(t *testing.T) {
 		{"missing data without a job", nil, noJob, fmt.Errorf("%w: Memory", nomadusage.ErrMissingData), "", "Nomad did not report everything the read needs"},
 		{"forbidden", nil, byName, forbidden, "", "Nomad refused the request"},
 		{"server error", nil, byName, fmt.Errorf("list: %w", serverError), "", "Nomad answered with an error"},
-		{"not Nomad's 404", nil, jobGroup, fmt.Errorf("read job: %w", nomadconn.Explain(notNomad)), "", "The Nomad address may not be Nomad's API"},
+		{"not Nomad's 404", nil, jobGroup, fmt.Errorf("read job: %w", notNomad), "", "The Nomad address may not be Nomad's API"},
 		{"transport", nil, byName, errors.New("dial tcp: connection refused"), "", "Cannot read the host's usage from Nomad"},
 		{"read timeout", expired, byName, fmt.Errorf("list nodes to find h: %w", context.DeadlineExceeded), "", "Reading the host's usage timed out"},
 		{"request timeout", nil, byName, fmt.Errorf("read job: %w", &url.Error{Op: "Get", URL: "http://nomad.test:4646/v1/job/j", Err: timeoutError{}}), "", "A request to Nomad timed out"},
@@ -1245,8 +1245,8 @@ func nomadErrors(t *testing.T) (notFound, forbidden, serverError error) {
 	return notFound, forbidden, serverError
 }
 
-// notNomadError is the error a 404 without Nomad's index headers gives: an
-// address that reaches another HTTP server.
+// notNomadError is the error an answer without Nomad's index headers
+// gives: an address that reaches another HTTP server.
 func notNomadError(t *testing.T) error {
 	t.Helper()
 	srv := httptest.NewServer(http.NotFoundHandler())
@@ -1256,8 +1256,8 @@ func notNomadError(t *testing.T) error {
 		t.Fatal(err)
 	}
 	_, _, err = c.Client().Jobs().Info("web", nil)
-	if nomadconn.IsNotFound(err) || !errors.Is(nomadconn.Explain(err), nomadconn.ErrNotNomad) {
-		t.Fatalf("want a 404 without Nomad's headers, got %v", err)
+	if !errors.Is(err, nomadconn.ErrNotNomad) {
+		t.Fatalf("want ErrNotNomad for a 404 without Nomad's headers, got %v", err)
 	}
 	return err
 }

@@ -371,6 +371,7 @@ func TestNomadConnectionOnTheWire(t *testing.T) {
 // makes a verified TLS connection; none makes it fail.
 func TestNomadCAs(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "1") // as Nomad answers a read of a job it does not have
 		http.Error(w, "job not found", http.StatusNotFound)
 	}))
 	defer srv.Close()

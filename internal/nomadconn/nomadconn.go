@@ -416,6 +416,9 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if err != nil {
 		return nil, t.conn.Redact(err)
 	}
+	if (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound) && stateRead(req) && resp.Header.Get("X-Nomad-Index") == "" {
+		return nil, t.conn.Redact(notNomad(req, resp))
+	}
 	if resp.StatusCode == http.StatusOK {
 		return resp, nil
 	}
@@ -444,9 +447,6 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	text := t.conn.RedactString(string(cutAt(body, maxErrorBody, t.conn.secrets)))
 	if unreadable != nil {
 		text += t.conn.RedactString(fmt.Sprintf(" (the answer's body could not be read whole: %v)", unreadable))
-	}
-	if resp.StatusCode == http.StatusNotFound && resp.Header.Get("X-Nomad-Index") == "" && stateRead(req) {
-		text += fmt.Sprintf(" (%s %s)", t.conn.address, noIndexNote)
 	}
 	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
 		// Not followed (see New): say where it pointed, so that the
@@ -480,50 +480,56 @@ func cutAt(body []byte, n int, secrets []string) []byte {
 	return body[:cut]
 }
 
-// noIndexNote ends the text of a 404 answer that carries no X-Nomad-Index
-// header, after the address (see IsNotFound).
-const noIndexNote = "answered without an X-Nomad-Index header"
+// stateReads are the paths of Nomad's reads of its state that this
+// project makes (jobs, their allocations, scale status and deployments;
+// nodes and their allocations) and their kin: Nomad's handlers for them
+// set the read's query meta (X-Nomad-Index) before they answer, a 404 for
+// a job, node, allocation or deployment it does not have included. Other
+// endpoints (the agent's /v1/agent/self, /v1/status, the client
+// endpoints) send no index, and writes answer their errors from an RPC
+// error, without it.
+var stateReads = []string{"/v1/job/", "/v1/jobs", "/v1/node/", "/v1/nodes", "/v1/allocation/", "/v1/allocations",
+	"/v1/deployment/", "/v1/deployments", "/v1/evaluation/", "/v1/evaluations"}
 
-// stateRead says whether req reads Nomad's state (a GET outside the client
-// endpoints): Nomad answers such a read's 404 with its index headers.
-// Writes and client endpoints (an allocation's stats) answer theirs from an
-// RPC error, without them.
+// stateRead says whether req is a read of Nomad's state (see stateReads).
 func stateRead(req *http.Request) bool {
-	return req.Method == http.MethodGet && !strings.HasPrefix(req.URL.Path, "/v1/client/")
-}
-
-// ErrNotNomad: a 404 without Nomad's index headers (see IsNotFound).
-var ErrNotNomad = errors.New("not Nomad's answer for a missing job or node, which carries its X-Nomad-Index header: " +
-	"the address may not be Nomad's HTTP API (another server, or a path a proxy does not forward); check the Nomad address")
-
-// IsNotFound reports whether err is Nomad's 404 for a job, node,
-// allocation, evaluation or deployment it does not have. Nomad sets a
-// read's query meta (X-Nomad-Index, X-Nomad-KnownLeader) before it answers
-// such a 404; a 404 without it is a path Nomad does not serve, or a server
-// that is not Nomad (a wrong NOMAD_ADDR reaching another HTTP server),
-// which must not read as "job not found": Explain says so. Nomad's writes
-// and client endpoints (an allocation's stats) answer their 404s without
-// the headers: read those with IsStatus. The headers are checked by the
-// transport of a client New built; with any other client every 404 reads
-// as Nomad's.
-func IsNotFound(err error) bool {
-	return IsStatus(err, http.StatusNotFound) && !notNomad(err)
-}
-
-// Explain is err, naming ErrNotNomad when it is a 404 without Nomad's
-// index headers.
-func Explain(err error) error {
-	if notNomad(err) {
-		return fmt.Errorf("%w: %w", ErrNotNomad, err)
+	if req.Method != http.MethodGet {
+		return false
 	}
-	return err
+	for _, p := range stateReads {
+		if req.URL.Path == strings.TrimSuffix(p, "/") || strings.HasPrefix(req.URL.Path, p) {
+			return true
+		}
+	}
+	return false
 }
 
-// notNomad reports whether err is a 404 the transport found without
-// Nomad's index headers.
-func notNomad(err error) bool {
-	var ue api.UnexpectedResponseError
-	return errors.As(err, &ue) && ue.HasStatusCode() && ue.StatusCode() == http.StatusNotFound && strings.HasSuffix(ue.Body(), noIndexNote+")")
+// ErrNotNomad: an answer to a read of Nomad's state (200 or 404) without
+// Nomad's X-Nomad-Index header. A wrong address that reaches another HTTP
+// server (a web page, a login page, another API, a path a proxy does not
+// forward) would otherwise read as a missing job, as no node, or as a JSON
+// error; the transport refuses it instead.
+var ErrNotNomad = errors.New("the address may not be Nomad's HTTP API (another server, or a path a proxy does not forward): " +
+	"Nomad sends an X-Nomad-Index header with every answer to a read of its state")
+
+// notNomad is ErrNotNomad for an answer: its request, status, content
+// type and first bytes. It closes the answer's body.
+func notNomad(req *http.Request, resp *http.Response) error {
+	defer resp.Body.Close()
+	const most = 80
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, most+1))
+	text := strings.Join(strings.Fields(strings.ToValidUTF8(string(head), "")), " ")
+	if len(head) > most {
+		text = strings.ToValidUTF8(text[:min(len(text), most)], "") + "..."
+	}
+	kind := resp.Header.Get("Content-Type")
+	if kind == "" {
+		kind = "no content type"
+	}
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		text = "(compressed)"
+	}
+	return fmt.Errorf("%w: GET %s answered %d (%s: %q) without it", ErrNotNomad, req.URL.Path, resp.StatusCode, kind, text)
 }
 
 // IsStatus reports whether err is a Nomad API answer with this HTTP status.
