@@ -116,7 +116,30 @@ func conformAttributes(a map[string]attr.Value, fields []field, p path.Path) (ma
 			}
 		}
 		sort.Strings(extra)
-		return nil, &valueError{path: p, reason: fmt.Sprintf("has an attribute %q, which is not one of: %s", extra[0], fieldNames(fields))}
+		var b strings.Builder
+		for i, name := range extra {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%q", name)
+			if near := nearestField(name, fields); near != "" {
+				fmt.Fprintf(&b, " (did you mean %q?)", near)
+			}
+		}
+		what := "an attribute " + b.String() + ", which is not one of"
+		if len(extra) > 1 {
+			what = "attributes " + b.String() + ", which are not among"
+		}
+		return nil, &valueError{path: p, reason: fmt.Sprintf("has %s: %s", what, fieldNames(fields))}
+	}
+	var missing []string
+	for _, f := range fields {
+		if v := underlying(a[f.name]); f.required && (v == nil || v.IsNull()) {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 1 {
+		return nil, &valueError{path: p, reason: "is missing the required attributes " + strings.Join(missing, ", ")}
 	}
 	out, copied := a, false
 	set := func(name string, v attr.Value) {
@@ -382,4 +405,42 @@ func fieldNames(fields []field) string {
 		names[i] = f.name
 	}
 	return strings.Join(names, ", ")
+}
+
+// nearestField is the field name closest to name, when one is close enough
+// to be a misspelling of it (an edit or two away, or one a prefix of the
+// other); "" otherwise.
+func nearestField(name string, fields []field) string {
+	best, bestD := "", 3
+	for _, f := range fields {
+		d := editDistance(strings.ToLower(name), f.name)
+		if strings.HasPrefix(f.name, strings.ToLower(name)) || strings.HasPrefix(strings.ToLower(name), f.name) {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = f.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -564,7 +564,7 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 		{"numbers as strings", tuple(sample(map[string]attr.Value{sampleTime: types.StringValue("60"), sampleCPUMHz: types.StringValue("5.5")})), nil, "", nil},
 		{"not known yet", types.DynamicUnknown(), nil, "", nil},
 		{"an extra attribute", tuple(good, sample(map[string]attr.Value{sampleTime: wholeValue(120), sampleCPUMHz: numberValue(7), "cpu": numberValue(7)})),
-			window(), `Attribute first.usage_samples[1]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb.`, nil},
+			window(), `Attribute first.usage_samples[1]: has an attribute "cpu" (did you mean "cpu_mhz"?), which is not one of: time, cpu_mhz, memory_mb.`, nil},
 		{"a required attribute missing", tuple(sample(map[string]attr.Value{sampleTime: wholeValue(60)})),
 			window(), "Attribute first.usage_samples[0].cpu_mhz: is required.", nil},
 		{"a word for a number", tuple(sample(map[string]attr.Value{sampleTime: wholeValue(60), sampleCPUMHz: types.StringValue("high")})),
@@ -572,6 +572,10 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 		{"a set", types.DynamicValue(types.SetValueMust(good.Type(ctx), []attr.Value{good})),
 			window(), "Attribute first.usage_samples: must be a list, not a set: a set has no order", nil},
 		{"an object", types.DynamicValue(good), window(), "Attribute first.usage_samples: must be a list of objects, not an object.", nil},
+		{"a fractional time", tuple(good, sample(map[string]attr.Value{sampleTime: numberValue(120.5), sampleCPUMHz: numberValue(7)})),
+			window(), "Attribute first.usage_samples[1].time: is 120.5; it must be a whole number", nil},
+		{"a fractional time as a string", tuple(sample(map[string]attr.Value{sampleTime: types.StringValue("60.25"), sampleCPUMHz: numberValue(7)})),
+			window(), "Attribute first.usage_samples[0].time: is 60.25; it must be a whole number", nil},
 		// The counts beside the window, known at validation.
 		{"fractional running replicas", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond),
 			"Attribute second.running_replicas: is 2.5; it must be a whole number", func(m *containerCountsModel) {
@@ -666,7 +670,7 @@ func TestContainerCountsReadTypeErrors(t *testing.T) {
 		}, "second_quota.min", "is 0.5; it must be a whole number"},
 		{"misspelt quota attribute", func(m *containerCountsModel) {
 			m.FirstQuota = types.DynamicValue(types.ObjectValueMust(map[string]attr.Type{"maximum": types.NumberType}, map[string]attr.Value{"maximum": num("2")}))
-		}, "first_quota", `has an attribute "maximum", which is not one of: min, max, per_branch, rounding`},
+		}, "first_quota", `has an attribute "maximum" (did you mean "max"?), which is not one of: min, max, per_branch, rounding`},
 		{"min samples fractional", func(m *containerCountsModel) { m.MinSamples = num("2.5") }, "min_samples", "is 2.5; it must be a whole number"},
 		{"min samples: the engine's rule", func(m *containerCountsModel) { m.MinSamples = num("20000") }, "min_samples", "is 20000; it must be 0 (the default, 3) or from 1 to"},
 		{"too few samples", func(m *containerCountsModel) { m.MinSamples = num("31") }, "first.usage_samples", "has 30 sample(s); at least 31 are needed"},
@@ -1161,7 +1165,7 @@ func TestAccContainerCounts_settingsValidated(t *testing.T) {
 		literal(`Attribute first_quota.rounding: is "round"; it must be one of "nearest", "floor", "ceil"`) + ".*" +
 			literal("Attribute hold_band: is 50; it must be a number from 0 to 10 (logits)") + ".*" +
 			literal("Attribute min_samples: is -1; it must be 0 (the default, 3) or from 1 to") + ".*" +
-			literal(`Attribute second_quota: has an attribute "maximum", which is not one of: min, max, per_branch, rounding`)}})
+			literal(`Attribute second_quota: has an attribute "maximum" (did you mean "max"?), which is not one of: min, max, per_branch, rounding`)}})
 }
 
 // TestAccContainerCounts_unknownDuringPlan: inputs computed by a resource
@@ -1413,21 +1417,21 @@ func TestAccContainerCounts_configurationErrors(t *testing.T) {
 		// ignored (the count would be made without it).
 		{"observation attribute misspelt", mutated(func(_ *testing.T, _, first, _ map[string]string) {
 			first["warming_replica"] = "1"
-		}), literal(`Attribute first: has an attribute "warming_replica", which is not one of: host, cpu_capacity_mhz,`)},
+		}), literal(`Attribute first: has an attribute "warming_replica" (did you mean "warming_replicas"?), which is not one of: host, cpu_capacity_mhz,`)},
 		{"observation from a document with an extra attribute", mutated(func(_ *testing.T, _, _, second map[string]string) {
 			second["other_reserved_cpu"] = "4000"
-		}), literal(`Attribute second: has an attribute "other_reserved_cpu", which is not one of:`)},
+		}), literal(`Attribute second: has an attribute "other_reserved_cpu" (did you mean "other_reserved_cpu_mhz"?), which is not one of:`)},
 		{"sample cpu missing", mutated(func(_ *testing.T, _, _, second map[string]string) {
 			second[obsUsageSamples] = "[{ time = 1 }]"
 		}), literal("Attribute second.usage_samples[0].cpu_mhz: is required")},
 		{"sample with an extra attribute", mutated(func(_ *testing.T, _, _, second map[string]string) {
 			second[obsUsageSamples] = "[{ time = 1, cpu_mhz = 2 }, { time = 2, cpu_mhz = 2, cpu = 3 }]"
-		}), literal(`Attribute second.usage_samples[1]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb.`)},
+		}), literal(`Attribute second.usage_samples[1]: has an attribute "cpu" (did you mean "cpu_mhz"?), which is not one of: time, cpu_mhz, memory_mb.`)},
 		{"window as a set", mutated(func(_ *testing.T, _, first, _ map[string]string) {
 			first[obsUsageSamples] = "toset(" + first[obsUsageSamples] + ")"
 		}), literal("Attribute first.usage_samples: must be a list, not a set: a set has no order")},
 		{"quota rounding not a string", top(attrFirstQuota, `{ rounding = ["up"] }`), literal("Attribute first_quota.rounding: must be a string, not a tuple")},
-		{"quota misspelt", top(attrSecondQuota, `{ maximum = 2 }`), literal(`Attribute second_quota: has an attribute "maximum", which is not one of: min, max, per_branch, rounding`)},
+		{"quota misspelt", top(attrSecondQuota, `{ maximum = 2 }`), literal(`Attribute second_quota: has an attribute "maximum" (did you mean "max"?), which is not one of: min, max, per_branch, rounding`)},
 		{"model builtin unknown", top(attrFirstModel, `"builtin:nope"`), `Attribute first_model names built-in model "nope", which does not exist`},
 		{"model empty", top(attrSecondModel, `""`), `Attribute second_model is empty: want builtin:<name> or the path of a model`},
 		{"model file missing", top(attrSecondModel, hclString("/nonexistent/activation/model.json")),

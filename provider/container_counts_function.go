@@ -57,7 +57,9 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
 			"and the reason. An argument holding a value known only at apply (anywhere inside it) makes the result unknown until " +
-			"apply. Needs OpenTofu 1.7 or Terraform 1.8 or later.",
+			"apply. Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
+			"functions (it answers that the function \"has not been tracked properly\" or that the provider \"has not yet been " +
+			"initialized\"): try the function in a `locals` value or an `output` and `tofu plan`.",
 		Parameters: []function.Parameter{
 			function.DynamicParameter{Name: fnFirst,
 				MarkdownDescription: "Observation of the first host (read at the admission processor's input layer)."},

@@ -316,7 +316,7 @@ func TestContainerCountsFunctionErrors(t *testing.T) {
 		message string
 	}{
 		{"misspelt attribute", []attr.Value{obs(func(m map[string]any) { m["cpu_capcity_mhz"] = 1 }), ok, none}, 0,
-			`Attribute first: has an attribute "cpu_capcity_mhz", which is not one of:`},
+			`Attribute first: has an attribute "cpu_capcity_mhz" (did you mean "cpu_capacity_mhz"?), which is not one of:`},
 		{"missing required", []attr.Value{ok, obs(func(m map[string]any) { delete(m, obsReplicaCPUDemandMHz) }), none}, 1,
 			"Attribute second.replica_cpu_demand_mhz: is required"},
 		{"wrong kind", []attr.Value{ok, obs(func(m map[string]any) { m[obsRunningReplicas] = "six" }), none}, 1,
@@ -327,7 +327,7 @@ func TestContainerCountsFunctionErrors(t *testing.T) {
 			"Attribute first.usage_samples[0]: must be an object, not a number"},
 		{"sample with an extra attribute", []attr.Value{obs(func(m map[string]any) {
 			m[obsUsageSamples] = []any{map[string]any{sampleTime: 1, sampleCPUMHz: 2, "cpu": 3}}
-		}), ok, none}, 0, `Attribute first.usage_samples[0]: has an attribute "cpu", which is not one of: time, cpu_mhz, memory_mb`},
+		}), ok, none}, 0, `Attribute first.usage_samples[0]: has an attribute "cpu" (did you mean "cpu_mhz"?), which is not one of: time, cpu_mhz, memory_mb`},
 		{"queued replica with an extra attribute", []attr.Value{obs(func(m map[string]any) {
 			m[obsQueuedReplicas] = []any{map[string]any{replicaCPUMHz: 100, "gpu": 1}}
 		}), ok, none}, 0, `Attribute first.queued_replicas[0]: has an attribute "gpu", which is not one of: cpu_mhz, memory_mb`},

@@ -400,7 +400,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		})
 		rd, err := reader.Read(ctx, q)
 		if err != nil {
-			addNomadError(ctx, &resp.Diagnostics, &m, conn, d.data.Nomad.tokenSource(), err, readProgress{min(i+1, samples), samples, timeout})
+			addNomadError(ctx, &resp.Diagnostics, &m, conn, d.data.Nomad.source(), err, readProgress{min(i+1, samples), samples, timeout})
 			return
 		}
 		if err := window.Add(rd); err != nil {
@@ -472,11 +472,15 @@ type readProgress struct {
 // attribute comes from the error's nomadusage sentinel and from which
 // attributes m sets, never from the error's text. Errors come from the
 // connection redacted (nomadconn); the address shown is conn.Address(),
-// without user information. tokenFrom is where the ACL token came from
-// (nomadConnection.tokenSource), which a 403 names.
-func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageModel, conn *nomadconn.Conn, tokenFrom string, err error, at readProgress) {
+// without user information, and says when it is Nomad's default. src says
+// where the settings came from: a 403 names the token's source.
+func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageModel, conn *nomadconn.Conn, src nomadSource, err error, at readProgress) {
 	msg := conn.RedactString(err.Error())
 	addr := conn.Address()
+	if src.defaultAddress {
+		addr += " (Nomad's default address: neither the provider's nomad.address nor NOMAD_ADDR is set)"
+	}
+	tokenFrom := src.token
 	jobSet := !m.Job.IsNull()
 	var netErr net.Error
 	switch {
@@ -525,7 +529,7 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 			fmt.Sprintf("Nomad at %s answered 403 (permission denied): %s. %s", addr, token, msg))
 	case errors.Is(err, nomadconn.ErrNotNomad):
 		diags.AddError("The Nomad address may not be Nomad's API",
-			fmt.Sprintf("Reading from %s: %s. Check the provider's nomad.address (or NOMAD_ADDR, unless ignore_env_vars names it).", addr, msg))
+			fmt.Sprintf("%s. Check the provider's nomad.address (or NOMAD_ADDR, unless ignore_env_vars names it).", msg))
 	case statusOf(err) != 0:
 		diags.AddError("Nomad answered with an error",
 			fmt.Sprintf("Nomad at %s answered HTTP %d while reading the host's usage: %s", addr, statusOf(err), msg))

@@ -1099,7 +1099,7 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		{"provider address shown without its password", cfg(nomad(`    address = "ftp://ops:hunter2@nomad:4646"`), ok), `Attribute nomad\.address: "ftp://nomad:4646" has scheme "ftp"`},
 		{"provider address with a slash in its password", cfg(nomad(`    address = "https://ops:s3cr3t/pw@nomad:4646"`), ok), `Attribute nomad\.address: "https://<redacted>@nomad:4646" is not a URL`},
 		{"provider address whose @ follows a path", cfg(nomad(`    address = "http://ops:1234/xy@nomad:4646"`), ok), `Attribute nomad\.address: "http://<redacted>@nomad:4646" has an "@" after its host`},
-		{"provider empty token", cfg(nomad(`    token = ""`), ok), `Attribute nomad\.token string length must be between 1 and`},
+		{"provider empty token", cfg(nomad(`    token = ""`), ok), `Attribute nomad\.token is empty \(an unset variable\?\): leave it unset`},
 		{"provider empty http_auth", cfg(nomad(`    http_auth = ""`), ok), `Attribute nomad\.http_auth string length must be at least 1`},
 		{"provider unknown variable to ignore", cfg(nomad(`    ignore_env_vars = { NOMAD_NAMSPACE = true }`), ok), `nomad\.ignore_env_vars.*value must be one of`},
 		{"provider bad header name", cfg(nomad(`    headers = { "X Bad" = "v" }`), ok), `nomad headers: "X Bad" is not a valid header name`},
@@ -1187,7 +1187,7 @@ func TestAddNomadError(t *testing.T) {
 				ctx = context.Background()
 			}
 			var diags diag.Diagnostics
-			addNomadError(ctx, &diags, c.m, conn, "", c.err, readProgress{1, 1, time.Minute})
+			addNomadError(ctx, &diags, c.m, conn, nomadSource{}, c.err, readProgress{1, 1, time.Minute})
 			if len(diags) != 1 || diags.ErrorsCount() != 1 {
 				t.Fatalf("want one error, got %v", diags)
 			}
@@ -1327,7 +1327,7 @@ func TestMissingDataBlamesTheDemandOnlyWhenItIsTheCause(t *testing.T) {
 		{fmt.Errorf("node h: %w: allocatable CPU is 0 MHz after reservations", nomadusage.ErrMissingData), false},
 	} {
 		var diags diag.Diagnostics
-		addNomadError(context.Background(), &diags, &m, conn, "", c.err, readProgress{1, 1, time.Minute})
+		addNomadError(context.Background(), &diags, &m, conn, nomadSource{}, c.err, readProgress{1, 1, time.Minute})
 		if len(diags) != 1 {
 			t.Fatalf("%v: %d diagnostics", c.err, len(diags))
 		}
@@ -1336,5 +1336,30 @@ func TestMissingDataBlamesTheDemandOnlyWhenItIsTheCause(t *testing.T) {
 		if on != c.onAttr || !strings.Contains(diags[0].Detail(), c.err.Error()) {
 			t.Errorf("%v: on replica_cpu_demand_mhz %v, want %v: %s", c.err, on, c.onAttr, diags[0].Detail())
 		}
+	}
+}
+
+// TestAddNomadErrorNamesTheDefaultAddress: with neither nomad.address nor
+// NOMAD_ADDR set, an error says the address is Nomad's default (a
+// "connection refused" at 127.0.0.1:4646 otherwise reads as Nomad down).
+func TestAddNomadErrorNamesTheDefaultAddress(t *testing.T) {
+	c := newNomadConnection(context.Background(), nil, noEnv)
+	src := c.source()
+	if !src.defaultAddress {
+		t.Fatal("no address set: want the default's note")
+	}
+	conn, err := nomadconn.New(nomadconn.Settings{}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nullUsageModel()
+	m.NodeName = types.StringValue("h")
+	var diags diag.Diagnostics
+	addNomadError(context.Background(), &diags, &m, conn, src, errors.New("dial tcp 127.0.0.1:4646: connect: connection refused"), readProgress{1, 1, time.Minute})
+	if len(diags) != 1 || !strings.Contains(diags[0].Detail(), "http://127.0.0.1:4646 (Nomad's default address: neither the provider's nomad.address nor NOMAD_ADDR is set)") {
+		t.Errorf("diagnostics %v; want the default address named as such", diags)
+	}
+	if set := newNomadConnection(context.Background(), nil, nomadconn.MapEnv(map[string]string{nomadconn.EnvAddress: "http://nomad:4646"})).source(); set.defaultAddress {
+		t.Error("NOMAD_ADDR set: no default's note")
 	}
 }

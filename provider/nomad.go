@@ -105,11 +105,11 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 			nomadToken: schema.StringAttribute{Optional: true, Sensitive: true,
 				MarkdownDescription: "ACL token (secret ID) sent with every request." + env(nomadconn.EnvToken) + ". Never logged. " +
 					"Conflicts with `secret_id`, its alias.",
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 1024), stringvalidator.ConflictsWith(blockPath(nomadSecretID))}},
+				Validators: []validator.String{tokenString{}, stringvalidator.ConflictsWith(blockPath(nomadSecretID))}},
 			nomadSecretID: schema.StringAttribute{Optional: true, Sensitive: true,
 				MarkdownDescription: "Alias of `token`, under terraform-provider-nomad's name: the ACL token sent with every request." +
 					env(nomadconn.EnvToken) + ". Never logged. Conflicts with `token`.",
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 1024), stringvalidator.ConflictsWith(blockPath(nomadToken))}},
+				Validators: []validator.String{tokenString{}, stringvalidator.ConflictsWith(blockPath(nomadToken))}},
 			nomadHTTPAuth: schema.StringAttribute{Optional: true, Sensitive: true,
 				MarkdownDescription: "HTTP basic authentication, `user` or `user:password`, for a Nomad behind an authenticating proxy." +
 					env(nomadconn.EnvHTTPAuth) + ". Never logged.",
@@ -406,6 +406,19 @@ func (c *nomadConnection) get(opts nomadusage.Options) (*nomadconn.Conn, *nomadu
 		c.readers[opts] = r
 	}
 	return c.conn, r, nil
+}
+
+// nomadSource says where the connection's settings came from, for
+// messages: the token's source (tokenSource) and whether the address is
+// Nomad's default (neither the block nor NOMAD_ADDR set one).
+type nomadSource struct {
+	token          string
+	defaultAddress bool
+}
+
+func (c *nomadConnection) source() nomadSource {
+	addr, _ := c.getenv(nomadconn.EnvAddress)
+	return nomadSource{token: c.tokenSource(), defaultAddress: c.settings.Address == "" && addr == ""}
 }
 
 // tokenSource names where the ACL token sent to Nomad comes from, for a

@@ -166,7 +166,7 @@ var observationFields = []field{
 	{name: obsQueuedReplicas, kind: kindObjects, nested: replicaFields,
 		desc: "The new replicas queued to run on the host after the running ones, in order, each with its own demand " +
 			"(replicas of different sizes, or several groups queued for one host), counted at that demand (not at the running replicas' estimate). `[]` means nobody new wants to run; unset: `wanted_replicas` says how many. Not with `wanted_replicas`. " +
-			"Give a list: OpenTofu turns a set (`toset(...)`) into a list in its own order before the provider sees it, which reorders the queue and can change the count. " +
+			"Give a list or a tuple: a set (`toset(...)`) is refused, since it has no order and the queue's order decides the count. " +
 			"First host only: a second host that sets it, `[]` included, is refused (give what other workloads take of it as `other_reserved_cpu_mhz` and `other_reserved_memory_mb`).",
 		out: "Null: this data source queues no replica (`wanted_replicas` says how many want to run)."},
 	{name: obsOtherReservedCPUMHz, kind: kindFigure,
@@ -255,7 +255,10 @@ func observationInputAttribute(description string) schema.DynamicAttribute {
 	return schema.DynamicAttribute{Required: true, MarkdownDescription: description + " An object with these attributes:" + fieldsDoc(observationFields, "  ") +
 		"\n\n  An attribute the observation does not have is an error naming it (OpenTofu would otherwise drop a misspelt one, " +
 		"and the count would be made without it); a number may be written as a numeric string; a list may be a list or a tuple, " +
-		"never a set. The attributes are checked when the configuration is validated, their values when the data source is read."}
+		"never a set. The attributes are checked when the configuration is validated, their values when the data source is read. " +
+		"The value is kept as given: an attribute it sets reads back (`data.activation_container_counts.x.first.running_replicas`), " +
+		"an optional one it leaves unset is not there (`try(data.activation_container_counts.x.first.warming_replicas, 0)`); " +
+		"what the engine made of the observation is in the host's decision."}
 }
 
 // fieldsDoc is a Markdown list of fields, each with its type, whether it

@@ -123,6 +123,31 @@ func (urlString) ValidateString(_ context.Context, req validator.StringRequest, 
 	}
 }
 
+// tokenString accepts an ACL token: not empty (an empty variable would
+// otherwise send no token, or read as NOMAD_TOKEN's absence), at most
+// 1024 bytes.
+type tokenString struct{}
+
+func (tokenString) Description(context.Context) string {
+	return "value must be a token of 1 to 1024 bytes; leave the attribute unset for none"
+}
+
+func (v tokenString) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (tokenString) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	switch n := len(req.ConfigValue.ValueString()); {
+	case n == 0:
+		resp.Diagnostics.AddAttributeError(req.Path, "Empty token",
+			fmt.Sprintf("Attribute %s is empty (an unset variable?): leave it unset (null) to send no token, or to take NOMAD_TOKEN.", req.Path))
+	case n > 1024:
+		resp.Diagnostics.AddAttributeError(req.Path, "Token too long",
+			fmt.Sprintf("Attribute %s is %d bytes long; a Nomad ACL token's secret ID is 36 (at most 1024 are accepted).", req.Path, n))
+	}
+}
+
 // pemString accepts text holding at least one PEM block.
 type pemString struct{}
 

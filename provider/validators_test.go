@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -70,6 +71,11 @@ func TestStringValidators(t *testing.T) {
 		{"user and password", urlValidator(), types.StringValue("https://user:pw@nomad.example.com"), true},
 		{"pem", pemValidator(), types.StringValue("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----"), true},
 		{"not pem", pemValidator(), types.StringValue("/etc/ca.pem"), false},
+		{"a path in the url", urlValidator(), types.StringValue("https://gw.example.com/nomad"), false},
+		{"token", tokenString{}, types.StringValue("3f1c2a9e-0000-4bad-beef-123456789abc"), true},
+		{"empty token", tokenString{}, types.StringValue(""), false},
+		{"token too long", tokenString{}, types.StringValue(strings.Repeat("x", 1025)), false},
+		{"unknown token", tokenString{}, types.StringUnknown(), true},
 	}
 	for _, c := range cases {
 		if got := validateString(c.v, c.in); got != c.ok {
@@ -90,6 +96,34 @@ func TestURLValidatorHidesPassword(t *testing.T) {
 		}
 		if d := resp.Diagnostics.Errors()[0].Detail(); strings.Contains(d, password) {
 			t.Errorf("the error shows the password: %s", d)
+		}
+	}
+}
+
+// TestConformNamesEveryProblem: an object's unknown attributes are named
+// together, each with the field it most likely misspells; several missing
+// required attributes are named together.
+func TestConformNamesEveryProblem(t *testing.T) {
+	num := types.NumberValue(big.NewFloat(1))
+	for _, c := range []struct {
+		name  string
+		attrs map[string]attr.Value
+		want  string
+	}{
+		{"two misspellings", map[string]attr.Value{"cpu_capacity_mhz": num, "usage_samples": types.TupleValueMust(nil, nil), "requested_cpu_mhz": num,
+			"running_replicas": num, "replica_cpu_demand_mhz": num, "warming_replica": num, "Queued_Replicas": num},
+			`has attributes "Queued_Replicas" (did you mean "queued_replicas"?), "warming_replica" (did you mean "warming_replicas"?), which are not among: host,`},
+		{"no near name", map[string]attr.Value{"cpu_capacity_mhz": num, "usage_samples": types.TupleValueMust(nil, nil), "requested_cpu_mhz": num,
+			"running_replicas": num, "replica_cpu_demand_mhz": num, "colour": num},
+			`has an attribute "colour", which is not one of: host,`},
+		{"several required missing", map[string]attr.Value{"host": types.StringValue("h")},
+			"is missing the required attributes cpu_capacity_mhz, usage_samples, requested_cpu_mhz, running_replicas, replica_cpu_demand_mhz"},
+		{"one required missing", map[string]attr.Value{"cpu_capacity_mhz": num, "usage_samples": types.TupleValueMust(nil, nil), "requested_cpu_mhz": num,
+			"running_replicas": num}, "Attribute first.replica_cpu_demand_mhz: is required"},
+	} {
+		_, err := conformAttributes(c.attrs, observationFields, path.Root("first"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want %q", c.name, err, c.want)
 		}
 	}
 }

@@ -367,6 +367,13 @@ func CheckAddress(addr string) error {
 		// http://ops:pa/ss@nomad:4646 parses as host "ops:pa", path
 		// "/ss@nomad:4646": the password would be sent nowhere and printed.
 		return fmt.Errorf("%q has an \"@\" after its host (a password holding \"/\", \"?\" or \"#\" must be percent-encoded)", red)
+	case u.Scheme != "unix" && strings.Trim(u.Path, "/") != "":
+		// Nomad's API client sends every request to /v1/... at the host:
+		// a path prefix (Nomad behind a proxy at /nomad) would be dropped
+		// without a word, and the proxy answer for another path.
+		return fmt.Errorf("%q has a path (%s): Nomad's API client drops it and sends its requests to /v1/... at the host; give scheme://host:port, and serve Nomad's API at the root of that address", red, u.Path)
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("%q has a query or a fragment: give scheme://host:port alone", red)
 	}
 	return nil
 }

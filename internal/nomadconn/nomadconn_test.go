@@ -193,6 +193,10 @@ func TestCheckAddress(t *testing.T) {
 		{"http:nomad:4646", `"http:nomad:4646" has no host`},
 		{"http://nomad:4646\n", `"http://nomad:4646\n" has spaces or line breaks around it`},
 		{" http://nomad:4646", `has spaces or line breaks around it`},
+		{"http://nomad:4646/", ""},
+		{"https://gw.example/nomad", `"https://gw.example/nomad" has a path (/nomad): Nomad's API client drops it`},
+		{"https://ops:hunter2@gw.example/nomad/", `"https://gw.example/nomad/" has a path`},
+		{"http://nomad:4646?region=eu", "has a query or a fragment"},
 	} {
 		err := CheckAddress(tc.addr)
 		switch {
