@@ -412,9 +412,10 @@ func fieldNames(fields []field) string {
 // other); "" otherwise.
 func nearestField(name string, fields []field) string {
 	best, bestD := "", 3
+	lower := strings.ToLower(name)
 	for _, f := range fields {
-		d := editDistance(strings.ToLower(name), f.name)
-		if strings.HasPrefix(f.name, strings.ToLower(name)) || strings.HasPrefix(strings.ToLower(name), f.name) {
+		d := editDistance(lower, f.name)
+		if len(lower) >= 3 && (strings.HasPrefix(f.name, lower) || strings.HasPrefix(lower, f.name)) {
 			d = min(d, 1)
 		}
 		if d < bestD {

@@ -146,7 +146,7 @@ func (m *containerCountsModel) decodeObservations(ctx context.Context) []*valueE
 	}{{m.First, attrFirst}, {m.Second, attrSecond}} {
 		m.observations[i] = nil
 		if o.v.IsNull() || o.v.IsUnknown() || o.v.IsUnderlyingValueNull() || o.v.IsUnderlyingValueUnknown() {
-			continue
+			continue // null, typed or not: the framework refuses it (a required attribute)
 		}
 		var om observationModel
 		if err := decodeArgument(ctx, o.v, observationFields, path.Root(o.name), &om); err != nil {

@@ -589,6 +589,8 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 			"Attribute second.running_replicas: is 3000000000, beyond a 32-bit whole number", func(m *containerCountsModel) {
 				editObs(m, 1, func(o *observationModel) { o.RunningReplicas = num(t, "3000000000") })
 			}},
+		{"a typed null observation", tuple(good), tftypes.NewAttributePath().WithAttributeName(attrSecond), "Must set a configuration value for the second attribute",
+			func(m *containerCountsModel) { m.Second = types.DynamicValue(types.ObjectNull(observationAttrTypes)) }},
 		{"a count not known yet", tuple(good), nil, "", func(m *containerCountsModel) {
 			editObs(m, 0, func(o *observationModel) { o.WarmingReplicas = types.NumberUnknown() })
 		}},

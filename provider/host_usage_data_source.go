@@ -478,7 +478,7 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 	msg := conn.RedactString(err.Error())
 	addr := conn.Address()
 	if src.defaultAddress {
-		addr += " (Nomad's default address: neither the provider's nomad.address nor NOMAD_ADDR is set)"
+		addr += " (Nomad's default address: the provider's nomad.address is unset, and NOMAD_ADDR unset or ignored)"
 	}
 	tokenFrom := src.token
 	jobSet := !m.Job.IsNull()

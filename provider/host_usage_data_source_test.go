@@ -1356,7 +1356,7 @@ func TestAddNomadErrorNamesTheDefaultAddress(t *testing.T) {
 	m.NodeName = types.StringValue("h")
 	var diags diag.Diagnostics
 	addNomadError(context.Background(), &diags, &m, conn, src, errors.New("dial tcp 127.0.0.1:4646: connect: connection refused"), readProgress{1, 1, time.Minute})
-	if len(diags) != 1 || !strings.Contains(diags[0].Detail(), "http://127.0.0.1:4646 (Nomad's default address: neither the provider's nomad.address nor NOMAD_ADDR is set)") {
+	if len(diags) != 1 || !strings.Contains(diags[0].Detail(), "http://127.0.0.1:4646 (Nomad's default address: the provider's nomad.address is unset, and NOMAD_ADDR unset or ignored)") {
 		t.Errorf("diagnostics %v; want the default address named as such", diags)
 	}
 	if set := newNomadConnection(context.Background(), nil, nomadconn.MapEnv(map[string]string{nomadconn.EnvAddress: "http://nomad:4646"})).source(); set.defaultAddress {

@@ -71,7 +71,6 @@ func TestStringValidators(t *testing.T) {
 		{"user and password", urlValidator(), types.StringValue("https://user:pw@nomad.example.com"), true},
 		{"pem", pemValidator(), types.StringValue("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----"), true},
 		{"not pem", pemValidator(), types.StringValue("/etc/ca.pem"), false},
-		{"a path in the url", urlValidator(), types.StringValue("https://gw.example.com/nomad"), false},
 		{"token", tokenString{}, types.StringValue("3f1c2a9e-0000-4bad-beef-123456789abc"), true},
 		{"empty token", tokenString{}, types.StringValue(""), false},
 		{"token too long", tokenString{}, types.StringValue(strings.Repeat("x", 1025)), false},

@@ -367,13 +367,6 @@ func CheckAddress(addr string) error {
 		// http://ops:pa/ss@nomad:4646 parses as host "ops:pa", path
 		// "/ss@nomad:4646": the password would be sent nowhere and printed.
 		return fmt.Errorf("%q has an \"@\" after its host (a password holding \"/\", \"?\" or \"#\" must be percent-encoded)", red)
-	case u.Scheme != "unix" && strings.Trim(u.Path, "/") != "":
-		// Nomad's API client sends every request to /v1/... at the host:
-		// a path prefix (Nomad behind a proxy at /nomad) would be dropped
-		// without a word, and the proxy answer for another path.
-		return fmt.Errorf("%q has a path (%s): Nomad's API client drops it and sends its requests to /v1/... at the host; give scheme://host:port, and serve Nomad's API at the root of that address", red, u.Path)
-	case u.RawQuery != "" || u.Fragment != "":
-		return fmt.Errorf("%q has a query or a fragment: give scheme://host:port alone", red)
 	}
 	return nil
 }
@@ -424,7 +417,7 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return nil, t.conn.Redact(err)
 	}
 	if (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound) && stateRead(req) && resp.Header.Get("X-Nomad-Index") == "" {
-		return nil, t.conn.Redact(notNomad(req, resp))
+		return nil, t.conn.Redact(t.notNomad(req, resp))
 	}
 	if resp.StatusCode == http.StatusOK {
 		return resp, nil
@@ -489,9 +482,11 @@ func cutAt(body []byte, n int, secrets []string) []byte {
 
 // stateReads are the paths of Nomad's reads of its state that this
 // project makes (jobs, their allocations, scale status and deployments;
-// nodes and their allocations) and their kin: Nomad's handlers for them
-// set the read's query meta (X-Nomad-Index) before they answer, a 404 for
-// a job, node, allocation or deployment it does not have included. Other
+// nodes and their allocations) and their kin: Nomad's handlers for those
+// reads set the read's query meta (X-Nomad-Index) before they answer, a
+// 404 for a job, node, allocation or deployment it does not have included
+// (some endpoints under these paths do not, such as an allocation's
+// checks: this project reads none of them). Other
 // endpoints (the agent's /v1/agent/self, /v1/status, the client
 // endpoints) send no index, and writes answer their errors from an RPC
 // error, without it.
@@ -520,23 +515,31 @@ var ErrNotNomad = errors.New("the address may not be Nomad's HTTP API (another s
 	"Nomad sends an X-Nomad-Index header with every answer to a read of its state")
 
 // notNomad is ErrNotNomad for an answer: its request, status, content
-// type and first bytes. It closes the answer's body.
-func notNomad(req *http.Request, resp *http.Response) error {
+// type and first bytes (secrets redacted before the text is cut, folded
+// and quoted, as for an error answer), and the address's path when it has
+// one (Nomad's API client drops it: a proxy serving Nomad under a prefix
+// is asked for /v1/... at its root). It closes the answer's body.
+func (t *redactingTransport) notNomad(req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	const most = 80
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, most+1))
-	text := strings.Join(strings.Fields(strings.ToValidUTF8(string(head), "")), " ")
-	if len(head) > most {
-		text = strings.ToValidUTF8(text[:min(len(text), most)], "") + "..."
+	text := "(compressed)"
+	if !strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(most+1+t.conn.longest)))
+		cut := cutAt(head, most, t.conn.secrets)
+		text = strings.Join(strings.Fields(strings.ToValidUTF8(t.conn.RedactString(string(cut)), "")), " ")
+		if len(head) > len(cut) {
+			text += "..."
+		}
 	}
 	kind := resp.Header.Get("Content-Type")
 	if kind == "" {
 		kind = "no content type"
 	}
-	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
-		text = "(compressed)"
+	err := fmt.Errorf("%w: GET %s answered %d (%s: %q) without it", ErrNotNomad, req.URL.Path, resp.StatusCode, kind, text)
+	if u, perr := url.Parse(t.conn.address); perr == nil && u.Scheme != "unix" && strings.Trim(u.Path, "/") != "" {
+		err = fmt.Errorf("%w; the address's path (%s) is not used: Nomad's API client sends its requests to /v1/... at the host, so Nomad must answer at the root of the address", err, u.Path)
 	}
-	return fmt.Errorf("%w: GET %s answered %d (%s: %q) without it", ErrNotNomad, req.URL.Path, resp.StatusCode, kind, text)
+	return err
 }
 
 // IsStatus reports whether err is a Nomad API answer with this HTTP status.

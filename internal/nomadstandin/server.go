@@ -50,7 +50,9 @@ type Fault struct {
 	// never answered.
 	Hang bool
 	// Status, when non-zero, answers with this code and Message (default
-	// "injected fault") instead of the real answer; 404 answers "not found".
+	// "injected fault") instead of the real answer; 404 answers "not found",
+	// with Nomad's query meta (X-Nomad-Index) on a GET outside /v1/client/,
+	// as Nomad answers a read of an object it does not have.
 	Status  int
 	Message string
 	// seen counts matching requests so far.
@@ -511,6 +513,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	fault := s.matchFaultLocked(r, body)
 	policy, known := s.tokens[token]
 	aclOn := len(s.tokens) > 0
+	index := s.index
 	s.mu.Unlock()
 
 	if fault != nil {
@@ -533,6 +536,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			if fault.Status == http.StatusNotFound {
 				msg = "not found"
 			}
+		}
+		if fault.Status == http.StatusNotFound && r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/v1/client/") {
+			// As Nomad's "not found" for an object of its state, with the
+			// read's query meta (a client endpoint's 404 has none).
+			setQueryMeta(rec.Header(), index)
 		}
 		writeError(rec, errorf(fault.Status, "%s", msg))
 		return
