@@ -765,15 +765,8 @@ func TestTargetBadMetaChangesNothing(t *testing.T) {
 // once each, not at every evaluation.
 func TestTargetLogsHolds(t *testing.T) {
 	w := newWorld(t, 2, 2)
-	var buf bytes.Buffer
-	tg := NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &buf}))
-	if err := tg.SetConfig(map[string]string{AgentKeyNomadAddress: w.s.URL()}); err != nil {
-		t.Fatal(err)
-	}
-	lines := func() []string {
-		defer buf.Reset()
-		return strings.Split(strings.TrimSpace(buf.String()), "\n")
-	}
+	tg, buf := loggedTarget(t, w.s.URL())
+	lines := func() []string { return takeLines(buf) }
 	status(t, tg, tcfg)
 	if buf.Len() != 0 {
 		t.Fatalf("a ready job logged: %q", buf.String())
@@ -797,17 +790,35 @@ func TestTargetLogsHolds(t *testing.T) {
 	}
 }
 
+// loggedTarget is a target connected to the Nomad at addr whose log, from
+// info level up, goes to the buffer it returns.
+func loggedTarget(t *testing.T, addr string) (*Target, *bytes.Buffer) {
+	t.Helper()
+	buf := &bytes.Buffer{}
+	tg := NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: buf}))
+	if err := tg.SetConfig(map[string]string{AgentKeyNomadAddress: addr}); err != nil {
+		t.Fatal(err)
+	}
+	return tg, buf
+}
+
+// takeLines returns the buffer's lines (none when it is empty) and
+// empties it.
+func takeLines(buf *bytes.Buffer) []string {
+	defer buf.Reset()
+	if buf.Len() == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(buf.String()), "\n")
+}
+
 // TestTargetWarnsOfBothModes: a split-mode policy and a per-host policy on
 // one group undo each other's counts; Status warns once, naming the group,
 // when the group's events change mode twice, and not for a move from one
 // mode to the other.
 func TestTargetWarnsOfBothModes(t *testing.T) {
 	w := newWorld(t, 1, 1)
-	var buf bytes.Buffer
-	tg := NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &buf}))
-	if err := tg.SetConfig(map[string]string{AgentKeyNomadAddress: w.s.URL()}); err != nil {
-		t.Fatal(err)
-	}
+	tg, buf := loggedTarget(t, w.s.URL())
 	split := func(f, s int) {
 		t.Helper()
 		must(t, tg.Scale(sdk.ScalingAction{Count: int64(f + s), Meta: withMeta(quotaMeta(f, s, 0, 10, 0, 10), MetaRole, RoleSplit)}, tcfg))
@@ -817,10 +828,8 @@ func TestTargetWarnsOfBothModes(t *testing.T) {
 		must(t, tg.Scale(sdk.ScalingAction{Count: int64(n), Meta: withMeta(quotaMeta(n, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, gcfg))
 	}
 	warnings := func() []string {
-		t.Helper()
-		defer buf.Reset()
 		var out []string
-		for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		for _, l := range takeLines(buf) {
 			if strings.Contains(l, "[WARN]") {
 				out = append(out, l)
 			}
@@ -921,13 +930,7 @@ func TestTargetNotNomad(t *testing.T) {
 func TestLogFightEnds(t *testing.T) {
 	var buf bytes.Buffer
 	tg := NewTarget(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &buf}))
-	lines := func() []string {
-		defer buf.Reset()
-		if buf.Len() == 0 {
-			return nil
-		}
-		return strings.Split(strings.TrimSpace(buf.String()), "\n")
-	}
+	lines := func() []string { return takeLines(&buf) }
 	const g = "default/web/front"
 	for i, c := range []struct {
 		switches int

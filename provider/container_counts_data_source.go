@@ -116,46 +116,38 @@ func quotaInputAttribute(role string) schema.DynamicAttribute {
 // each checked for its attributes and their kinds.
 func (m *containerCountsModel) decodeQuotas(ctx context.Context) []*valueError {
 	var errs []*valueError
-	for i, q := range []struct {
-		v    types.Dynamic
-		name string
-	}{{m.FirstQuota, attrFirstQuota}, {m.SecondQuota, attrSecondQuota}} {
-		m.quotas[i] = nil
-		if q.v.IsNull() || q.v.IsUnknown() || q.v.IsUnderlyingValueNull() || q.v.IsUnderlyingValueUnknown() {
-			continue
-		}
-		var qm quotaModel
-		if err := decodeArgument(ctx, q.v, quotaFields, path.Root(q.name), &qm); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		m.quotas[i] = &qm
-	}
+	m.quotas, errs = decodeBoth[quotaModel](ctx, [2]types.Dynamic{m.FirstQuota, m.SecondQuota}, [2]string{attrFirstQuota, attrSecondQuota}, quotaFields)
 	return errs
 }
 
 // decodeObservations decodes the configured observations into
 // m.observations (unknown, during validation: nil, decoded once known;
-// null: nil, which the read refuses), each checked for its attributes and
-// their kinds: an attribute an observation does not have is refused.
+// null, typed or not: nil, which the framework refuses, the attributes
+// being required), each checked for its attributes and their kinds: an
+// attribute an observation does not have is refused.
 func (m *containerCountsModel) decodeObservations(ctx context.Context) []*valueError {
 	var errs []*valueError
-	for i, o := range []struct {
-		v    types.Dynamic
-		name string
-	}{{m.First, attrFirst}, {m.Second, attrSecond}} {
-		m.observations[i] = nil
-		if o.v.IsNull() || o.v.IsUnknown() || o.v.IsUnderlyingValueNull() || o.v.IsUnderlyingValueUnknown() {
-			continue // null, typed or not: the framework refuses it (a required attribute)
+	m.observations, errs = decodeBoth[observationModel](ctx, [2]types.Dynamic{m.First, m.Second}, [2]string{attrFirst, attrSecond}, observationFields)
+	return errs
+}
+
+// decodeBoth decodes the two hosts' dynamic values, at the attributes
+// named, into models of fields: nil for a value null or not known yet.
+func decodeBoth[T any](ctx context.Context, vs [2]types.Dynamic, names [2]string, fields []field) ([2]*T, []*valueError) {
+	var out [2]*T
+	var errs []*valueError
+	for i, v := range vs {
+		if v.IsNull() || v.IsUnknown() || v.IsUnderlyingValueNull() || v.IsUnderlyingValueUnknown() {
+			continue
 		}
-		var om observationModel
-		if err := decodeArgument(ctx, o.v, observationFields, path.Root(o.name), &om); err != nil {
+		var t T
+		if err := decodeArgument(ctx, v, fields, path.Root(names[i]), &t); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		m.observations[i] = &om
+		out[i] = &t
 	}
-	return errs
+	return out, errs
 }
 
 // toEngine converts a known quota at root; nil is every default.
