@@ -240,15 +240,16 @@ func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.
 	}
 }
 
-// ValidateConfig checks, as soon as each is known, every usage window's
-// shape (the window is typed dynamically, so Terraform cannot): a list of
-// objects with the sample's attributes, of the sample's kinds; and the
-// settings, with the engine's own rules, one problem per setting at once
-// (each quota's first: its attributes, kinds and ranges; min_samples;
-// hold_band). So a
-// bad setting fails `tofu validate`, even when an observation is known
-// only at apply. The observations' values are checked when the data
-// source is read.
+// ValidateConfig checks, as soon as each is known, what Terraform cannot
+// check of values typed dynamically: each observation's attributes and
+// their kinds, its usage window's samples (a list of objects with the
+// sample's attributes and kinds, whole times) and its counts (whole);
+// and the settings, with the engine's own rules, one problem per setting
+// at once (each quota's first: its attributes, kinds and ranges;
+// min_samples; hold_band). So a misspelt attribute or a bad setting fails
+// `tofu validate`, even when an observation is known only at apply. The
+// observations' ranges are the engine's, checked when the data source is
+// read.
 func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	d.validateSettings(ctx, req, resp)
 	var m containerCountsModel
@@ -259,7 +260,7 @@ func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req data
 	}
 	for i, om := range m.observations {
 		if om == nil {
-			continue // unknown: checked once known; null: Terraform reports a missing one
+			continue // unknown: checked once known; null: the framework refuses it
 		}
 		root := path.Root([]string{attrFirst, attrSecond}[i])
 		if w := om.UsageSamples; !w.IsUnknown() && !w.IsUnderlyingValueUnknown() {
@@ -269,10 +270,10 @@ func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req data
 			}
 			// Times are whole seconds: known at validate, as the counts
 			// below (the first fraction is enough to say it).
-			for i, s := range samples {
+			for j, s := range samples {
 				if t, ok := s[sampleTime].(types.Number); ok {
 					if _, why := whole(t); why != "" {
-						addValueError(&resp.Diagnostics, &valueError{path: root.AtName(obsUsageSamples).AtListIndex(i).AtName(sampleTime), reason: why})
+						addValueError(&resp.Diagnostics, &valueError{path: root.AtName(obsUsageSamples).AtListIndex(j).AtName(sampleTime), reason: why})
 						break
 					}
 				}
