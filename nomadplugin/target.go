@@ -515,20 +515,28 @@ func (t *Target) forgetHold(job string) {
 func (t *Target) logHold(job, why string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	prev := t.held[job]
-	switch why {
-	case prev:
-		return
-	case "":
-		delete(t.held, job)
+	switch prev := swapState(&t.held, job, why); {
+	case why == prev:
+	case why == "":
 		t.logger.Info("ready to scale again", "job", job, "was", prev)
-		return
+	default:
+		t.logger.Info("not ready to scale: the agent skips the job's policies until this ends", "job", job, "why", why)
 	}
-	if t.held == nil {
-		t.held = map[string]string{}
+}
+
+// swapState sets key's state in *m to why ("" deletes it, and a nil map is
+// made on first use) and returns the state it had. Callers hold t.mu.
+func swapState(m *map[string]string, key, why string) (prev string) {
+	prev = (*m)[key]
+	switch {
+	case why == "":
+		delete(*m, key)
+	case *m == nil:
+		*m = map[string]string{key: why}
+	default:
+		(*m)[key] = why
 	}
-	t.held[job] = why
-	t.logger.Info("not ready to scale: the agent skips the job's policies until this ends", "job", job, "why", why)
+	return prev
 }
 
 // fightWindow is how far back Status reads a group's scaling events for
@@ -599,21 +607,14 @@ func (t *Target) logFight(group string, switches int) {
 	case switches == 1 && prev != "":
 		why = prev
 	}
+	swapState(&t.fights, group, why)
 	switch {
-	case why == "" && prev == "":
-		return
-	case why == "":
-		delete(t.fights, group)
+	case why == "" && prev != "":
 		t.logger.Info("the group's scaling events show one mode again", "group", group)
 		return
-	case prev != "":
-		t.fights[group] = why
+	case why == "" || prev != "":
 		return
 	}
-	if t.fights == nil {
-		t.fights = map[string]string{}
-	}
-	t.fights[group] = why
 	t.logger.Warn("policies of both modes scale this group in turn, each undoing the other's count (or the mode was changed and changed back): keep one mode per job (split mode, or per-host policies)",
 		"group", group, "events", why)
 }
