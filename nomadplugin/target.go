@@ -515,9 +515,10 @@ func (t *Target) forgetHold(job string) {
 func (t *Target) logHold(job, why string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	switch prev := swapState(&t.held, job, why); {
-	case why == prev:
-	case why == "":
+	prev := swapState(&t.held, job, why)
+	switch why {
+	case prev:
+	case "":
 		t.logger.Info("ready to scale again", "job", job, "was", prev)
 	default:
 		t.logger.Info("not ready to scale: the agent skips the job's policies until this ends", "job", job, "why", why)
