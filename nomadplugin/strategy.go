@@ -854,12 +854,30 @@ func (c claimedOnNode) bound(hd *engine.HostDecision, o engine.Observation) {
 func (c claimedOnNode) note(p *hostPlan, node string) {
 	p.claimed = c.replicas
 	if c.sibling > 0 {
-		p.notes = append([]string{fmt.Sprintf("the first host's %d new replicas on the same node %s count as reserved in what Nomad can place (%.0f MHz, %.0f MB)", c.sibling, node, c.sibCPU, c.sibMem)}, p.notes...)
+		p.notes = append([]string{fmt.Sprintf("the first host's %s on the same node %s %s as reserved in what Nomad can place (%.0f MHz, %.0f MB)",
+			nReplicas(c.sibling, "new replica"), node, verb(c.sibling, "counts", "count"), c.sibCPU, c.sibMem)}, p.notes...)
 	}
 	if others := c.replicas - c.sibling; others > 0 {
-		p.notes = append([]string{fmt.Sprintf("%d replicas of other groups this plugin asked for on node %s, not placed in Nomad's allocation list it read, count as reserved in what Nomad can place (%.0f MHz, %.0f MB)",
-			others, node, c.cpu-c.sibCPU, c.mem-c.sibMem)}, p.notes...)
+		p.notes = append([]string{fmt.Sprintf("%s of other groups this plugin asked for on node %s, not placed in Nomad's allocation list it read, %s as reserved in what Nomad can place (%.0f MHz, %.0f MB)",
+			nReplicas(others, "replica"), node, verb(others, "counts", "count"), c.cpu-c.sibCPU, c.mem-c.sibMem)}, p.notes...)
 	}
+}
+
+// nReplicas writes n and noun, with the noun's plural unless n is 1: "1
+// replica", "3 new replicas".
+func nReplicas(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// verb is one's form of a verb when n is 1, else many's.
+func verb(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // claim records the replicas the action adds on each host's node (at most

@@ -1670,3 +1670,14 @@ func TestReloadWhileParsing(t *testing.T) {
 		t.Errorf("after the reload the check reads namespace %q, want the agent's new one", c.first.query.Namespace)
 	}
 }
+
+func TestNReplicas(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 new replicas count"}, {1, "1 new replica counts"}, {6, "6 new replicas count"}} {
+		if got := nReplicas(c.n, "new replica") + " " + verb(c.n, "counts", "count"); got != c.want {
+			t.Errorf("n %d: %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -236,6 +236,15 @@ func configValue(m map[string]string, keys ...string) (string, string) {
 }
 
 func (s *targetSession) parseConfig(m map[string]string) (*targetConfig, error) {
+	c, err := s.readConfig(m)
+	if err != nil && !strings.HasPrefix(err.Error(), TargetName+":") {
+		err = fmt.Errorf("%s: %w", TargetName, err)
+	}
+	return c, err
+}
+
+// readConfig is parseConfig without the plugin's name on its errors.
+func (s *targetSession) readConfig(m map[string]string) (*targetConfig, error) {
 	for k := range m {
 		switch {
 		case slices.Contains(targetKeys, k) || isTargetAgentKey(k):

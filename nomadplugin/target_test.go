@@ -950,3 +950,105 @@ func TestLogFightEnds(t *testing.T) {
 		t.Error("a job gone (404) kept its groups' fights")
 	}
 }
+
+// TestTargetLogsWrites: at the agent's default level (info) an operator
+// sees what the target wrote, and a dry run says that it changed nothing
+// (the agent's own line reads the same for both); a write of the counts
+// the groups already have logs nothing.
+func TestTargetLogsWrites(t *testing.T) {
+	w := newWorld(t, 2, 2)
+	tg, buf := loggedTarget(t, w.s.URL())
+	lines := func() string { return strings.Join(takeLines(buf), "\n") }
+	cases := []struct {
+		name   string
+		action sdk.ScalingAction
+		config map[string]string
+		want   []string
+		not    []string
+	}{
+		{"split mode", sdk.ScalingAction{Count: 7, Meta: quotaMeta(3, 4, 0, 10, 0, 10)}, tcfg,
+			[]string{"[INFO]", "scaled", "job=" + wJob, "first_group=" + wFirst, `first="2 -> 3"`, "second_group=" + wSecond, `second="2 -> 4"`}, []string{"dry run"}},
+		{"split mode, nothing to write", sdk.ScalingAction{Count: 7, Meta: quotaMeta(3, 4, 0, 10, 0, 10)}, tcfg,
+			nil, []string{"scaled", "dry run"}},
+		{"one group", sdk.ScalingAction{Count: 5, Meta: withMeta(quotaMeta(5, 0, 0, 10, 0, 10), MetaRole, RoleFirst)}, gcfg,
+			[]string{"[INFO]", "scaled", "group=" + wFirst, `count="3 -> 5"`}, []string{"dry run"}},
+		{"dry run", sdk.ScalingAction{Count: 9, Meta: quotaMeta(5, 4, 0, 10, 0, 10)}, withKeys(tcfg, TargetKeyDryRun, "true"),
+			[]string{"[INFO]", "dry run: the group was not changed", "group=" + wFirst, "from=5", "would_be=5", "group=" + wSecond, "would_be=4"}, []string{"scaled"}},
+	}
+	for _, c := range cases {
+		if err := tg.Scale(c.action, c.config); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := lines()
+		for _, s := range c.want {
+			if !strings.Contains(got, s) {
+				t.Errorf("%s: the log lacks %q:\n%s", c.name, s, got)
+			}
+		}
+		for _, s := range c.not {
+			if strings.Contains(got, s) {
+				t.Errorf("%s: the log has %q:\n%s", c.name, s, got)
+			}
+		}
+	}
+	if got := w.counts(t); got != [2]int{5, 4} {
+		t.Errorf("counts %v after the dry run, want [5 4] (the one-group write's 5 and the split's 4)", got)
+	}
+}
+
+// TestTargetSplitErrorSaysWhereQuotasCame: a count the hosts' quotas cannot
+// hold is refused naming where the quotas came from, so that an operator
+// whose config sets none can find them (the strategy's last event).
+func TestTargetSplitErrorSaysWhereQuotasCame(t *testing.T) {
+	testsupport.StandinOnly(t, "scaling events and counts set and read back on the stand-in")
+	agent := sdk.ScalingAction{Count: 9, Direction: sdk.ScaleDirectionUp, Reason: "current count (4) below limit (9)", Meta: map[string]any{}}
+	cases := []struct {
+		name   string
+		config map[string]string
+		want   []string
+	}{
+		{"from the newest scaling event", tcfg, []string{"first [0, 2], second [0, 3]", "the hosts' quotas are the newest scaling event's",
+			TargetKeyFirstMin, TargetKeyFirstMax, TargetKeySecondMin, TargetKeySecondMax}},
+		{"from the target config", withKeys(tcfg, TargetKeyFirstMax, "1", TargetKeySecondMax, "2"), []string{"first [0, 1], second [0, 2]", "the hosts' quotas are the target config's"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, 1, 1)
+			tg := w.target(t)
+			must(t, tg.Scale(sdk.ScalingAction{Count: 3, Meta: quotaMeta(1, 2, 0, 2, 0, 3)}, tcfg))
+			err := tg.Scale(agent, c.config)
+			if err == nil {
+				t.Fatal("an agent count of 9 within quotas whose maximums sum below it was applied")
+			}
+			for _, s := range c.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("err = %v\nwant it to say %q", err, s)
+				}
+			}
+			if got := w.counts(t); got != [2]int{1, 2} {
+				t.Errorf("counts %v after a refused action, want [1 2]", got)
+			}
+		})
+	}
+}
+
+// TestTargetConfigErrorsNamePlugin: every config error says it is the
+// target's, as the agent's log interleaves several plugins' errors.
+func TestTargetConfigErrorsNamePlugin(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	tg := w.target(t)
+	for _, cfg := range []map[string]string{
+		{TargetKeyFirstGroup: wFirst, TargetKeySecondGroup: wSecond},
+		withKeys(tcfg, TargetKeyDryRun, "yes"),
+		withKeys(tcfg, "frist_max", "3"),
+		withKeys(tcfg, TargetKeyFirstMin, "4", TargetKeyFirstMax, "2"),
+	} {
+		_, err := tg.Status(cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), TargetName+": config ") {
+			t.Errorf("Status(%v) err = %v, want it to start %q", cfg, err, TargetName+": config ")
+		}
+		if n := strings.Count(fmt.Sprint(err), TargetName+":"); n > 1 {
+			t.Errorf("err = %v names the plugin %d times", err, n)
+		}
+	}
+}

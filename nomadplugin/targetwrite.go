@@ -147,6 +147,7 @@ func (w *scaleCall) dryRun(current, counts [2]int64) error {
 		if _, _, err := w.client.Jobs().Scale(w.c.job, g, nil, msg, w.action.Error, meta, w.wo); err != nil {
 			return w.callErr(fmt.Sprintf("record the dry-run event of group %q of job %q", g, w.c.job), err)
 		}
+		w.t.logger.Info("dry run: the group was not changed", "job", w.c.job, "group", g, "from", current[i], "would_be", counts[i])
 	}
 	return nil
 }
@@ -197,6 +198,8 @@ func (w *scaleCall) scaleSplit() error {
 	if err := w.register(job, counts, index); err != nil {
 		return err
 	}
+	w.t.logger.Info("scaled", "job", w.c.job, "first_group", w.c.groups[0], "first", fmt.Sprintf("%d -> %d", current[0], counts[0]),
+		"second_group", w.c.groups[1], "second", fmt.Sprintf("%d -> %d", current[1], counts[1]))
 	w.events(current, counts, index)
 	return nil
 }
@@ -231,8 +234,17 @@ func (w *scaleCall) split(total int64, current [2]int64, job *rawJob) ([2]int64,
 	}
 	counts, how, err := SplitWithin(total, w.action.Meta, current, q)
 	if err != nil {
-		if len(held) > 0 {
-			return counts, fmt.Errorf("%s: %w (%s)", TargetName, err, strings.Join(held, ", "))
+		var notes []string
+		if source != "" {
+			notes = append(notes, "the hosts' quotas are "+source+"'s")
+		}
+		if source == quotaFromEvent {
+			notes[0] += fmt.Sprintf(" (no quota in the action or the target config: set %s, %s, %s and %s in the target config to give them)",
+				TargetKeyFirstMin, TargetKeyFirstMax, TargetKeySecondMin, TargetKeySecondMax)
+		}
+		notes = append(notes, held...)
+		if len(notes) > 0 {
+			return counts, fmt.Errorf("%s: %w (%s)", TargetName, err, strings.Join(notes, "; "))
 		}
 		return counts, fmt.Errorf("%s: %w", TargetName, err)
 	}
@@ -290,8 +302,12 @@ func (w *scaleCall) quota() (Quota, string, error) {
 	if err != nil {
 		return q, "", fmt.Errorf("the scaling event at %s: %w", time.Unix(0, int64(newest.Time)).UTC().Format(time.RFC3339), err)
 	}
-	return q, "the newest scaling event", nil
+	return q, quotaFromEvent, nil
 }
+
+// quotaFromEvent is quota's source when the hosts' quotas come from the
+// groups' newest scaling event that carries them.
+const quotaFromEvent = "the newest scaling event"
 
 // configQuotaUnused warns when the target config sets a host's max below
 // the one the action carries: the action's quota applies, and an operator
@@ -394,6 +410,7 @@ func (w *scaleCall) scaleGroup() error {
 	_, _, err = w.client.Jobs().ScaleWithRequest(w.c.job, req, w.wo)
 	switch {
 	case err == nil:
+		w.t.logger.Info("scaled", "job", w.c.job, "group", g, "count", fmt.Sprintf("%d -> %d", current[0], total))
 		return nil
 	case refusedByNomad(err) && strings.Contains(err.Error(), deploymentBlocked):
 		return sdk.NewTargetScalingNoOpError("%s: skipping job %s due to an active deployment; the group was not changed", TargetName, w.c.job)
