@@ -487,7 +487,7 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 	}
 	k := p.features.slot[refused]
 	roomCPU, roomMem := o.room()
-	r := &RefusedSlot{Slot: k, Name: p.model.Inputs[refused].Name, Running: fw.slotRun[k] == 1,
+	r := &RefusedSlot{Slot: k, Name: p.model.Inputs[refused].Name, Running: fw.slotRun[k] == 1 && k < o.RunningReplicas,
 		CPUMHz: fw.slotCPU[k] * roomCPU}
 	if o.MemoryCapacityMB > 0 {
 		r.MemoryMB = fw.slotMem[k] * roomMem

@@ -434,3 +434,84 @@ func TestWindowGapNoted(t *testing.T) {
 		})
 	}
 }
+
+// TestStoppedReplicasStandForNewOnes: with none running, samples of the
+// replicas that stopped (StoppedReplicas) are read as what a new replica
+// will use: the counts are those the hosts would have with one of them
+// still running, so a workload stopped for its usage is not started again
+// at its request (a user trial: 1, 0, 1, 0...). Without StoppedReplicas
+// the samples are no replica's usage, as before.
+func TestStoppedReplicasStandForNewOnes(t *testing.T) {
+	decide := func(o Observation) *Decision {
+		t.Helper()
+		d, err := Decide(HostInput{Observation: &o, MinSamples: 1}, HostInput{Observation: &o, MinSamples: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	stopped := func(o Observation, n int) Observation {
+		for i := range o.Samples {
+			o.Samples[i].CPUMHz *= float64(n) / float64(o.RunningReplicas)
+		}
+		o.StoppedReplicas, o.RunningReplicas, o.RequestedCPUMHz = n, 0, 0
+		return o
+	}
+	for _, tc := range []struct {
+		name  string
+		usage float64 // one replica's, on a 32000 MHz host asking 4000 MHz a replica
+	}{
+		{"a replica too busy for its host", 26000},
+		{"a busy replica", 12000},
+		{"a replica below its request", 2000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			running := decide(testsupport.Flat(32000, 1, tc.usage, 4000, 10))
+			atDemand := decide(testsupport.Flat(32000, 0, tc.usage, 4000, 10))
+			for _, n := range []int{1, 3} {
+				d := decide(stopped(testsupport.Flat(32000, 1, tc.usage, 4000, 10), n))
+				if d.First.Containers != running.First.Containers || d.Second.Containers != running.Second.Containers {
+					t.Errorf("%d stopped: counts %d and %d, want the %d and %d of one replica still running (at its demand: %d and %d)",
+						n, d.First.Containers, d.Second.Containers, running.First.Containers, running.Second.Containers, atDemand.First.Containers, atDemand.Second.Containers)
+				}
+				if d.First.Evidence.Basis != BasisStopped || !strings.Contains(d.First.Evidence.Note, "stopped") {
+					t.Errorf("%d stopped: evidence %+v", n, d.First.Evidence)
+				}
+				if d.First.Refused != nil && d.First.Refused.Running {
+					t.Errorf("%d stopped: the refused slot is said to be a running replica: %s", n, d.First.Refused.Reason)
+				}
+			}
+		})
+	}
+	// The trial's case: at its demand the busy workload's first host
+	// admits 8; read from the replica that stopped, none.
+	if d := decide(stopped(testsupport.Flat(32000, 1, 26000, 4000, 10), 1)); d.First.Containers != 0 || decide(testsupport.Flat(32000, 0, 26000, 4000, 10)).First.Containers == 0 {
+		t.Errorf("the premise: the stopped replica's usage should refuse the first new replica (%d), its demand admit some", d.First.Containers)
+	}
+	// Stopped replicas whose samples show no usage are no evidence: the
+	// demand, as with none.
+	if d := decide(stopped(testsupport.Flat(32000, 1, 0, 4000, 10), 1)); d.First.Evidence.Basis != BasisDemand {
+		t.Errorf("a stopped replica with no usage: evidence %+v, want the demand", d.First.Evidence)
+	}
+}
+
+func TestStoppedReplicasRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Observation)
+		want string
+	}{
+		{"with replicas running", func(o *Observation) { o.StoppedReplicas = 1 }, "stopped_replicas: is 1 while running_replicas is 2"},
+		{"negative", func(o *Observation) { o.RunningReplicas, o.RequestedCPUMHz, o.StoppedReplicas = 0, 0, -1 }, "stopped_replicas"},
+		{"beyond the replica limit", func(o *Observation) { o.RunningReplicas, o.RequestedCPUMHz, o.StoppedReplicas = 0, 0, MaxReplicas+1 }, "stopped_replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testsupport.Flat(32000, 2, 1000, 4000, 10)
+			tc.edit(&o)
+			_, err := Decide(HostInput{Observation: &o, MinSamples: 1}, HostInput{Observation: &o, MinSamples: 1})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}

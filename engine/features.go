@@ -165,8 +165,10 @@ type Evidence struct {
 	// Basis is "observed" (the running replicas' usage, per warm replica),
 	// "requested" (replicas running but none warm, or no usage reported:
 	// each counted at the larger of its peak usage and its requested
-	// resources) or "demand" (no replica running: a replica counted at its
-	// demand).
+	// resources), "stopped" (no replica running, the samples those that
+	// stopped used: a new replica counted at its demand and at no less
+	// than their usage per replica) or "demand" (no replica running: a
+	// replica counted at its demand).
 	Basis string `json:"basis"`
 	// Running, Warming: the observation's replicas.
 	Running int `json:"running"`
@@ -182,6 +184,7 @@ const (
 	BasisObserved  = "observed"
 	BasisRequested = "requested"
 	BasisDemand    = "demand"
+	BasisStopped   = "stopped"
 )
 
 // featureWork is the scratch space of feature extraction.
@@ -218,7 +221,10 @@ type featureWork struct {
 //     throughout (no usage reported yet), a replica uses the larger of its
 //     share of the window's peak and its requested resources, at every
 //     sample;
-//   - with no replica running, a replica uses its demand.
+//   - with no replica running, a replica uses its demand; when the
+//     samples are those of replicas that stopped (StoppedReplicas) and
+//     show usage, the window is their usage per replica, so that a new
+//     replica of the workload counts at no less than what one used.
 //
 // Memory follows the same rules on the window's peak (memory is judged by
 // its peak); without memory in the samples a running replica counts at its
@@ -255,7 +261,14 @@ func (fw *featureWork) compute(o *Observation) {
 	*ev = Evidence{Running: running, Warming: o.WarmingReplicas, MemoryJudged: o.MemoryCapacityMB > 0}
 	fw.warm = warm
 	fw.memNote = memNoteNone
+	stopped := running == 0 && o.StoppedReplicas > 0 && !allZero
 	switch {
+	case stopped:
+		ev.Basis = BasisStopped
+		fw.note = noteStopped
+		for i, s := range o.Samples {
+			pr[i] = s.CPUMHz / capCPU / float64(o.StoppedReplicas)
+		}
 	case running == 0:
 		ev.Basis = BasisDemand
 		fw.note = noteDemand
@@ -347,6 +360,8 @@ func (fw *featureWork) compute(o *Observation) {
 		}
 		var mr float64
 		switch {
+		case stopped && measured:
+			mr = max(peak/float64(o.StoppedReplicas), memDemand)
 		case running == 0:
 			mr = memDemand
 		case measured && warm > 0:
@@ -408,6 +423,7 @@ const (
 	noteObservedWarming
 	noteNoUsage
 	noteAllWarming
+	noteStopped
 )
 
 const (
@@ -424,6 +440,8 @@ func (fw *featureWork) evidence(o *Observation) Evidence {
 	switch fw.note {
 	case noteDemand:
 		ev.Note = "no replica running: a replica counts at its demand"
+	case noteStopped:
+		ev.Note = fmt.Sprintf("no replica running: the usage per replica of the %d that ran in the window and stopped stands for a new replica's (later ones count at no less than that, nor than their demand)", o.StoppedReplicas)
 	case noteObserved:
 		ev.Note = fmt.Sprintf("observed: %d replica(s) running", running)
 	case noteObservedWarming:
@@ -548,10 +566,21 @@ func (fw *featureWork) fillSlots(o *Observation, k int) {
 			// memory is not judged): admitted at a smaller demand, it
 			// would be refused once it runs, and the count would flap.
 			m := memShare(o.ReplicaMemoryDemandMB)
-			if o.RunningReplicas > 0 {
+			if o.RunningReplicas > 0 || fw.ev.Basis == BasisStopped {
 				m = max(m, fw.memShare)
 			}
 			cpu[i], mem[i], run[i], own[i] = capShare(o.ReplicaCPUDemandMHz/capCPU), m, 0, 1
+			if i == 0 && fw.ev.Basis == BasisStopped {
+				// None runs, and the samples are what the replicas that
+				// stopped used: the first new one is read as the running
+				// replica it will be (the learned estimate of their
+				// usage), and so every later one of the workload at no
+				// less than that (the model's floor for a new replica of
+				// a running workload). Admitted at its demand instead, a
+				// workload stopped for its usage would start again at
+				// once, and stop again (a user trial: 1, 0, 1, 0...).
+				run[i], own[i] = 1, 0
+			}
 		default:
 			cpu[i], mem[i], run[i], own[i] = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 			continue

@@ -58,6 +58,15 @@ type Observation struct {
 	// the larger of their peak usage and their requested resources, never at
 	// zero.
 	WarmingReplicas int `json:"warming_replicas,omitempty"`
+	// StoppedReplicas, with no replica running, is how many replicas
+	// Samples sum over: the workload's replicas that ran in the window
+	// and have stopped since (a front end that keeps a window, as the
+	// strategy does, sets it). A new replica of the workload then counts
+	// at no less than what one of them used, as while replicas run, so
+	// that a workload stopped for its usage is not started again as if
+	// it used its request. 0 (the default): the samples are no
+	// replica's usage, and a new replica counts at its demand.
+	StoppedReplicas int `json:"stopped_replicas,omitempty"`
 	// ReplicaCPUDemandMHz is the expected CPU demand of one replica of the
 	// workload that wants to run; required, > 0. ReplicaMemoryDemandMB
 	// likewise, optional. A new replica counts at its demand until it is
@@ -220,6 +229,12 @@ func (o *Observation) Validate(role string) error {
 	}
 	if err := count("warming_replicas", o.WarmingReplicas, o.RunningReplicas, " (at most running_replicas)"); err != nil {
 		return err
+	}
+	if err := count("stopped_replicas", o.StoppedReplicas, MaxReplicas, ""); err != nil {
+		return err
+	}
+	if o.StoppedReplicas > 0 && o.RunningReplicas > 0 {
+		return bad("stopped_replicas", "is %d while running_replicas is %d: the samples are the running replicas' usage; give stopped_replicas only when none runs", o.StoppedReplicas, o.RunningReplicas)
 	}
 	if err := resource("replica_cpu_demand_mhz", o.ReplicaCPUDemandMHz, true, cpuCap, "CPU capacity"); err != nil {
 		return err

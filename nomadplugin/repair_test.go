@@ -601,3 +601,38 @@ func bigNode(t *testing.T) (*nomadstandin.Server, string) {
 	must(t, err)
 	return s, node
 }
+
+// TestBusyReplicaNotRestarted: a group whose one replica uses more than
+// its host can safely give it is scaled to zero; at the next evaluation,
+// with none running, the usage that replica showed still stands for a new
+// one, so the group is not started again at its request (found by a user
+// trial: 1, 0, 1, 0... at every evaluation, each a register).
+func TestBusyReplicaNotRestarted(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
+	must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
+	st := NewStrategy(hclog.NewNullLogger())
+	must(t, st.SetConfig(w.agentConfig))
+	tg := w.target(t)
+	cfg := withKeys(splitConfig(), KeyMaxAge, "10m")
+	a, err := agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.counts(t)[0]; got != 0 {
+		t.Fatalf("the premise fails: the busy first group is at %d, not 0, after the first evaluation (%s)", got, a.Reason)
+	}
+	for i := 2; i <= 3; i++ {
+		time.Sleep(1100 * time.Millisecond) // a new Unix second: readings within one fold into one sample
+		a, err = agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.counts(t)[0]; got != 0 {
+			t.Fatalf("evaluation %d started the busy group again: %d replicas (%s)", i, got, a.Reason)
+		}
+		if !strings.Contains(a.Reason, "first refused slot_0 (new replica): cpu") {
+			t.Errorf("evaluation %d: the reason does not say a new replica was refused for its CPU: %s", i, a.Reason)
+		}
+	}
+}

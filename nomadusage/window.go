@@ -47,7 +47,12 @@ type entry struct {
 // now / then), so that the engine's per-replica features (sample over the
 // warm replicas, or over the running ones when none is warm) stay the
 // per-replica usage that was observed; samples read while no replica ran
-// carry no per-replica usage and are left out while replicas run.
+// carry no per-replica usage and are left out while replicas run. When
+// none runs now, the samples read while replicas ran are rescaled to one
+// replica and the observation's StoppedReplicas is 1: the engine reads
+// what they used as what a new replica will use, so a group stopped for
+// its usage is not started again at its request (its samples leave the
+// window with MaxAge).
 //
 // Reading the same node twice within one Unix second replaces the earlier
 // sample (engine samples have one-second timestamps that must increase).
@@ -186,6 +191,17 @@ func (w *Window) Observation(now time.Time) (engine.Observation, error) {
 	}
 	cur := sampleReplicas(&o)
 	cutoff := now.Add(-w.maxAge)
+	// With none running now, samples of replicas that ran stand for one
+	// replica (see the type's comment).
+	per := cur
+	if cur == 0 {
+		for i := 0; i < w.n; i++ {
+			if e := &w.ring[(w.start+i)%w.size]; !e.at.Before(cutoff) && e.replicas > 0 {
+				per = 1
+				break
+			}
+		}
+	}
 	samples := make([]engine.Sample, 0, w.n)
 	for i := 0; i < w.n; i++ {
 		e := &w.ring[(w.start+i)%w.size]
@@ -193,17 +209,20 @@ func (w *Window) Observation(now time.Time) (engine.Observation, error) {
 			continue
 		}
 		s := e.sample
-		if cur > 0 && e.replicas != cur {
+		if per > 0 && e.replicas != per {
 			if e.replicas == 0 {
 				continue
 			}
-			f := float64(cur) / float64(e.replicas)
+			f := float64(per) / float64(e.replicas)
 			s.CPUMHz *= f
 			s.MemoryMB *= f
 		}
 		samples = append(samples, s)
 	}
 	o.Samples = samples
+	if cur == 0 && per == 1 {
+		o.StoppedReplicas = 1
+	}
 	return o, nil
 }
 

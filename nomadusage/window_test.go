@@ -44,36 +44,49 @@ func TestWindow(t *testing.T) {
 		now     time.Time
 		want    []float64
 		wantErr error
+		stopped int // the observation's StoppedReplicas
 	}{
-		{"empty", 3, time.Minute, nil, sec(0), nil, ErrEmpty},
+		{"empty", 3, time.Minute, nil, sec(0), nil, ErrEmpty, 0},
 		{"keeps the last size samples", 3, time.Minute,
 			[]*Reading{reading("a", sec(0), 1, 1), reading("a", sec(1), 2, 1), reading("a", sec(2), 3, 1), reading("a", sec(3), 4, 1)},
-			sec(3), []float64{2, 3, 4}, nil},
+			sec(3), []float64{2, 3, 4}, nil, 0},
 		{"same second replaces", 3, time.Minute,
 			[]*Reading{reading("a", sec(0), 1, 1), reading("a", sec(1), 2, 1), reading("a", sec(1).Add(500*time.Millisecond), 5, 1)},
-			sec(2), []float64{1, 5}, nil},
+			sec(2), []float64{1, 5}, nil, 0},
 		{"old samples drop out", 5, 10 * time.Second,
 			[]*Reading{reading("a", sec(0), 1, 1), reading("a", sec(8), 2, 1), reading("a", sec(15), 3, 1)},
-			sec(15), []float64{2, 3}, nil},
+			sec(15), []float64{2, 3}, nil, 0},
 		{"stale", 5, 10 * time.Second,
 			[]*Reading{reading("a", sec(0), 1, 1), reading("a", sec(1), 2, 1)},
-			sec(12), nil, ErrStale},
+			sec(12), nil, ErrStale, 0},
 		{"new node starts afresh", 5, time.Minute,
 			[]*Reading{reading("a", sec(0), 1, 1), reading("b", sec(1), 2, 1)},
-			sec(1), []float64{2}, nil},
+			sec(1), []float64{2}, nil, 0},
 		{"rescaled to the current replicas", 5, time.Minute,
 			[]*Reading{reading("a", sec(0), 10, 2), reading("a", sec(1), 0, 0), reading("a", sec(2), 40, 4)},
-			sec(2), []float64{20, 40}, nil},
+			sec(2), []float64{20, 40}, nil, 0},
 		// 2 warm replicas at 100 each; then 4 more start (warming): the
 		// sample is still the 2 warm ones' 200, and the old sample is not
 		// tripled (per warm replica it stays 100).
 		{"rescaled by the warm replicas", 5, time.Minute,
 			[]*Reading{warmReading(sec(0), 200, 2, 0), warmReading(sec(1), 200, 6, 4)},
-			sec(1), []float64{200, 200}, nil},
+			sec(1), []float64{200, 200}, nil, 0},
 		// Every replica warming: samples sum all running replicas.
 		{"every replica warming", 5, time.Minute,
 			[]*Reading{warmReading(sec(0), 200, 2, 0), warmReading(sec(1), 30, 6, 6)},
-			sec(1), []float64{600, 30}, nil},
+			sec(1), []float64{600, 30}, nil, 0},
+		// None runs now: what the replicas that ran used stands for one
+		// replica (per replica, the readings while none ran left out),
+		// so that the engine does not start them again at their request.
+		{"none running: the stopped replicas' usage per replica", 5, time.Minute,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), reading("a", sec(2), 90, 1), reading("a", sec(3), 0, 0)},
+			sec(3), []float64{150, 90}, nil, 1},
+		{"none running, none ran in the window", 5, time.Minute,
+			[]*Reading{reading("a", sec(0), 0, 0), reading("a", sec(1), 0, 0)},
+			sec(1), []float64{0, 0}, nil, 0},
+		{"none running, the stopped replicas' samples aged out", 5, 10 * time.Second,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(8), 0, 0), reading("a", sec(15), 0, 0)},
+			sec(15), []float64{0, 0}, nil, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +124,9 @@ func TestWindow(t *testing.T) {
 			last := tc.adds[len(tc.adds)-1].Observation
 			if o.RunningReplicas != last.RunningReplicas || o.Host != last.Host {
 				t.Errorf("observation fields not from the latest reading: %+v", o)
+			}
+			if o.StoppedReplicas != tc.stopped {
+				t.Errorf("stopped replicas %d, want %d", o.StoppedReplicas, tc.stopped)
 			}
 		})
 	}

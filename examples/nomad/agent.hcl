@@ -33,6 +33,15 @@ policy {
   # The jobspec's scaling blocks are disabled (enabled = false: these file
   # policies drive the groups, not the Nomad policy source), but Nomad still
   # enforces their min/max bounds on every scale request.
+
+  # Trying this against the repository's Nomad API stand-in
+  # (internal/nomadstandin/cmd/standin) rather than a cluster? It does not
+  # serve /v1/scaling/policies, so the Nomad policy source logs an error at
+  # every evaluation: turn it off there (or start the agent with
+  # -policy-source-disable-nomad, as the end-to-end tests do).
+  # source "nomad" {
+  #   enabled = false
+  # }
 }
 
 strategy "activation-quota" {
