@@ -506,6 +506,8 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 	what := "new replica"
 	if r.Running {
 		what = "running replica"
+	} else if fw.slotRun[k] == 1 {
+		what = "new replica, at the stopped replicas' usage"
 	}
 	if r.Resource == LimitMemory {
 		var used float64

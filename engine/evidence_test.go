@@ -488,6 +488,18 @@ func TestStoppedReplicasStandForNewOnes(t *testing.T) {
 	if d := decide(stopped(testsupport.Flat(32000, 1, 26000, 4000, 10), 1)); d.First.Containers != 0 || decide(testsupport.Flat(32000, 0, 26000, 4000, 10)).First.Containers == 0 {
 		t.Errorf("the premise: the stopped replica's usage should refuse the first new replica (%d), its demand admit some", d.First.Containers)
 	}
+	// With a queue, each new replica's size is the queue's: the stopped
+	// replicas' usage is not read (the demand basis, as before).
+	q := stopped(testsupport.Flat(32000, 1, 26000, 4000, 10), 1)
+	q.QueuedReplicas = []Replica{{CPUMHz: 4000}, {CPUMHz: 4000}, {CPUMHz: 4000}}
+	plain := stopped(testsupport.Flat(32000, 1, 26000, 4000, 10), 1)
+	d, err := Decide(HostInput{Observation: &q, MinSamples: 1}, HostInput{Observation: &plain, MinSamples: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.First.Evidence.Basis != BasisDemand || d.First.Containers != 3 {
+		t.Errorf("a queue after stopped replicas: %d containers, evidence %+v; want the queue's 3 at their demand", d.First.Containers, d.First.Evidence)
+	}
 	// Stopped replicas whose samples show no usage are no evidence: the
 	// demand, as with none.
 	if d := decide(stopped(testsupport.Flat(32000, 1, 0, 4000, 10), 1)); d.First.Evidence.Basis != BasisDemand {

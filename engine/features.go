@@ -166,8 +166,9 @@ type Evidence struct {
 	// "requested" (replicas running but none warm, or no usage reported:
 	// each counted at the larger of its peak usage and its requested
 	// resources), "stopped" (no replica running, the samples those that
-	// stopped used: a new replica counted at its demand and at no less
-	// than their usage per replica) or "demand" (no replica running: a
+	// stopped used: the first new replica counted as the running one it
+	// will be, at their usage per replica, and later ones at no less than
+	// that nor than their demand) or "demand" (no replica running: a
 	// replica counted at its demand).
 	Basis string `json:"basis"`
 	// Running, Warming: the observation's replicas.
@@ -222,9 +223,11 @@ type featureWork struct {
 //     share of the window's peak and its requested resources, at every
 //     sample;
 //   - with no replica running, a replica uses its demand; when the
-//     samples are those of replicas that stopped (StoppedReplicas) and
-//     show usage, the window is their usage per replica, so that a new
-//     replica of the workload counts at no less than what one used.
+//     samples are those of replicas that stopped (StoppedReplicas), show
+//     usage and no queue is given, a replica uses their usage per
+//     replica, and the first new one is laid out as running (fillSlots):
+//     the counts are those of one such replica still running, so that a
+//     workload stopped for its usage is not started again at its demand.
 //
 // Memory follows the same rules on the window's peak (memory is judged by
 // its peak); without memory in the samples a running replica counts at its
@@ -261,11 +264,18 @@ func (fw *featureWork) compute(o *Observation) {
 	*ev = Evidence{Running: running, Warming: o.WarmingReplicas, MemoryJudged: o.MemoryCapacityMB > 0}
 	fw.warm = warm
 	fw.memNote = memNoteNone
-	stopped := running == 0 && o.StoppedReplicas > 0 && !allZero
+	// (A queue gives each new replica's size itself, and its entries are
+	// not the workload's own: the stopped replicas' usage does not apply.)
+	stopped := running == 0 && o.StoppedReplicas > 0 && !allZero && o.QueuedReplicas == nil
 	switch {
 	case stopped:
 		ev.Basis = BasisStopped
 		fw.note = noteStopped
+		// The first new replica is laid out as running (fillSlots): the
+		// model costs it at its learned estimate of this usage, as a
+		// running replica (not at its demand: what Nomad can place at
+		// its reservation is the placement's), and later ones at no
+		// less than that nor than their demand.
 		for i, s := range o.Samples {
 			pr[i] = s.CPUMHz / capCPU / float64(o.StoppedReplicas)
 		}
@@ -441,7 +451,7 @@ func (fw *featureWork) evidence(o *Observation) Evidence {
 	case noteDemand:
 		ev.Note = "no replica running: a replica counts at its demand"
 	case noteStopped:
-		ev.Note = fmt.Sprintf("no replica running: the usage per replica of the %d that ran in the window and stopped stands for a new replica's (later ones count at no less than that, nor than their demand)", o.StoppedReplicas)
+		ev.Note = "no replica running: the first new replica counts as the running one it will be, at what the replicas that stopped used per replica, and later ones at no less than that nor than their demand"
 	case noteObserved:
 		ev.Note = fmt.Sprintf("observed: %d replica(s) running", running)
 	case noteObservedWarming:
@@ -525,8 +535,9 @@ func (o *Observation) room() (cpu, mem float64) {
 // memory peak share of one replica, and running = 1; then the new replicas,
 // from QueuedReplicas or, in the common case, WantedReplicas minus the
 // running ones (every remaining slot when WantedReplicas is 0), each at its
-// demand, own = 1 for the latter (replicas of the observed workload). Slots
-// past the queue are empty (NaN: they hold no data).
+// demand, own = 1 for the latter (replicas of the observed workload; with
+// the stopped basis the first of them is laid out as running, see below).
+// Slots past the queue are empty (NaN: they hold no data).
 func (fw *featureWork) fillSlots(o *Observation, k int) {
 	if cap(fw.slotCPU) < k {
 		fw.slotCPU, fw.slotMem, fw.slotRun, fw.slotOwn = make([]float64, k), make([]float64, k), make([]float64, k), make([]float64, k)

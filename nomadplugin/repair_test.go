@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad-autoscaler/sdk"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
@@ -608,31 +610,42 @@ func bigNode(t *testing.T) (*nomadstandin.Server, string) {
 // one, so the group is not started again at its request (found by a user
 // trial: 1, 0, 1, 0... at every evaluation, each a register).
 func TestBusyReplicaNotRestarted(t *testing.T) {
-	w := newWorld(t, 1, 1)
-	must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
-	must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
-	st := NewStrategy(hclog.NewNullLogger())
-	must(t, st.SetConfig(w.agentConfig))
-	tg := w.target(t)
-	cfg := withKeys(splitConfig(), KeyMaxAge, "10m")
-	a, err := agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := w.counts(t)[0]; got != 0 {
-		t.Fatalf("the premise fails: the busy first group is at %d, not 0, after the first evaluation (%s)", got, a.Reason)
-	}
-	for i := 2; i <= 3; i++ {
-		time.Sleep(1100 * time.Millisecond) // a new Unix second: readings within one fold into one sample
-		a, err = agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := w.counts(t)[0]; got != 0 {
-			t.Fatalf("evaluation %d started the busy group again: %d replicas (%s)", i, got, a.Reason)
-		}
-		if !strings.Contains(a.Reason, "first refused slot_0 (new replica): cpu") {
-			t.Errorf("evaluation %d: the reason does not say a new replica was refused for its CPU: %s", i, a.Reason)
-		}
+	for _, minSamples := range []int{1, engine.DefaultMinSamples} {
+		t.Run(fmt.Sprintf("min_samples %d", minSamples), func(t *testing.T) {
+			w := newWorld(t, 1, 1)
+			must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
+			must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
+			st := NewStrategy(hclog.NewNullLogger())
+			must(t, st.SetConfig(w.agentConfig))
+			tg := w.target(t)
+			cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, strconv.Itoa(minSamples))
+			eval := func() *sdk.ScalingAction {
+				t.Helper()
+				a, err := agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(1100 * time.Millisecond) // a new Unix second: readings within one fold into one sample
+				return a
+			}
+			// The window fills (min_samples readings), then the busy group is
+			// scaled to 0.
+			var a *sdk.ScalingAction
+			for i := 0; i < minSamples; i++ {
+				a = eval()
+			}
+			if got := w.counts(t)[0]; got != 0 {
+				t.Fatalf("the premise fails: the busy first group is at %d, not 0, after %d evaluations (%s)", got, minSamples, a.Reason)
+			}
+			for i := 1; i <= 2; i++ {
+				a = eval()
+				if got := w.counts(t)[0]; got != 0 {
+					t.Fatalf("evaluation %d after the scale-down started the busy group again: %d replicas (%s)", i, got, a.Reason)
+				}
+				if !strings.Contains(a.Reason, "first refused slot_0 (new replica): cpu") {
+					t.Errorf("evaluation %d after the scale-down: the reason does not say a new replica was refused for its CPU: %s", i, a.Reason)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package nomadplugin
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -715,7 +716,9 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 		entry.lastAt = r.Time
 	}
 	s.mu.Unlock()
-	o, err := w.Observation(now)
+	// A group this strategy may have stopped for its usage: what its
+	// replicas used stands for a new one (see ObservationWithStopped).
+	o, err := w.ObservationWithStopped(now, cmp.Or(c.minSamples, engine.DefaultMinSamples))
 	if err != nil {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): %v", h.role, h.query.Host, err)
 	}

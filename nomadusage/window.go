@@ -33,6 +33,7 @@ type entry struct {
 	at       time.Time
 	sample   engine.Sample
 	replicas int
+	warm     bool // the sample is warm replicas' usage (not only warming ones')
 	readTime bool // at is the reader's clock (Reading.ReadTime)
 }
 
@@ -47,12 +48,8 @@ type entry struct {
 // now / then), so that the engine's per-replica features (sample over the
 // warm replicas, or over the running ones when none is warm) stay the
 // per-replica usage that was observed; samples read while no replica ran
-// carry no per-replica usage and are left out while replicas run. When
-// none runs now, the samples read while replicas ran are rescaled to one
-// replica and the observation's StoppedReplicas is 1: the engine reads
-// what they used as what a new replica will use, so a group stopped for
-// its usage is not started again at its request (its samples leave the
-// window with MaxAge).
+// carry no per-replica usage and are left out while replicas run (see
+// ObservationWithStopped for a window whose replicas have all stopped).
 //
 // Reading the same node twice within one Unix second replaces the earlier
 // sample (engine samples have one-second timestamps that must increase).
@@ -129,7 +126,8 @@ func (w *Window) Add(r *Reading) error {
 		w.resetLocked()
 		w.nodeID = r.NodeID
 	}
-	e := entry{at: r.Time, sample: r.Observation.Samples[0], replicas: sampleReplicas(&r.Observation), readTime: r.ReadTime}
+	e := entry{at: r.Time, sample: r.Observation.Samples[0], replicas: sampleReplicas(&r.Observation),
+		warm: r.Observation.RunningReplicas > r.Observation.WarmingReplicas, readTime: r.ReadTime}
 	keep := w.n // the samples kept: the newer unmeasured ones go for a measured reading
 	for !e.readTime && keep > 0 {
 		if last := &w.ring[(w.start+keep-1)%w.size]; !last.readTime || !e.at.Before(last.at) {
@@ -179,6 +177,27 @@ func (w *Window) Add(r *Reading) error {
 // MaxAge, oldest first. It fails with ErrEmpty when nothing was added and
 // with a *StaleError when every sample is too old.
 func (w *Window) Observation(now time.Time) (engine.Observation, error) {
+	return w.observation(now, 0)
+}
+
+// ObservationWithStopped is Observation for a controller that may have
+// stopped the replicas itself: when none runs now and at least minStopped
+// samples younger than MaxAge were read while warm replicas ran, those
+// samples alone, rescaled to one replica, are the observation's, with
+// StoppedReplicas 1. The engine then reads what they used as what a new
+// replica will use, so that a group stopped for its usage is not started
+// again at its request at the next decision (they leave the window as any
+// sample does: past MaxAge, or pushed out by Size newer readings, and
+// with fewer than minStopped left the observation is Observation's).
+// Samples of replicas that were all warming are no evidence of what one
+// uses, and are not among them.
+func (w *Window) ObservationWithStopped(now time.Time, minStopped int) (engine.Observation, error) {
+	return w.observation(now, max(minStopped, 1))
+}
+
+// observation is Observation, or ObservationWithStopped when minStopped
+// is at least 1.
+func (w *Window) observation(now time.Time, minStopped int) (engine.Observation, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.n == 0 || w.latest == nil {
@@ -191,16 +210,15 @@ func (w *Window) Observation(now time.Time) (engine.Observation, error) {
 	}
 	cur := sampleReplicas(&o)
 	cutoff := now.Add(-w.maxAge)
-	// With none running now, samples of replicas that ran stand for one
-	// replica (see the type's comment).
-	per := cur
-	if cur == 0 {
+	stopped := false
+	if cur == 0 && minStopped > 0 {
+		n := 0
 		for i := 0; i < w.n; i++ {
-			if e := &w.ring[(w.start+i)%w.size]; !e.at.Before(cutoff) && e.replicas > 0 {
-				per = 1
-				break
+			if e := &w.ring[(w.start+i)%w.size]; !e.at.Before(cutoff) && e.replicas > 0 && e.warm {
+				n++
 			}
 		}
+		stopped = n >= minStopped
 	}
 	samples := make([]engine.Sample, 0, w.n)
 	for i := 0; i < w.n; i++ {
@@ -209,18 +227,26 @@ func (w *Window) Observation(now time.Time) (engine.Observation, error) {
 			continue
 		}
 		s := e.sample
-		if per > 0 && e.replicas != per {
+		switch {
+		case stopped:
+			if e.replicas == 0 || !e.warm {
+				continue
+			}
+			f := 1 / float64(e.replicas)
+			s.CPUMHz *= f
+			s.MemoryMB *= f
+		case cur > 0 && e.replicas != cur:
 			if e.replicas == 0 {
 				continue
 			}
-			f := float64(per) / float64(e.replicas)
+			f := float64(cur) / float64(e.replicas)
 			s.CPUMHz *= f
 			s.MemoryMB *= f
 		}
 		samples = append(samples, s)
 	}
 	o.Samples = samples
-	if cur == 0 && per == 1 {
+	if stopped {
 		o.StoppedReplicas = 1
 	}
 	return o, nil

@@ -75,18 +75,12 @@ func TestWindow(t *testing.T) {
 		{"every replica warming", 5, time.Minute,
 			[]*Reading{warmReading(sec(0), 200, 2, 0), warmReading(sec(1), 30, 6, 6)},
 			sec(1), []float64{600, 30}, nil, 0},
-		// None runs now: what the replicas that ran used stands for one
-		// replica (per replica, the readings while none ran left out),
-		// so that the engine does not start them again at their request.
-		{"none running: the stopped replicas' usage per replica", 5, time.Minute,
-			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), reading("a", sec(2), 90, 1), reading("a", sec(3), 0, 0)},
-			sec(3), []float64{150, 90}, nil, 1},
-		{"none running, none ran in the window", 5, time.Minute,
-			[]*Reading{reading("a", sec(0), 0, 0), reading("a", sec(1), 0, 0)},
-			sec(1), []float64{0, 0}, nil, 0},
-		{"none running, the stopped replicas' samples aged out", 5, 10 * time.Second,
-			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(8), 0, 0), reading("a", sec(15), 0, 0)},
-			sec(15), []float64{0, 0}, nil, 0},
+		// Plain Observation (the provider's) keeps the samples as they
+		// were when none runs: no StoppedReplicas (ObservationWithStopped
+		// below).
+		{"none running: as read", 5, time.Minute,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0)},
+			sec(1), []float64{300, 0}, nil, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -270,5 +264,80 @@ func TestWindowStatsOutOfStep(t *testing.T) {
 	// Its usage stays out: rescaled to 3 replicas, the t0 sample is 200's.
 	if got := o.Samples[1].CPUMHz; got != 600 {
 		t.Errorf("the t0 sample's usage %v, want 200 per replica for 3 (600)", got)
+	}
+}
+
+// TestWindowWithStopped: when none runs now, what the replicas that ran
+// used stands for one replica (per replica, the readings while none ran
+// left out), so that the engine does not start them again at their
+// request; not when fewer than the minimum are left, nor from replicas
+// that were all warming (no evidence of what one uses).
+func TestWindowWithStopped(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	cases := []struct {
+		name    string
+		maxAge  time.Duration
+		min     int
+		adds    []*Reading
+		now     time.Time
+		want    []float64
+		stopped int
+	}{
+		{"the stopped replicas' usage per replica", time.Minute, 2,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), reading("a", sec(2), 90, 1), reading("a", sec(3), 0, 0)},
+			sec(3), []float64{150, 90}, 1},
+		{"fewer than the minimum: as read", time.Minute, 3,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), reading("a", sec(2), 90, 1), reading("a", sec(3), 0, 0)},
+			sec(3), []float64{300, 0, 90, 0}, 0},
+		{"none ran in the window", time.Minute, 1,
+			[]*Reading{reading("a", sec(0), 0, 0), reading("a", sec(1), 0, 0)},
+			sec(1), []float64{0, 0}, 0},
+		{"the stopped replicas' samples aged out", 10 * time.Second, 1,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(8), 0, 0), reading("a", sec(15), 0, 0)},
+			sec(15), []float64{0, 0}, 0},
+		// A replica that warmed up for its whole life: its start-up usage
+		// says nothing of what one uses.
+		{"all warming when they ran", time.Minute, 1,
+			[]*Reading{warmReading(sec(0), 50, 1, 1), warmReading(sec(1), 80, 1, 1), reading("a", sec(2), 0, 0)},
+			sec(2), []float64{50, 80, 0}, 0},
+		{"the warm ones only", time.Minute, 1,
+			[]*Reading{warmReading(sec(0), 50, 2, 2), warmReading(sec(1), 400, 2, 0), reading("a", sec(2), 0, 0)},
+			sec(2), []float64{200}, 1},
+		{"replicas running: as Observation", time.Minute, 1,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), reading("a", sec(2), 90, 1)},
+			sec(2), []float64{150, 90}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewWindow(5, tc.maxAge)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range tc.adds {
+				if err := w.Add(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o, err := w.ObservationWithStopped(tc.now, tc.min)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cpus(o)
+			if len(got) != len(tc.want) {
+				t.Fatalf("samples %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("samples %v, want %v", got, tc.want)
+				}
+			}
+			if o.StoppedReplicas != tc.stopped {
+				t.Errorf("stopped replicas %d, want %d", o.StoppedReplicas, tc.stopped)
+			}
+			if err := o.Validate("test"); err != nil {
+				t.Fatalf("window observation invalid: %v", err)
+			}
+		})
 	}
 }
