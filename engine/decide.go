@@ -403,7 +403,7 @@ func (p *Processor) decideHost(o *Observation, role string, q Quota, band float6
 	h.Unclamped = q.Unclamped(h.Amount)
 	h.BranchTotal = an.TotalString()
 	h.Model = ModelRef{Name: p.model.Name, Digest: p.digest}
-	h.Evidence = w.fw.evidence(o)
+	h.Evidence = w.fw.evidence(o, p.features.slots > 0)
 	h.Activated = make([]string, len(counted))
 	for i, c := range counted {
 		h.Activated[i] = names[c].Name
@@ -504,10 +504,14 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 		}
 	}
 	what := "new replica"
+	cpuWhat := fmt.Sprintf("%.0f MHz", r.CPUMHz)
 	if r.Running {
 		what = "running replica"
 	} else if fw.slotRun[k] == 1 {
-		what = "new replica, at the stopped replicas' usage"
+		// The stopped basis: the figure is its request, its usage the
+		// stopped replicas'.
+		what = "new replica, counted as the replicas that stopped ran"
+		cpuWhat = fmt.Sprintf("%.0f MHz requested; they used up to %.0f MHz each", r.CPUMHz, fw.lastSum.Max*roomCPU)
 	}
 	if r.Resource == LimitMemory {
 		var used float64
@@ -521,11 +525,11 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 		r.Reason = fmt.Sprintf("%s (%s, %.0f MB): memory: %s the memory peak to %.0f MB of the %.0f MB this workload may use, more than the processor admits (the built-in models keep 10%% of it free)",
 			r.Name, what, r.MemoryMB, before, (used+fw.slotMem[k])*roomMem, roomMem)
 	} else if k == 0 {
-		r.Reason = fmt.Sprintf("%s (%s, %.0f MHz): cpu: the processor's predicted usage of this replica alone is more than the %.0f MHz this workload may use",
-			r.Name, what, r.CPUMHz, roomCPU)
+		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of this replica alone is more than the %.0f MHz this workload may use",
+			r.Name, what, cpuWhat, roomCPU)
 	} else {
-		r.Reason = fmt.Sprintf("%s (%s, %.0f MHz): cpu: the processor's predicted usage of the replicas before it leaves less than it needs of the %.0f MHz this workload may use",
-			r.Name, what, r.CPUMHz, roomCPU)
+		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of the replicas before it leaves less than it needs of the %.0f MHz this workload may use",
+			r.Name, what, cpuWhat, roomCPU)
 	}
 	h.Refused = r
 	h.Limit = r.Resource

@@ -8,18 +8,20 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
+// decideBoth decides o on both hosts, each from one sample on.
+func decideBoth(t *testing.T, o Observation) *Decision {
+	t.Helper()
+	d, err := Decide(HostInput{Observation: &o, MinSamples: 1}, HostInput{Observation: &o, MinSamples: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // No evidence is not low usage: replicas that report no usage yet, or are
 // all warming, count at their requested resources; the counts never jump
 // to the maximum because usage reads zero.
 func TestColdStartNeverReadsAsRoom(t *testing.T) {
-	decide := func(o Observation) *Decision {
-		t.Helper()
-		d, err := Decide(HostInput{Observation: &o, MinSamples: 1}, HostInput{Observation: &o, MinSamples: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
 	// 4 replicas requesting 500 MHz on a 16000 MHz host: at their requests
 	// 32 fit; at the one warm replica's 400 MHz, 40.
 	tests := []struct {
@@ -45,7 +47,7 @@ func TestColdStartNeverReadsAsRoom(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decide(tc.obs())
+			d := decideBoth(t, tc.obs())
 			for _, h := range []HostDecision{d.First, d.Second} {
 				if h.Containers > tc.bound {
 					t.Fatalf("%s host: %d containers, more than the %d the evidence allows (%s)", h.Role, h.Containers, tc.bound, h.Evidence.Note)
@@ -62,7 +64,7 @@ func TestColdStartNeverReadsAsRoom(t *testing.T) {
 	// The probe: 4 replicas at 0 MHz with 500 MHz demand gave the
 	// second host 110 containers.
 	o := testsupport.Flat(16000, 4, 0, 500, 10)
-	if d := decide(o); d.Second.Containers == 110 {
+	if d := decideBoth(t, o); d.Second.Containers == 110 {
 		t.Fatal("zero usage still reads as infinite room")
 	}
 }
@@ -442,14 +444,6 @@ func TestWindowGapNoted(t *testing.T) {
 // at its request (a user trial: 1, 0, 1, 0...). Without StoppedReplicas
 // the samples are no replica's usage, as before.
 func TestStoppedReplicasStandForNewOnes(t *testing.T) {
-	decide := func(o Observation) *Decision {
-		t.Helper()
-		d, err := Decide(HostInput{Observation: &o, MinSamples: 1}, HostInput{Observation: &o, MinSamples: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
 	stopped := func(o Observation, n int) Observation {
 		for i := range o.Samples {
 			o.Samples[i].CPUMHz *= float64(n) / float64(o.RunningReplicas)
@@ -466,27 +460,33 @@ func TestStoppedReplicasStandForNewOnes(t *testing.T) {
 		{"a replica below its request", 2000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			running := decide(testsupport.Flat(32000, 1, tc.usage, 4000, 10))
-			atDemand := decide(testsupport.Flat(32000, 0, tc.usage, 4000, 10))
+			running := decideBoth(t, testsupport.Flat(32000, 1, tc.usage, 4000, 10))
+			atDemand := decideBoth(t, testsupport.Flat(32000, 0, tc.usage, 4000, 10))
 			for _, n := range []int{1, 3} {
-				d := decide(stopped(testsupport.Flat(32000, 1, tc.usage, 4000, 10), n))
+				d := decideBoth(t, stopped(testsupport.Flat(32000, 1, tc.usage, 4000, 10), n))
 				if d.First.Containers != running.First.Containers || d.Second.Containers != running.Second.Containers {
 					t.Errorf("%d stopped: counts %d and %d, want the %d and %d of one replica still running (at its demand: %d and %d)",
 						n, d.First.Containers, d.Second.Containers, running.First.Containers, running.Second.Containers, atDemand.First.Containers, atDemand.Second.Containers)
 				}
-				if d.First.Evidence.Basis != BasisStopped || !strings.Contains(d.First.Evidence.Note, "stopped") {
-					t.Errorf("%d stopped: evidence %+v", n, d.First.Evidence)
+				if d.First.Evidence.Basis != BasisStopped || !strings.Contains(d.First.Evidence.Note, "the first new replica counts as the running one it will be") {
+					t.Errorf("%d stopped: first host's evidence %+v", n, d.First.Evidence)
 				}
-				if d.First.Refused != nil && d.First.Refused.Running {
-					t.Errorf("%d stopped: the refused slot is said to be a running replica: %s", n, d.First.Refused.Reason)
+				// The capacity processor reads no replica slots.
+				if d.Second.Evidence.Basis != BasisStopped || d.Second.Evidence.Note != "no replica running: a replica counts at what the replicas that stopped used per replica; memory not judged (memory capacity unknown)" {
+					t.Errorf("%d stopped: second host's evidence %+v", n, d.Second.Evidence)
+				}
+				if r := d.First.Refused; r != nil && r.Slot == 0 && (r.Running || !strings.Contains(r.Reason, "4000 MHz requested; they used up to ")) {
+					t.Errorf("%d stopped: the refused first new replica is not said to be requested at 4000 MHz and counted at what the stopped ones used: %s", n, r.Reason)
 				}
 			}
 		})
 	}
 	// The trial's case: at its demand the busy workload's first host
 	// admits 8; read from the replica that stopped, none.
-	if d := decide(stopped(testsupport.Flat(32000, 1, 26000, 4000, 10), 1)); d.First.Containers != 0 || decide(testsupport.Flat(32000, 0, 26000, 4000, 10)).First.Containers == 0 {
+	if d := decideBoth(t, stopped(testsupport.Flat(32000, 1, 26000, 4000, 10), 1)); d.First.Containers != 0 || decideBoth(t, testsupport.Flat(32000, 0, 26000, 4000, 10)).First.Containers == 0 {
 		t.Errorf("the premise: the stopped replica's usage should refuse the first new replica (%d), its demand admit some", d.First.Containers)
+	} else if want := "slot_0 (new replica, counted as the replicas that stopped ran, 4000 MHz requested; they used up to 26000 MHz each): cpu"; d.First.Refused == nil || !strings.HasPrefix(d.First.Refused.Reason, want) {
+		t.Errorf("the refusal %+v, want it to begin %q", d.First.Refused, want)
 	}
 	// With a queue, each new replica's size is the queue's: the stopped
 	// replicas' usage is not read (the demand basis, as before).
@@ -502,7 +502,7 @@ func TestStoppedReplicasStandForNewOnes(t *testing.T) {
 	}
 	// Stopped replicas whose samples show no usage are no evidence: the
 	// demand, as with none.
-	if d := decide(stopped(testsupport.Flat(32000, 1, 0, 4000, 10), 1)); d.First.Evidence.Basis != BasisDemand {
+	if d := decideBoth(t, stopped(testsupport.Flat(32000, 1, 0, 4000, 10), 1)); d.First.Evidence.Basis != BasisDemand {
 		t.Errorf("a stopped replica with no usage: evidence %+v, want the demand", d.First.Evidence)
 	}
 }

@@ -443,15 +443,19 @@ const (
 )
 
 // evidence returns the Evidence of the last compute (of o), its note
-// written out.
-func (fw *featureWork) evidence(o *Observation) Evidence {
+// written out for a processor that reads replica slots (the new replicas
+// laid out one by one) or not.
+func (fw *featureWork) evidence(o *Observation, slots bool) Evidence {
 	ev := fw.ev
 	running, warm := ev.Running, fw.warm
 	switch fw.note {
 	case noteDemand:
 		ev.Note = "no replica running: a replica counts at its demand"
 	case noteStopped:
-		ev.Note = "no replica running: the first new replica counts as the running one it will be, at what the replicas that stopped used per replica, and later ones at no less than that nor than their demand"
+		ev.Note = "no replica running: a replica counts at what the replicas that stopped used per replica"
+		if slots {
+			ev.Note = "no replica running: the first new replica counts as the running one it will be, at what the replicas that stopped used per replica, and later ones at no less than that nor than their demand"
+		}
 	case noteObserved:
 		ev.Note = fmt.Sprintf("observed: %d replica(s) running", running)
 	case noteObservedWarming:

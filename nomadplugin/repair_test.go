@@ -1,6 +1,7 @@
 package nomadplugin
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -609,16 +610,26 @@ func bigNode(t *testing.T) (*nomadstandin.Server, string) {
 // with none running, the usage that replica showed still stands for a new
 // one, so the group is not started again at its request (found by a user
 // trial: 1, 0, 1, 0... at every evaluation, each a register).
+//
+// With the default warm-up the replica is young throughout (a group just
+// started, or one restarted by the flap itself): it is stopped while
+// warming, and what the engine read then (the larger of its peak and its
+// request) stands for the new one.
 func TestBusyReplicaNotRestarted(t *testing.T) {
-	for _, minSamples := range []int{1, engine.DefaultMinSamples} {
-		t.Run(fmt.Sprintf("min_samples %d", minSamples), func(t *testing.T) {
+	for _, tc := range []struct {
+		minSamples int
+		warmup     string // "": the default (the replicas are warming)
+	}{{1, "0"}, {engine.DefaultMinSamples, "0"}, {1, ""}, {engine.DefaultMinSamples, ""}} {
+		minSamples := tc.minSamples
+		name := fmt.Sprintf("min_samples %d warmup %s", minSamples, cmp.Or(tc.warmup, "default"))
+		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, 1, 1)
 			must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
 			must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
 			st := NewStrategy(hclog.NewNullLogger())
 			must(t, st.SetConfig(w.agentConfig))
 			tg := w.target(t)
-			cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, strconv.Itoa(minSamples))
+			cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, strconv.Itoa(minSamples), KeyWarmup, tc.warmup)
 			eval := func() *sdk.ScalingAction {
 				t.Helper()
 				a, err := agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil)
@@ -647,5 +658,66 @@ func TestBusyReplicaNotRestarted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQueuedHostNotReadAsStopped: a host given a queue of new replicas
+// (<host>_queued) is not read from the replicas that stopped (the queue
+// gives each new replica's size): the request the decision logs carries
+// no stopped_replicas for it, while the other host's does.
+func TestQueuedHostNotReadAsStopped(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
+	must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
+	var buf strings.Builder
+	var mu sync.Mutex
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, JSONFormat: true, Output: writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})})
+	st := NewStrategy(logger)
+	must(t, st.SetConfig(w.agentConfig))
+	tg := w.target(t)
+	// Both groups are stopped: the first for its usage, the second by
+	// hand.
+	cfg := withKeys(splitConfig(), KeyMaxAge, "10m", PrefixFirst+KeyQueued, "300")
+	if _, err := agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	must(t, w.s.SetGroupCount("", wJob, wSecond, 0))
+	time.Sleep(1100 * time.Millisecond) // a new Unix second: readings within one fold into one sample
+	mu.Lock()
+	buf.Reset()
+	mu.Unlock()
+	if _, err := st.Run(newEval("repair", cfg), 0); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	logs := buf.String()
+	mu.Unlock()
+	var req *engine.Request
+	for _, line := range strings.Split(logs, "\n") {
+		var rec struct {
+			Message string `json:"@message"`
+			Request string `json:"request"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Message != "decision request" {
+			continue
+		}
+		req = new(engine.Request)
+		must(t, json.Unmarshal([]byte(rec.Request), req))
+	}
+	if req == nil {
+		t.Fatalf("no decision request was logged:\n%s", logs)
+	}
+	if req.First.RunningReplicas != 0 || req.Second.RunningReplicas != 0 {
+		t.Fatalf("the premise fails: %d and %d running, want both stopped", req.First.RunningReplicas, req.Second.RunningReplicas)
+	}
+	if req.First.StoppedReplicas != 0 || len(req.First.QueuedReplicas) != 1 {
+		t.Errorf("the queued first host: stopped_replicas %d, queue %v; want none beside its queue", req.First.StoppedReplicas, req.First.QueuedReplicas)
+	}
+	if req.Second.StoppedReplicas != 1 {
+		t.Errorf("the second host: stopped_replicas %d, want 1 (its replicas ran in the window)", req.Second.StoppedReplicas)
 	}
 }

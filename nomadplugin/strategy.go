@@ -717,8 +717,15 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 	}
 	s.mu.Unlock()
 	// A group this strategy may have stopped for its usage: what its
-	// replicas used stands for a new one (see ObservationWithStopped).
-	o, err := w.ObservationWithStopped(now, cmp.Or(c.minSamples, engine.DefaultMinSamples))
+	// replicas used stands for a new one (see ObservationWithStopped);
+	// not with a queue, which gives each new replica's size itself.
+	var o engine.Observation
+	var err error
+	if h.query.QueuedReplicas != nil {
+		o, err = w.Observation(now)
+	} else {
+		o, err = w.ObservationWithStopped(now, cmp.Or(c.minSamples, engine.DefaultMinSamples))
+	}
 	if err != nil {
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): %v", h.role, h.query.Host, err)
 	}

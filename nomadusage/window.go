@@ -35,6 +35,24 @@ type entry struct {
 	replicas int
 	warm     bool // the sample is warm replicas' usage (not only warming ones')
 	readTime bool // at is the reader's clock (Reading.ReadTime)
+	// what one running replica requested (its demand when none ran): the
+	// level a warming replica counts at when its usage is below it
+	reqCPU, reqMem float64
+}
+
+// newEntry is r's sample as the window holds it.
+func newEntry(r *Reading) entry {
+	o := &r.Observation
+	e := entry{at: r.Time, sample: o.Samples[0], replicas: sampleReplicas(o),
+		warm: o.RunningReplicas > o.WarmingReplicas, readTime: r.ReadTime,
+		reqCPU: o.ReplicaCPUDemandMHz, reqMem: o.ReplicaMemoryDemandMB}
+	if o.RunningReplicas > 0 && o.RequestedCPUMHz > 0 {
+		e.reqCPU = o.RequestedCPUMHz / float64(o.RunningReplicas)
+	}
+	if o.RunningReplicas > 0 && o.RequestedMemoryMB > 0 {
+		e.reqMem = o.RequestedMemoryMB / float64(o.RunningReplicas)
+	}
+	return e
 }
 
 // Window accumulates the readings of one host into a usage window: a ring
@@ -126,8 +144,7 @@ func (w *Window) Add(r *Reading) error {
 		w.resetLocked()
 		w.nodeID = r.NodeID
 	}
-	e := entry{at: r.Time, sample: r.Observation.Samples[0], replicas: sampleReplicas(&r.Observation),
-		warm: r.Observation.RunningReplicas > r.Observation.WarmingReplicas, readTime: r.ReadTime}
+	e := newEntry(r)
 	keep := w.n // the samples kept: the newer unmeasured ones go for a measured reading
 	for !e.readTime && keep > 0 {
 		if last := &w.ring[(w.start+keep-1)%w.size]; !last.readTime || !e.at.Before(last.at) {
@@ -182,15 +199,21 @@ func (w *Window) Observation(now time.Time) (engine.Observation, error) {
 
 // ObservationWithStopped is Observation for a controller that may have
 // stopped the replicas itself: when none runs now and at least minStopped
-// samples younger than MaxAge were read while warm replicas ran, those
-// samples alone, rescaled to one replica, are the observation's, with
+// samples younger than MaxAge were read while replicas ran, those samples
+// alone, as one replica's usage, are the observation's, with
 // StoppedReplicas 1. The engine then reads what they used as what a new
 // replica will use, so that a group stopped for its usage is not started
 // again at its request at the next decision (they leave the window as any
 // sample does: past MaxAge, or pushed out by Size newer readings, and
 // with fewer than minStopped left the observation is Observation's).
-// Samples of replicas that were all warming are no evidence of what one
-// uses, and are not among them.
+//
+// One replica's usage is what the engine read while they ran: each
+// sample over the replicas it sums (the warm ones while any was warm);
+// and when the newest of them was read while every replica was warming,
+// as the engine then counted a replica, at the larger of the samples'
+// peak per replica and its request, throughout (a replica stopped while
+// warming, as one is at the default warm-up, is not started again at its
+// demand either).
 func (w *Window) ObservationWithStopped(now time.Time, minStopped int) (engine.Observation, error) {
 	return w.observation(now, max(minStopped, 1))
 }
@@ -210,17 +233,21 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 	}
 	cur := sampleReplicas(&o)
 	cutoff := now.Add(-w.maxAge)
-	stopped := false
+	var ran *entry // the newest sample read while replicas ran
 	if cur == 0 && minStopped > 0 {
 		n := 0
 		for i := 0; i < w.n; i++ {
-			if e := &w.ring[(w.start+i)%w.size]; !e.at.Before(cutoff) && e.replicas > 0 && e.warm {
+			if e := &w.ring[(w.start+i)%w.size]; !e.at.Before(cutoff) && e.replicas > 0 {
 				n++
+				ran = e
 			}
 		}
-		stopped = n >= minStopped
+		if n < minStopped {
+			ran = nil
+		}
 	}
 	samples := make([]engine.Sample, 0, w.n)
+	var peakCPU, peakMem float64
 	for i := 0; i < w.n; i++ {
 		e := &w.ring[(w.start+i)%w.size]
 		if e.at.Before(cutoff) {
@@ -228,13 +255,14 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 		}
 		s := e.sample
 		switch {
-		case stopped:
-			if e.replicas == 0 || !e.warm {
+		case ran != nil:
+			if e.replicas == 0 {
 				continue
 			}
 			f := 1 / float64(e.replicas)
 			s.CPUMHz *= f
 			s.MemoryMB *= f
+			peakCPU, peakMem = max(peakCPU, s.CPUMHz), max(peakMem, s.MemoryMB)
 		case cur > 0 && e.replicas != cur:
 			if e.replicas == 0 {
 				continue
@@ -245,10 +273,18 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 		}
 		samples = append(samples, s)
 	}
-	o.Samples = samples
-	if stopped {
+	if ran != nil {
+		if !ran.warm {
+			// Every replica was warming: one counted at the larger of
+			// the peak and its request, one level for the window.
+			cpu, mem := max(peakCPU, ran.reqCPU), max(peakMem, ran.reqMem)
+			for i := range samples {
+				samples[i].CPUMHz, samples[i].MemoryMB = cpu, mem
+			}
+		}
 		o.StoppedReplicas = 1
 	}
+	o.Samples = samples
 	return o, nil
 }
 

@@ -3,6 +3,7 @@ package nomadusage
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +32,42 @@ func cpus(o engine.Observation) []float64 {
 		out[i] = s.CPUMHz
 	}
 	return out
+}
+
+// checkSamples fails t unless o's samples' CPU is want.
+func checkSamples(t *testing.T, o engine.Observation, want []float64) {
+	t.Helper()
+	if got := cpus(o); !slices.Equal(got, want) {
+		t.Fatalf("samples %v, want %v", got, want)
+	}
+}
+
+// TestWindowWithStoppedMemory: a replica stopped while warming counts at
+// the larger of its memory peak and its requested memory, as it did.
+func TestWindowWithStoppedMemory(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	w, err := NewWindow(5, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, mem := range []float64{300, 100, -1} {
+		r := warmReading(t0.Add(time.Duration(i)*time.Second), 50, 1, 1)
+		if mem < 0 {
+			r = reading("a", r.Time, 0, 0)
+		}
+		r.Observation.RequestedMemoryMB = 200 * float64(r.Observation.RunningReplicas)
+		r.Observation.Samples[0].MemoryMB = max(mem, 0)
+		if err := w.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := w.ObservationWithStopped(t0.Add(2*time.Second), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Samples) != 2 || o.Samples[0].MemoryMB != 300 || o.Samples[1].MemoryMB != 300 {
+		t.Errorf("samples %+v, want two at 300 MB (the peak, above the 200 MB request)", o.Samples)
+	}
 }
 
 func TestWindow(t *testing.T) {
@@ -103,15 +140,7 @@ func TestWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := cpus(o)
-			if len(got) != len(tc.want) {
-				t.Fatalf("samples %v, want %v", got, tc.want)
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Fatalf("samples %v, want %v", got, tc.want)
-				}
-			}
+			checkSamples(t, o, tc.want)
 			if err := o.Validate("test"); err != nil {
 				t.Fatalf("window observation invalid: %v", err)
 			}
@@ -269,9 +298,9 @@ func TestWindowStatsOutOfStep(t *testing.T) {
 
 // TestWindowWithStopped: when none runs now, what the replicas that ran
 // used stands for one replica (per replica, the readings while none ran
-// left out), so that the engine does not start them again at their
-// request; not when fewer than the minimum are left, nor from replicas
-// that were all warming (no evidence of what one uses).
+// left out), as the engine read it while they ran, so that it does not
+// start them again at their request; not when fewer than the minimum are
+// left.
 func TestWindowWithStopped(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
@@ -296,14 +325,23 @@ func TestWindowWithStopped(t *testing.T) {
 		{"the stopped replicas' samples aged out", 10 * time.Second, 1,
 			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(8), 0, 0), reading("a", sec(15), 0, 0)},
 			sec(15), []float64{0, 0}, 0},
-		// A replica that warmed up for its whole life: its start-up usage
-		// says nothing of what one uses.
-		{"all warming when they ran", time.Minute, 1,
+		// A replica that warmed up for its whole life (stopped at the
+		// default warm-up): the engine counted it at the larger of its
+		// peak and its request (10), and so counts a new one.
+		{"all warming when they ran: the peak", time.Minute, 1,
 			[]*Reading{warmReading(sec(0), 50, 1, 1), warmReading(sec(1), 80, 1, 1), reading("a", sec(2), 0, 0)},
-			sec(2), []float64{50, 80, 0}, 0},
-		{"the warm ones only", time.Minute, 1,
+			sec(2), []float64{80, 80}, 1},
+		{"all warming when they ran: the request", time.Minute, 1,
+			[]*Reading{warmReading(sec(0), 5, 1, 1), warmReading(sec(1), 8, 1, 1), reading("a", sec(2), 0, 0)},
+			sec(2), []float64{10, 10}, 1},
+		{"all warming last: the peak of all", time.Minute, 1,
+			[]*Reading{warmReading(sec(0), 400, 2, 0), warmReading(sec(1), 50, 2, 2), reading("a", sec(2), 0, 0)},
+			sec(2), []float64{200, 200}, 1},
+		// Warm ones last: the warming-only readings were read as usage
+		// too (over the replicas they sum), as while they ran.
+		{"warm ones last: each sample per replica", time.Minute, 1,
 			[]*Reading{warmReading(sec(0), 50, 2, 2), warmReading(sec(1), 400, 2, 0), reading("a", sec(2), 0, 0)},
-			sec(2), []float64{200}, 1},
+			sec(2), []float64{25, 200}, 1},
 		{"replicas running: as Observation", time.Minute, 1,
 			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), reading("a", sec(2), 90, 1)},
 			sec(2), []float64{150, 90}, 0},
@@ -323,15 +361,7 @@ func TestWindowWithStopped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := cpus(o)
-			if len(got) != len(tc.want) {
-				t.Fatalf("samples %v, want %v", got, tc.want)
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Fatalf("samples %v, want %v", got, tc.want)
-				}
-			}
+			checkSamples(t, o, tc.want)
 			if o.StoppedReplicas != tc.stopped {
 				t.Errorf("stopped replicas %d, want %d", o.StoppedReplicas, tc.stopped)
 			}
