@@ -214,15 +214,20 @@ func TestPlacementMemoryMaxCoversPeak(t *testing.T) {
 		capacityMB float64
 		othersMB   float64 // other workloads' memory reservations
 		sampleMB   float64 // the group's memory at every sample (6 replicas)
+		stopped    bool    // the replicas stopped since: none runs, the samples are theirs
 		want       int
 	}{
-		{"capacity known, replicas above their request", 65536, 0, 6 * 5000, 5000},
+		{"capacity known, replicas above their request", 65536, 0, 6 * 5000, false, 5000},
 		// the peak is read as a share of the room (65536 - 49152), not of
 		// the capacity: 4x too much before
-		{"capacity known, others reserve most of it", 65536, 49152, 6 * 1000, 1000},
-		{"capacity unknown, replicas above their request", 0, 0, 6 * 5000, 5000},
-		{"capacity unknown, replicas below their request", 0, 0, 6 * 300, 512},
-		{"capacity unknown, no memory measured", 0, 0, 0, 512},
+		{"capacity known, others reserve most of it", 65536, 49152, 6 * 1000, false, 1000},
+		{"capacity unknown, replicas above their request", 0, 0, 6 * 5000, false, 5000},
+		{"capacity unknown, replicas below their request", 0, 0, 6 * 300, false, 512},
+		{"capacity unknown, no memory measured", 0, 0, 0, false, 512},
+		// what the replicas that stopped showed, as the engine reads their
+		// CPU (the first new one counts as the running one it will be)
+		{"capacity unknown, stopped replicas above their request", 0, 0, 6 * 5000, true, 5000},
+		{"capacity known, stopped replicas above their request", 65536, 0, 6 * 5000, true, 5000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testsupport.Flat(16000, 6, 200, 1000, 30)
@@ -230,6 +235,9 @@ func TestPlacementMemoryMaxCoversPeak(t *testing.T) {
 			o.OtherReservedMemoryMB = tc.othersMB
 			for i := range o.Samples {
 				o.Samples[i].MemoryMB = tc.sampleMB
+			}
+			if tc.stopped {
+				o.StoppedReplicas, o.RunningReplicas, o.RequestedCPUMHz, o.RequestedMemoryMB = 6, 0, 0, 0
 			}
 			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
 			if err != nil {

@@ -119,12 +119,16 @@ func placement(o *Observation, fw *featureWork, count int) Placement {
 		// others' reservations), as features reads it.
 		_, room := o.room()
 		peak = math.Max(peak, fw.memShare*room)
-	} else if ev := fw.ev; ev.Running > 0 {
+	} else if ev := fw.ev; ev.Running > 0 || ev.Basis == BasisStopped {
 		// Memory is not judged (no capacity), but memory_max still covers
-		// the peak a warm replica showed, as the judged path reads it.
-		// Here, not in the features: only a returned decision needs it.
+		// the peak a warm replica showed (or the replicas that stopped),
+		// as the judged path reads it. Here, not in the features: only a
+		// returned decision needs it.
 		per := fw.warm
-		if per == 0 {
+		switch {
+		case ev.Basis == BasisStopped:
+			per = o.StoppedReplicas
+		case per == 0:
 			per = ev.Running
 		}
 		for _, s := range o.Samples {
