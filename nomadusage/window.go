@@ -274,9 +274,10 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 		samples = append(samples, s)
 	}
 	if ran != nil {
-		if !ran.warm {
-			// Every replica was warming: one counted at the larger of
-			// the peak and its request, one level for the window.
+		if !ran.warm || peakCPU == 0 {
+			// Every replica was warming, or the window's CPU was zero
+			// throughout (no usage): one counted at the larger of the
+			// peak and its request, one level for the window.
 			cpu, mem := max(peakCPU, ran.reqCPU), max(peakMem, ran.reqMem)
 			for i := range samples {
 				samples[i].CPUMHz, samples[i].MemoryMB = cpu, mem

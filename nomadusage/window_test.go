@@ -337,6 +337,11 @@ func TestWindowWithStopped(t *testing.T) {
 		{"all warming last: the peak of all", time.Minute, 1,
 			[]*Reading{warmReading(sec(0), 400, 2, 0), warmReading(sec(1), 50, 2, 2), reading("a", sec(2), 0, 0)},
 			sec(2), []float64{200, 200}, 1},
+		// Warm, but no CPU at any sample: the engine read no usage, and
+		// counted a replica at its request.
+		{"warm with zero CPU throughout: the request", time.Minute, 1,
+			[]*Reading{warmReading(sec(0), 0, 1, 0), warmReading(sec(1), 0, 1, 0), reading("a", sec(2), 0, 0)},
+			sec(2), []float64{10, 10}, 1},
 		// Warm ones last: the warming-only readings were read as usage
 		// too (over the replicas they sum), as while they ran.
 		{"warm ones last: each sample per replica", time.Minute, 1,
