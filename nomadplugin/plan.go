@@ -240,19 +240,32 @@ func splitAction(a *sdk.ScalingAction, f, s *hostPlan, count int64) {
 // that raises the sum (the growing group first) is preferred, then any
 // step that changes it; when none does (the split is the current counts
 // clamped into the quotas) the split is returned as it is, and the agent
-// skips it.
+// skips it. But when a shrinking group's engine count is below what runs
+// of it (its host cannot safely keep its running replicas, or its quota
+// no longer allows them), a step that lowers the sum (that group first)
+// is preferred: growing the other first would leave the overloaded
+// replicas running for one more cooldown.
 func splitStep(f, s *hostPlan, count int64) (applyF, applyS int, step bool) {
 	if int64(f.final+s.final) != count || int64(f.current+s.current) != count || (f.final == f.current && s.final == s.current) {
 		return f.final, s.final, false
 	}
 	held := func(p *hostPlan) int { return min(max(p.start, p.lo), p.hi) } // never the queued excess
 	steps := [2][2]int{{f.final, held(s)}, {held(f), s.final}}
-	for _, rise := range []bool{true, false} {
+	first := 1 // the preferred step's sign: raise the sum
+	if f.overloaded() || s.overloaded() {
+		first = -1
+	}
+	for _, want := range []int{first, 0} {
 		for _, c := range steps {
-			if sum := int64(c[0] + c[1]); (rise && sum > count) || (!rise && sum != count) {
+			sum := int64(c[0] + c[1])
+			if (want > 0 && sum > count) || (want < 0 && sum < count) || (want == 0 && sum != count) {
 				return c[0], c[1], true
 			}
 		}
 	}
 	return f.final, s.final, false
 }
+
+// overloaded says the plan shrinks a group whose engine count is below
+// its running replicas.
+func (p *hostPlan) overloaded() bool { return p.final < p.current && p.decided < p.running }

@@ -619,9 +619,17 @@ func TestBusyReplicaNotRestarted(t *testing.T) {
 	for _, tc := range []struct {
 		minSamples int
 		warmup     string // "": the default (the replicas are warming)
-	}{{1, "0"}, {engine.DefaultMinSamples, "0"}, {1, ""}, {engine.DefaultMinSamples, ""}} {
+		// window: "" is the default; a window no larger than min_samples
+		// is filled with readings of none running within as many
+		// evaluations, and what the stopped replicas used still stands.
+		window string
+	}{
+		{1, "0", ""}, {engine.DefaultMinSamples, "0", ""}, {1, "", ""}, {engine.DefaultMinSamples, "", ""},
+		{engine.DefaultMinSamples, "0", strconv.Itoa(engine.DefaultMinSamples)},
+		{engine.DefaultMinSamples, "", strconv.Itoa(engine.DefaultMinSamples)},
+	} {
 		minSamples := tc.minSamples
-		name := fmt.Sprintf("min_samples %d warmup %s", minSamples, cmp.Or(tc.warmup, "default"))
+		name := fmt.Sprintf("min_samples %d warmup %s window %s", minSamples, cmp.Or(tc.warmup, "default"), cmp.Or(tc.window, "default"))
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, 1, 1)
 			must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
@@ -629,7 +637,7 @@ func TestBusyReplicaNotRestarted(t *testing.T) {
 			st := NewStrategy(hclog.NewNullLogger())
 			must(t, st.SetConfig(w.agentConfig))
 			tg := w.target(t)
-			cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, strconv.Itoa(minSamples), KeyWarmup, tc.warmup)
+			cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, strconv.Itoa(minSamples), KeyWarmup, tc.warmup, KeyWindow, tc.window)
 			eval := func() *sdk.ScalingAction {
 				t.Helper()
 				a, err := agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil)
@@ -648,7 +656,11 @@ func TestBusyReplicaNotRestarted(t *testing.T) {
 			if got := w.counts(t)[0]; got != 0 {
 				t.Fatalf("the premise fails: the busy first group is at %d, not 0, after %d evaluations (%s)", got, minSamples, a.Reason)
 			}
-			for i := 1; i <= 2; i++ {
+			after := 2
+			if tc.window != "" {
+				after = minSamples + 2 // past the window's size
+			}
+			for i := 1; i <= after; i++ {
 				a = eval()
 				if got := w.counts(t)[0]; got != 0 {
 					t.Fatalf("evaluation %d after the scale-down started the busy group again: %d replicas (%s)", i, got, a.Reason)

@@ -156,32 +156,42 @@ func TestSplitAction(t *testing.T) {
 	cases := []struct {
 		name             string
 		f, s, curF, curS int
+		runF, runS       int // running replicas
 		sMax             int
 		count            int64
 		wantF, wantS     int
 		wantStep         bool
 		wantDir          sdk.ScaleDirection
 	}{
-		{"sum changes", 4, 3, 2, 2, 8, 4, 4, 3, false, sdk.ScaleDirectionUp},
-		{"same split", 4, 3, 4, 3, 8, 7, 4, 3, false, sdk.ScaleDirectionNone},
-		{"same sum, first grows", 5, 2, 3, 4, 8, 7, 5, 4, true, sdk.ScaleDirectionUp},
-		{"same sum, second grows", 2, 5, 4, 3, 8, 7, 4, 5, true, sdk.ScaleDirectionUp},
-		{"down", 1, 1, 4, 3, 8, 7, 1, 1, false, sdk.ScaleDirectionDown},
+		{"sum changes", 4, 3, 2, 2, 0, 0, 8, 4, 4, 3, false, sdk.ScaleDirectionUp},
+		{"same split", 4, 3, 4, 3, 0, 0, 8, 7, 4, 3, false, sdk.ScaleDirectionNone},
+		{"same sum, first grows", 5, 2, 3, 4, 0, 0, 8, 7, 5, 4, true, sdk.ScaleDirectionUp},
+		{"same sum, second grows", 2, 5, 4, 3, 0, 0, 8, 7, 4, 5, true, sdk.ScaleDirectionUp},
+		{"down", 1, 1, 4, 3, 0, 0, 8, 7, 1, 1, false, sdk.ScaleDirectionDown},
 		// The second group at 14 is outside its quota [0, 5]: it is never
 		// held there. Growing the first with the second at 5 keeps the
 		// sum, so the first step shrinks the second, the first held.
-		{"same sum, the group to hold is above its quota", 11, 5, 2, 14, 5, 16, 2, 5, true, sdk.ScaleDirectionDown},
+		{"same sum, the group to hold is above its quota", 11, 5, 2, 14, 0, 0, 5, 16, 2, 5, true, sdk.ScaleDirectionDown},
+		// The first group's engine count is below its running replicas
+		// (its host cannot safely keep them): it shrinks first, the sum
+		// falls for one step, rather than the second growing first and
+		// the overloaded replicas running one more cooldown.
+		{"same sum, the shrinking group is overloaded", 2, 5, 4, 3, 4, 3, 8, 7, 2, 3, true, sdk.ScaleDirectionDown},
+		{"same sum, the second shrinks overloaded", 5, 2, 3, 4, 3, 4, 8, 7, 3, 2, true, sdk.ScaleDirectionDown},
+		// Shrinking below the current count, but not below what runs
+		// (queued replicas go): the growing group first, as before.
+		{"same sum, the shrinking group's excess is not running", 2, 5, 4, 3, 2, 3, 8, 7, 4, 5, true, sdk.ScaleDirectionUp},
 		// The split is the current counts clamped into the quotas: no step
 		// changes the sum, so the agent skips it.
-		{"same sum, only the quota moves the counts", 11, 5, 11, 5, 8, 16, 11, 5, false, sdk.ScaleDirectionNone},
+		{"same sum, only the quota moves the counts", 11, 5, 11, 5, 0, 0, 8, 16, 11, 5, false, sdk.ScaleDirectionNone},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev := newEval("x", nil)
 			ev.Action.Canonicalize()
 			plans := []hostPlan{
-				{role: RoleFirst, decided: c.f, final: c.f, current: c.curF, start: c.curF, lo: 0, hi: 20},
-				{role: RoleSecond, decided: c.s, final: c.s, current: c.curS, start: c.curS, lo: 0, hi: c.sMax},
+				{role: RoleFirst, decided: c.f, final: c.f, current: c.curF, start: c.curF, running: c.runF, lo: 0, hi: 20},
+				{role: RoleSecond, decided: c.s, final: c.s, current: c.curS, start: c.curS, running: c.runS, lo: 0, hi: c.sMax},
 			}
 			act(ev.Action, &strategyConfig{role: RoleSplit}, plans, c.count)
 			a := ev.Action

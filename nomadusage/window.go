@@ -3,6 +3,7 @@ package nomadusage
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,6 +84,11 @@ type Window struct {
 	start  int // index of the oldest entry
 	n      int
 	latest *Reading
+	// stopped is what one replica used, as the engine read it, when the
+	// first reading with none running was added (see stoppedSamples);
+	// held until a reading with replicas running, or a reset.
+	stopped     []engine.Sample
+	haveStopped bool
 }
 
 // NewWindow returns a window of size samples (>= 1) and a max age (> 0).
@@ -109,6 +115,51 @@ func (w *Window) Len() int {
 
 func (w *Window) resetLocked() {
 	w.start, w.n, w.latest, w.nodeID = 0, 0, nil, ""
+	w.stopped, w.haveStopped = w.stopped[:0], false
+}
+
+// accepted notes, before the ring changes, that e's reading is added: the
+// first reading with no replica running keeps what the ones that ran used;
+// one with replicas running forgets it.
+func (w *Window) accepted(e *entry) {
+	switch {
+	case e.replicas > 0:
+		w.stopped, w.haveStopped = w.stopped[:0], false
+	case !w.haveStopped:
+		w.stopped, w.haveStopped = w.stoppedSamples(e.at.Add(-w.maxAge), w.stopped[:0]), true
+	}
+}
+
+// stoppedSamples appends to dst one replica's usage as the engine read it
+// from the samples younger than cutoff that were read while replicas ran:
+// each over the replicas it sums (the warm ones while any was warm); and
+// when the newest of them was read while every replica was warming, or
+// their CPU was zero throughout, at the larger of their peak per replica
+// and its request, throughout (as the engine then counted a replica).
+func (w *Window) stoppedSamples(cutoff time.Time, dst []engine.Sample) []engine.Sample {
+	var ran *entry // the newest sample read while replicas ran
+	var peakCPU, peakMem float64
+	first := len(dst)
+	for i := 0; i < w.n; i++ {
+		e := &w.ring[(w.start+i)%w.size]
+		if e.at.Before(cutoff) || e.replicas == 0 {
+			continue
+		}
+		s := e.sample
+		f := 1 / float64(e.replicas)
+		s.CPUMHz *= f
+		s.MemoryMB *= f
+		peakCPU, peakMem = max(peakCPU, s.CPUMHz), max(peakMem, s.MemoryMB)
+		dst = append(dst, s)
+		ran = e
+	}
+	if ran != nil && (!ran.warm || peakCPU == 0) {
+		cpu, mem := max(peakCPU, ran.reqCPU), max(peakMem, ran.reqMem)
+		for i := first; i < len(dst); i++ {
+			dst[i].CPUMHz, dst[i].MemoryMB = cpu, mem
+		}
+	}
+	return dst
 }
 
 // Add appends a reading's sample. A reading without exactly one sample, or
@@ -156,6 +207,7 @@ func (w *Window) Add(r *Reading) error {
 		last := &w.ring[(w.start+keep-1)%w.size]
 		switch {
 		case e.at.Before(last.at) && e.readTime && !last.readTime:
+			w.accepted(&e)
 			w.latest = r // no sample: it measured nothing, and its clock is behind the client's
 			return nil
 		case e.at.Before(last.at) && last.at.Sub(e.at) < StatsLag:
@@ -165,6 +217,7 @@ func (w *Window) Add(r *Reading) error {
 			// sample, and the measured samples stay as they are; the
 			// reading is the latest (its capacity and replicas).
 			w.n = keep
+			w.accepted(&e)
 			w.latest = r
 			return nil
 		case e.at.Before(last.at):
@@ -172,12 +225,14 @@ func (w *Window) Add(r *Reading) error {
 				ErrOlderReading, e.at.UTC().Format(time.RFC3339), last.at.Sub(e.at).Round(time.Second), last.at.UTC().Format(time.RFC3339))
 		case e.sample.Time <= last.sample.Time:
 			w.n = keep
+			w.accepted(&e)
 			*last = e
 			w.latest = r
 			return nil
 		}
 	}
 	w.n = keep
+	w.accepted(&e)
 	if w.n < w.size {
 		w.ring[(w.start+w.n)%w.size] = e
 		w.n++
@@ -198,22 +253,24 @@ func (w *Window) Observation(now time.Time) (engine.Observation, error) {
 }
 
 // ObservationWithStopped is Observation for a controller that may have
-// stopped the replicas itself: when none runs now and at least minStopped
-// samples younger than MaxAge were read while replicas ran, those samples
+// stopped the replicas itself: when none runs now, and at least
+// minStopped samples younger than MaxAge were held, read while replicas
+// ran, when the first reading with none running was added, those samples
 // alone, as one replica's usage, are the observation's, with
 // StoppedReplicas 1. The engine then reads what they used as what a new
 // replica will use, so that a group stopped for its usage is not started
-// again at its request at the next decision (they leave the window as any
-// sample does: past MaxAge, or pushed out by Size newer readings, and
-// with fewer than minStopped left the observation is Observation's).
+// again at its request. They stand until a reading with replicas running
+// is added (or the window starts afresh on another node): neither MaxAge
+// nor newer readings push them out, for no reading without a replica
+// running says anything newer of what one uses.
 //
 // One replica's usage is what the engine read while they ran: each
 // sample over the replicas it sums (the warm ones while any was warm);
 // and when the newest of them was read while every replica was warming,
-// as the engine then counted a replica, at the larger of the samples'
-// peak per replica and its request, throughout (a replica stopped while
-// warming, as one is at the default warm-up, is not started again at its
-// demand either).
+// or their CPU read zero throughout, as the engine then counted a
+// replica, at the larger of the samples' peak per replica and its
+// request, throughout (a replica stopped while warming, as one is at the
+// default warm-up, is not started again at its demand either).
 func (w *Window) ObservationWithStopped(now time.Time, minStopped int) (engine.Observation, error) {
 	return w.observation(now, max(minStopped, 1))
 }
@@ -232,38 +289,20 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 		return engine.Observation{}, &StaleError{Host: o.Host, Age: age, MaxAge: w.maxAge}
 	}
 	cur := sampleReplicas(&o)
-	cutoff := now.Add(-w.maxAge)
-	var ran *entry // the newest sample read while replicas ran
-	if cur == 0 && minStopped > 0 {
-		n := 0
-		for i := 0; i < w.n; i++ {
-			if e := &w.ring[(w.start+i)%w.size]; !e.at.Before(cutoff) && e.replicas > 0 {
-				n++
-				ran = e
-			}
-		}
-		if n < minStopped {
-			ran = nil
-		}
+	if cur == 0 && minStopped > 0 && w.haveStopped && len(w.stopped) >= minStopped {
+		o.Samples = slices.Clone(w.stopped)
+		o.StoppedReplicas = 1
+		return o, nil
 	}
+	cutoff := now.Add(-w.maxAge)
 	samples := make([]engine.Sample, 0, w.n)
-	var peakCPU, peakMem float64
 	for i := 0; i < w.n; i++ {
 		e := &w.ring[(w.start+i)%w.size]
 		if e.at.Before(cutoff) {
 			continue
 		}
 		s := e.sample
-		switch {
-		case ran != nil:
-			if e.replicas == 0 {
-				continue
-			}
-			f := 1 / float64(e.replicas)
-			s.CPUMHz *= f
-			s.MemoryMB *= f
-			peakCPU, peakMem = max(peakCPU, s.CPUMHz), max(peakMem, s.MemoryMB)
-		case cur > 0 && e.replicas != cur:
+		if cur > 0 && e.replicas != cur {
 			if e.replicas == 0 {
 				continue
 			}
@@ -272,18 +311,6 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 			s.MemoryMB *= f
 		}
 		samples = append(samples, s)
-	}
-	if ran != nil {
-		if !ran.warm || peakCPU == 0 {
-			// Every replica was warming, or the window's CPU was zero
-			// throughout (no usage): one counted at the larger of the
-			// peak and its request, one level for the window.
-			cpu, mem := max(peakCPU, ran.reqCPU), max(peakMem, ran.reqMem)
-			for i := range samples {
-				samples[i].CPUMHz, samples[i].MemoryMB = cpu, mem
-			}
-		}
-		o.StoppedReplicas = 1
 	}
 	o.Samples = samples
 	return o, nil

@@ -322,9 +322,30 @@ func TestWindowWithStopped(t *testing.T) {
 		{"none ran in the window", time.Minute, 1,
 			[]*Reading{reading("a", sec(0), 0, 0), reading("a", sec(1), 0, 0)},
 			sec(1), []float64{0, 0}, 0},
-		{"the stopped replicas' samples aged out", 10 * time.Second, 1,
+		// What they used stands past max age: no reading since says
+		// anything newer of what a replica uses.
+		{"the stopped replicas' usage past max age", 10 * time.Second, 1,
 			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(8), 0, 0), reading("a", sec(15), 0, 0)},
-			sec(15), []float64{0, 0}, 0},
+			sec(15), []float64{150}, 1},
+		// ... and past the window's size (five samples here).
+		{"the stopped replicas' usage pushed out", time.Minute, 2,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 100, 1), reading("a", sec(2), 0, 0),
+				reading("a", sec(3), 0, 0), reading("a", sec(4), 0, 0), reading("a", sec(5), 0, 0),
+				reading("a", sec(6), 0, 0), reading("a", sec(7), 0, 0)},
+			sec(7), []float64{150, 100}, 1},
+		{"aged out before they stopped", 10 * time.Second, 1,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(12), 0, 0)},
+			sec(12), []float64{0}, 0},
+		// A replica that ran again replaces what the earlier ones used.
+		{"replicas ran again", 10 * time.Second, 1,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), reading("a", sec(12), 60, 1),
+				reading("a", sec(13), 0, 0)},
+			sec(13), []float64{60}, 1},
+		// The reading that stopped them replaced their last sample (the
+		// same second): what they used was kept before.
+		{"stopped within the second of their last sample", time.Minute, 1,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(0).Add(500*time.Millisecond), 0, 0)},
+			sec(1), []float64{150}, 1},
 		// A replica that warmed up for its whole life (stopped at the
 		// default warm-up): the engine counted it at the larger of its
 		// peak and its request (10), and so counts a new one.
