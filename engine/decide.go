@@ -487,10 +487,12 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 	}
 	k := p.features.slot[refused]
 	roomCPU, roomMem := o.room()
+	// The figures are the replica's own, not the shares the processor
+	// reads (capped at MaxShare of a room that may be next to none).
 	r := &RefusedSlot{Slot: k, Name: p.model.Inputs[refused].Name, Running: fw.slotRun[k] == 1 && k < o.RunningReplicas,
-		CPUMHz: fw.slotCPU[k] * roomCPU}
+		CPUMHz: fw.slotCPUMHz[k]}
 	if o.MemoryCapacityMB > 0 {
-		r.MemoryMB = fw.slotMem[k] * roomMem
+		r.MemoryMB = fw.slotMemMB[k]
 	}
 	r.Resource = LimitCPU
 	if fw.ev.MemoryJudged && p.readsMemory() {
@@ -511,24 +513,24 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 		// The stopped basis: the figure is its request, its usage the
 		// stopped replicas'.
 		what = "new replica, counted as the replicas that stopped ran"
-		cpuWhat = fmt.Sprintf("%.0f MHz requested; they used up to %.0f MHz each", r.CPUMHz, fw.lastSum.Max*roomCPU)
+		cpuWhat = fmt.Sprintf("%.0f MHz requested; their window reads up to %.0f MHz each", r.CPUMHz, fw.lastSum.Max*roomCPU)
 	}
 	if r.Resource == LimitMemory {
 		var used float64
 		for i := 0; i < k; i++ {
-			used += fw.slotMem[i]
+			used += fw.slotMemMB[i]
 		}
-		before := fmt.Sprintf("with the replicas before it (%.0f MB at their peak) it brings", used*roomMem)
+		before := fmt.Sprintf("with the replicas before it (%.0f MB at their peak) it brings", used)
 		if k == 0 {
 			before = "alone it brings"
 		}
 		r.Reason = fmt.Sprintf("%s (%s, %.0f MB): memory: %s the memory peak to %.0f MB of the %.0f MB this workload may use, more than the processor admits (the built-in models keep 10%% of it free)",
-			r.Name, what, r.MemoryMB, before, (used+fw.slotMem[k])*roomMem, roomMem)
+			r.Name, what, r.MemoryMB, before, used+r.MemoryMB, roomMem)
 	} else if k == 0 {
-		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of this replica alone is more than the %.0f MHz this workload may use",
+		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of this replica alone, with the margin it keeps, does not fit the %.0f MHz this workload may use",
 			r.Name, what, cpuWhat, roomCPU)
 	} else {
-		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of the replicas before it leaves less than it needs of the %.0f MHz this workload may use",
+		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of the replicas before it, with the margin it keeps, leaves less than it needs of the %.0f MHz this workload may use",
 			r.Name, what, cpuWhat, roomCPU)
 	}
 	h.Refused = r

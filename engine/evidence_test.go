@@ -341,7 +341,7 @@ func TestExplanationWording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := d.First.Refused; r == nil || r.Slot != 0 || !strings.Contains(r.Reason, "this replica alone is more than the 8000 MHz") {
+	if r := d.First.Refused; r == nil || r.Slot != 0 || !strings.Contains(r.Reason, "this replica alone, with the margin it keeps, does not fit the 8000 MHz") {
 		t.Fatalf("refused %+v: want slot_0 refused alone", r)
 	}
 	o = testsupport.Flat(16000, 4, 200, 2000, 30)
@@ -483,7 +483,7 @@ func TestStoppedReplicasStandForNewOnes(t *testing.T) {
 				if d.Second.Evidence.Basis != BasisStopped || d.Second.Evidence.Note != "no replica running: a replica counts at what the replicas that stopped used per replica; memory not judged (memory capacity unknown)" {
 					t.Errorf("%d stopped: second host's evidence %+v", n, d.Second.Evidence)
 				}
-				if r := d.First.Refused; r != nil && r.Slot == 0 && (r.Running || !strings.Contains(r.Reason, "4000 MHz requested; they used up to ")) {
+				if r := d.First.Refused; r != nil && r.Slot == 0 && (r.Running || !strings.Contains(r.Reason, "4000 MHz requested; their window reads up to ")) {
 					t.Errorf("%d stopped: the refused first new replica is not said to be requested at 4000 MHz and counted at what the stopped ones used: %s", n, r.Reason)
 				}
 			}
@@ -493,7 +493,7 @@ func TestStoppedReplicasStandForNewOnes(t *testing.T) {
 	// admits 8; read from the replica that stopped, none.
 	if d := decideBoth(t, stopped(testsupport.Flat(32000, 1, 26000, 4000, 10), 1)); d.First.Containers != 0 || decideBoth(t, testsupport.Flat(32000, 0, 26000, 4000, 10)).First.Containers == 0 {
 		t.Errorf("the premise: the stopped replica's usage should refuse the first new replica (%d), its demand admit some", d.First.Containers)
-	} else if want := "slot_0 (new replica, counted as the replicas that stopped ran, 4000 MHz requested; they used up to 26000 MHz each): cpu"; d.First.Refused == nil || !strings.HasPrefix(d.First.Refused.Reason, want) {
+	} else if want := "slot_0 (new replica, counted as the replicas that stopped ran, 4000 MHz requested; their window reads up to 26000 MHz each): cpu"; d.First.Refused == nil || !strings.HasPrefix(d.First.Refused.Reason, want) {
 		t.Errorf("the refusal %+v, want it to begin %q", d.First.Refused, want)
 	}
 	// With a queue, each new replica's size is the queue's: the stopped
@@ -533,5 +533,80 @@ func TestStoppedReplicasRefused(t *testing.T) {
 				t.Errorf("err = %v, want one saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The refused slot's figures are the replica's own: with next to no room
+// left (others reserve the host), the shares the processor reads are
+// capped, and a 2000 MHz replica read as 2 MHz (found by a user trial).
+func TestRefusedSlotFigures(t *testing.T) {
+	cases := []struct {
+		name    string
+		obs     func() Observation
+		running bool
+		cpu     float64
+		mem     float64
+	}{
+		{"running replica, no room", func() Observation {
+			o := testsupport.Flat(20000, 2, 1500, 2000, 10)
+			o.OtherReservedCPUMHz = 19990
+			return o
+		}, true, 2000, 0},
+		{"new replica, no room", func() Observation {
+			o := testsupport.Flat(20000, 0, 0, 2000, 10)
+			o.OtherReservedCPUMHz = 19990
+			return o
+		}, false, 2000, 0},
+		{"queued replica, no room", func() Observation {
+			o := testsupport.Flat(20000, 0, 0, 2000, 10)
+			o.OtherReservedCPUMHz = 19990
+			o.QueuedReplicas = []Replica{{CPUMHz: 3000, MemoryMB: 512}}
+			return o
+		}, false, 3000, 0},
+		{"new replica, memory, no room", func() Observation {
+			o := testsupport.Flat(20000, 0, 0, 2000, 10)
+			o.OtherReservedCPUMHz = 19990
+			o.MemoryCapacityMB, o.OtherReservedMemoryMB, o.ReplicaMemoryDemandMB = 8192, 8190, 700
+			return o
+		}, false, 2000, 700},
+		{"running replica, memory", func() Observation {
+			o := testsupport.Flat(20000, 2, 1500, 2000, 10)
+			o.OtherReservedCPUMHz = 19990
+			o.MemoryCapacityMB, o.OtherReservedMemoryMB, o.RequestedMemoryMB = 8192, 8190, 1400
+			return o
+		}, true, 2000, 700},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := c.obs()
+			d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := d.First.Refused
+			if r == nil || r.Slot != 0 {
+				t.Fatalf("refused %+v: want slot_0", r)
+			}
+			if r.Running != c.running || r.CPUMHz != c.cpu || r.MemoryMB != c.mem {
+				t.Errorf("refused running %v, %g MHz, %g MB; want %v, %g MHz, %g MB (%s)", r.Running, r.CPUMHz, r.MemoryMB, c.running, c.cpu, c.mem, r.Reason)
+			}
+		})
+	}
+}
+
+// A count of 0 places nothing: the placement's line does not speak of a
+// reservation that "places all 0" (found by a user trial).
+func TestPlacementSummaryOfZero(t *testing.T) {
+	o := testsupport.Flat(16000, 0, 0, 2000, 30)
+	d, err := Decide(HostInput{Observation: &o, Quota: testsupport.Quota(0, 0, 1, RoundNearest)}, HostInput{Observation: testsupport.AsSecond(&o)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.First.Containers != 0 {
+		t.Fatalf("the premise fails: %d containers under a quota max of 0", d.First.Containers)
+	}
+	got := d.First.Placement.Summary(0)
+	if !strings.HasSuffix(got, "; a count of 0 places nothing") || strings.Contains(got, "all 0") {
+		t.Errorf("summary %q: want it to say a count of 0 places nothing", got)
 	}
 }

@@ -198,7 +198,11 @@ type featureWork struct {
 	reqShare, memShare float64
 	// slots, filled for the number of slots a model reads
 	slotCPU, slotMem, slotRun, slotOwn []float64
-	slotsFilled                        int // slots holding a replica
+	// each slot's replica in MHz and MB, not capped as the shares are
+	// (for the refused slot's figures)
+	slotCPUMHz, slotMemMB []float64
+	slotsFilled           int     // slots holding a replica
+	memPerMB              float64 // one running replica's memory (memShare, uncapped, in MB)
 	// what the evidence note says (formatted only when a decision is
 	// returned: a sweep reads none)
 	note    noteKind
@@ -352,7 +356,7 @@ func (fw *featureWork) compute(o *Observation) {
 	fw.reqShare = reqPer
 
 	// Memory.
-	fw.memShare = 0
+	fw.memShare, fw.memPerMB = 0, 0
 	f[fMemReplicaDemand], f[fMemReplicaMax], f[fMemHostMax], f[fMemFit] = 0, 0, 0, MaxFit
 	if ev.MemoryJudged {
 		memDemand := newReplicaMemoryMB(o.ReplicaMemoryDemandMB) / capMem
@@ -383,6 +387,7 @@ func (fw *featureWork) compute(o *Observation) {
 			fw.memNote = memNoteRequested
 		}
 		fw.memShare = capShare(mr)
+		fw.memPerMB = mr * capMem
 		f[fMemReplicaDemand] = capShare(memDemand)
 		f[fMemReplicaMax] = capShare(mr)
 		f[fMemHostMax] = capShare(mr * float64(running))
@@ -545,17 +550,19 @@ func (o *Observation) room() (cpu, mem float64) {
 func (fw *featureWork) fillSlots(o *Observation, k int) {
 	if cap(fw.slotCPU) < k {
 		fw.slotCPU, fw.slotMem, fw.slotRun, fw.slotOwn = make([]float64, k), make([]float64, k), make([]float64, k), make([]float64, k)
+		fw.slotCPUMHz, fw.slotMemMB = make([]float64, k), make([]float64, k)
 	}
 	cpu, mem, run, own := fw.slotCPU[:k], fw.slotMem[:k], fw.slotRun[:k], fw.slotOwn[:k]
+	cpuMHz, memMB := fw.slotCPUMHz[:k], fw.slotMemMB[:k]
 	capCPU, capMem := o.room()
-	// memShare is a new replica's memory demand as a share of the room:
-	// never below Nomad's smallest reservation when memory is judged (a
-	// demand not given, 0, is no evidence that it needs none).
-	memShare := func(mb float64) float64 {
-		if capMem <= 0 {
+	// newMem is a new replica's memory in MB: never below Nomad's
+	// smallest reservation when memory is judged (a demand not given, 0,
+	// is no evidence that it needs none).
+	newMem := func(mb float64) float64 {
+		if o.MemoryCapacityMB <= 0 {
 			return 0
 		}
-		return capShare(newReplicaMemoryMB(mb) / capMem)
+		return newReplicaMemoryMB(mb)
 	}
 	wanted := k
 	if o.WantedReplicas > 0 {
@@ -566,6 +573,7 @@ func (fw *featureWork) fillSlots(o *Observation, k int) {
 	for i := range cpu {
 		switch {
 		case i < runningSlots:
+			cpuMHz[i], memMB[i] = fw.reqShare*capCPU, fw.memPerMB
 			cpu[i], mem[i], run[i], own[i] = capShare(fw.reqShare), fw.memShare, 1, 0
 		case o.QueuedReplicas != nil:
 			q := i - runningSlots
@@ -574,16 +582,19 @@ func (fw *featureWork) fillSlots(o *Observation, k int) {
 				continue
 			}
 			r := o.QueuedReplicas[q]
-			cpu[i], mem[i], run[i], own[i] = capShare(r.CPUMHz/capCPU), memShare(r.MemoryMB), 0, 0
+			cpuMHz[i], memMB[i] = r.CPUMHz, newMem(r.MemoryMB)
+			cpu[i], mem[i], run[i], own[i] = capShare(r.CPUMHz/capCPU), memShare(memMB[i], capMem), 0, 0
 		case i < wanted:
 			// A new replica of the workload itself needs, by memory, at
-			// least what a running one peaks at (fw.memShare; 0 when
+			// least what a running one peaks at (fw.memPerMB; 0 when
 			// memory is not judged): admitted at a smaller demand, it
 			// would be refused once it runs, and the count would flap.
-			m := memShare(o.ReplicaMemoryDemandMB)
+			mb := newMem(o.ReplicaMemoryDemandMB)
+			m := memShare(mb, capMem)
 			if o.RunningReplicas > 0 || fw.ev.Basis == BasisStopped {
-				m = max(m, fw.memShare)
+				m, mb = max(m, fw.memShare), max(mb, fw.memPerMB)
 			}
+			cpuMHz[i], memMB[i] = o.ReplicaCPUDemandMHz, mb
 			cpu[i], mem[i], run[i], own[i] = capShare(o.ReplicaCPUDemandMHz/capCPU), m, 0, 1
 			if i == 0 && fw.ev.Basis == BasisStopped {
 				// None runs, and the samples are what the replicas that
@@ -603,6 +614,15 @@ func (fw *featureWork) fillSlots(o *Observation, k int) {
 		filled++
 	}
 	fw.slotsFilled = filled
+}
+
+// memShare is mb as a share of the memory room capMem (0 when memory is
+// not judged).
+func memShare(mb, capMem float64) float64 {
+	if capMem <= 0 || mb <= 0 {
+		return 0
+	}
+	return capShare(mb / capMem)
 }
 
 // featureMap says, for each model input, where its value comes from.

@@ -68,6 +68,9 @@ func (pl *Placement) Summary(count int) string {
 	if count > pl.Placeable {
 		s += fmt.Sprintf("; %d of %d would stay queued", count-pl.Placeable, count)
 	}
+	if count == 0 {
+		return s + "; a count of 0 places nothing"
+	}
 	each := "each"
 	if pl.Queued > 0 {
 		each = fmt.Sprintf("each for the workload's %d (the %d queued at their own demand)", count-pl.Queued, pl.Queued)

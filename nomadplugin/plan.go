@@ -33,7 +33,8 @@ type hostPlan struct {
 	held      int // held back by the hold band and the step limits
 	claimed   int // other groups' replicas claimed on the node, counted as reserved
 	limit     string
-	refused   string
+	refused   string // the first refused slot in short (meta)
+	why       string // and why, with its figures (the reason)
 	hold      *engine.HoldRange
 	notes     []string
 }
@@ -51,6 +52,9 @@ func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadu
 	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
 		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused),
 		hold: hd.Hold}
+	if hd.Refused != nil {
+		p.why = hd.Refused.Reason
+	}
 	target := p.decided
 	bound := max(p.placeable, p.running)
 	if c.placement == PlacementCap && target > bound {
@@ -143,8 +147,8 @@ func refusedSlot(r *engine.RefusedSlot) string {
 func (p *hostPlan) summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %d (engine %d, bound by %s", p.role, p.final, p.decided, p.limit)
-	if p.refused != "" {
-		fmt.Fprintf(&b, ", first refused %s", p.refused)
+	if p.why != "" {
+		fmt.Fprintf(&b, ", first refused %s", p.why)
 	}
 	b.WriteString(")")
 	if len(p.notes) > 0 {

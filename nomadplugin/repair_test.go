@@ -665,11 +665,65 @@ func TestBusyReplicaNotRestarted(t *testing.T) {
 				if got := w.counts(t)[0]; got != 0 {
 					t.Fatalf("evaluation %d after the scale-down started the busy group again: %d replicas (%s)", i, got, a.Reason)
 				}
-				if !strings.Contains(a.Reason, "first refused slot_0 (new replica): cpu") {
+				if !strings.Contains(a.Reason, "first refused slot_0 (new replica, counted as the replicas that stopped ran, ") || !strings.Contains(a.Reason, "): cpu: the processor's predicted usage of this replica alone") {
 					t.Errorf("evaluation %d after the scale-down: the reason does not say a new replica was refused for its CPU: %s", i, a.Reason)
 				}
 			}
 		})
+	}
+}
+
+// TestDecisionChangeLoggedAtInfo: the agent logs no action it skips, so a
+// group held at 0 for its usage is explained at info level when that
+// starts, once, and a repeat of the same decision is at debug level
+// (found by a user trial: nothing at info said why the group stayed at 0).
+func TestDecisionChangeLoggedAtInfo(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
+	must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
+	var logs testsupport.SyncBuffer
+	st := NewStrategy(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, JSONFormat: true, Output: &logs}))
+	must(t, st.SetConfig(w.agentConfig))
+	tg := w.target(t)
+	cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, "1", KeyWarmup, "0")
+	var infos []string // the reasons of the "decided" lines at info level, one slice per evaluation
+	for i := 0; i < 3; i++ {
+		before := len(logs.String())
+		if _, err := agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond) // a new Unix second: readings within one fold into one sample
+		var reasons []string
+		for _, line := range strings.Split(logs.String()[before:], "\n") {
+			var rec struct {
+				Level, Message, Reason string
+			}
+			if json.Unmarshal([]byte(line), &struct {
+				Level   *string `json:"@level"`
+				Message *string `json:"@message"`
+				Reason  *string `json:"reason"`
+			}{&rec.Level, &rec.Message, &rec.Reason}) == nil && rec.Message == "decided" {
+				if rec.Level != "info" {
+					t.Errorf("evaluation %d: a decided line at %s level with the logger at info", i+1, rec.Level)
+				}
+				reasons = append(reasons, rec.Reason)
+			}
+		}
+		infos = append(infos, strings.Join(reasons, " | "))
+	}
+	if got := w.counts(t)[0]; got != 0 {
+		t.Fatalf("the premise fails: the busy first group is at %d, not 0", got)
+	}
+	// 1: the scale-down; 2: held at 0 (another direction), saying why;
+	// 3: the same decision again.
+	if infos[0] == "" {
+		t.Errorf("evaluation 1 (the scale-down): no decided line at info level")
+	}
+	if !strings.Contains(infos[1], "first refused slot_0 (new replica, counted as the replicas that stopped ran") {
+		t.Errorf("evaluation 2 (held at 0): the info line does not say why: %q", infos[1])
+	}
+	if infos[2] != "" {
+		t.Errorf("evaluation 3 repeats evaluation 2's decision, yet logged it at info level: %q", infos[2])
 	}
 }
 

@@ -105,7 +105,9 @@ const (
 	// back (the engine's count less the count asked for, after placement
 	// and node state).
 	MetaHeld = "held"
-	// MetaHeldBy: which limits changed the engine's count, in words.
+	// MetaHeldBy: the plan's notes on the engine's count, in words: the
+	// limits that changed it, other groups' replicas counted as reserved
+	// on the node, what will stay queued (set whether or not any held).
 	MetaHeldBy = "held_by"
 	// MetaHoldLow and MetaHoldHigh: with hold_band, the engine's hold
 	// range (a current count within it stays).
@@ -145,7 +147,10 @@ type Strategy struct {
 	// and caching it.
 	afterParse func()
 	windows    map[string]*windowEntry
-	claims     claimLedger
+	// decisions is each check's last decision in short (see log), so
+	// that a changed one is logged at info level.
+	decisions map[string]string
+	claims    claimLedger
 	// placing serializes what runs between reading the claims and
 	// recording an evaluation's own (the engine call, in memory), so that
 	// two evaluations of groups on one node never both take its room.
@@ -213,7 +218,8 @@ func newStrategy(logger hclog.Logger, opts ...strategyOption) *Strategy {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	s := &Strategy{logger: logger, now: time.Now, configs: map[string]*strategyConfig{}, windows: map[string]*windowEntry{}}
+	s := &Strategy{logger: logger, now: time.Now, configs: map[string]*strategyConfig{}, windows: map[string]*windowEntry{},
+		decisions: map[string]string{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -315,6 +321,25 @@ func (s *Strategy) window(key string, c *strategyConfig, now time.Time) *windowE
 	return e
 }
 
+// decisionChanged records a's decision in short as key's last, and says
+// whether it differs from the one recorded before (or none was).
+func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) bool {
+	short := fmt.Sprintf("%v|%v|%v|%v|%v|%v|%v|%v", a.Count, a.Direction, a.Meta[MetaFirstCount], a.Meta[MetaSecondCount],
+		a.Meta[HostMeta(RoleFirst, MetaLimit)], a.Meta[HostMeta(RoleFirst, MetaRefused)],
+		a.Meta[HostMeta(RoleSecond, MetaLimit)], a.Meta[HostMeta(RoleSecond, MetaRefused)])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last, ok := s.decisions[key]
+	if !ok && len(s.decisions) >= maxDecisionsKept {
+		clear(s.decisions) // many checks gone: each logs its next at info
+	}
+	s.decisions[key] = short
+	return last != short
+}
+
+// maxDecisionsKept bounds the checks whose last decision is remembered.
+const maxDecisionsKept = 4096
+
 // noScalingPrefix starts the reason of an evaluation with no action.
 const noScalingPrefix = "no scaling: "
 
@@ -383,15 +408,23 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 	return eval, nil
 }
 
-// log writes the evaluation's outcome: a decision at debug level, no
-// action at info level when it was expected, at warn level otherwise.
-// The check name alone does not tell two policies apart (every example's
-// check is "activation"), so each line also names the job.
+// log writes the evaluation's outcome: a decision at info level when it
+// differs from the check's last one (its counts, what bound each host, its
+// first refused replica), else at debug level; no action at info level
+// when it was expected, at warn level otherwise. The agent logs no action
+// it skips, so a group held where it is (at 0, say) is explained at info
+// level once, when that starts. The check name alone does not tell two
+// policies apart (every example's check is "activation"), so each line
+// also names the job.
 func (s *Strategy) log(eval *sdk.ScalingCheckEvaluation, c *strategyConfig, how outcome) {
 	a, job := eval.Action, c.job()
 	switch how {
 	case outcomeDecided:
-		s.logger.Debug("decided", "check", eval.Check.Name, "job", job, "count", a.Count, "direction", a.Direction.String(),
+		level := hclog.Debug
+		if s.decisionChanged(eval.Check.Name+"\x00"+job+"\x00"+c.role, a) {
+			level = hclog.Info
+		}
+		s.logger.Log(level, "decided", "check", eval.Check.Name, "job", job, "count", a.Count, "direction", a.Direction.String(),
 			"first", a.Meta[MetaFirstCount], "second", a.Meta[MetaSecondCount], "reason", a.Reason)
 	case outcomeExpected:
 		s.logger.Info("no scaling", "check", eval.Check.Name, "job", job, "reason", strings.TrimPrefix(a.Reason, noScalingPrefix))

@@ -1005,20 +1005,27 @@ func TestTargetSplitErrorSaysWhereQuotasCame(t *testing.T) {
 	cases := []struct {
 		name   string
 		config map[string]string
+		count  int64 // the agent's
 		want   []string
 	}{
-		{"from the newest scaling event", tcfg, []string{"first [0, 2], second [0, 3]", "the hosts' quotas are the newest scaling event's",
+		{"from the newest scaling event", tcfg, 9, []string{"first [0, 2], second [0, 3]", "quotas from the newest scaling event",
 			TargetKeyFirstMin, TargetKeyFirstMax, TargetKeySecondMin, TargetKeySecondMax}},
-		{"from the target config", withKeys(tcfg, TargetKeyFirstMax, "1", TargetKeySecondMax, "2"), []string{"first [0, 1], second [0, 2]", "the hosts' quotas are the target config's"}},
+		{"from the target config", withKeys(tcfg, TargetKeyFirstMax, "1", TargetKeySecondMax, "2"), 9, []string{"first [0, 1], second [0, 2]", "quotas from the target config)"}},
+		// One host's quota in the config: the note does not say both
+		// hosts' are the config's (found by a user trial).
+		{"one host's from the target config", withKeys(tcfg, TargetKeySecondMin, "5"), 2,
+			[]string{"quotas from the target config, the second host's only: the first host has no quota"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t, 1, 1)
 			tg := w.target(t)
 			must(t, tg.Scale(sdk.ScalingAction{Count: 3, Meta: quotaMeta(1, 2, 0, 2, 0, 3)}, tcfg))
-			err := tg.Scale(agent, c.config)
+			a := agent
+			a.Count = c.count
+			err := tg.Scale(a, c.config)
 			if err == nil {
-				t.Fatal("an agent count of 9 within quotas whose maximums sum below it was applied")
+				t.Fatalf("an agent count of %d outside the quotas was applied", c.count)
 			}
 			for _, s := range c.want {
 				if !strings.Contains(err.Error(), s) {

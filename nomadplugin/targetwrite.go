@@ -236,7 +236,7 @@ func (w *scaleCall) split(total int64, current [2]int64, job *rawJob) ([2]int64,
 	if err != nil {
 		var notes []string
 		if source != "" {
-			notes = append(notes, "the hosts' quotas are "+source+"'s")
+			notes = append(notes, "quotas from "+source)
 		}
 		if source == quotaFromEvent {
 			notes[0] += fmt.Sprintf(" (no quota in the action or the target config: set %s, %s, %s and %s in the target config to give them)",
@@ -276,7 +276,17 @@ func (w *scaleCall) quota() (Quota, string, error) {
 				q[i] = w.c.quota[i]
 			}
 		}
-		return q, "the target config", nil
+		src := "the target config"
+		if !w.c.known[0] || !w.c.known[1] {
+			// One host's: the other is not bounded (a note that said
+			// "the hosts' quotas are the target config's" misled).
+			set, unset := RoleFirst, RoleSecond
+			if !w.c.known[0] {
+				set, unset = unset, set
+			}
+			src = fmt.Sprintf("the target config, the %s host's only: the %s host has no quota", set, unset)
+		}
+		return q, src, nil
 	}
 	st, _, err := w.client.Jobs().ScaleStatus(w.c.job, w.qo)
 	if err != nil {
