@@ -538,7 +538,8 @@ func TestStoppedReplicasRefused(t *testing.T) {
 
 // The refused slot's figures are the replica's own: with next to no room
 // left (others reserve the host), the shares the processor reads are
-// capped, and a 2000 MHz replica read as 2 MHz (found by a user trial).
+// capped (at MaxShare of the room): a 2000 MHz replica read as 1000 MHz
+// against a 10 MHz room (a user trial saw 2 MHz).
 func TestRefusedSlotFigures(t *testing.T) {
 	cases := []struct {
 		name    string

@@ -188,8 +188,10 @@ func (p *hostPlan) meta(m map[string]any, count int) {
 }
 
 // act fills the action from the plans of the hosts read: the role's
-// host's count, or for role "split" both (see splitStep).
-func act(a *sdk.ScalingAction, c *strategyConfig, plans []hostPlan, count int64) {
+// host's count, or for role "split" both (see splitStep; noLower: the
+// last decision's first step lowered the sum at these counts, and the
+// agent did not apply it).
+func act(a *sdk.ScalingAction, c *strategyConfig, plans []hostPlan, count int64, noLower bool) {
 	a.Meta[MetaRole] = c.role
 	a.Meta[MetaPlacement] = c.placement
 	if job := c.job(); job != "" {
@@ -202,7 +204,7 @@ func act(a *sdk.ScalingAction, c *strategyConfig, plans []hostPlan, count int64)
 		}
 	}
 	if c.role == RoleSplit {
-		splitAction(a, &plans[0], &plans[1], count)
+		splitAction(a, &plans[0], &plans[1], count, noLower)
 	} else {
 		p := &plans[0]
 		p.meta(a.Meta, p.final)
@@ -220,8 +222,8 @@ func act(a *sdk.ScalingAction, c *strategyConfig, plans []hostPlan, count int64)
 }
 
 // splitAction is the sum of the two counts, both in meta.
-func splitAction(a *sdk.ScalingAction, f, s *hostPlan, count int64) {
-	applyF, applyS, step := splitStep(f, s, count)
+func splitAction(a *sdk.ScalingAction, f, s *hostPlan, count int64, noLower bool) {
+	applyF, applyS, step := splitStep(f, s, count, noLower)
 	f.meta(a.Meta, applyF)
 	s.meta(a.Meta, applyS)
 	a.Count = int64(applyF + applyS)
@@ -248,15 +250,18 @@ func splitAction(a *sdk.ScalingAction, f, s *hostPlan, count int64) {
 // of it (its host cannot safely keep its running replicas, or its quota
 // no longer allows them), a step that lowers the sum (that group first)
 // is preferred: growing the other first would leave the overloaded
-// replicas running for one more cooldown.
-func splitStep(f, s *hostPlan, count int64) (applyF, applyS int, step bool) {
+// replicas running for one more cooldown. Unless noLower: such a step at
+// the same counts was not applied (the agent raises a count below the
+// policy's min, and skips it when that is the current count), and
+// preferring it again would hold both groups for good.
+func splitStep(f, s *hostPlan, count int64, noLower bool) (applyF, applyS int, step bool) {
 	if int64(f.final+s.final) != count || int64(f.current+s.current) != count || (f.final == f.current && s.final == s.current) {
 		return f.final, s.final, false
 	}
 	held := func(p *hostPlan) int { return min(max(p.start, p.lo), p.hi) } // never the queued excess
 	steps := [2][2]int{{f.final, held(s)}, {held(f), s.final}}
 	first := 1 // the preferred step's sign: raise the sum
-	if f.overloaded() || s.overloaded() {
+	if (f.overloaded() || s.overloaded()) && !noLower {
 		first = -1
 	}
 	for _, want := range []int{first, 0} {

@@ -787,3 +787,42 @@ func TestQueuedHostNotReadAsStopped(t *testing.T) {
 		t.Errorf("the second host: stopped_replicas %d, want 1 (its replicas ran in the window)", req.Second.StoppedReplicas)
 	}
 }
+
+// TestCheckMemo: a check's decisions are remembered by its hosts as well
+// as its name (two policies whose checks share a name, reading other
+// groups, do not take turns at info level), and a split's lowering step
+// not applied at the same counts is not preferred again.
+func TestCheckMemo(t *testing.T) {
+	st := NewStrategy(hclog.NewNullLogger())
+	a, err := parseStrategyConfig(splitConfig(), "")
+	must(t, err)
+	b, err := parseStrategyConfig(withKeys(splitConfig(), PrefixSecond+KeyGroup, "other"), "")
+	must(t, err)
+	ka, kb := decisionKey("activation", a), decisionKey("activation", b)
+	if ka == kb {
+		t.Fatalf("two checks named alike, reading other groups, share the key %q", ka)
+	}
+	act := func(count int64) *sdk.ScalingAction {
+		return &sdk.ScalingAction{Count: count, Meta: map[string]any{MetaFirstCount: 0, MetaSecondCount: int(count)}}
+	}
+	for i, c := range []struct {
+		key     string
+		count   int64
+		changed bool
+	}{{ka, 2, true}, {kb, 3, true}, {ka, 2, false}, {kb, 3, false}, {ka, 4, true}} {
+		if got := st.decisionChanged(c.key, act(c.count)); got != c.changed {
+			t.Errorf("decision %d: changed %v, want %v", i+1, got, c.changed)
+		}
+	}
+	if st.loweredBefore(ka, []int{4, 3}) {
+		t.Error("lowered before with nothing recorded")
+	}
+	st.noteLowered(ka, []int{4, 3}, true)
+	if !st.loweredBefore(ka, []int{4, 3}) || st.loweredBefore(ka, []int{2, 3}) || st.loweredBefore(kb, []int{4, 3}) {
+		t.Error("a lowering step is remembered for its check and counts only")
+	}
+	st.noteLowered(ka, []int{4, 3}, false)
+	if st.loweredBefore(ka, []int{4, 3}) {
+		t.Error("a decision that did not lower still reads as lowered")
+	}
+}

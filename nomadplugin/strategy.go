@@ -147,9 +147,9 @@ type Strategy struct {
 	// and caching it.
 	afterParse func()
 	windows    map[string]*windowEntry
-	// decisions is each check's last decision in short (see log), so
-	// that a changed one is logged at info level.
-	decisions map[string]string
+	// decisions is what each check's last decision left to remember
+	// (see checkMemo), by decisionKey.
+	decisions map[string]*checkMemo
 	claims    claimLedger
 	// placing serializes what runs between reading the claims and
 	// recording an evaluation's own (the engine call, in memory), so that
@@ -219,7 +219,7 @@ func newStrategy(logger hclog.Logger, opts ...strategyOption) *Strategy {
 		logger = hclog.NewNullLogger()
 	}
 	s := &Strategy{logger: logger, now: time.Now, configs: map[string]*strategyConfig{}, windows: map[string]*windowEntry{},
-		decisions: map[string]string{}}
+		decisions: map[string]*checkMemo{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -321,6 +321,41 @@ func (s *Strategy) window(key string, c *strategyConfig, now time.Time) *windowE
 	return e
 }
 
+// checkMemo is what a check's last decision left to remember.
+type checkMemo struct {
+	// short is the decision in short (see decisionChanged).
+	short string
+	// loweredAt, when set, is the groups' counts at which the last
+	// decision was a split's first step that lowered the sum (an
+	// overloaded group first).
+	loweredAt []int
+}
+
+// decisionKey names a check's decisions: its name and every host it
+// reads, as its windows do (two policies may share a check name).
+func decisionKey(check string, c *strategyConfig) string {
+	var b strings.Builder
+	b.WriteString(c.role)
+	for _, h := range c.readHosts() {
+		b.WriteString("\x00")
+		b.WriteString(windowKey(check, c, h))
+	}
+	return b.String()
+}
+
+// memo returns key's memo, made when there is none; s.mu must be held.
+func (s *Strategy) memo(key string) *checkMemo {
+	m, ok := s.decisions[key]
+	if !ok {
+		if len(s.decisions) >= maxDecisionsKept {
+			clear(s.decisions) // many checks gone: each starts afresh
+		}
+		m = &checkMemo{}
+		s.decisions[key] = m
+	}
+	return m
+}
+
 // decisionChanged records a's decision in short as key's last, and says
 // whether it differs from the one recorded before (or none was).
 func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) bool {
@@ -329,12 +364,33 @@ func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) bool {
 		a.Meta[HostMeta(RoleSecond, MetaLimit)], a.Meta[HostMeta(RoleSecond, MetaRefused)])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	last, ok := s.decisions[key]
-	if !ok && len(s.decisions) >= maxDecisionsKept {
-		clear(s.decisions) // many checks gone: each logs its next at info
+	m := s.memo(key)
+	changed := m.short != short
+	m.short = short
+	return changed
+}
+
+// loweredBefore says whether key's last decision was a split's first step
+// that lowered the sum at these same counts: the agent did not apply it
+// (it raises a count below the policy's min, and then skips an action at
+// the current count), so this one must not lower it again.
+func (s *Strategy) loweredBefore(key string, current []int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.decisions[key]
+	return ok && m.loweredAt != nil && slices.Equal(m.loweredAt, current)
+}
+
+// noteLowered records whether key's decision at current lowered the sum
+// in a split's first step.
+func (s *Strategy) noteLowered(key string, current []int, lowered bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.memo(key)
+	m.loweredAt = nil
+	if lowered {
+		m.loweredAt = slices.Clone(current)
 	}
-	s.decisions[key] = short
-	return last != short
 }
 
 // maxDecisionsKept bounds the checks whose last decision is remembered.
@@ -421,7 +477,7 @@ func (s *Strategy) log(eval *sdk.ScalingCheckEvaluation, c *strategyConfig, how 
 	switch how {
 	case outcomeDecided:
 		level := hclog.Debug
-		if s.decisionChanged(eval.Check.Name+"\x00"+job+"\x00"+c.role, a) {
+		if s.decisionChanged(decisionKey(eval.Check.Name, c), a) {
 			level = hclog.Info
 		}
 		s.logger.Log(level, "decided", "check", eval.Check.Name, "job", job, "count", a.Count, "direction", a.Direction.String(),
@@ -498,7 +554,10 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 		plans[i] = e.c.plan(h, hd, rds[i], &obs[i], current[i])
 		claimed[i].note(&plans[i], rds[i].NodeName)
 	}
-	act(e.eval.Action, e.c, plans, e.count)
+	key := decisionKey(e.eval.Check.Name, e.c)
+	act(e.eval.Action, e.c, plans, e.count, e.s.loweredBefore(key, current))
+	_, step := e.eval.Action.Meta[MetaStep]
+	e.s.noteLowered(key, current, step && e.eval.Action.Count < e.count)
 	e.claim(hosts, rds, plans, d)
 	if hosts[0].query.Job != "" {
 		e.eval.Action.Meta[MetaJobModifyIndex] = rds[0].JobModifyIndex

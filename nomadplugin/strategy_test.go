@@ -157,33 +157,38 @@ func TestSplitAction(t *testing.T) {
 		name             string
 		f, s, curF, curS int
 		runF, runS       int // running replicas
+		noLower          bool
 		sMax             int
 		count            int64
 		wantF, wantS     int
 		wantStep         bool
 		wantDir          sdk.ScaleDirection
 	}{
-		{"sum changes", 4, 3, 2, 2, 0, 0, 8, 4, 4, 3, false, sdk.ScaleDirectionUp},
-		{"same split", 4, 3, 4, 3, 0, 0, 8, 7, 4, 3, false, sdk.ScaleDirectionNone},
-		{"same sum, first grows", 5, 2, 3, 4, 0, 0, 8, 7, 5, 4, true, sdk.ScaleDirectionUp},
-		{"same sum, second grows", 2, 5, 4, 3, 0, 0, 8, 7, 4, 5, true, sdk.ScaleDirectionUp},
-		{"down", 1, 1, 4, 3, 0, 0, 8, 7, 1, 1, false, sdk.ScaleDirectionDown},
+		{"sum changes", 4, 3, 2, 2, 0, 0, false, 8, 4, 4, 3, false, sdk.ScaleDirectionUp},
+		{"same split", 4, 3, 4, 3, 0, 0, false, 8, 7, 4, 3, false, sdk.ScaleDirectionNone},
+		{"same sum, first grows", 5, 2, 3, 4, 0, 0, false, 8, 7, 5, 4, true, sdk.ScaleDirectionUp},
+		{"same sum, second grows", 2, 5, 4, 3, 0, 0, false, 8, 7, 4, 5, true, sdk.ScaleDirectionUp},
+		{"down", 1, 1, 4, 3, 0, 0, false, 8, 7, 1, 1, false, sdk.ScaleDirectionDown},
 		// The second group at 14 is outside its quota [0, 5]: it is never
 		// held there. Growing the first with the second at 5 keeps the
 		// sum, so the first step shrinks the second, the first held.
-		{"same sum, the group to hold is above its quota", 11, 5, 2, 14, 0, 0, 5, 16, 2, 5, true, sdk.ScaleDirectionDown},
+		{"same sum, the group to hold is above its quota", 11, 5, 2, 14, 0, 0, false, 5, 16, 2, 5, true, sdk.ScaleDirectionDown},
 		// The first group's engine count is below its running replicas
 		// (its host cannot safely keep them): it shrinks first, the sum
 		// falls for one step, rather than the second growing first and
 		// the overloaded replicas running one more cooldown.
-		{"same sum, the shrinking group is overloaded", 2, 5, 4, 3, 4, 3, 8, 7, 2, 3, true, sdk.ScaleDirectionDown},
-		{"same sum, the second shrinks overloaded", 5, 2, 3, 4, 3, 4, 8, 7, 3, 2, true, sdk.ScaleDirectionDown},
+		{"same sum, the shrinking group is overloaded", 2, 5, 4, 3, 4, 3, false, 8, 7, 2, 3, true, sdk.ScaleDirectionDown},
+		{"same sum, the second shrinks overloaded", 5, 2, 3, 4, 3, 4, false, 8, 7, 3, 2, true, sdk.ScaleDirectionDown},
+		// That step at these counts was not applied (the agent raised
+		// it to the policy's min and skipped it): the growing group
+		// first, or both would be held for good.
+		{"same sum, overloaded, the lowering step not applied", 2, 5, 4, 3, 4, 3, true, 8, 7, 4, 5, true, sdk.ScaleDirectionUp},
 		// Shrinking below the current count, but not below what runs
 		// (queued replicas go): the growing group first, as before.
-		{"same sum, the shrinking group's excess is not running", 2, 5, 4, 3, 2, 3, 8, 7, 4, 5, true, sdk.ScaleDirectionUp},
+		{"same sum, the shrinking group's excess is not running", 2, 5, 4, 3, 2, 3, false, 8, 7, 4, 5, true, sdk.ScaleDirectionUp},
 		// The split is the current counts clamped into the quotas: no step
 		// changes the sum, so the agent skips it.
-		{"same sum, only the quota moves the counts", 11, 5, 11, 5, 0, 0, 8, 16, 11, 5, false, sdk.ScaleDirectionNone},
+		{"same sum, only the quota moves the counts", 11, 5, 11, 5, 0, 0, false, 8, 16, 11, 5, false, sdk.ScaleDirectionNone},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -193,7 +198,7 @@ func TestSplitAction(t *testing.T) {
 				{role: RoleFirst, decided: c.f, final: c.f, current: c.curF, start: c.curF, running: c.runF, lo: 0, hi: 20},
 				{role: RoleSecond, decided: c.s, final: c.s, current: c.curS, start: c.curS, running: c.runS, lo: 0, hi: c.sMax},
 			}
-			act(ev.Action, &strategyConfig{role: RoleSplit}, plans, c.count)
+			act(ev.Action, &strategyConfig{role: RoleSplit}, plans, c.count, c.noLower)
 			a := ev.Action
 			if a.Meta[MetaFirstCount] != c.wantF || a.Meta[MetaSecondCount] != c.wantS || a.Count != int64(c.wantF+c.wantS) {
 				t.Errorf("applies %v + %v (count %d), want %d + %d", a.Meta[MetaFirstCount], a.Meta[MetaSecondCount], a.Count, c.wantF, c.wantS)
@@ -1458,7 +1463,7 @@ func TestCapStartsFromWhatNomadPlaces(t *testing.T) {
 	f := split.plan(withJob, decide(7, 20, 0, 20, nil), rd, &engine.Observation{RunningReplicas: 5}, 5)
 	sp := split.plan(&hostConfig{role: RoleSecond, query: nomadusage.Query{Job: "web"}}, decide(10, 10, 0, 20, nil), rd, &engine.Observation{RunningReplicas: 10}, 12)
 	a := &sdk.ScalingAction{Meta: map[string]any{}}
-	splitAction(a, &f, &sp, 17)
+	splitAction(a, &f, &sp, 17, false)
 	// 7 + 10 keeps the sum, which the agent skips: step 1 drops the
 	// second's queued excess, the first held.
 	if n, _ := a.Meta[MetaSecondCount].(int); n != 10 || a.Count != 15 {

@@ -39,6 +39,8 @@ type entry struct {
 	// what one running replica requested (its demand when none ran): the
 	// level a warming replica counts at when its usage is below it
 	reqCPU, reqMem float64
+	// a new replica's demand (CPU MHz, memory MB): the job's resources
+	demand [2]float64
 }
 
 // newEntry is r's sample as the window holds it.
@@ -46,7 +48,8 @@ func newEntry(r *Reading) entry {
 	o := &r.Observation
 	e := entry{at: r.Time, sample: o.Samples[0], replicas: sampleReplicas(o),
 		warm: o.RunningReplicas > o.WarmingReplicas, readTime: r.ReadTime,
-		reqCPU: o.ReplicaCPUDemandMHz, reqMem: o.ReplicaMemoryDemandMB}
+		reqCPU: o.ReplicaCPUDemandMHz, reqMem: o.ReplicaMemoryDemandMB,
+		demand: [2]float64{o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB}}
 	if o.RunningReplicas > 0 && o.RequestedCPUMHz > 0 {
 		e.reqCPU = o.RequestedCPUMHz / float64(o.RunningReplicas)
 	}
@@ -89,6 +92,9 @@ type Window struct {
 	// held until a reading with replicas running, or a reset.
 	stopped     []engine.Sample
 	haveStopped bool
+	// the replicas' demand (CPU MHz, memory MB) when they ran: a reading
+	// with another (a new job version) voids them
+	stoppedDemand [2]float64
 }
 
 // NewWindow returns a window of size samples (>= 1) and a max age (> 0).
@@ -120,24 +126,43 @@ func (w *Window) resetLocked() {
 
 // accepted notes, before the ring changes, that e's reading is added: the
 // first reading with no replica running keeps what the ones that ran used;
-// one with replicas running forgets it.
+// one with replicas running forgets it, and so does one with none running
+// whose replica demand differs from the reading's that kept it (the job's
+// resources changed: what the old replicas used says nothing of new ones).
 func (w *Window) accepted(e *entry) {
 	switch {
 	case e.replicas > 0:
 		w.stopped, w.haveStopped = w.stopped[:0], false
 	case !w.haveStopped:
-		w.stopped, w.haveStopped = w.stoppedSamples(e.at.Add(-w.maxAge), w.stopped[:0]), true
+		w.stopped, w.stoppedDemand = w.stoppedSamples(w.stopped[:0])
+		w.haveStopped = true
+		if e.demand != w.stoppedDemand {
+			w.stopped = w.stopped[:0] // stopped for a job version with other resources
+		}
+	case e.demand != w.stoppedDemand:
+		w.stopped = w.stopped[:0]
 	}
 }
 
 // stoppedSamples appends to dst one replica's usage as the engine read it
-// from the samples younger than cutoff that were read while replicas ran:
+// from the samples read while replicas ran, within MaxAge of the newest of
+// them (the first reading with none running may come a cooldown later):
 // each over the replicas it sums (the warm ones while any was warm); and
 // when the newest of them was read while every replica was warming, or
 // their CPU was zero throughout, at the larger of their peak per replica
 // and its request, throughout (as the engine then counted a replica).
-func (w *Window) stoppedSamples(cutoff time.Time, dst []engine.Sample) []engine.Sample {
+// demand is the newest one's replica demand (none when no replica ran).
+func (w *Window) stoppedSamples(dst []engine.Sample) (_ []engine.Sample, demand [2]float64) {
 	var ran *entry // the newest sample read while replicas ran
+	for i := w.n - 1; i >= 0 && ran == nil; i-- {
+		if e := &w.ring[(w.start+i)%w.size]; e.replicas > 0 {
+			ran = e
+		}
+	}
+	if ran == nil {
+		return dst, demand
+	}
+	cutoff := ran.at.Add(-w.maxAge)
 	var peakCPU, peakMem float64
 	first := len(dst)
 	for i := 0; i < w.n; i++ {
@@ -151,15 +176,14 @@ func (w *Window) stoppedSamples(cutoff time.Time, dst []engine.Sample) []engine.
 		s.MemoryMB *= f
 		peakCPU, peakMem = max(peakCPU, s.CPUMHz), max(peakMem, s.MemoryMB)
 		dst = append(dst, s)
-		ran = e
 	}
-	if ran != nil && (!ran.warm || peakCPU == 0) {
+	if !ran.warm || peakCPU == 0 {
 		cpu, mem := max(peakCPU, ran.reqCPU), max(peakMem, ran.reqMem)
 		for i := first; i < len(dst); i++ {
 			dst[i].CPUMHz, dst[i].MemoryMB = cpu, mem
 		}
 	}
-	return dst
+	return dst, ran.demand
 }
 
 // Add appends a reading's sample. A reading without exactly one sample, or
@@ -254,15 +278,18 @@ func (w *Window) Observation(now time.Time) (engine.Observation, error) {
 
 // ObservationWithStopped is Observation for a controller that may have
 // stopped the replicas itself: when none runs now, and at least
-// minStopped samples younger than MaxAge were held, read while replicas
-// ran, when the first reading with none running was added, those samples
+// minStopped samples read while replicas ran, within MaxAge of the newest
+// of them, were held when the first reading with none running was added
+// (it may come a cooldown later), those samples
 // alone, as one replica's usage, are the observation's, with
 // StoppedReplicas 1. The engine then reads what they used as what a new
 // replica will use, so that a group stopped for its usage is not started
 // again at its request. They stand until a reading with replicas running
 // is added (or the window starts afresh on another node): neither MaxAge
 // nor newer readings push them out, for no reading without a replica
-// running says anything newer of what one uses.
+// running says anything newer of what one uses. A reading whose replica
+// demand (ReplicaCPUDemandMHz, ReplicaMemoryDemandMB) differs from the
+// one that kept them voids them: the job's resources changed.
 //
 // One replica's usage is what the engine read while they ran: each
 // sample over the replicas it sums (the warm ones while any was warm);

@@ -26,6 +26,12 @@ func warmReading(at time.Time, cpu float64, running, warming int) *Reading {
 	return r
 }
 
+// withDemand sets r's replica CPU demand.
+func withDemand(r *Reading, mhz float64) *Reading {
+	r.Observation.ReplicaCPUDemandMHz = mhz
+	return r
+}
+
 func cpus(o engine.Observation) []float64 {
 	out := make([]float64, len(o.Samples))
 	for i, s := range o.Samples {
@@ -333,9 +339,23 @@ func TestWindowWithStopped(t *testing.T) {
 				reading("a", sec(3), 0, 0), reading("a", sec(4), 0, 0), reading("a", sec(5), 0, 0),
 				reading("a", sec(6), 0, 0), reading("a", sec(7), 0, 0)},
 			sec(7), []float64{150, 100}, 1},
-		{"aged out before they stopped", 10 * time.Second, 1,
-			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(12), 0, 0)},
-			sec(12), []float64{0}, 0},
+		// The first reading with none running comes a cooldown after
+		// their last sample, longer than max age: what they used is read
+		// within max age of that sample.
+		{"stopped a cooldown after their last sample", 10 * time.Second, 1,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(3), 200, 2), reading("a", sec(12), 180, 1), reading("a", sec(30), 0, 0)},
+			sec(30), []float64{100, 180}, 1},
+		// A new job version with another demand: what the old replicas
+		// used says nothing of the new ones.
+		{"their demand changed", time.Minute, 1,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), withDemand(reading("a", sec(2), 0, 0), 20)},
+			sec(2), []float64{300, 0, 0}, 0},
+		{"stopped for a job version with another demand", time.Minute, 1,
+			[]*Reading{reading("a", sec(0), 300, 2), withDemand(reading("a", sec(1), 0, 0), 20)},
+			sec(1), []float64{300, 0}, 0},
+		{"another node starts afresh", time.Minute, 1,
+			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), reading("b", sec(2), 0, 0)},
+			sec(2), []float64{0}, 0},
 		// A replica that ran again replaces what the earlier ones used.
 		{"replicas ran again", 10 * time.Second, 1,
 			[]*Reading{reading("a", sec(0), 300, 2), reading("a", sec(1), 0, 0), reading("a", sec(12), 60, 1),
@@ -395,5 +415,32 @@ func TestWindowWithStopped(t *testing.T) {
 				t.Fatalf("window observation invalid: %v", err)
 			}
 		})
+	}
+}
+
+// TestWindowStoppedKeptOnRefusedReading: a reading the window refuses
+// (older than its newest sample by StatsLag or more) changes nothing, not
+// what the stopped replicas used either.
+func TestWindowStoppedKeptOnRefusedReading(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	w, err := NewWindow(5, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*Reading{reading("a", t0, 300, 2), reading("a", t0.Add(10*time.Minute), 0, 0)} {
+		if err := w.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Add(reading("a", t0.Add(10*time.Minute-StatsLag-time.Second), 90, 1)); !errors.Is(err, ErrOlderReading) {
+		t.Fatalf("an older reading with a replica running: err %v, want ErrOlderReading", err)
+	}
+	o, err := w.ObservationWithStopped(t0.Add(10*time.Minute), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSamples(t, o, []float64{150})
+	if o.StoppedReplicas != 1 {
+		t.Errorf("stopped replicas %d, want 1", o.StoppedReplicas)
 	}
 }
