@@ -18,9 +18,12 @@ const stepFirstOfTwo = "1/2"
 // count asked for.
 type hostPlan struct {
 	role    string
-	decided int    // the engine's count
-	reason  string // the engine's one-line account
-	current int    // the group's count now (see MetaCurrent)
+	decided int // the engine's count
+	// clamped: the engine clamped unclamped into the quota to decide it
+	clamped   bool
+	unclamped int
+	reason    string // the engine's one-line account
+	current   int    // the group's count now (see MetaCurrent)
 	// start is where the limits start: current, or below it what Nomad
 	// can place when the excess is queued replicas (cap mode, with a job)
 	start     int
@@ -51,7 +54,7 @@ type hostPlan struct {
 func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation, current int) hostPlan {
 	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
 		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused),
-		hold: hd.Hold}
+		hold: hd.Hold, clamped: hd.Clamped, unclamped: hd.Unclamped}
 	if hd.Refused != nil {
 		p.why = hd.Refused.Reason
 	}
@@ -146,7 +149,12 @@ func refusedSlot(r *engine.RefusedSlot) string {
 // summary is the plan in words, for the scaling reason.
 func (p *hostPlan) summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d (engine %d, bound by %s", p.role, p.final, p.decided, p.limit)
+	fmt.Fprintf(&b, "%s %d (engine %d", p.role, p.final, p.decided)
+	if p.clamped {
+		// A count the quota made: the models' own is unclamped.
+		fmt.Fprintf(&b, ", clamped from %d to the quota", p.unclamped)
+	}
+	fmt.Fprintf(&b, ", bound by %s", p.limit)
 	if p.why != "" {
 		fmt.Fprintf(&b, ", first refused %s", p.why)
 	}

@@ -763,19 +763,34 @@ func TestQueuedHostNotReadAsStopped(t *testing.T) {
 	logs := buf.String()
 	mu.Unlock()
 	var req *engine.Request
+	var reqDigest, decisionJob, decisionDigest string
 	for _, line := range strings.Split(logs, "\n") {
 		var rec struct {
 			Message string `json:"@message"`
 			Request string `json:"request"`
+			Job     string `json:"job"`
+			Digest  string `json:"digest"`
 		}
-		if json.Unmarshal([]byte(line), &rec) != nil || rec.Message != "decision request" {
+		if json.Unmarshal([]byte(line), &rec) != nil {
 			continue
 		}
-		req = new(engine.Request)
-		must(t, json.Unmarshal([]byte(rec.Request), req))
+		switch rec.Message {
+		case "decision request":
+			req = new(engine.Request)
+			must(t, json.Unmarshal([]byte(rec.Request), req))
+			reqDigest = rec.Digest
+		case "decision":
+			decisionJob, decisionDigest = rec.Job, rec.Digest
+		}
 	}
 	if req == nil {
 		t.Fatalf("no decision request was logged:\n%s", logs)
+	}
+	// The explanation's line names the job and the request it explains
+	// (two policies' checks may share a name; a user trial could not
+	// tell their explanations apart).
+	if decisionJob != wJob || decisionDigest == "" || decisionDigest != reqDigest {
+		t.Errorf("the decision line: job %q, digest %q; want job %q and the request's digest %q", decisionJob, decisionDigest, wJob, reqDigest)
 	}
 	if req.First.RunningReplicas != 0 || req.Second.RunningReplicas != 0 {
 		t.Fatalf("the premise fails: %d and %d running, want both stopped", req.First.RunningReplicas, req.Second.RunningReplicas)
@@ -824,5 +839,25 @@ func TestCheckMemo(t *testing.T) {
 	st.noteLowered(ka, []int{4, 3}, false)
 	if st.loweredBefore(ka, []int{4, 3}) {
 		t.Error("a decision that did not lower still reads as lowered")
+	}
+}
+
+// TestReasonSaysQuotaClamped: a count the quota's min made is not given
+// as the engine's own: the reason says the engine clamped it, and from
+// what (a user trial read "first 1 (engine 1" for a group the models
+// would stop).
+func TestReasonSaysQuotaClamped(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
+	must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
+	st := NewStrategy(hclog.NewNullLogger())
+	must(t, st.SetConfig(w.agentConfig))
+	cfg := withKeys(splitConfig(), KeyMinSamples, "1", KeyWarmup, "0", PrefixFirst+KeyMin, "1")
+	a, err := agentEvalWith(t, st, w.target(t), tcfg, cfg, 0, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(a.Reason, "first 1 (engine 1, clamped from 0 to the quota, bound by cpu") {
+		t.Errorf("the reason does not say the quota's min made the first host's 1: %s", a.Reason)
 	}
 }

@@ -640,7 +640,9 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 	}
 	e.s.decided(e.eval.Check.Name, e.c, hosts)
 	if e.s.logger.IsTrace() {
-		e.s.logger.Trace("decision", "check", e.eval.Check.Name, "explain", d.Explain())
+		// The job and the request's digest tell apart two policies
+		// whose checks share a name, as on the request's line.
+		e.s.logger.Trace("decision", "check", e.eval.Check.Name, "job", e.c.job(), "digest", e.eval.Action.Meta[MetaRequestDigest], "explain", d.Explain())
 	}
 	return &decision{d}, outcomeDecided, nil
 }
