@@ -508,11 +508,15 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 	what := "new replica"
 	cpuWhat := fmt.Sprintf("%.0f MHz", r.CPUMHz)
 	if r.Running {
+		// The figure is its request; what the processor reads is the
+		// window's usage per replica (a 4000 MHz replica refused on a
+		// 20000 MHz room read as a contradiction without it).
 		what = "running replica"
+		cpuWhat = fmt.Sprintf("%.0f MHz requested; the window reads up to %.0f MHz per replica", r.CPUMHz, fw.lastSum.Max*roomCPU)
 	} else if fw.slotRun[k] == 1 {
 		// The stopped basis: the figure is its request, its usage the
 		// stopped replicas'.
-		what = "new replica, counted as the replicas that stopped ran"
+		what = "new replica, counted at what the replicas that stopped used"
 		cpuWhat = fmt.Sprintf("%.0f MHz requested; their window reads up to %.0f MHz each", r.CPUMHz, fw.lastSum.Max*roomCPU)
 	}
 	if r.Resource == LimitMemory {

@@ -493,7 +493,7 @@ func TestStoppedReplicasStandForNewOnes(t *testing.T) {
 	// admits 8; read from the replica that stopped, none.
 	if d := decideBoth(t, stopped(testsupport.Flat(32000, 1, 26000, 4000, 10), 1)); d.First.Containers != 0 || decideBoth(t, testsupport.Flat(32000, 0, 26000, 4000, 10)).First.Containers == 0 {
 		t.Errorf("the premise: the stopped replica's usage should refuse the first new replica (%d), its demand admit some", d.First.Containers)
-	} else if want := "slot_0 (new replica, counted as the replicas that stopped ran, 4000 MHz requested; their window reads up to 26000 MHz each): cpu"; d.First.Refused == nil || !strings.HasPrefix(d.First.Refused.Reason, want) {
+	} else if want := "slot_0 (new replica, counted at what the replicas that stopped used, 4000 MHz requested; their window reads up to 26000 MHz each): cpu"; d.First.Refused == nil || !strings.HasPrefix(d.First.Refused.Reason, want) {
 		t.Errorf("the refusal %+v, want it to begin %q", d.First.Refused, want)
 	}
 	// With a queue, each new replica's size is the queue's: the stopped
@@ -547,35 +547,36 @@ func TestRefusedSlotFigures(t *testing.T) {
 		running bool
 		cpu     float64
 		mem     float64
+		reason  string // in the reason
 	}{
 		{"running replica, no room", func() Observation {
 			o := testsupport.Flat(20000, 2, 1500, 2000, 10)
 			o.OtherReservedCPUMHz = 19990
 			return o
-		}, true, 2000, 0},
+		}, true, 2000, 0, "(running replica, 2000 MHz requested; the window reads up to 1500 MHz per replica): cpu"},
 		{"new replica, no room", func() Observation {
 			o := testsupport.Flat(20000, 0, 0, 2000, 10)
 			o.OtherReservedCPUMHz = 19990
 			return o
-		}, false, 2000, 0},
+		}, false, 2000, 0, "(new replica, 2000 MHz): cpu"},
 		{"queued replica, no room", func() Observation {
 			o := testsupport.Flat(20000, 0, 0, 2000, 10)
 			o.OtherReservedCPUMHz = 19990
 			o.QueuedReplicas = []Replica{{CPUMHz: 3000, MemoryMB: 512}}
 			return o
-		}, false, 3000, 0},
+		}, false, 3000, 0, "(new replica, 3000 MHz): cpu"},
 		{"new replica, memory, no room", func() Observation {
 			o := testsupport.Flat(20000, 0, 0, 2000, 10)
 			o.OtherReservedCPUMHz = 19990
 			o.MemoryCapacityMB, o.OtherReservedMemoryMB, o.ReplicaMemoryDemandMB = 8192, 8190, 700
 			return o
-		}, false, 2000, 700},
+		}, false, 2000, 700, "(new replica, 2000 MHz): cpu"},
 		{"running replica, memory", func() Observation {
 			o := testsupport.Flat(20000, 2, 1500, 2000, 10)
 			o.OtherReservedCPUMHz = 19990
 			o.MemoryCapacityMB, o.OtherReservedMemoryMB, o.RequestedMemoryMB = 8192, 8190, 1400
 			return o
-		}, true, 2000, 700},
+		}, true, 2000, 700, "(running replica, 2000 MHz requested; the window reads up to 1500 MHz per replica): cpu"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -590,6 +591,9 @@ func TestRefusedSlotFigures(t *testing.T) {
 			}
 			if r.Running != c.running || r.CPUMHz != c.cpu || r.MemoryMB != c.mem {
 				t.Errorf("refused running %v, %g MHz, %g MB; want %v, %g MHz, %g MB (%s)", r.Running, r.CPUMHz, r.MemoryMB, c.running, c.cpu, c.mem, r.Reason)
+			}
+			if !strings.Contains(r.Reason, c.reason) {
+				t.Errorf("reason %q does not say %q", r.Reason, c.reason)
 			}
 		})
 	}

@@ -151,10 +151,12 @@ func (p *hostPlan) summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %d (engine %d", p.role, p.final, p.decided)
 	if p.clamped {
-		// A count the quota made: the models' own is unclamped.
-		fmt.Fprintf(&b, ", clamped from %d to the quota", p.unclamped)
+		// A count the quota made: what bound the models' own, and their
+		// first refused slot, are theirs, not the count's.
+		fmt.Fprintf(&b, " = the models' %d clamped to the quota; theirs bound by %s", p.unclamped, p.limit)
+	} else {
+		fmt.Fprintf(&b, ", bound by %s", p.limit)
 	}
-	fmt.Fprintf(&b, ", bound by %s", p.limit)
 	if p.why != "" {
 		fmt.Fprintf(&b, ", first refused %s", p.why)
 	}

@@ -665,7 +665,7 @@ func TestBusyReplicaNotRestarted(t *testing.T) {
 				if got := w.counts(t)[0]; got != 0 {
 					t.Fatalf("evaluation %d after the scale-down started the busy group again: %d replicas (%s)", i, got, a.Reason)
 				}
-				if !strings.Contains(a.Reason, "first refused slot_0 (new replica, counted as the replicas that stopped ran, ") || !strings.Contains(a.Reason, "): cpu: the processor's predicted usage of this replica alone") {
+				if !strings.Contains(a.Reason, "first refused slot_0 (new replica, counted at what the replicas that stopped used, ") || !strings.Contains(a.Reason, "): cpu: the processor's predicted usage of this replica alone") {
 					t.Errorf("evaluation %d after the scale-down: the reason does not say a new replica was refused for its CPU: %s", i, a.Reason)
 				}
 			}
@@ -719,7 +719,7 @@ func TestDecisionChangeLoggedAtInfo(t *testing.T) {
 	if infos[0] == "" {
 		t.Errorf("evaluation 1 (the scale-down): no decided line at info level")
 	}
-	if !strings.Contains(infos[1], "first refused slot_0 (new replica, counted as the replicas that stopped ran") {
+	if !strings.Contains(infos[1], "first refused slot_0 (new replica, counted at what the replicas that stopped used") {
 		t.Errorf("evaluation 2 (held at 0): the info line does not say why: %q", infos[1])
 	}
 	if infos[2] != "" {
@@ -857,7 +857,7 @@ func TestReasonSaysQuotaClamped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(a.Reason, "first 1 (engine 1, clamped from 0 to the quota, bound by cpu") {
+	if !strings.Contains(a.Reason, "first 1 (engine 1 = the models' 0 clamped to the quota; theirs bound by cpu") {
 		t.Errorf("the reason does not say the quota's min made the first host's 1: %s", a.Reason)
 	}
 }

@@ -166,6 +166,9 @@ type windowEntry struct {
 	// none); lastAt is the last one's time.
 	added  int
 	lastAt time.Time
+	// decidedAt is when the window's last decision was made (zero:
+	// none yet).
+	decidedAt time.Time
 }
 
 // starved is, among the Nomad-read windows of a check's hosts whose
@@ -187,15 +190,34 @@ func (s *Strategy) starved(check string, c *strategyConfig, hosts []*hostConfig,
 	return most
 }
 
-// decided restarts the count of readings added to the check's windows.
-func (s *Strategy) decided(check string, c *strategyConfig, hosts []*hostConfig) {
+// decided restarts the count of readings added to the check's windows,
+// and notes when they were decided on.
+func (s *Strategy) decided(check string, c *strategyConfig, hosts []*hostConfig, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, h := range hosts {
 		if e, ok := s.windows[windowKey(check, c, h)]; ok {
 			e.added = 0
+			e.decidedAt = now
 		}
 	}
+}
+
+// sinceDecided is, among the Nomad-read windows of a check's hosts whose
+// observation holds fewer than need samples, the longest time since one
+// was last decided on (0 when none was).
+func (s *Strategy) sinceDecided(check string, c *strategyConfig, hosts []*hostConfig, obs []engine.Observation, need int, now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var most time.Duration
+	for i, h := range hosts {
+		e, ok := s.windows[windowKey(check, c, h)]
+		if !ok || h.usage == UsageAPM || len(obs[i].Samples) >= need || e.decidedAt.IsZero() {
+			continue
+		}
+		most = max(most, now.Sub(e.decidedAt))
+	}
+	return most
 }
 
 // strategyOption configures a Strategy made by newStrategy (tests and
@@ -630,6 +652,13 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 					err, n, KeyMaxAge, e.c.maxAge, need, KeyMaxAge, need-1))
 				return nil, outcomeFailed, nil
 			}
+			// The samples from before the last decision aged out while
+			// no evaluation read (the agent's cooldown after an action):
+			// every action then waits for min_samples new readings.
+			if since := e.s.sinceDecided(e.eval.Check.Name, e.c, hosts, obs, need, e.now); since > e.c.maxAge {
+				e.noScale(fmt.Sprintf("keeping the current count: %v; the last decision was %s ago, more than %s %s, so the samples it read aged out: a %s shorter than the policy's cooldown empties the window after every scaling action; raise it above the cooldown",
+					err, since.Round(time.Second), KeyMaxAge, e.c.maxAge, KeyMaxAge))
+			}
 			return nil, outcomeExpected, nil
 		}
 		if _, part, _, ok := engine.FieldOf(err); ok && part == engine.PartObservation {
@@ -638,7 +667,7 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 		}
 		return nil, outcomeFailed, err
 	}
-	e.s.decided(e.eval.Check.Name, e.c, hosts)
+	e.s.decided(e.eval.Check.Name, e.c, hosts, e.now)
 	if e.s.logger.IsTrace() {
 		// The job and the request's digest tell apart two policies
 		// whose checks share a name, as on the request's line.

@@ -1696,3 +1696,50 @@ func TestNReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowEmptiedByCooldown: when the samples the last decision read
+// aged out while nothing was read (a cooldown longer than max_age), the
+// reason says so and what to change, instead of reading as a window still
+// filling (found by a user trial: two such lines after every action).
+func TestWindowEmptiedByCooldown(t *testing.T) {
+	first, second := flatPair(2, 10) // samples 60 s apart
+	rd := newMemReader(first, second)
+	clk := &clock{}
+	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
+	cfg := withKeys(flatConfig(RoleSplit), KeyMaxAge, "5m")
+	run := func(at int64) *sdk.ScalingAction {
+		t.Helper()
+		clk.set(time.Unix(at, 0))
+		ev, err := st.Run(newEval("cooldown", cfg), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.Action
+	}
+	var a *sdk.ScalingAction
+	for _, s := range first.Samples[:3] {
+		a = run(s.Time)
+	}
+	if strings.HasPrefix(a.Reason, noScalingPrefix) {
+		t.Fatalf("the premise fails: no decision on a full window: %s", a.Reason)
+	}
+	// A 7-minute cooldown: the next reading is the tenth sample's.
+	rd.mu.Lock()
+	rd.next[engine.RoleFirst], rd.next[engine.RoleSecond] = 9, 9
+	rd.mu.Unlock()
+	a = run(first.Samples[9].Time)
+	want := "the last decision was 7m0s ago, more than max_age 5m0s, so the samples it read aged out"
+	if !strings.HasPrefix(a.Reason, noScalingPrefix+"keeping the current count") || !strings.Contains(a.Reason, want) {
+		t.Errorf("reason %q: want it to say %q", a.Reason, want)
+	}
+	// A window still filling, with no decision before: no such words.
+	st2 := newStrategy(hclog.NewNullLogger(), withReader(newMemReader(first, second)), withClock(clk.now))
+	clk.set(time.Unix(first.Samples[0].Time, 0))
+	ev, err := st2.Run(newEval("cooldown", cfg), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ev.Action.Reason; !strings.HasPrefix(r, noScalingPrefix+"keeping the current count") || strings.Contains(r, "aged out") {
+		t.Errorf("a first reading: %q", r)
+	}
+}
