@@ -817,15 +817,26 @@ func TestCheckMemo(t *testing.T) {
 	if ka == kb {
 		t.Fatalf("two checks named alike, reading other groups, share the key %q", ka)
 	}
-	act := func(count int64) *sdk.ScalingAction {
-		return &sdk.ScalingAction{Count: count, Meta: map[string]any{MetaFirstCount: 0, MetaSecondCount: int(count)}}
+	act := func(count int64, dir sdk.ScaleDirection, refused string) *sdk.ScalingAction {
+		return &sdk.ScalingAction{Count: count, Direction: dir, Meta: map[string]any{MetaFirstCount: 0, MetaSecondCount: int(count),
+			HostMeta(RoleFirst, MetaRefused): refused}}
 	}
+	var up, none sdk.ScaleDirection = sdk.ScaleDirectionUp, sdk.ScaleDirectionNone
 	for i, c := range []struct {
 		key     string
 		count   int64
+		dir     sdk.ScaleDirection
+		refused string
 		changed bool
-	}{{ka, 2, true}, {kb, 3, true}, {ka, 2, false}, {kb, 3, false}, {ka, 4, true}} {
-		if got := st.decisionChanged(c.key, act(c.count)); got != c.changed {
+	}{
+		{ka, 2, up, "slot_0 (running replica): cpu", true}, {kb, 3, up, "", true},
+		{ka, 2, none, "slot_0 (running replica): cpu", false}, // applied: the same decision
+		{kb, 3, none, "", false},
+		{ka, 2, none, "slot_0 (new replica): cpu", true},  // held, now for a new replica
+		{ka, 2, none, "slot_3 (new replica): cpu", false}, // the slot moved under a clamp
+		{ka, 4, up, "slot_3 (new replica): cpu", true},
+	} {
+		if got := st.decisionChanged(c.key, act(c.count, c.dir, c.refused)); got != c.changed {
 			t.Errorf("decision %d: changed %v, want %v", i+1, got, c.changed)
 		}
 	}

@@ -381,9 +381,19 @@ func (s *Strategy) memo(key string) *checkMemo {
 // decisionChanged records a's decision in short as key's last, and says
 // whether it differs from the one recorded before (or none was).
 func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) bool {
-	short := fmt.Sprintf("%v|%v|%v|%v|%v|%v|%v|%v", a.Count, a.Direction, a.Meta[MetaFirstCount], a.Meta[MetaSecondCount],
-		a.Meta[HostMeta(RoleFirst, MetaLimit)], a.Meta[HostMeta(RoleFirst, MetaRefused)],
-		a.Meta[HostMeta(RoleSecond, MetaLimit)], a.Meta[HostMeta(RoleSecond, MetaRefused)])
+	// Not the direction (an action the agent applied is the same
+	// decision at the next evaluation, direction none; the agent logs
+	// its scaling), nor the first refused slot's number (it moves with
+	// the models' count under a quota's clamp, the action unchanged):
+	// its kind (running or new replica) and resource only, so that a
+	// group held at 0 for what its stopped replicas used says so once.
+	refused := func(role string) string {
+		r, _ := a.Meta[HostMeta(role, MetaRefused)].(string)
+		_, kind, _ := strings.Cut(r, " ")
+		return kind
+	}
+	short := fmt.Sprintf("%v|%v|%v|%v|%v|%v|%v", a.Count, a.Meta[MetaFirstCount], a.Meta[MetaSecondCount],
+		a.Meta[HostMeta(RoleFirst, MetaLimit)], refused(RoleFirst), a.Meta[HostMeta(RoleSecond, MetaLimit)], refused(RoleSecond))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.memo(key)
@@ -487,8 +497,8 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 }
 
 // log writes the evaluation's outcome: a decision at info level when it
-// differs from the check's last one (its counts, what bound each host, its
-// first refused replica), else at debug level; no action at info level
+// differs from the check's last one (its counts, what bound each host and
+// the kind of its first refused replica), else at debug level; no action at info level
 // when it was expected, at warn level otherwise. The agent logs no action
 // it skips, so a group held where it is (at 0, say) is explained at info
 // level once, when that starts. The check name alone does not tell two
