@@ -169,6 +169,12 @@ type windowEntry struct {
 	// decidedAt is when the window's last decision was made (zero:
 	// none yet).
 	decidedAt time.Time
+	// apmRan, for a host read from the APM (whose samples are not
+	// added to w), is one replica's usage as the engine read it at the
+	// last evaluation with replicas running, and apmDemand the replica
+	// demand then (see apmStopped).
+	apmRan    []engine.Sample
+	apmDemand [2]float64
 }
 
 // starved is, among the Nomad-read windows of a check's hosts whose
@@ -812,7 +818,11 @@ func windowKey(check string, c *strategyConfig, h *hostConfig) string {
 // observe returns a host's observation, or why there is none.
 func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *nomadusage.Reading, metrics sdk.TimestampedMetrics, now time.Time) (engine.Observation, string) {
 	if h.usage == UsageAPM {
-		return apmObservation(h, c, r, metrics, now)
+		o, why := apmObservation(h, c, r, metrics, now)
+		if why != "" || h.query.QueuedReplicas != nil {
+			return o, why
+		}
+		return s.apmStopped(windowKey(check, c, h), c, o, now), ""
 	}
 	if len(r.Observation.Samples) == 0 {
 		if r.NoUsage != "" {
@@ -863,6 +873,51 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): %v", h.role, h.query.Host, err)
 	}
 	return o, ""
+}
+
+// apmStopped is, for a host read from the APM, what
+// nomadusage.Window.ObservationWithStopped is for one read from Nomad:
+// while replicas run it keeps o's samples as one replica's usage, as the
+// engine reads them (over the warm replicas, or every running one; at the
+// larger of their peak and the request when none is warm or their CPU is
+// zero throughout); with none running, and at least min_samples kept for
+// the same replica demand, those stand for one replica (StoppedReplicas
+// 1), so that a group stopped for its usage is not started again at its
+// request. The APM's points carry no replica count: each is read over
+// the replicas running at the evaluation, as the engine reads them.
+func (s *Strategy) apmStopped(key string, c *strategyConfig, o engine.Observation, now time.Time) engine.Observation {
+	e := s.window(key, c, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	demand := [2]float64{o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB}
+	if o.RunningReplicas > 0 {
+		n := o.RunningReplicas - o.WarmingReplicas
+		warm := n > 0
+		if !warm {
+			n = o.RunningReplicas
+		}
+		reqCPU, reqMem := o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB
+		if o.RequestedCPUMHz > 0 {
+			reqCPU = o.RequestedCPUMHz / float64(o.RunningReplicas)
+		}
+		if o.RequestedMemoryMB > 0 {
+			reqMem = o.RequestedMemoryMB / float64(o.RunningReplicas)
+		}
+		e.apmRan = e.apmRan[:0]
+		for _, smp := range o.Samples {
+			smp.CPUMHz /= float64(n)
+			smp.MemoryMB /= float64(n)
+			e.apmRan = append(e.apmRan, smp)
+		}
+		nomadusage.AsStopped(e.apmRan, warm, reqCPU, reqMem)
+		e.apmDemand = demand
+		return o
+	}
+	if len(e.apmRan) >= cmp.Or(c.minSamples, engine.DefaultMinSamples) && e.apmDemand == demand {
+		o.Samples = slices.Clone(e.apmRan)
+		o.StoppedReplicas = 1
+	}
+	return o
 }
 
 // apmObservation takes the host's usage samples from the check's query

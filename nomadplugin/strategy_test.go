@@ -1743,3 +1743,52 @@ func TestWindowEmptiedByCooldown(t *testing.T) {
 		t.Errorf("a first reading: %q", r)
 	}
 }
+
+// TestAPMStoppedGroupNotRestarted: with usage = "apm", a group stopped for
+// its usage is not started again at its request: the APM's points read
+// while a replica ran stand for a new one (as the Nomad-read window's
+// do), until a job version with another demand.
+func TestAPMStoppedGroupNotRestarted(t *testing.T) {
+	busy, second := flatPair(1, 19000) // one replica using 19,000 of 20,000 MHz
+	rd := newMemReader(busy, second)
+	clk := &clock{}
+	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
+	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
+	t0 := busy.Samples[0].Time
+	run := func(at int64, cpu float64, count int64) *sdk.ScalingAction {
+		t.Helper()
+		clk.set(time.Unix(at, 0))
+		ev := newEval("apm-stopped", cfg)
+		for i := int64(2); i >= 0; i-- {
+			ev.Metrics = append(ev.Metrics, sdk.TimestampedMetric{Timestamp: time.Unix(at-60*i, 0), Value: cpu})
+		}
+		out, err := st.Run(ev, count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Action
+	}
+	if a := run(t0+120, 19000, 1); a.Count != 0 {
+		t.Fatalf("the premise fails: the busy replica is kept: %d (%s)", a.Count, a.Reason)
+	}
+	// Stopped: none runs, the APM reads no usage.
+	stopped := busy
+	stopped.RunningReplicas, stopped.RequestedCPUMHz, stopped.RequestedMemoryMB = 0, 0, 0
+	rd.mu.Lock()
+	rd.obs[engine.RoleFirst] = stopped
+	rd.mu.Unlock()
+	for i, at := range []int64{t0 + 600, t0 + 7200} {
+		a := run(at, 0, 0)
+		if a.Count != 0 || !strings.Contains(a.Reason, "counted at what the replicas that stopped used") {
+			t.Errorf("evaluation %d after the stop: count %d (%s); want 0, refused on what the stopped replica used", i+1, a.Count, a.Reason)
+		}
+	}
+	// A job version with another request: the new replicas count at it.
+	stopped.ReplicaCPUDemandMHz = 1000
+	rd.mu.Lock()
+	rd.obs[engine.RoleFirst] = stopped
+	rd.mu.Unlock()
+	if a := run(t0+7300, 0, 0); a.Count == 0 {
+		t.Errorf("a job version with a 1000 MHz request: still 0 (%s)", a.Reason)
+	}
+}

@@ -163,7 +163,6 @@ func (w *Window) stoppedSamples(dst []engine.Sample) (_ []engine.Sample, demand 
 		return dst, demand
 	}
 	cutoff := ran.at.Add(-w.maxAge)
-	var peakCPU, peakMem float64
 	first := len(dst)
 	for i := 0; i < w.n; i++ {
 		e := &w.ring[(w.start+i)%w.size]
@@ -174,16 +173,29 @@ func (w *Window) stoppedSamples(dst []engine.Sample) (_ []engine.Sample, demand 
 		f := 1 / float64(e.replicas)
 		s.CPUMHz *= f
 		s.MemoryMB *= f
-		peakCPU, peakMem = max(peakCPU, s.CPUMHz), max(peakMem, s.MemoryMB)
 		dst = append(dst, s)
 	}
-	if !ran.warm || peakCPU == 0 {
-		cpu, mem := max(peakCPU, ran.reqCPU), max(peakMem, ran.reqMem)
-		for i := first; i < len(dst); i++ {
-			dst[i].CPUMHz, dst[i].MemoryMB = cpu, mem
-		}
-	}
+	AsStopped(dst[first:], ran.warm, ran.reqCPU, ran.reqMem)
 	return dst, ran.demand
+}
+
+// AsStopped makes per-replica samples read while replicas ran what the
+// engine read of one replica then, in place: when no replica was warm, or
+// their CPU read zero throughout, the engine counted each at the larger
+// of its peak and its request (reqCPU, reqMem), one level for the window;
+// else as they are.
+func AsStopped(samples []engine.Sample, warm bool, reqCPU, reqMem float64) {
+	var peakCPU, peakMem float64
+	for _, s := range samples {
+		peakCPU, peakMem = max(peakCPU, s.CPUMHz), max(peakMem, s.MemoryMB)
+	}
+	if warm && peakCPU > 0 {
+		return
+	}
+	cpu, mem := max(peakCPU, reqCPU), max(peakMem, reqMem)
+	for i := range samples {
+		samples[i].CPUMHz, samples[i].MemoryMB = cpu, mem
+	}
 }
 
 // Add appends a reading's sample. A reading without exactly one sample, or
