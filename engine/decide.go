@@ -509,10 +509,11 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 	cpuWhat := fmt.Sprintf("%.0f MHz", r.CPUMHz)
 	if r.Running {
 		// The figure is its request; what the processor reads is the
-		// window's usage per replica (a 4000 MHz replica refused on a
+		// window's usage per replica, or with none warm the larger of
+		// its peak and the request (a 4000 MHz replica refused on a
 		// 20000 MHz room read as a contradiction without it).
 		what = "running replica"
-		cpuWhat = fmt.Sprintf("%.0f MHz requested; the window reads up to %.0f MHz per replica", r.CPUMHz, fw.lastSum.Max*roomCPU)
+		cpuWhat = fmt.Sprintf("%.0f MHz requested; read at up to %.0f MHz per replica", r.CPUMHz, fw.lastSum.Max*roomCPU)
 	} else if fw.slotRun[k] == 1 {
 		// The stopped basis: the figure is its request, its usage the
 		// stopped replicas'.

@@ -553,7 +553,7 @@ func TestRefusedSlotFigures(t *testing.T) {
 			o := testsupport.Flat(20000, 2, 1500, 2000, 10)
 			o.OtherReservedCPUMHz = 19990
 			return o
-		}, true, 2000, 0, "(running replica, 2000 MHz requested; the window reads up to 1500 MHz per replica): cpu"},
+		}, true, 2000, 0, "(running replica, 2000 MHz requested; read at up to 1500 MHz per replica): cpu"},
 		{"new replica, no room", func() Observation {
 			o := testsupport.Flat(20000, 0, 0, 2000, 10)
 			o.OtherReservedCPUMHz = 19990
@@ -576,7 +576,7 @@ func TestRefusedSlotFigures(t *testing.T) {
 			o.OtherReservedCPUMHz = 19990
 			o.MemoryCapacityMB, o.OtherReservedMemoryMB, o.RequestedMemoryMB = 8192, 8190, 1400
 			return o
-		}, true, 2000, 700, "(running replica, 2000 MHz requested; the window reads up to 1500 MHz per replica): cpu"},
+		}, true, 2000, 700, "(running replica, 2000 MHz requested; read at up to 1500 MHz per replica): cpu"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -166,9 +166,9 @@ type windowEntry struct {
 	// none); lastAt is the last one's time.
 	added  int
 	lastAt time.Time
-	// decidedAt is when the window's last decision was made (zero:
-	// none yet).
-	decidedAt time.Time
+	// decidedAt is when the window's last decision was made, actedAt
+	// when the last one that changed the count was (zero: none yet).
+	decidedAt, actedAt time.Time
 	// apmRan, for a host read from the APM (whose samples are not
 	// added to w), is one replica's usage as the engine read it at the
 	// last evaluation with replicas running, and apmDemand the replica
@@ -209,19 +209,33 @@ func (s *Strategy) decided(check string, c *strategyConfig, hosts []*hostConfig,
 	}
 }
 
-// sinceDecided is, among the Nomad-read windows of a check's hosts whose
-// observation holds fewer than need samples, the longest time since one
-// was last decided on (0 when none was).
-func (s *Strategy) sinceDecided(check string, c *strategyConfig, hosts []*hostConfig, obs []engine.Observation, need int, now time.Time) time.Duration {
+// acted notes that the check's decision at now changed the count (the
+// agent's cooldown follows).
+func (s *Strategy) acted(check string, c *strategyConfig, hosts []*hostConfig, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range hosts {
+		if e, ok := s.windows[windowKey(check, c, h)]; ok {
+			e.actedAt = now
+		}
+	}
+}
+
+// agedSinceAction is, among the Nomad-read windows of a check's hosts
+// whose observation holds fewer than need samples, that were not decided
+// on since their last scaling action (these are the first evaluations
+// after it) and hold samples older than max_age, the longest time since
+// that action (0 when there is none).
+func (s *Strategy) agedSinceAction(check string, c *strategyConfig, hosts []*hostConfig, obs []engine.Observation, need int, now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var most time.Duration
 	for i, h := range hosts {
 		e, ok := s.windows[windowKey(check, c, h)]
-		if !ok || h.usage == UsageAPM || len(obs[i].Samples) >= need || e.decidedAt.IsZero() {
+		if !ok || h.usage == UsageAPM || len(obs[i].Samples) >= need || e.actedAt.IsZero() || e.decidedAt.After(e.actedAt) || e.w.Aged(now) == 0 {
 			continue
 		}
-		most = max(most, now.Sub(e.decidedAt))
+		most = max(most, now.Sub(e.actedAt))
 	}
 	return most
 }
@@ -594,6 +608,9 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 	}
 	key := decisionKey(e.eval.Check.Name, e.c)
 	act(e.eval.Action, e.c, plans, e.count, e.s.loweredBefore(key, current))
+	if e.eval.Action.Direction != sdk.ScaleDirectionNone {
+		e.s.acted(e.eval.Check.Name, e.c, hosts, e.now)
+	}
 	_, step := e.eval.Action.Meta[MetaStep]
 	e.s.noteLowered(key, current, step && e.eval.Action.Count < e.count)
 	e.claim(hosts, rds, plans, d)
@@ -668,12 +685,14 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 					err, n, KeyMaxAge, e.c.maxAge, need, KeyMaxAge, need-1))
 				return nil, outcomeFailed, nil
 			}
-			// The samples from before the last decision aged out while
-			// no evaluation read (the agent's cooldown after an action):
-			// every action then waits for min_samples new readings.
-			if since := e.s.sinceDecided(e.eval.Check.Name, e.c, hosts, obs, need, e.now); since > e.c.maxAge {
-				e.noScale(fmt.Sprintf("keeping the current count: %v; the last decision was %s ago, more than %s %s, so the samples it read aged out: a %s shorter than the policy's cooldown empties the window after every scaling action; raise it above the cooldown",
-					err, since.Round(time.Second), KeyMaxAge, e.c.maxAge, KeyMaxAge))
+			// The first evaluations after a scaling action, whose
+			// samples from before it aged out while none was read (the
+			// agent's cooldown): every action then waits for min_samples
+			// new readings. A setting to change: warn level.
+			if since := e.s.agedSinceAction(e.eval.Check.Name, e.c, hosts, obs, need, e.now); since > 0 {
+				e.noScale(fmt.Sprintf("keeping the current count: %v; the last scaling action was %s ago and the samples read before it aged out (%s %s): if the policy's cooldown is that long, every action waits for %d new readings; keep %s above the cooldown plus %d evaluation intervals",
+					err, since.Round(time.Second), KeyMaxAge, e.c.maxAge, need, KeyMaxAge, need-1))
+				return nil, outcomeFailed, nil
 			}
 			return nil, outcomeExpected, nil
 		}

@@ -1697,50 +1697,55 @@ func TestNReplicas(t *testing.T) {
 	}
 }
 
-// TestWindowEmptiedByCooldown: when the samples the last decision read
-// aged out while nothing was read (a cooldown longer than max_age), the
-// reason says so and what to change, instead of reading as a window still
-// filling (found by a user trial: two such lines after every action).
+// TestWindowEmptiedByCooldown: when the samples read before a scaling
+// action aged out before the next evaluation (a cooldown longer than
+// max_age), the reason says so and what to change, at warn level, instead
+// of reading as a window still filling (found by a user trial: two such
+// lines after every action); not after a decision that changed nothing.
 func TestWindowEmptiedByCooldown(t *testing.T) {
 	first, second := flatPair(2, 10) // samples 60 s apart
-	rd := newMemReader(first, second)
-	clk := &clock{}
-	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
 	cfg := withKeys(flatConfig(RoleSplit), KeyMaxAge, "5m")
-	run := func(at int64) *sdk.ScalingAction {
-		t.Helper()
-		clk.set(time.Unix(at, 0))
-		ev, err := st.Run(newEval("cooldown", cfg), 4)
-		if err != nil {
-			t.Fatal(err)
+	// rig runs a strategy's evaluations at the first three samples' times
+	// with the agent's count at count, then one at the tenth's (a 7-minute
+	// gap), and returns the first decision and the last reason.
+	rig := func(count int64) (*sdk.ScalingAction, string) {
+		rd := newMemReader(first, second)
+		clk := &clock{}
+		st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
+		run := func(at int64) *sdk.ScalingAction {
+			t.Helper()
+			clk.set(time.Unix(at, 0))
+			ev, err := st.Run(newEval("cooldown", cfg), count)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ev.Action
 		}
-		return ev.Action
+		var a *sdk.ScalingAction
+		for _, s := range first.Samples[:3] {
+			a = run(s.Time)
+		}
+		if strings.HasPrefix(a.Reason, noScalingPrefix) {
+			t.Fatalf("the premise fails: no decision on a full window: %s", a.Reason)
+		}
+		rd.mu.Lock()
+		rd.next[engine.RoleFirst], rd.next[engine.RoleSecond] = 9, 9
+		rd.mu.Unlock()
+		return a, run(first.Samples[9].Time).Reason
 	}
-	var a *sdk.ScalingAction
-	for _, s := range first.Samples[:3] {
-		a = run(s.Time)
+	// A scaling action, then a 7-minute cooldown.
+	a, r := rig(4)
+	if a.Direction == sdk.ScaleDirectionNone {
+		t.Fatalf("the premise fails: no scaling action from 4: %s", a.Reason)
 	}
-	if strings.HasPrefix(a.Reason, noScalingPrefix) {
-		t.Fatalf("the premise fails: no decision on a full window: %s", a.Reason)
+	want := "the last scaling action was 7m0s ago and the samples read before it aged out (max_age 5m0s)"
+	if !strings.HasPrefix(r, noScalingPrefix+"keeping the current count") || !strings.Contains(r, want) {
+		t.Errorf("reason %q: want it to say %q", r, want)
 	}
-	// A 7-minute cooldown: the next reading is the tenth sample's.
-	rd.mu.Lock()
-	rd.next[engine.RoleFirst], rd.next[engine.RoleSecond] = 9, 9
-	rd.mu.Unlock()
-	a = run(first.Samples[9].Time)
-	want := "the last decision was 7m0s ago, more than max_age 5m0s, so the samples it read aged out"
-	if !strings.HasPrefix(a.Reason, noScalingPrefix+"keeping the current count") || !strings.Contains(a.Reason, want) {
-		t.Errorf("reason %q: want it to say %q", a.Reason, want)
-	}
-	// A window still filling, with no decision before: no such words.
-	st2 := newStrategy(hclog.NewNullLogger(), withReader(newMemReader(first, second)), withClock(clk.now))
-	clk.set(time.Unix(first.Samples[0].Time, 0))
-	ev, err := st2.Run(newEval("cooldown", cfg), 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := ev.Action.Reason; !strings.HasPrefix(r, noScalingPrefix+"keeping the current count") || strings.Contains(r, "aged out") {
-		t.Errorf("a first reading: %q", r)
+	// No action (the count stays), then 7 minutes without a reading (an
+	// outage, a paused policy): no cooldown to blame.
+	if _, r := rig(a.Count); !strings.HasPrefix(r, noScalingPrefix+"keeping the current count") || strings.Contains(r, "aged out") {
+		t.Errorf("after a decision that kept the count: %q", r)
 	}
 }
 
@@ -1790,5 +1795,51 @@ func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 	rd.mu.Unlock()
 	if a := run(t0+7300, 0, 0); a.Count == 0 {
 		t.Errorf("a job version with a 1000 MHz request: still 0 (%s)", a.Reason)
+	}
+}
+
+// TestSplitLoweringNotAppliedThroughRun: through Run, a split at an
+// unchanged sum whose shrinking group is overloaded lowers the sum first;
+// evaluated again at the same counts (the agent did not apply it: a policy
+// min above the lowered sum), it raises the sum instead.
+func TestSplitLoweringNotAppliedThroughRun(t *testing.T) {
+	busy, _ := flatPair(4, 7000) // four replicas at 7,000 MHz on a 20,000 MHz host
+	idle, _ := flatPair(3, 10)
+	keys := []string{KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone, KeyPlacement, PlacementReport}
+	// evaluate runs a fresh strategy until its first decision, then once
+	// more at the same counts, with the agent's count at 7 (4 + 3).
+	evaluate := func(cfg map[string]string) (first, again *sdk.ScalingAction) {
+		rd := newMemReader(busy, idle)
+		clk := &clock{}
+		st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
+		for _, s := range busy.Samples {
+			clk.set(time.Unix(s.Time, 0))
+			ev, err := st.Run(newEval("lower", cfg), 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first != nil {
+				return first, ev.Action
+			}
+			if !strings.HasPrefix(ev.Action.Reason, noScalingPrefix) {
+				first = ev.Action
+			}
+		}
+		t.Fatal("the premise fails: fewer than two decisions over the window")
+		return nil, nil
+	}
+	a, _ := evaluate(withKeys(flatConfig(RoleSplit), keys...))
+	f, _ := a.Meta[MetaFirstDecided].(int)
+	if f >= 4 || f < 1 {
+		t.Fatalf("the premise fails: the engine keeps %d of the 4 busy replicas (%s)", f, a.Reason)
+	}
+	// The second host's quota max makes the split's sum 7, unchanged.
+	cfg := withKeys(flatConfig(RoleSplit), append(keys, PrefixSecond+KeyMax, strconv.Itoa(7-f))...)
+	first, again := evaluate(cfg)
+	if first.Count != int64(f+3) || first.Meta[MetaStep] != stepFirstOfTwo {
+		t.Fatalf("first step: count %d (%v), want %d + 3 = %d, lowering (%s)", first.Count, first.Meta[MetaStep], f, f+3, first.Reason)
+	}
+	if again.Count != int64(4+7-f) || again.Meta[MetaStep] != stepFirstOfTwo {
+		t.Errorf("at the same counts again: count %d (%v), want 4 + %d = %d, raising (%s)", again.Count, again.Meta[MetaStep], 7-f, 4+7-f, again.Reason)
 	}
 }

@@ -112,6 +112,20 @@ func NewWindow(size int, maxAge time.Duration) (*Window, error) {
 func (w *Window) Size() int             { return w.size }
 func (w *Window) MaxAge() time.Duration { return w.maxAge }
 
+// Aged is how many of the samples held are older than MaxAge at now (an
+// observation leaves them out; newer readings push them out of the ring).
+func (w *Window) Aged(now time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, cutoff := 0, now.Add(-w.maxAge)
+	for i := 0; i < w.n; i++ {
+		if w.ring[(w.start+i)%w.size].at.Before(cutoff) {
+			n++
+		}
+	}
+	return n
+}
+
 // Len is the number of samples held.
 func (w *Window) Len() int {
 	w.mu.Lock()
@@ -134,7 +148,7 @@ func (w *Window) accepted(e *entry) {
 	case e.replicas > 0:
 		w.stopped, w.haveStopped = w.stopped[:0], false
 	case !w.haveStopped:
-		w.stopped, w.stoppedDemand = w.stoppedSamples(w.stopped[:0])
+		w.stopped, w.stoppedDemand = w.stoppedSamples(e.at, w.stopped[:0])
 		w.haveStopped = true
 		if e.demand != w.stoppedDemand {
 			w.stopped = w.stopped[:0] // stopped for a job version with other resources
@@ -152,14 +166,16 @@ func (w *Window) accepted(e *entry) {
 // their CPU was zero throughout, at the larger of their peak per replica
 // and its request, throughout (as the engine then counted a replica).
 // demand is the newest one's replica demand (none when no replica ran).
-func (w *Window) stoppedSamples(dst []engine.Sample) (_ []engine.Sample, demand [2]float64) {
+// Samples read more than stoppedHorizon max ages before at (a window not
+// read for that long: a policy paused, a long outage) are not taken.
+func (w *Window) stoppedSamples(at time.Time, dst []engine.Sample) (_ []engine.Sample, demand [2]float64) {
 	var ran *entry // the newest sample read while replicas ran
 	for i := w.n - 1; i >= 0 && ran == nil; i-- {
 		if e := &w.ring[(w.start+i)%w.size]; e.replicas > 0 {
 			ran = e
 		}
 	}
-	if ran == nil {
+	if ran == nil || at.Sub(ran.at) > stoppedHorizon*w.maxAge {
 		return dst, demand
 	}
 	cutoff := ran.at.Add(-w.maxAge)
@@ -178,6 +194,11 @@ func (w *Window) stoppedSamples(dst []engine.Sample) (_ []engine.Sample, demand 
 	AsStopped(dst[first:], ran.warm, ran.reqCPU, ran.reqMem)
 	return dst, ran.demand
 }
+
+// stoppedHorizon bounds, in max ages, how long before the first reading
+// with none running the replicas' last sample may have been read for
+// what they used to be kept.
+const stoppedHorizon = 10
 
 // AsStopped makes per-replica samples read while replicas ran what the
 // engine read of one replica then, in place: when no replica was warm, or
