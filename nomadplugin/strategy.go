@@ -175,6 +175,8 @@ type windowEntry struct {
 	// demand then (see apmStopped).
 	apmRan    []engine.Sample
 	apmDemand [2]float64
+	apmAt     time.Time // when apmRan was kept
+	apmNone   bool      // an evaluation with none running came since
 }
 
 // starved is, among the Nomad-read windows of a check's hosts whose
@@ -232,7 +234,13 @@ func (s *Strategy) agedSinceAction(check string, c *strategyConfig, hosts []*hos
 	var most time.Duration
 	for i, h := range hosts {
 		e, ok := s.windows[windowKey(check, c, h)]
-		if !ok || h.usage == UsageAPM || len(obs[i].Samples) >= need || e.actedAt.IsZero() || e.decidedAt.After(e.actedAt) || e.w.Aged(now) == 0 {
+		if !ok || h.usage == UsageAPM || len(obs[i].Samples) >= need || e.actedAt.IsZero() || e.decidedAt.After(e.actedAt) {
+			continue
+		}
+		// Enough samples from the max_age before the action, aged out
+		// since, to have decided on (not readings with none running,
+		// which a scale-up from 0 leaves out whatever their age).
+		if len(obs[i].Samples)+e.w.AgedSince(e.actedAt.Add(-c.maxAge), now) < need {
 			continue
 		}
 		most = max(most, now.Sub(e.actedAt))
@@ -690,8 +698,8 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 			// agent's cooldown): every action then waits for min_samples
 			// new readings. A setting to change: warn level.
 			if since := e.s.agedSinceAction(e.eval.Check.Name, e.c, hosts, obs, need, e.now); since > 0 {
-				e.noScale(fmt.Sprintf("keeping the current count: %v; the last scaling action was %s ago and the samples read before it aged out (%s %s): if the policy's cooldown is that long, every action waits for %d new readings; keep %s above the cooldown plus %d evaluation intervals",
-					err, since.Round(time.Second), KeyMaxAge, e.c.maxAge, need, KeyMaxAge, need-1))
+				e.noScale(fmt.Sprintf("keeping the current count: %v; the last scaling action was %s ago and the samples read before it aged out (%s %s): if the policy's cooldown is that long, every action waits for %d new readings; keep %s above the cooldown plus %d intervals between new stats times (a changed %s starts the window afresh: a group stopped for its usage is then tried again at its demand)",
+					err, since.Round(time.Second), KeyMaxAge, e.c.maxAge, need, KeyMaxAge, need-1, KeyMaxAge))
 				return nil, outcomeFailed, nil
 			}
 			return nil, outcomeExpected, nil
@@ -909,7 +917,11 @@ func (s *Strategy) apmStopped(key string, c *strategyConfig, o engine.Observatio
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	demand := [2]float64{o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB}
+	need := cmp.Or(c.minSamples, engine.DefaultMinSamples)
 	if o.RunningReplicas > 0 {
+		if len(o.Samples) < need {
+			return o // too few to decide on: what was kept stands
+		}
 		n := o.RunningReplicas - o.WarmingReplicas
 		warm := n > 0
 		if !warm {
@@ -929,10 +941,17 @@ func (s *Strategy) apmStopped(key string, c *strategyConfig, o engine.Observatio
 			e.apmRan = append(e.apmRan, smp)
 		}
 		nomadusage.AsStopped(e.apmRan, warm, reqCPU, reqMem)
-		e.apmDemand = demand
+		e.apmDemand, e.apmAt, e.apmNone = demand, now, false
 		return o
 	}
-	if len(e.apmRan) >= cmp.Or(c.minSamples, engine.DefaultMinSamples) && e.apmDemand == demand {
+	if !e.apmNone && now.Sub(e.apmAt) > nomadusage.StoppedHorizon*c.maxAge {
+		// The first evaluation with none running comes too long after
+		// the last with replicas running (a policy paused, an APM
+		// down): what they used then is not taken (as for a window).
+		e.apmRan = e.apmRan[:0]
+	}
+	e.apmNone = true
+	if len(e.apmRan) >= need && e.apmDemand == demand {
 		o.Samples = slices.Clone(e.apmRan)
 		o.StoppedReplicas = 1
 	}

@@ -1843,3 +1843,92 @@ func TestSplitLoweringNotAppliedThroughRun(t *testing.T) {
 		t.Errorf("at the same counts again: count %d (%v), want 4 + %d = %d, raising (%s)", again.Count, again.Meta[MetaStep], 7-f, 4+7-f, again.Reason)
 	}
 }
+
+// TestAPMStoppedHorizon: the APM's points stand for a stopped replica
+// only when the first evaluation with none running comes within ten max
+// ages of the last with replicas running (not after a policy paused for
+// hours); once taken, they stand past that.
+func TestAPMStoppedHorizon(t *testing.T) {
+	busy, second := flatPair(1, 19000)
+	stopped := busy
+	stopped.RunningReplicas, stopped.RequestedCPUMHz, stopped.RequestedMemoryMB = 0, 0, 0
+	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxAge, "5m",
+		KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
+	t0 := busy.Samples[0].Time
+	for _, tc := range []struct {
+		name     string
+		stops    []int64 // evaluations with none running, seconds after the busy one
+		restarts bool    // at the last of them
+	}{
+		{"within ten max ages, and hours after", []int64{600, 3 * 3600}, false},
+		{"more than ten max ages after", []int64{51 * 60}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := newMemReader(busy, second)
+			clk := &clock{}
+			st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
+			run := func(at int64, cpu float64, count int64) *sdk.ScalingAction {
+				t.Helper()
+				clk.set(time.Unix(at, 0))
+				ev := newEval("apm-horizon", cfg)
+				for i := int64(2); i >= 0; i-- {
+					ev.Metrics = append(ev.Metrics, sdk.TimestampedMetric{Timestamp: time.Unix(at-60*i, 0), Value: cpu})
+				}
+				out, err := st.Run(ev, count)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out.Action
+			}
+			busyAt := t0 + 120
+			if a := run(busyAt, 19000, 1); a.Count != 0 {
+				t.Fatalf("the premise fails: the busy replica is kept: %d (%s)", a.Count, a.Reason)
+			}
+			rd.mu.Lock()
+			rd.obs[engine.RoleFirst] = stopped
+			rd.mu.Unlock()
+			var a *sdk.ScalingAction
+			for _, d := range tc.stops {
+				a = run(busyAt+d, 0, 0)
+			}
+			if restarted := a.Count > 0; restarted != tc.restarts {
+				t.Errorf("count %d, restarted %v, want %v (%s)", a.Count, restarted, tc.restarts, a.Reason)
+			}
+		})
+	}
+}
+
+// TestNoCooldownHintAfterScaleUpFromZero: after a scale-up from 0, the
+// readings taken while none ran are left out of the window whatever their
+// age; too few samples then is no max_age to raise.
+func TestNoCooldownHintAfterScaleUpFromZero(t *testing.T) {
+	idle, _ := flatPair(0, 0)
+	running, second := flatPair(2, 10)
+	rd := newMemReader(idle, second)
+	clk := &clock{}
+	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
+	cfg := withKeys(flatConfig(RoleFirst), KeyMaxAge, "5m")
+	var a *sdk.ScalingAction
+	for _, s := range idle.Samples[:8] { // 7 minutes at 0, each decision a scale-up
+		clk.set(time.Unix(s.Time, 0))
+		ev, err := st.Run(newEval("from-zero", cfg), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a = ev.Action
+	}
+	if a.Direction != sdk.ScaleDirectionUp {
+		t.Fatalf("the premise fails: no scale-up from 0: %s", a.Reason)
+	}
+	rd.mu.Lock()
+	rd.obs[engine.RoleFirst] = running
+	rd.mu.Unlock()
+	clk.set(time.Unix(running.Samples[8].Time, 0))
+	ev, err := st.Run(newEval("from-zero", cfg), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ev.Action.Reason; !strings.HasPrefix(r, noScalingPrefix+"keeping the current count") || strings.Contains(r, "aged out") {
+		t.Errorf("after a scale-up from 0: %q; want a window filling, no max_age advice", r)
+	}
+}

@@ -112,14 +112,16 @@ func NewWindow(size int, maxAge time.Duration) (*Window, error) {
 func (w *Window) Size() int             { return w.size }
 func (w *Window) MaxAge() time.Duration { return w.maxAge }
 
-// Aged is how many of the samples held are older than MaxAge at now (an
-// observation leaves them out; newer readings push them out of the ring).
-func (w *Window) Aged(now time.Time) int {
+// AgedSince is how many samples read while replicas ran, at from or
+// later, are held but older than MaxAge at now: those an observation
+// with replicas running would still read but for their age (samples read
+// while none ran it leaves out whatever their age).
+func (w *Window) AgedSince(from, now time.Time) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n, cutoff := 0, now.Add(-w.maxAge)
 	for i := 0; i < w.n; i++ {
-		if w.ring[(w.start+i)%w.size].at.Before(cutoff) {
+		if e := &w.ring[(w.start+i)%w.size]; e.replicas > 0 && !e.at.Before(from) && e.at.Before(cutoff) {
 			n++
 		}
 	}
@@ -166,7 +168,7 @@ func (w *Window) accepted(e *entry) {
 // their CPU was zero throughout, at the larger of their peak per replica
 // and its request, throughout (as the engine then counted a replica).
 // demand is the newest one's replica demand (none when no replica ran).
-// Samples read more than stoppedHorizon max ages before at (a window not
+// Samples read more than StoppedHorizon max ages before at (a window not
 // read for that long: a policy paused, a long outage) are not taken.
 func (w *Window) stoppedSamples(at time.Time, dst []engine.Sample) (_ []engine.Sample, demand [2]float64) {
 	var ran *entry // the newest sample read while replicas ran
@@ -175,7 +177,7 @@ func (w *Window) stoppedSamples(at time.Time, dst []engine.Sample) (_ []engine.S
 			ran = e
 		}
 	}
-	if ran == nil || at.Sub(ran.at) > stoppedHorizon*w.maxAge {
+	if ran == nil || at.Sub(ran.at) > StoppedHorizon*w.maxAge {
 		return dst, demand
 	}
 	cutoff := ran.at.Add(-w.maxAge)
@@ -195,10 +197,10 @@ func (w *Window) stoppedSamples(at time.Time, dst []engine.Sample) (_ []engine.S
 	return dst, ran.demand
 }
 
-// stoppedHorizon bounds, in max ages, how long before the first reading
+// StoppedHorizon bounds, in max ages, how long before the first reading
 // with none running the replicas' last sample may have been read for
 // what they used to be kept.
-const stoppedHorizon = 10
+const StoppedHorizon = 10
 
 // AsStopped makes per-replica samples read while replicas ran what the
 // engine read of one replica then, in place: when no replica was warm, or
