@@ -1749,21 +1749,17 @@ func TestWindowEmptiedByCooldown(t *testing.T) {
 	}
 }
 
-// TestAPMStoppedGroupNotRestarted: with usage = "apm", a group stopped for
-// its usage is not started again at its request: the APM's points read
-// while a replica ran stand for a new one (as the Nomad-read window's
-// do), until a job version with another demand.
-func TestAPMStoppedGroupNotRestarted(t *testing.T) {
-	busy, second := flatPair(1, 19000) // one replica using 19,000 of 20,000 MHz
-	rd := newMemReader(busy, second)
+// apmRig is a strategy reading first and second, the first host's usage
+// from the APM; run evaluates cfg at Unix time at, the agent's count at
+// count, with three APM points a minute apart of cpu MHz, the last at at.
+func apmRig(t *testing.T, first, second engine.Observation, cfg map[string]string) (*memReader, func(at int64, cpu float64, count int64) *sdk.ScalingAction) {
+	rd := newMemReader(first, second)
 	clk := &clock{}
 	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
-	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
-	t0 := busy.Samples[0].Time
-	run := func(at int64, cpu float64, count int64) *sdk.ScalingAction {
+	return rd, func(at int64, cpu float64, count int64) *sdk.ScalingAction {
 		t.Helper()
 		clk.set(time.Unix(at, 0))
-		ev := newEval("apm-stopped", cfg)
+		ev := newEval("apm", cfg)
 		for i := int64(2); i >= 0; i-- {
 			ev.Metrics = append(ev.Metrics, sdk.TimestampedMetric{Timestamp: time.Unix(at-60*i, 0), Value: cpu})
 		}
@@ -1773,6 +1769,17 @@ func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 		}
 		return out.Action
 	}
+}
+
+// TestAPMStoppedGroupNotRestarted: with usage = "apm", a group stopped for
+// its usage is not started again at its request: the APM's points read
+// while a replica ran stand for a new one (as the Nomad-read window's
+// do), until a job version with another demand.
+func TestAPMStoppedGroupNotRestarted(t *testing.T) {
+	busy, second := flatPair(1, 19000) // one replica using 19,000 of 20,000 MHz
+	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
+	rd, run := apmRig(t, busy, second, cfg)
+	t0 := busy.Samples[0].Time
 	if a := run(t0+120, 19000, 1); a.Count != 0 {
 		t.Fatalf("the premise fails: the busy replica is kept: %d (%s)", a.Count, a.Reason)
 	}
@@ -1864,22 +1871,7 @@ func TestAPMStoppedHorizon(t *testing.T) {
 		{"more than ten max ages after", []int64{51 * 60}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rd := newMemReader(busy, second)
-			clk := &clock{}
-			st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
-			run := func(at int64, cpu float64, count int64) *sdk.ScalingAction {
-				t.Helper()
-				clk.set(time.Unix(at, 0))
-				ev := newEval("apm-horizon", cfg)
-				for i := int64(2); i >= 0; i-- {
-					ev.Metrics = append(ev.Metrics, sdk.TimestampedMetric{Timestamp: time.Unix(at-60*i, 0), Value: cpu})
-				}
-				out, err := st.Run(ev, count)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out.Action
-			}
+			rd, run := apmRig(t, busy, second, cfg)
 			busyAt := t0 + 120
 			if a := run(busyAt, 19000, 1); a.Count != 0 {
 				t.Fatalf("the premise fails: the busy replica is kept: %d (%s)", a.Count, a.Reason)
