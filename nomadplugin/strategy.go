@@ -226,8 +226,9 @@ func (s *Strategy) acted(check string, c *strategyConfig, hosts []*hostConfig, n
 // agedSinceAction is, among the Nomad-read windows of a check's hosts
 // whose observation holds fewer than need samples, that were not decided
 // on since their last scaling action (these are the first evaluations
-// after it) and hold samples older than max_age, the longest time since
-// that action (0 when there is none).
+// after it) and whose samples read while replicas ran in the max_age
+// before it, aged out since, would have made need, the longest time
+// since that action (0 when there is none).
 func (s *Strategy) agedSinceAction(check string, c *strategyConfig, hosts []*hostConfig, obs []engine.Observation, need int, now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
