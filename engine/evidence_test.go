@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -613,5 +614,25 @@ func TestPlacementSummaryOfZero(t *testing.T) {
 	got := d.First.Placement.Summary(0)
 	if !strings.HasSuffix(got, "; a count of 0 places nothing") || strings.Contains(got, "all 0") {
 		t.Errorf("summary %q: want it to say a count of 0 places nothing", got)
+	}
+}
+
+// A replica refused for memory after others: the reason's figures are the
+// replicas' own memory (each new one at its demand), in MB.
+func TestRefusedSlotMemoryFigures(t *testing.T) {
+	o := testsupport.Flat(20000, 0, 0, 100, 10)
+	o.MemoryCapacityMB, o.ReplicaMemoryDemandMB = 4096, 1000
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: testsupport.AsSecond(&o)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := d.First.Refused
+	if r == nil || r.Resource != LimitMemory || r.Slot < 1 {
+		t.Fatalf("refused %+v: want a slot after the first refused for memory", r)
+	}
+	want := fmt.Sprintf("(new replica, 1000 MB): memory: with the replicas before it (%d MB at their peak) it brings the memory peak to %d MB of the 4096 MB",
+		1000*r.Slot, 1000*(r.Slot+1))
+	if r.MemoryMB != 1000 || !strings.Contains(r.Reason, want) {
+		t.Errorf("refused %g MB: %q; want 1000 MB and %q", r.MemoryMB, r.Reason, want)
 	}
 }
