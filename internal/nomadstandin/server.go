@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -577,7 +578,9 @@ func wait(r *http.Request, stop chan struct{}, d time.Duration) bool {
 
 // control serves the stand-in's own endpoints (not Nomad's):
 // GET /_standin/requests answers RequestCounts as JSON, DELETE resets the
-// log and the counts.
+// log and the counts; PUT /_standin/usage sets a group's usage (a
+// GroupUsage, as in a scenario), so that a trial of the plugins against the stand-in in its
+// own process can change what its replicas use while it runs.
 func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == controlPrefix+"requests" && r.Method == http.MethodGet:
@@ -585,6 +588,28 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == controlPrefix+"requests" && r.Method == http.MethodDelete:
 		s.ResetRequests()
 		writeJSON(w, s.Index(), s.RequestCounts())
+	case r.URL.Path == controlPrefix+"usage" && r.Method == http.MethodPut:
+		var u GroupUsage
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&u); err != nil {
+			writeError(w, errorf(http.StatusBadRequest, "stand-in usage: %v", err))
+			return
+		}
+		for _, f := range [...]struct {
+			name string
+			v    float64
+		}{{"CPUMHz", u.CPUMHz}, {"MemoryMB", u.MemoryMB}} {
+			if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+				writeError(w, errorf(http.StatusBadRequest, "stand-in usage: %s is %v; it must be a finite number >= 0", f.name, f.v))
+				return
+			}
+		}
+		if err := s.SetGroupUsage(u.Namespace, u.Job, u.Group, u.CPUMHz, u.MemoryMB); err != nil {
+			writeError(w, errorf(http.StatusNotFound, "stand-in usage: %v", err)) // no such job or group
+			return
+		}
+		writeJSON(w, s.Index(), u)
 	default:
 		writeError(w, errorf(http.StatusNotFound, "unknown stand-in control path %q", r.URL.Path))
 	}

@@ -627,3 +627,55 @@ func TestNotFoundCarriesQueryMeta(t *testing.T) {
 		}
 	}
 }
+
+// TestControlUsage: PUT /_standin/usage sets a group's usage per
+// allocation, as SetGroupUsage does; a bad body, a negative figure or an
+// unknown group is refused and changes nothing.
+func TestControlUsage(t *testing.T) {
+	f := newFixture(t)
+	put := func(body string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPut, f.s.URL()+"/_standin/usage", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	cpu := func() float64 {
+		t.Helper()
+		var sum float64
+		for _, id := range f.s.AllocIDs("", f.job, f.g1) {
+			st, err := f.c.Allocations().Stats(&api.Allocation{ID: id, NodeID: f.first}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += st.ResourceUsage.CpuStats.TotalTicks
+		}
+		return sum
+	}
+	for _, c := range []struct {
+		name   string
+		body   string
+		status int
+		cpu    float64 // the group's CPU summed over its 2 allocations after
+	}{
+		{"set", `{"Job":"web","Group":"front","CPUMHz":300,"MemoryMB":100}`, 200, 600},
+		{"negative", `{"Job":"web","Group":"front","CPUMHz":-1}`, 400, 600},
+		{"unknown field", `{"Job":"web","Group":"front","cpu":5}`, 400, 600},
+		{"not JSON", `cpu=5`, 400, 600},
+		{"unknown group", `{"Job":"web","Group":"nope","CPUMHz":5}`, 404, 600},
+		{"again", `{"Job":"web","Group":"front","CPUMHz":50}`, 200, 100},
+	} {
+		if got := put(c.body); got != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.status)
+		}
+		if got := cpu(); got != c.cpu {
+			t.Errorf("%s: the group's CPU is %v, want %v", c.name, got, c.cpu)
+		}
+	}
+}

@@ -6,7 +6,9 @@
 // It prints its URL ("http://127.0.0.1:41234") as the first line of
 // standard output, serves until SIGTERM or SIGINT or until its standard
 // input reaches end of file (unless -watch-stdin=false), then stops. GET /_standin/requests answers the
-// request counts (nomadstandin.RequestCounts); DELETE resets them.
+// request counts (nomadstandin.RequestCounts); DELETE resets them. PUT
+// /_standin/usage sets a group's usage per allocation while it runs (a
+// nomadstandin.GroupUsage as JSON).
 package main
 
 import (
