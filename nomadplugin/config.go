@@ -371,7 +371,43 @@ func checkStrategyKeys(m map[string]string) error {
 		return nil
 	}
 	sort.Strings(unknown)
-	return cfgErr(unknown[0], "unknown key (the strategy accepts %s)", strings.Join(known, ", "))
+	return cfgErr(unknown[0], "unknown key%s (the strategy accepts %s)", didYouMean(unknown[0], known), strings.Join(known, ", "))
+}
+
+// didYouMean is `: did you mean "x"?` for the known key nearest k, when
+// one is within two edits of it (a typo), else "".
+func didYouMean(k string, known []string) string {
+	best, bestD := "", 3
+	for _, c := range known {
+		if d := editDistance(k, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(": did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // parseGlobals reads the check-wide keys.

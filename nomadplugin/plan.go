@@ -61,7 +61,7 @@ func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadu
 	target := p.decided
 	bound := max(p.placeable, p.running)
 	if c.placement == PlacementCap && target > bound {
-		p.note("placement cap: Nomad can place %d at today's reservations (%.0f MHz, %.0f MB free), not %d",
+		p.note("placement cap: Nomad can place %d at today's reservations (%.0f MHz, %.0f MB free beside this group's own replicas), not %d",
 			bound, hd.Placement.FreeCPUMHz, hd.Placement.FreeMemoryMB, target)
 		target = bound
 	}
@@ -91,7 +91,25 @@ func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadu
 		p.held = target - p.start
 		target = p.start
 	}
-	st := c.steps.Apply(p.start, target, p.lo, p.hi)
+	steps := c.steps
+	if !steps.Hysteresis.IsZero() && target != p.start {
+		// Hysteresis holds a wobble, not a safety move: not a scale-down
+		// the engine made because running replicas do not fit (a band of
+		// "2" held one overloaded replica running for good), nor the
+		// first replica of a group at 0 (it would never start).
+		overloaded := target < p.start && hd.Containers < o.RunningReplicas && !hd.Clamped && (hd.Limit == engine.LimitCPU || hd.Limit == engine.LimitMemory)
+		if overloaded || p.start == 0 {
+			if (engine.Steps{Hysteresis: steps.Hysteresis}).Apply(p.start, target, p.lo, p.hi).Count == p.start {
+				if overloaded {
+					p.note("hysteresis %s not applied: the running replicas do not fit", steps.Hysteresis)
+				} else {
+					p.note("hysteresis %s not applied: the group's first replica", steps.Hysteresis)
+				}
+			}
+			steps.Hysteresis = engine.Step{}
+		}
+	}
+	st := steps.Apply(p.start, target, p.lo, p.hi)
 	if queuedExcess && st.Count < p.current {
 		p.note("the %d of the current %d that Nomad cannot place go at once; the hold band, step limits and hysteresis apply from %d", p.current-bound, p.current, bound)
 	}

@@ -1141,7 +1141,9 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"no role", []string{KeyRole, ""}, "", KeyRole, "is required"},
 		{"bad role", []string{KeyRole, "both"}, "", KeyRole, `is "both"`},
-		{"unknown key", []string{"first_nodename", "a"}, "", "first_nodename", "unknown key"},
+		{"unknown key", []string{"first_nodename", "a"}, "", "first_nodename", `unknown key: did you mean "first_node_name"?`},
+		{"a typo", []string{"max_scale_dwon", "1"}, "", "max_scale_dwon", `unknown key: did you mean "max_scale_down"?`},
+		{"nothing near", []string{"zzzz_unrelated", "1"}, "", "zzzz_unrelated", "unknown key (the strategy accepts"},
 		{"bad window", []string{KeyWindow, "0"}, "", KeyWindow, "from 1"},
 		{"window below min_samples", []string{KeyWindow, "2", KeyMinSamples, "5"}, "", KeyWindow, "fewer than min_samples 5"},
 		{"window below the default min_samples", []string{KeyWindow, "1"}, "", KeyWindow, "default min_samples 3"},
@@ -1922,5 +1924,36 @@ func TestNoCooldownHintAfterScaleUpFromZero(t *testing.T) {
 	}
 	if r := ev.Action.Reason; !strings.HasPrefix(r, noScalingPrefix+"keeping the current count") || strings.Contains(r, "aged out") {
 		t.Errorf("after a scale-up from 0: %q; want a window filling, no max_age advice", r)
+	}
+}
+
+// TestHysteresisHoldsNoSafetyMove: a replica band ("2") holds a wobble,
+// but not a scale-down the engine made because the running replicas do
+// not fit (a user trial saw one overloaded replica kept running for
+// good), nor a group's first replica from 0 (it would never start).
+func TestHysteresisHoldsNoSafetyMove(t *testing.T) {
+	c := &strategyConfig{placement: PlacementReport, steps: engine.Steps{Hysteresis: engine.Step{Replicas: 2}}}
+	rd := &nomadusage.Reading{Node: nomadusage.NodeState{Status: "ready", Eligibility: "eligible"}}
+	for _, tc := range []struct {
+		name            string
+		engine, running int
+		current         int
+		limit           string
+		want            int
+		note            string
+	}{
+		{"one overloaded replica", 0, 1, 1, engine.LimitCPU, 0, "hysteresis 2 not applied: the running replicas do not fit"},
+		{"one of eight overloaded", 7, 8, 8, engine.LimitMemory, 7, "hysteresis 2 not applied"},
+		{"the first replica", 1, 0, 0, engine.LimitCPU, 1, "hysteresis 2 not applied: the group's first replica"},
+		{"a wobble up", 9, 8, 8, engine.LimitCPU, 8, "hysteresis: a change of 1"},
+		{"fewer wanted", 7, 8, 8, engine.LimitDemand, 8, "hysteresis: a change of -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hd := &engine.HostDecision{Containers: tc.engine, Limit: tc.limit, Quota: engine.Quota{Min: 0, Max: 20}, Placement: engine.Placement{Placeable: 20}}
+			p := c.plan(&hostConfig{role: RoleFirst}, hd, rd, &engine.Observation{RunningReplicas: tc.running}, tc.current)
+			if p.final != tc.want || !strings.Contains(p.summary(), tc.note) {
+				t.Errorf("final %d, want %d; summary %q, want it to say %q", p.final, tc.want, p.summary(), tc.note)
+			}
+		})
 	}
 }

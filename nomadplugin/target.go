@@ -251,7 +251,7 @@ func (s *targetSession) readConfig(m map[string]string) (*targetConfig, error) {
 		case strings.HasPrefix(k, agentSettingPrefix):
 			return nil, cfgErr(k, "is an agent setting: the agent gives a plugin its nomad_* settings from the target block of its own configuration, never from a policy, so here it would be ignored; set %s for the job's namespace", TargetKeyNamespace)
 		default:
-			return nil, cfgErr(k, "unknown key (the target accepts %s)", strings.Join(targetKeys, ", "))
+			return nil, cfgErr(k, "unknown key%s (the target accepts %s)", didYouMean(k, targetKeys), strings.Join(targetKeys, ", "))
 		}
 	}
 	// The agent makes an action a dry run only for exactly "true"; any

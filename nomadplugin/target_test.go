@@ -369,8 +369,12 @@ func TestTargetConfigErrors(t *testing.T) {
 				func() error { return tg.Scale(sdk.ScalingAction{Count: 9}, c.cfg) },
 			} {
 				var ce *ConfigError
-				if err := call(); !errors.As(err, &ce) || ce.Key != c.key {
+				err := call()
+				if !errors.As(err, &ce) || ce.Key != c.key {
 					t.Errorf("err = %v, want a ConfigError for %q", err, c.key)
+				}
+				if c.key == "frist_group" && !strings.Contains(fmt.Sprint(err), `did you mean "first_group"?`) {
+					t.Errorf("err = %v, want it to suggest first_group", err)
 				}
 			}
 			if got := w.counts(t); got != [2]int{1, 1} {
