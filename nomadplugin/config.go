@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/internal/editdist"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadusage"
 )
 
@@ -379,7 +380,7 @@ func checkStrategyKeys(m map[string]string) error {
 func didYouMean(k string, known []string) string {
 	best, bestD := "", 3
 	for _, c := range known {
-		if d := editDistance(k, c); d < bestD {
+		if d := editdist.Levenshtein(k, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -387,27 +388,6 @@ func didYouMean(k string, known []string) string {
 		return ""
 	}
 	return fmt.Sprintf(": did you mean %q?", best)
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			sub := prev[j-1]
-			if a[i-1] != b[j-1] {
-				sub++
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // parseGlobals reads the check-wide keys.

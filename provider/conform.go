@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/editdist"
 )
 
 // This file is the one checker of values whose type the schema does not
@@ -414,7 +416,7 @@ func nearestField(name string, fields []field) string {
 	best, bestD := "", 3
 	lower := strings.ToLower(name)
 	for _, f := range fields {
-		d := editDistance(lower, f.name)
+		d := editdist.Levenshtein(lower, f.name)
 		if len(lower) >= 3 && (strings.HasPrefix(f.name, lower) || strings.HasPrefix(lower, f.name)) {
 			d = min(d, 1)
 		}
@@ -423,25 +425,4 @@ func nearestField(name string, fields []field) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
