@@ -917,31 +917,13 @@ func (s *Strategy) apmStopped(key string, c *strategyConfig, o engine.Observatio
 	e := s.window(key, c, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	demand := [2]float64{o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB}
+	demand := nomadusage.ReplicaDemand(&o)
 	need := cmp.Or(c.minSamples, engine.DefaultMinSamples)
 	if o.RunningReplicas > 0 {
 		if len(o.Samples) < need {
 			return o // too few to decide on: what was kept stands
 		}
-		n := o.RunningReplicas - o.WarmingReplicas
-		warm := n > 0
-		if !warm {
-			n = o.RunningReplicas
-		}
-		reqCPU, reqMem := o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB
-		if o.RequestedCPUMHz > 0 {
-			reqCPU = o.RequestedCPUMHz / float64(o.RunningReplicas)
-		}
-		if o.RequestedMemoryMB > 0 {
-			reqMem = o.RequestedMemoryMB / float64(o.RunningReplicas)
-		}
-		e.apmRan = e.apmRan[:0]
-		for _, smp := range o.Samples {
-			smp.CPUMHz /= float64(n)
-			smp.MemoryMB /= float64(n)
-			e.apmRan = append(e.apmRan, smp)
-		}
-		nomadusage.AsStopped(e.apmRan, warm, reqCPU, reqMem)
+		e.apmRan = nomadusage.OneReplica(e.apmRan[:0], &o)
 		e.apmDemand, e.apmAt, e.apmNone = demand, now, false
 		return o
 	}

@@ -48,15 +48,48 @@ func newEntry(r *Reading) entry {
 	o := &r.Observation
 	e := entry{at: r.Time, sample: o.Samples[0], replicas: sampleReplicas(o),
 		warm: o.RunningReplicas > o.WarmingReplicas, readTime: r.ReadTime,
-		reqCPU: o.ReplicaCPUDemandMHz, reqMem: o.ReplicaMemoryDemandMB,
-		demand: [2]float64{o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB}}
+		demand: ReplicaDemand(o)}
+	e.reqCPU, e.reqMem = replicaRequest(o)
+	return e
+}
+
+// replicaRequest is what one running replica of o requested (its demand
+// when none runs or the request is not known): the level a warming
+// replica counts at when its usage is below it.
+func replicaRequest(o *engine.Observation) (cpu, mem float64) {
+	cpu, mem = o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB
 	if o.RunningReplicas > 0 && o.RequestedCPUMHz > 0 {
-		e.reqCPU = o.RequestedCPUMHz / float64(o.RunningReplicas)
+		cpu = o.RequestedCPUMHz / float64(o.RunningReplicas)
 	}
 	if o.RunningReplicas > 0 && o.RequestedMemoryMB > 0 {
-		e.reqMem = o.RequestedMemoryMB / float64(o.RunningReplicas)
+		mem = o.RequestedMemoryMB / float64(o.RunningReplicas)
 	}
-	return e
+	return cpu, mem
+}
+
+// ReplicaDemand is o's new-replica demand (CPU MHz, memory MB): the job's
+// resources, unless the query gives them. Stopped replicas' usage
+// stands only while it is the same.
+func ReplicaDemand(o *engine.Observation) [2]float64 {
+	return [2]float64{o.ReplicaCPUDemandMHz, o.ReplicaMemoryDemandMB}
+}
+
+// OneReplica appends to dst o's samples (read while replicas run) as one
+// replica's usage, as the engine reads them: each over the replicas it
+// sums (the warm ones while any is warm, else every running one), and at
+// the larger of their peak and the request throughout when none is warm
+// or their CPU is zero throughout (see AsStopped). For a source of usage
+// that is not a Window (the APM's points, read whole at each evaluation).
+func OneReplica(dst []engine.Sample, o *engine.Observation) []engine.Sample {
+	first, n := len(dst), float64(sampleReplicas(o))
+	for _, s := range o.Samples {
+		s.CPUMHz /= n
+		s.MemoryMB /= n
+		dst = append(dst, s)
+	}
+	cpu, mem := replicaRequest(o)
+	AsStopped(dst[first:], o.RunningReplicas > o.WarmingReplicas, cpu, mem)
+	return dst
 }
 
 // Window accumulates the readings of one host into a usage window: a ring
