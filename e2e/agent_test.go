@@ -134,6 +134,24 @@ target "host-quota" { driver = "host-quota" }
 `, level, pluginDir, nomadBlock, policyDir)
 }
 
+// agentConfigJobPolicies is agentConfigNomad with the policies read from
+// the jobs' scaling blocks by the agent's Nomad policy source, and no
+// policy files.
+func agentConfigJobPolicies(level, pluginDir, nomadBlock string) string {
+	return fmt.Sprintf(`log_level = %q
+log_json = true
+plugin_dir = %q
+nomad {
+%s
+}
+policy {
+  source "nomad" { enabled = true }
+}
+strategy "activation-quota" { driver = "activation-quota" }
+target "host-quota" { driver = "host-quota" }
+`, level, pluginDir, nomadBlock)
+}
+
 func startAgent(t testing.TB, dir, configHCL string, extra ...string) *agent {
 	t.Helper()
 	bin := autoscalerPath(t)

@@ -267,6 +267,36 @@ func (c *cluster) register(t *testing.T, job *api.Job) {
 	})
 }
 
+// onlyOurPolicies fails the test when the client's namespace holds an
+// enabled scaling policy of another job than jobs: an agent reading the
+// Nomad policy source would evaluate it too, and scale that job.
+func onlyOurPolicies(t *testing.T, client *api.Client, jobs ...string) {
+	t.Helper()
+	others, err := otherPolicies(client, jobs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(others) > 0 {
+		t.Fatalf("the namespace (NOMAD_NAMESPACE, else default) holds enabled scaling policies of other jobs (%s): the agent this test starts with the Nomad policy source would evaluate them and scale those jobs; run it with NOMAD_NAMESPACE naming a namespace without any", strings.Join(others, ", "))
+	}
+}
+
+// otherPolicies lists the enabled scaling policies of the client's
+// namespace whose job is not one of jobs, as "job/group".
+func otherPolicies(client *api.Client, jobs ...string) ([]string, error) {
+	stubs, _, err := client.Scaling().ListPolicies(nil)
+	if err != nil {
+		return nil, fmt.Errorf("list the namespace's scaling policies: %w", err)
+	}
+	var others []string
+	for _, p := range stubs {
+		if p.Enabled && !slices.Contains(jobs, p.Target["Job"]) {
+			others = append(others, p.Target["Job"]+"/"+p.Target["Group"])
+		}
+	}
+	return others, nil
+}
+
 // cappedAsk is what the strategy asks for on r with no steps, no hold and
 // placement capped, on schedulable nodes: each host's engine count, at
 // most what Nomad can place (running replicas aside), within the quota.
@@ -296,7 +326,26 @@ func cappedAsk(t testing.TB, r *engine.Request) [2]int {
 // purged at the end.
 func TestE2ECluster(t *testing.T) {
 	autoscalerPath(t)
-	runClusterCase(t, newE2ECluster(t))
+	runClusterCase(t, newE2ECluster(t), policyFiles)
+}
+
+// TestE2EClusterJobPolicies is TestE2ECluster with the policies where a
+// jobspec puts them: in the scaling block of the group each check scales
+// (a split's first group), read by the agent's Nomad policy source, no
+// policy files. The blocks are as Nomad's jobspec parser hands them to the
+// API: numbers as numbers (which the agent passes to the plugins as
+// text), each check with `source = "nomad-apm"` and no query (the source
+// refuses a check with neither; a query would be run and its result
+// ignored), the first-host check's target left to the agent's default
+// (nomad-target), and the host-quota targets taking the job and their
+// group from where the block sits (the agent's Job and Group keys): the
+// split's names only its second group, the second host's nothing. On a
+// real cluster the agent would evaluate every enabled policy of its
+// namespace: the test refuses to start it beside another job's
+// (TestOtherPolicies).
+func TestE2EClusterJobPolicies(t *testing.T) {
+	autoscalerPath(t)
+	runClusterCase(t, newE2ECluster(t), jobScaling)
 }
 
 // TestE2EClusterEnv runs TestE2ECluster's real-cluster path (the NOMAD_*
@@ -318,7 +367,46 @@ func TestE2EClusterEnv(t *testing.T) {
 	if got := [2]string{c.nodes[0].Name, c.nodes[1].Name}; got != [2]string{"n-a", "n-b"} {
 		t.Fatalf("picked nodes %v, want the first two ready ones by name, n-a and n-b", got)
 	}
-	runClusterCase(t, c)
+	t.Run("policy files", func(t *testing.T) { runClusterCase(t, c, policyFiles) })
+	t.Run("job policies", func(t *testing.T) { runClusterCase(t, c, jobScaling) })
+}
+
+// TestOtherPolicies: the check TestE2EClusterJobPolicies makes before it
+// starts an agent on the Nomad policy source finds another job's enabled
+// policy, and only that.
+func TestOtherPolicies(t *testing.T) {
+	testsupport.StandinOnly(t, "registers jobs with scaling policies of its own in a stand-in")
+	s, err := nomadstandin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	client, err := s.Client("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := map[string]any{"check": block("c", map[string]any{"source": "nomad-apm", "strategy": block("activation-quota", map[string]any{})})}
+	one, ten := int64(1), int64(10)
+	for _, j := range []nomadstandin.JobSpec{
+		{ID: "ours", Groups: []nomadstandin.GroupSpec{{Name: "first", ScalingMax: &ten, ScalingPolicy: policy}}},
+		{ID: "theirs", Groups: []nomadstandin.GroupSpec{{Name: "web", Count: 1, ScalingMin: &one, ScalingMax: &ten, ScalingPolicy: policy},
+			{Name: "off", ScalingMax: &ten, ScalingPolicy: policy, ScalingDisabled: true}}},
+		{ID: "bounded", Groups: []nomadstandin.GroupSpec{{Name: "g", ScalingMax: &ten, ScalingDisabled: true}}},
+	} {
+		if err := s.AddJob(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := otherPolicies(client, "ours")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"theirs/web"}) {
+		t.Errorf("other enabled policies %v, want [theirs/web]", got)
+	}
+	if got, err := otherPolicies(client, "ours", "theirs"); err != nil || len(got) != 0 {
+		t.Errorf("with theirs counted as ours: %v (%v), want none", got, err)
+	}
 }
 
 // standInProcessCluster is the cluster the NOMAD_* variables name when
@@ -339,16 +427,45 @@ func standInProcessCluster(t *testing.T, sc nomadstandin.Scenario) *cluster {
 
 // clusterCheck is one policy of TestE2ECluster: its check's name, the
 // job it scales (its groups are clusterGroups, host by host), its role
-// and the target block.
+// and the target block: as a policy file writes it, and as a job's scaling
+// block carries it (nil: none, the agent's default nomad-target); host is
+// the group whose scaling block carries it.
 type clusterCheck struct {
 	name, job, role, target string
+	scalingTarget           []any
+	host                    int
+}
+
+// policySource is where runClusterCase's agent reads its policies.
+type policySource int
+
+const (
+	// policyFiles: a file per check in the agent's policy dir, the Nomad
+	// policy source off.
+	policyFiles policySource = iota
+	// jobScaling: each check in its job's scaling block, read through the
+	// agent's Nomad policy source.
+	jobScaling
+)
+
+// setting is one key of a strategy block, its value as a jobspec writes
+// it (a number or a string).
+type setting struct {
+	key string
+	val any
+}
+
+// block is an HCL block as Nomad's jobspec parser decodes it into a
+// scaling policy: a list of one map from the label to a list of one body.
+func block(label string, body map[string]any) []any {
+	return []any{map[string]any{label: []any{body}}}
 }
 
 // hostKeys are the decision log's and the meta's per-host count keys.
 var hostKeys = [2]string{"first", "second"}
 
 // runClusterCase is TestE2ECluster on c.
-func runClusterCase(t *testing.T, c *cluster) {
+func runClusterCase(t *testing.T, c *cluster, src policySource) {
 	t.Helper()
 	pdir := pluginDir(t)
 	suffix := make([]byte, 4)
@@ -366,18 +483,49 @@ func runClusterCase(t *testing.T, c *cluster) {
       job          = %q
       first_group  = %q
       second_group = %q
-    }`, split, clusterGroups[0], clusterGroups[1])},
+    }`, split, clusterGroups[0], clusterGroups[1]),
+			block("host-quota", map[string]any{"second_group": clusterGroups[1]}), 0},
 		{"cluster-first", perHost, nomadplugin.RoleFirst, fmt.Sprintf(`"nomad-target" {
       Job   = %q
       Group = %q
-    }`, perHost, clusterGroups[0])},
+    }`, perHost, clusterGroups[0]), nil, 0},
 		{"cluster-second", perHost, nomadplugin.RoleSecond, fmt.Sprintf(`"host-quota" {
       job   = %q
       group = %q
-    }`, perHost, clusterGroups[1])},
+    }`, perHost, clusterGroups[1]), block("host-quota", map[string]any{}), 1},
+	}
+	// Each check's strategy block.
+	settings := func(ck clusterCheck) []setting {
+		out := []setting{{"role", ck.role}, {"job", ck.job}, {"window", 3}, {"min_samples", 1}}
+		for _, h := range decidedHosts(ck.role) {
+			out = append(out, setting{hostKeys[h] + "_node_id", c.nodes[h].ID}, setting{hostKeys[h] + "_group", clusterGroups[h]},
+				setting{hostKeys[h] + "_min", 1}, setting{hostKeys[h] + "_max", c.max})
+		}
+		// noSteps
+		return append(out, setting{"max_scale_up", "none"}, setting{"max_scale_down", "none"}, setting{"hysteresis", "none"}, setting{"warmup", 0})
 	}
 	for _, jobID := range []string{split, perHost} {
-		c.register(t, c.clusterJob(t, jobID))
+		job := c.clusterJob(t, jobID)
+		if src == jobScaling {
+			for _, ck := range checks {
+				if ck.job != jobID {
+					continue
+				}
+				cfg := map[string]any{}
+				for _, kv := range settings(ck) {
+					cfg[kv.key] = kv.val
+				}
+				body := map[string]any{
+					"cooldown": "1s", "evaluation_interval": "2s",
+					"check": block(ck.name, map[string]any{"source": "nomad-apm", "strategy": block("activation-quota", cfg)}),
+				}
+				if ck.scalingTarget != nil {
+					body["target"] = ck.scalingTarget
+				}
+				job.TaskGroups[ck.host].Scaling = &api.ScalingPolicy{Min: new(int64(0)), Max: new(int64(100)), Policy: body}
+			}
+		}
+		c.register(t, job)
 		if c.registered != nil {
 			c.registered(t, jobID)
 		}
@@ -385,22 +533,28 @@ func runClusterCase(t *testing.T, c *cluster) {
 	t.Logf("jobs %s and %s on nodes %s and %s (through NOMAD_* variables: %t)", split, perHost, c.nodes[0].Name, c.nodes[1].Name, c.real)
 
 	dir := t.TempDir()
-	pol := filepath.Join(dir, "policies")
-	if err := os.MkdirAll(pol, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, ck := range checks {
-		keys := fmt.Sprintf("        role = %q\n        job = %q\n        window = \"3\"\n        min_samples = \"1\"\n", ck.role, ck.job)
-		for _, h := range decidedHosts(ck.role) {
-			keys += fmt.Sprintf("        %[1]s_node_id = %[2]q\n        %[1]s_group = %[3]q\n        %[1]s_min = \"1\"\n        %[1]s_max = \"%[4]d\"\n",
-				hostKeys[h], c.nodes[h].ID, clusterGroups[h], c.max)
-		}
-		body := policyFileWith(ck.name, ck.name, keys+noSteps, ck.target, "1s", "2s")
-		if err := os.WriteFile(filepath.Join(pol, ck.name+".hcl"), []byte(body), 0o600); err != nil {
+	var a *agent
+	switch src {
+	case policyFiles:
+		pol := filepath.Join(dir, "policies")
+		if err := os.MkdirAll(pol, 0o700); err != nil {
 			t.Fatal(err)
 		}
+		for _, ck := range checks {
+			var keys string
+			for _, kv := range settings(ck) {
+				keys += fmt.Sprintf("        %s = \"%v\"\n", kv.key, kv.val)
+			}
+			body := policyFileWith(ck.name, ck.name, keys, ck.target, "1s", "2s")
+			if err := os.WriteFile(filepath.Join(pol, ck.name+".hcl"), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a = startAgent(t, dir, agentConfigNomad("TRACE", pdir, c.nomad, pol))
+	case jobScaling:
+		onlyOurPolicies(t, c.client, split, perHost)
+		a = startAgent(t, dir, agentConfigJobPolicies("TRACE", pdir, c.nomad))
 	}
-	a := startAgent(t, dir, agentConfigNomad("TRACE", pdir, c.nomad, pol))
 
 	// decisions are a check's "decided" log lines. The jobs have settled
 	// when every check decided three times at least and each group it

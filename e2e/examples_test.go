@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,9 +48,13 @@ func copyTree(t testing.TB, src, dst string) {
 // TestE2EExamples loads examples/nomad as written in the real agent: the
 // agent config, with the plugins in its ./plugins, the split policies (the
 // config's own policy dir) and then the per-host policies, against a
-// stand-in shaped like the example job. Only what must differ from a real
-// cluster is given as flags: the stand-in's address, a free HTTP port, and
-// -policy-source-disable-nomad (the stand-in serves no scaling policies).
+// stand-in shaped like the example job, its scaling blocks read from
+// web.nomad.hcl (disabled: the Nomad policy source, on as in agent.hcl,
+// finds them and leaves them alone); then agent-job-policies.hcl with the
+// policy in the jobspec, web-with-policy.nomad.hcl's scaling blocks, read
+// by the Nomad policy source, which must decide as the split policy file
+// does. Only what must differ from a real cluster is given as flags: the
+// stand-in's address and a free HTTP port.
 func TestE2EExamples(t *testing.T) {
 	testsupport.StandinOnly(t, "the examples' nodes, pools and replayed usage set from Go")
 	autoscalerPath(t)
@@ -57,14 +62,27 @@ func TestE2EExamples(t *testing.T) {
 	a3, b9 := loadSeries(t, "series3"), loadSeries(t, "series9")
 	const step = 3000
 	start, want := exampleStart(t, [2]float64{a3[step], b9[step]})
+	examples := filepath.Join(moduleRoot(), "examples", "nomad")
+	// The jobspec's policy is the split policy file's: the same
+	// strategy and target keys, as the plugins get them (text).
+	fileCfg, jobCfg := policyKeys(t, filepath.Join(examples, "policies", "split", "web.hcl"), ""), policyKeys(t, filepath.Join(examples, "web-with-policy.nomad.hcl"), "front")
+	for _, k := range []string{"target.job", "target.first_group", "target.dry_run"} {
+		delete(fileCfg, k) // the job and the first group come from where the block sits; dry_run is false
+	}
+	if !maps.Equal(fileCfg, jobCfg) {
+		t.Fatalf("web-with-policy.nomad.hcl's policy has the keys\n%v\npolicies/split/web.hcl has\n%v", jobCfg, fileCfg)
+	}
 	for _, tc := range []struct {
 		name      string
+		config    string // the agent config
 		policyDir string // "" = the config's own
+		jobspec   string // the scaling blocks' jobspec
 		roles     map[string]string
 		first     [2]int // the first counts the policies set: the ones exampleStart computed
 	}{
-		{"split", "", map[string]string{"front": nomadplugin.RoleSplit, "back": nomadplugin.RoleSplit}, want.split},
-		{"per-host", "policies/per-host", map[string]string{"front": nomadplugin.RoleFirst, "back": nomadplugin.RoleSecond}, want.perHost},
+		{"split", "agent.hcl", "", "web.nomad.hcl", map[string]string{"front": nomadplugin.RoleSplit, "back": nomadplugin.RoleSplit}, want.split},
+		{"per-host", "agent.hcl", "policies/per-host", "web.nomad.hcl", map[string]string{"front": nomadplugin.RoleFirst, "back": nomadplugin.RoleSecond}, want.perHost},
+		{"jobspec", "agent-job-policies.hcl", "", "web-with-policy.nomad.hcl", map[string]string{"front": nomadplugin.RoleSplit, "back": nomadplugin.RoleSplit}, want.split},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := nomadstandin.New()
@@ -80,11 +98,19 @@ func TestE2EExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lo, hi := int64(0), int64(48)
-			if err := s.AddJob(nomadstandin.JobSpec{ID: "web", Groups: []nomadstandin.GroupSpec{
-				{Name: "front", Count: start[0], CPUMHz: reqCPU, MemoryMB: reqMem, NodeID: a1, ScalingMin: &lo, ScalingMax: &hi},
-				{Name: "back", Count: start[1], CPUMHz: reqCPU, MemoryMB: reqMem, NodeID: a2, ScalingMin: &lo, ScalingMax: &hi},
-			}}); err != nil {
+			groups := []nomadstandin.GroupSpec{
+				{Name: "front", Count: start[0], CPUMHz: reqCPU, MemoryMB: reqMem, NodeID: a1},
+				{Name: "back", Count: start[1], CPUMHz: reqCPU, MemoryMB: reqMem, NodeID: a2},
+			}
+			for i, g := range groups {
+				sc, err := readJobspecScaling(filepath.Join(examples, tc.jobspec), g.Name)
+				if err != nil || sc == nil || sc.Min == nil || sc.Max == nil {
+					t.Fatalf("%s, group %s: scaling block %+v (%v): want one with min and max", tc.jobspec, g.Name, sc, err)
+				}
+				groups[i].ScalingMin, groups[i].ScalingMax, groups[i].ScalingPolicy = sc.Min, sc.Max, sc.Policy
+				groups[i].ScalingDisabled = sc.Enabled != nil && !*sc.Enabled
+			}
+			if err := s.AddJob(nomadstandin.JobSpec{ID: "web", Groups: groups}); err != nil {
 				t.Fatal(err)
 			}
 			// Frozen: the first evaluation's decision is the one exampleStart
@@ -95,13 +121,13 @@ func TestE2EExamples(t *testing.T) {
 			defer rp.close()
 
 			dir := t.TempDir()
-			copyTree(t, filepath.Join(moduleRoot(), "examples", "nomad"), dir)
+			copyTree(t, examples, dir)
 			copyTree(t, pdir, filepath.Join(dir, "plugins"))
-			cfg, err := os.ReadFile(filepath.Join(dir, "agent.hcl"))
+			cfg, err := os.ReadFile(filepath.Join(dir, tc.config))
 			if err != nil {
 				t.Fatal(err)
 			}
-			flags := []string{"-nomad-address", s.URL(), "-policy-source-disable-nomad"}
+			flags := []string{"-nomad-address", s.URL()}
 			if tc.policyDir != "" {
 				flags = append(flags, "-policy-dir", filepath.Join(dir, tc.policyDir))
 			}

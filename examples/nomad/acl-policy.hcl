@@ -13,6 +13,10 @@
 # mode's one job register (submit-job).
 namespace "default" {
   capabilities = ["read-job", "read-job-scaling", "scale-job", "submit-job"]
+  # With the policies in the jobspecs (agent-job-policies.hcl), the agent
+  # lists and reads them too:
+  # capabilities = ["read-job", "read-job-scaling", "scale-job", "submit-job",
+  #                 "list-scaling-policies", "read-scaling-policy"]
 }
 
 # Every namespace whose allocations share the two hosts: what they reserve

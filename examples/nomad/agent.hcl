@@ -32,16 +32,12 @@ policy {
 
   # The jobspec's scaling blocks are disabled (enabled = false: these file
   # policies drive the groups, not the Nomad policy source), but Nomad still
-  # enforces their min/max bounds on every scale request.
-
-  # Trying this against the repository's Nomad API stand-in
-  # (internal/nomadstandin/cmd/standin) rather than a cluster? It does not
-  # serve /v1/scaling/policies, so the Nomad policy source logs an error at
-  # every evaluation: turn it off there (or start the agent with
-  # -policy-source-disable-nomad, as the end-to-end tests do).
-  # source "nomad" {
-  #   enabled = false
-  # }
+  # enforces their min/max bounds on every scale request. To keep the policy
+  # in the jobspec instead, see web-with-policy.nomad.hcl and
+  # agent-job-policies.hcl. The Nomad policy source stays on here, as the
+  # agent's default: it also picks up any enabled scaling block of the
+  # namespace (a jobspec's policy and these files on one job would both
+  # scale it).
 }
 
 strategy "activation-quota" {

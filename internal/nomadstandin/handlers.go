@@ -63,6 +63,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte, stop
 		s.evalInfo(w, r, stop, idOf("/v1/evaluation/", ""))
 	case strings.HasPrefix(p, "/v1/deployment/") && get:
 		s.deploymentInfo(w, r, stop, idOf("/v1/deployment/", ""))
+	case p == "/v1/scaling/policies" && get:
+		s.listPolicies(w, r, stop, ns)
+	case strings.HasPrefix(p, "/v1/scaling/policy/") && get:
+		s.policyInfo(w, r, stop, idOf("/v1/scaling/policy/", ""))
 	case p == "/v1/jobs" && get:
 		s.listJobs(w, r, stop, ns)
 	case p == "/v1/jobs" && write:

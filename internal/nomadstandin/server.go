@@ -141,6 +141,7 @@ type Server struct {
 	blockedJobs map[jobKey]*job
 	// table indexes, as Nomad answers list queries with them
 	nodesIndex, allocsIndex, evalsIndex, jobsIndex, deploymentsIndex uint64
+	policiesIndex                                                    uint64 // the scaling_policy table's
 	algorithm                                                        api.SchedulerAlgorithm
 	tokens                                                           map[string]TokenPolicy
 	faults                                                           []*Fault
@@ -624,6 +625,10 @@ func routeOf(p string) string {
 	switch parts[1] {
 	case "node", "job", "allocation", "evaluation", "deployment":
 		parts[2] = ":id"
+	case "scaling":
+		if len(parts) >= 4 && parts[2] == "policy" {
+			parts[3] = ":id"
+		}
 	case "client":
 		if len(parts) >= 4 && parts[2] == "allocation" {
 			parts[3] = ":id"

@@ -94,9 +94,14 @@ type GroupSpec struct {
 	NodePool   string
 	Datacenter string
 	// ScalingMin and ScalingMax, when set, add a scaling block: Nomad
-	// refuses scale requests outside [min, max].
-	ScalingMin *int64
-	ScalingMax *int64
+	// refuses scale requests outside [min, max]. ScalingPolicy, when set,
+	// adds one too, with that policy body (as a jobspec's policy block
+	// decodes: see GET /v1/scaling/policy/:id); ScalingDisabled is its
+	// enabled = false.
+	ScalingMin      *int64
+	ScalingMax      *int64
+	ScalingPolicy   map[string]any
+	ScalingDisabled bool
 	// Update, when set, is the group's update block (deployments).
 	Update *UpdateSpec
 	// Warmup makes a new allocation's stats report zero CPU ticks and zero
@@ -274,7 +279,11 @@ type groupConf struct {
 	ScalingMin  *int64
 	ScalingMax  *int64
 	Scaling     bool
-	Warmup      time.Duration
+	// ScalingPolicy is the scaling block's policy body as registered
+	// (opaque to Nomad); ScalingDisabled its enabled = false.
+	ScalingPolicy   map[string]any
+	ScalingDisabled bool
+	Warmup          time.Duration
 }
 
 type group struct {
@@ -282,8 +291,10 @@ type group struct {
 	conf   groupConf
 	count  int
 	pinned string // node ID when a ${node.unique.id} = constraint pins it
-	// scalingID is the scaling policy's ID (stable across versions).
+	// scalingID is the scaling policy's ID (stable across versions);
+	// policy is the policy as last written (nil: none).
 	scalingID string
+	policy    *policyState
 	live      []*alloc // running allocations, oldest first
 	terminal  []*alloc // stopped allocations still listed, oldest first
 	stopping  []*alloc // desired stop, still running (SetAllocStopping)
@@ -308,6 +319,7 @@ type job struct {
 	groups                   []*group
 	retired                  []*group // groups a registration removed
 	stopped                  bool
+	policyIDs                map[string]bool // the scaling policies last written
 	version                  uint64
 	createIndex, modifyIndex uint64
 	jobModifyIndex           uint64
@@ -620,7 +632,8 @@ func (s *Server) groupFromSpec(jobID string, gs GroupSpec, jobPool string) (*gro
 		gs.Task = "app"
 	}
 	c := groupConf{Task: gs.Task, CPU: gs.CPUMHz, Mem: gs.MemoryMB, Cores: gs.Cores, Extra: slices.Clone(gs.Tasks), ScalingMin: gs.ScalingMin, ScalingMax: gs.ScalingMax,
-		Scaling: gs.ScalingMin != nil || gs.ScalingMax != nil, Warmup: gs.Warmup}
+		Scaling: gs.ScalingMin != nil || gs.ScalingMax != nil || gs.ScalingPolicy != nil, ScalingPolicy: gs.ScalingPolicy,
+		ScalingDisabled: gs.ScalingDisabled, Warmup: gs.Warmup}
 	if gs.Cores > 0 {
 		c.CPU = 0
 	}
@@ -752,6 +765,7 @@ func (s *Server) AddJob(spec JobSpec) error {
 	j.createIndex, j.modifyIndex, j.jobModifyIndex = idx, idx, idx
 	s.jobs[key] = j
 	s.jobsIndex = idx
+	s.syncPoliciesLocked(j)
 	s.evaluateLocked(j, "job-register", false)
 	s.initialDeploymentLocked(j)
 	s.unblockLocked()
@@ -773,6 +787,7 @@ func (s *Server) newVersionLocked(j *job) {
 	j.modifyIndex, j.jobModifyIndex = idx, idx
 	j.submitTime = time.Now().UnixNano()
 	s.jobsIndex = idx
+	s.syncPoliciesLocked(j)
 	j.changed()
 }
 

@@ -110,13 +110,8 @@ func (s *Server) renderJob(j *job) *api.Job {
 		if u := g.conf.Update; u != nil {
 			tg.Update = renderUpdate(u.MaxParallel, u.MinHealthyTime)
 		}
-		if g.conf.Scaling {
-			tg.Scaling = &api.ScalingPolicy{
-				ID: g.scalingID, Namespace: j.namespace, Min: g.conf.ScalingMin, Max: g.conf.ScalingMax, Enabled: new(true),
-				Type: api.ScalingPolicyTypeHorizontal, Policy: map[string]any{},
-				Target:      map[string]string{"Namespace": j.namespace, "Job": j.id, "Group": g.name},
-				CreateIndex: j.createIndex, ModifyIndex: j.modifyIndex,
-			}
+		if g.policy != nil {
+			tg.Scaling = apiPolicy(j, g)
 		}
 		out.TaskGroups = append(out.TaskGroups, tg)
 	}
@@ -319,8 +314,13 @@ func parseJob(aj *api.Job, existing *job) (jobConf, []*group, bool, error) {
 			}
 		}
 		if sp := tg.Scaling; sp != nil {
+			if sp.Type != "" && sp.Type != api.ScalingPolicyTypeHorizontal {
+				return conf, nil, false, errorf(http.StatusBadRequest, "the Nomad stand-in models horizontal scaling policies only, not %q (group %s)", sp.Type, name)
+			}
 			c.Scaling = true
 			c.ScalingMin, c.ScalingMax = sp.Min, sp.Max
+			c.ScalingPolicy = sp.Policy // nil without a policy block, {} for an empty one, as Nomad keeps them
+			c.ScalingDisabled = sp.Enabled != nil && !*sp.Enabled
 			if c.ScalingMin == nil && (old == nil || !old.conf.Scaling || old.conf.ScalingMin != nil) {
 				// Nomad's canonicalization: min defaults to the count (a
 				// group the stand-in shows without a min keeps none).
@@ -443,6 +443,7 @@ func (s *Server) purgeLocked(j *job) {
 	delete(s.blockedJobs, j.key())
 	idx := s.bump()
 	s.jobsIndex, s.allocsIndex = idx, idx
+	s.dropPoliciesLocked(j)
 }
 
 // queryBool reads an optional boolean query parameter as Nomad's agent
@@ -500,6 +501,7 @@ func (s *Server) register(ns string, req *api.JobRegisterRequest) (*api.JobRegis
 		j.createIndex, j.modifyIndex, j.jobModifyIndex = idx, idx, idx
 		s.jobs[key] = j
 		s.jobsIndex = idx
+		s.syncPoliciesLocked(j)
 		ev := s.evaluateLocked(j, "job-register", true)
 		s.unblockLocked()
 		resp.EvalID, resp.EvalCreateIndex, resp.JobModifyIndex = ev.ID, ev.CreateIndex, j.jobModifyIndex
