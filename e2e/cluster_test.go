@@ -455,6 +455,22 @@ type setting struct {
 	val any
 }
 
+// settingsOf reads a strategy block's lines (`key = "value"`, as the
+// tests' policy files hold them) as settings.
+func settingsOf(t *testing.T, lines string) []setting {
+	t.Helper()
+	var out []setting
+	for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		val, err := strconv.Unquote(strings.TrimSpace(v))
+		if !ok || err != nil {
+			t.Fatalf("strategy line %q: want key = \"value\"", line)
+		}
+		out = append(out, setting{strings.TrimSpace(k), val})
+	}
+	return out
+}
+
 // block is an HCL block as Nomad's jobspec parser decodes it into a
 // scaling policy: a list of one map from the label to a list of one body.
 func block(label string, body map[string]any) []any {
@@ -501,8 +517,7 @@ func runClusterCase(t *testing.T, c *cluster, src policySource) {
 			out = append(out, setting{hostKeys[h] + "_node_id", c.nodes[h].ID}, setting{hostKeys[h] + "_group", clusterGroups[h]},
 				setting{hostKeys[h] + "_min", 1}, setting{hostKeys[h] + "_max", c.max})
 		}
-		// noSteps
-		return append(out, setting{"max_scale_up", "none"}, setting{"max_scale_down", "none"}, setting{"hysteresis", "none"}, setting{"warmup", 0})
+		return append(out, settingsOf(t, noSteps)...)
 	}
 	for _, jobID := range []string{split, perHost} {
 		job := c.clusterJob(t, jobID)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -183,7 +184,7 @@ func TestJobspecScalingDecoder(t *testing.T) {
 	}
 	dir := filepath.Join(strings.TrimSpace(string(out)), "policy", "nomad", "test-fixtures")
 	srcs, err := filepath.Glob(filepath.Join(dir, "src", "*.hcl"))
-	if err != nil || len(srcs) < 20 {
+	if err != nil || len(srcs) < 26 {
 		t.Fatalf("the fixtures under %s: %d found (%v)", dir, len(srcs), err)
 	}
 	checked := 0
@@ -231,22 +232,31 @@ func TestJobspecScalingDecoder(t *testing.T) {
 			if !reflect.DeepEqual(policy, tg.Scaling.Policy) {
 				t.Errorf("policy\n%v\nNomad kept\n%v", policy, tg.Scaling.Policy)
 			}
-			// Nomad sets an unset min to the group's count.
-			wantMin := tg.Scaling.Min
+			// Nomad sets an unset min to the group's count, and an unset
+			// enabled to true: the decoder must have found every one
+			// the jobspec sets.
+			srcText, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got.Min == nil {
+				if regexp.MustCompile(`(?m)^\s*min\s*=`).Match(srcText) {
+					t.Fatal("the jobspec sets min; the decoder found none")
+				}
 				got.Min = &tg.Count
 			}
-			if *got.Min != *wantMin || !reflect.DeepEqual(got.Max, tg.Scaling.Max) {
-				t.Errorf("min %d max %v, Nomad kept %d %v", *got.Min, got.Max, *wantMin, tg.Scaling.Max)
+			if *got.Min != *tg.Scaling.Min || !reflect.DeepEqual(got.Max, tg.Scaling.Max) {
+				t.Errorf("min %d max %v, Nomad kept %d %v", *got.Min, got.Max, *tg.Scaling.Min, tg.Scaling.Max)
 			}
-			if got.Enabled != nil && *got.Enabled != *tg.Scaling.Enabled {
-				t.Errorf("enabled %v, Nomad kept %v", *got.Enabled, *tg.Scaling.Enabled)
+			enabled := got.Enabled == nil || *got.Enabled
+			if enabled != *tg.Scaling.Enabled {
+				t.Errorf("enabled %v (decoded %v), Nomad kept %v", enabled, got.Enabled, *tg.Scaling.Enabled)
 			}
 			checked++
 		})
 	}
-	if checked < 20 {
-		t.Errorf("%d fixtures with a scaling block checked, want at least 20", checked)
+	if checked < 25 {
+		t.Errorf("%d fixtures with a scaling block checked, want the 25 of nomad-autoscaler v0.4.6", checked)
 	}
 }
 

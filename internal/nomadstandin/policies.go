@@ -1,9 +1,10 @@
 package nomadstandin
 
 import (
+	"cmp"
 	"net/http"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
@@ -52,19 +53,24 @@ func (s *Server) syncPoliciesLocked(j *job) {
 	live := map[string]bool{}
 	for _, g := range j.groups {
 		if !g.conf.Scaling {
-			g.policy = nil
+			// Deleted: a block added again is a new policy (Nomad takes
+			// IDs only from the job's current policies).
+			g.policy, g.scalingID = nil, ""
 			continue
 		}
 		live[g.scalingID] = true
 		c := policyOf(j, g)
 		switch {
-		case g.policy == nil || g.policy.id != g.scalingID:
+		case g.policy == nil:
 			g.policy = &policyState{id: g.scalingID, content: c, createIndex: s.index, modifyIndex: s.index}
 			s.policiesIndex = s.index
 		case !reflect.DeepEqual(g.policy.content, c):
 			g.policy.content, g.policy.modifyIndex = c, s.index
 			s.policiesIndex = s.index
 		}
+	}
+	for _, g := range j.retired {
+		g.policy, g.scalingID = nil, ""
 	}
 	for id := range j.policyIDs {
 		if !live[id] {
@@ -130,26 +136,19 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request, stop chan 
 				case !strings.HasPrefix(p.content.Type, typ):
 					continue
 				}
+				ap := apiPolicy(j, g)
 				rows = append(rows, row{ns: j.namespace, job: j.id, g: g.name, stub: &api.ScalingPolicyListStub{
-					ID: p.id, Enabled: p.content.Enabled, Type: p.content.Type,
-					Target:      map[string]string{"Namespace": j.namespace, "Job": j.id, "Group": g.name},
-					CreateIndex: p.createIndex, ModifyIndex: p.modifyIndex,
+					ID: ap.ID, Enabled: *ap.Enabled, Type: ap.Type, Target: ap.Target,
+					CreateIndex: ap.CreateIndex, ModifyIndex: ap.ModifyIndex,
 				}})
 			}
 		}
 		byID := prefix != "" || ns == "*"
-		sort.Slice(rows, func(a, b int) bool {
-			x, y := rows[a], rows[b]
-			if !byID && (x.ns != y.ns || x.job != y.job || x.g != y.g) {
-				if x.ns != y.ns {
-					return x.ns < y.ns
-				}
-				if x.job != y.job {
-					return x.job < y.job
-				}
-				return x.g < y.g
+		slices.SortFunc(rows, func(x, y row) int {
+			if byID {
+				return strings.Compare(x.stub.ID, y.stub.ID)
 			}
-			return x.stub.ID < y.stub.ID
+			return cmp.Or(strings.Compare(x.ns, y.ns), strings.Compare(x.job, y.job), strings.Compare(x.g, y.g), strings.Compare(x.stub.ID, y.stub.ID))
 		})
 		out := make([]*api.ScalingPolicyListStub, 0, len(rows))
 		for _, rw := range rows {
@@ -161,8 +160,9 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request, stop chan 
 
 // policyInfo serves GET /v1/scaling/policy/:id as Nomad's
 // Scaling.GetPolicy: the policy at its own ModifyIndex, or 404 "policy not
-// found" at the table's index. Nomad does not check the policy's
-// namespace against the request's there, and neither does this.
+// found" at the table's index (answered at once, where Nomad's blocking
+// read would wait for the table to change). Nomad does not check the
+// policy's namespace against the request's there, and neither does this.
 func (s *Server) policyInfo(w http.ResponseWriter, r *http.Request, stop chan struct{}, id string) {
 	s.blocking(w, r, stop, func() (uint64, any, error) {
 		for _, j := range s.jobs {

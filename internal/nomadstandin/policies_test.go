@@ -1,7 +1,7 @@
 package nomadstandin
 
 import (
-	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -64,6 +64,10 @@ func TestScalingPolicies(t *testing.T) {
 		}
 	}
 	register(scalingJob("web", map[string]*api.ScalingPolicy{"front": {Min: new(int64(1)), Max: new(int64(10)), Policy: body}}))
+	ten := int64(10)
+	if err := s.AddJob(JobSpec{ID: "batch", Namespace: "prod", Groups: []GroupSpec{{Name: "g", ScalingMax: &ten, ScalingPolicy: body}}}); err != nil {
+		t.Fatal(err)
+	}
 	register(scalingJob("api", map[string]*api.ScalingPolicy{
 		"front": {Max: new(int64(5)), Policy: policyBody("2s")},
 		"back":  {Max: new(int64(5)), Policy: policyBody("3s"), Enabled: new(false)},
@@ -84,7 +88,7 @@ func TestScalingPolicies(t *testing.T) {
 		}
 		return out
 	}
-	all, idx := list(nil)
+	all, idx := list(nil) // the default namespace's
 	if got, want := targets(all), []string{"api/back", "api/front", "web/front"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("policies %v, want %v (by target)", got, want)
 	}
@@ -131,13 +135,17 @@ func TestScalingPolicies(t *testing.T) {
 		{"type prefix", map[string]string{"type": "hori"}, []string{"api/back", "api/front", "web/front"}, false},
 		{"other type", map[string]string{"type": "vertical_cpu"}, nil, false},
 		{"prefix", map[string]string{"prefix": front.ID, "job": "api"}, []string{"web/front"}, false},
-		{"other namespace", map[string]string{"namespace": "prod"}, nil, false},
+		{"other namespace", map[string]string{"namespace": "prod"}, []string{"batch/g"}, false},
 		{"every namespace ignores job", map[string]string{"namespace": "*", "job": "web"}, nil, true},
 	} {
 		got, _ := list(&api.QueryOptions{Params: tc.q, Namespace: tc.q["namespace"]})
 		want := tc.want
 		if tc.byID {
-			want = targets(sortedByID(all))
+			every, _ := list(&api.QueryOptions{Namespace: "*"})
+			if len(every) != len(all)+1 {
+				t.Fatalf("namespace *: %v, want the default namespace's %v and prod's", targets(every), targets(all))
+			}
+			want = targets(sortedByID(every))
 		}
 		if !reflect.DeepEqual(targets(got), want) {
 			t.Errorf("%s: %v, want %v", tc.name, targets(got), want)
@@ -210,17 +218,34 @@ func TestScalingPolicies(t *testing.T) {
 		t.Errorf("changed policy: table index %d (was %d), %+v: want the same ID and CreateIndex %d, a later ModifyIndex than %d, cooldown 30s", idx2, idx, p3, p.CreateIndex, p.ModifyIndex)
 	}
 
-	// Stopped: disabled; registered again: enabled.
+	// Stopped: disabled (a blocking list returns with it); registered
+	// again: enabled.
+	go func() {
+		stubs, m, err := sc.ListPolicies(&api.QueryOptions{WaitIndex: idx2, WaitTime: 5 * time.Second, Params: map[string]string{"job": "web"}})
+		if err != nil || len(stubs) != 1 {
+			waited <- answer{err: fmt.Errorf("%v %v", stubs, err)}
+			return
+		}
+		if stubs[0].Enabled || stubs[0].ID != front.ID {
+			waited <- answer{err: fmt.Errorf("a stopped job's policy %+v: want front's, disabled", stubs[0])}
+			return
+		}
+		waited <- answer{index: m.LastIndex}
+	}()
 	if _, _, err := c.Jobs().Deregister("web", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	stubs, _ := list(&api.QueryOptions{Params: map[string]string{"job": "web"}})
-	if len(stubs) != 1 || stubs[0].Enabled || stubs[0].ID != front.ID {
-		t.Errorf("a stopped job's policies %+v: want front's, disabled", stubs)
+	select {
+	case a := <-waited:
+		if a.err != nil || a.index <= idx2 {
+			t.Errorf("a blocking list across the stop: index %d (was %d): %v", a.index, idx2, a.err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("a blocking list query did not return when the job stopped")
 	}
 	job.Stop = new(false)
 	register(job)
-	if stubs, _ = list(&api.QueryOptions{Params: map[string]string{"job": "web"}}); len(stubs) != 1 || !stubs[0].Enabled {
+	if stubs, _ := list(&api.QueryOptions{Params: map[string]string{"job": "web"}}); len(stubs) != 1 || !stubs[0].Enabled {
 		t.Errorf("registered again: %+v, want enabled", stubs)
 	}
 
@@ -235,10 +260,27 @@ func TestScalingPolicies(t *testing.T) {
 	if _, _, err := sc.GetPolicy(front.ID, nil); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("the removed policy: %v, want 404", err)
 	}
+	// Added again: a new policy, a new ID.
+	job.TaskGroups[0].Scaling = &api.ScalingPolicy{Max: new(int64(10)), Policy: body}
+	register(job)
+	if stubs, _ := list(&api.QueryOptions{Params: map[string]string{"job": "web"}}); len(stubs) != 1 || stubs[0].ID == front.ID {
+		t.Errorf("web/front's scaling block added again: %+v, want one policy with a new ID (not %s)", stubs, front.ID)
+	}
+	// A group removed: its policy goes.
+	apiJob, _, err := c.Jobs().Info("api", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiJob.TaskGroups = apiJob.TaskGroups[1:] // api/back
+	register(apiJob)
+	if stubs, _ := list(&api.QueryOptions{Params: map[string]string{"job": "api"}}); !reflect.DeepEqual(targets(stubs), []string{"api/back"}) {
+		t.Errorf("after api/front was removed: %v, want api/back", targets(stubs))
+	}
+	_, after = list(nil)
 	if _, _, err := c.Jobs().Deregister("api", true, nil); err != nil {
 		t.Fatal(err)
 	}
-	if stubs, last := list(nil); len(stubs) != 0 || last <= after {
+	if stubs, last := list(&api.QueryOptions{Params: map[string]string{"job": "api"}}); len(stubs) != 0 || last <= after {
 		t.Errorf("after api's purge: %v at index %d (was %d)", targets(stubs), last, after)
 	}
 }
@@ -250,35 +292,111 @@ func sortedByID(stubs []*api.ScalingPolicyListStub) []*api.ScalingPolicyListStub
 	return cp
 }
 
-// TestScalingPolicyBodyRoundTrip: a policy body registered through the API
-// comes back as JSON decodes it, so that the autoscaler's parser reads the
-// same blocks a jobspec makes.
-func TestScalingPolicyBodyRoundTrip(t *testing.T) {
+// TestScalingPolicyFromGo: a scaling block given to AddJob reads as a
+// registration would give it (the body as JSON carries it, whatever Go
+// types the caller used; an unset min the count) and round-trips: read
+// and registered again unchanged, it makes no new version and changes no
+// policy. SetGroupCount and SetJobStopped change the policy only by the
+// stop; a block without a max is refused, through AddJob and through a
+// registration; a blocking read of one policy returns when it changes.
+func TestScalingPolicyFromGo(t *testing.T) {
 	s, c := newStandin(t)
+	sc := c.Scaling()
 	if _, err := s.AddNode(NodeSpec{Name: "n", CPUMHz: 8000, MemoryMB: 8192}); err != nil {
 		t.Fatal(err)
 	}
-	body := policyBody("1s")
-	if _, _, err := c.Jobs().Register(scalingJob("web", map[string]*api.ScalingPolicy{"front": {Max: new(int64(3)), Policy: body}}), nil); err != nil {
+	body := map[string]any{"cooldown": "1s", "check": []map[string]any{{"c": []map[string]any{{"strategy": []map[string]any{{"s": []map[string]any{{"window": 3, "on": true}}}}}}}}}
+	ten := int64(10)
+	if err := s.AddJob(JobSpec{ID: "web", Groups: []GroupSpec{{Name: "g", Count: 2, CPUMHz: 100, MemoryMB: 64, ScalingMax: &ten, ScalingPolicy: body}}}); err != nil {
 		t.Fatal(err)
 	}
-	stubs, _, err := c.Scaling().ListPolicies(nil)
+	body["cooldown"] = "changed by the caller after AddJob"
+	stubs, _, err := sc.ListPolicies(nil)
 	if err != nil || len(stubs) != 1 {
 		t.Fatalf("list: %v %v", stubs, err)
 	}
-	resp, err := http.Get(s.URL() + "/v1/scaling/policy/" + stubs[0].ID)
+	p, _, err := sc.GetPolicy(stubs[0].ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var got struct{ Policy map[string]any }
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+	want := map[string]any{"cooldown": "1s", "check": []any{map[string]any{"c": []any{map[string]any{"strategy": []any{map[string]any{"s": []any{map[string]any{"window": 3.0, "on": true}}}}}}}}}
+	if !reflect.DeepEqual(p.Policy, want) || p.Min == nil || *p.Min != 2 {
+		t.Fatalf("policy %v min %v, want %v (as JSON carries it, the caller's later change not in it) and min 2 (the count)", p.Policy, p.Min, want)
+	}
+	job, _, err := c.Jobs().Info("web", nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.Marshal(body)
-	var wantMap map[string]any
-	_ = json.Unmarshal(want, &wantMap)
-	if !reflect.DeepEqual(got.Policy, wantMap) {
-		t.Errorf("policy body %v, want %v", got.Policy, wantMap)
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := c.Jobs().Info("web", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, _, err := sc.GetPolicy(p.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *after.Version != *job.Version || p2.ModifyIndex != p.ModifyIndex {
+		t.Errorf("re-registered as read: version %d -> %d, policy ModifyIndex %d -> %d: want neither to move", *job.Version, *after.Version, p.ModifyIndex, p2.ModifyIndex)
+	}
+	if err := s.SetGroupCount("", "web", "g", 3); err != nil {
+		t.Fatal(err)
+	}
+	if p3, _, err := sc.GetPolicy(p.ID, nil); err != nil || p3.ModifyIndex != p.ModifyIndex {
+		t.Errorf("after SetGroupCount: ModifyIndex %d (%v), want %d", p3.ModifyIndex, err, p.ModifyIndex)
+	}
+
+	// A blocking read of the policy returns when SetJobStopped disables it.
+	type answer struct {
+		p   *api.ScalingPolicy
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		p, _, err := sc.GetPolicy(p.ID, &api.QueryOptions{WaitIndex: p.ModifyIndex, WaitTime: 5 * time.Second})
+		got <- answer{p, err}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := s.SetJobStopped("", "web", true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-got:
+		if a.err != nil || *a.p.Enabled || a.p.ModifyIndex <= p.ModifyIndex {
+			t.Errorf("a blocking read across SetJobStopped: %+v %v, want disabled at a later ModifyIndex than %d", a.p, a.err, p.ModifyIndex)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("a blocking read of the policy did not return when the job stopped")
+	}
+	if err := s.SetJobStopped("", "web", false); err != nil {
+		t.Fatal(err)
+	}
+	if p4, _, err := sc.GetPolicy(p.ID, nil); err != nil || !*p4.Enabled {
+		t.Errorf("started again: %+v %v, want enabled", p4, err)
+	}
+
+	// A block without a max.
+	if err := s.AddJob(JobSpec{ID: "nomax", Groups: []GroupSpec{{Name: "g", ScalingPolicy: body}}}); err == nil || !strings.Contains(err.Error(), "ScalingMax") {
+		t.Errorf("AddJob of a scaling block without a max: %v, want an error naming ScalingMax", err)
+	}
+	j := scalingJob("nomax", map[string]*api.ScalingPolicy{"front": {Policy: policyBody("1s")}})
+	if _, _, err := c.Jobs().Register(j, nil); err == nil || !strings.Contains(err.Error(), "maximum count must be specified") {
+		t.Errorf("a registration with a scaling block without a max: %v, want Nomad's validation error", err)
+	}
+
+	// An unknown policy's 404 carries the policies table's index.
+	resp, err := http.Get(s.URL() + "/v1/scaling/policy/nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	_, meta, err := sc.ListPolicies(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("X-Nomad-Index") != fmt.Sprint(meta.LastIndex) {
+		t.Errorf("unknown policy: %d, X-Nomad-Index %s, want 404 at the table's index %d", resp.StatusCode, resp.Header.Get("X-Nomad-Index"), meta.LastIndex)
 	}
 }

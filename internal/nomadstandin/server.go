@@ -9,6 +9,7 @@ package nomadstandin
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -751,8 +752,9 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, stop chan stru
 			// Nomad sets a read's query meta before it answers 404 for an
 			// object it does not have (setMeta, then "job not found"):
 			// its index headers tell that 404 from a path it does not
-			// serve, or from a server that is not Nomad.
-			setQueryMeta(w.Header(), now)
+			// serve, or from a server that is not Nomad. The index is
+			// the one read gave (a table's), else the stand-in's.
+			setQueryMeta(w.Header(), cmp.Or(idx, now))
 		}
 		if err != nil {
 			writeError(w, err)

@@ -632,8 +632,27 @@ func (s *Server) groupFromSpec(jobID string, gs GroupSpec, jobPool string) (*gro
 		gs.Task = "app"
 	}
 	c := groupConf{Task: gs.Task, CPU: gs.CPUMHz, Mem: gs.MemoryMB, Cores: gs.Cores, Extra: slices.Clone(gs.Tasks), ScalingMin: gs.ScalingMin, ScalingMax: gs.ScalingMax,
-		Scaling: gs.ScalingMin != nil || gs.ScalingMax != nil || gs.ScalingPolicy != nil, ScalingPolicy: gs.ScalingPolicy,
-		ScalingDisabled: gs.ScalingDisabled, Warmup: gs.Warmup}
+		Scaling: gs.ScalingMin != nil || gs.ScalingMax != nil || gs.ScalingPolicy != nil || gs.ScalingDisabled, ScalingDisabled: gs.ScalingDisabled, Warmup: gs.Warmup}
+	if c.Scaling {
+		// As a registration would give it: Nomad requires a max and sets
+		// an unset min to the count; the body as the API carries it (JSON
+		// numbers, lists and maps), a copy of the caller's.
+		if c.ScalingMax == nil {
+			return nil, fmt.Errorf("nomadstandin: job %s group %s: a scaling block needs ScalingMax (Nomad requires a max)", jobID, gs.Name)
+		}
+		if c.ScalingMin == nil {
+			c.ScalingMin = new(int64(gs.Count))
+		}
+		if gs.ScalingPolicy != nil {
+			b, err := json.Marshal(gs.ScalingPolicy)
+			if err == nil {
+				err = json.Unmarshal(b, &c.ScalingPolicy)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("nomadstandin: job %s group %s: ScalingPolicy: %w", jobID, gs.Name, err)
+			}
+		}
+	}
 	if gs.Cores > 0 {
 		c.CPU = 0
 	}

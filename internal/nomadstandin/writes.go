@@ -321,16 +321,19 @@ func parseJob(aj *api.Job, existing *job) (jobConf, []*group, bool, error) {
 			c.ScalingMin, c.ScalingMax = sp.Min, sp.Max
 			c.ScalingPolicy = sp.Policy // nil without a policy block, {} for an empty one, as Nomad keeps them
 			c.ScalingDisabled = sp.Enabled != nil && !*sp.Enabled
-			if c.ScalingMin == nil && (old == nil || !old.conf.Scaling || old.conf.ScalingMin != nil) {
-				// Nomad's canonicalization: min defaults to the count (a
-				// group the stand-in shows without a min keeps none).
+			if c.ScalingMin == nil {
+				// Nomad's canonicalization: min defaults to the count.
 				c.ScalingMin = new(int64(count))
 			}
-			// Nomad's TaskGroup.validateScalingPolicy, at every register.
-			if c.ScalingMax != nil && int64(count) > *c.ScalingMax {
+			// Nomad's ScalingPolicy.Validate and
+			// TaskGroup.validateScalingPolicy, at every register.
+			if c.ScalingMax == nil || *c.ScalingMax < 0 {
+				return conf, nil, false, validationError("Task group %s validation failed: Scaling policy invalid: maximum count must be specified and non-negative", name)
+			}
+			if int64(count) > *c.ScalingMax {
 				return conf, nil, false, validationError("Task group %s validation failed: Scaling policy invalid: task group count must not be greater than maximum count in scaling policy", name)
 			}
-			if c.ScalingMin != nil && int64(count) < *c.ScalingMin {
+			if int64(count) < *c.ScalingMin {
 				return conf, nil, false, validationError("Task group %s validation failed: Scaling policy invalid: task group count must not be less than minimum count in scaling policy", name)
 			}
 		}
