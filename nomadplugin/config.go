@@ -3,6 +3,7 @@ package nomadplugin
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -243,13 +244,29 @@ func (r *configReader) fail(err error) {
 
 func (r *configReader) int(key string, dst *int) {
 	if v, ok := r.get(key); ok {
-		n, err := strconv.Atoi(v)
+		n, err := wholeNumber(v)
 		if err != nil {
 			r.fail(cfgErr(key, "is %q; it must be a whole number", v))
 			return
 		}
 		*dst = n
 	}
+}
+
+// wholeNumber reads a whole-number key's value: decimal digits, or a
+// number the agent formatted from a policy in a jobspec's scaling block
+// (Nomad keeps `max = 1000000` as a JSON number, and the agent hands it to
+// the plugins with Go's %v: "1e+06") that is whole and fits an int.
+func wholeNumber(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err == nil {
+		return n, nil
+	}
+	f, ferr := strconv.ParseFloat(v, 64)
+	if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, err
+	}
+	return int(f), nil
 }
 
 func (r *configReader) float(key string, dst *float64) {

@@ -334,7 +334,7 @@ func (c *targetConfig) parseQuotas(m map[string]string) error {
 			if c.single {
 				return cfgErr(kv.key, "is a split-mode key; in single-group mode the policy's min and max bound the group")
 			}
-			n, err := strconv.Atoi(strings.TrimSpace(v))
+			n, err := wholeNumber(strings.TrimSpace(v))
 			if err != nil {
 				return cfgErr(kv.key, "is %q; it must be a whole number", v)
 			}

@@ -1,0 +1,61 @@
+package nomadplugin
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestWholeNumberFromJobspec: a whole-number key takes what the agent
+// hands a plugin for a number written in a jobspec's scaling block (Nomad
+// keeps it as a JSON number; the agent formats it with %v, so 1000000
+// arrives as "1e+06" and 3 as "3"), and still refuses a fraction or a word.
+func TestWholeNumberFromJobspec(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"3", 3, true},
+		{fmt.Sprintf("%v", 3.0), 3, true},
+		{fmt.Sprintf("%v", 1e6), 1000000, true},
+		{"1.048576e+06", 1048576, true},
+		{"-2", -2, true},
+		{"3.5", 0, false},
+		{"1e+300", 0, false},
+		{"NaN", 0, false},
+		{"lots", 0, false},
+		{"", 0, false},
+	} {
+		got, err := wholeNumber(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("wholeNumber(%q) = %d, %v; want %d, ok %t", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+	// Through the strategy's and the target's config readers.
+	m := map[string]string{KeyRole: RoleSplit, KeyJob: "web", PrefixFirst + KeyNodeName: "a", PrefixSecond + KeyNodeName: "b",
+		PrefixFirst + KeyGroup: "front", PrefixSecond + KeyGroup: "back", KeyStatsSample: fmt.Sprintf("%v", 1e6)}
+	c, err := parseStrategyConfig(m, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.opts.StatsSample != 1000000 {
+		t.Errorf("stats_sample %q read as %d, want 1000000", m[KeyStatsSample], c.opts.StatsSample)
+	}
+}
+
+// TestTargetQuotaFromJobspec: the target's quota keys read a jobspec
+// number as the agent formats it.
+func TestTargetQuotaFromJobspec(t *testing.T) {
+	c := &targetConfig{}
+	m := map[string]string{TargetKeyFirstMax: fmt.Sprintf("%v", 1e6), TargetKeySecondMax: fmt.Sprintf("%v", 48.0)}
+	if err := c.parseQuotas(m); err != nil {
+		t.Fatal(err)
+	}
+	if c.quota[0][1] != 1000000 || c.quota[1][1] != 48 {
+		t.Errorf("quotas %v, want max 1000000 and 48", c.quota)
+	}
+	m[TargetKeyFirstMax] = "4.5"
+	if err := (&targetConfig{}).parseQuotas(m); err == nil {
+		t.Error("first_max 4.5 accepted")
+	}
+}
