@@ -15,10 +15,14 @@
 #    agent's Job and Group keys): only the second host's group is named.
 #  - The second group's scaling block is disabled and has no policy: Nomad
 #    still bounds its count to [min, max]; an enabled block without a policy
-#    would fail the agent's validation at every evaluation.
+#    fails the agent's validation.
 #
-# Nomad 1.10.2 and later disable a job's scaling policies while it is
-# stopped; running it again enables them.
+# After an edit, run the job with `nomad job run -preserve-counts` (a plain
+# run sets both groups back to count = 2) and check the agent's log: a
+# policy that fails its validation is logged once ("policy validation
+# failed") and the last valid version keeps running. Nomad 1.10.2 and later
+# disable a job's scaling policies while it is stopped; running it again
+# enables them.
 job "web" {
   type      = "service"
   node_pool = "all"
