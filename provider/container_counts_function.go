@@ -57,15 +57,15 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
 			"and the reason. An argument holding a value known only at apply (anywhere inside it) makes the result unknown until " +
-			"apply. Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
+			"apply; what is known of it is still checked at plan (a misspelt attribute beside an unknown value is an error then). Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
 			"functions (it answers that the function \"has not been tracked properly\" or that the provider \"has not yet been " +
 			"initialized\"): try the function in a `locals` value or an `output` and `tofu plan`.",
 		Parameters: []function.Parameter{
-			function.DynamicParameter{Name: fnFirst,
+			function.DynamicParameter{Name: fnFirst, AllowUnknownValues: true,
 				MarkdownDescription: "Observation of the first host (read at the admission processor's input layer)."},
-			function.DynamicParameter{Name: fnSecond,
+			function.DynamicParameter{Name: fnSecond, AllowUnknownValues: true,
 				MarkdownDescription: "Observation of the second host (read at the capacity processor's output layer)."},
-			function.DynamicParameter{Name: fnQuotas,
+			function.DynamicParameter{Name: fnQuotas, AllowUnknownValues: true,
 				MarkdownDescription: "`{ first = quota, second = quota, min_samples = n, hold_band = b }`, each optional: `{}` is every default. Not null " +
 					"(a null, typed or not, is refused). A quota is `{ min, max, per_branch, rounding }`, each optional."},
 		},
@@ -110,20 +110,21 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		return
 	}
 	// A value known only at apply, anywhere inside an argument, makes the
-	// counts unknown until then. (OpenTofu calls a function with such
-	// arguments, skipping the call only for a wholly unknown one;
-	// decoding them would read an unknown as 0 and plan a count that apply
-	// does not give.)
+	// counts unknown until then (decoding it would read an unknown as 0
+	// and plan a count that apply does not give). The parameters allow
+	// unknown values, so OpenTofu calls the function with them (it skips
+	// the call otherwise) and what is known of them is checked now, as the
+	// data source checks its attributes at validate: a misspelt or
+	// mistyped attribute beside an unknown value is an error at plan, not
+	// at apply.
+	known := true
 	for i, a := range []types.Dynamic{first, second, quotas} {
 		v, err := a.ToTerraformValue(ctx)
 		if err != nil {
 			resp.Error = function.NewArgumentFuncError(int64(i), funcText(err.Error()))
 			return
 		}
-		if !v.IsFullyKnown() {
-			resp.Error = resp.Result.Set(ctx, types.ObjectUnknown(countsResultAttrTypes))
-			return
-		}
+		known = known && v.IsFullyKnown()
 	}
 	var fo, so observationModel
 	var qm quotasModel
@@ -134,12 +135,19 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		fields []field
 		target any
 	}{{first, fnFirst, observationFields, &fo}, {second, fnSecond, observationFields, &so}, {quotas, fnQuotas, quotasFields, &qm}} {
+		if a.arg.IsUnknown() || a.arg.IsUnderlyingValueUnknown() {
+			continue // wholly unknown: nothing to check yet
+		}
 		if err := decodeArgument(ctx, a.arg, a.fields, path.Root(a.name), a.target); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
 		resp.Error = funcError(errs)
+		return
+	}
+	if !known {
+		resp.Error = resp.Result.Set(ctx, types.ObjectUnknown(countsResultAttrTypes))
 		return
 	}
 	m := containerCountsModel{observations: [2]*observationModel{&fo, &so}, quotas: [2]*quotaModel{qm.First, qm.Second}, MinSamples: qm.MinSamples, HoldBand: qm.HoldBand}

@@ -148,11 +148,6 @@ func TestContainerCountsFunctionRun(t *testing.T) {
 	}
 }
 
-// TestContainerCountsFunctionGolden runs every golden decision vector
-// through the function, each observation and quota as jsondecode() gives
-// it: the result is the vector's decision. The function has no model
-// argument: a vector that names a model other than the built-in default
-// fails here rather than being left out.
 // A value known only at apply, anywhere inside an argument, gives an
 // unknown result: never counts planned from an unknown read as 0.
 func TestContainerCountsFunctionUnknownInside(t *testing.T) {
@@ -189,6 +184,64 @@ func TestContainerCountsFunctionUnknownInside(t *testing.T) {
 	}
 }
 
+// TestContainerCountsFunctionUnknownInsideChecked: what is known of an
+// argument holding an unknown value is checked at plan, as the data
+// source checks its attributes at validate: a misspelt attribute or a
+// mistyped value beside an unknown one is an error naming it (found by a
+// user trial: it failed only at apply); a wholly unknown argument leaves
+// the others checked and the result unknown.
+func TestContainerCountsFunctionUnknownInsideChecked(t *testing.T) {
+	ctx := context.Background()
+	first, second := jsonValue(t, testFirst(t)), jsonValue(t, testSecond(t))
+	with := func(name string, v attr.Value) attr.Value {
+		attrs := first.(basetypes.ObjectValue).Attributes()
+		typs := first.(basetypes.ObjectValue).AttributeTypes(ctx)
+		attrs["cpu_capacity_mhz"] = basetypes.NewNumberUnknown()
+		attrs[name], typs[name] = v, v.Type(ctx)
+		return basetypes.NewObjectValueMust(typs, attrs)
+	}
+	for _, tc := range []struct {
+		name string
+		args []attr.Value // nil: wholly unknown
+		want string       // "": an unknown result
+	}{
+		{"misspelt beside unknown", []attr.Value{with("warming_replica", basetypes.NewNumberValue(big.NewFloat(1))), second, jsonValue(t, map[string]any{})},
+			`"warming_replica" (did you mean "warming_replicas"?)`},
+		{"mistyped beside unknown", []attr.Value{with("host", basetypes.NewListValueMust(basetypes.StringType{}, nil)), second, jsonValue(t, map[string]any{})},
+			"first.host"},
+		{"unknown quotas beside a misspelt second", []attr.Value{first, jsonValue(t, map[string]any{"cpu_capacity": 1}), nil},
+			`"cpu_capacity"`},
+		{"unknown beside known and right", []attr.Value{with("running_replicas", basetypes.NewNumberValue(big.NewFloat(2))), second, nil}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dyn := make([]attr.Value, len(tc.args))
+			for i, a := range tc.args {
+				if a == nil {
+					dyn[i] = types.DynamicUnknown()
+				} else {
+					dyn[i] = types.DynamicValue(a)
+				}
+			}
+			resp := function.RunResponse{Result: function.NewResultData(types.ObjectNull(countsResultAttrTypes))}
+			NewContainerCountsFunction().Run(ctx, function.RunRequest{Arguments: function.NewArgumentsData(dyn)}, &resp)
+			if tc.want == "" {
+				if resp.Error != nil || !resp.Result.Value().IsUnknown() {
+					t.Fatalf("error %v, result %v: want an unknown result", resp.Error, resp.Result.Value())
+				}
+				return
+			}
+			if resp.Error == nil || !strings.Contains(resp.Error.Error(), tc.want) {
+				t.Fatalf("error %v, want one naming %s", resp.Error, tc.want)
+			}
+		})
+	}
+}
+
+// TestContainerCountsFunctionGolden runs every golden decision vector
+// through the function, each observation and quota as jsondecode() gives
+// it: the result is the vector's decision. The function has no model
+// argument: a vector that names a model other than the built-in default
+// fails here rather than being left out.
 func TestContainerCountsFunctionGolden(t *testing.T) {
 	vs, err := golden.Load(golden.Path())
 	if err != nil {
@@ -557,6 +610,30 @@ func TestAccContainerCountsFunction_golden(t *testing.T) {
 
 // TestAccContainerCountsFunction_errors: a bad argument is an error naming
 // the argument, the attribute and the reason.
+// TestAccContainerCountsFunction_checkedBesideUnknown: with the real
+// OpenTofu, a misspelt attribute beside a value known only at apply (an
+// unknown capacity from a resource not created yet) fails the plan, as
+// the data source fails it (a user trial found it failed only at apply,
+// after the resource was created).
+func TestAccContainerCountsFunction_checkedBesideUnknown(t *testing.T) {
+	first := observationHCL(testFirst(t))
+	first["cpu_capacity_mhz"], first["warming_replica"] = "terraform_data.capacity.output", "1"
+	second := hclObject(observationHCL(testSecond(t)))
+	for name, call := range map[string]string{
+		"object": fmt.Sprintf("provider::activation::container_counts(%s, %s, {})", hclObject(first), second),
+		"merge": fmt.Sprintf("provider::activation::container_counts(merge(%s, { cpu_capacity_mhz = terraform_data.capacity.output, warming_replica = 1 }), %s, {})",
+			hclObject(observationHCL(testFirst(t))), second),
+	} {
+		t.Run(name, func(t *testing.T) {
+			accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+				Config:      "resource \"terraform_data\" \"capacity\" {\n  input = 20000\n}\n\noutput \"counts\" {\n  value = " + call + "\n}\n",
+				PlanOnly:    true,
+				ExpectError: errRegexp(`Invalid value for "first" parameter: ` + literal(`Attribute first: has an attribute "warming_replica"`)),
+			}}})
+		})
+	}
+}
+
 func TestAccContainerCountsFunction_errors(t *testing.T) {
 	call := func(first, second, quotas string) func(*testing.T) string {
 		return func(t *testing.T) string {
