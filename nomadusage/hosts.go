@@ -290,13 +290,16 @@ func (ev *evaluation) readJobHosts(ctx context.Context, ns, jobID string, hosts 
 		}()
 	}
 	wg.Wait()
+	// The namespace looked in, named: one taken from NOMAD_NAMESPACE or a
+	// provider default is otherwise invisible in a "not found".
+	where := cmp.Or(ns, api.DefaultNamespace)
 	switch {
 	case jobErr != nil && nomadconn.IsStatus(jobErr, http.StatusNotFound):
-		jobErr = fmt.Errorf("read job %q: %w: %w", jobID, ErrJobNotFound, jobErr)
+		jobErr = fmt.Errorf("read job %q in namespace %q: %w: %w", jobID, where, ErrJobNotFound, jobErr)
 	case jobErr != nil:
-		jobErr = fmt.Errorf("read job %q: %w", jobID, jobErr)
+		jobErr = fmt.Errorf("read job %q in namespace %q: %w", jobID, where, jobErr)
 	case listErr != nil:
-		jobErr = fmt.Errorf("list allocations of job %q: %w", jobID, listErr)
+		jobErr = fmt.Errorf("list allocations of job %q in namespace %q: %w", jobID, where, listErr)
 	}
 	if job != nil && job.Namespace != nil && *job.Namespace != "" {
 		ns = *job.Namespace

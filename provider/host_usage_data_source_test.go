@@ -969,7 +969,10 @@ func TestAccHostUsage_errors(t *testing.T) {
 		}, byName("host-a"), `The host is not ready.*Attribute node_name: .*not ready`},
 		{"unknown job", nil, func(*usageFixture) map[string]string {
 			return map[string]string{huNodeName: `"host-a"`, huJob: `"nope"`}
-		}, `Attribute job: read job "nope"`},
+		}, `Attribute job: read job "nope" in namespace "default"`},
+		{"unknown job in a namespace", nil, func(*usageFixture) map[string]string {
+			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huNamespace: `"other"`}
+		}, `Attribute job: read job "web" in namespace "other": job or task group not found`},
 		{"unknown group", nil, func(*usageFixture) map[string]string {
 			return map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"middle"`}
 		}, `Attribute group: .*no task group "middle"`},
