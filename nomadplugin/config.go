@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -253,20 +255,29 @@ func (r *configReader) int(key string, dst *int) {
 	}
 }
 
+// decimalNumber is a number as Go's %v formats a float64: digits, a
+// fraction, an exponent.
+var decimalNumber = regexp.MustCompile(`^[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
 // wholeNumber reads a whole-number key's value: decimal digits, or a
 // number the agent formatted from a policy in a jobspec's scaling block
 // (Nomad keeps `max = 1000000` as a JSON number, and the agent hands it to
-// the plugins with Go's %v: "1e+06") that is whole and fits an int.
+// the plugins with Go's %v: "1e+06") whose exact value is whole and fits
+// an int32 (the keys' ranges are far smaller).
 func wholeNumber(v string) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err == nil {
-		return n, nil
+	if err == nil || !decimalNumber.MatchString(v) {
+		return n, err
 	}
-	f, ferr := strconv.ParseFloat(v, 64)
-	if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+	f, _, perr := big.ParseFloat(v, 10, 512, big.ToNearestEven)
+	if perr != nil || !f.IsInt() {
 		return 0, err
 	}
-	return int(f), nil
+	i, acc := f.Int64()
+	if acc != big.Exact || i < math.MinInt32 || i > math.MaxInt32 {
+		return 0, err
+	}
+	return int(i), nil
 }
 
 func (r *configReader) float(key string, dst *float64) {

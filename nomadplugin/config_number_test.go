@@ -20,7 +20,12 @@ func TestWholeNumberFromJobspec(t *testing.T) {
 		{fmt.Sprintf("%v", 1e6), 1000000, true},
 		{"1.048576e+06", 1048576, true},
 		{"-2", -2, true},
+		{"1e+16", 0, false}, // whole, beyond an int32
+		{"1e+09", 1000000000, true},
 		{"3.5", 0, false},
+		{"1.0000000000000001", 0, false}, // whole only after rounding to a float64
+		{"0x1p4", 0, false},
+		{"1_000", 0, false},
 		{"1e+300", 0, false},
 		{"NaN", 0, false},
 		{"lots", 0, false},

@@ -57,7 +57,7 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
 			"and the reason. An argument holding a value known only at apply (anywhere inside it) makes the result unknown until " +
-			"apply; what is known of it is still checked at plan (a misspelt attribute beside an unknown value is an error then). Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
+			"apply; the names and types of what is known of it are still checked at plan (a misspelt attribute beside an unknown value is an error then), the engine's rules on the values at apply. Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
 			"functions (it answers that the function \"has not been tracked properly\" or that the provider \"has not yet been " +
 			"initialized\"): try the function in a `locals` value or an `output` and `tofu plan`.",
 		Parameters: []function.Parameter{
@@ -113,10 +113,11 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 	// counts unknown until then (decoding it would read an unknown as 0
 	// and plan a count that apply does not give). The parameters allow
 	// unknown values, so OpenTofu calls the function with them (it skips
-	// the call otherwise) and what is known of them is checked now, as the
-	// data source checks its attributes at validate: a misspelt or
-	// mistyped attribute beside an unknown value is an error at plan, not
-	// at apply.
+	// the call otherwise) and the names and types of what is known of them
+	// are checked now: a misspelt or mistyped attribute beside an unknown
+	// value is an error at plan, not at apply (the engine's rules on the
+	// values wait for apply; the data source checks some of them, such as
+	// a fractional count, at validate).
 	known := true
 	for i, a := range []types.Dynamic{first, second, quotas} {
 		v, err := a.ToTerraformValue(ctx)
@@ -224,7 +225,10 @@ func decodeArgument(ctx context.Context, arg types.Dynamic, fields []field, p pa
 		}
 		return &valueError{path: p, reason: err.Error()}
 	}
-	if diags := obj.As(ctx, target, basetypes.ObjectAsOptions{}); diags.HasError() {
+	// An unknown nested object (a quota known only at apply) decodes as
+	// empty: a value with unknowns inside is decoded only to check what is
+	// known of it, never to decide.
+	if diags := obj.As(ctx, target, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true}); diags.HasError() {
 		return &valueError{path: p, reason: diags.Errors()[0].Detail()}
 	}
 	return nil

@@ -212,6 +212,10 @@ func TestContainerCountsFunctionUnknownInsideChecked(t *testing.T) {
 		{"unknown quotas beside a misspelt second", []attr.Value{first, jsonValue(t, map[string]any{"cpu_capacity": 1}), nil},
 			`"cpu_capacity"`},
 		{"unknown beside known and right", []attr.Value{with("running_replicas", basetypes.NewNumberValue(big.NewFloat(2))), second, nil}, ""},
+		{"a wholly unknown quota", []attr.Value{first, second, basetypes.NewObjectValueMust(
+			map[string]attr.Type{"first": basetypes.ObjectType{AttrTypes: map[string]attr.Type{"min": basetypes.NumberType{}}}},
+			map[string]attr.Value{"first": basetypes.NewObjectUnknown(map[string]attr.Type{"min": basetypes.NumberType{}})})}, ""},
+		{"an unknown usage window", []attr.Value{with("usage_samples", basetypes.NewDynamicUnknown()), second, jsonValue(t, map[string]any{})}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := make([]attr.Value, len(tc.args))
@@ -608,8 +612,6 @@ func TestAccContainerCountsFunction_golden(t *testing.T) {
 	accTest(t, resource.TestCase{Steps: []resource.TestStep{{Config: cfg.String(), ConfigStateChecks: checks}}})
 }
 
-// TestAccContainerCountsFunction_errors: a bad argument is an error naming
-// the argument, the attribute and the reason.
 // TestAccContainerCountsFunction_checkedBesideUnknown: with the real
 // OpenTofu, a misspelt attribute beside a value known only at apply (an
 // unknown capacity from a resource not created yet) fails the plan, as
@@ -634,6 +636,8 @@ func TestAccContainerCountsFunction_checkedBesideUnknown(t *testing.T) {
 	}
 }
 
+// TestAccContainerCountsFunction_errors: a bad argument is an error naming
+// the argument, the attribute and the reason.
 func TestAccContainerCountsFunction_errors(t *testing.T) {
 	call := func(first, second, quotas string) func(*testing.T) string {
 		return func(t *testing.T) string {
