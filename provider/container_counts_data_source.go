@@ -249,94 +249,113 @@ func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.
 // min_samples; hold_band). So a misspelt attribute or a bad setting fails
 // `tofu validate`, even when an observation is known only at apply. The
 // observations' ranges are the engine's, checked when the data source is
-// read.
+// read. The checks are knownErrors, which the container_counts function
+// shares.
 func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
-	d.validateSettings(ctx, req, resp)
 	var m containerCountsModel
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrFirst), &m.First)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrSecond), &m.Second)...)
-	for _, err := range m.decodeObservations(ctx) {
+	var minSamples, holdBand types.Number
+	for _, a := range []struct {
+		name string
+		dst  any
+	}{{attrFirstQuota, &m.FirstQuota}, {attrSecondQuota, &m.SecondQuota}, {attrMinSamples, &minSamples}, {attrHoldBand, &holdBand}, {attrFirst, &m.First}, {attrSecond, &m.Second}} {
+		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(a.name), a.dst)...)
+	}
+	errs := m.decodeQuotas(ctx)
+	errs = append(errs, m.decodeObservations(ctx)...)
+	errs = append(errs, knownErrors(m.observations, m.quotas, minSamples, holdBand, countsRoots)...)
+	for _, err := range errs {
 		addValueError(&resp.Diagnostics, err)
 	}
-	for i, om := range m.observations {
-		if om == nil {
-			continue // unknown: checked once known; null: the framework refuses it
+}
+
+// asValueError is err as a *valueError, at p when it names no attribute.
+func asValueError(err error, p path.Path) *valueError {
+	var ve *valueError
+	if errors.As(err, &ve) {
+		return ve
+	}
+	return &valueError{path: p, reason: err.Error()}
+}
+
+// knownErrors checks what is known of decoded inputs (nil: not known yet,
+// or null) as the read would check it, before every value is known: each
+// observation's usage window (a list of objects with the sample's
+// attributes and kinds, whole times: the first fraction is enough to say
+// it) and its counts (whole); each quota with the engine's rules (its
+// attributes, kinds and ranges; unknown ones are checked once known);
+// min_samples and hold_band. roots say where each input lives. The data
+// source runs it at validate, the function at plan when an argument holds
+// an unknown value.
+func knownErrors(obs [2]*observationModel, quotas [2]*quotaModel, minSamples, holdBand types.Number, roots inputRoots) []*valueError {
+	var errs []*valueError
+	roles := [2]string{engine.RoleFirst, engine.RoleSecond}
+	for i, qm := range quotas {
+		if qm == nil {
+			continue
 		}
-		root := path.Root([]string{attrFirst, attrSecond}[i])
+		q := *qm
+		for _, n := range []*types.Number{&q.Min, &q.Max, &q.PerBranch} {
+			if n.IsUnknown() {
+				*n = types.NumberNull()
+			}
+		}
+		if q.Rounding.IsUnknown() {
+			q.Rounding = types.StringNull()
+		}
+		spec, err := q.toEngine(roots.hosts[roles[i]].quota)
+		if err != nil {
+			errs = append(errs, asValueError(err, roots.hosts[roles[i]].quota))
+			continue
+		}
+		for _, err := range spec.Check(roles[i]) {
+			for _, err := range engine.Errors(err) {
+				if p, ok := roots.pathOf(err); ok {
+					errs = append(errs, &valueError{path: p, reason: engineReason(err)})
+				} else {
+					errs = append(errs, &valueError{path: path.Empty(), reason: err.Error()})
+				}
+			}
+		}
+	}
+	if n, why := count(minSamples); why != "" {
+		errs = append(errs, &valueError{path: roots.minSamples, reason: why})
+	} else if why := engine.MinSamplesReason(n); why != "" {
+		errs = append(errs, &valueError{path: roots.minSamples, reason: why})
+	}
+	if b, why := figure(holdBand); why != "" {
+		errs = append(errs, &valueError{path: roots.holdBand, reason: why})
+	} else if why := engine.HoldBandReason(b); why != "" {
+		errs = append(errs, &valueError{path: roots.holdBand, reason: why})
+	}
+	for i, om := range obs {
+		if om == nil {
+			continue
+		}
+		root := roots.hosts[roles[i]].observation
 		if w := om.UsageSamples; !w.IsUnknown() && !w.IsUnderlyingValueUnknown() {
 			samples, err := windowOf(w, root.AtName(obsUsageSamples))
 			if err != nil {
-				addValueError(&resp.Diagnostics, err)
+				errs = append(errs, asValueError(err, root.AtName(obsUsageSamples)))
 			}
-			// Times are whole seconds: known at validate, as the counts
-			// below (the first fraction is enough to say it).
-			for j, s := range samples {
-				if t, ok := s[sampleTime].(types.Number); ok {
+			for j, smp := range samples {
+				if t, ok := smp[sampleTime].(types.Number); ok {
 					if _, why := whole(t); why != "" {
-						addValueError(&resp.Diagnostics, &valueError{path: root.AtName(obsUsageSamples).AtListIndex(j).AtName(sampleTime), reason: why})
+						errs = append(errs, &valueError{path: root.AtName(obsUsageSamples).AtListIndex(j).AtName(sampleTime), reason: why})
 						break
 					}
 				}
 			}
 		}
-		// The counts, known at validate (running_replicas = 2.5 would
-		// otherwise wait for the plan).
 		for _, c := range []struct {
 			name string
 			v    types.Number
 		}{{obsRunningReplicas, om.RunningReplicas}, {obsWarmingReplicas, om.WarmingReplicas}, {obsWantedReplicas, om.WantedReplicas}} {
 			if _, why := count(c.v); why != "" {
-				addValueError(&resp.Diagnostics, &valueError{path: root.AtName(c.name), reason: why})
+				errs = append(errs, &valueError{path: root.AtName(c.name), reason: why})
 			}
 		}
 	}
-}
-
-// validateSettings is ValidateConfig on the quotas, min_samples and
-// hold_band: each one known is checked as the read would check it.
-func (d *containerCountsDataSource) validateSettings(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
-	var m containerCountsModel
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrFirstQuota), &m.FirstQuota)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrSecondQuota), &m.SecondQuota)...)
-	for _, err := range m.decodeQuotas(ctx) {
-		addValueError(&resp.Diagnostics, err)
-	}
-	for i, qm := range m.quotas {
-		if qm == nil {
-			continue
-		}
-		name := []string{attrFirstQuota, attrSecondQuota}[i]
-		// Unknown attributes are checked once known.
-		for _, n := range []*types.Number{&qm.Min, &qm.Max, &qm.PerBranch} {
-			if n.IsUnknown() {
-				*n = types.NumberNull()
-			}
-		}
-		if qm.Rounding.IsUnknown() {
-			qm.Rounding = types.StringNull()
-		}
-		spec, err := qm.toEngine(path.Root(name))
-		if err != nil {
-			addValueError(&resp.Diagnostics, err)
-			continue
-		}
-		for _, err := range spec.Check([]string{engine.RoleFirst, engine.RoleSecond}[i]) {
-			addEngineErrorAs(&resp.Diagnostics, countsRoots, err, "Invalid value") // as the other checks at validate
-		}
-	}
-	var minSamples, holdBand types.Number
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrMinSamples), &minSamples)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(attrHoldBand), &holdBand)...)
-	if n, why := count(minSamples); why != "" {
-		addValueError(&resp.Diagnostics, &valueError{path: countsRoots.minSamples, reason: why})
-	} else if why := engine.MinSamplesReason(n); why != "" {
-		addValueError(&resp.Diagnostics, &valueError{path: countsRoots.minSamples, reason: why})
-	}
-	if b, why := figure(holdBand); why != "" {
-		addValueError(&resp.Diagnostics, &valueError{path: countsRoots.holdBand, reason: why})
-	} else if why := engine.HoldBandReason(b); why != "" {
-		addValueError(&resp.Diagnostics, &valueError{path: countsRoots.holdBand, reason: why})
-	}
+	return errs
 }
 
 // Read decodes the configuration with the framework, makes the one engine

@@ -57,7 +57,7 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
 			"and the reason. An argument holding a value known only at apply (anywhere inside it) makes the result unknown until " +
-			"apply; the names and types of what is known of it are still checked at plan (a misspelt attribute beside an unknown value is an error then), the engine's rules on the values at apply. Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
+			"apply; what is known of it is still checked at plan as the data source checks its attributes at validate (a misspelt attribute, a fractional count, a quota out of range: an error then), the engine's rules on the observations' values at apply. Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
 			"functions (it answers that the function \"has not been tracked properly\" or that the provider \"has not yet been " +
 			"initialized\"): try the function in a `locals` value or an `output` and `tofu plan`.",
 		Parameters: []function.Parameter{
@@ -113,11 +113,11 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 	// counts unknown until then (decoding it would read an unknown as 0
 	// and plan a count that apply does not give). The parameters allow
 	// unknown values, so OpenTofu calls the function with them (it skips
-	// the call otherwise) and the names and types of what is known of them
-	// are checked now: a misspelt or mistyped attribute beside an unknown
-	// value is an error at plan, not at apply (the engine's rules on the
-	// values wait for apply; the data source checks some of them, such as
-	// a fractional count, at validate).
+	// the call otherwise) and what is known of them is checked now, as the
+	// data source checks its attributes at validate (knownErrors): a
+	// misspelt attribute, a fractional count or a quota out of range beside
+	// an unknown value is an error at plan, not at apply (the engine's
+	// rules on the observations' values wait for apply).
 	known := true
 	for i, a := range []types.Dynamic{first, second, quotas} {
 		v, err := a.ToTerraformValue(ctx)
@@ -130,7 +130,8 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 	var fo, so observationModel
 	var qm quotasModel
 	var errs []*valueError
-	for _, a := range []struct {
+	decoded := [3]bool{}
+	for i, a := range []struct {
 		arg    types.Dynamic
 		name   string
 		fields []field
@@ -141,13 +142,32 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		}
 		if err := decodeArgument(ctx, a.arg, a.fields, path.Root(a.name), a.target); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		decoded[i] = true
 	}
 	if len(errs) > 0 {
 		resp.Error = funcError(errs)
 		return
 	}
 	if !known {
+		// As the data source at validate: what is known, by the read's rules.
+		var obs [2]*observationModel
+		var qs [2]*quotaModel
+		minSamples, holdBand := types.NumberNull(), types.NumberNull()
+		if decoded[0] {
+			obs[0] = &fo
+		}
+		if decoded[1] {
+			obs[1] = &so
+		}
+		if decoded[2] {
+			qs, minSamples, holdBand = [2]*quotaModel{qm.First, qm.Second}, qm.MinSamples, qm.HoldBand
+		}
+		if errs := knownErrors(obs, qs, minSamples, holdBand, fnRoots); len(errs) > 0 {
+			resp.Error = funcError(errs)
+			return
+		}
 		resp.Error = resp.Result.Set(ctx, types.ObjectUnknown(countsResultAttrTypes))
 		return
 	}
