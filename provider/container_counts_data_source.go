@@ -260,9 +260,11 @@ func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req data
 	}{{attrFirstQuota, &m.FirstQuota}, {attrSecondQuota, &m.SecondQuota}, {attrMinSamples, &minSamples}, {attrHoldBand, &holdBand}, {attrFirst, &m.First}, {attrSecond, &m.Second}} {
 		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(a.name), a.dst)...)
 	}
+	// The settings' problems first, then the observations'.
 	errs := m.decodeQuotas(ctx)
+	errs = append(errs, knownErrors([2]*observationModel{}, m.quotas, minSamples, holdBand, countsRoots)...)
 	errs = append(errs, m.decodeObservations(ctx)...)
-	errs = append(errs, knownErrors(m.observations, m.quotas, minSamples, holdBand, countsRoots)...)
+	errs = append(errs, knownErrors(m.observations, [2]*quotaModel{}, types.NumberNull(), types.NumberNull(), countsRoots)...)
 	for _, err := range errs {
 		addValueError(&resp.Diagnostics, err)
 	}

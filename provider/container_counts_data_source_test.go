@@ -136,6 +136,11 @@ func TestContainerCountsValidateSettings(t *testing.T) {
 		{"max below min", func(m *containerCountsModel) {
 			m.SecondQuota = obj(map[string]attr.Value{quotaMin: num("5"), quotaMax: num("4")})
 		}, []string{"second_quota.max"}},
+		{"the settings' problems before the observations'", func(m *containerCountsModel) {
+			m.First = obj(map[string]attr.Value{"warming_replica": num("1")})
+			m.SecondQuota = obj(map[string]attr.Value{quotaMin: num("-1")})
+			m.MinSamples = num("-1")
+		}, []string{"second_quota.min", "min_samples", "first"}},
 		{"a quota not an object", func(m *containerCountsModel) { m.FirstQuota = types.DynamicValue(str("none")) }, []string{"first_quota"}},
 		{"fractions", func(m *containerCountsModel) {
 			m.FirstQuota = obj(map[string]attr.Value{quotaMax: num("2.5")})
