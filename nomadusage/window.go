@@ -78,7 +78,7 @@ func ReplicaDemand(o *engine.Observation) [2]float64 {
 // replica's usage, as the engine reads them: each over the replicas it
 // sums (the warm ones while any is warm, else every running one), and at
 // the larger of their peak and the request throughout when none is warm
-// or their CPU is zero throughout (see AsStopped). For a source of usage
+// or their CPU is zero throughout (see asStopped). For a source of usage
 // that is not a Window (the APM's points, read whole at each evaluation).
 func OneReplica(dst []engine.Sample, o *engine.Observation) []engine.Sample {
 	first, n := len(dst), float64(sampleReplicas(o))
@@ -88,7 +88,7 @@ func OneReplica(dst []engine.Sample, o *engine.Observation) []engine.Sample {
 		dst = append(dst, s)
 	}
 	cpu, mem := replicaRequest(o)
-	AsStopped(dst[first:], o.RunningReplicas > o.WarmingReplicas, cpu, mem)
+	asStopped(dst[first:], o.RunningReplicas > o.WarmingReplicas, cpu, mem)
 	return dst
 }
 
@@ -226,7 +226,7 @@ func (w *Window) stoppedSamples(at time.Time, dst []engine.Sample) (_ []engine.S
 		s.MemoryMB *= f
 		dst = append(dst, s)
 	}
-	AsStopped(dst[first:], ran.warm, ran.reqCPU, ran.reqMem)
+	asStopped(dst[first:], ran.warm, ran.reqCPU, ran.reqMem)
 	return dst, ran.demand
 }
 
@@ -235,12 +235,12 @@ func (w *Window) stoppedSamples(at time.Time, dst []engine.Sample) (_ []engine.S
 // what they used to be kept.
 const StoppedHorizon = 10
 
-// AsStopped makes per-replica samples read while replicas ran what the
+// asStopped makes per-replica samples read while replicas ran what the
 // engine read of one replica then, in place: when no replica was warm, or
 // their CPU read zero throughout, the engine counted each at the larger
 // of its peak and its request (reqCPU, reqMem), one level for the window;
 // else as they are.
-func AsStopped(samples []engine.Sample, warm bool, reqCPU, reqMem float64) {
+func asStopped(samples []engine.Sample, warm bool, reqCPU, reqMem float64) {
 	var peakCPU, peakMem float64
 	for _, s := range samples {
 		peakCPU, peakMem = max(peakCPU, s.CPUMHz), max(peakMem, s.MemoryMB)

@@ -310,13 +310,7 @@ func knownErrors(obs [2]*observationModel, quotas [2]*quotaModel, minSamples, ho
 			continue
 		}
 		for _, err := range spec.Check(roles[i]) {
-			for _, err := range engine.Errors(err) {
-				if p, ok := roots.pathOf(err); ok {
-					errs = append(errs, &valueError{path: p, reason: engineReason(err)})
-				} else {
-					errs = append(errs, &valueError{path: path.Empty(), reason: err.Error()})
-				}
-			}
+			errs = append(errs, engineValueErrors(err, roots)...)
 		}
 	}
 	if n, why := count(minSamples); why != "" {
@@ -398,7 +392,7 @@ func (d *containerCountsDataSource) Read(ctx context.Context, req datasource.Rea
 	})
 	dec, err := engine.Decide(in[0], in[1])
 	if err != nil {
-		addEngineError(&resp.Diagnostics, countsRoots, err)
+		addEngineError(&resp.Diagnostics, err)
 		return
 	}
 	m.countsResultModel = countsResult(dec)
@@ -505,23 +499,30 @@ func addValueError(diags *diag.Diagnostics, err error) {
 	}
 }
 
-// addEngineError adds an engine error as diagnostics on the attributes it
-// names (engine.FieldOf), with the engine's reasons: one per host whose
-// input is wrong (a shared attribute such as min_samples once).
-func addEngineError(diags *diag.Diagnostics, roots inputRoots, err error) {
-	addEngineErrorAs(diags, roots, err, "Cannot compute the container counts")
+// addEngineError adds an engine error as diagnostics on the data source's
+// attributes it names (engine.FieldOf), with the engine's reasons: one per
+// host whose input is wrong (a shared attribute such as min_samples once).
+func addEngineError(diags *diag.Diagnostics, err error) {
+	for _, ve := range engineValueErrors(err, countsRoots) {
+		ve.summary = "Cannot compute the container counts"
+		addValueError(diags, ve)
+	}
 }
 
-// addEngineErrorAs is addEngineError with the diagnostics' summary.
-func addEngineErrorAs(diags *diag.Diagnostics, roots inputRoots, err error, summary string) {
+// engineValueErrors is each of an engine error's problems on the input
+// roots name (engine.FieldOf), with the engine's reason; one about no
+// input (a built-in model the engine refuses) has no path and the
+// engine's whole text.
+func engineValueErrors(err error, roots inputRoots) []*valueError {
+	var out []*valueError
 	for _, err := range engine.Errors(err) {
-		p, ok := roots.pathOf(err)
-		if !ok {
-			diags.AddError(summary, err.Error())
-			continue
+		if p, ok := roots.pathOf(err); ok && !noPath(p) {
+			out = append(out, &valueError{path: p, reason: engineReason(err)})
+		} else {
+			out = append(out, &valueError{path: path.Empty(), reason: err.Error()})
 		}
-		diags.AddAttributeError(roots.subjectOf(p), summary, attributeDetail(p, engineReason(err)))
 	}
+	return out
 }
 
 // engineReason is the engine's reason for err, with what to change in

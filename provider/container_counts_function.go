@@ -190,13 +190,8 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 // error's).
 func engineFuncError(err error) *function.FuncError {
 	var fes []*function.FuncError
-	for _, err := range engine.Errors(err) {
-		p, ok := fnRoots.pathOf(err)
-		if !ok || noPath(p) { // a built-in model the engine refuses: no argument is at fault
-			fes = append(fes, function.NewFuncError(funcText(err.Error())))
-			continue
-		}
-		fe := function.NewArgumentFuncError(argumentOf(p), funcText(attributeDetail(p, engineReason(err))))
+	for _, ve := range engineValueErrors(err, fnRoots) {
+		fe := argumentError(ve)
 		if n := len(fes); n > 0 && fes[n-1].Equal(fe) {
 			continue // a shared setting (min_samples) both hosts refused
 		}
@@ -210,13 +205,17 @@ func engineFuncError(err error) *function.FuncError {
 func funcError(errs []*valueError) *function.FuncError {
 	fes := make([]*function.FuncError, len(errs))
 	for i, e := range errs {
-		if noPath(e.path) {
-			fes[i] = function.NewFuncError(funcText(e.reason))
-		} else {
-			fes[i] = function.NewArgumentFuncError(argumentOf(e.path), funcText(e.Error()))
-		}
+		fes[i] = argumentError(e)
 	}
 	return function.ConcatFuncErrors(fes...)
+}
+
+// argumentError is e on the argument its path is in, or on none.
+func argumentError(e *valueError) *function.FuncError {
+	if noPath(e.path) {
+		return function.NewFuncError(funcText(e.reason))
+	}
+	return function.NewArgumentFuncError(argumentOf(e.path), funcText(e.Error()))
 }
 
 // funcText is an error text as a function returns it: OpenTofu ends the
