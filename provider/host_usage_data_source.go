@@ -102,7 +102,8 @@ func (d *hostUsageDataSource) Metadata(_ context.Context, req datasource.Metadat
 // Markdown.
 func timeoutsBlock(ctx context.Context) schema.Block {
 	const desc = "How long a read may take, as a duration (`30s`, `5m`): every request to Nomad and the waits between samples. " +
-		"Default: 2 minutes plus the longest the waits between samples can take (`(2 x samples + 4) x sample_interval_seconds`, with reads made again; see `samples`). When it passes, the read fails " +
+		"Default: 2 minutes plus the longest the waits between samples can take (`(2 x samples + 4) x sample_interval_seconds`, with reads made again; see `samples`). It must be longer than the waits between samples alone " +
+		"(`(samples - 1) x sample_interval_seconds`): a shorter one is refused when the configuration is validated. When it passes, the read fails " +
 		"with an error saying which call to Nomad was under way."
 	b, ok := timeouts.BlockWithOpts(ctx, timeouts.Opts{ReadDescription: desc}).(schema.SingleNestedBlock)
 	if !ok {
@@ -195,18 +196,24 @@ func (d *hostUsageDataSource) ConfigValidators(context.Context) []datasource.Con
 }
 
 // ValidateConfig: without a job there is no task group to take the replica
-// demand from, so it must be given (presence, not a range).
+// demand from, so it must be given (presence, not a range); and a read
+// timeout that leaves the read no time is refused as soon as it and the
+// sampling are known, not when the plan reads.
 func (d *hostUsageDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
-	var job types.String
-	var demand types.Number
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(huJob), &job)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(huReplicaCPU), &demand)...)
+	var m hostUsageModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if job.IsNull() && demand.IsNull() {
+	if m.Job.IsNull() && m.ReplicaCPUDemandMHz.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root(huReplicaCPU), "Replica demand needed",
 			"Attribute replica_cpu_demand_mhz must be set when no job is named: the demand of one replica is otherwise taken from the job's task group.")
+	}
+	// (samples or sample_interval_seconds out of range: their validators
+	// say so, and the waits mean nothing)
+	if rp, diags, known := m.readPlan(ctx); known && rp.samples >= 1 && rp.samples <= maxHostUsageReads &&
+		rp.interval >= 1 && rp.interval <= maxSampleInterval {
+		resp.Diagnostics.Append(diags...)
 	}
 }
 
@@ -307,6 +314,69 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// readPlan is how a read proceeds: the samples asked, the seconds between
+// reads, how many reads it may make and its timeout.
+type readPlan struct {
+	samples, interval, maxReads int64
+	gap, timeout                time.Duration
+}
+
+// readPlan works out the read's plan from samples, sample_interval_seconds
+// and timeouts.read, or says on timeouts.read why the read could never
+// finish. known is false, with no diagnostic of its own, when a value it
+// needs is not known yet (validate runs before every value is) or is not
+// a whole number (its attribute's validator says why).
+func (m *hostUsageModel) readPlan(ctx context.Context) (rp readPlan, diags diag.Diagnostics, known bool) {
+	if m.Samples.IsUnknown() || m.SampleInterval.IsUnknown() || m.Timeouts.IsUnknown() {
+		return rp, nil, false
+	}
+	if !m.Timeouts.IsNull() {
+		if read, ok := m.Timeouts.Attributes()["read"]; ok && read.IsUnknown() {
+			return rp, nil, false
+		}
+	}
+	rp.samples, rp.interval = int64(engine.DefaultMinSamples), int64(1)
+	for _, a := range []struct {
+		v   types.Number
+		dst *int64
+	}{{m.Samples, &rp.samples}, {m.SampleInterval, &rp.interval}} {
+		if a.v.IsNull() {
+			continue
+		}
+		n, why := whole(a.v)
+		if why != "" {
+			return rp, nil, false
+		}
+		*a.dst = n
+	}
+	rp.gap = time.Duration(rp.interval) * time.Second
+	waits := time.Duration(rp.samples-1) * rp.gap
+	// A Nomad client refreshes the stats it serves every telemetry
+	// collection_interval (1 s by default), and a sample is stamped with
+	// that refresh's time: a read that finds the same refresh as the one
+	// before replaces it in the window. Such reads are made again, up to
+	// maxReads in all, so that the window holds samples distinct samples;
+	// the default timeout covers their waits.
+	rp.maxReads = 2*rp.samples + extraReads
+	def := defaultReadTimeout + time.Duration(rp.maxReads-1)*rp.gap
+	rp.timeout, diags = m.Timeouts.Read(ctx, def)
+	if diags.HasError() {
+		return rp, diags, false
+	}
+	if rp.timeout <= 0 {
+		diags.AddAttributeError(path.Root(huTimeouts).AtName("read"), "Invalid read timeout",
+			fmt.Sprintf("Attribute timeouts.read is %s: it must be a positive duration, such as \"3m\" (unset, the default is %s).",
+				rp.timeout, def))
+		return rp, diags, true
+	}
+	if rp.timeout <= waits {
+		diags.AddAttributeError(path.Root(huTimeouts).AtName("read"), "Read timeout too short",
+			fmt.Sprintf("Attribute timeouts.read is %s, no longer than the waits between samples (%d x %ds = %s): the read could never finish.",
+				rp.timeout, rp.samples-1, rp.interval, waits))
+	}
+	return rp, diags, true
+}
+
 func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var m hostUsageModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
@@ -317,39 +387,16 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		resp.Diagnostics.AddError("Provider not configured", "activation_host_usage needs the activation provider's configuration; this is a bug in the provider.")
 		return
 	}
-	samples, interval := int64(engine.DefaultMinSamples), int64(1)
-	if !m.Samples.IsNull() {
-		samples, _ = whole(m.Samples) // the validator has checked the range
-	}
-	if !m.SampleInterval.IsNull() {
-		interval, _ = whole(m.SampleInterval)
-	}
-	gap := time.Duration(interval) * time.Second
-	waits := time.Duration(samples-1) * gap
-	// A Nomad client refreshes the stats it serves every telemetry
-	// collection_interval (1 s by default), and a sample is stamped with
-	// that refresh's time: a read that finds the same refresh as the one
-	// before replaces it in the window. Such reads are made again, up to
-	// maxReads in all, so that the window holds samples distinct samples;
-	// the default timeout covers their waits.
-	maxReads := 2*samples + extraReads
-	timeout, diags := m.Timeouts.Read(ctx, defaultReadTimeout+time.Duration(maxReads-1)*gap)
+	rp, diags, known := m.readPlan(ctx)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if timeout <= 0 {
-		resp.Diagnostics.AddAttributeError(path.Root(huTimeouts).AtName("read"), "Invalid read timeout",
-			fmt.Sprintf("Attribute timeouts.read is %s: it must be a positive duration, such as \"3m\" (unset, the default is %s).",
-				timeout, defaultReadTimeout+time.Duration(maxReads-1)*gap))
+	if !known {
+		resp.Diagnostics.AddError("Read plan unknown", "activation_host_usage read samples, sample_interval_seconds or timeouts.read unknown or not whole after validation; this is a bug in the provider.")
 		return
 	}
-	if timeout <= waits {
-		resp.Diagnostics.AddAttributeError(path.Root(huTimeouts).AtName("read"), "Read timeout too short",
-			fmt.Sprintf("Attribute timeouts.read is %s, no longer than the waits between samples (%d x %ds = %s): the read could never finish.",
-				timeout, samples-1, interval, waits))
-		return
-	}
+	samples, interval, gap, maxReads, timeout := rp.samples, rp.interval, rp.gap, rp.maxReads, rp.timeout
 	warmup := defaultWarmup
 	if !m.Warmup.IsNull() {
 		warmup, _ = time.ParseDuration(m.Warmup.ValueString()) // the validator has checked it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -1364,5 +1365,73 @@ func TestAddNomadErrorNamesTheDefaultAddress(t *testing.T) {
 	}
 	if set := newNomadConnection(context.Background(), nil, nomadconn.MapEnv(map[string]string{nomadconn.EnvAddress: "http://nomad:4646"})).source(); set.defaultAddress {
 		t.Error("NOMAD_ADDR set: no default's note")
+	}
+}
+
+// TestHostUsageValidateTimeout: validate refuses a read timeout that leaves
+// the read no time as soon as the timeout and the sampling are known (so
+// `tofu validate` says it, not only the plan's read), and says nothing
+// while one of them is unknown or is a value its own validator refuses.
+func TestHostUsageValidateTimeout(t *testing.T) {
+	ctx := context.Background()
+	readType := map[string]attr.Type{"read": types.StringType}
+	read := func(v types.String) timeouts.Value {
+		return timeouts.Value{Object: types.ObjectValueMust(readType, map[string]attr.Value{"read": v})}
+	}
+	n := func(v int64) types.Number { return types.NumberValue(big.NewFloat(float64(v))) }
+	cases := []struct {
+		name     string
+		mutate   func(m *hostUsageModel)
+		wantPath string // "" for no diagnostic
+		want     string
+	}{
+		{"no timeouts block", func(*hostUsageModel) {}, "", ""},
+		{"a timeout long enough", func(m *hostUsageModel) { m.Timeouts = read(types.StringValue("3m")) }, "", ""},
+		{"zero", func(m *hostUsageModel) { m.Timeouts = read(types.StringValue("0s")) }, "timeouts.read", "Attribute timeouts.read is 0s: it must be a positive duration"},
+		{"negative", func(m *hostUsageModel) { m.Timeouts = read(types.StringValue("-5s")) }, "timeouts.read", "Attribute timeouts.read is -5s: it must be a positive duration"},
+		{"no longer than the waits", func(m *hostUsageModel) {
+			m.Samples, m.SampleInterval, m.Timeouts = n(3), n(5), read(types.StringValue("10s"))
+		}, "timeouts.read", "Attribute timeouts.read is 10s, no longer than the waits between samples (2 x 5s = 10s)"},
+		{"the default samples' waits", func(m *hostUsageModel) { m.Timeouts = read(types.StringValue("1s")) }, "timeouts.read",
+			fmt.Sprintf("no longer than the waits between samples (%d x 1s", engine.DefaultMinSamples-1)},
+		{"timeout unknown", func(m *hostUsageModel) { m.Timeouts = read(types.StringUnknown()) }, "", ""},
+		{"samples unknown", func(m *hostUsageModel) { m.Samples, m.Timeouts = types.NumberUnknown(), read(types.StringValue("1s")) }, "", ""},
+		{"interval unknown", func(m *hostUsageModel) {
+			m.SampleInterval, m.Timeouts = types.NumberUnknown(), read(types.StringValue("1s"))
+		}, "", ""},
+		{"samples out of range: its validator's", func(m *hostUsageModel) { m.Samples, m.Timeouts = n(0), read(types.StringValue("1s")) }, "", ""},
+		{"interval out of range: its validator's", func(m *hostUsageModel) {
+			m.SampleInterval, m.Timeouts = n(11), read(types.StringValue("1s"))
+		}, "", ""},
+		{"not a duration: the block's validator's", func(m *hostUsageModel) { m.Timeouts = read(types.StringValue("soon")) }, "", ""},
+	}
+	ds := &hostUsageDataSource{}
+	var sresp datasource.SchemaResponse
+	ds.Schema(ctx, datasource.SchemaRequest{}, &sresp)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := nullUsageModel()
+			m.NodeName, m.Job = types.StringValue("host-a"), types.StringValue(usageJob)
+			c.mutate(&m)
+			st := tfsdk.State{Schema: sresp.Schema}
+			if diags := st.Set(ctx, &m); diags.HasError() {
+				t.Fatal(diags)
+			}
+			var resp datasource.ValidateConfigResponse
+			ds.ValidateConfig(ctx, datasource.ValidateConfigRequest{Config: tfsdk.Config{Schema: sresp.Schema, Raw: st.Raw}}, &resp)
+			if c.wantPath == "" {
+				if len(resp.Diagnostics) != 0 {
+					t.Fatalf("diagnostics %v, want none", resp.Diagnostics)
+				}
+				return
+			}
+			if len(resp.Diagnostics) != 1 {
+				t.Fatalf("diagnostics %v, want one", resp.Diagnostics)
+			}
+			d, ok := resp.Diagnostics[0].(diag.DiagnosticWithPath)
+			if !ok || d.Path().String() != c.wantPath || !strings.Contains(d.Detail(), c.want) {
+				t.Fatalf("diagnostic %v, want at %s with %q", resp.Diagnostics[0], c.wantPath, c.want)
+			}
+		})
 	}
 }
