@@ -193,7 +193,7 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 			"`A_out` at the output layer of the capacity processor (how many replicas the host can safely run). " +
 			"Each amount goes through its quota. The same inputs give the same decision as the Nomad Autoscaler " +
 			"plugins and the command line: one engine call, whose rules are the only rules (the provider checks types and " +
-			"presence, the quotas, `min_samples` and `hold_band` with the engine's rules as soon as the configuration is validated, " +
+			"presence, the quotas, `min_samples`, `hold_band` and the observations' values with the engine's rules as soon as the configuration is validated, as far as the values known then decide them, " +
 			"and an input the engine refuses is an error naming the attribute and the reason).\n\n" +
 			"Each decision also says what bounded the count (`limit`, and for the first host the first `refused` replica), how " +
 			"the usage was read (`evidence`), and a per-replica reservation with which Nomad can place the count (`placement`).\n\n" +
@@ -262,9 +262,9 @@ func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req data
 	}
 	// The settings' problems first, then the observations'.
 	errs := m.decodeQuotas(ctx)
-	errs = append(errs, knownErrors([2]*observationModel{}, m.quotas, minSamples, holdBand, countsRoots)...)
+	errs = append(errs, knownErrors(ctx, [2]*observationModel{}, m.quotas, minSamples, holdBand, countsRoots)...)
 	errs = append(errs, m.decodeObservations(ctx)...)
-	errs = append(errs, knownErrors(m.observations, [2]*quotaModel{}, types.NumberNull(), types.NumberNull(), countsRoots)...)
+	errs = append(errs, knownErrors(ctx, m.observations, [2]*quotaModel{}, types.NumberNull(), types.NumberNull(), countsRoots)...)
 	for _, err := range errs {
 		addValueError(&resp.Diagnostics, err)
 	}
@@ -283,12 +283,14 @@ func asValueError(err error, p path.Path) *valueError {
 // or null) as the read would check it, before every value is known: each
 // observation's usage window (a list of objects with the sample's
 // attributes and kinds, whole times: the first fraction is enough to say
-// it) and its counts (whole); each quota with the engine's rules (its
+// it) and its counts (whole), then, when those are fine, its values with
+// the engine's rules as far as the known ones decide them (probeErrors);
+// each quota with the engine's rules (its
 // attributes, kinds and ranges; unknown ones are checked once known);
 // min_samples and hold_band. roots say where each input lives. The data
 // source runs it at validate, the function at plan when an argument holds
 // an unknown value.
-func knownErrors(obs [2]*observationModel, quotas [2]*quotaModel, minSamples, holdBand types.Number, roots inputRoots) []*valueError {
+func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quotaModel, minSamples, holdBand types.Number, roots inputRoots) []*valueError {
 	var errs []*valueError
 	roles := [2]string{engine.RoleFirst, engine.RoleSecond}
 	for i, qm := range quotas {
@@ -327,6 +329,7 @@ func knownErrors(obs [2]*observationModel, quotas [2]*quotaModel, minSamples, ho
 		if om == nil {
 			continue
 		}
+		before := len(errs)
 		root := roots.hosts[roles[i]].observation
 		if w := om.UsageSamples; !w.IsUnknown() && !w.IsUnderlyingValueUnknown() {
 			samples, err := windowOf(w, root.AtName(obsUsageSamples))
@@ -349,6 +352,9 @@ func knownErrors(obs [2]*observationModel, quotas [2]*quotaModel, minSamples, ho
 			if _, why := count(c.v); why != "" {
 				errs = append(errs, &valueError{path: root.AtName(c.name), reason: why})
 			}
+		}
+		if len(errs) == before {
+			errs = append(errs, om.probeErrors(ctx, roles[i], roots)...)
 		}
 	}
 	return errs

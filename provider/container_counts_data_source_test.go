@@ -1175,6 +1175,28 @@ func TestAccContainerCounts_settingsValidated(t *testing.T) {
 			literal(`Attribute second_quota: has an attribute "maximum" (did you mean "max"?), which is not one of: min, max, per_branch, rounding`)}})
 }
 
+// TestAccContainerCounts_observationRulesBesideUnknown: a value the engine
+// refuses fails the plan, naming it, while another value of the same
+// observation is known only at apply (the read, deferred to apply, would
+// report it only then); the function's argument likewise.
+func TestAccContainerCounts_observationRulesBesideUnknown(t *testing.T) {
+	first := observationHCL(testFirst(t))
+	first[obsUsageSamples], first[obsRunningReplicas] = "terraform_data.window.output", "-3"
+	window := "resource \"terraform_data\" \"window\" {\n  input = [{ time = 60, cpu_mhz = 100 }, { time = 120, cpu_mhz = 110 }, { time = 180, cpu_mhz = 90 }]\n}\n"
+	attrs, _, _ := baseAttrs(t)
+	attrs[attrFirst] = hclObject(first)
+	call := fmt.Sprintf("output \"counts\" {\n  value = provider::activation::container_counts(%s, %s, {})\n}\n",
+		hclObject(first), hclObject(observationHCL(testSecond(t))))
+	for name, c := range map[string]struct{ config, want string }{
+		"data source": {window + countsConfig(attrs, ""), literal("Attribute first.running_replicas: is -3; it must be a whole number from 0 to")},
+		"function":    {window + call, `Invalid value for "first" parameter: ` + literal("Attribute first.running_replicas: is -3; it must be a whole number from 0 to")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			accTest(t, resource.TestCase{Steps: []resource.TestStep{{Config: c.config, PlanOnly: true, ExpectError: errRegexp(c.want)}}})
+		})
+	}
+}
+
 // TestAccContainerCounts_unknownDuringPlan: inputs computed by a resource
 // make the counts unknown at plan, not an error; apply then fills them.
 func TestAccContainerCounts_unknownDuringPlan(t *testing.T) {
@@ -1474,4 +1496,92 @@ func namedAttribute(t *testing.T, d diag.Diagnostic, on path.Path) string {
 		t.Errorf("a diagnostic about %s is on %s; want it there, or on the Dynamic attribute it is in", named, on)
 	}
 	return named
+}
+
+// TestContainerCountsValidateObservationRules: validate applies the
+// engine's rules to what is known of an observation, so a value the
+// engine refuses is reported by `tofu validate` and at plan even while
+// another value of the observation is known only at apply; a rule that
+// depends on an unknown value waits for it.
+func TestContainerCountsValidateObservationRules(t *testing.T) {
+	num := func(f float64) types.Number { return numberValue(f) }
+	unknownWindow := types.DynamicUnknown()
+	cases := []struct {
+		name    string
+		first   map[string]attr.Value // attributes of the first observation to replace
+		wantAt  string                // "" for none
+		wantWhy string
+	}{
+		{"all known and fine", nil, "", ""},
+		{"all known: the read's rule at validate", map[string]attr.Value{obsRunningReplicas: num(-3)},
+			"first.running_replicas", "is -3; it must be a whole number from 0 to"},
+		{"running negative beside an unknown window", map[string]attr.Value{obsUsageSamples: unknownWindow, obsRunningReplicas: num(-3)},
+			"first.running_replicas", "is -3; it must be a whole number from 0 to"},
+		{"requested CPU negative beside an unknown capacity", map[string]attr.Value{obsCPUCapacityMHz: types.NumberUnknown(), obsRequestedCPUMHz: num(-1)},
+			"first.requested_cpu_mhz", "is -1; it must be a finite number >= 0"},
+		{"more warming than running beside an unknown window", map[string]attr.Value{obsUsageSamples: unknownWindow, obsRunningReplicas: num(2), obsWarmingReplicas: num(5)},
+			"first.warming_replicas", "is 5; it must be a whole number from 0 to 2 (at most running_replicas)"},
+		{"warming beside unknown running waits", map[string]attr.Value{obsRunningReplicas: types.NumberUnknown(), obsWarmingReplicas: num(5)}, "", ""},
+		{"demand beyond the capacity's bound waits for the capacity", map[string]attr.Value{obsCPUCapacityMHz: types.NumberUnknown(), obsReplicaCPUDemandMHz: num(5e8)}, "", ""},
+		{"a capacity too small beside an unknown demand", map[string]attr.Value{obsCPUCapacityMHz: num(0), obsReplicaCPUDemandMHz: types.NumberUnknown()},
+			"first.cpu_capacity_mhz", "is 0; it must be a finite number > 0"},
+		{"unknown demand, known fine values", map[string]attr.Value{obsReplicaCPUDemandMHz: types.NumberUnknown(), obsHost: types.StringUnknown()}, "", ""},
+		{"queued beside wanted, with the window unknown", map[string]attr.Value{obsUsageSamples: unknownWindow, obsWantedReplicas: num(2),
+			obsQueuedReplicas: types.ListValueMust(types.ObjectType{AttrTypes: replicaAttrTypes}, []attr.Value{
+				types.ObjectValueMust(replicaAttrTypes, map[string]attr.Value{replicaCPUMHz: num(100), replicaMemoryMB: num(64)})})},
+			"first.wanted_replicas", "is 2 and queued_replicas is given"},
+		{"wanted beside an unknown queue waits", map[string]attr.Value{obsWantedReplicas: num(2),
+			obsQueuedReplicas: types.ListUnknown(types.ObjectType{AttrTypes: replicaAttrTypes})}, "", ""},
+	}
+	ds, ok := NewContainerCountsDataSource().(datasource.DataSourceWithValidateConfig)
+	if !ok {
+		t.Fatal("the data source has no ValidateConfig")
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
+			if c.first != nil {
+				m.First = withAttributes(t, m.First, c.first)
+			}
+			var resp datasource.ValidateConfigResponse
+			ds.ValidateConfig(context.Background(), datasource.ValidateConfigRequest{Config: configOf(t, &m)}, &resp)
+			errs := resp.Diagnostics.Errors()
+			if c.wantAt == "" {
+				if len(errs) != 0 {
+					t.Fatalf("errors %v, want none", errs)
+				}
+				return
+			}
+			if len(errs) != 1 {
+				t.Fatalf("errors %v, want one on %s", errs, c.wantAt)
+			}
+			wp, ok := errs[0].(diag.DiagnosticWithPath)
+			if !ok {
+				t.Fatalf("an error on no attribute: %v", errs[0])
+			}
+			if named := namedAttribute(t, errs[0], wp.Path()); named != c.wantAt || !strings.Contains(errs[0].Detail(), c.wantWhy) {
+				t.Fatalf("error %q on %s, want on %s with %q", errs[0].Detail(), named, c.wantAt, c.wantWhy)
+			}
+		})
+	}
+}
+
+// withAttributes is the object d with the attributes changes replaced.
+func withAttributes(t *testing.T, d types.Dynamic, changes map[string]attr.Value) types.Dynamic {
+	t.Helper()
+	o, ok := d.UnderlyingValue().(types.Object)
+	if !ok {
+		t.Fatalf("%v is not an object", d)
+	}
+	vs, ts := map[string]attr.Value{}, map[string]attr.Type{}
+	for k, v := range o.Attributes() {
+		vs[k] = v
+	}
+	for k, v := range changes {
+		vs[k] = v
+	}
+	for k, v := range vs {
+		ts[k] = v.Type(context.Background())
+	}
+	return types.DynamicValue(types.ObjectValueMust(ts, vs))
 }

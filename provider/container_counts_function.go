@@ -57,7 +57,7 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
 			"and the reason. An argument holding a value known only at apply (anywhere inside it) makes the result unknown until " +
-			"apply; what is known of it is still checked at plan as the data source checks its attributes at validate (a misspelt attribute, a fractional count, a quota out of range: an error then), the engine's rules on the observations' values at apply. Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
+			"apply; what is known of it is still checked at plan as the data source checks its attributes at validate (a misspelt attribute, a fractional count, a quota out of range, a negative `running_replicas`: an error then); a rule that involves a value known only at apply waits for it. Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
 			"functions (it answers that the function \"has not been tracked properly\" or that the provider \"has not yet been " +
 			"initialized\"): try the function in a `locals` value or an `output` and `tofu plan`.",
 		Parameters: []function.Parameter{
@@ -164,7 +164,7 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		if decoded[2] {
 			qs, minSamples, holdBand = [2]*quotaModel{qm.First, qm.Second}, qm.MinSamples, qm.HoldBand
 		}
-		if errs := knownErrors(obs, qs, minSamples, holdBand, fnRoots); len(errs) > 0 {
+		if errs := knownErrors(ctx, obs, qs, minSamples, holdBand, fnRoots); len(errs) > 0 {
 			resp.Error = funcError(errs)
 			return
 		}

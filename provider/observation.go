@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/big"
@@ -255,7 +256,7 @@ func observationInputAttribute(description string) schema.DynamicAttribute {
 	return schema.DynamicAttribute{Required: true, MarkdownDescription: description + " An object with these attributes:" + fieldsDoc(observationFields, "  ") +
 		"\n\n  An attribute the observation does not have is an error naming it (OpenTofu would otherwise drop a misspelt one, " +
 		"and the count would be made without it); a number may be written as a numeric string; a list may be a list or a tuple, " +
-		"never a set. The attributes are checked when the configuration is validated, their values when the data source is read. " +
+		"never a set. The attributes are checked when the configuration is validated, and their values with the engine's rules as far as the values known then decide them (a negative `running_replicas` is refused even while `usage_samples` is known only at apply; a rule that involves such a value waits for it). " +
 		"The value is kept as given: an attribute it sets reads back (`data.activation_container_counts.x.first.running_replicas`), " +
 		"an optional one it leaves unset is not there (`try(data.activation_container_counts.x.first.warming_replicas, 0)`); " +
 		"what the engine made of the observation is in the host's decision."}
@@ -484,4 +485,86 @@ func observationFromEngine(o *engine.Observation) observationModel {
 		m.QueuedReplicas = types.ListValueMust(types.ObjectType{AttrTypes: replicaAttrTypes}, queued)
 	}
 	return m
+}
+
+// probeErrors checks a decoded observation some of whose values are not
+// known yet (validate, or the function at plan) with the engine's rules,
+// as far as its known values decide them: each unknown value is replaced
+// by the one those rules accept most widely (a CPU capacity of
+// engine.MaxResource, no memory capacity, a tiny positive CPU demand, as
+// many running replicas as warming ones, no queue, one idle sample, 0
+// elsewhere), and a problem reported on a replaced value is dropped. The
+// engine reports an observation's first problem, so at most one comes
+// back. A value that does not fit the engine's types has been reported
+// before (knownErrors): the caller probes an observation without such.
+func (m *observationModel) probeErrors(ctx context.Context, role string, roots inputRoots) []*valueError {
+	root := roots.hosts[role].observation
+	probe := *m
+	var replaced []path.Path
+	unknown := func(name string, v attr.Value) bool {
+		if v == nil {
+			return false
+		}
+		tv, err := v.ToTerraformValue(ctx)
+		if err != nil || tv.IsFullyKnown() {
+			return false
+		}
+		replaced = append(replaced, root.AtName(name))
+		return true
+	}
+	if unknown(obsUsageSamples, m.UsageSamples) {
+		sample := types.ObjectValueMust(map[string]attr.Type{sampleTime: types.NumberType, sampleCPUMHz: types.NumberType},
+			map[string]attr.Value{sampleTime: wholeValue(0), sampleCPUMHz: wholeValue(0)})
+		probe.UsageSamples = types.DynamicValue(types.TupleValueMust([]attr.Type{sample.Type(ctx)}, []attr.Value{sample}))
+	}
+	if unknown(obsQueuedReplicas, m.QueuedReplicas) {
+		probe.QueuedReplicas = types.ListNull(m.QueuedReplicas.ElementType(ctx))
+	}
+	unknown(obsHost, m.Host) // "": the empty label is valid
+	numbers := []struct {
+		name string
+		v    types.Number
+	}{
+		{obsCPUCapacityMHz, m.CPUCapacityMHz}, {obsMemoryCapacityMB, m.MemoryCapacityMB},
+		{obsRequestedCPUMHz, m.RequestedCPUMHz}, {obsRequestedMemoryMB, m.RequestedMemoryMB},
+		{obsRunningReplicas, m.RunningReplicas}, {obsWarmingReplicas, m.WarmingReplicas},
+		{obsReplicaCPUDemandMHz, m.ReplicaCPUDemandMHz}, {obsReplicaMemoryDemandMB, m.ReplicaMemoryDemandMB},
+		{obsWantedReplicas, m.WantedReplicas}, {obsOtherReservedCPUMHz, m.OtherReservedCPUMHz},
+		{obsOtherReservedMemoryMB, m.OtherReservedMemoryMB},
+	}
+	isUnknown := map[string]bool{}
+	for _, n := range numbers {
+		isUnknown[n.name] = unknown(n.name, n.v) // toEngine reads an unknown number as 0
+	}
+	o, err := probe.toEngine(root)
+	if err != nil {
+		return nil // a type problem, reported by knownErrors
+	}
+	if isUnknown[obsCPUCapacityMHz] {
+		o.CPUCapacityMHz = engine.MaxResource
+	}
+	if isUnknown[obsReplicaCPUDemandMHz] {
+		o.ReplicaCPUDemandMHz = engine.MinCapacity
+	}
+	if isUnknown[obsRunningReplicas] {
+		o.RunningReplicas = o.WarmingReplicas
+	}
+	var errs []*valueError
+	for _, ve := range engineValueErrors(o.Validate(role), roots) {
+		if !underAny(ve.path, replaced) {
+			ve.summary = "Cannot compute the container counts"
+			errs = append(errs, ve)
+		}
+	}
+	return errs
+}
+
+// underAny says whether p is one of roots or inside one.
+func underAny(p path.Path, roots []path.Path) bool {
+	for _, r := range roots {
+		if s, rs := p.String(), r.String(); s == rs || strings.HasPrefix(s, rs+".") || strings.HasPrefix(s, rs+"[") {
+			return true
+		}
+	}
+	return false
 }
