@@ -287,6 +287,14 @@ func (r *configReader) float(key string, dst *float64) {
 			r.fail(cfgErr(key, "is %q; it must be a number", v))
 			return
 		}
+		if f == 0 {
+			// ParseFloat reads "1e-400" as 0, without an error: refused
+			// here, not as "0" by a rule the value never broke.
+			if b, _, err := big.ParseFloat(v, 0, 64, big.ToNearestEven); err == nil && b.Sign() != 0 {
+				r.fail(cfgErr(key, "is %q, closer to 0 than a 64-bit floating point number can hold: check the units", v))
+				return
+			}
+		}
 		*dst = f
 	}
 }

@@ -2,6 +2,7 @@ package nomadplugin
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,36 @@ func TestTargetQuotaFromJobspec(t *testing.T) {
 	m[TargetKeyFirstMax] = "4.5"
 	if err := (&targetConfig{}).parseQuotas(m); err == nil {
 		t.Error("first_max 4.5 accepted")
+	}
+}
+
+// TestFloatBelowAFloat64: a number key's value nearer 0 than a float64 can
+// hold is refused naming the key, not read as 0 (and then refused, or
+// used, as 0); 0 itself, and a small value a float64 holds, stay.
+func TestFloatBelowAFloat64(t *testing.T) {
+	for _, tc := range []struct {
+		in, wantErr string
+		want        float64
+	}{
+		{"1e-400", `config "hold_band": is "1e-400", closer to 0 than a 64-bit floating point number can hold`, 0},
+		{"-1e-400", `config "hold_band": is "-1e-400", closer to 0`, 0},
+		{"0", "", 0},
+		{"0.0e-400", "", 0},
+		{"-0", "", 0},
+		{"1e-300", "", 1e-300},
+		{"0.5", "", 0.5},
+	} {
+		var got float64
+		r := &configReader{m: map[string]string{KeyHoldBand: tc.in}}
+		r.float(KeyHoldBand, &got)
+		err := r.err
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%q: %v, want %v", tc.in, err, tc.want)
+		case tc.wantErr == "" && got != tc.want:
+			t.Errorf("%q read as %v, want %v", tc.in, got, tc.want)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%q: error %v, want %q", tc.in, err, tc.wantErr)
+		}
 	}
 }

@@ -668,6 +668,13 @@ func TestContainerCountsReadTypeErrors(t *testing.T) {
 			editObs(m, 1, func(o *observationModel) { o.CPUCapacityMHz = num("1e400") })
 		},
 			"second.cpu_capacity_mhz", "is 1e+400, beyond a 64-bit floating point number"},
+		{"figure below a float", func(m *containerCountsModel) {
+			editObs(m, 0, func(o *observationModel) { o.ReplicaCPUDemandMHz = num("1e-400") })
+		},
+			"first.replica_cpu_demand_mhz", "is 1e-400, closer to 0 than a 64-bit floating point number can hold"},
+		{"quota per_branch below a float", func(m *containerCountsModel) {
+			m.SecondQuota = types.DynamicValue(types.ObjectValueMust(map[string]attr.Type{quotaPerBranch: types.NumberType}, map[string]attr.Value{quotaPerBranch: num("1e-400")}))
+		}, "second_quota.per_branch", "is 1e-400, closer to 0 than a 64-bit floating point number can hold"},
 		{"infinite figure: the engine's rule", func(m *containerCountsModel) {
 			editObs(m, 0, func(o *observationModel) { setSample(t, &o.UsageSamples, 2, sampleMemoryMB, inf) })
 		},

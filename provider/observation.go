@@ -309,7 +309,8 @@ type observationModel struct {
 }
 
 // figure reads a CPU or memory figure; null is 0. A value beyond a 64-bit
-// float (1e400) is a type error; an infinite one (1/0) goes to the engine,
+// float (1e400), or nonzero and nearer 0 than one can hold (1e-400), is a
+// type error; an infinite one (1/0) goes to the engine,
 // which refuses it naming the field, as it refuses any other bad figure.
 func figure(v types.Number) (float64, string) {
 	if v.IsNull() || v.IsUnknown() {
@@ -319,6 +320,10 @@ func figure(v types.Number) (float64, string) {
 	f, _ := b.Float64()
 	if math.IsInf(f, 0) && !b.IsInf() {
 		return 0, "is " + b.Text('g', 10) + ", beyond a 64-bit floating point number: check the units"
+	}
+	if f == 0 && b.Sign() != 0 {
+		// (read as 0, it would be refused, or judged, as 0: "is 0")
+		return 0, "is " + b.Text('g', 10) + ", closer to 0 than a 64-bit floating point number can hold: check the units"
 	}
 	return f, ""
 }
