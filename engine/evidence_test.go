@@ -636,3 +636,42 @@ func TestRefusedSlotMemoryFigures(t *testing.T) {
 		t.Errorf("refused %g MB: %q; want 1000 MB and %q", r.MemoryMB, r.Reason, want)
 	}
 }
+
+// A positive usage or demand holds data however small a share of the room
+// it is: the counts never fall as usage falls towards zero. A user trial
+// found the second host at 0 containers for 0.00004 MHz of usage on a
+// 20,000 MHz host (a share below the input epsilon read as no data, every
+// branch went dark) and at 110 for 0.0001 MHz.
+func TestTinyUsageHoldsData(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		obs      func(x float64) Observation
+		xs       []float64 // falling usage or demand
+		positive bool      // whether the smallest must still give containers
+	}{
+		{"usage per replica falls on a 20,000 MHz host", func(x float64) Observation { return testsupport.Flat(20000, 2, x, 2000, 10) },
+			[]float64{1000, 100, 1, 1e-3, 1e-4, 4e-5, 1e-5, 1e-9, 1e-300}, true},
+		{"1 MHz replicas on the largest host", func(x float64) Observation { return testsupport.Flat(MaxResource, 2, x, 2000, 10) },
+			[]float64{1e6, 1e3, 1, 1e-3}, true},
+		{"demand of a workload not running falls", func(x float64) Observation {
+			o := testsupport.Flat(100000, 0, 0, x, 10)
+			return o
+		}, []float64{5000, 100, 1, 1e-5, 1e-9}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := [2]int{-1, -1}
+			for _, x := range tc.xs {
+				d := decideBoth(t, tc.obs(x))
+				for i, h := range []HostDecision{d.First, d.Second} {
+					if h.Containers < prev[i] {
+						t.Errorf("%s host: %d containers at %g, fewer than %d at more (%s)", h.Role, h.Containers, x, prev[i], h.Reason())
+					}
+					prev[i] = h.Containers
+				}
+			}
+			if tc.positive && (prev[0] == 0 || prev[1] == 0) {
+				t.Errorf("no container at %g: first %d, second %d", tc.xs[len(tc.xs)-1], prev[0], prev[1])
+			}
+		})
+	}
+}

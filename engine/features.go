@@ -159,6 +159,23 @@ const (
 	numFeatures
 )
 
+// levelShare marks the features that are a level of usage or demand as a
+// share of the room (a mean, a quantile, a peak, a request, a demand): a
+// positive one holds data however small it is (featureMap.filledCPU). A
+// dispersion, a trend, a ratio, a fit, the time of day and the replica
+// count are not levels.
+var levelShare = func() (l [numFeatures]bool) {
+	for _, f := range []int{
+		fCPUReplicaMean, fCPUReplicaP50, fCPUReplicaP90, fCPUReplicaP95, fCPUReplicaP99, fCPUReplicaMax, fCPUReplicaLast,
+		fCPUReplicaMeanLast5, fCPUReplicaMeanStd2, fCPUReplicaMeanStd3, fCPUReplicaMaxLast5, fCPUReplicaMaxLast20,
+		fCPUReplicaRequest, fCPUReplicaDemand, fCPUHostMean, fCPUHostMax,
+		fMemReplicaMax, fMemReplicaDemand, fMemHostMax, fCPULevelDaySin, fCPULevelDayCos,
+	} {
+		l[f] = true
+	}
+	return l
+}()
+
 // Evidence says how the usage window was read: what a replica is taken to
 // use, and whether memory is judged.
 type Evidence struct {
@@ -634,7 +651,12 @@ type featureMap struct {
 	// just above the model's input epsilon, so that a replica whose
 	// demand is a tiny share of the room still holds data (and is
 	// admitted like any other that fits) instead of reading as an empty
-	// slot.
+	// slot. A positive level (levelShare) is given at least as much, so that usage
+	// (or a demand) that is a tiny share of the room still holds data:
+	// at or below the epsilon it read as none, every branch of the
+	// capacity processor went dark and the count fell to 0, below what
+	// more usage gave (a user trial: 0.00004 MHz on a 20,000 MHz host
+	// gave 0 containers, 0.0001 MHz gave 110). Zero stays zero.
 	filledCPU float64
 }
 
@@ -721,6 +743,9 @@ func (fm *featureMap) fill(fw *featureWork, o *Observation, x []float64) {
 			x[i] = fw.slotOwn[fm.slot[i]]
 		default:
 			x[i] = fw.feats[src]
+			if levelShare[src] && x[i] > 0 && x[i] < fm.filledCPU {
+				x[i] = fm.filledCPU
+			}
 		}
 	}
 }
