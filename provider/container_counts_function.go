@@ -56,7 +56,8 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"attributes (a numeric string is a number); a list may be a tuple, never a set. `quotas` is `{ first = {...}, second = {...}, min_samples = n, hold_band = b }`, " +
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
-			"and the reason. An argument holding a value known only at apply (anywhere inside it) makes the result unknown until " +
+			"and the reason; problems in two arguments are one error of the call, each naming its attribute in full (`Attribute second.running_replicas: ...`), " +
+			"which OpenTofu 1.10 prints under the first parameter's name. An argument holding a value known only at apply (anywhere inside it) makes the result unknown until " +
 			"apply; what is known of it is still checked at plan as the data source checks its attributes at validate (a misspelt attribute, a fractional count, a quota out of range, a negative `running_replicas`: an error then); a rule that involves a value known only at apply waits for it. Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
 			"functions (it answers that the function \"has not been tracked properly\" or that the provider \"has not yet been " +
 			"initialized\"): try the function in a `locals` value or an `output` and `tofu plan`.",
@@ -197,17 +198,41 @@ func engineFuncError(err error) *function.FuncError {
 		}
 		fes = append(fes, fe)
 	}
-	return function.ConcatFuncErrors(fes...)
+	return joinFuncErrors(fes)
 }
 
-// funcError is the function's error for errs: each on the argument its
-// path is in (the first one's argument is the error's).
+// funcError is the function's error for errs (joinFuncErrors).
 func funcError(errs []*valueError) *function.FuncError {
 	fes := make([]*function.FuncError, len(errs))
 	for i, e := range errs {
 		fes[i] = argumentError(e)
 	}
-	return function.ConcatFuncErrors(fes...)
+	return joinFuncErrors(fes)
+}
+
+// joinFuncErrors is one error of fes, each text its own sentence: on their
+// argument when they share one, else on none (OpenTofu prints a call's
+// error under one argument's name, so two arguments' problems under the
+// first's would blame it for the other's; each text names its attribute
+// in full, `Attribute second.queued_replicas: ...`).
+func joinFuncErrors(fes []*function.FuncError) *function.FuncError {
+	if len(fes) == 0 {
+		return nil
+	}
+	texts := make([]string, len(fes))
+	arg := fes[0].FunctionArgument
+	for i, fe := range fes {
+		texts[i] = fe.Text
+		if arg != nil && (fe.FunctionArgument == nil || *fe.FunctionArgument != *arg) {
+			arg = nil
+		}
+	}
+	// (OpenTofu ends the last text with its own period)
+	text := strings.Join(texts, ".\n")
+	if arg == nil {
+		return function.NewFuncError(text)
+	}
+	return function.NewArgumentFuncError(*arg, text)
 }
 
 // argumentError is e on the argument its path is in, or on none.

@@ -340,7 +340,9 @@ func TestContainerCountsFunctionInvalidInputs(t *testing.T) {
 }
 
 // TestContainerCountsFunctionBothHostsWrong: the function's error holds
-// both hosts' errors, on the first one's argument.
+// both hosts' errors, each its own sentence, on no argument (OpenTofu
+// would print both under the one argument's name); one argument's several
+// errors stay on it.
 func TestContainerCountsFunctionBothHostsWrong(t *testing.T) {
 	r := &engine.Request{First: testFirst(t), Second: testSecond(t)}
 	r.First.Samples[1].CPUMHz = -2
@@ -349,13 +351,21 @@ func TestContainerCountsFunctionBothHostsWrong(t *testing.T) {
 	if ferr == nil {
 		t.Fatal("no error")
 	}
-	if ferr.FunctionArgument == nil || *ferr.FunctionArgument != 0 {
-		t.Errorf("error on argument %v, want 0 (first)", ferr.FunctionArgument)
+	if ferr.FunctionArgument != nil {
+		t.Errorf("error on argument %d, want none: %s", *ferr.FunctionArgument, ferr.Text)
 	}
-	for _, want := range []string{"Attribute first.usage_samples[1].cpu_mhz: ", "Attribute second.replica_cpu_demand_mhz: "} {
-		if !strings.Contains(ferr.Text, want) {
-			t.Errorf("error %q does not hold %q", ferr.Text, want)
-		}
+	first, second, found := strings.Cut(ferr.Text, "\n")
+	if !found || !strings.HasPrefix(first, "Attribute first.usage_samples[1].cpu_mhz: ") || !strings.HasSuffix(first, ".") ||
+		!strings.HasPrefix(second, "Attribute second.replica_cpu_demand_mhz: ") || strings.HasSuffix(second, ".") {
+		t.Errorf("error %q, want the first host's sentence (its period), a new line, the second's (OpenTofu adds the period)", ferr.Text)
+	}
+	// Two problems of one argument: on it.
+	q := quotasOf(r)
+	q["first"], q["second"] = map[string]any{"min": -1}, map[string]any{"min": -2}
+	r.First.Samples[1].CPUMHz, r.Second.ReplicaCPUDemandMHz = 1, testSecond(t).ReplicaCPUDemandMHz
+	_, ferr = runFunction(t, engineValue(t, r.First), engineValue(t, r.Second), jsonValue(t, q))
+	if ferr == nil || ferr.FunctionArgument == nil || *ferr.FunctionArgument != 2 || !strings.Contains(ferr.Text, "Attribute quotas.first.min: is -1") || !strings.Contains(ferr.Text, "Attribute quotas.second.min: is -2") {
+		t.Errorf("error %+v, want two quota problems on argument 2 (quotas)", ferr)
 	}
 }
 
@@ -402,7 +412,8 @@ func TestContainerCountsFunctionErrors(t *testing.T) {
 			"Attribute second.cpu_capacity_mhz: is 0; it must be a finite number > 0"},
 		{"engine rule on a quota", []attr.Value{ok, ok, jsonValue(t, map[string]any{"first": map[string]any{"min": 5, "max": 4}})}, 2,
 			"Attribute quotas.first.max: "},
-		{"too few samples for min_samples: on the window", []attr.Value{ok, ok, jsonValue(t, map[string]any{"min_samples": 31})}, 0,
+		// (both windows are short: two arguments' problems, so on none)
+		{"too few samples for min_samples: on the windows", []attr.Value{ok, ok, jsonValue(t, map[string]any{"min_samples": 31})}, -1,
 			"Attribute first.usage_samples: has 30 sample(s); at least 31 are needed"},
 		{"negative hold band", []attr.Value{ok, ok, jsonValue(t, map[string]any{"hold_band": -1})}, 2,
 			"Attribute quotas.hold_band: is -1; it must be a number from 0 to 10 (logits)"},
@@ -421,10 +432,13 @@ func TestContainerCountsFunctionErrors(t *testing.T) {
 			if ferr == nil {
 				t.Fatal("no error")
 			}
-			if ferr.FunctionArgument == nil {
+			switch {
+			case c.arg < 0 && ferr.FunctionArgument != nil:
+				t.Errorf("error on argument %d, want none: %s", *ferr.FunctionArgument, ferr.Text)
+			case c.arg < 0:
+			case ferr.FunctionArgument == nil:
 				t.Fatalf("error on no argument: %s", ferr.Text)
-			}
-			if *ferr.FunctionArgument != c.arg {
+			case *ferr.FunctionArgument != c.arg:
 				t.Errorf("error on argument %d, want %d: %s", *ferr.FunctionArgument, c.arg, ferr.Text)
 			}
 			if strings.HasSuffix(ferr.Text, ".") {
@@ -669,6 +683,19 @@ func TestAccContainerCountsFunction_errors(t *testing.T) {
 		{"engine rule on an observation", func(t *testing.T) string { return call(badFirst(t), "", "{}")(t) },
 			// one period: OpenTofu adds its own to the function's text
 			`Invalid value for "first" parameter: ` + literal("Attribute first.usage_samples[0].cpu_mhz: is -1; it must be a finite number >= 0") + `\.(\s|$)`},
+		// Two arguments' problems: the call's error, on no argument, each
+		// a sentence naming its attribute (a user trial read the second
+		// host's as the first's). OpenTofu v1.10.6 shows an error on no
+		// argument under the first parameter's name (its plugin6 client
+		// makes every function error an argument error, argument 0 when
+		// the provider names none); Terraform as the call's.
+		{"both hosts wrong", func(t *testing.T) string {
+			s := observationHCL(testSecond(t))
+			s[obsReplicaCPUDemandMHz] = "0"
+			return call(badFirst(t), hclObject(s), "{}")(t)
+		}, `Invalid value for "first" parameter: ` +
+			literal("Attribute first.usage_samples[0].cpu_mhz: is -1; it must be a finite number >= 0.") + `\s+` +
+			literal("Attribute second.replica_cpu_demand_mhz: is 0; it must be a finite number > 0.")},
 		{"misspelt attribute", func(t *testing.T) string {
 			o := observationHCL(testSecond(t))
 			o["wanted_replica"] = "3"
