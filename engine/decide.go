@@ -333,11 +333,7 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 	if why := MinSamplesReason(in.MinSamples); why != "" {
 		return obsErr(role, "min_samples", "%s", why)
 	}
-	minSamples := in.MinSamples
-	if minSamples == 0 {
-		minSamples = DefaultMinSamples
-	}
-	if err := o.checkEvidence(role, minSamples); err != nil {
+	if err := o.CheckEvidence(role, in.MinSamples); err != nil {
 		return err
 	}
 	p := in.Model

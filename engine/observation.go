@@ -278,8 +278,18 @@ func (o *Observation) Validate(role string) error {
 	return nil
 }
 
-// checkEvidence refuses a window shorter than minSamples: one reading says
-// nothing of how usage varies, so it gives no new count.
+// CheckEvidence refuses, as Decide does, a window shorter than minSamples
+// (0: DefaultMinSamples): one reading says nothing of how usage varies, so
+// it gives no new count. For front ends that check what they know before
+// deciding; minSamples must pass MinSamplesReason.
+func (o *Observation) CheckEvidence(role string, minSamples int) error {
+	if minSamples == 0 {
+		minSamples = DefaultMinSamples
+	}
+	return o.checkEvidence(role, minSamples)
+}
+
+// checkEvidence refuses a window shorter than minSamples.
 func (o *Observation) checkEvidence(role string, minSamples int) error {
 	if len(o.Samples) < minSamples {
 		return &ObservationError{Host: role, Field: "usage_samples", Err: ErrTooFewSamples,

@@ -262,9 +262,9 @@ func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req data
 	}
 	// The settings' problems first, then the observations'.
 	errs := m.decodeQuotas(ctx)
-	errs = append(errs, knownErrors(ctx, [2]*observationModel{}, m.quotas, minSamples, holdBand, countsRoots)...)
+	errs = append(errs, knownSettingsErrors(m.quotas, minSamples, holdBand, countsRoots)...)
 	errs = append(errs, m.decodeObservations(ctx)...)
-	errs = append(errs, knownErrors(ctx, m.observations, [2]*quotaModel{}, types.NumberNull(), types.NumberNull(), countsRoots)...)
+	errs = append(errs, knownObservationErrors(ctx, m.observations, minSamples, countsRoots)...)
 	for _, err := range errs {
 		addValueError(&resp.Diagnostics, err)
 	}
@@ -280,17 +280,19 @@ func asValueError(err error, p path.Path) *valueError {
 }
 
 // knownErrors checks what is known of decoded inputs (nil: not known yet,
-// or null) as the read would check it, before every value is known: each
-// observation's usage window (a list of objects with the sample's
-// attributes and kinds, whole times: the first fraction is enough to say
-// it) and its counts (whole), then, when those are fine, its values with
-// the engine's rules as far as the known ones decide them (probeErrors);
-// each quota with the engine's rules (its
-// attributes, kinds and ranges; unknown ones are checked once known);
-// min_samples and hold_band. roots say where each input lives. The data
-// source runs it at validate, the function at plan when an argument holds
-// an unknown value.
+// or null) as the read would check it, before every value is known: the
+// settings (knownSettingsErrors), then the observations
+// (knownObservationErrors). roots say where each input lives. The
+// function runs it at plan when an argument holds an unknown value; the
+// data source runs its two parts at validate.
 func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quotaModel, minSamples, holdBand types.Number, roots inputRoots) []*valueError {
+	return append(knownSettingsErrors(quotas, minSamples, holdBand, roots), knownObservationErrors(ctx, obs, minSamples, roots)...)
+}
+
+// knownSettingsErrors checks each known quota with the engine's rules (its
+// attributes, kinds and ranges; unknown ones are checked once known),
+// min_samples and hold_band.
+func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand types.Number, roots inputRoots) []*valueError {
 	var errs []*valueError
 	roles := [2]string{engine.RoleFirst, engine.RoleSecond}
 	for i, qm := range quotas {
@@ -325,6 +327,25 @@ func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quota
 	} else if why := engine.HoldBandReason(b); why != "" {
 		errs = append(errs, &valueError{path: roots.holdBand, reason: why})
 	}
+	return errs
+}
+
+// knownObservationErrors checks each known observation: its usage window
+// (a list of objects with the sample's attributes and kinds, whole times:
+// the first fraction is enough to say it) and its counts (whole), then,
+// when those are fine, its values with the engine's rules as far as the
+// known ones decide them (probeErrors), and its window's length against
+// min_samples when both are known and min_samples is in range (its own
+// problem is knownSettingsErrors').
+func knownObservationErrors(ctx context.Context, obs [2]*observationModel, minSamples types.Number, roots inputRoots) []*valueError {
+	var errs []*valueError
+	roles := [2]string{engine.RoleFirst, engine.RoleSecond}
+	evidenceMin := -1 // not known, or out of range: no window is checked
+	if !minSamples.IsUnknown() {
+		if n, why := count(minSamples); why == "" && engine.MinSamplesReason(n) == "" {
+			evidenceMin = n
+		}
+	}
 	for i, om := range obs {
 		if om == nil {
 			continue
@@ -354,7 +375,7 @@ func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quota
 			}
 		}
 		if len(errs) == before {
-			errs = append(errs, om.probeErrors(ctx, roles[i], roots)...)
+			errs = append(errs, om.probeErrors(ctx, roles[i], roots, evidenceMin)...)
 		}
 	}
 	return errs

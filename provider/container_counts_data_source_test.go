@@ -603,6 +603,9 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
 			editObs(&m, 0, func(o *observationModel) { o.UsageSamples = c.window })
+			// (these windows are short: a known one is also checked
+			// against min_samples at validation)
+			m.MinSamples = wholeValue(1)
 			if c.edit != nil {
 				c.edit(&m)
 			}
@@ -1539,10 +1542,39 @@ func TestContainerCountsValidateObservationRules(t *testing.T) {
 			"first.wanted_replicas", "is 2 and queued_replicas is given"},
 		{"wanted beside an unknown queue waits", map[string]attr.Value{obsWantedReplicas: num(2),
 			obsQueuedReplicas: types.ListUnknown(types.ObjectType{AttrTypes: replicaAttrTypes})}, "", ""},
+		{"negative warming beside unknown running", map[string]attr.Value{obsRunningReplicas: types.NumberUnknown(), obsWarmingReplicas: num(-1)},
+			"first.warming_replicas", "is -1; it must be a whole number from 0 to 0"},
+		{"a window shorter than min_samples, beside an unknown capacity", map[string]attr.Value{obsCPUCapacityMHz: types.NumberUnknown(), obsUsageSamples: shortWindow(2)},
+			"first.usage_samples", "has 2 sample(s); at least 3 are needed to judge (min_samples)"},
 	}
 	ds, ok := NewContainerCountsDataSource().(datasource.DataSourceWithValidateConfig)
 	if !ok {
 		t.Fatal("the data source has no ValidateConfig")
+	}
+	// min_samples against a known window: checked when min_samples is
+	// known and in range, else left to the read (or to its own error).
+	for _, c := range []struct {
+		minSamples types.Number
+		want       []string
+	}{
+		{types.NumberNull(), []string{"first.usage_samples"}},
+		{wholeValue(2), nil},
+		{types.NumberUnknown(), nil},
+		{wholeValue(-1), []string{"min_samples"}},
+	} {
+		m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
+		m.First, m.MinSamples = withAttributes(t, m.First, map[string]attr.Value{obsUsageSamples: shortWindow(2)}), c.minSamples
+		var resp datasource.ValidateConfigResponse
+		ds.ValidateConfig(context.Background(), datasource.ValidateConfigRequest{Config: configOf(t, &m)}, &resp)
+		var got []string
+		for _, d := range resp.Diagnostics.Errors() {
+			if wp, ok := d.(diag.DiagnosticWithPath); ok {
+				got = append(got, namedAttribute(t, d, wp.Path()))
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("min_samples %v, a window of 2: errors on %v, want %v", c.minSamples, got, c.want)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1591,4 +1623,15 @@ func withAttributes(t *testing.T, d types.Dynamic, changes map[string]attr.Value
 		ts[k] = v.Type(context.Background())
 	}
 	return types.DynamicValue(types.ObjectValueMust(ts, vs))
+}
+
+// shortWindow is a usage window of n samples, a minute apart.
+func shortWindow(n int) types.Dynamic {
+	st := map[string]attr.Type{sampleTime: types.NumberType, sampleCPUMHz: types.NumberType}
+	ts, vs := make([]attr.Type, n), make([]attr.Value, n)
+	for i := range vs {
+		ts[i] = types.ObjectType{AttrTypes: st}
+		vs[i] = types.ObjectValueMust(st, map[string]attr.Value{sampleTime: wholeValue(int64(60 * (i + 1))), sampleCPUMHz: numberValue(100)})
+	}
+	return types.DynamicValue(types.TupleValueMust(ts, vs))
 }

@@ -497,12 +497,15 @@ func observationFromEngine(o *engine.Observation) observationModel {
 // as far as its known values decide them: each unknown value is replaced
 // by the one those rules accept most widely (a CPU capacity of
 // engine.MaxResource, no memory capacity, a tiny positive CPU demand, as
-// many running replicas as warming ones, no queue, one idle sample, 0
+// many running replicas as warming ones (none when that is negative), no
+// queue, one idle sample, 0
 // elsewhere), and a problem reported on a replaced value is dropped. The
 // engine reports an observation's first problem, so at most one comes
 // back. A value that does not fit the engine's types has been reported
 // before (knownErrors): the caller probes an observation without such.
-func (m *observationModel) probeErrors(ctx context.Context, role string, roots inputRoots) []*valueError {
+// When it has none and its window is known, the window's length is
+// checked against minSamples (0: the default; negative: not known).
+func (m *observationModel) probeErrors(ctx context.Context, role string, roots inputRoots, minSamples int) []*valueError {
 	root := roots.hosts[role].observation
 	probe := *m
 	var replaced []path.Path
@@ -552,10 +555,14 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 		o.ReplicaCPUDemandMHz = engine.MinCapacity
 	}
 	if isUnknown[obsRunningReplicas] {
-		o.RunningReplicas = o.WarmingReplicas
+		o.RunningReplicas = max(o.WarmingReplicas, 0)
+	}
+	err = o.Validate(role)
+	if err == nil && minSamples >= 0 && !underAny(root.AtName(obsUsageSamples), replaced) {
+		err = o.CheckEvidence(role, minSamples)
 	}
 	var errs []*valueError
-	for _, ve := range engineValueErrors(o.Validate(role), roots) {
+	for _, ve := range engineValueErrors(err, roots) {
 		if !underAny(ve.path, replaced) {
 			ve.summary = "Cannot compute the container counts"
 			errs = append(errs, ve)
