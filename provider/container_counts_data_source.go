@@ -204,6 +204,8 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 			"attribute an observation or a sample does not have is refused, naming it (OpenTofu drops the attributes a typed " +
 			"object does not have, so a misspelt `warming_replicas` would be ignored and the count made without it), and so is " +
 			"a missing required one.\n\n" +
+			fmt.Sprintf("Limits: every CPU and memory figure is finite, at least 0, at most %g (MHz, MB: a larger one is taken for a unit mistake) "+
+				"and at most %g times the host's capacity; every count is a whole number up to %s. ", float64(engine.MaxResource), float64(engine.MaxUsageRatio), thousands(engine.MaxReplicas)) +
 			fmt.Sprintf("Size: an observation holds at most %s usage samples (a week of one-minute samples). ", thousands(engine.MaxSamples)) +
 			"An hour of one-minute samples adds milliseconds to a `tofu plan`; two observations of a week each add about 13 to 22 s on a " +
 			"2-core machine, most of them OpenTofu's own work on a value of 20,000 objects (`tools/plan-bench.sh largest` measures it " +

@@ -56,7 +56,7 @@ func SeriesObservation(t testing.TB, name string, end, window, replicas int, sha
 		Host:                  name,
 		CPUCapacityMHz:        HostMHz,
 		MemoryCapacityMB:      HostMemoryMB,
-		RequestedCPUMHz:       float64(replicas) * share * HostMHz,
+		RequestedCPUMHz:       float64(replicas) * (share * HostMHz), // (12000, not 12000.000000000002)
 		RequestedMemoryMB:     float64(replicas) * ReplicaMemMB,
 		RunningReplicas:       replicas,
 		ReplicaCPUDemandMHz:   share * HostMHz,
