@@ -133,7 +133,7 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 				"`resources` of the count's replicas other than the `queued` ones (all of them without `queued_replicas`; queue entries keep " +
 				"their own demands) and Nomad can place every replica when `fits` is true (see the provider's documentation).",
 			Attributes: map[string]schema.Attribute{
-				plPlaceable:    computedInt("How many replicas Nomad can place at today's reservations (`replica_cpu_mhz`, `replica_memory_mb`), in queue order: " +
+				plPlaceable: computedInt("How many replicas Nomad can place at today's reservations (`replica_cpu_mhz`, `replica_memory_mb`), in queue order: " +
 					"with `queued_replicas`, the running replicas and then the queue's entries at their own demand, so at most the running ones plus the queue; " +
 					"otherwise as many replicas of the workload's size as fit, whatever `wanted_replicas` says."),
 				plFreeCPUMHz:   computedFloat("The host's CPU capacity less what other workloads reserve, MHz."),

@@ -405,7 +405,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if err != nil {
 		// The provider's settings are not this data source's attributes:
 		// the message names the provider's attribute.
-		resp.Diagnostics.AddError("Cannot use the Nomad settings", err.Error())
+		resp.Diagnostics.AddError("Cannot use the Nomad settings", sentence(err.Error()))
 		return
 	}
 	q, ok := m.query(conn.Namespace(), &resp.Diagnostics)

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -385,7 +387,7 @@ func (c *nomadConnection) clientPair() *valueError {
 // on first use. Its errors never hold a secret.
 func (c *nomadConnection) get(opts nomadusage.Options) (*nomadconn.Conn, *nomadusage.Reader, error) {
 	if len(c.unknown) > 0 {
-		return nil, nil, fmt.Errorf("the provider's nomad block has values not known until apply (%s); activation_host_usage needs them known when it is read",
+		return nil, nil, fmt.Errorf("the provider's nomad block has values not known until apply (%s): activation_host_usage needs them known when it is read",
 			strings.Join(c.unknown, ", "))
 	}
 	if c.err != nil {
@@ -453,4 +455,19 @@ func (c *nomadConnection) logFields() map[string]any {
 	sort.Strings(names)
 	f["nomad_header_names"] = names
 	return f
+}
+
+// sentence is an error's text as a diagnostic's detail reads it: a capital
+// first letter and a closing period (Go's error texts have neither).
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	if r, n := utf8.DecodeRuneInString(s); unicode.IsLower(r) {
+		s = string(unicode.ToUpper(r)) + s[n:]
+	}
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
 }

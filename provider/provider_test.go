@@ -731,3 +731,19 @@ func TestConfigureUnknownDefaultModel(t *testing.T) {
 		t.Errorf("only the host using the unknown default is at fault: %v", diags)
 	}
 }
+
+// TestSentence: an error's text becomes a diagnostic's detail with a
+// capital and a period, and is otherwise kept.
+func TestSentence(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "",
+		"the provider's nomad block has values not known until apply (address)":    "The provider's nomad block has values not known until apply (address).",
+		"nomad tls: Error loading CA File: open /x.pem: no such file or directory": "Nomad tls: Error loading CA File: open /x.pem: no such file or directory.",
+		"Attribute nomad.cert_file: gives a client certificate.":                   "Attribute nomad.cert_file: gives a client certificate.",
+		"élan": "Élan.",
+	} {
+		if got := sentence(in); got != want {
+			t.Errorf("sentence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -346,6 +347,9 @@ func CheckAddress(addr string) error {
 	}
 	if strings.TrimSpace(addr) != addr {
 		return fmt.Errorf("%q has spaces or line breaks around it: give the URL alone", red)
+	}
+	if strings.ContainsFunc(addr, unicode.IsSpace) {
+		return fmt.Errorf("%q holds a space or a line break: a URL has none (give the Nomad API's URL, such as http://127.0.0.1:4646)", red)
 	}
 	// 127.0.0.1:4646 does not parse, and nomad:4646 parses with the
 	// scheme "nomad": either way the scheme is what is missing. (What

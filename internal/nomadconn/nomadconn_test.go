@@ -194,6 +194,8 @@ func TestCheckAddress(t *testing.T) {
 		{"http:nomad:4646", `"http:nomad:4646" has no host`},
 		{"http://nomad:4646\n", `"http://nomad:4646\n" has spaces or line breaks around it`},
 		{" http://nomad:4646", `has spaces or line breaks around it`},
+		{"not a url", `"not a url" holds a space or a line break: a URL has none`}, // (it suggested http://not a url)
+		{"http://nomad :4646", `holds a space or a line break`},
 		{"http://nomad:4646/", ""},
 		{"https://gw.example/nomad", ""}, // the API client drops the path: an answer there without Nomad's headers says so
 	} {
