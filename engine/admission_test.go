@@ -2,10 +2,12 @@ package engine_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -595,5 +597,59 @@ func TestSlotInputsWithinTheModel(t *testing.T) {
 	}
 	if _, err := FeatureVector(&o, RoleFirst, []string{"slot_0", "slot_1_memory", "cpu_replica_mean"}); err != nil {
 		t.Errorf("slots 0 and 1 of a three-input model: %v", err)
+	}
+}
+
+// Validate reports every broken rule of an observation, each naming its
+// field, in the order of the rules (a user trial fixed one a plan at a
+// time); of the window, the first sample at fault; a figure is not checked
+// against a capacity that is itself wrong.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	fields := func(err error) []string {
+		var out []string
+		for _, p := range Problems(err) {
+			_, _, f, ok := FieldOf(p)
+			if !ok {
+				t.Fatalf("a problem naming no field: %v", p)
+			}
+			out = append(out, f)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(o *Observation)
+		want []string
+	}{
+		{"none", func(*Observation) {}, nil},
+		{"one", func(o *Observation) { o.WarmingReplicas = 5 }, []string{"warming_replicas"}},
+		{"several", func(o *Observation) {
+			o.Samples[3].CPUMHz, o.Samples[7].CPUMHz = math.NaN(), -1
+			o.RequestedCPUMHz, o.WarmingReplicas, o.ReplicaCPUDemandMHz, o.OtherReservedCPUMHz = -5, 5, -7, 5000
+		}, []string{"usage_samples[3].cpu_mhz", "requested_cpu_mhz", "warming_replicas", "replica_cpu_demand_mhz", "other_reserved_cpu_mhz"}},
+		{"a sample's time and figure", func(o *Observation) { o.Samples[2].Time, o.Samples[2].MemoryMB = -1, math.Inf(1) },
+			[]string{"usage_samples[2].time", "usage_samples[2].memory_mb"}},
+		{"a wrong capacity bounds nothing", func(o *Observation) {
+			o.CPUCapacityMHz, o.RequestedCPUMHz, o.OtherReservedCPUMHz = 0, 2e6, 9000
+		}, []string{"cpu_capacity_mhz"}},
+		{"warming against running that is wrong", func(o *Observation) { o.RunningReplicas, o.WarmingReplicas = -1, 3 }, []string{"running_replicas"}},
+		{"queue beside wanted, and its first replica at fault", func(o *Observation) {
+			o.WantedReplicas, o.QueuedReplicas = 3, []Replica{{CPUMHz: 10}, {CPUMHz: 0}, {CPUMHz: -1}}
+		}, []string{"wanted_replicas", "queued_replicas[1].cpu_mhz"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testsupport.Flat(4000, 2, 100, 100, 10)
+			tc.edit(&o)
+			err := o.Validate(RoleFirst)
+			if got := fields(err); !slices.Equal(got, tc.want) {
+				t.Fatalf("problems on %v, want %v: %v", got, tc.want, err)
+			}
+			if len(tc.want) == 1 {
+				var oe *ObservationError
+				if !errors.As(err, &oe) || err != error(oe) {
+					t.Errorf("one problem: %T, want the *ObservationError itself", err)
+				}
+			}
+		})
 	}
 }

@@ -68,9 +68,10 @@ func (e *ModelSourceError) Unwrap() error { return e.Err }
 
 // Errors splits an error of Decide into the errors it holds, one per host
 // whose input is wrong, the first host's first: a slice of err alone when
-// it holds one (nil for nil). A caller that maps errors to its own fields
-// (FieldOf, Reason) reads each of these: on a joined error those find only
-// the first typed error they reach.
+// it holds one (nil for nil). A host's error may itself hold several
+// problems (Validate): a caller that maps errors to its own fields
+// (FieldOf, Reason) reads Problems instead: on a joined error those find
+// only the first typed error they reach.
 func Errors(err error) []error {
 	if err == nil {
 		return nil
@@ -79,6 +80,25 @@ func Errors(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// Problems splits an error of Decide or Validate into every problem it
+// holds, the first host's first, each naming its field where it names an
+// input (FieldOf): Errors' errors, each split again where a host's input
+// has several problems (nil for nil).
+func Problems(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, Problems(e)...)
+	}
+	return out
 }
 
 // FieldOf returns the host role, the part of the host's input ("observation",

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -132,68 +133,146 @@ func unprintable(r rune) bool {
 func badNumber(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 
 // Validate checks the observation against every rule; role labels the
-// host in errors. The first broken rule is returned as an
-// *ObservationError naming the field.
+// host in errors. Every broken rule is reported, each as an
+// *ObservationError naming the field (one error, or errors.Join of them:
+// Problems splits it); of the usage window and the queue, the first
+// sample or replica at fault. A figure checked against a capacity that is
+// itself wrong is checked against no capacity.
 func (o *Observation) Validate(role string) error {
-	bad := func(field, format string, args ...any) error { return obsErr(role, field, format, args...) }
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, obsErr(role, field, format, args...))
+	}
 	// resource checks a figure that must be finite, >= 0 (> 0 when
 	// positive), at most MaxResource and, when capacity > 0, at most
-	// MaxUsageRatio times it.
-	resource := func(field string, v float64, positive bool, capacity float64, capName string) error {
+	// MaxUsageRatio times it; ok says whether it passed.
+	resource := func(field string, v float64, positive bool, capacity float64, capName string) (ok bool) {
 		switch {
 		case badNumber(v) || v < 0 || (positive && v == 0):
 			want := ">= 0"
 			if positive {
 				want = "> 0"
 			}
-			return bad(field, "is %v; it must be a finite number %s", v, want)
+			bad(field, "is %v; it must be a finite number %s", v, want)
 		case v > MaxResource:
-			return bad(field, "is %v, more than %g: check the units (MHz, MB)", v, float64(MaxResource))
+			bad(field, "is %v, more than %g: check the units (MHz, MB)", v, float64(MaxResource))
 		case capacity > 0 && v > MaxUsageRatio*capacity:
-			return bad(field, "is %v, more than %g times the host's %s (%v): check the units", v, float64(MaxUsageRatio), capName, capacity)
+			bad(field, "is %v, more than %g times the host's %s (%v): check the units", v, float64(MaxUsageRatio), capName, capacity)
+		default:
+			return true
 		}
-		return nil
+		return false
 	}
-	count := func(field string, v, limit int, what string) error {
+	count := func(field string, v, limit int, what string) (ok bool) {
 		if v < 0 || v > limit {
-			return bad(field, "is %d; it must be a whole number from 0 to %d%s", v, limit, what)
+			bad(field, "is %d; it must be a whole number from 0 to %d%s", v, limit, what)
+			return false
 		}
-		return nil
+		return true
 	}
-	if len(o.Host) > MaxHostLabel {
-		return bad("host", "is %d bytes long; at most %d", len(o.Host), MaxHostLabel)
-	}
+	switch {
+	case len(o.Host) > MaxHostLabel:
+		bad("host", "is %d bytes long; at most %d", len(o.Host), MaxHostLabel)
 	// (the label goes into explanations of several lines and logs)
-	if !utf8.ValidString(o.Host) {
-		return bad("host", "is not valid UTF-8")
+	case !utf8.ValidString(o.Host):
+		bad("host", "is not valid UTF-8")
+	default:
+		if i := strings.IndexFunc(o.Host, unprintable); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(o.Host[i:])
+			bad("host", "holds a control character (%q at byte %d)", r, i)
+		}
 	}
-	if i := strings.IndexFunc(o.Host, unprintable); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(o.Host[i:])
-		return bad("host", "holds a control character (%q at byte %d)", r, i)
-	}
-	if err := resource("cpu_capacity_mhz", o.CPUCapacityMHz, true, 0, ""); err != nil {
-		return err
-	}
-	if err := resource("memory_capacity_mb", o.MemoryCapacityMB, false, 0, ""); err != nil {
-		return err
-	}
-	if o.CPUCapacityMHz < MinCapacity {
-		return bad("cpu_capacity_mhz", "is %v, less than %g: check the units (MHz)", o.CPUCapacityMHz, MinCapacity)
-	}
-	if o.MemoryCapacityMB > 0 && o.MemoryCapacityMB < MinCapacity {
-		return bad("memory_capacity_mb", "is %v, less than %g: check the units (MB), or give 0 when the capacity is unknown", o.MemoryCapacityMB, MinCapacity)
-	}
+	// A capacity that is wrong is no bound for the figures checked
+	// against it (0: not used).
 	cpuCap, memCap := o.CPUCapacityMHz, o.MemoryCapacityMB
+	if !resource("cpu_capacity_mhz", o.CPUCapacityMHz, true, 0, "") {
+		cpuCap = 0
+	} else if o.CPUCapacityMHz < MinCapacity {
+		bad("cpu_capacity_mhz", "is %v, less than %g: check the units (MHz)", o.CPUCapacityMHz, MinCapacity)
+		cpuCap = 0
+	}
+	if !resource("memory_capacity_mb", o.MemoryCapacityMB, false, 0, "") {
+		memCap = 0
+	} else if o.MemoryCapacityMB > 0 && o.MemoryCapacityMB < MinCapacity {
+		bad("memory_capacity_mb", "is %v, less than %g: check the units (MB), or give 0 when the capacity is unknown", o.MemoryCapacityMB, MinCapacity)
+		memCap = 0
+	}
 	switch n := len(o.Samples); {
 	case n == 0:
-		return bad("usage_samples", "empty window: at least one usage sample is needed")
+		bad("usage_samples", "empty window: at least one usage sample is needed")
 	case n > MaxSamples:
-		return bad("usage_samples", "has %d samples, more than the limit of %d", n, MaxSamples)
+		bad("usage_samples", "has %d samples, more than the limit of %d", n, MaxSamples)
+	default:
+		o.checkSamples(role, cpuCap, memCap, &errs)
 	}
-	cpuLimit := math.Min(MaxResource, MaxUsageRatio*cpuCap)
-	memLimit := MaxResource
+	resource("requested_cpu_mhz", o.RequestedCPUMHz, false, cpuCap, "CPU capacity")
+	resource("requested_memory_mb", o.RequestedMemoryMB, false, memCap, "memory capacity")
+	runningOK := count("running_replicas", o.RunningReplicas, MaxReplicas, "")
+	if runningOK {
+		count("warming_replicas", o.WarmingReplicas, o.RunningReplicas, " (at most running_replicas)")
+	} else {
+		count("warming_replicas", o.WarmingReplicas, MaxReplicas, "")
+	}
+	if count("stopped_replicas", o.StoppedReplicas, MaxReplicas, "") && runningOK && o.StoppedReplicas > 0 && o.RunningReplicas > 0 {
+		bad("stopped_replicas", "is %d while running_replicas is %d: the samples are the running replicas' usage; give stopped_replicas only when none runs", o.StoppedReplicas, o.RunningReplicas)
+	}
+	resource("replica_cpu_demand_mhz", o.ReplicaCPUDemandMHz, true, cpuCap, "CPU capacity")
+	resource("replica_memory_demand_mb", o.ReplicaMemoryDemandMB, false, memCap, "memory capacity")
+	if count("wanted_replicas", o.WantedReplicas, MaxReplicas, " (0 offers every slot)") && o.QueuedReplicas != nil && o.WantedReplicas != 0 {
+		bad("wanted_replicas", "is %d and queued_replicas is given: give wanted_replicas (replicas of one size) or queued_replicas (each with its own demand), not both", o.WantedReplicas)
+	}
+	if len(o.QueuedReplicas) > MaxReplicas {
+		bad("queued_replicas", "lists %d replicas, more than the limit of %d", len(o.QueuedReplicas), MaxReplicas)
+	} else {
+		cpuLimit, memLimit := usageLimits(cpuCap, memCap)
+		for i, r := range o.QueuedReplicas {
+			// As with the samples, the usual case builds no field names;
+			// the first replica at fault is reported.
+			if r.CPUMHz > 0 && r.CPUMHz <= cpuLimit && r.MemoryMB >= 0 && r.MemoryMB <= memLimit {
+				continue
+			}
+			cpuOK := resource(fmt.Sprintf("queued_replicas[%d].cpu_mhz", i), r.CPUMHz, true, cpuCap, "CPU capacity")
+			if resource(fmt.Sprintf("queued_replicas[%d].memory_mb", i), r.MemoryMB, false, memCap, "memory capacity") && cpuOK {
+				continue // (a limit on a wrong capacity's bound: none)
+			}
+			break
+		}
+	}
+	if resource("other_reserved_cpu_mhz", o.OtherReservedCPUMHz, false, 0, "") && cpuCap > 0 && o.OtherReservedCPUMHz > cpuCap {
+		bad("other_reserved_cpu_mhz", "is %v, more than the host's CPU capacity %v", o.OtherReservedCPUMHz, cpuCap)
+	}
+	if resource("other_reserved_memory_mb", o.OtherReservedMemoryMB, false, 0, "") && memCap > 0 && o.OtherReservedMemoryMB > memCap {
+		bad("other_reserved_memory_mb", "is %v, more than the host's memory capacity %v", o.OtherReservedMemoryMB, memCap)
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// usageLimits are the largest CPU and memory figures a window or a queue
+// may hold for capacities cpuCap and memCap (0: no capacity to bound them).
+func usageLimits(cpuCap, memCap float64) (cpuLimit, memLimit float64) {
+	cpuLimit, memLimit = MaxResource, MaxResource
+	if cpuCap > 0 {
+		cpuLimit = math.Min(cpuLimit, MaxUsageRatio*cpuCap)
+	}
 	if memCap > 0 {
 		memLimit = math.Min(memLimit, MaxUsageRatio*memCap)
+	}
+	return cpuLimit, memLimit
+}
+
+// checkSamples adds to errs the window's first sample at fault, if any:
+// one problem for the window, not one per sample (a week of samples at
+// the wrong unit would be 10,080).
+func (o *Observation) checkSamples(role string, cpuCap, memCap float64, errs *[]error) {
+	cpuLimit, memLimit := usageLimits(cpuCap, memCap)
+	bad := func(field, format string, args ...any) {
+		*errs = append(*errs, obsErr(role, field, format, args...))
 	}
 	for i, s := range o.Samples {
 		// The usual case is checked without building field names: a
@@ -202,80 +281,32 @@ func (o *Observation) Validate(role string) error {
 			s.CPUMHz >= 0 && s.CPUMHz <= cpuLimit && s.MemoryMB >= 0 && s.MemoryMB <= memLimit {
 			continue
 		}
-		if s.Time < 0 {
-			return bad(fmt.Sprintf("usage_samples[%d].time", i), "is %d; it must be a Unix time in seconds, >= 0", s.Time)
+		field := func(name string) string { return fmt.Sprintf("usage_samples[%d].%s", i, name) }
+		switch {
+		case s.Time < 0:
+			bad(field("time"), "is %d; it must be a Unix time in seconds, >= 0", s.Time)
+		case s.Time >= MaxSampleTime:
+			bad(field("time"), "is %d, past the year 5138 as Unix seconds: milliseconds? Times are Unix seconds", s.Time)
+		case i > 0 && s.Time <= o.Samples[i-1].Time:
+			bad(field("time"), "%d is not after the previous sample's %d: samples must be in time order, oldest first, without repeats", s.Time, o.Samples[i-1].Time)
 		}
-		if s.Time >= MaxSampleTime {
-			return bad(fmt.Sprintf("usage_samples[%d].time", i), "is %d, past the year 5138 as Unix seconds: milliseconds? Times are Unix seconds", s.Time)
+		for _, f := range []struct {
+			name     string
+			v, limit float64
+			capacity float64
+			capName  string
+		}{{"cpu_mhz", s.CPUMHz, cpuLimit, cpuCap, "CPU capacity"}, {"memory_mb", s.MemoryMB, memLimit, memCap, "memory capacity"}} {
+			switch {
+			case badNumber(f.v) || f.v < 0:
+				bad(field(f.name), "is %v; it must be a finite number >= 0", f.v)
+			case f.v > MaxResource:
+				bad(field(f.name), "is %v, more than %g: check the units (MHz, MB)", f.v, float64(MaxResource))
+			case f.v > f.limit:
+				bad(field(f.name), "is %v, more than %g times the host's %s (%v): check the units", f.v, float64(MaxUsageRatio), f.capName, f.capacity)
+			}
 		}
-		if i > 0 && s.Time <= o.Samples[i-1].Time {
-			return bad(fmt.Sprintf("usage_samples[%d].time", i), "%d is not after the previous sample's %d: samples must be in time order, oldest first, without repeats", s.Time, o.Samples[i-1].Time)
-		}
-		if err := resource(fmt.Sprintf("usage_samples[%d].cpu_mhz", i), s.CPUMHz, false, cpuCap, "CPU capacity"); err != nil {
-			return err
-		}
-		if err := resource(fmt.Sprintf("usage_samples[%d].memory_mb", i), s.MemoryMB, false, memCap, "memory capacity"); err != nil {
-			return err
-		}
+		return
 	}
-	if err := resource("requested_cpu_mhz", o.RequestedCPUMHz, false, cpuCap, "CPU capacity"); err != nil {
-		return err
-	}
-	if err := resource("requested_memory_mb", o.RequestedMemoryMB, false, memCap, "memory capacity"); err != nil {
-		return err
-	}
-	if err := count("running_replicas", o.RunningReplicas, MaxReplicas, ""); err != nil {
-		return err
-	}
-	if err := count("warming_replicas", o.WarmingReplicas, o.RunningReplicas, " (at most running_replicas)"); err != nil {
-		return err
-	}
-	if err := count("stopped_replicas", o.StoppedReplicas, MaxReplicas, ""); err != nil {
-		return err
-	}
-	if o.StoppedReplicas > 0 && o.RunningReplicas > 0 {
-		return bad("stopped_replicas", "is %d while running_replicas is %d: the samples are the running replicas' usage; give stopped_replicas only when none runs", o.StoppedReplicas, o.RunningReplicas)
-	}
-	if err := resource("replica_cpu_demand_mhz", o.ReplicaCPUDemandMHz, true, cpuCap, "CPU capacity"); err != nil {
-		return err
-	}
-	if err := resource("replica_memory_demand_mb", o.ReplicaMemoryDemandMB, false, memCap, "memory capacity"); err != nil {
-		return err
-	}
-	if err := count("wanted_replicas", o.WantedReplicas, MaxReplicas, " (0 offers every slot)"); err != nil {
-		return err
-	}
-	if o.QueuedReplicas != nil && o.WantedReplicas != 0 {
-		return bad("wanted_replicas", "is %d and queued_replicas is given: give wanted_replicas (replicas of one size) or queued_replicas (each with its own demand), not both", o.WantedReplicas)
-	}
-	if len(o.QueuedReplicas) > MaxReplicas {
-		return bad("queued_replicas", "lists %d replicas, more than the limit of %d", len(o.QueuedReplicas), MaxReplicas)
-	}
-	for i, r := range o.QueuedReplicas {
-		// As with the samples, the usual case builds no field names.
-		if r.CPUMHz > 0 && r.CPUMHz <= cpuLimit && r.MemoryMB >= 0 && r.MemoryMB <= memLimit {
-			continue
-		}
-		if err := resource(fmt.Sprintf("queued_replicas[%d].cpu_mhz", i), r.CPUMHz, true, cpuCap, "CPU capacity"); err != nil {
-			return err
-		}
-		if err := resource(fmt.Sprintf("queued_replicas[%d].memory_mb", i), r.MemoryMB, false, memCap, "memory capacity"); err != nil {
-			return err
-		}
-	}
-	if err := resource("other_reserved_cpu_mhz", o.OtherReservedCPUMHz, false, 0, ""); err != nil {
-		return err
-	}
-	if o.OtherReservedCPUMHz > cpuCap {
-		return bad("other_reserved_cpu_mhz", "is %v, more than the host's CPU capacity %v", o.OtherReservedCPUMHz, cpuCap)
-	}
-	if err := resource("other_reserved_memory_mb", o.OtherReservedMemoryMB, false, 0, ""); err != nil {
-		return err
-	}
-	if memCap > 0 && o.OtherReservedMemoryMB > memCap {
-		return bad("other_reserved_memory_mb", "is %v, more than the host's memory capacity %v", o.OtherReservedMemoryMB, memCap)
-	}
-	return nil
 }
 
 // CheckEvidence refuses, as Decide does, a window shorter than minSamples

@@ -777,13 +777,26 @@ func (e *checkRun) oneError(err error) error {
 // ownHost maps an observation error of the discarded slot of a per-host
 // role (which holds the role's own observation) to the role's host.
 func (e *checkRun) ownHost(err error) error {
-	var oe *engine.ObservationError
-	if e.c.role == RoleSplit || !errors.As(err, &oe) || oe.Host == e.c.role {
+	if e.c.role == RoleSplit {
 		return err
 	}
-	own := *oe
-	own.Host = e.c.role
-	return &own
+	probs := engine.Problems(err) // every problem of it (Validate reports them all)
+	changed := false
+	for i, p := range probs {
+		var oe *engine.ObservationError
+		if errors.As(p, &oe) && oe.Host != e.c.role {
+			own := *oe
+			own.Host = e.c.role
+			probs[i], changed = &own, true
+		}
+	}
+	switch {
+	case !changed:
+		return err
+	case len(probs) == 1:
+		return probs[0]
+	}
+	return errors.Join(probs...)
 }
 
 // traceRequest logs the engine request in full at trace level and puts its

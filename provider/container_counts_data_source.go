@@ -544,7 +544,7 @@ func addEngineError(diags *diag.Diagnostics, err error) {
 // engine's whole text.
 func engineValueErrors(err error, roots inputRoots) []*valueError {
 	var out []*valueError
-	for _, err := range engine.Errors(err) {
+	for _, err := range engine.Problems(err) {
 		if p, ok := roots.pathOf(err); ok && !noPath(p) {
 			out = append(out, &valueError{path: p, reason: engineReason(err)})
 		} else {

@@ -1197,7 +1197,18 @@ func TestAccContainerCounts_observationRulesBesideUnknown(t *testing.T) {
 	attrs[attrFirst] = hclObject(first)
 	call := fmt.Sprintf("output \"counts\" {\n  value = provider::activation::container_counts(%s, %s, {})\n}\n",
 		hclObject(first), hclObject(observationHCL(testSecond(t))))
+	// Every problem at once (a user trial fixed one a plan at a time).
+	several := observationHCL(testFirst(t))
+	several[obsUsageSamples], several[obsWarmingReplicas], several[obsReplicaCPUDemandMHz] = "terraform_data.window.output", "-1", "-7"
+	severalAttrs, _, _ := baseAttrs(t)
+	severalAttrs[attrFirst] = hclObject(several)
+	second := observationHCL(testSecond(t))
+	second[obsRequestedCPUMHz] = "-5"
+	severalAttrs[attrSecond] = hclObject(second)
 	for name, c := range map[string]struct{ config, want string }{
+		"several": {window + countsConfig(severalAttrs, ""), "(?s)" + literal("Attribute first.warming_replicas: is -1") + ".*" +
+			literal("Attribute first.replica_cpu_demand_mhz: is -7; it must be a finite number > 0") + ".*" +
+			literal("Attribute second.requested_cpu_mhz: is -5; it must be a finite number >= 0")},
 		"data source": {window + countsConfig(attrs, ""), literal("Attribute first.running_replicas: is -3; it must be a whole number from 0 to")},
 		"function":    {window + call, `Invalid value for "first" parameter: ` + literal("Attribute first.running_replicas: is -3; it must be a whole number from 0 to")},
 	} {

@@ -499,9 +499,8 @@ func observationFromEngine(o *engine.Observation) observationModel {
 // engine.MaxResource, no memory capacity, a tiny positive CPU demand, as
 // many running replicas as warming ones (none when that is negative), no
 // queue, one idle sample, 0
-// elsewhere), and a problem reported on a replaced value is dropped. The
-// engine reports an observation's first problem, so at most one comes
-// back. A value that does not fit the engine's types has been reported
+// elsewhere), and a problem reported on a replaced value is dropped. A
+// value that does not fit the engine's types has been reported
 // before (knownErrors): the caller probes an observation without such.
 // When it has none and its window is known, the window's length is
 // checked against minSamples (0: the default; negative: not known).

@@ -73,7 +73,7 @@ func cmdExplain(args []string, e env) error {
 		// the line names the first host it found them on, once.
 		var lines []string
 		shared := map[string]bool{}
-		for _, err := range engine.Errors(err) {
+		for _, err := range engine.Problems(err) {
 			var oe *engine.ObservationError
 			if errors.As(err, &oe) && (oe.Field == "min_samples" || oe.Field == "hold_band") {
 				if !shared[oe.Field] {
