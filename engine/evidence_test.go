@@ -95,6 +95,16 @@ func TestStepLimits(t *testing.T) {
 		{"none written", Steps{MaxUp: must(StepNone), MaxDown: must(" none "), Hysteresis: must(StepNone)}, 2, 78, 0, 110, 78, 0},
 		{"outside the quota moves in at once", Steps{MaxUp: must("1")}, 0, 12, 10, 20, 10, 2},
 		{"above the quota moves down at once", Steps{MaxDown: must("1")}, 50, 15, 10, 20, 20, -5},
+		// A percentage down rounds down, never past the limit (a user
+		// trial saw 9 -> 6 under 25%); up rounds up, as HPA's; a
+		// hysteresis band holds a change smaller than its share.
+		{"percent down rounds down", Steps{MaxDown: must("25%")}, 9, 2, 0, 110, 7, -5},
+		{"percent down of 17", Steps{MaxDown: must("25%")}, 17, 2, 0, 110, 13, -11},
+		{"percent down moves at least one", Steps{MaxDown: must("10%")}, 5, 2, 0, 110, 4, -2},
+		{"percent down, half of 9", Steps{MaxDown: must("50%")}, 9, 0, 0, 110, 5, -5},
+		{"percent up rounds up", Steps{MaxUp: must("25%")}, 9, 40, 0, 110, 12, 28},
+		{"relative hysteresis holds less than its share", Steps{Hysteresis: must("10%")}, 11, 12, 0, 110, 11, 1},
+		{"relative hysteresis lets its share through", Steps{Hysteresis: must("10%")}, 20, 18, 0, 110, 18, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,7 +47,8 @@ const (
 	// ticks yet, is warming. Default 2m; "0" turns the rule off.
 	KeyWarmup = "warmup"
 	// KeyMaxScaleUp, KeyMaxScaleDown: the largest move of a host's count
-	// per evaluation, "4" (replicas) or "50%" (of the current count);
+	// per evaluation, "4" (replicas) or "50%" (of the current count, up
+	// rounded up and down rounded down, at least one: engine.Steps);
 	// "none" is no limit. Defaults "100%" and "50%".
 	KeyMaxScaleUp   = "max_scale_up"
 	KeyMaxScaleDown = "max_scale_down"

@@ -131,7 +131,8 @@ func checkPluginKeys(m map[string]string, own map[string]time.Duration) error {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	return cfgErr(unknown[0], "unknown plugin config key (the plugin accepts %s and the agent's nomad_* settings)", strings.Join(names, ", "))
+	return cfgErr(unknown[0], "unknown plugin config key%s (the plugin accepts %s and the agent's nomad_* settings)",
+		didYouMean(unknown[0], names), strings.Join(names, ", "))
 }
 
 // settings turns the config map into nomadconn.Settings: the agent's

@@ -58,7 +58,7 @@ func TestSetConfig(t *testing.T) {
 				{name: "ignore_env_vars: NOMAD_TOKEN is not read", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyIgnoreEnvVars: "true"},
 					env: map[string]string{"NOMAD_TOKEN": token}, callErr: "403"},
 				{name: "bad request timeout", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyRequestTimeout: "soon"}, wantErr: PluginKeyRequestTimeout},
-				{name: "unknown plugin key", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "request_timout": "1s"}, wantErr: "request_timout"},
+				{name: "unknown plugin key", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "request_timout": "1s"}, wantErr: `config "request_timout": unknown plugin config key: did you mean "request_timeout"?`},
 				{name: "bad address", cfg: map[string]string{AgentKeyNomadAddress: "ftp://nomad"}, wantErr: "scheme"},
 			}
 			for _, tc := range cases {

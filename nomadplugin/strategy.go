@@ -541,8 +541,14 @@ func (s *Strategy) log(eval *sdk.ScalingCheckEvaluation, c *strategyConfig, how 
 		if s.decisionChanged(decisionKey(eval.Check.Name, c), a) {
 			level = hclog.Info
 		}
-		s.logger.Log(level, "decided", "check", eval.Check.Name, "job", job, "count", a.Count, "direction", a.Direction.String(),
-			"first", a.Meta[MetaFirstCount], "second", a.Meta[MetaSecondCount], "reason", a.Reason)
+		args := []any{"check", eval.Check.Name, "job", job, "count", a.Count, "direction", a.Direction.String()}
+		// (a per-host role decides one host: the other has no count)
+		for _, h := range []struct{ key, meta string }{{"first", MetaFirstCount}, {"second", MetaSecondCount}} {
+			if v, ok := a.Meta[h.meta]; ok {
+				args = append(args, h.key, v)
+			}
+		}
+		s.logger.Log(level, "decided", append(args, "reason", a.Reason)...)
 	case outcomeExpected:
 		s.logger.Info("no scaling", "check", eval.Check.Name, "job", job, "reason", strings.TrimPrefix(a.Reason, noScalingPrefix))
 	default:

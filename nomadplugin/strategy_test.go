@@ -1957,3 +1957,50 @@ func TestHysteresisHoldsNoSafetyMove(t *testing.T) {
 		})
 	}
 }
+
+// TestDecidedLineNamesItsHosts: the "decided" line gives the count of each
+// host the check decided, and no other: a per-host role's line had the
+// other host as <nil> (user trial).
+func TestDecidedLineNamesItsHosts(t *testing.T) {
+	for _, tc := range []struct {
+		role       string
+		meta       map[string]any
+		want, none []string
+	}{
+		{RoleFirst, map[string]any{MetaFirstCount: 6}, []string{`"first":6`}, []string{`"second"`}},
+		{RoleSecond, map[string]any{MetaSecondCount: 4}, []string{`"second":4`}, []string{`"first"`}},
+		{RoleSplit, map[string]any{MetaFirstCount: 6, MetaSecondCount: 4}, []string{`"first":6`, `"second":4`}, nil},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			keys := map[string]string{KeyRole: tc.role, KeyJob: "web"}
+			for _, p := range []string{PrefixFirst, PrefixSecond} {
+				if tc.role == RoleSplit || p == tc.role+"_" {
+					keys[p+KeyNodeName], keys[p+KeyGroup] = "host", "g"+p
+				}
+			}
+			c, err := parseStrategyConfig(keys, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs testsupport.SyncBuffer
+			s := NewStrategy(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, JSONFormat: true, Output: &logs}))
+			eval := &sdk.ScalingCheckEvaluation{Check: &sdk.ScalingPolicyCheck{Name: "activation"},
+				Action: &sdk.ScalingAction{Count: 6, Direction: sdk.ScaleDirectionUp, Reason: "r", Meta: tc.meta}}
+			s.log(eval, c, outcomeDecided)
+			line := logs.String()
+			if !strings.Contains(line, `"@message":"decided"`) {
+				t.Fatalf("no decided line: %s", line)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("line %s lacks %s", line, w)
+				}
+			}
+			for _, n := range tc.none {
+				if strings.Contains(line, n) {
+					t.Errorf("line %s has %s", line, n)
+				}
+			}
+		})
+	}
+}

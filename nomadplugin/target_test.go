@@ -978,6 +978,9 @@ func TestTargetLogsWrites(t *testing.T) {
 			[]string{"[INFO]", "scaled", "group=" + wFirst, `count="3 -> 5"`}, []string{"dry run"}},
 		{"dry run", sdk.ScalingAction{Count: 9, Meta: quotaMeta(5, 4, 0, 10, 0, 10)}, withKeys(tcfg, TargetKeyDryRun, "true"),
 			[]string{"[INFO]", "dry run: the group was not changed", "group=" + wFirst, "from=5", "would_be=5", "group=" + wSecond, "would_be=4"}, []string{"scaled"}},
+		// (a user trial read `second="17 -> 17"` as a change)
+		{"split mode, one group changed", sdk.ScalingAction{Count: 11, Meta: quotaMeta(5, 6, 0, 10, 0, 10)}, tcfg,
+			[]string{"[INFO]", "scaled", `first="5 (unchanged)"`, `second="4 -> 6"`}, []string{"5 -> 5"}},
 	}
 	for _, c := range cases {
 		if err := tg.Scale(c.action, c.config); err != nil {
@@ -995,8 +998,8 @@ func TestTargetLogsWrites(t *testing.T) {
 			}
 		}
 	}
-	if got := w.counts(t); got != [2]int{5, 4} {
-		t.Errorf("counts %v after the dry run, want [5 4] (the one-group write's 5 and the split's 4)", got)
+	if got := w.counts(t); got != [2]int{5, 6} {
+		t.Errorf("counts %v at the end, want [5 6] (the one-group write's 5, the dry run's none, the last split's 6)", got)
 	}
 }
 

@@ -198,8 +198,14 @@ func (w *scaleCall) scaleSplit() error {
 	if err := w.register(job, counts, index); err != nil {
 		return err
 	}
-	w.t.logger.Info("scaled", "job", w.c.job, "first_group", w.c.groups[0], "first", fmt.Sprintf("%d -> %d", current[0], counts[0]),
-		"second_group", w.c.groups[1], "second", fmt.Sprintf("%d -> %d", current[1], counts[1]))
+	move := func(i int) string {
+		if counts[i] == current[i] {
+			return fmt.Sprintf("%d (unchanged)", current[i])
+		}
+		return fmt.Sprintf("%d -> %d", current[i], counts[i])
+	}
+	w.t.logger.Info("scaled", "job", w.c.job, "first_group", w.c.groups[0], "first", move(0),
+		"second_group", w.c.groups[1], "second", move(1))
 	w.events(current, counts, index)
 	return nil
 }
