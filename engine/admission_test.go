@@ -653,3 +653,36 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		})
 	}
 }
+
+// Errors gives one error per host whose input is wrong, whatever number of
+// problems each holds; Problems gives every problem.
+func TestErrorsPerHost(t *testing.T) {
+	bad := testsupport.Flat(4000, 2, 100, 100, 10)
+	bad.RequestedCPUMHz, bad.WarmingReplicas = -5, 5 // two problems
+	good := testsupport.Flat(4000, 2, 100, 100, 10)
+	for _, tc := range []struct {
+		name                 string
+		first, second        Observation
+		wantErrors, problems int
+	}{
+		{"the first host with two problems", bad, good, 1, 2},
+		{"the second host with two problems", good, bad, 1, 2},
+		{"both hosts with two each", bad, bad, 2, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decide(HostInput{Observation: &tc.first, MinSamples: 1}, HostInput{Observation: &tc.second, MinSamples: 1})
+			errs, probs := Errors(err), Problems(err)
+			if len(errs) != tc.wantErrors || len(probs) != tc.problems {
+				t.Fatalf("%d errors and %d problems, want %d and %d: %v", len(errs), len(probs), tc.wantErrors, tc.problems, err)
+			}
+			for _, e := range errs {
+				host, _, _, _ := FieldOf(e)
+				for _, p := range Problems(e) {
+					if h, _, _, _ := FieldOf(p); h != host {
+						t.Errorf("a host's error holds the %s host's problem %v", h, p)
+					}
+				}
+			}
+		})
+	}
+}

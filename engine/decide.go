@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -301,14 +300,15 @@ func (d *Decision) Explain() string {
 // invalid input is an error naming the field (*ObservationError,
 // *QuotaError, *ModelSourceError), and then there is no decision. When both
 // hosts' inputs are wrong the error holds both, the first host's first
-// (errors.Join; Errors splits it), so that a caller can report every one.
+// (Errors splits it, one per host; Problems into every problem), so that
+// a caller can report every one.
 func Decide(first, second HostInput) (*Decision, error) {
 	d := &Decision{}
 	errFirst := decideHost(&first, RoleFirst, &d.First)
 	errSecond := decideHost(&second, RoleSecond, &d.Second)
 	switch {
 	case errFirst != nil && errSecond != nil:
-		return nil, errors.Join(errFirst, errSecond)
+		return nil, &hostErrors{errs: []error{errFirst, errSecond}}
 	case errFirst != nil:
 		return nil, errFirst
 	case errSecond != nil:
@@ -325,10 +325,8 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 	if err := o.Validate(role); err != nil {
 		return err
 	}
-	if role == RoleSecond {
-		if err := secondHostQueue(o); err != nil {
-			return err
-		}
+	if err := o.CheckRole(role); err != nil {
+		return err
 	}
 	if why := MinSamplesReason(in.MinSamples); why != "" {
 		return obsErr(role, "min_samples", "%s", why)
@@ -358,6 +356,16 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 		}
 	}
 	return p.decideHost(o, role, q, in.HoldBand, h)
+}
+
+// CheckRole refuses, as Decide does, what the host's role does not take: a
+// queue of new replicas on the second host (secondHostQueue). For front
+// ends that check what they know before deciding.
+func (o *Observation) CheckRole(role string) error {
+	if role == RoleSecond {
+		return secondHostQueue(o)
+	}
+	return nil
 }
 
 // secondHostQueue refuses a queue of new replicas on the second host, an

@@ -76,11 +76,19 @@ func Errors(err error) []error {
 	if err == nil {
 		return nil
 	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+	if h, ok := err.(*hostErrors); ok {
+		return h.errs
 	}
 	return []error{err}
 }
+
+// hostErrors is Decide's error when both hosts' inputs are wrong: one
+// error per host (each may hold several problems), the first host's
+// first. It reads as errors.Join's.
+type hostErrors struct{ errs []error }
+
+func (e *hostErrors) Error() string   { return errors.Join(e.errs...).Error() }
+func (e *hostErrors) Unwrap() []error { return e.errs }
 
 // Problems splits an error of Decide or Validate into every problem it
 // holds, the first host's first, each naming its field where it names an

@@ -95,14 +95,18 @@ func TestStepLimits(t *testing.T) {
 		{"none written", Steps{MaxUp: must(StepNone), MaxDown: must(" none "), Hysteresis: must(StepNone)}, 2, 78, 0, 110, 78, 0},
 		{"outside the quota moves in at once", Steps{MaxUp: must("1")}, 0, 12, 10, 20, 10, 2},
 		{"above the quota moves down at once", Steps{MaxDown: must("1")}, 50, 15, 10, 20, 20, -5},
-		// A percentage down rounds down, never past the limit (a user
-		// trial saw 9 -> 6 under 25%); up rounds up, as HPA's; a
-		// hysteresis band holds a change smaller than its share.
-		{"percent down rounds down", Steps{MaxDown: must("25%")}, 9, 2, 0, 110, 7, -5},
-		{"percent down of 17", Steps{MaxDown: must("25%")}, 17, 2, 0, 110, 13, -11},
+		// A percentage rounds up, as HPA's percent policies do (HPA keeps
+		// int(9 x 0.75) = 6 of 9 at 25% down); a hysteresis band holds a
+		// change smaller than its share.
+		{"percent down rounds up, as HPA's", Steps{MaxDown: must("25%")}, 9, 2, 0, 110, 6, -4},
+		{"percent down of 17", Steps{MaxDown: must("25%")}, 17, 2, 0, 110, 12, -10},
 		{"percent down moves at least one", Steps{MaxDown: must("10%")}, 5, 2, 0, 110, 4, -2},
-		{"percent down, half of 9", Steps{MaxDown: must("50%")}, 9, 0, 0, 110, 5, -5},
+		{"percent down, half of 9", Steps{MaxDown: must("50%")}, 9, 0, 0, 110, 4, -4},
 		{"percent up rounds up", Steps{MaxUp: must("25%")}, 9, 40, 0, 110, 12, 28},
+		// A decimal percentage whose share is whole is that share, not
+		// one more (2.2% of 1500 is 33; the float gives 33.000000000000004).
+		{"a decimal percentage's whole share", Steps{MaxUp: must("2.2%")}, 1500, 1600, 0, 2000, 1533, 67},
+		{"a decimal percentage's whole share down", Steps{MaxDown: must("4.6%")}, 1500, 1000, 0, 2000, 1431, -431},
 		{"relative hysteresis holds less than its share", Steps{Hysteresis: must("10%")}, 11, 12, 0, 110, 11, 1},
 		{"relative hysteresis lets its share through", Steps{Hysteresis: must("10%")}, 20, 18, 0, 110, 18, 0},
 	}

@@ -162,14 +162,15 @@ const (
 // levelShare marks the features that are a level of usage or demand as a
 // share of the room (a mean, a quantile, a peak, a request, a demand): a
 // positive one holds data however small it is (featureMap.filledCPU). A
-// dispersion, a trend, a ratio, a fit, the time of day and the replica
-// count are not levels.
+// dispersion, a trend, a ratio, a fit, the time of day, a level scaled by
+// the time of day (small because of the clock, not of the usage) and the
+// replica count are not.
 var levelShare = func() (l [numFeatures]bool) {
 	for _, f := range []int{
 		fCPUReplicaMean, fCPUReplicaP50, fCPUReplicaP90, fCPUReplicaP95, fCPUReplicaP99, fCPUReplicaMax, fCPUReplicaLast,
 		fCPUReplicaMeanLast5, fCPUReplicaMeanStd2, fCPUReplicaMeanStd3, fCPUReplicaMaxLast5, fCPUReplicaMaxLast20,
 		fCPUReplicaRequest, fCPUReplicaDemand, fCPUHostMean, fCPUHostMax,
-		fMemReplicaMax, fMemReplicaDemand, fMemHostMax, fCPULevelDaySin, fCPULevelDayCos,
+		fMemReplicaMax, fMemReplicaDemand, fMemHostMax,
 	} {
 		l[f] = true
 	}

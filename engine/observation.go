@@ -147,21 +147,11 @@ func (o *Observation) Validate(role string) error {
 	// positive), at most MaxResource and, when capacity > 0, at most
 	// MaxUsageRatio times it; ok says whether it passed.
 	resource := func(field string, v float64, positive bool, capacity float64, capName string) (ok bool) {
-		switch {
-		case badNumber(v) || v < 0 || (positive && v == 0):
-			want := ">= 0"
-			if positive {
-				want = "> 0"
-			}
-			bad(field, "is %v; it must be a finite number %s", v, want)
-		case v > MaxResource:
-			bad(field, "is %v, more than %g: check the units (MHz, MB)", v, float64(MaxResource))
-		case capacity > 0 && v > MaxUsageRatio*capacity:
-			bad(field, "is %v, more than %g times the host's %s (%v): check the units", v, float64(MaxUsageRatio), capName, capacity)
-		default:
-			return true
+		if why := resourceProblem(v, positive, capacity, capName); why != "" {
+			errs = append(errs, obsErr(role, field, "%s", why))
+			return false
 		}
-		return false
+		return true
 	}
 	count := func(field string, v, limit int, what string) (ok bool) {
 		if v < 0 || v > limit {
@@ -231,10 +221,8 @@ func (o *Observation) Validate(role string) error {
 			if r.CPUMHz > 0 && r.CPUMHz <= cpuLimit && r.MemoryMB >= 0 && r.MemoryMB <= memLimit {
 				continue
 			}
-			cpuOK := resource(fmt.Sprintf("queued_replicas[%d].cpu_mhz", i), r.CPUMHz, true, cpuCap, "CPU capacity")
-			if resource(fmt.Sprintf("queued_replicas[%d].memory_mb", i), r.MemoryMB, false, memCap, "memory capacity") && cpuOK {
-				continue // (a limit on a wrong capacity's bound: none)
-			}
+			resource(fmt.Sprintf("queued_replicas[%d].cpu_mhz", i), r.CPUMHz, true, cpuCap, "CPU capacity")
+			resource(fmt.Sprintf("queued_replicas[%d].memory_mb", i), r.MemoryMB, false, memCap, "memory capacity")
 			break
 		}
 	}
@@ -251,6 +239,26 @@ func (o *Observation) Validate(role string) error {
 		return errs[0]
 	}
 	return errors.Join(errs...)
+}
+
+// resourceProblem says what is wrong with a figure that must be finite,
+// >= 0 (> 0 when positive), at most MaxResource and, when capacity > 0, at
+// most MaxUsageRatio times it (capName names the capacity); "" when
+// nothing is.
+func resourceProblem(v float64, positive bool, capacity float64, capName string) string {
+	switch {
+	case badNumber(v) || v < 0 || (positive && v == 0):
+		want := ">= 0"
+		if positive {
+			want = "> 0"
+		}
+		return fmt.Sprintf("is %v; it must be a finite number %s", v, want)
+	case v > MaxResource:
+		return fmt.Sprintf("is %v, more than %g: check the units (MHz, MB)", v, float64(MaxResource))
+	case capacity > 0 && v > MaxUsageRatio*capacity:
+		return fmt.Sprintf("is %v, more than %g times the host's %s (%v): check the units", v, float64(MaxUsageRatio), capName, capacity)
+	}
+	return ""
 }
 
 // usageLimits are the largest CPU and memory figures a window or a queue
@@ -291,18 +299,11 @@ func (o *Observation) checkSamples(role string, cpuCap, memCap float64, errs *[]
 			bad(field("time"), "%d is not after the previous sample's %d: samples must be in time order, oldest first, without repeats", s.Time, o.Samples[i-1].Time)
 		}
 		for _, f := range []struct {
-			name     string
-			v, limit float64
-			capacity float64
-			capName  string
-		}{{"cpu_mhz", s.CPUMHz, cpuLimit, cpuCap, "CPU capacity"}, {"memory_mb", s.MemoryMB, memLimit, memCap, "memory capacity"}} {
-			switch {
-			case badNumber(f.v) || f.v < 0:
-				bad(field(f.name), "is %v; it must be a finite number >= 0", f.v)
-			case f.v > MaxResource:
-				bad(field(f.name), "is %v, more than %g: check the units (MHz, MB)", f.v, float64(MaxResource))
-			case f.v > f.limit:
-				bad(field(f.name), "is %v, more than %g times the host's %s (%v): check the units", f.v, float64(MaxUsageRatio), f.capName, f.capacity)
+			name, capName string
+			v, capacity   float64
+		}{{"cpu_mhz", "CPU capacity", s.CPUMHz, cpuCap}, {"memory_mb", "memory capacity", s.MemoryMB, memCap}} {
+			if why := resourceProblem(f.v, false, f.capacity, f.capName); why != "" {
+				bad(field(f.name), "%s", why)
 			}
 		}
 		return

@@ -54,24 +54,17 @@ func (s Step) String() string {
 // IsZero reports whether the step sets no limit.
 func (s Step) IsZero() bool { return s.Replicas == 0 && s.Percent == 0 }
 
-// up is the largest increase allowed from current, and the hysteresis
-// band: a percentage rounded up (as Kubernetes' HPA rounds a scale-up
-// policy; a band of 10% at 11 replicas, 1.1, holds a change of 1, which is
-// less than 10%), at least one replica.
-func (s Step) up(current int) int {
+// of is the largest move allowed from current, and the hysteresis band: a
+// percentage of the current count rounded up, as Kubernetes' HPA rounds
+// its percent policies both ways (25% of 9 allows 3: HPA's scale-down
+// keeps int(9 x 0.75) = 6; a band of 10% at 11 replicas, 1.1, holds a
+// change of 1, less than 10%), at least one replica. The share is taken
+// to nine decimals first, so that a decimal percentage whose share is
+// whole (2.2% of 1500, 33) is not rounded up past it by the float's error.
+func (s Step) of(current int) int {
 	if s.Percent > 0 {
-		return max(1, int(math.Ceil(float64(current)*s.Percent/100)))
-	}
-	return s.Replicas
-}
-
-// down is the largest decrease allowed from current: a percentage rounded
-// down, so that the limit is never exceeded (25% of 9 is 2, not 3: a user
-// trial saw 9 -> 6 under max_scale_down 25%; HPA's scale-down policy
-// rounds the same way), at least one replica.
-func (s Step) down(current int) int {
-	if s.Percent > 0 {
-		return max(1, int(math.Floor(float64(current)*s.Percent/100)))
+		share := math.Round(float64(current)*s.Percent/100*1e9) / 1e9
+		return max(1, int(math.Ceil(share)))
 	}
 	return s.Replicas
 }
@@ -79,8 +72,8 @@ func (s Step) down(current int) int {
 // Steps limits how a controller moves a count towards the engine's: at most
 // MaxUp replicas up and MaxDown down per decision, and no change at all
 // when the move is smaller than Hysteresis (a band that holds a wobble).
-// A percentage of the current count is rounded up for MaxUp and the band,
-// down for MaxDown (never more than its share), at least one replica.
+// A percentage of the current count is rounded up (Step.of), at least one
+// replica.
 // A controller applies them to the count the engine decided; the count
 // never leaves the quota's [min, max] (a current count outside it moves
 // into it at once, whatever the limits).
@@ -114,15 +107,15 @@ func (st Steps) Apply(current, target, lo, hi int) StepResult {
 			res.Why = fmt.Sprintf("the current count %d is outside the quota [%d, %d]: moved to its edge first", current, lo, hi)
 		}
 	case target == current:
-	case !st.Hysteresis.IsZero() && abs(target-current) < st.Hysteresis.up(current):
+	case !st.Hysteresis.IsZero() && abs(target-current) < st.Hysteresis.of(current):
 		res.Count = current
 		res.Why = fmt.Sprintf("hysteresis: a change of %d is within the band of %s", target-current, st.Hysteresis)
-	case target > current && !st.MaxUp.IsZero() && target-current > st.MaxUp.up(current):
-		res.Count = current + st.MaxUp.up(current)
-		res.Why = fmt.Sprintf("max_scale_up %s: at most +%d from %d", st.MaxUp, st.MaxUp.up(current), current)
-	case target < current && !st.MaxDown.IsZero() && current-target > st.MaxDown.down(current):
-		res.Count = current - st.MaxDown.down(current)
-		res.Why = fmt.Sprintf("max_scale_down %s: at most -%d from %d", st.MaxDown, st.MaxDown.down(current), current)
+	case target > current && !st.MaxUp.IsZero() && target-current > st.MaxUp.of(current):
+		res.Count = current + st.MaxUp.of(current)
+		res.Why = fmt.Sprintf("max_scale_up %s: at most +%d from %d", st.MaxUp, st.MaxUp.of(current), current)
+	case target < current && !st.MaxDown.IsZero() && current-target > st.MaxDown.of(current):
+		res.Count = current - st.MaxDown.of(current)
+		res.Why = fmt.Sprintf("max_scale_down %s: at most -%d from %d", st.MaxDown, st.MaxDown.of(current), current)
 	}
 	res.Count = min(max(res.Count, lo), hi)
 	res.Held = target - res.Count

@@ -47,8 +47,8 @@ const (
 	// ticks yet, is warming. Default 2m; "0" turns the rule off.
 	KeyWarmup = "warmup"
 	// KeyMaxScaleUp, KeyMaxScaleDown: the largest move of a host's count
-	// per evaluation, "4" (replicas) or "50%" (of the current count, up
-	// rounded up and down rounded down, at least one: engine.Steps);
+	// per evaluation, "4" (replicas) or "50%" (of the current count,
+	// rounded up, at least one: engine.Step);
 	// "none" is no limit. Defaults "100%" and "50%".
 	KeyMaxScaleUp   = "max_scale_up"
 	KeyMaxScaleDown = "max_scale_down"
@@ -281,20 +281,28 @@ func wholeNumber(v string) (int, error) {
 	return int(i), nil
 }
 
+// parseFigure reads a number, refusing one a float64 cannot hold:
+// ParseFloat reads "1e-400" as 0 without an error, which a rule would then
+// refuse as "0", a value never given (or use as 0).
+func parseFigure(v string) (float64, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, errors.New("it must be a number")
+	}
+	if f == 0 {
+		if b, _, err := big.ParseFloat(v, 0, 64, big.ToNearestEven); err == nil && b.Sign() != 0 {
+			return 0, errors.New("closer to 0 than a 64-bit floating point number can hold: check the units")
+		}
+	}
+	return f, nil
+}
+
 func (r *configReader) float(key string, dst *float64) {
 	if v, ok := r.get(key); ok {
-		f, err := strconv.ParseFloat(v, 64)
+		f, err := parseFigure(v)
 		if err != nil {
-			r.fail(cfgErr(key, "is %q; it must be a number", v))
+			r.fail(cfgErr(key, "is %q; %v", v, err))
 			return
-		}
-		if f == 0 {
-			// ParseFloat reads "1e-400" as 0, without an error: refused
-			// here, not as "0" by a rule the value never broke.
-			if b, _, err := big.ParseFloat(v, 0, 64, big.ToNearestEven); err == nil && b.Sign() != 0 {
-				r.fail(cfgErr(key, "is %q, closer to 0 than a 64-bit floating point number can hold: check the units", v))
-				return
-			}
 		}
 		*dst = f
 	}
@@ -623,12 +631,12 @@ func parseQueued(key, v string) ([]engine.Replica, error) {
 		cpuText, memText, hasMem := strings.Cut(strings.TrimSpace(item), ":")
 		var r engine.Replica
 		var err error
-		if r.CPUMHz, err = strconv.ParseFloat(strings.TrimSpace(cpuText), 64); err != nil {
-			return nil, cfgErr(key, "item %d is %q; want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i, item)
+		if r.CPUMHz, err = parseFigure(strings.TrimSpace(cpuText)); err != nil {
+			return nil, cfgErr(key, "item %d is %q (%v); want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i, item, err)
 		}
 		if hasMem {
-			if r.MemoryMB, err = strconv.ParseFloat(strings.TrimSpace(memText), 64); err != nil {
-				return nil, cfgErr(key, "item %d is %q; want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i, item)
+			if r.MemoryMB, err = parseFigure(strings.TrimSpace(memText)); err != nil {
+				return nil, cfgErr(key, "item %d is %q (%v); want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i, item, err)
 			}
 		}
 		out = append(out, r)

@@ -1557,10 +1557,26 @@ func TestContainerCountsValidateObservationRules(t *testing.T) {
 			"first.warming_replicas", "is -1; it must be a whole number from 0 to 0"},
 		{"a window shorter than min_samples, beside an unknown capacity", map[string]attr.Value{obsCPUCapacityMHz: types.NumberUnknown(), obsUsageSamples: shortWindow(2)},
 			"first.usage_samples", "has 2 sample(s); at least 3 are needed to judge (min_samples)"},
+		// (from a review: the probe's conversion dropped these)
+		{"a figure beyond a float beside an unknown window", map[string]attr.Value{obsUsageSamples: unknownWindow, obsRequestedCPUMHz: types.NumberValue(big.NewFloat(0).SetMantExp(big.NewFloat(1), 2000))},
+			"first.requested_cpu_mhz", "beyond a 64-bit floating point number"},
+		{"wanted beside a known queue with a replica not known yet", map[string]attr.Value{obsWantedReplicas: num(2),
+			obsQueuedReplicas: types.ListValueMust(types.ObjectType{AttrTypes: replicaAttrTypes}, []attr.Value{types.ObjectUnknown(replicaAttrTypes)})},
+			"first.wanted_replicas", "is 2 and queued_replicas is given"},
 	}
 	ds, ok := NewContainerCountsDataSource().(datasource.DataSourceWithValidateConfig)
 	if !ok {
 		t.Fatal("the data source has no ValidateConfig")
+	}
+	// The second host's role at validate: no queue (the read's rule).
+	{
+		m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
+		m.Second = withAttributes(t, m.Second, map[string]attr.Value{obsWantedReplicas: num(2), obsCPUCapacityMHz: types.NumberUnknown()})
+		var resp datasource.ValidateConfigResponse
+		ds.ValidateConfig(context.Background(), datasource.ValidateConfigRequest{Config: configOf(t, &m)}, &resp)
+		if errs := resp.Diagnostics.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Detail(), "Attribute second.wanted_replicas: is 2: the second host's count") {
+			t.Errorf("a second host with wanted_replicas: %v, want its refusal", errs)
+		}
 	}
 	// min_samples against a known window: checked when min_samples is
 	// known and in range, else left to the read (or to its own error).

@@ -218,6 +218,12 @@ func TestContainerCountsFunctionUnknownInsideChecked(t *testing.T) {
 			"quotas.first.max"},
 		{"min_samples -1 beside unknown", []attr.Value{with("running_replicas", basetypes.NewNumberValue(big.NewFloat(2))), second, jsonValue(t, map[string]any{"min_samples": -1})},
 			"quotas.min_samples"},
+		// With quotas known only at apply, a known window is not held to
+		// the default min_samples (quotas may lower it); a value the
+		// engine refuses whatever the quotas still is (a review found the
+		// first refused).
+		{"a short window beside unknown quotas", []attr.Value{jsonValue(t, shortFirst(t, 0)), second, nil}, ""},
+		{"running -3 beside unknown quotas", []attr.Value{jsonValue(t, shortFirst(t, -3)), second, nil}, "first.running_replicas"},
 		{"a misspelt sample attribute beside unknown", []attr.Value{with("usage_samples", jsonValue(t, []any{map[string]any{"time": 60, "cpu": 1}})), second, jsonValue(t, map[string]any{})},
 			"first.usage_samples[0]"},
 		{"a wholly unknown quota", []attr.Value{first, second, basetypes.NewObjectValueMust(
@@ -713,4 +719,15 @@ func TestAccContainerCountsFunction_errors(t *testing.T) {
 			return "variable \"quotas\" {\n  type    = object({ min_samples = number })\n  default = null\n}\n" + call("", "", "var.quotas")(t)
 		}, `Invalid function argument.*argument must not be null`},
 	})
+}
+
+// shortFirst is the first test observation with a window of two samples,
+// and running replicas when not 0.
+func shortFirst(t *testing.T, running int) engine.Observation {
+	o := testFirst(t)
+	o.Samples = o.Samples[:2]
+	if running != 0 {
+		o.RunningReplicas = running
+	}
+	return o
 }

@@ -291,16 +291,18 @@ func (m *hostUsageModel) query(defaultNamespace string, diags *diag.Diagnostics)
 	return q, true
 }
 
-// addObservationError reports an engine refusal of the observation on the
-// attribute the value came from, when it came from one.
+// addObservationError reports each of an engine refusal's problems on the
+// attribute its value came from, when it came from one.
 func addObservationError(diags *diag.Diagnostics, err error) {
-	if _, part, field, ok := engine.FieldOf(err); ok && part == engine.PartObservation {
-		if a, ok := passThrough[field]; ok {
-			diags.AddAttributeError(path.Root(a), "Invalid value", attributeDetail(path.Root(a), engine.Reason(err)))
-			return
+	for _, p := range engine.Problems(err) {
+		if _, part, field, ok := engine.FieldOf(p); ok && part == engine.PartObservation {
+			if a, ok := passThrough[field]; ok {
+				diags.AddAttributeError(path.Root(a), "Invalid value", attributeDetail(path.Root(a), engine.Reason(p)))
+				continue
+			}
 		}
+		diags.AddError("The usage read is not an observation the engine accepts", p.Error())
 	}
-	diags.AddError("The usage read is not an observation the engine accepts", err.Error())
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

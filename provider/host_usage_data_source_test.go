@@ -1073,6 +1073,9 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		// The values passed to the observation follow the engine's rules,
 		// checked before Nomad is asked.
 		{"demand zero: the engine's rule", cfg("", with(huReplicaCPU, "0")), literal("Attribute replica_cpu_demand_mhz: is 0; it must be a finite number > 0")},
+		{"two problems, both said", cfg("", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huReplicaCPU: "0", huReplicaMemory: "-1"}),
+			"(?s)" + literal("Attribute replica_cpu_demand_mhz: is 0; it must be a finite number > 0") + ".*" +
+				literal("Attribute replica_memory_demand_mb: is -1; it must be a finite number >= 0")},
 		{"demand 1e400", cfg("", with(huReplicaCPU, "1e400")), literal("Attribute replica_cpu_demand_mhz: is 1e+400, beyond a 64-bit floating point number")},
 		{"memory demand negative: the engine's rule", cfg("", with(huReplicaMemory, "-1")), literal("Attribute replica_memory_demand_mb: is -1; it must be a finite number >= 0")},
 		{"wanted replicas negative: the engine's rule", cfg("", with(huWantedReplicas, "-1")), literal("Attribute wanted_replicas: is -1; it must be a whole number from 0 to")},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -498,12 +499,13 @@ func observationFromEngine(o *engine.Observation) observationModel {
 // by the one those rules accept most widely (a CPU capacity of
 // engine.MaxResource, no memory capacity, a tiny positive CPU demand, as
 // many running replicas as warming ones (none when that is negative), no
-// queue, one idle sample, 0
-// elsewhere), and a problem reported on a replaced value is dropped. A
-// value that does not fit the engine's types has been reported
-// before (knownErrors): the caller probes an observation without such.
-// When it has none and its window is known, the window's length is
-// checked against minSamples (0: the default; negative: not known).
+// queue (a known queue keeps its length, an unknown replica in it a tiny
+// one), one idle sample, 0 elsewhere), and a problem reported on a
+// replaced value is dropped. The counts and sample times that do not fit
+// the engine's types have been reported before (knownErrors); a figure
+// that does not is reported here. As Decide, it checks the values, then
+// what the role takes (CheckRole), then, with a known window, its length
+// against minSamples (0: the default; negative: not known).
 func (m *observationModel) probeErrors(ctx context.Context, role string, roots inputRoots, minSamples int) []*valueError {
 	root := roots.hosts[role].observation
 	probe := *m
@@ -524,8 +526,22 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 			map[string]attr.Value{sampleTime: wholeValue(0), sampleCPUMHz: wholeValue(0)})
 		probe.UsageSamples = types.DynamicValue(types.TupleValueMust([]attr.Type{sample.Type(ctx)}, []attr.Value{sample}))
 	}
-	if unknown(obsQueuedReplicas, m.QueuedReplicas) {
+	switch {
+	case m.QueuedReplicas.IsUnknown():
+		replaced = append(replaced, root.AtName(obsQueuedReplicas))
 		probe.QueuedReplicas = types.ListNull(m.QueuedReplicas.ElementType(ctx))
+	case !m.QueuedReplicas.IsNull():
+		// A known queue keeps its length (a second host's queue, or one
+		// beside wanted_replicas, is refused whatever its replicas); a
+		// replica not known yet is a valid one.
+		elems := slices.Clone(m.QueuedReplicas.Elements())
+		for i, e := range elems {
+			if tv, err := e.ToTerraformValue(ctx); err == nil && !tv.IsFullyKnown() {
+				replaced = append(replaced, root.AtName(obsQueuedReplicas).AtListIndex(i))
+				elems[i] = types.ObjectValueMust(replicaAttrTypes, map[string]attr.Value{replicaCPUMHz: numberValue(engine.MinCapacity), replicaMemoryMB: wholeValue(0)})
+			}
+		}
+		probe.QueuedReplicas = types.ListValueMust(m.QueuedReplicas.ElementType(ctx), elems)
 	}
 	unknown(obsHost, m.Host) // "": the empty label is valid
 	numbers := []struct {
@@ -545,7 +561,12 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 	}
 	o, err := probe.toEngine(root)
 	if err != nil {
-		return nil // a type problem, reported by knownErrors
+		// A figure beyond a float64 (the counts and times were checked
+		// before): reported, unless it is a stand-in's.
+		if ve := asValueError(err, root); !underAny(ve.path, replaced) {
+			return []*valueError{ve}
+		}
+		return nil
 	}
 	if isUnknown[obsCPUCapacityMHz] {
 		o.CPUCapacityMHz = engine.MaxResource
@@ -556,7 +577,12 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 	if isUnknown[obsRunningReplicas] {
 		o.RunningReplicas = max(o.WarmingReplicas, 0)
 	}
+	// As Decide checks: the values, then what the role takes, then the
+	// window's length.
 	err = o.Validate(role)
+	if err == nil {
+		err = o.CheckRole(role)
+	}
 	if err == nil && minSamples >= 0 && !underAny(root.AtName(obsUsageSamples), replaced) {
 		err = o.CheckEvidence(role, minSamples)
 	}
