@@ -331,7 +331,7 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 	if why := MinSamplesReason(in.MinSamples); why != "" {
 		return obsErr(role, "min_samples", "%s", why)
 	}
-	if err := o.CheckEvidence(role, in.MinSamples); err != nil {
+	if err := o.checkEvidence(role, in.MinSamples); err != nil {
 		return err
 	}
 	p := in.Model

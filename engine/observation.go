@@ -310,19 +310,13 @@ func (o *Observation) checkSamples(role string, cpuCap, memCap float64, errs *[]
 	}
 }
 
-// CheckEvidence refuses, as Decide does, a window shorter than minSamples
-// (0: DefaultMinSamples): one reading says nothing of how usage varies, so
-// it gives no new count. For front ends that check what they know before
-// deciding; minSamples must pass MinSamplesReason.
-func (o *Observation) CheckEvidence(role string, minSamples int) error {
+// checkEvidence refuses a window shorter than minSamples (0:
+// DefaultMinSamples): one reading says nothing of how usage varies, so it
+// gives no new count.
+func (o *Observation) checkEvidence(role string, minSamples int) error {
 	if minSamples == 0 {
 		minSamples = DefaultMinSamples
 	}
-	return o.checkEvidence(role, minSamples)
-}
-
-// checkEvidence refuses a window shorter than minSamples.
-func (o *Observation) checkEvidence(role string, minSamples int) error {
 	if len(o.Samples) < minSamples {
 		return &ObservationError{Host: role, Field: "usage_samples", Err: ErrTooFewSamples,
 			Reason: fmt.Sprintf("has %d sample(s); at least %d are needed to judge (min_samples)", len(o.Samples), minSamples)}

@@ -266,7 +266,7 @@ func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req data
 	errs := m.decodeQuotas(ctx)
 	errs = append(errs, knownSettingsErrors(m.quotas, minSamples, holdBand, countsRoots)...)
 	errs = append(errs, m.decodeObservations(ctx)...)
-	errs = append(errs, knownObservationErrors(ctx, m.observations, minSamples, countsRoots)...)
+	errs = append(errs, knownObservationErrors(ctx, m.observations, countsRoots)...)
 	for _, err := range errs {
 		addValueError(&resp.Diagnostics, err)
 	}
@@ -288,7 +288,7 @@ func asValueError(err error, p path.Path) *valueError {
 // function runs it at plan when an argument holds an unknown value; the
 // data source runs its two parts at validate.
 func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quotaModel, minSamples, holdBand types.Number, roots inputRoots) []*valueError {
-	return append(knownSettingsErrors(quotas, minSamples, holdBand, roots), knownObservationErrors(ctx, obs, minSamples, roots)...)
+	return append(knownSettingsErrors(quotas, minSamples, holdBand, roots), knownObservationErrors(ctx, obs, roots)...)
 }
 
 // knownSettingsErrors checks each known quota with the engine's rules (its
@@ -336,18 +336,13 @@ func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand types.Numbe
 // (a list of objects with the sample's attributes and kinds, whole times:
 // the first fraction is enough to say it) and its counts (whole), then,
 // when those are fine, its values with the engine's rules as far as the
-// known ones decide them (probeErrors), and its window's length against
-// min_samples when both are known and min_samples is in range (its own
-// problem is knownSettingsErrors').
-func knownObservationErrors(ctx context.Context, obs [2]*observationModel, minSamples types.Number, roots inputRoots) []*valueError {
+// known ones decide them (probeErrors). A window shorter than min_samples
+// is left to the read: it is the data's state (a window still filling),
+// not a mistake in the configuration, and a read's error is a warning in a
+// `check` block where validate's is not (a user trial of such a check).
+func knownObservationErrors(ctx context.Context, obs [2]*observationModel, roots inputRoots) []*valueError {
 	var errs []*valueError
 	roles := [2]string{engine.RoleFirst, engine.RoleSecond}
-	evidenceMin := -1 // not known, or out of range: no window is checked
-	if !minSamples.IsUnknown() {
-		if n, why := count(minSamples); why == "" && engine.MinSamplesReason(n) == "" {
-			evidenceMin = n
-		}
-	}
 	for i, om := range obs {
 		if om == nil {
 			continue
@@ -377,7 +372,7 @@ func knownObservationErrors(ctx context.Context, obs [2]*observationModel, minSa
 			}
 		}
 		if len(errs) == before {
-			errs = append(errs, om.probeErrors(ctx, roles[i], roots, evidenceMin)...)
+			errs = append(errs, om.probeErrors(ctx, roles[i], roots)...)
 		}
 	}
 	return errs

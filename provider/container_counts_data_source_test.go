@@ -603,9 +603,6 @@ func TestContainerCountsValidateWindow(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
 			editObs(&m, 0, func(o *observationModel) { o.UsageSamples = c.window })
-			// (these windows are short: a known one is also checked
-			// against min_samples at validation)
-			m.MinSamples = wholeValue(1)
 			if c.edit != nil {
 				c.edit(&m)
 			}
@@ -1218,6 +1215,21 @@ func TestAccContainerCounts_observationRulesBesideUnknown(t *testing.T) {
 	}
 }
 
+// TestAccContainerCounts_shortWindowInCheck: a window shorter than
+// min_samples inside a check block is the read's problem, which OpenTofu
+// makes a warning there, not validate's, which would stop the plan (a user
+// trial: a check that only warned would block the configuration).
+func TestAccContainerCounts_shortWindowInCheck(t *testing.T) {
+	first := observationHCL(testFirst(t))
+	first[obsUsageSamples] = "[{ time = 60, cpu_mhz = 100 }, { time = 120, cpu_mhz = 110 }]"
+	attrs, _, _ := baseAttrs(t)
+	attrs[attrFirst] = hclObject(first)
+	block := strings.Replace(countsConfig(attrs, ""), "\ndata ", "\n  data ", 1)
+	config := "check \"counts\" {" + block + "  assert {\n    condition     = data.activation_container_counts.test.first_containers > 0\n    error_message = \"no room\"\n  }\n}\n"
+	// (a check's data source that failed is read again at every plan)
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{{Config: config, ExpectNonEmptyPlan: true}}})
+}
+
 // TestAccContainerCounts_unknownDuringPlan: inputs computed by a resource
 // make the counts unknown at plan, not an error; apply then fills them.
 func TestAccContainerCounts_unknownDuringPlan(t *testing.T) {
@@ -1555,8 +1567,7 @@ func TestContainerCountsValidateObservationRules(t *testing.T) {
 			obsQueuedReplicas: types.ListUnknown(types.ObjectType{AttrTypes: replicaAttrTypes})}, "", ""},
 		{"negative warming beside unknown running", map[string]attr.Value{obsRunningReplicas: types.NumberUnknown(), obsWarmingReplicas: num(-1)},
 			"first.warming_replicas", "is -1; it must be a whole number from 0 to 0"},
-		{"a window shorter than min_samples, beside an unknown capacity", map[string]attr.Value{obsCPUCapacityMHz: types.NumberUnknown(), obsUsageSamples: shortWindow(2)},
-			"first.usage_samples", "has 2 sample(s); at least 3 are needed to judge (min_samples)"},
+		{"a window shorter than min_samples waits for the read", map[string]attr.Value{obsCPUCapacityMHz: types.NumberUnknown(), obsUsageSamples: shortWindow(2)}, "", ""},
 		// (from a review: the probe's conversion dropped these)
 		{"a figure beyond a float beside an unknown window", map[string]attr.Value{obsUsageSamples: unknownWindow, obsRequestedCPUMHz: types.NumberValue(big.NewFloat(0).SetMantExp(big.NewFloat(1), 2000))},
 			"first.requested_cpu_mhz", "beyond a 64-bit floating point number"},
@@ -1578,13 +1589,15 @@ func TestContainerCountsValidateObservationRules(t *testing.T) {
 			t.Errorf("a second host with wanted_replicas: %v, want its refusal", errs)
 		}
 	}
-	// min_samples against a known window: checked when min_samples is
-	// known and in range, else left to the read (or to its own error).
+	// A window shorter than min_samples is the read's to refuse, never
+	// validate's (a window still filling is the data's state, and a read's
+	// error is a warning in a check block); min_samples' own range is
+	// validate's.
 	for _, c := range []struct {
 		minSamples types.Number
 		want       []string
 	}{
-		{types.NumberNull(), []string{"first.usage_samples"}},
+		{types.NumberNull(), nil},
 		{wholeValue(2), nil},
 		{types.NumberUnknown(), nil},
 		{wholeValue(-1), []string{"min_samples"}},

@@ -504,9 +504,8 @@ func observationFromEngine(o *engine.Observation) observationModel {
 // replaced value is dropped. The counts and sample times that do not fit
 // the engine's types have been reported before (knownErrors); a figure
 // that does not is reported here. As Decide, it checks the values, then
-// what the role takes (CheckRole), then, with a known window, its length
-// against minSamples (0: the default; negative: not known).
-func (m *observationModel) probeErrors(ctx context.Context, role string, roots inputRoots, minSamples int) []*valueError {
+// what the role takes (CheckRole).
+func (m *observationModel) probeErrors(ctx context.Context, role string, roots inputRoots) []*valueError {
 	root := roots.hosts[role].observation
 	probe := *m
 	var replaced []path.Path
@@ -577,14 +576,11 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 	if isUnknown[obsRunningReplicas] {
 		o.RunningReplicas = max(o.WarmingReplicas, 0)
 	}
-	// As Decide checks: the values, then what the role takes, then the
-	// window's length.
+	// As Decide checks: the values, then what the role takes (the
+	// window's length is the read's: knownObservationErrors).
 	err = o.Validate(role)
 	if err == nil {
 		err = o.CheckRole(role)
-	}
-	if err == nil && minSamples >= 0 && !underAny(root.AtName(obsUsageSamples), replaced) {
-		err = o.CheckEvidence(role, minSamples)
 	}
 	var errs []*valueError
 	for _, ve := range engineValueErrors(err, roots) {
