@@ -1202,7 +1202,14 @@ func TestAccContainerCounts_observationRulesBesideUnknown(t *testing.T) {
 	second := observationHCL(testSecond(t))
 	second[obsRequestedCPUMHz] = "-5"
 	severalAttrs[attrSecond] = hclObject(second)
+	// A known sample beside one whose CPU is computed by a resource.
+	sample := observationHCL(testFirst(t))
+	sample[obsUsageSamples] = "[{ time = 60, cpu_mhz = -5 }, { time = 120, cpu_mhz = terraform_data.cpu.output }, { time = 180, cpu_mhz = 1 }]"
+	sampleAttrs, _, _ := baseAttrs(t)
+	sampleAttrs[attrFirst] = hclObject(sample)
+	cpu := "resource \"terraform_data\" \"cpu\" {\n  input = 100\n}\n"
 	for name, c := range map[string]struct{ config, want string }{
+		"a known sample": {cpu + countsConfig(sampleAttrs, ""), literal("Attribute first.usage_samples[0].cpu_mhz: is -5; it must be a finite number >= 0")},
 		"several": {window + countsConfig(severalAttrs, ""), "(?s)" + literal("Attribute first.warming_replicas: is -1") + ".*" +
 			literal("Attribute first.replica_cpu_demand_mhz: is -7; it must be a finite number > 0") + ".*" +
 			literal("Attribute second.requested_cpu_mhz: is -5; it must be a finite number >= 0")},
@@ -1571,6 +1578,20 @@ func TestContainerCountsValidateObservationRules(t *testing.T) {
 		// (from a review: the probe's conversion dropped these)
 		{"a figure beyond a float beside an unknown window", map[string]attr.Value{obsUsageSamples: unknownWindow, obsRequestedCPUMHz: types.NumberValue(big.NewFloat(0).SetMantExp(big.NewFloat(1), 2000))},
 			"first.requested_cpu_mhz", "beyond a 64-bit floating point number"},
+		// A sample's or a queued replica's known figures are checked
+		// beside an unknown one (an adversarial trial: the whole window
+		// or replica waited).
+		{"a known sample beside a sample whose CPU is unknown", map[string]attr.Value{obsUsageSamples: windowOf2(
+			map[string]attr.Value{sampleTime: num(60), sampleCPUMHz: num(-5)}, map[string]attr.Value{sampleTime: num(120), sampleCPUMHz: types.NumberUnknown()})},
+			"first.usage_samples[0].cpu_mhz", "is -5; it must be a finite number >= 0"},
+		{"a sample whose CPU is unknown, the rest fine", map[string]attr.Value{obsUsageSamples: windowOf2(
+			map[string]attr.Value{sampleTime: num(60), sampleCPUMHz: types.NumberUnknown()}, map[string]attr.Value{sampleTime: num(120), sampleCPUMHz: num(7)})}, "", ""},
+		{"a sample whose time is unknown: the order waits", map[string]attr.Value{obsUsageSamples: windowOf2(
+			map[string]attr.Value{sampleTime: num(60), sampleCPUMHz: num(-5)}, map[string]attr.Value{sampleTime: types.NumberUnknown(), sampleCPUMHz: num(7)})}, "", ""},
+		{"a queued replica's known CPU beside its unknown memory", map[string]attr.Value{
+			obsQueuedReplicas: types.ListValueMust(types.ObjectType{AttrTypes: replicaAttrTypes}, []attr.Value{
+				types.ObjectValueMust(replicaAttrTypes, map[string]attr.Value{replicaCPUMHz: num(0), replicaMemoryMB: types.NumberUnknown()})})},
+			"first.queued_replicas[0].cpu_mhz", "is 0; it must be a finite number > 0"},
 		{"wanted beside a known queue with a replica not known yet", map[string]attr.Value{obsWantedReplicas: num(2),
 			obsQueuedReplicas: types.ListValueMust(types.ObjectType{AttrTypes: replicaAttrTypes}, []attr.Value{types.ObjectUnknown(replicaAttrTypes)})},
 			"first.wanted_replicas", "is 2 and queued_replicas is given"},
@@ -1674,4 +1695,17 @@ func shortWindow(n int) types.Dynamic {
 		vs[i] = types.ObjectValueMust(st, map[string]attr.Value{sampleTime: wholeValue(int64(60 * (i + 1))), sampleCPUMHz: numberValue(100)})
 	}
 	return types.DynamicValue(types.TupleValueMust(ts, vs))
+}
+
+// windowOf2 is a usage window of two samples with the attributes given.
+func windowOf2(a, b map[string]attr.Value) types.Dynamic {
+	obj := func(vs map[string]attr.Value) attr.Value {
+		ts := map[string]attr.Type{}
+		for k, v := range vs {
+			ts[k] = v.Type(context.Background())
+		}
+		return types.ObjectValueMust(ts, vs)
+	}
+	x, y := obj(a), obj(b)
+	return types.DynamicValue(types.TupleValueMust([]attr.Type{x.Type(context.Background()), y.Type(context.Background())}, []attr.Value{x, y}))
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -520,7 +521,9 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 		replaced = append(replaced, root.AtName(name))
 		return true
 	}
-	if unknown(obsUsageSamples, m.UsageSamples) {
+	if w, known := knownWindow(ctx, m.UsageSamples, root.AtName(obsUsageSamples), &replaced); known {
+		probe.UsageSamples = w
+	} else if unknown(obsUsageSamples, m.UsageSamples) {
 		sample := types.ObjectValueMust(map[string]attr.Type{sampleTime: types.NumberType, sampleCPUMHz: types.NumberType},
 			map[string]attr.Value{sampleTime: wholeValue(0), sampleCPUMHz: wholeValue(0)})
 		probe.UsageSamples = types.DynamicValue(types.TupleValueMust([]attr.Type{sample.Type(ctx)}, []attr.Value{sample}))
@@ -534,10 +537,18 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 		// beside wanted_replicas, is refused whatever its replicas); a
 		// replica not known yet is a valid one.
 		elems := slices.Clone(m.QueuedReplicas.Elements())
+		stand := map[string]attr.Value{replicaCPUMHz: numberValue(engine.MinCapacity), replicaMemoryMB: wholeValue(0)}
 		for i, e := range elems {
+			at := root.AtName(obsQueuedReplicas).AtListIndex(i)
+			if o, ok := e.(types.Object); ok && !o.IsUnknown() && !o.IsNull() {
+				// its known attributes are checked; an unknown one is a
+				// stand-in's
+				elems[i] = withStandIns(ctx, o, stand, at, &replaced)
+				continue
+			}
 			if tv, err := e.ToTerraformValue(ctx); err == nil && !tv.IsFullyKnown() {
-				replaced = append(replaced, root.AtName(obsQueuedReplicas).AtListIndex(i))
-				elems[i] = types.ObjectValueMust(replicaAttrTypes, map[string]attr.Value{replicaCPUMHz: numberValue(engine.MinCapacity), replicaMemoryMB: wholeValue(0)})
+				replaced = append(replaced, at)
+				elems[i] = types.ObjectValueMust(replicaAttrTypes, stand)
 			}
 		}
 		probe.QueuedReplicas = types.ListValueMust(m.QueuedReplicas.ElementType(ctx), elems)
@@ -590,6 +601,63 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 		}
 	}
 	return errs
+}
+
+// knownWindow is window w, known as a list whose every sample's time is
+// known, with each figure not known yet replaced by 0 (its path added to
+// replaced), so that the known samples are checked; known is false when
+// the list, or a sample's time, is not known (the samples' order then
+// cannot be judged).
+func knownWindow(ctx context.Context, w types.Dynamic, at path.Path, replaced *[]path.Path) (types.Dynamic, bool) {
+	if w.IsNull() || w.IsUnknown() || w.IsUnderlyingValueNull() || w.IsUnderlyingValueUnknown() {
+		return w, false
+	}
+	if tv, err := w.ToTerraformValue(ctx); err == nil && tv.IsFullyKnown() {
+		return w, true
+	}
+	elems, why := elementsOf(w.UnderlyingValue())
+	if why != "" || elems == nil {
+		return w, false
+	}
+	out := make([]attr.Value, len(elems))
+	ts := make([]attr.Type, len(elems))
+	var added []path.Path
+	for i, e := range elems {
+		a, why := attributesOf(e)
+		if why != "" || a == nil {
+			return w, false
+		}
+		if t := underlying(a[sampleTime]); t == nil || t.IsUnknown() {
+			return w, false
+		}
+		vs, vts := map[string]attr.Value{}, map[string]attr.Type{}
+		for name, v := range a {
+			if u := underlying(v); u != nil && u.IsUnknown() {
+				v = wholeValue(0)
+				added = append(added, at.AtListIndex(i).AtName(name))
+			}
+			vs[name], vts[name] = v, v.Type(ctx)
+		}
+		out[i] = types.ObjectValueMust(vts, vs)
+		ts[i] = out[i].Type(ctx)
+	}
+	*replaced = append(*replaced, added...)
+	return types.DynamicValue(types.TupleValueMust(ts, out)), true
+}
+
+// withStandIns is object o with each attribute not known yet replaced by
+// stand's (its path under at added to replaced).
+func withStandIns(ctx context.Context, o types.Object, stand map[string]attr.Value, at path.Path, replaced *[]path.Path) types.Object {
+	vs := maps.Clone(o.Attributes())
+	for name, v := range vs {
+		if tv, err := v.ToTerraformValue(ctx); err == nil && !tv.IsFullyKnown() {
+			if sv, ok := stand[name]; ok {
+				vs[name] = sv
+				*replaced = append(*replaced, at.AtName(name))
+			}
+		}
+	}
+	return types.ObjectValueMust(o.AttributeTypes(ctx), vs)
 }
 
 // underAny says whether p is one of roots or inside one.
