@@ -223,8 +223,15 @@ func New(s Settings, getenv Getenv) (*Conn, error) {
 	// Go's client would carry X-Nomad-Token and the configured headers to
 	// wherever a redirect points (another host, plain http).
 	hc := &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// Which part of the TLS settings is at fault, named: the CA's (a file,
+	// a directory or PEM text), then the client's certificate and key.
+	ca := &api.TLSConfig{CACert: s.CACert, CAPath: s.CAPath, CACertPEM: []byte(s.CACertPEM)}
+	scratch := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
+	if err := api.ConfigureTLS(scratch, ca); err != nil {
+		return nil, &SettingsError{"TLS CA certificate", c.RedactString(err.Error())}
+	}
 	if err := api.ConfigureTLS(hc, cfg.TLSConfig); err != nil {
-		return nil, &SettingsError{"tls", c.RedactString(err.Error())}
+		return nil, &SettingsError{"TLS client certificate and key", c.RedactString(err.Error())}
 	}
 	hc.Transport = &redactingTransport{next: transport, conn: c}
 	cfg.HttpClient = hc

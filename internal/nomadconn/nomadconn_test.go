@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -470,5 +471,32 @@ func TestNotNomadRedacts(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "the address's path (/nomad) is not used") {
 		t.Errorf("err = %v; want the address's path named", err)
+	}
+}
+
+// TestTLSErrorsNamePart: a TLS setting that does not load is named by its
+// part, the CA's or the client's certificate and key (it read "nomad tls:"
+// whatever the part).
+func TestTLSErrorsNamePart(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		s    Settings
+		want string
+	}{
+		{"a CA file that is missing", Settings{Address: "https://nomad:4646", CACert: filepath.Join(dir, "missing.pem")}, "nomad TLS CA certificate: Error loading CA File"},
+		{"a CA file that is not PEM", Settings{Address: "https://nomad:4646", CACert: notPEM}, "nomad TLS CA certificate: Error loading CA File: Couldn't parse PEM"},
+		{"a client pair that does not load", Settings{Address: "https://nomad:4646", ClientCert: notPEM, ClientKey: notPEM}, "nomad TLS client certificate and key: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.s, func(string) (string, bool) { return "", false })
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to start %q", err, tc.want)
+			}
+		})
 	}
 }
