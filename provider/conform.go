@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"sort"
@@ -43,6 +44,32 @@ func (e *valueError) Error() string {
 		return strings.TrimSuffix(e.reason, ".") + "."
 	}
 	return attributeDetail(e.path, e.reason)
+}
+
+// valueErrors is every attribute at fault in one value (conformAttributes):
+// a user fixes them in one go, not one per plan.
+type valueErrors []*valueError
+
+func (e valueErrors) Error() string {
+	texts := make([]string, len(e))
+	for i, ve := range e {
+		texts[i] = ve.Error()
+	}
+	return strings.Join(texts, "\n")
+}
+
+// valueErrorsOf is err's *valueError, or each of its valueErrors, or err
+// at p when it is neither.
+func valueErrorsOf(err error, p path.Path) []*valueError {
+	var ves valueErrors
+	if errors.As(err, &ves) {
+		return ves
+	}
+	var ve *valueError
+	if errors.As(err, &ve) {
+		return []*valueError{ve}
+	}
+	return []*valueError{{path: p, reason: err.Error()}}
 }
 
 func (e *valueError) diagSummary() string {
@@ -153,11 +180,12 @@ func conformAttributes(a map[string]attr.Value, fields []field, p path.Path) (ma
 		}
 		out[name] = v
 	}
+	var errs []*valueError // every attribute at fault
 	for _, f := range fields {
 		v := underlying(a[f.name])
 		if v == nil || v.IsNull() {
 			if f.required {
-				return nil, &valueError{path: p.AtName(f.name), reason: "is required"}
+				errs = append(errs, &valueError{path: p.AtName(f.name), reason: "is required"})
 			}
 			continue
 		}
@@ -169,7 +197,8 @@ func conformAttributes(a map[string]attr.Value, fields []field, p path.Path) (ma
 		case kindFigure, kindWhole, kindString:
 			x, why := scalarOf(v, f.kind)
 			if why != "" {
-				return nil, &valueError{path: at, reason: why}
+				errs = append(errs, &valueError{path: at, reason: why})
+				continue
 			}
 			if x != a[f.name] {
 				set(f.name, x)
@@ -177,13 +206,15 @@ func conformAttributes(a map[string]attr.Value, fields []field, p path.Path) (ma
 		case kindObject:
 			o, err := conformObject(v, f.nested, at)
 			if err != nil {
-				return nil, err
+				errs = append(errs, valueErrorsOf(err, at)...)
+				continue
 			}
 			set(f.name, o)
 		case kindObjects:
 			elems, err := objectsOf(v, f.nested, at)
 			if err != nil {
-				return nil, err
+				errs = append(errs, valueErrorsOf(err, at)...)
+				continue
 			}
 			et := types.ObjectType{AttrTypes: fieldTypes(f.nested)}
 			list := make([]attr.Value, len(elems))
@@ -191,7 +222,7 @@ func conformAttributes(a map[string]attr.Value, fields []field, p path.Path) (ma
 				if e == nil {
 					list[i] = types.ObjectUnknown(et.AttrTypes)
 				} else if list[i], err = typedObject(e, f.nested, at.AtListIndex(i)); err != nil {
-					return nil, err
+					return nil, err // (a bug: conformed attributes that do not type)
 				}
 			}
 			l, diags := types.ListValue(et, list)
@@ -201,12 +232,20 @@ func conformAttributes(a map[string]attr.Value, fields []field, p path.Path) (ma
 			set(f.name, l)
 		case kindWindow:
 			if _, why := elementsOf(v); why != "" {
-				return nil, &valueError{path: at, reason: why}
+				errs = append(errs, &valueError{path: at, reason: why})
+				continue
 			}
 			if _, ok := a[f.name].(basetypes.DynamicValue); !ok {
 				set(f.name, types.DynamicValue(v))
 			}
 		}
+	}
+	switch len(errs) {
+	case 0:
+	case 1:
+		return nil, errs[0]
+	default:
+		return nil, valueErrors(errs)
 	}
 	return out, nil
 }

@@ -141,8 +141,8 @@ func decodeBoth[T any](ctx context.Context, vs [2]types.Dynamic, names [2]string
 			continue
 		}
 		var t T
-		if err := decodeArgument(ctx, v, fields, path.Root(names[i]), &t); err != nil {
-			errs = append(errs, err)
+		if verrs := decodeArgument(ctx, v, fields, path.Root(names[i]), &t); verrs != nil {
+			errs = append(errs, verrs...)
 			continue
 		}
 		out[i] = &t
@@ -352,7 +352,7 @@ func knownObservationErrors(ctx context.Context, obs [2]*observationModel, roots
 		if w := om.UsageSamples; !w.IsUnknown() && !w.IsUnderlyingValueUnknown() {
 			samples, err := windowOf(w, root.AtName(obsUsageSamples))
 			if err != nil {
-				errs = append(errs, asValueError(err, root.AtName(obsUsageSamples)))
+				errs = append(errs, valueErrorsOf(err, root.AtName(obsUsageSamples))...)
 			}
 			for j, smp := range samples {
 				if t, ok := smp[sampleTime].(types.Number); ok {
@@ -435,13 +435,7 @@ func (d *containerCountsDataSource) Read(ctx context.Context, req datasource.Rea
 func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([2]engine.HostInput, []*valueError) {
 	var in [2]engine.HostInput
 	var errs []*valueError
-	add := func(err error) {
-		var ve *valueError
-		if !errors.As(err, &ve) {
-			ve = &valueError{path: path.Empty(), reason: err.Error()}
-		}
-		errs = append(errs, ve)
-	}
+	add := func(err error) { errs = append(errs, valueErrorsOf(err, path.Empty())...) }
 	minSamples, why := count(m.MinSamples)
 	if why != "" {
 		errs = append(errs, &valueError{path: roots.minSamples, reason: why})

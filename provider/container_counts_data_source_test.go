@@ -1600,6 +1600,25 @@ func TestContainerCountsValidateObservationRules(t *testing.T) {
 	if !ok {
 		t.Fatal("the data source has no ValidateConfig")
 	}
+	// Every attribute of a kind it cannot hold, at once (a user trial fixed
+	// one a plan).
+	{
+		m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})
+		m.First = withAttributes(t, m.First, map[string]attr.Value{obsCPUCapacityMHz: types.StringValue("x"), obsRequestedCPUMHz: types.StringValue("y"),
+			obsQueuedReplicas: types.ListValueMust(types.ObjectType{AttrTypes: map[string]attr.Type{replicaCPUMHz: types.StringType}},
+				[]attr.Value{types.ObjectValueMust(map[string]attr.Type{replicaCPUMHz: types.StringType}, map[string]attr.Value{replicaCPUMHz: types.StringValue("z")})})})
+		var resp datasource.ValidateConfigResponse
+		ds.ValidateConfig(context.Background(), datasource.ValidateConfigRequest{Config: configOf(t, &m)}, &resp)
+		var got []string
+		for _, d := range resp.Diagnostics.Errors() {
+			got = append(got, d.Detail())
+		}
+		want := []string{`Attribute first.cpu_capacity_mhz: must be a number, not the string "x".`, `Attribute first.requested_cpu_mhz: must be a number, not the string "y".`,
+			`Attribute first.queued_replicas[0].cpu_mhz: must be a number, not the string "z".`}
+		if !slices.Equal(got, want) {
+			t.Errorf("errors %q, want %q", got, want)
+		}
+	}
 	// The second host's role at validate: no queue (the read's rule).
 	{
 		m := newCountsModel(&engine.Request{First: testFirst(t), Second: testSecond(t)})

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/function"
@@ -141,8 +140,8 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		if a.arg.IsUnknown() || a.arg.IsUnderlyingValueUnknown() {
 			continue // wholly unknown: nothing to check yet
 		}
-		if err := decodeArgument(ctx, a.arg, a.fields, path.Root(a.name), a.target); err != nil {
-			errs = append(errs, err)
+		if verrs := decodeArgument(ctx, a.arg, a.fields, path.Root(a.name), a.target); verrs != nil {
+			errs = append(errs, verrs...)
 			continue
 		}
 		decoded[i] = true
@@ -252,7 +251,7 @@ func funcText(s string) string { return strings.TrimSuffix(s, ".") }
 // decodeArgument decodes a dynamic argument at p into target, the typed
 // model of fields, through the one checker (conformObject): the argument
 // must be an object with fields' attributes.
-func decodeArgument(ctx context.Context, arg types.Dynamic, fields []field, p path.Path, target any) *valueError {
+func decodeArgument(ctx context.Context, arg types.Dynamic, fields []field, p path.Path, target any) []*valueError {
 	if arg.IsNull() || arg.IsUnderlyingValueNull() {
 		// OpenTofu refuses a null before calling the provider (the
 		// parameters do not allow one); an in-process call may still pass it.
@@ -260,21 +259,17 @@ func decodeArgument(ctx context.Context, arg types.Dynamic, fields []field, p pa
 		if p.Equal(path.Root(fnQuotas)) {
 			why += ": pass {} for every default"
 		}
-		return &valueError{path: p, reason: why}
+		return []*valueError{{path: p, reason: why}}
 	}
 	obj, err := conformObject(arg.UnderlyingValue(), fields, p)
 	if err != nil {
-		var ve *valueError
-		if errors.As(err, &ve) {
-			return ve
-		}
-		return &valueError{path: p, reason: err.Error()}
+		return valueErrorsOf(err, p)
 	}
 	// An unknown nested object (a quota known only at apply) decodes as
 	// empty: a value with unknowns inside is decoded only to check what is
 	// known of it, never to decide.
 	if diags := obj.As(ctx, target, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true}); diags.HasError() {
-		return &valueError{path: p, reason: diags.Errors()[0].Detail()}
+		return []*valueError{{path: p, reason: diags.Errors()[0].Detail()}}
 	}
 	return nil
 }
