@@ -250,9 +250,10 @@ func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.
 // at once (each quota's first: its attributes, kinds and ranges;
 // min_samples; hold_band). So a misspelt attribute or a bad setting fails
 // `tofu validate`, even when an observation is known only at apply. The
-// observations' ranges are the engine's, checked when the data source is
-// read. The checks are knownErrors, which the container_counts function
-// shares.
+// observations' values are checked with the engine's rules as far as the
+// known ones decide them (probeErrors); a window shorter than min_samples
+// is the read's. The checks are knownErrors' two parts, which the
+// container_counts function shares.
 func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	var m containerCountsModel
 	var minSamples, holdBand types.Number

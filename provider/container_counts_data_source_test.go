@@ -1587,7 +1587,15 @@ func TestContainerCountsValidateObservationRules(t *testing.T) {
 		{"a sample whose CPU is unknown, the rest fine", map[string]attr.Value{obsUsageSamples: windowOf2(
 			map[string]attr.Value{sampleTime: num(60), sampleCPUMHz: types.NumberUnknown()}, map[string]attr.Value{sampleTime: num(120), sampleCPUMHz: num(7)})}, "", ""},
 		{"a sample whose time is unknown: the order waits", map[string]attr.Value{obsUsageSamples: windowOf2(
-			map[string]attr.Value{sampleTime: num(60), sampleCPUMHz: num(-5)}, map[string]attr.Value{sampleTime: types.NumberUnknown(), sampleCPUMHz: num(7)})}, "", ""},
+			map[string]attr.Value{sampleTime: num(60), sampleCPUMHz: num(5)}, map[string]attr.Value{sampleTime: types.NumberUnknown(), sampleCPUMHz: num(7)})}, "", ""},
+		{"a known figure beside a sample whose time is unknown", map[string]attr.Value{obsUsageSamples: windowOf2(
+			map[string]attr.Value{sampleTime: num(60), sampleCPUMHz: num(-5)}, map[string]attr.Value{sampleTime: types.NumberUnknown(), sampleCPUMHz: num(7)})},
+			"first.usage_samples[0].cpu_mhz", "is -5; it must be a finite number >= 0"},
+		{"a known figure beside a sample not known at all", map[string]attr.Value{obsUsageSamples: types.DynamicValue(types.TupleValueMust(
+			[]attr.Type{types.ObjectType{AttrTypes: map[string]attr.Type{sampleTime: types.NumberType, sampleCPUMHz: types.NumberType}}, types.ObjectType{AttrTypes: map[string]attr.Type{sampleTime: types.NumberType, sampleCPUMHz: types.NumberType}}},
+			[]attr.Value{types.ObjectValueMust(map[string]attr.Type{sampleTime: types.NumberType, sampleCPUMHz: types.NumberType}, map[string]attr.Value{sampleTime: num(60), sampleCPUMHz: num(-5)}),
+				types.ObjectUnknown(map[string]attr.Type{sampleTime: types.NumberType, sampleCPUMHz: types.NumberType})}))},
+			"first.usage_samples[0].cpu_mhz", "is -5; it must be a finite number >= 0"},
 		{"a queued replica's known CPU beside its unknown memory", map[string]attr.Value{
 			obsQueuedReplicas: types.ListValueMust(types.ObjectType{AttrTypes: replicaAttrTypes}, []attr.Value{
 				types.ObjectValueMust(replicaAttrTypes, map[string]attr.Value{replicaCPUMHz: num(0), replicaMemoryMB: types.NumberUnknown()})})},

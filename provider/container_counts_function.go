@@ -154,8 +154,7 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		// As the data source at validate: what is known, by the read's rules.
 		var obs [2]*observationModel
 		var qs [2]*quotaModel
-		// (quotas not known yet: neither are their settings)
-		minSamples, holdBand := types.NumberUnknown(), types.NumberUnknown()
+		minSamples, holdBand := types.NumberNull(), types.NumberNull()
 		if decoded[0] {
 			obs[0] = &fo
 		}

@@ -603,11 +603,12 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 	return errs
 }
 
-// knownWindow is window w, known as a list whose every sample's time is
-// known, with each figure not known yet replaced by 0 (its path added to
-// replaced), so that the known samples are checked; known is false when
-// the list, or a sample's time, is not known (the samples' order then
-// cannot be judged).
+// knownWindow is window w, known as a list, with each value not known yet
+// stood in for (its path added to replaced), so that the known samples are
+// checked: a figure by 0, a sample by an idle one; and when a time or a
+// sample is not known, every time by the sample's index, so that the order
+// holds (it waits for the times, as do the known times' own rules). known
+// is false when the list itself is not known.
 func knownWindow(ctx context.Context, w types.Dynamic, at path.Path, replaced *[]path.Path) (types.Dynamic, bool) {
 	if w.IsNull() || w.IsUnknown() || w.IsUnderlyingValueNull() || w.IsUnderlyingValueUnknown() {
 		return w, false
@@ -619,29 +620,49 @@ func knownWindow(ctx context.Context, w types.Dynamic, at path.Path, replaced *[
 	if why != "" || elems == nil {
 		return w, false
 	}
-	out := make([]attr.Value, len(elems))
-	ts := make([]attr.Type, len(elems))
-	var added []path.Path
+	samples := make([]map[string]attr.Value, len(elems))
+	timesKnown := true
 	for i, e := range elems {
+		if u := underlying(e); u == nil || u.IsUnknown() {
+			timesKnown = false
+			*replaced = append(*replaced, at.AtListIndex(i))
+			continue
+		}
 		a, why := attributesOf(e)
-		if why != "" || a == nil {
+		if why != "" {
 			return w, false
 		}
-		if t := underlying(a[sampleTime]); t == nil || t.IsUnknown() {
-			return w, false
-		}
-		vs, vts := map[string]attr.Value{}, map[string]attr.Type{}
+		vs := map[string]attr.Value{}
 		for name, v := range a {
 			if u := underlying(v); u != nil && u.IsUnknown() {
+				if name == sampleTime {
+					timesKnown = false
+				} else {
+					*replaced = append(*replaced, at.AtListIndex(i).AtName(name))
+				}
 				v = wholeValue(0)
-				added = append(added, at.AtListIndex(i).AtName(name))
 			}
-			vs[name], vts[name] = v, v.Type(ctx)
+			vs[name] = v
+		}
+		samples[i] = vs
+	}
+	out := make([]attr.Value, len(elems))
+	ts := make([]attr.Type, len(elems))
+	for i, vs := range samples {
+		if vs == nil {
+			vs = map[string]attr.Value{sampleCPUMHz: wholeValue(0)}
+		}
+		if !timesKnown {
+			vs[sampleTime] = wholeValue(int64(i))
+			*replaced = append(*replaced, at.AtListIndex(i).AtName(sampleTime))
+		}
+		vts := map[string]attr.Type{}
+		for name, v := range vs {
+			vts[name] = v.Type(ctx)
 		}
 		out[i] = types.ObjectValueMust(vts, vs)
 		ts[i] = out[i].Type(ctx)
 	}
-	*replaced = append(*replaced, added...)
 	return types.DynamicValue(types.TupleValueMust(ts, out)), true
 }
 
