@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -350,8 +351,10 @@ func knownObservationErrors(ctx context.Context, obs [2]*observationModel, roots
 		}
 		before := len(errs)
 		root := roots.hosts[roles[i]].observation
+		var samples []map[string]attr.Value // conformed once, for the probe too
 		if w := om.UsageSamples; !w.IsUnknown() && !w.IsUnderlyingValueUnknown() {
-			samples, err := windowOf(w, root.AtName(obsUsageSamples))
+			var err error
+			samples, err = windowOf(w, root.AtName(obsUsageSamples))
 			if err != nil {
 				errs = append(errs, valueErrorsOf(err, root.AtName(obsUsageSamples))...)
 			}
@@ -373,7 +376,7 @@ func knownObservationErrors(ctx context.Context, obs [2]*observationModel, roots
 			}
 		}
 		if len(errs) == before {
-			errs = append(errs, om.probeErrors(ctx, roles[i], roots)...)
+			errs = append(errs, om.probeErrors(ctx, roles[i], roots, samples)...)
 		}
 	}
 	return errs

@@ -363,6 +363,13 @@ func count(v types.Number) (int, string) {
 // the engine's zero; a null queued_replicas stays nil and an empty one
 // empty (nobody new wants to run).
 func (m *observationModel) toEngine(root path.Path) (engine.Observation, error) {
+	return m.toEngineWith(root, nil)
+}
+
+// toEngineWith is toEngine with the window's samples already conformed by
+// windowOf (nil: conformed here), so that a caller that checked them does
+// not conform a week of samples twice.
+func (m *observationModel) toEngineWith(root path.Path, samples []map[string]attr.Value) (engine.Observation, error) {
 	o := engine.Observation{Host: m.Host.ValueString()}
 	fail := func(p path.Path, why string) (engine.Observation, error) {
 		return engine.Observation{}, &valueError{path: p, reason: why}
@@ -400,9 +407,11 @@ func (m *observationModel) toEngine(root path.Path) (engine.Observation, error) 
 			return fail(root.AtName(f.name), why)
 		}
 	}
-	samples, err := windowOf(m.UsageSamples, root.AtName(obsUsageSamples))
-	if err != nil {
-		return engine.Observation{}, err
+	if samples == nil {
+		var err error
+		if samples, err = windowOf(m.UsageSamples, root.AtName(obsUsageSamples)); err != nil {
+			return engine.Observation{}, err
+		}
 	}
 	o.Samples = make([]engine.Sample, len(samples))
 	for i, a := range samples {
@@ -506,7 +515,7 @@ func observationFromEngine(o *engine.Observation) observationModel {
 // the engine's types have been reported before (knownErrors); a figure
 // that does not is reported here. As Decide, it checks the values, then
 // what the role takes (CheckRole).
-func (m *observationModel) probeErrors(ctx context.Context, role string, roots inputRoots) []*valueError {
+func (m *observationModel) probeErrors(ctx context.Context, role string, roots inputRoots, samples []map[string]attr.Value) []*valueError {
 	root := roots.hosts[role].observation
 	probe := *m
 	var replaced []path.Path
@@ -521,7 +530,11 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 		replaced = append(replaced, root.AtName(name))
 		return true
 	}
-	if w, known := knownWindow(ctx, m.UsageSamples, root.AtName(obsUsageSamples), &replaced); known {
+	w, known, whole := knownWindow(ctx, m.UsageSamples, root.AtName(obsUsageSamples), &replaced)
+	if !whole {
+		samples = nil // the samples checked are the probe's
+	}
+	if known {
 		probe.UsageSamples = w
 	} else if unknown(obsUsageSamples, m.UsageSamples) {
 		sample := types.ObjectValueMust(map[string]attr.Type{sampleTime: types.NumberType, sampleCPUMHz: types.NumberType},
@@ -569,7 +582,7 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 	for _, n := range numbers {
 		isUnknown[n.name] = unknown(n.name, n.v) // toEngine reads an unknown number as 0
 	}
-	o, err := probe.toEngine(root)
+	o, err := probe.toEngineWith(root, samples)
 	if err != nil {
 		// A figure beyond a float64 (the counts and times were checked
 		// before): reported, unless it is a stand-in's.
@@ -608,17 +621,18 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 // checked: a figure by 0, a sample by an idle one; and when a time or a
 // sample is not known, every time by the sample's index, so that the order
 // holds (it waits for the times, as do the known times' own rules). known
-// is false when the list itself is not known.
-func knownWindow(ctx context.Context, w types.Dynamic, at path.Path, replaced *[]path.Path) (types.Dynamic, bool) {
+// is false when the list itself is not known; whole is true when every
+// value of it is known (w is then the window as it is).
+func knownWindow(ctx context.Context, w types.Dynamic, at path.Path, replaced *[]path.Path) (_ types.Dynamic, known, whole bool) {
 	if w.IsNull() || w.IsUnknown() || w.IsUnderlyingValueNull() || w.IsUnderlyingValueUnknown() {
-		return w, false
-	}
-	if tv, err := w.ToTerraformValue(ctx); err == nil && tv.IsFullyKnown() {
-		return w, true
+		return w, false, false
 	}
 	elems, why := elementsOf(w.UnderlyingValue())
 	if why != "" || elems == nil {
-		return w, false
+		return w, false, false
+	}
+	if !anyUnknown(elems) {
+		return w, true, true
 	}
 	samples := make([]map[string]attr.Value, len(elems))
 	timesKnown := true
@@ -630,7 +644,7 @@ func knownWindow(ctx context.Context, w types.Dynamic, at path.Path, replaced *[
 		}
 		a, why := attributesOf(e)
 		if why != "" {
-			return w, false
+			return w, false, false
 		}
 		vs := map[string]attr.Value{}
 		for name, v := range a {
@@ -663,7 +677,29 @@ func knownWindow(ctx context.Context, w types.Dynamic, at path.Path, replaced *[
 		out[i] = types.ObjectValueMust(vts, vs)
 		ts[i] = out[i].Type(ctx)
 	}
-	return types.DynamicValue(types.TupleValueMust(ts, out)), true
+	return types.DynamicValue(types.TupleValueMust(ts, out)), true, false
+}
+
+// anyUnknown says whether a sample of elems, or an attribute of one, is
+// not known yet (the attributes are scalars: no deeper look is needed,
+// and none of the cost of converting a week of samples).
+func anyUnknown(elems []attr.Value) bool {
+	for _, e := range elems {
+		u := underlying(e)
+		if u == nil || u.IsUnknown() {
+			return true
+		}
+		a, why := attributesOf(u)
+		if why != "" {
+			return true // (not an object: the conversion decides)
+		}
+		for _, v := range a {
+			if x := underlying(v); x != nil && x.IsUnknown() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // withStandIns is object o with each attribute not known yet replaced by
