@@ -320,6 +320,23 @@ func TestEvidenceNotes(t *testing.T) {
 		want string
 	}{
 		{"empty host", obs(0, 0, 0, 8192, 0), "no replica running: a replica counts at its demand"},
+		{"usage with none running", obs(0, 0, 600, 8192, 900), "no replica running: a replica counts at its demand (the window's usage is not read: with no replica running it is no replica's; give stopped_replicas if it is that of replicas that stopped)"},
+		{"stopped, with a queue", func() *Observation {
+			o := obs(0, 0, 600, 8192, 900)
+			o.StoppedReplicas = 2
+			o.QueuedReplicas = []Replica{{CPUMHz: 250, MemoryMB: 256}}
+			return o
+		}(), "no replica running: a replica counts at its demand (the window's usage, that of the replicas that stopped, is not read: the queue gives each new replica's size)"},
+		{"stopped, no usage", func() *Observation {
+			o := obs(0, 0, 0, 8192, 0)
+			o.StoppedReplicas = 2
+			return o
+		}(), "no replica running: a replica counts at its demand"},
+		{"stopped", func() *Observation {
+			o := obs(0, 0, 600, 8192, 900)
+			o.StoppedReplicas = 2
+			return o
+		}(), "no replica running: the first new replica counts as the running one it will be, at what the replicas that stopped used per replica, and later ones at no less than that nor than their demand"},
 		{"observed", obs(3, 0, 600, 8192, 900), "observed: 3 replica(s) running"},
 		{"some warming", obs(5, 2, 600, 8192, 900), "observed: 3 of 5 replica(s) warm, the 2 warming count at the warm ones' usage"},
 		{"no usage yet", obs(2, 0, 0, 8192, 900), "no usage reported yet: 2 replica(s) count at their requested resources"},

@@ -228,6 +228,10 @@ type featureWork struct {
 	// warm is how many replicas the rules read as warm: running less
 	// warming, or none when the window's CPU is zero throughout
 	warm int
+	// unread is set when the window shows usage that the demand basis
+	// does not read (no replica running, and the usage not that of
+	// replicas that stopped), so that the note says so
+	unread unreadKind
 	// the last per-replica usage summarized, and its summary
 	lastPR  []float64
 	lastSum stats.Summary
@@ -286,6 +290,7 @@ func (fw *featureWork) compute(o *Observation) {
 	*ev = Evidence{Running: running, Warming: o.WarmingReplicas, MemoryJudged: o.MemoryCapacityMB > 0}
 	fw.warm = warm
 	fw.memNote = memNoteNone
+	fw.unread = unreadNone
 	// (A queue gives each new replica's size itself, and its entries are
 	// not the workload's own: the stopped replicas' usage does not apply.)
 	stopped := running == 0 && o.StoppedReplicas > 0 && !allZero && o.QueuedReplicas == nil
@@ -304,6 +309,13 @@ func (fw *featureWork) compute(o *Observation) {
 	case running == 0:
 		ev.Basis = BasisDemand
 		fw.note = noteDemand
+		switch {
+		case allZero:
+		case o.StoppedReplicas > 0:
+			fw.unread = unreadQueue
+		default:
+			fw.unread = unreadNoStopped
+		}
 		for i := range pr {
 			pr[i] = demand
 		}
@@ -459,6 +471,17 @@ const (
 	noteStopped
 )
 
+// Why a window's usage went unread (see featureWork.unread).
+type unreadKind uint8
+
+const (
+	unreadNone unreadKind = iota
+	// no replica running and stopped_replicas not given
+	unreadNoStopped
+	// stopped_replicas given, but a queue sizes the new replicas
+	unreadQueue
+)
+
 const (
 	memNoteNone memNoteKind = iota
 	memNoteRequested
@@ -474,6 +497,12 @@ func (fw *featureWork) evidence(o *Observation, slots bool) Evidence {
 	switch fw.note {
 	case noteDemand:
 		ev.Note = "no replica running: a replica counts at its demand"
+		switch fw.unread {
+		case unreadNoStopped:
+			ev.Note += " (the window's usage is not read: with no replica running it is no replica's; give stopped_replicas if it is that of replicas that stopped)"
+		case unreadQueue:
+			ev.Note += " (the window's usage, that of the replicas that stopped, is not read: the queue gives each new replica's size)"
+		}
 	case noteStopped:
 		ev.Note = "no replica running: a replica counts at what the replicas that stopped used per replica"
 		if slots {
