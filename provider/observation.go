@@ -131,7 +131,7 @@ var observationFields = []field{
 		out:  "The node's allocatable memory in MB: its memory less what the node reserves for itself."},
 	{name: obsUsageSamples, kind: kindWindow, required: true, nested: sampleFields,
 		desc: "The recent real usage window, oldest first: the usage summed over the workload's running replicas on this host. " +
-			"A list of `{ time, cpu_mhz, memory_mb }` objects: `time` (Unix seconds, whole, >= 0, strictly increasing) and `cpu_mhz` required, " +
+			"A list of `{ time, cpu_mhz, memory_mb }` objects: `time` (Unix seconds, whole, >= 0 and below 1e11 (a larger time reads as milliseconds and is refused), strictly increasing) and `cpu_mhz` required, " +
 			"`memory_mb` optional (0), each summed over the workload's running replicas on the host. " +
 			fmt.Sprintf("From 1 to %s samples (a week of minutes); a decision needs at least `min_samples` of them. ", thousands(engine.MaxSamples)) +
 			"The list is typed dynamically so that a week of samples plans quickly: the provider checks each sample's attributes " +
