@@ -167,6 +167,7 @@ type seriesSummary struct {
 	skipped *UnusableError
 	samples int64
 	median  float64 // median of usage / base request
+	spacing traces.Spacing
 }
 
 // calibration is what the passes before a replay learn from every series.
@@ -181,16 +182,16 @@ type calibration struct {
 
 // ratios loads source i and returns usage over its base request for
 // every sample (unsorted), or the reason it is not usable.
-func ratios(src Source, sc Scenario) ([]float64, error) {
+func ratios(src Source, sc Scenario) ([]float64, traces.Spacing, error) {
 	s, err := src.Load()
 	if err != nil {
-		return nil, &loadError{err}
+		return nil, traces.Spacing{}, &loadError{err}
 	}
 	a, err := normalise(s, sc)
 	if err != nil {
-		return nil, err
+		return nil, traces.Spacing{}, err
 	}
-	return usageOverRequest(a.Usage, a.Request), nil
+	return usageOverRequest(a.Usage, a.Request), traces.SpacingOf(s.Times), nil
 }
 
 // calibrate runs the passes over src: which series are usable, the pooled
@@ -205,7 +206,7 @@ func calibrate(ctx context.Context, src []Source, sc Scenario, workers int, prog
 	total := newPassState(searches)
 	var done int
 	err := parallel(ctx, workers, len(src), func(i int) error {
-		x, err := ratios(src[i], sc)
+		x, sp, err := ratios(src[i], sc)
 		if u, ok := isUnusable(err); ok {
 			c.series[i] = seriesSummary{skipped: u}
 		} else if err != nil {
@@ -217,7 +218,7 @@ func calibrate(ctx context.Context, src []Source, sc Scenario, workers int, prog
 				local.add(searches, v)
 			}
 			slices.Sort(x)
-			c.series[i] = seriesSummary{usable: true, samples: int64(len(x)), median: stats.QuantileSorted(x, 0.5)}
+			c.series[i] = seriesSummary{usable: true, samples: int64(len(x)), median: stats.QuantileSorted(x, 0.5), spacing: sp}
 		}
 		mu.Lock()
 		total.merge(local)
@@ -256,7 +257,7 @@ func calibrate(ctx context.Context, src []Source, sc Scenario, workers int, prog
 			if !c.series[i].usable {
 				return nil
 			}
-			x, err := ratios(src[i], sc)
+			x, _, err := ratios(src[i], sc)
 			if err != nil {
 				return fmt.Errorf("calibrating requests: %w", err)
 			}

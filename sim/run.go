@@ -90,6 +90,16 @@ type Skipped struct {
 	Reason string `json:"reason"`
 }
 
+// Gapped is a replayed series whose samples have gaps (intervals of at
+// least traces.GapRatio times its usual spacing): the replay joins them,
+// reading samples, not time.
+type Gapped struct {
+	Series         string `json:"series"`
+	Gaps           int    `json:"gaps"`
+	LargestSeconds int64  `json:"largest_seconds"`
+	UsualSeconds   int64  `json:"usual_seconds"`
+}
+
 // Report is the result of replaying every policy and knob setting on a set
 // of series.
 // PooledFamily is the Family of the report over every family; no trace
@@ -105,6 +115,9 @@ type Report struct {
 	// pairs "first+second".
 	Series  []string  `json:"series"`
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// Gaps are the replayed series with gaps between samples, in the
+	// order of the sources.
+	Gaps []Gapped `json:"gaps,omitempty"`
 	// RequestFactor is the calibration factor applied to every request;
 	// MedianSlack (pooled over all samples) and MeanSlack (the mean over
 	// series of each series' median) are the slack the replay then shows,
@@ -231,6 +244,9 @@ func RunSources(ctx context.Context, src []Source, sc Scenario, policies []Polic
 	for i, s := range cal.series {
 		if s.usable {
 			usable = append(usable, i)
+			if sp := s.spacing; sp.Gaps > 0 {
+				rep.Gaps = append(rep.Gaps, Gapped{Series: src[i].Name, Gaps: sp.Gaps, LargestSeconds: sp.Largest, UsualSeconds: sp.Usual})
+			}
 		} else {
 			rep.Skipped = append(rep.Skipped, Skipped{Series: s.skipped.Series, Reason: s.skipped.Reason})
 		}
@@ -503,6 +519,10 @@ func Pool(reps ...*Report) (*Report, error) {
 		for _, sk := range r.Skipped {
 			sk.Series = familyName(r.Family, sk.Series)
 			out.Skipped = append(out.Skipped, sk)
+		}
+		for _, g := range r.Gaps {
+			g.Series = familyName(r.Family, g.Series)
+			out.Gaps = append(out.Gaps, g)
 		}
 		out.Decisions += r.Decisions
 		out.Samples += r.Samples

@@ -136,6 +136,15 @@ func headerText(header []string) string {
 	return strconv.Quote(shown) + fmt.Sprintf(" (%d more bytes)", len(h)-len(shown))
 }
 
+// compressed are the magic numbers of the compressed formats a trace file
+// most likely is when it is not text.
+var compressed = []struct{ magic, name, how string }{
+	{"\x1f\x8b", "gzip", "gunzip"},
+	{"PK\x03\x04", "zip", "unzip"},
+	{"\x28\xb5\x2f\xfd", "zstd", "zstd -d"},
+	{"\xfd7zXZ\x00", "xz", "unxz"},
+}
+
 // Read parses one CSV series (see the package comment for the columns).
 // Every value must be a finite, non-negative number, timestamps must
 // increase, and a series needs at least MinSamples samples.
@@ -159,6 +168,16 @@ func read(r io.Reader, name string) (Series, error) {
 	br := bufio.NewReader(r)
 	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
 		_, _ = br.Discard(3)
+	}
+	// A compressed file named *.csv would reach the CSV reader as bytes
+	// that fail on a quote or a line far in; its magic number says what
+	// it is.
+	if b, _ := br.Peek(6); len(b) > 0 {
+		for _, m := range compressed {
+			if strings.HasPrefix(string(b), m.magic) {
+				return Series{}, fmt.Errorf("series %s: not a text CSV file: a %s-compressed one (decompress it first: %s)", name, m.name, m.how)
+			}
+		}
 	}
 	cr := csv.NewReader(br)
 	cr.ReuseRecord = true
@@ -187,7 +206,16 @@ func read(r io.Reader, name string) (Series, error) {
 		return Series{}, fmt.Errorf("series %s: header %s: %w", name, shown, err)
 	}
 	if c.ts < 0 || c.value < 0 {
-		return Series{}, fmt.Errorf("series %s: header %s must name a `ts` column and a `value` (or `cpu_mhz`) column", name, shown)
+		hint := ""
+		if len(header) == 1 {
+			for _, sep := range []struct{ r, name string }{{";", "semicolons"}, {"\t", "tabs"}, {"|", "bars"}} {
+				if strings.Contains(header[0], sep.r) {
+					hint = fmt.Sprintf(": its fields are separated by %s, and a trace file's by commas", sep.name)
+					break
+				}
+			}
+		}
+		return Series{}, fmt.Errorf("series %s: header %s must name a `ts` column and a `value` (or `cpu_mhz`) column%s", name, shown, hint)
 	}
 	if (c.mem < 0) != (c.memCap < 0) {
 		return Series{}, fmt.Errorf("series %s: header %s: memory needs both the memory in use (mem_kb or memory_mb) and the memory provisioned (mem_capacity_kb or memory_capacity_mb)", name, shown)
@@ -245,7 +273,14 @@ func read(r io.Reader, name string) (Series, error) {
 			return Series{}, err
 		}
 		if n := len(s.Times); n > 0 && ts <= s.Times[n-1] {
-			return Series{}, fmt.Errorf("series %s: line %d: %s: %d does not come after %d", name, line, header[c.ts], ts, s.Times[n-1])
+			text, hint := strings.TrimSpace(rec[c.ts]), ""
+			switch {
+			case strings.ContainsAny(text, "eE"):
+				hint = " (a time in scientific notation keeps few digits: write whole seconds)"
+			case n == 1 && ts < s.Times[0]:
+				hint = " (newest first? Samples must be oldest first)"
+			}
+			return Series{}, fmt.Errorf("series %s: line %d: %s: %q (%d) does not come after %d%s", name, line, header[c.ts], text, ts, s.Times[n-1], hint)
 		}
 		if c.mem >= 0 {
 			m, err := number(line, rec[c.mem], header[c.mem])
@@ -263,6 +298,48 @@ func read(r io.Reader, name string) (Series, error) {
 		s.Values = append(s.Values, v)
 	}
 	return s, nil
+}
+
+// GapRatio is how many times a series' usual spacing an interval between
+// two of its samples must be to count as a gap (the ratio at which the
+// engine's decision notes a gap in a window).
+const GapRatio = 4
+
+// Spacing describes the intervals between a series' samples. A replay
+// reads samples, not time: a window across a gap reads the usage before
+// it as recent, and a series whose sampling rate changes is replayed at
+// its usual one.
+type Spacing struct {
+	// Usual is the median interval, in seconds (0 with fewer than two
+	// samples).
+	Usual int64
+	// Gaps counts the intervals of at least GapRatio times Usual;
+	// Largest is the largest interval.
+	Gaps    int
+	Largest int64
+}
+
+// SpacingOf returns the spacing of strictly increasing times.
+func SpacingOf(times []int64) Spacing {
+	if len(times) < 2 {
+		return Spacing{}
+	}
+	d := make([]int64, len(times)-1)
+	for i := range d {
+		d[i] = times[i+1] - times[i]
+	}
+	var sp Spacing
+	for _, x := range d {
+		sp.Largest = max(sp.Largest, x)
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	sp.Usual = d[len(d)/2]
+	for _, x := range d {
+		if x >= GapRatio*sp.Usual {
+			sp.Gaps++
+		}
+	}
+	return sp
 }
 
 func checkLength(s Series) error {

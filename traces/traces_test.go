@@ -35,6 +35,12 @@ func TestRead(t *testing.T) {
 		{name: "a binary file", csv: "\x7fELF\x02\x01\x01\x00\x00ts,value\n1,2\n", err: "not a text CSV file: its first line holds a NUL byte or is not UTF-8"},
 		{name: "a UTF-16 export", csv: "\xff\xfet\x00s\x00,\x00v\x00\n\x001,2\n", err: "not a text CSV file"},
 		{name: "empty", csv: "ts,value\n", err: "no samples"},
+		{name: "a gzip file", csv: "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03+)\xd6)K", err: "series s: not a text CSV file: a gzip-compressed one (decompress it first: gunzip)"},
+		{name: "a zip file", csv: "PK\x03\x04\x14\x00", err: "a zip-compressed one"},
+		{name: "semicolons", csv: "ts;value\n1;2\n2;3\n", err: `header "ts;value" must name a ` + "`ts`" + ` column and a ` + "`value`" + ` (or ` + "`cpu_mhz`" + `) column: its fields are separated by semicolons, and a trace file's by commas`},
+		{name: "tabs", csv: "ts\tvalue\n1\t2\n", err: "separated by tabs"},
+		{name: "newest first", csv: "ts,value\n600,1\n300,1\n0,1\n", err: `line 3: ts: "300" (300) does not come after 600 (newest first? Samples must be oldest first)`},
+		{name: "a time in scientific notation names its text", csv: "ts,value\n1633478400,1\n1.633478e+09,1\n", err: `line 3: ts: "1.633478e+09" (1633478000) does not come after 1633478400 (a time in scientific notation keeps few digits: write whole seconds)`},
 		{name: "an empty file", csv: "", err: "series s: the file is empty: want a header"},
 		{name: "one row", csv: "ts,value\n1,0.5\n", err: "1 sample; a series needs at least 2"},
 		{name: "bitbrains columns", csv: "ts,cpu_mhz,cpu_capacity_mhz,mem_kb,mem_capacity_kb\n10,87.5,5852,1024,8192\n20,29.5,5852,2048,4096\n", want: []float64{87.5, 29.5}},
@@ -44,6 +50,7 @@ func TestRead(t *testing.T) {
 		{name: "negative", csv: "ts,value\n1,-1\n", err: "line 2: value"},
 		{name: "not a number", csv: "ts,value\n1,abc\n", err: "line 2: value"},
 		{name: "out of order", csv: "ts,value\n2,1\n1,1\n", err: "line 3: ts"},
+		{name: "out of order later", csv: "ts,value\n1,1\n3,1\n2,1\n", err: `line 4: ts: "2" (2) does not come after 3`},
 		{name: "repeated time", csv: "ts,value\n1,1\n1,2\n", err: "line 3: ts"},
 		{name: "time out of range", csv: "ts,value\n1e30,1\n", err: "line 2: ts"},
 		// the engine refuses them: a replay failed mid-way, on the activation policy alone
@@ -82,6 +89,31 @@ func TestRead(t *testing.T) {
 
 // Bitbrains' columns: cpu_mhz is the usage, memory comes in KB and is kept
 // in MB, and the memory provisioned is the largest the trace gives.
+// The spacing of a series: the usual interval is the median, and a gap is
+// an interval of GapRatio or more times it.
+func TestSpacingOf(t *testing.T) {
+	tests := []struct {
+		name  string
+		times []int64
+		want  Spacing
+	}{
+		{"none", nil, Spacing{}},
+		{"one sample", []int64{5}, Spacing{}},
+		{"regular", []int64{0, 60, 120, 180}, Spacing{Usual: 60, Largest: 60}},
+		{"a gap of a week", []int64{0, 60, 120, 120 + 7*86400, 180 + 7*86400}, Spacing{Usual: 60, Gaps: 1, Largest: 7 * 86400}},
+		{"just under the ratio", []int64{0, 60, 120, 180, 180 + 239}, Spacing{Usual: 60, Largest: 239}},
+		{"at the ratio", []int64{0, 60, 120, 180, 180 + 240}, Spacing{Usual: 60, Gaps: 1, Largest: 240}},
+		{"a rate that changes", []int64{0, 60, 120, 180, 240, 540, 840}, Spacing{Usual: 60, Gaps: 2, Largest: 300}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SpacingOf(tc.times); got != tc.want {
+				t.Fatalf("SpacingOf(%v) = %+v, want %+v", tc.times, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestReadBitbrainsMemory(t *testing.T) {
 	csv := "ts,cpu_mhz,cpu_capacity_mhz,mem_kb,mem_capacity_kb\n10,87.5,5852,1024,8192\n20,29.5,5852,2048,4096\n30,1,5852,512,0\n"
 	s, err := Read(strings.NewReader(csv), "vm001")

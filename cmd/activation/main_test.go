@@ -188,6 +188,10 @@ func oneRowDir(t *testing.T) string {
 
 func TestSimulateBadInput(t *testing.T) {
 	dir := seriesDir(t, 2, 400)
+	commaDir := filepath.Join(t.TempDir(), "exp,2024")
+	if err := os.Mkdir(commaDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -212,6 +216,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--workers", "5000"}, exitUsage, "--workers: 5000; it must be from 0 (GOMAXPROCS) to 1024"},
 		{[]string{"--traces", filepath.Join(t.TempDir(), "pooled")}, exitUsage, `family "pooled", the name of the results over every family`},
 		{[]string{"--traces", dir, "--frobnicate"}, exitUsage, "frobnicate"},
+		{[]string{"--traces", commaDir}, exitUsage, "is one directory whose name holds a comma, and --traces separates directories by commas"},
 		{[]string{"--traces", dir, "extra"}, exitUsage, "extra"},
 		{[]string{"--traces", dir, "--seed", "-1"}, exitUsage, `invalid value "-1" for flag -seed: want a whole number >= 0`},
 		{[]string{"--traces", dir, "--workers", "two"}, exitUsage, `invalid value "two" for flag -workers: want a whole number`},
@@ -849,10 +854,13 @@ func TestSimulateHoldBand(t *testing.T) {
 
 // A PlanetLab-like family (<day>/<vm>.csv): a VM's days are one series,
 // named by the VM, on one side of the split.
-func TestSimulateNestedFamily(t *testing.T) {
+// nestedDir writes a PlanetLab-like family: two days, three days apart,
+// of vms VMs, DIR/<day>/vm_<i>.csv.
+func nestedDir(t *testing.T, vms int) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "planet")
 	for day := 0; day < 2; day++ {
-		for vm := 0; vm < 4; vm++ {
+		for vm := 0; vm < vms; vm++ {
 			rng := rand.New(rand.NewPCG(uint64(day*10+vm), 3))
 			var b strings.Builder
 			b.WriteString("ts,value\n")
@@ -868,14 +876,21 @@ func TestSimulateNestedFamily(t *testing.T) {
 			}
 		}
 	}
+	return dir
+}
+
+func TestSimulateNestedFamily(t *testing.T) {
+	dir := nestedDir(t, 4)
 	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--format", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var doc struct {
-		Family    string   `json:"family"`
-		Series    []string `json:"series"`
-		Decisions int      `json:"decisions"`
+		Family    string       `json:"family"`
+		Series    []string     `json:"series"`
+		Decisions int          `json:"decisions"`
+		Gaps      []sim.Gapped `json:"gaps"`
+		Notes     []string     `json:"notes"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
@@ -883,6 +898,56 @@ func TestSimulateNestedFamily(t *testing.T) {
 	// 4 VMs of 2 x 288 samples: (576 - 120) / 5 decisions each.
 	if doc.Family != "planet" || strings.Join(doc.Series, " ") != "vm_0 vm_1 vm_2 vm_3" || doc.Decisions != 4*((576-120+4)/5) {
 		t.Fatalf("family %s series %v decisions %d", doc.Family, doc.Series, doc.Decisions)
+	}
+	// The days are three days apart: each VM's series has one gap, from
+	// the first day's last sample to the second day's first, that the
+	// replay joins; the JSON lists it, and a note says how the series
+	// were made.
+	gap := int64(86400*3 - 300*287)
+	if len(doc.Gaps) != 4 {
+		t.Fatalf("gaps %+v, want one per VM", doc.Gaps)
+	}
+	for i, g := range doc.Gaps {
+		if want := (sim.Gapped{Series: fmt.Sprintf("vm_%d", i), Gaps: 1, LargestSeconds: gap, UsualSeconds: 300}); g != want {
+			t.Fatalf("gap %+v, want %+v", g, want)
+		}
+	}
+	if !slices.ContainsFunc(doc.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "family planet is nested (DIR/<part>/<series>.csv): the files of one name in its subdirectories are parts of one series, joined in the subdirectories' order (4 of its 4 series from more than one file)")
+	}) {
+		t.Fatalf("notes %q: none says how the nested family's series were joined", doc.Notes)
+	}
+	code, stdout, stderr = runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := "family planet: 4 of 4 series have gaps of 4 or more times their usual spacing between samples, joined as if the samples were consecutive (a window across a gap reads the usage before it as recent; changes per hour count the samples at the usual spacing): vm_0 (1, the largest 48h5m0s; usually 5m0s), vm_1 (1, the largest 48h5m0s; usually 5m0s), vm_2 (1, the largest 48h5m0s; usually 5m0s) and 1 more\n"; !strings.Contains(stdout, want) {
+		t.Fatalf("the table does not name the gaps (%q):\n%s", want, stdout)
+	}
+	if strings.Count(stdout, "have gaps") != 1 {
+		t.Fatalf("the gaps are named more than once (the pooled table repeats a family's):\n%s", stdout)
+	}
+	// train says the same of the series it trains on.
+	code, _, stderr = runCmd(t, "", false, "train", "--traces", nestedDir(t, 12), "--out", filepath.Join(t.TempDir(), "m"), "--quiet")
+	if code != exitOK {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"activation train: family planet is nested", "activation train: family planet: 12 of 12 series have gaps"} {
+		if !strings.Contains(stderr, want) {
+			t.Fatalf("train's standard error lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// A flat family of regular series gets neither note.
+func TestSimulateNoLayoutOrGapNoteWhenFlat(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, "gaps") || strings.Contains(stdout, "nested") {
+		t.Fatalf("a flat family of regular series is noted as nested or gapped:\n%s", stdout)
 	}
 }
 
@@ -1389,7 +1454,7 @@ func TestTuneTableAndCalibrationNote(t *testing.T) {
 	}
 	check(false)
 
-	fams, err := loadFamilies([]traceDir{{path: dir, family: family}})
+	fams, _, err := loadFamilies([]traceDir{{path: dir, family: family}})
 	if err != nil {
 		t.Fatal(err)
 	}

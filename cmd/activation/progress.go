@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +31,56 @@ func listNames(names []string, limit int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:limit], " "), len(names)-limit)
 }
 
+// layoutNote says how a nested family's series were made (files of one
+// name across its subdirectories, joined), or "" for a flat family: a user
+// whose subdirectories are hosts, not days, learns that their files were
+// joined by name.
+func layoutNote(family, dir string, refs []traces.Ref) string {
+	nested, joined := false, 0
+	for _, r := range refs {
+		if len(r.Paths) > 0 && filepath.Dir(r.Paths[0]) != filepath.Clean(dir) {
+			nested = true
+		}
+		if len(r.Paths) > 1 {
+			joined++
+		}
+	}
+	if !nested {
+		return ""
+	}
+	return fmt.Sprintf("family %s is nested (DIR/<part>/<series>.csv): the files of one name in its subdirectories are parts of one series, joined in the subdirectories' order (%d of its %d series from more than one file); subdirectories that are hosts or VMs, not days, need a flat directory of one file each", family, joined, len(refs))
+}
+
+// gapNote says which series of a family have gaps between samples, which
+// a replay or a training run joins (it reads samples, not time), or ""
+// when none has.
+func gapNote(family string, gaps []sim.Gapped, series int) string {
+	if len(gaps) == 0 {
+		return ""
+	}
+	shown := make([]string, 0, min(len(gaps), 3))
+	for _, g := range gaps[:min(len(gaps), 3)] {
+		shown = append(shown, fmt.Sprintf("%s (%d, the largest %s; usually %s)", g.Series, g.Gaps, time.Duration(g.LargestSeconds)*time.Second, time.Duration(g.UsualSeconds)*time.Second))
+	}
+	more := ""
+	if len(gaps) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(gaps)-len(shown))
+	}
+	return fmt.Sprintf("family %s: %d of %d series have gaps of %d or more times their usual spacing between samples, joined as if the samples were consecutive (a window across a gap reads the usage before it as recent; changes per hour count the samples at the usual spacing): %s%s",
+		family, len(gaps), series, traces.GapRatio, strings.Join(shown, ", "), more)
+}
+
+// seriesGaps lists the series with gaps among ss, as a replay reports them.
+func seriesGaps(ss []traces.Series) []sim.Gapped {
+	var out []sim.Gapped
+	for _, s := range ss {
+		if sp := traces.SpacingOf(s.Times); sp.Gaps > 0 {
+			out = append(out, sim.Gapped{Series: s.Name, Gaps: sp.Gaps, LargestSeconds: sp.Largest, UsualSeconds: sp.Usual})
+		}
+	}
+	return out
+}
+
 // traceDir is one --traces directory: a family of series.
 type traceDir struct {
 	path, family string
@@ -39,6 +91,11 @@ type traceDir struct {
 func traceDirs(flagValue string) ([]traceDir, error) {
 	if strings.TrimSpace(flagValue) == "" {
 		return nil, usagef("--traces: required: one or more directories of CSV usage series, separated by commas")
+	}
+	if whole := strings.TrimSpace(flagValue); strings.Contains(whole, ",") {
+		if st, err := os.Stat(whole); err == nil && st.IsDir() {
+			return nil, usagef("--traces: %q is one directory whose name holds a comma, and --traces separates directories by commas: rename it or name a link to it", whole)
+		}
 	}
 	var out []traceDir
 	seen := map[string]string{}

@@ -83,7 +83,7 @@ const maxWorkers = 1024
 func cmdSimulate(args []string, e env) error {
 	fs := newFlags("simulate", simulateHelp)
 	var f simulateFlags
-	fs.StringVar(&f.traces, "traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required)")
+	fs.StringVar(&f.traces, "traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required): DIR/<series>.csv or DIR/<day>/<series>.csv, each file with a header naming `ts` (whole Unix seconds, oldest first) and `value` (usage, any unit); see the README")
 	f.budget = 0.01
 	fs.Func("budget", "violation budget: the largest `share` of host-samples over capacity a policy may cause, as 0.01 or 1% (default 0.01)", func(s string) (err error) {
 		f.budget, err = parseShare(s)
@@ -102,7 +102,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.Float64Var(&f.holdBand, "hold-band", 0, "hold band of activation-steps: a host keeps its count while it lies between the counts at output thresholds `B` logits stricter and looser (the strategy's hold_band)")
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
 	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
-	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1): replays with several seeds show how much of a difference is the draw's")
+	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -191,6 +191,7 @@ func cmdSimulate(args []string, e env) error {
 	}
 	var fams []*family
 	var trainAll []traces.Ref
+	var notes []string
 	scanned := make([][]traces.Ref, len(dirs))
 	for i, d := range dirs {
 		refs, err := traces.Scan(d.path)
@@ -198,6 +199,9 @@ func cmdSimulate(args []string, e env) error {
 			return fmt.Errorf("--traces: %w", err)
 		}
 		scanned[i] = refs
+		if n := layoutNote(d.family, d.path, refs); n != "" {
+			notes = append(notes, n)
+		}
 	}
 	if err := traces.Disjoint(scanned...); err != nil {
 		return fmt.Errorf("--traces: %w", err)
@@ -259,7 +263,6 @@ func cmdSimulate(args []string, e env) error {
 		}
 		policies = append(policies, stepped)
 	}
-	var notes []string
 	if len(trainAll) > 0 {
 		feats := make([]string, 0, len(capy.Model().Inputs))
 		for _, in := range capy.Model().Inputs {
@@ -430,6 +433,7 @@ type familyResult struct {
 	Family        string        `json:"family"`
 	Series        []string      `json:"series"`
 	Skipped       []sim.Skipped `json:"skipped,omitempty"`
+	Gaps          []sim.Gapped  `json:"gaps,omitempty"`
 	RequestFactor float64       `json:"request_factor,omitempty"`
 	MedianSlack   float64       `json:"median_slack,omitempty"`
 	MeanSlack     float64       `json:"mean_slack,omitempty"`
@@ -477,7 +481,7 @@ type churnPoint struct {
 
 func buildFamily(rep *sim.Report, budget float64) familyResult {
 	fr := familyResult{
-		Family: rep.Family, Series: rep.Series, Skipped: rep.Skipped,
+		Family: rep.Family, Series: rep.Series, Skipped: rep.Skipped, Gaps: rep.Gaps,
 		RequestFactor: rep.RequestFactor, MedianSlack: rep.MedianSlack, MeanSlack: rep.MeanSlack,
 		CalibratedOn: rep.CalibratedOn, Decisions: rep.Decisions, Summary: rep.Summarize(budget),
 	}
@@ -546,6 +550,9 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 			why = append(why, s.Series+": "+s.Reason)
 		}
 		fmt.Fprintf(w, "left out %d series that cannot be replayed: %s\n", len(fr.Skipped), listNames(why, 3))
+	}
+	if n := gapNote(fr.Family, fr.Gaps, len(fr.Series)); n != "" && fr.Family != sim.PooledFamily {
+		fmt.Fprintln(w, n)
 	}
 	if fr.RequestFactor > 0 {
 		from := "the replayed series"

@@ -114,13 +114,19 @@ func cmdTrain(args []string, e env) error {
 			return fmt.Errorf("--out: %s is not a regular file: the model cannot be written there (nothing was trained)", filepath.Join(*out, name))
 		}
 	}
-	var fams []train.Family
+	var (
+		fams  []train.Family
+		notes []string
+	)
 	err = interruptible(e.context(), func() (err error) {
-		fams, err = loadFamilies(dirs)
+		fams, notes, err = loadFamilies(dirs)
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(e.stderr, "activation train: %s\n", n)
 	}
 	var pb *trainBar
 	if e.isTerminal && !*quiet {
@@ -267,28 +273,33 @@ func progressLine(p train.Progress) string {
 		p.Elapsed.Round(100*time.Millisecond), p.Remaining.Round(100*time.Millisecond))
 }
 
-// loadFamilies reads each trace directory as one family.
-func loadFamilies(dirs []traceDir) ([]train.Family, error) {
+// loadFamilies reads each trace directory as one family; the notes say
+// how a nested family's series were joined and which series have gaps.
+func loadFamilies(dirs []traceDir) (fams []train.Family, notes []string, err error) {
 	all := make([][]traces.Ref, len(dirs))
 	for i, d := range dirs {
 		refs, err := traces.Scan(d.path)
 		if err != nil {
-			return nil, fmt.Errorf("--traces: %w", err)
+			return nil, nil, fmt.Errorf("--traces: %w", err)
 		}
 		all[i] = refs
 	}
 	if err := traces.Disjoint(all...); err != nil {
-		return nil, fmt.Errorf("--traces: %w", err)
+		return nil, nil, fmt.Errorf("--traces: %w", err)
 	}
-	var fams []train.Family
 	for i, d := range dirs {
 		ss, err := traces.LoadRefs(all[i])
 		if err != nil {
-			return nil, fmt.Errorf("--traces: %w", err)
+			return nil, nil, fmt.Errorf("--traces: %w", err)
 		}
 		fams = append(fams, train.Family{Name: d.family, Series: ss})
+		for _, n := range []string{layoutNote(d.family, d.path, all[i]), gapNote(d.family, seriesGaps(ss), len(ss))} {
+			if n != "" {
+				notes = append(notes, n)
+			}
+		}
 	}
-	return fams, nil
+	return fams, notes, nil
 }
 
 // addSettingsFlags adds the model-shape settings of train and tune; the

@@ -115,11 +115,17 @@ func cmdTune(args []string, e env) error {
 		}
 		bs = append(bs, v)
 	}
-	var fams []train.Family
+	var (
+		fams      []train.Family
+		loadNotes []string
+	)
 	err = interruptible(e.context(), func() (err error) {
-		fams, err = loadFamilies(dirs)
+		fams, loadNotes, err = loadFamilies(dirs)
 		return err
 	})
+	for _, n := range loadNotes {
+		fmt.Fprintf(e.stderr, "activation tune: %s\n", n)
+	}
 	if err != nil {
 		return err
 	}
