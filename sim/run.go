@@ -56,9 +56,9 @@ type Options struct {
 	// held-out replay calibrates on its family's training series, so that
 	// the factor owes nothing to the replayed series' usage (the base it
 	// multiplies is still each series' own first-half p99). The requests
-	// reach the activation policy's first host and request-sum alone;
-	// every other baseline reads usage, and request-sum's knob absorbs
-	// the factor.
+	// reach request-sum and the activation policy's first host (and its
+	// second on a window whose CPU is zero throughout); every other
+	// baseline reads usage, and request-sum's knob absorbs the factor.
 	CalibrateOn []Source
 }
 
