@@ -476,9 +476,9 @@ type unreadKind uint8
 
 const (
 	unreadNone unreadKind = iota
-	// no replica running and stopped_replicas not given
+	// no replica running and stopped_replicas not given.
 	unreadNoStopped
-	// stopped_replicas given, but a queue sizes the new replicas
+	// stopped_replicas given, but a queue sizes the new replicas.
 	unreadQueue
 )
 
