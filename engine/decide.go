@@ -42,6 +42,26 @@ type HostInput struct {
 	// Hold): a controller may keep a current count that lies between them.
 	// At most MaxHoldBand; the model's outputs must be sigmoid.
 	HoldBand float64
+	// Margin moves the model's output threshold by Margin logits: > 0 is
+	// stricter (fewer containers, a host overloaded less often), < 0
+	// looser; 0 is the model's own threshold. From -MaxMargin to
+	// MaxMargin; a margin other than 0 needs sigmoid outputs. With the
+	// sigmoid outputs sigmoid(alpha (1 - cost)), a margin of m logits keeps
+	// m / alpha of the host free beyond the processor's estimate.
+	Margin float64
+}
+
+// MaxMargin is the largest margin either way, in logits.
+const MaxMargin = 10
+
+// MarginReason says why m is not a margin Decide accepts, or "" when it
+// is: a number from -MaxMargin to MaxMargin. Front ends check their
+// settings with it.
+func MarginReason(m float64) string {
+	if m >= -MaxMargin && m <= MaxMargin {
+		return ""
+	}
+	return fmt.Sprintf("is %v; it must be a number of logits from %d to %d (0: the model's own threshold)", m, -MaxMargin, MaxMargin)
 }
 
 // MaxHoldBand is the widest hold band, in logits.
@@ -154,6 +174,9 @@ type HostDecision struct {
 	// Hold is the range of counts about as safe as Containers, when the
 	// input asked for a hold band (nil otherwise).
 	Hold *HoldRange `json:"hold,omitempty"`
+	// Margin is the input's margin, in logits (HostInput.Margin; 0: the
+	// model's own output threshold).
+	Margin float64 `json:"margin,omitempty"`
 }
 
 // RefusedSlot is the first replica the admission processor refused.
@@ -243,6 +266,9 @@ func (h *HostDecision) Reason() string {
 		amountName = "A_out"
 	}
 	fmt.Fprintf(&b, " from %s=%d at the %s layer of %s (%s)", amountName, h.Amount, h.Layer, h.Model.Name, shortDigest(h.Model.Digest))
+	if h.Margin != 0 {
+		fmt.Fprintf(&b, " with a margin of %s logits", strconv.FormatFloat(h.Margin, 'g', -1, 64))
+	}
 	fmt.Fprintf(&b, ", bound by %s", h.Limit)
 	if h.Refused != nil {
 		fmt.Fprintf(&b, " (%s refused: %s)", h.Refused.Name, h.Refused.Resource)
@@ -355,7 +381,15 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 			return obsErr(role, "hold_band", "model %s has %s outputs; a hold band needs sigmoid outputs (a band in logits)", p.model.Name, act)
 		}
 	}
-	return p.decideHost(o, role, q, in.HoldBand, h)
+	if m := in.Margin; m != 0 {
+		if why := MarginReason(m); why != "" {
+			return obsErr(role, "margin", "%s", why)
+		}
+		if act := p.model.Layers[len(p.model.Layers)-1].Activation; act != ActivationSigmoid {
+			return obsErr(role, "margin", "model %s has %s outputs; a margin needs sigmoid outputs (a margin in logits)", p.model.Name, act)
+		}
+	}
+	return p.decideHost(o, role, q, in.HoldBand, in.Margin, h)
 }
 
 // CheckRole refuses, as Decide does, what the host's role does not take: a
@@ -385,12 +419,16 @@ func secondHostQueue(o *Observation) error {
 	return nil
 }
 
-func (p *Processor) decideHost(o *Observation, role string, q Quota, band float64, h *HostDecision) error {
+func (p *Processor) decideHost(o *Observation, role string, q Quota, band, margin float64, h *HostDecision) error {
 	w := p.getWork()
 	defer p.putWork(w)
+	w.thr = p.thr
+	if margin != 0 {
+		w.thr = ShiftThreshold(p.thr, margin)
+	}
 	w.fw.compute(o)
 	p.features.fill(&w.fw, o, w.x)
-	an, err := p.Analyze(w.x, w.ws)
+	an, err := p.analyzeAt(w.x, w.ws, w.thr)
 	if err != nil {
 		return fmt.Errorf("%s host: %w", role, err)
 	}
@@ -402,7 +440,7 @@ func (p *Processor) decideHost(o *Observation, role string, q Quota, band float6
 		counted, names = an.ActivatedInputs, p.model.Inputs
 		h.Amount = an.InputAmount
 	}
-	h.Role, h.Host, h.Layer, h.Quota = role, o.Host, layer, q
+	h.Role, h.Host, h.Layer, h.Quota, h.Margin = role, o.Host, layer, q, margin
 	h.Containers, h.Clamped = q.Apply(h.Amount)
 	h.Unclamped = q.Unclamped(h.Amount)
 	h.BranchTotal = an.TotalString()
@@ -430,7 +468,7 @@ func (p *Processor) decideHost(o *Observation, role string, q Quota, band float6
 	}
 	h.Placement = placement(o, &w.fw, h.Containers)
 	if band > 0 {
-		ts := [2]float64{ShiftThreshold(p.thr, band), ShiftThreshold(p.thr, -band)}
+		ts := [2]float64{ShiftThreshold(w.thr, band), ShiftThreshold(w.thr, -band)}
 		var am [2]int
 		if err := p.sweepInput(w.x, w.ws, role, ts[:], am[:]); err != nil {
 			return fmt.Errorf("%s host: hold band: %w", role, err)
@@ -450,7 +488,7 @@ func (p *Processor) capacityLimit(w *decideWork, h *HostDecision) {
 		h.Limit = LimitSlots
 	case w.fw.ev.MemoryJudged && p.readsMemory():
 		p.withoutMemory(w.x, w.cf)
-		an, err := p.Analyze(w.cf, w.ws)
+		an, err := p.analyzeAt(w.cf, w.ws, w.thr)
 		if err == nil && an.OutputAmount > h.Amount {
 			h.Limit = LimitMemory
 			return
@@ -501,7 +539,7 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 	r.Resource = LimitCPU
 	if fw.ev.MemoryJudged && p.readsMemory() {
 		p.withoutMemory(w.x, w.cf)
-		if cf, err := p.Analyze(w.cf, w.ws); err == nil {
+		if cf, err := p.analyzeAt(w.cf, w.ws, w.thr); err == nil {
 			for _, i := range cf.ActivatedInputs {
 				if i == refused {
 					r.Resource = LimitMemory

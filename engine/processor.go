@@ -332,6 +332,9 @@ type decideWork struct {
 	fw featureWork
 	x  []float64
 	cf []float64 // the counterfactual input (memory not judged)
+	// thr is the output threshold of the decision (the model's, moved
+	// by the input's margin)
+	thr float64
 }
 
 func (p *Processor) getWork() *decideWork {
@@ -478,6 +481,11 @@ func NewWorkspace(p *Processor) *Workspace {
 // A_in, A_out and the exact activated-branch total, by dynamic programming
 // layer by layer. The result lives in ws.
 func (p *Processor) Analyze(x []float64, ws *Workspace) (*Analysis, error) {
+	return p.analyzeAt(x, ws, p.thr)
+}
+
+// analyzeAt is Analyze with thr as the output threshold.
+func (p *Processor) analyzeAt(x []float64, ws *Workspace, thr float64) (*Analysis, error) {
 	if ws == nil || ws.p != p {
 		return nil, fmt.Errorf("analyze %s: workspace belongs to another processor", p.model.Name)
 	}
@@ -489,7 +497,7 @@ func (p *Processor) Analyze(x []float64, ws *Workspace) (*Analysis, error) {
 			return nil, fmt.Errorf("analyze %s: input %q is %v", p.model.Name, p.model.Inputs[i].Name, v)
 		}
 	}
-	p.forward(x, ws)
+	p.forwardAt(x, ws, thr)
 	if err := p.finiteActivations(ws); err != nil {
 		return nil, err
 	}

@@ -20,12 +20,14 @@ type Request struct {
 	MinSamples int `json:"min_samples,omitempty"`
 	// HoldBand, when > 0, asks both hosts' hold ranges (HostInput.HoldBand).
 	HoldBand float64 `json:"hold_band,omitempty"`
+	// Margin moves both models' output thresholds (HostInput.Margin).
+	Margin float64 `json:"margin,omitempty"`
 }
 
 // Inputs resolves the request's model sources through the model cache.
 func (r *Request) Inputs() (first, second HostInput, err error) {
-	first = HostInput{Observation: &r.First, Quota: r.FirstQuota, MinSamples: r.MinSamples, HoldBand: r.HoldBand}
-	second = HostInput{Observation: &r.Second, Quota: r.SecondQuota, MinSamples: r.MinSamples, HoldBand: r.HoldBand}
+	first = HostInput{Observation: &r.First, Quota: r.FirstQuota, MinSamples: r.MinSamples, HoldBand: r.HoldBand, Margin: r.Margin}
+	second = HostInput{Observation: &r.Second, Quota: r.SecondQuota, MinSamples: r.MinSamples, HoldBand: r.HoldBand, Margin: r.Margin}
 	if first.Model, err = Models.LoadFor(RoleFirst, r.FirstModel); err != nil {
 		return
 	}

@@ -60,6 +60,13 @@ const (
 	// looser than the model's (engine.HostDecision.Hold): a hold measured
 	// in the models' confidence. Default 0 (off); 0 to engine.MaxHoldBand.
 	KeyHoldBand = "hold_band"
+	// KeyMargin moves both models' output thresholds by this many logits
+	// (engine.HostInput.Margin): > 0 is stricter (fewer replicas, a host
+	// overloaded less often), < 0 looser. Default 0 (the models' own
+	// thresholds); -engine.MaxMargin to engine.MaxMargin. `activation
+	// simulate` on a cluster's own usage series gives the margin that meets
+	// a violation budget.
+	KeyMargin = "margin"
 	// KeyPlacement: "cap" (never ask for more replicas than Nomad can place
 	// at today's reservations) or "report" (ask anyway and say how many
 	// will queue). Default "cap".
@@ -155,7 +162,7 @@ const (
 )
 
 var globalKeys = []string{KeyRole, KeyNamespace, KeyJob, KeyWindow, KeyMaxAge, KeyMinSamples, KeyWarmup,
-	KeyMaxScaleUp, KeyMaxScaleDown, KeyHysteresis, KeyHoldBand, KeyPlacement, KeyReadConcurrency, KeyReadTimeout, KeyMinAnswered, KeyStatsSample}
+	KeyMaxScaleUp, KeyMaxScaleDown, KeyHysteresis, KeyHoldBand, KeyMargin, KeyPlacement, KeyReadConcurrency, KeyReadTimeout, KeyMinAnswered, KeyStatsSample}
 
 var hostKeys = []string{KeyNodeID, KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter, KeyGroup, KeyReplicaCPU, KeyReplicaMemory,
 	KeyWantedReplicas, KeyQueued, KeyModel, KeyMin, KeyMax, KeyPerBranch, KeyRounding, KeyUsage}
@@ -203,6 +210,7 @@ type strategyConfig struct {
 	minSamples    int // 0 is the engine's default
 	steps         engine.Steps
 	holdBand      float64 // 0: no hold band
+	margin        float64 // 0: the models' own thresholds
 	placement     string
 	readTimeout   time.Duration
 	opts          nomadusage.Options
@@ -455,6 +463,7 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	r.step(KeyMaxScaleDown, DefaultMaxScaleDown, &c.steps.MaxDown)
 	r.step(KeyHysteresis, DefaultHysteresis, &c.steps.Hysteresis)
 	r.float(KeyHoldBand, &c.holdBand)
+	r.float(KeyMargin, &c.margin)
 	r.oneOf(KeyPlacement, &c.placement, PlacementCap, PlacementReport)
 	r.int(KeyReadConcurrency, &c.opts.Concurrency)
 	r.duration(KeyReadTimeout, &c.readTimeout, false)
@@ -465,6 +474,9 @@ func parseGlobals(r *configReader) (*strategyConfig, error) {
 	}
 	if !engine.HoldBandOK(c.holdBand) {
 		return nil, cfgErr(KeyHoldBand, "is %v; it must be a number of logits from 0 (off) to %d", c.holdBand, engine.MaxHoldBand)
+	}
+	if why := engine.MarginReason(c.margin); why != "" {
+		return nil, cfgErr(KeyMargin, "%s", why)
 	}
 	if c.window < 1 || c.window > MaxWindow {
 		return nil, cfgErr(KeyWindow, "is %d; it must be a whole number from 1 to %d", c.window, MaxWindow)
@@ -697,7 +709,7 @@ func (c *strategyConfig) probe() error {
 		for k := range n {
 			o.Samples = append(o.Samples, engine.Sample{Time: int64(k)})
 		}
-		in[i] = engine.HostInput{Observation: o, Model: p, Quota: h.quota, MinSamples: c.minSamples, HoldBand: c.holdBand}
+		in[i] = engine.HostInput{Observation: o, Model: p, Quota: h.quota, MinSamples: c.minSamples, HoldBand: c.holdBand, Margin: c.margin}
 	}
 	if _, err := engine.Decide(in[0], in[1]); err != nil {
 		return c.configError(err)
@@ -736,6 +748,8 @@ func (c *strategyConfig) keyFor(err error) (string, bool) {
 		return KeyMinSamples, true
 	case "hold_band":
 		return KeyHoldBand, true
+	case "margin":
+		return KeyMargin, true
 	}
 	base, _, _ := strings.Cut(field, "[")
 	if k, ok := observationKeys[base]; ok && c.given[h.prefix+k] {

@@ -729,7 +729,7 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 // inputs are the engine's two host inputs and the request that logs them.
 func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]engine.HostInput, *engine.Request, error) {
 	var in [2]engine.HostInput
-	req := &engine.Request{MinSamples: e.c.minSamples, HoldBand: e.c.holdBand}
+	req := &engine.Request{MinSamples: e.c.minSamples, HoldBand: e.c.holdBand, Margin: e.c.margin}
 	for i, h := range hosts {
 		source := h.model
 		if source == "" {
@@ -740,7 +740,7 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 			return in, nil, e.c.configError(err)
 		}
 		slot := roleIndex(h.role)
-		in[slot] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: e.c.minSamples, HoldBand: e.c.holdBand}
+		in[slot] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: e.c.minSamples, HoldBand: e.c.holdBand, Margin: e.c.margin}
 		setRequestHost(req, h.role, obs[i], source, h.quota)
 	}
 	if len(hosts) == 1 {

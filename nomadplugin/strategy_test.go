@@ -485,6 +485,64 @@ func TestHoldBand(t *testing.T) {
 	}
 }
 
+// TestMargin: margin moves both hosts' counts as the engine's margin does
+// (the decided meta is the engine's count at that margin), stricter with a
+// larger margin, and the reason says it.
+func TestMargin(t *testing.T) {
+	first, second := flatPair(8, 900)
+	for _, role := range []string{RoleFirst, RoleSecond} {
+		cfg := withKeys(flatConfig(role), KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone,
+			KeyHysteresis, StepNone, KeyPlacement, PlacementReport, PrefixFirst+KeyMax, "100", PrefixSecond+KeyMax, "100")
+		decidedAt := func(margin string) (int, string) {
+			rd := newMemReader(first, second)
+			a := runFlat(t, rd, withKeys(cfg, KeyMargin, margin), 8)
+			if strings.HasPrefix(a.Reason, "no scaling") {
+				t.Fatal(a.Reason)
+			}
+			key := MetaFirstDecided
+			if role == RoleSecond {
+				key = MetaSecondDecided
+			}
+			d, ok := a.Meta[key].(int)
+			if !ok {
+				t.Fatalf("no %s meta: %v", key, a.Meta)
+			}
+			return d, a.Reason
+		}
+		// The engine's own counts at each margin, from the observations
+		// the reader serves.
+		engineAt := func(m float64) int {
+			in := [2]engine.HostInput{{Observation: &first, Margin: m}, {Observation: &second, Margin: m}}
+			d, err := engine.Decide(in[0], in[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if role == RoleFirst {
+				return d.First.Containers
+			}
+			return d.Second.Containers
+		}
+		prev, distinct := math.MaxInt, map[int]bool{}
+		for _, m := range []float64{-2, 0, 2, 5} {
+			got, reason := decidedAt(strconv.FormatFloat(m, 'g', -1, 64))
+			if want := engineAt(m); got != want {
+				t.Errorf("%s, margin %v: decided %d, the engine gives %d", role, m, got, want)
+			}
+			if m != 0 && !strings.Contains(reason, "margin of "+strconv.FormatFloat(m, 'g', -1, 64)+" logits") {
+				t.Errorf("%s, margin %v: the reason does not say it: %s", role, m, reason)
+			}
+			if got > prev {
+				t.Errorf("%s, margin %v: %d, more than at a smaller margin (%d)", role, m, got, prev)
+			}
+			prev = got
+			distinct[got] = true
+		}
+		if len(distinct) < 2 {
+			t.Errorf("%s: every margin gave the same count: the test needs observations that move", role)
+		}
+	}
+}
+
 // TestHoldBandWithLimits: the hold band keeps a current count only where
 // the placement cap and the node's state would keep it too, and the reason
 // and the held meta say what happened.
@@ -1172,6 +1230,10 @@ func TestConfigErrors(t *testing.T) {
 		{"hold band past the engine's", []string{KeyHoldBand, "11"}, "", KeyHoldBand, "from 0 (off) to 10"},
 		{"NaN hold band", []string{KeyHoldBand, "NaN"}, "", KeyHoldBand, "logits"},
 		{"hold band not a number", []string{KeyHoldBand, "wide"}, "", KeyHoldBand, "a number"},
+		{"margin past the engine's", []string{KeyMargin, "11"}, "", KeyMargin, "it must be a number of logits from -10 to 10"},
+		{"margin past the engine's, looser", []string{KeyMargin, "-10.5"}, "", KeyMargin, "from -10 to 10"},
+		{"NaN margin", []string{KeyMargin, "NaN"}, "", KeyMargin, "logits"},
+		{"margin not a number", []string{KeyMargin, "safe"}, "", KeyMargin, "a number"},
 		{"negative concurrency", []string{KeyReadConcurrency, "-1"}, "", KeyReadConcurrency, "from 1"},
 		{"concurrency beyond the reader's limit", []string{KeyReadConcurrency, "5000"}, "", KeyReadConcurrency, "from 1 to 1024"},
 		{"bad min answered", []string{KeyMinAnswered, "1.5"}, "", KeyMinAnswered, "share"},
@@ -1241,6 +1303,10 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, err := parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path), ""); err != nil {
 		t.Errorf("identity outputs without a hold band: %v", err)
+	}
+	_, err = parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path, KeyMargin, "-1"), "")
+	if !errors.As(err, &ce) || ce.Key != KeyMargin || !strings.Contains(ce.Reason, "sigmoid") {
+		t.Errorf("identity outputs with a margin: %v, want an error naming %s", err, KeyMargin)
 	}
 	// A config error from Run is an error, and reads nothing.
 	rd := newMemReader(engine.Observation{}, engine.Observation{})

@@ -298,6 +298,9 @@ func requestAttrs(r *engine.Request) map[string]string {
 	if r.HoldBand != 0 {
 		attrs[attrHoldBand] = strconv.FormatFloat(r.HoldBand, 'g', -1, 64)
 	}
+	if r.Margin != 0 {
+		attrs[attrMargin] = strconv.FormatFloat(r.Margin, 'g', -1, 64)
+	}
 	return attrs
 }
 

@@ -27,6 +27,7 @@ const (
 	attrSecondQuota      = "second_quota"
 	attrMinSamples       = "min_samples"
 	attrHoldBand         = "hold_band"
+	attrMargin           = "margin"
 	attrFirstContainers  = "first_containers"
 	attrSecondContainers = "second_containers"
 	attrFirstDecision    = "first_decision"
@@ -71,6 +72,7 @@ type containerCountsModel struct {
 	SecondQuota types.Dynamic  `tfsdk:"second_quota"`
 	MinSamples  types.Number   `tfsdk:"min_samples"`
 	HoldBand    types.Number   `tfsdk:"hold_band"`
+	Margin      types.Number   `tfsdk:"margin"`
 	quotas      [2]*quotaModel `tfsdk:"-"`
 	countsResultModel
 }
@@ -86,6 +88,15 @@ var holdBandDescription = fmt.Sprintf("Also read each host's hold range (`hold` 
 	"(`current >= hold.low && current <= hold.high ? current : containers`), as the Nomad strategy's `hold_band` does "+
 	"(which also never keeps a count Nomad cannot place, nor one on a node that places nothing new). "+
 	"Logits, from 0 to %d; 0 or unset: off (`hold` is null).", engine.MaxHoldBand)
+
+// marginDescription is margin's, in the data source and the function.
+var marginDescription = fmt.Sprintf("Moves both models' output thresholds by this many logits: above 0 stricter (fewer containers, "+
+	"a host overloaded less often), below 0 looser. With the built-in models' sigmoid outputs, a margin of m logits keeps m / alpha "+
+	"of the host free beyond the processor's estimate. From %d to %d; 0 or unset: the models' own thresholds. The built-in models "+
+	"at margin 0 overloaded 0.3%% (Crane), 2%% (Bitbrains) and 5%% (PlanetLab) of the host-samples of series they never saw, in the "+
+	"project's replay; `activation simulate --traces DIR` on your own usage series gives the margin that meets your budget "+
+	"(the provider's `docs/benchmarks.md` gives the margins that met 1%% and 0.1%% there). "+
+	"The explanation says the margin.", -engine.MaxMargin, engine.MaxMargin)
 
 // quotaFields are a quota's attributes, as the data source takes them and
 // as the container_counts function does.
@@ -227,6 +238,7 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 					"From 1 to %s (1 lets a single reading decide, which says nothing of how usage varies); 0 or unset: the engine's default, %d.",
 					thousands(engine.MaxSamples), engine.DefaultMinSamples)},
 			attrHoldBand:         schema.NumberAttribute{Optional: true, MarkdownDescription: holdBandDescription},
+			attrMargin:           schema.NumberAttribute{Optional: true, MarkdownDescription: marginDescription},
 			attrFirstContainers:  computedInt("The first host's container count (same as `first_decision.containers`)."),
 			attrSecondContainers: computedInt("The second host's container count (same as `second_decision.containers`)."),
 			attrFirstDecision:    decisionOutputAttribute("first", engine.LayerInput, "A_in"),
@@ -257,16 +269,16 @@ func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.
 // container_counts function shares.
 func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	var m containerCountsModel
-	var minSamples, holdBand types.Number
+	var minSamples, holdBand, margin types.Number
 	for _, a := range []struct {
 		name string
 		dst  any
-	}{{attrFirstQuota, &m.FirstQuota}, {attrSecondQuota, &m.SecondQuota}, {attrMinSamples, &minSamples}, {attrHoldBand, &holdBand}, {attrFirst, &m.First}, {attrSecond, &m.Second}} {
+	}{{attrFirstQuota, &m.FirstQuota}, {attrSecondQuota, &m.SecondQuota}, {attrMinSamples, &minSamples}, {attrHoldBand, &holdBand}, {attrMargin, &margin}, {attrFirst, &m.First}, {attrSecond, &m.Second}} {
 		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(a.name), a.dst)...)
 	}
 	// The settings' problems first, then the observations'.
 	errs := m.decodeQuotas(ctx)
-	errs = append(errs, knownSettingsErrors(m.quotas, minSamples, holdBand, countsRoots)...)
+	errs = append(errs, knownSettingsErrors(m.quotas, minSamples, holdBand, margin, countsRoots)...)
 	errs = append(errs, m.decodeObservations(ctx)...)
 	errs = append(errs, knownObservationErrors(ctx, m.observations, countsRoots)...)
 	for _, err := range errs {
@@ -289,14 +301,14 @@ func asValueError(err error, p path.Path) *valueError {
 // (knownObservationErrors). roots say where each input lives. The
 // function runs it at plan when an argument holds an unknown value; the
 // data source runs its two parts at validate.
-func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quotaModel, minSamples, holdBand types.Number, roots inputRoots) []*valueError {
-	return append(knownSettingsErrors(quotas, minSamples, holdBand, roots), knownObservationErrors(ctx, obs, roots)...)
+func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quotaModel, minSamples, holdBand, margin types.Number, roots inputRoots) []*valueError {
+	return append(knownSettingsErrors(quotas, minSamples, holdBand, margin, roots), knownObservationErrors(ctx, obs, roots)...)
 }
 
 // knownSettingsErrors checks each known quota with the engine's rules (its
 // attributes, kinds and ranges; unknown ones are checked once known),
-// min_samples and hold_band.
-func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand types.Number, roots inputRoots) []*valueError {
+// min_samples, hold_band and margin.
+func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand, margin types.Number, roots inputRoots) []*valueError {
 	var errs []*valueError
 	roles := [2]string{engine.RoleFirst, engine.RoleSecond}
 	for i, qm := range quotas {
@@ -330,6 +342,11 @@ func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand types.Numbe
 		errs = append(errs, &valueError{path: roots.holdBand, reason: why})
 	} else if why := engine.HoldBandReason(b); why != "" {
 		errs = append(errs, &valueError{path: roots.holdBand, reason: why})
+	}
+	if mg, why := figure(margin); why != "" {
+		errs = append(errs, &valueError{path: roots.margin, reason: why})
+	} else if why := engine.MarginReason(mg); why != "" {
+		errs = append(errs, &valueError{path: roots.margin, reason: why})
 	}
 	return errs
 }
@@ -448,6 +465,10 @@ func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([
 	if why != "" {
 		errs = append(errs, &valueError{path: roots.holdBand, reason: why})
 	}
+	margin, why := figure(m.Margin)
+	if why != "" {
+		errs = append(errs, &valueError{path: roots.margin, reason: why})
+	}
 	if pd == nil {
 		pd = &providerData{}
 	}
@@ -479,7 +500,7 @@ func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([
 		if verr != nil {
 			errs = append(errs, verr)
 		}
-		in[i] = engine.HostInput{Observation: &o, Model: proc, Quota: q, MinSamples: minSamples, HoldBand: holdBand}
+		in[i] = engine.HostInput{Observation: &o, Model: proc, Quota: q, MinSamples: minSamples, HoldBand: holdBand, Margin: margin}
 	}
 	return in, errs
 }

@@ -128,11 +128,13 @@ func TestContainerCountsValidateSettings(t *testing.T) {
 			m.FirstQuota = obj(map[string]attr.Value{quotaMin: num("1"), quotaMax: num("40"), quotaPerBranch: num("0.5"), quotaRounding: str("floor")})
 			m.MinSamples, m.HoldBand = num("0"), num("1.5")
 		}, nil},
-		{"five problems", func(m *containerCountsModel) {
+		{"six problems", func(m *containerCountsModel) {
 			m.FirstQuota = obj(map[string]attr.Value{"maximum": num("2")})
 			m.SecondQuota = obj(map[string]attr.Value{quotaMin: num("-1"), quotaRounding: str("round")})
-			m.MinSamples, m.HoldBand = num("-1"), num("50")
-		}, []string{"first_quota", "second_quota.min", "second_quota.rounding", "min_samples", "hold_band"}},
+			m.MinSamples, m.HoldBand, m.Margin = num("-1"), num("50"), num("-11")
+		}, []string{"first_quota", "second_quota.min", "second_quota.rounding", "min_samples", "hold_band", "margin"}},
+		{"a margin either way", func(m *containerCountsModel) { m.Margin = num("-10") }, nil},
+		{"a margin beyond a float", func(m *containerCountsModel) { m.Margin = num("1e400") }, []string{"margin"}},
 		{"max below min", func(m *containerCountsModel) {
 			m.SecondQuota = obj(map[string]attr.Value{quotaMin: num("5"), quotaMax: num("4")})
 		}, []string{"second_quota.max"}},
@@ -200,7 +202,7 @@ func configOf(t testing.TB, m *containerCountsModel) tfsdk.Config {
 // quotas and minimum included).
 func newCountsModel(r *engine.Request) containerCountsModel {
 	m := containerCountsModel{
-		First: observationDynamic(observationFromEngine(&r.First)), Second: observationDynamic(observationFromEngine(&r.Second)), FirstModel: types.StringNull(), SecondModel: types.StringNull(), MinSamples: types.NumberNull(), HoldBand: types.NumberNull(),
+		First: observationDynamic(observationFromEngine(&r.First)), Second: observationDynamic(observationFromEngine(&r.Second)), FirstModel: types.StringNull(), SecondModel: types.StringNull(), MinSamples: types.NumberNull(), HoldBand: types.NumberNull(), Margin: types.NumberNull(),
 		countsResultModel: countsResultModel{FirstContainers: types.Int64Null(), SecondContainers: types.Int64Null(), Explanation: types.StringNull()},
 	}
 	if r.FirstModel != "" {
@@ -215,6 +217,9 @@ func newCountsModel(r *engine.Request) containerCountsModel {
 	}
 	if r.HoldBand != 0 {
 		m.HoldBand = numberValue(r.HoldBand)
+	}
+	if r.Margin != 0 {
+		m.Margin = numberValue(r.Margin)
 	}
 	return m
 }
@@ -320,6 +325,51 @@ func readInProcess(t testing.TB, pd *providerData, m *containerCountsModel) (con
 		resp.Diagnostics.Append(resp.State.Get(ctx, &out)...)
 	}
 	return out, resp.Diagnostics
+}
+
+// margin reaches the engine through the data source's Read and the
+// function: the counts are the engine's at that margin, stricter than
+// without it, and the explanation says it; a margin beyond 10 logits is an
+// error on margin with the engine's reason.
+func TestContainerCountsMargin(t *testing.T) {
+	r := &engine.Request{First: testFirst(t), Second: testSecond(t), Margin: 3}
+	want := mustDecide(t, r)
+	zero := *r
+	zero.Margin = 0
+	base := mustDecide(t, &zero)
+	if want.First.Containers >= base.First.Containers && want.Second.Containers >= base.Second.Containers {
+		t.Fatalf("a margin of 3 logits moves no count (%d, %d against %d, %d): the case shows nothing",
+			want.First.Containers, want.Second.Containers, base.First.Containers, base.Second.Containers)
+	}
+	m := newCountsModel(r)
+	got, diags := readInProcess(t, &providerData{}, &m)
+	if diags.HasError() {
+		t.Fatalf("read: %v", diags)
+	}
+	if !reflect.DeepEqual(got.countsResultModel, countsResult(want)) {
+		t.Fatalf("read differs from the engine's decision:\n got %+v\nwant %+v", got.countsResultModel, countsResult(want))
+	}
+	if !strings.Contains(got.Explanation.ValueString(), "with a margin of 3 logits") {
+		t.Fatalf("the explanation does not say the margin:\n%s", got.Explanation.ValueString())
+	}
+	fn, ferr := runFunction(t, jsonValue(t, r.First), jsonValue(t, r.Second), jsonValue(t, map[string]any{"margin": 3}))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if !reflect.DeepEqual(fn, countsResult(want)) {
+		t.Fatalf("function result differs from the engine's decision:\n got %+v\nwant %+v", fn, countsResult(want))
+	}
+	for _, mg := range []float64{-10.5, 11} {
+		bad := *r
+		bad.Margin = mg
+		_, err := bad.Decide()
+		if err == nil {
+			t.Fatalf("the engine accepts margin %v", mg)
+		}
+		m := newCountsModel(&bad)
+		_, diags := readInProcess(t, &providerData{}, &m)
+		assertDiagOn(t, diags, path.Root(attrMargin), path.Root(attrMargin), engine.Reason(err))
+	}
 }
 
 // hold_band reaches the engine: each decision carries the engine's hold
@@ -1065,6 +1115,34 @@ func TestAccContainerCounts_holdBand(t *testing.T) {
 	// the closing destroy of a case would validate it again.
 	runErrorCases(t, []errorCase{{"band 11", func(*testing.T) string { return countsConfig(requestAttrs(&bad), "") },
 		literal("Attribute hold_band: ") + literal(strings.TrimSuffix(engine.Reason(err), "."))}})
+}
+
+// TestAccContainerCounts_margin: margin reaches the engine through a real
+// OpenTofu, in the data source and the function, and the counts are the
+// engine's at that margin; a margin beyond 10 logits names margin.
+func TestAccContainerCounts_margin(t *testing.T) {
+	r := &engine.Request{First: testFirst(t), Second: testSecond(t), Margin: 2.5}
+	want := mustDecide(t, r)
+	zero := *r
+	zero.Margin = 0
+	if base := mustDecide(t, &zero); want.First.Containers == base.First.Containers && want.Second.Containers == base.Second.Containers {
+		t.Fatal("a margin of 2.5 logits moves no count: the case shows nothing")
+	}
+	call := fmt.Sprintf("output \"counts\" {\n  value = provider::activation::container_counts(%s, %s, { margin = 2.5 })\n}\n",
+		hclObject(observationHCL(r.First)), hclObject(observationHCL(r.Second)))
+	accTest(t, resource.TestCase{Steps: []resource.TestStep{
+		{Config: countsConfig(requestAttrs(r), call), ConfigStateChecks: append(decisionChecks(countsAddr, want),
+			statecheck.ExpectKnownOutputValueAtPath("counts", tfjsonpath.New("first_containers"), knownvalue.Int64Exact(int64(want.First.Containers))),
+			statecheck.ExpectKnownOutputValueAtPath("counts", tfjsonpath.New("second_containers"), knownvalue.Int64Exact(int64(want.Second.Containers))))},
+	}})
+	bad := *r
+	bad.Margin = 11
+	_, err := bad.Decide()
+	if err == nil {
+		t.Fatal("the engine accepts a margin of 11")
+	}
+	runErrorCases(t, []errorCase{{"margin 11", func(*testing.T) string { return countsConfig(requestAttrs(&bad), "") },
+		literal("Attribute margin: ") + literal(strings.TrimSuffix(engine.Reason(err), "."))}})
 }
 
 // TestAccContainerCounts_newInputs: warming replicas, a queue of replicas

@@ -19,6 +19,7 @@ const (
 	fnQuotas     = "quotas"
 	fnMinSamples = "min_samples"
 	fnHoldBand   = "hold_band"
+	fnMargin     = "margin"
 )
 
 var _ function.Function = (*containerCountsFunction)(nil)
@@ -39,6 +40,7 @@ var quotasFields = []field{
 	{name: fnSecond, kind: kindObject, nested: quotaFields, desc: "The second host's quota."},
 	{name: fnMinSamples, kind: kindWhole, desc: "The fewest usage samples each window must hold."},
 	{name: fnHoldBand, kind: kindFigure, desc: "Logits: also read each host's hold range (see the data source's `hold_band`)."},
+	{name: fnMargin, kind: kindFigure, desc: "Logits: move both models' output thresholds (see the data source's `margin`)."},
 }
 
 func (f *containerCountsFunction) Definition(_ context.Context, _ function.DefinitionRequest, resp *function.DefinitionResponse) {
@@ -52,7 +54,7 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"`first` and `second` are observations with the attributes of the data source's `first` and `second` (for example " +
 			"`jsondecode(file(\"host.json\"))` or `activation_host_usage`'s `observation`); an attribute the observation does not " +
 			"have is an error, so a misspelling is caught, as in the data source. Values convert as OpenTofu converts the data source's " +
-			"attributes (a numeric string is a number); a list may be a tuple, never a set. `quotas` is `{ first = {...}, second = {...}, min_samples = n, hold_band = b }`, " +
+			"attributes (a numeric string is a number); a list may be a tuple, never a set. `quotas` is `{ first = {...}, second = {...}, min_samples = n, hold_band = b, margin = m }`, " +
 			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
 			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
 			"and the reason; problems in two arguments are one error of the call, each naming its attribute in full (`Attribute second.running_replicas: ...`), " +
@@ -66,7 +68,7 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			function.DynamicParameter{Name: fnSecond, AllowUnknownValues: true,
 				MarkdownDescription: "Observation of the second host (read at the capacity processor's output layer)."},
 			function.DynamicParameter{Name: fnQuotas, AllowUnknownValues: true,
-				MarkdownDescription: "`{ first = quota, second = quota, min_samples = n, hold_band = b }`, each optional: `{}` is every default. Not null " +
+				MarkdownDescription: "`{ first = quota, second = quota, min_samples = n, hold_band = b, margin = m }`, each optional: `{}` is every default. Not null " +
 					"(a null, typed or not, is refused). A quota is `{ min, max, per_branch, rounding }`, each optional."},
 		},
 		Return: function.ObjectReturn{AttributeTypes: countsResultAttrTypes},
@@ -83,6 +85,7 @@ var fnRoots = inputRoots{
 	},
 	minSamples: path.Root(fnQuotas).AtName(fnMinSamples),
 	holdBand:   path.Root(fnQuotas).AtName(fnHoldBand),
+	margin:     path.Root(fnQuotas).AtName(fnMargin),
 }
 
 // argumentOf is the position of the argument a path is in.
@@ -102,6 +105,7 @@ type quotasModel struct {
 	Second     *quotaModel  `tfsdk:"second"`
 	MinSamples types.Number `tfsdk:"min_samples"`
 	HoldBand   types.Number `tfsdk:"hold_band"`
+	Margin     types.Number `tfsdk:"margin"`
 }
 
 func (f *containerCountsFunction) Run(ctx context.Context, req function.RunRequest, resp *function.RunResponse) {
@@ -154,7 +158,7 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		// As the data source at validate: what is known, by the read's rules.
 		var obs [2]*observationModel
 		var qs [2]*quotaModel
-		minSamples, holdBand := types.NumberNull(), types.NumberNull()
+		minSamples, holdBand, margin := types.NumberNull(), types.NumberNull(), types.NumberNull()
 		if decoded[0] {
 			obs[0] = &fo
 		}
@@ -162,16 +166,16 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 			obs[1] = &so
 		}
 		if decoded[2] {
-			qs, minSamples, holdBand = [2]*quotaModel{qm.First, qm.Second}, qm.MinSamples, qm.HoldBand
+			qs, minSamples, holdBand, margin = [2]*quotaModel{qm.First, qm.Second}, qm.MinSamples, qm.HoldBand, qm.Margin
 		}
-		if errs := knownErrors(ctx, obs, qs, minSamples, holdBand, fnRoots); len(errs) > 0 {
+		if errs := knownErrors(ctx, obs, qs, minSamples, holdBand, margin, fnRoots); len(errs) > 0 {
 			resp.Error = funcError(errs)
 			return
 		}
 		resp.Error = resp.Result.Set(ctx, types.ObjectUnknown(countsResultAttrTypes))
 		return
 	}
-	m := containerCountsModel{observations: [2]*observationModel{&fo, &so}, quotas: [2]*quotaModel{qm.First, qm.Second}, MinSamples: qm.MinSamples, HoldBand: qm.HoldBand}
+	m := containerCountsModel{observations: [2]*observationModel{&fo, &so}, quotas: [2]*quotaModel{qm.First, qm.Second}, MinSamples: qm.MinSamples, HoldBand: qm.HoldBand, Margin: qm.Margin}
 	in, errs := m.hostInputs(fnRoots, nil)
 	if len(errs) > 0 {
 		resp.Error = funcError(errs)

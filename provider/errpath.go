@@ -21,10 +21,10 @@ type hostRoots struct {
 }
 
 // inputRoots say where each host's input lives, and where the settings
-// both hosts share (min_samples, hold_band) live.
+// both hosts share (min_samples, hold_band, margin) live.
 type inputRoots struct {
-	hosts                map[string]hostRoots
-	minSamples, holdBand path.Path
+	hosts                        map[string]hostRoots
+	minSamples, holdBand, margin path.Path
 }
 
 // countsRoots are activation_container_counts' attributes.
@@ -35,6 +35,7 @@ var countsRoots = inputRoots{
 	},
 	minSamples: path.Root(attrMinSamples),
 	holdBand:   path.Root(attrHoldBand),
+	margin:     path.Root(attrMargin),
 }
 
 // pathOf returns the attribute an engine error is about; ok is false when
@@ -55,6 +56,8 @@ func (r inputRoots) pathOf(err error) (p path.Path, ok bool) {
 			return r.minSamples, true
 		case attrHoldBand:
 			return r.holdBand, true
+		case attrMargin:
+			return r.margin, true
 		}
 		return fieldPath(roots.observation, observationFields, field), true
 	case engine.PartQuota:

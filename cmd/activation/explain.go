@@ -68,14 +68,14 @@ func cmdExplain(args []string, e env) error {
 	}
 	dec, err := req.Decide()
 	if err != nil {
-		// One line per wrong input. min_samples and hold_band are the
+		// One line per wrong input. min_samples, hold_band and margin are the
 		// request's, for both hosts: the engine checks them per host, and
 		// the line names the first host it found them on, once.
 		var lines []string
 		shared := map[string]bool{}
 		for _, err := range engine.Problems(err) {
 			var oe *engine.ObservationError
-			if errors.As(err, &oe) && (oe.Field == "min_samples" || oe.Field == "hold_band") {
+			if errors.As(err, &oe) && (oe.Field == "min_samples" || oe.Field == "hold_band" || oe.Field == "margin") {
 				if !shared[oe.Field] {
 					shared[oe.Field] = true
 					lines = append(lines, fmt.Sprintf("field %s (for both hosts): %s (found deciding the %s host)", oe.Field, oe.Reason, oe.Host))

@@ -112,6 +112,17 @@ func TestSimulateJSON(t *testing.T) {
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("policies %v, want %v", names, want)
 	}
+	// The activation's threshold at the budget, as the margin the front
+	// ends take over the built-in models' threshold (0.5).
+	act := byName[sim.PolicyActivation]
+	knob, ok := act["knob"].(float64)
+	if !ok || act["within_budget"] != true {
+		t.Fatalf("the activation policy has no setting within 5%%: %v", act["knob"])
+	}
+	margin, ok := doc["margin"].(float64)
+	if want := math.Log(knob / (1 - knob)); !ok || math.Abs(margin-want) > 1e-12 {
+		t.Errorf("margin %v; the activation's threshold %v is %v logits over 0.5", doc["margin"], knob, want)
+	}
 	sum, ok := doc["summary"].(map[string]any)
 	if !ok {
 		t.Fatalf("no summary: %v", doc["summary"])
@@ -142,7 +153,7 @@ func TestSimulateJSON(t *testing.T) {
 	}
 	// The activation's density lies between its two hosts' (per series it
 	// is their mean weighted by the oracle's counts).
-	act := byName[sim.PolicyActivation]
+	act = byName[sim.PolicyActivation]
 	if f, s, d := act["first_host_density"].(float64), act["second_host_density"].(float64), act["density"].(float64); d < min(f, s)-1e-9 || d > max(f, s)+1e-9 || f == s {
 		t.Errorf("activation density %v, its hosts' %v and %v: want two figures around it", d, f, s)
 	}
@@ -346,6 +357,8 @@ func TestExplainBadRequest(t *testing.T) {
 		{"missing file", "", []string{"--request", filepath.Join(t.TempDir(), "none.json")}, exitError, "--request"},
 		{"an array", "[" + string(good) + "]", []string{"--request", "-"}, exitError, "not a JSON object"},
 		{"a request-wide field", strings.Replace(string(good), "{", `{"hold_band":-1,`, 1), []string{"--request", "-"}, exitError, "field hold_band (for both hosts): is -1"},
+		{"a margin beyond the engine's", strings.Replace(string(good), "{", `{"margin":12,`, 1), []string{"--request", "-"}, exitError, "field margin (for both hosts): is 12; it must be a number of logits from -10 to 10"},
+		{"a margin as a string", strings.Replace(string(good), "{", `{"margin":"2",`, 1), []string{"--request", "-"}, exitError, "margin"},
 		{"both hosts wrong: both named", edit(func(d map[string]any) {
 			sample(d, "first", 2)["cpu_mhz"] = -1
 			d["second"].(map[string]any)["running_replicas"] = -3
@@ -595,6 +608,47 @@ func TestHelpHasExamples(t *testing.T) {
 // The sample request in the repository is accepted, and its quotas, which
 // leave per_branch (and more) unset, take the engine's defaults as every
 // front end does.
+// A request's margin reaches both hosts: explain's decision is the
+// engine's at that margin, stricter than without, and the text says it.
+func TestExplainMargin(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "cli", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := readRequest(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := req.Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Margin = 4
+	want, err := req.Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.First.Containers >= base.First.Containers && want.Second.Containers >= base.Second.Containers {
+		t.Fatalf("a margin of 4 moves no count (%d, %d): the case shows nothing", want.First.Containers, want.Second.Containers)
+	}
+	stdin := strings.Replace(string(raw), "{", `{"margin": 4,`, 1)
+	code, stdout, stderr := runCmd(t, stdin, false, "explain", "--request", "-", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var d engine.Decision
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.First.Containers != want.First.Containers || d.Second.Containers != want.Second.Containers || d.First.Margin != 4 || d.Second.Margin != 4 {
+		t.Fatalf("explain gave %d and %d (margins %v, %v); the engine at margin 4 gives %d and %d",
+			d.First.Containers, d.Second.Containers, d.First.Margin, d.Second.Margin, want.First.Containers, want.Second.Containers)
+	}
+	if _, stdout, _ = runCmd(t, stdin, false, "explain", "--request", "-"); strings.Count(stdout, "with a margin of 4 logits") != 2 {
+		t.Fatalf("the explanation does not say the margin of both hosts:\n%s", stdout)
+	}
+}
+
 func TestExplainExampleRequest(t *testing.T) {
 	path := filepath.Join("..", "..", "examples", "cli", "request.json")
 	raw, err := os.ReadFile(path)

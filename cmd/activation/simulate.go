@@ -338,16 +338,23 @@ func cmdSimulate(args []string, e env) error {
 		out.Steps = &stepsInfo{MaxScaleUp: steps.MaxUp.String(), MaxScaleDown: steps.MaxDown.String(), Hysteresis: steps.Hysteresis.String(), HoldBand: f.holdBand}
 	}
 	out.Notes = append(out.Notes, edgeNotes(reps, f.budget)...)
+	// The activation's threshold at the budget as a margin over the
+	// models' own, what the front ends take: only when the sweep moves
+	// thresholds both models share.
+	var modelThr *float64
+	if t := adm.Model().Threshold(); f.knob == sim.KnobOutputThreshold && t == capy.Model().Threshold() {
+		modelThr = &t
+	}
 	if len(reps) == 1 {
-		out.familyResult = buildFamily(reps[0], f.budget)
+		out.familyResult = buildFamily(reps[0], f.budget, modelThr)
 	} else {
 		pooled, err := sim.Pool(reps...)
 		if err != nil {
 			return err
 		}
-		out.familyResult = buildFamily(pooled, f.budget)
+		out.familyResult = buildFamily(pooled, f.budget, modelThr)
 		for _, r := range reps {
-			out.Families = append(out.Families, buildFamily(r, f.budget))
+			out.Families = append(out.Families, buildFamily(r, f.budget, modelThr))
 		}
 		reps = append(reps, pooled)
 	}
@@ -439,10 +446,15 @@ type familyResult struct {
 	MeanSlack     float64       `json:"mean_slack,omitempty"`
 	// CalibratedOn is how many training series set the request factor
 	// (a held-out replay); 0 when the replayed series set it.
-	CalibratedOn int            `json:"calibrated_on,omitempty"`
-	Decisions    int64          `json:"decisions"`
-	Policies     []policyResult `json:"policies"`
-	Summary      sim.Summary    `json:"summary"`
+	CalibratedOn int   `json:"calibrated_on,omitempty"`
+	Decisions    int64 `json:"decisions"`
+	// Margin is the activation policy's output threshold at the budget
+	// as logits over the models' own (the front ends' margin); absent
+	// when none is within budget, or the sweep is not of thresholds the
+	// two models share.
+	Margin   *float64       `json:"margin,omitempty"`
+	Policies []policyResult `json:"policies"`
+	Summary  sim.Summary    `json:"summary"`
 	// Churn compares the activation policy's changes per hour with and
 	// without step limits (when they were replayed).
 	Churn *churn `json:"churn,omitempty"`
@@ -453,6 +465,9 @@ type modelInfo struct {
 	Name   string `json:"name"`
 	Digest string `json:"digest"`
 }
+
+// logit is the log-odds of a probability.
+func logit(p float64) float64 { return math.Log(p / (1 - p)) }
 
 // policyResult is a policy's best setting within the budget (knob null and
 // within_budget false when none is), and its whole curve.
@@ -479,7 +494,7 @@ type churnPoint struct {
 	ChangesPerHour float64 `json:"changes_per_hour"`
 }
 
-func buildFamily(rep *sim.Report, budget float64) familyResult {
+func buildFamily(rep *sim.Report, budget float64, modelThr *float64) familyResult {
 	fr := familyResult{
 		Family: rep.Family, Series: rep.Series, Skipped: rep.Skipped, Gaps: rep.Gaps,
 		RequestFactor: rep.RequestFactor, MedianSlack: rep.MedianSlack, MeanSlack: rep.MeanSlack,
@@ -494,6 +509,10 @@ func buildFamily(rep *sim.Report, budget float64) familyResult {
 			}
 			pr.WithinBudget = true
 			pr.Point = p
+			if c.Policy == sim.PolicyActivation && modelThr != nil {
+				m := logit(p.Knob) - logit(*modelThr)
+				fr.Margin = &m
+			}
 		}
 		fr.Policies = append(fr.Policies, pr)
 	}
@@ -615,6 +634,9 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 			fmt.Fprintf(w, "activation by host: first %.3f of the oracle (violation rate %.4f), second %.3f (%.4f)\n",
 				pr.FirstDensity, pr.FirstViolationRate, pr.SecondDensity, pr.SecondViolationRate)
 		}
+	}
+	if fr.Margin != nil {
+		fmt.Fprintf(w, "activation at the budget: a margin of %s logits over the models' output threshold (margin in the provider, the strategy and explain)\n", strconv.FormatFloat(*fr.Margin, 'f', 3, 64))
 	}
 	if s.AdmissionOracleDensity != nil {
 		fmt.Fprintf(w, "ceiling: the admission oracle (a reference, not a bound) %.3f of the oracle (%s of the gap, at no violation)\n",

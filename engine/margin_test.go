@@ -1,0 +1,132 @@
+package engine_test
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	. "github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// A margin is the model's output threshold moved by that many logits: the
+// whole decision (counts, activated branches, limits, explanation) is the
+// one a model with the moved threshold gives, the counts never rise with
+// the margin, and the hold band is read about the moved threshold.
+func TestMargin(t *testing.T) {
+	obs := seriesObservation(t, "series3", 3000, 120, 6, 0.1)
+	for _, role := range []string{RoleFirst, RoleSecond} {
+		p, err := Models.LoadFor(role, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved := func(m float64) *Processor {
+			md := *p.Model()
+			thr := ShiftThreshold(md.Threshold(), m)
+			md.OutputThreshold = &thr
+			q, err := NewProcessor(&md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return q
+		}
+		decide := func(in HostInput) HostDecision {
+			other := HostInput{Observation: &obs}
+			if role == RoleFirst {
+				d, err := Decide(in, other)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d.First
+			}
+			d, err := Decide(other, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.Second
+		}
+		if d := decide(HostInput{Observation: &obs}); d.Margin != 0 || strings.Contains(d.Reason(), "margin") {
+			t.Fatalf("%s host: margin %v without one (%s)", role, d.Margin, d.Reason())
+		}
+		prev, seen := math.MaxInt, map[int]bool{}
+		for _, m := range []float64{-3, -1, 0, 0.5, 2, 4, 8} {
+			got := decide(HostInput{Observation: &obs, Margin: m, HoldBand: 1})
+			want := decide(HostInput{Observation: &obs, Model: moved(m), HoldBand: 1})
+			if got.Margin != m {
+				t.Errorf("%s host, margin %v: the decision says %v", role, m, got.Margin)
+			}
+			if m != 0 && !strings.Contains(got.Reason(), " with a margin of ") {
+				t.Errorf("%s host, margin %v: the reason does not say it: %s", role, m, got.Reason())
+			}
+			// The model's digest differs from the moved model's: compare
+			// the rest.
+			got.Model, want.Model, got.Margin = ModelRef{}, ModelRef{}, 0
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s host, margin %v: the decision differs from the model with its threshold moved:\n got %+v\nwant %+v", role, m, got, want)
+			}
+			if got.Containers > prev {
+				t.Errorf("%s host, margin %v: %d containers, more than at a smaller margin (%d)", role, m, got.Containers, prev)
+			}
+			prev = got.Containers
+			seen[got.Containers] = true
+		}
+		if len(seen) < 3 {
+			t.Errorf("%s host: the margins gave %d distinct counts: the test needs a wider range", role, len(seen))
+		}
+	}
+}
+
+func TestMarginErrors(t *testing.T) {
+	obs := seriesObservation(t, "series3", 3000, 120, 6, 0.1)
+	for _, m := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), MaxMargin + 0.5, -MaxMargin - 0.5} {
+		for _, role := range []string{RoleFirst, RoleSecond} {
+			in, other := HostInput{Observation: &obs, Margin: m}, HostInput{Observation: &obs}
+			var err error
+			if role == RoleFirst {
+				_, err = Decide(in, other)
+			} else {
+				_, err = Decide(other, in)
+			}
+			var oe *ObservationError
+			if !errors.As(err, &oe) || oe.Field != "margin" || oe.Host != role {
+				t.Errorf("%s host, margin %v: error %v, want one naming margin", role, m, err)
+			}
+		}
+	}
+	for _, m := range []float64{-MaxMargin, MaxMargin} {
+		if why := MarginReason(m); why != "" {
+			t.Errorf("margin %v refused: %s", m, why)
+		}
+	}
+	// A model whose outputs are not sigmoid has no logits to move.
+	p, err := Models.LoadFor(RoleSecond, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := *p.Model()
+	m.Layers = append([]Layer(nil), m.Layers...)
+	last := m.Layers[len(m.Layers)-1]
+	last.Activation = ActivationIdentity
+	m.Layers[len(m.Layers)-1] = last
+	thr := 0.5
+	m.OutputThreshold = &thr
+	q, err := NewProcessor(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Decide(HostInput{Observation: &obs}, HostInput{Observation: &obs, Model: q, Margin: 1})
+	var oe *ObservationError
+	if !errors.As(err, &oe) || oe.Field != "margin" {
+		t.Errorf("identity outputs with a margin: error %v, want one naming margin", err)
+	}
+	// A request's margin reaches both hosts.
+	r := Request{First: obs, Second: obs, Margin: 3}
+	d, err := r.Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.First.Margin != 3 || d.Second.Margin != 3 {
+		t.Errorf("a request's margin 3 gave the hosts %v and %v", d.First.Margin, d.Second.Margin)
+	}
+}
