@@ -117,6 +117,9 @@ type splitSetup struct {
 	// ghost adds a second policy, alike but for a job Nomad does not know
 	// (ghostJob), to the same plugins.
 	ghost bool
+	// trace runs the agent at TRACE, where the strategy logs each engine
+	// request (agent.requests); DEBUG otherwise.
+	trace bool
 }
 
 // ghostJob is the job of splitSetup.ghost's policy.
@@ -182,7 +185,11 @@ func startSplitCase(t *testing.T, ss splitSetup) *splitCase {
 			t.Fatal(err)
 		}
 	}
-	cfg := agentConfig("DEBUG", pdir, s.URL(), pol)
+	level := "DEBUG"
+	if ss.trace {
+		level = "TRACE"
+	}
+	cfg := agentConfig(level, pdir, s.URL(), pol)
 	if ss.target != "" {
 		cfg = strings.Replace(cfg, `target "host-quota" { driver = "host-quota" }`,
 			`target "host-quota" {

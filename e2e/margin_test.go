@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
+)
+
+// TestE2EMargin: the strategy's margin through the real agent. The
+// requests it logs carry the margin, its decisions are the engine's at
+// that margin (fewer containers than at the models' own thresholds on
+// these hosts), and each decision's reason says it.
+func TestE2EMargin(t *testing.T) {
+	testsupport.StandinOnly(t, "fixed usage, decisions replayed in process")
+	autoscalerPath(t)
+	c := startSplitCase(t, splitSetup{start: [2]int{10, 10}, reqCPU: 1000, usage: 1000,
+		policy: noLimits + `        margin         = "4"
+`, cooldown: "200ms", trace: true})
+	var entries []logEntry
+	eventually(t, 40*time.Second, "three decisions", func() (bool, string) {
+		entries = c.logged(t, 0, "decided", "")
+		return len(entries) >= 3, fmt.Sprintf("%d decisions so far", len(entries))
+	})
+	for _, e := range entries {
+		if reason := e.str("reason"); strings.Count(reason, "with a margin of 4 logits") != 2 {
+			t.Errorf("a decision's reason does not say both hosts' margin: %s", reason)
+		}
+	}
+	reqs, _ := c.a.requests(t)
+	if len(reqs) == 0 {
+		t.Fatal("the strategy logged no decision request")
+	}
+	lower := false
+	for digest, r := range reqs {
+		if r.Margin != 4 {
+			t.Fatalf("request %s: margin %v, want the policy's 4", digest, r.Margin)
+		}
+		d := decision(t, r)
+		if d.First.Margin != 4 || d.Second.Margin != 4 {
+			t.Fatalf("request %s: the decision's margins %v and %v", digest, d.First.Margin, d.Second.Margin)
+		}
+		own := *r
+		own.Margin = 0
+		d0 := decision(t, &own)
+		if d.First.Containers > d0.First.Containers || d.Second.Containers > d0.Second.Containers {
+			t.Errorf("request %s: %d and %d containers at margin 4, more than the %d and %d at the models' thresholds",
+				digest, d.First.Containers, d.Second.Containers, d0.First.Containers, d0.Second.Containers)
+		}
+		if d.First.Containers < d0.First.Containers || d.Second.Containers < d0.Second.Containers {
+			lower = true
+		}
+	}
+	if !lower {
+		t.Error("a margin of 4 logits lowered no count: the case shows nothing")
+	}
+	// Each decided line's engine counts are those of a logged request's
+	// decision at the margin.
+	for _, e := range entries {
+		reason, found := e.str("reason"), false
+		for _, r := range reqs {
+			d := decision(t, r)
+			if strings.Contains(reason, fmt.Sprintf("first %d (engine %d", d.First.Containers, d.First.Containers)) ||
+				strings.Contains(reason, fmt.Sprintf("(engine %d", d.First.Containers)) && strings.Contains(reason, fmt.Sprintf("(engine %d", d.Second.Containers)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("a decision's engine counts are no logged request's at margin 4: %s", reason)
+		}
+	}
+}
