@@ -654,6 +654,29 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 }
 
+// A request whose two model sources both fail reports both, one error per
+// host, as Decide does for two wrong observations: the models swapped
+// (each is the other role's) named together, not the first alone.
+func TestRequestBothModelsWrong(t *testing.T) {
+	obs := testsupport.Flat(4000, 2, 100, 100, 10)
+	r := Request{First: obs, Second: obs, MinSamples: 1, FirstModel: "builtin:" + BuiltinCapacity, SecondModel: "builtin:" + BuiltinAdmission}
+	_, err := r.Decide()
+	errs := Errors(err)
+	if len(errs) != 2 {
+		t.Fatalf("%d errors, want one per host: %v", len(errs), err)
+	}
+	for i, role := range []string{RoleFirst, RoleSecond} {
+		if h, part, _, ok := FieldOf(errs[i]); !ok || h != role || part != PartModel {
+			t.Errorf("error %d: host %q part %q (%v), want the %s host's model: %v", i, h, part, ok, role, errs[i])
+		}
+	}
+	// One wrong: that one alone.
+	r.SecondModel = ""
+	if _, err := r.Decide(); len(Errors(err)) != 1 {
+		t.Fatalf("one wrong model gives %d errors: %v", len(Errors(err)), err)
+	}
+}
+
 // Errors gives one error per host whose input is wrong, whatever number of
 // problems each holds; Problems gives every problem.
 func TestErrorsPerHost(t *testing.T) {

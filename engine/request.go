@@ -25,13 +25,22 @@ type Request struct {
 }
 
 // Inputs resolves the request's model sources through the model cache.
+// When both fail, the error holds both, one per host (Errors), as
+// Decide's does.
 func (r *Request) Inputs() (first, second HostInput, err error) {
 	first = HostInput{Observation: &r.First, Quota: r.FirstQuota, MinSamples: r.MinSamples, HoldBand: r.HoldBand, Margin: r.Margin}
 	second = HostInput{Observation: &r.Second, Quota: r.SecondQuota, MinSamples: r.MinSamples, HoldBand: r.HoldBand, Margin: r.Margin}
-	if first.Model, err = Models.LoadFor(RoleFirst, r.FirstModel); err != nil {
-		return
+	var errFirst, errSecond error
+	first.Model, errFirst = Models.LoadFor(RoleFirst, r.FirstModel)
+	second.Model, errSecond = Models.LoadFor(RoleSecond, r.SecondModel)
+	switch {
+	case errFirst != nil && errSecond != nil:
+		err = &hostErrors{errs: []error{errFirst, errSecond}}
+	case errFirst != nil:
+		err = errFirst
+	default:
+		err = errSecond
 	}
-	second.Model, err = Models.LoadFor(RoleSecond, r.SecondModel)
 	return
 }
 

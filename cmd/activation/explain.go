@@ -146,5 +146,17 @@ func readRequest(r io.Reader) (*engine.Request, error) {
 	if err := strictjson.CheckComplete(data, &req); err != nil {
 		return nil, fmt.Errorf("not a valid request: %w", err)
 	}
+	// An empty model source given is a template's unset variable more
+	// likely than a choice: left out, a host takes its built-in model;
+	// given, it must name one (as the provider, simulate and the
+	// strategy refuse an empty one).
+	var sources map[string]json.RawMessage
+	if err := json.Unmarshal(data, &sources); err == nil {
+		for _, k := range []string{"first_model", "second_model"} {
+			if v, ok := sources[k]; ok && strings.TrimSpace(string(v)) == `""` {
+				return nil, fmt.Errorf("field %s: empty: name a model (\"builtin:<name>\" or a file path), or leave the field out for the host's built-in model", k)
+			}
+		}
+	}
 	return &req, nil
 }

@@ -357,6 +357,8 @@ func TestExplainBadRequest(t *testing.T) {
 		{"missing file", "", []string{"--request", filepath.Join(t.TempDir(), "none.json")}, exitError, "--request"},
 		{"an array", "[" + string(good) + "]", []string{"--request", "-"}, exitError, "not a JSON object"},
 		{"a request-wide field", strings.Replace(string(good), "{", `{"hold_band":-1,`, 1), []string{"--request", "-"}, exitError, "field hold_band (for both hosts): is -1"},
+		{"an empty model source", strings.Replace(string(good), "{", `{"second_model": "",`, 1), []string{"--request", "-"}, exitError, `field second_model: empty: name a model ("builtin:<name>" or a file path), or leave the field out`},
+		{"both models swapped: both named", strings.Replace(string(good), "{", `{"first_model": "builtin:capacity", "second_model": "builtin:admission",`, 1), []string{"--request", "-"}, exitError, "(the first host's amount)\nsecond host model builtin:admission: "},
 		{"a margin beyond the engine's", strings.Replace(string(good), "{", `{"margin":12,`, 1), []string{"--request", "-"}, exitError, "field margin (for both hosts): is 12; it must be a number of logits from -10 to 10"},
 		{"a margin as a string", strings.Replace(string(good), "{", `{"margin":"2",`, 1), []string{"--request", "-"}, exitError, "margin"},
 		{"both hosts wrong: both named", edit(func(d map[string]any) {
