@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -533,6 +534,42 @@ func TestModelCacheReloadsOnlyChangedFiles(t *testing.T) {
 	p5, err := c.Load(path)
 	if err != nil || p5.Model().Name != "chang3d" {
 		t.Fatalf("a file renamed over the model with the same size and time was not reloaded: %v, %v", p5, err)
+	}
+	// The same file rewritten in place with other content of the same
+	// size, its modification time put back (cp -p onto it, rsync
+	// --inplace, a build with fixed timestamps): the same inode, size and
+	// time, and still reloaded.
+	st, err = os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inPlace := bytes.Replace(data, []byte(`"chang3d"`), []byte(`"chang4d"`), 1)
+	if bytes.Equal(inPlace, data) {
+		t.Fatal("premise: the name is not in the file")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(inPlace, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if nst, err := os.Stat(path); err != nil || !os.SameFile(st, nst) || nst.Size() != st.Size() || !nst.ModTime().Equal(st.ModTime()) {
+		t.Fatalf("premise: the file's identity, size or time moved (%v)", err)
+	}
+	p6, err := c.Load(path)
+	if err != nil || p6.Model().Name != "chang4d" {
+		t.Fatalf("a file rewritten in place with the same size and time was not reloaded: %v, %v", p6, err)
 	}
 }
 

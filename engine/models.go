@@ -104,30 +104,24 @@ func DefaultModelFor(role string) string {
 }
 
 // ModelCache compiles model sources and keeps them: a built-in model is
-// compiled once; a file is read again only when it is another file (a new
-// one renamed over it) or its size or modification time changed, and
-// compiled again only when its content digest changed, so that a plugin
-// deciding every few seconds loads its model once and picks up a new file
-// as soon as it is written (atomically, as WriteModelFile does). A file
-// that does not compile keeps its error until it changes. It is safe for
-// concurrent use.
+// compiled once; a file is read and hashed at every load and compiled
+// again only when its content digest changed, so that a plugin deciding
+// every few seconds compiles its model once and decides with what the
+// file holds now, however it was written (renamed over, or rewritten in
+// place with the same size and modification time, as cp -p or rsync
+// --inplace may). Reading and hashing a model file costs well under a
+// millisecond for the built-in models' size. A file that does not compile
+// keeps its error until its content changes. It is safe for concurrent
+// use.
 type ModelCache struct {
 	mu    sync.Mutex
 	files map[string]*cachedModel
 }
 
 type cachedModel struct {
-	info os.FileInfo // the file read: same file (inode), size and modification time
-	sum  [sha256.Size]byte
+	sum  [sha256.Size]byte // the content's digest
 	proc *Processor
 	err  error // the file does not compile: it is not parsed again until it changes
-}
-
-// unchanged reports whether st is the file e was read from, unmodified: a
-// file renamed over it (as WriteModelFile writes) is another file even with
-// the same size and modification time (cp -p, rsync -t, tar).
-func (e *cachedModel) unchanged(st os.FileInfo) bool {
-	return os.SameFile(e.info, st) && e.info.Size() == st.Size() && e.info.ModTime().Equal(st.ModTime())
 }
 
 // Models is the process-wide model cache every front end loads through.
@@ -151,19 +145,15 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 	if st.Size() > MaxModelBytes {
 		return nil, fmt.Errorf("loading model %s: %w", source, modelErr("", "file is %d bytes, more than the limit of %d", st.Size(), MaxModelBytes))
 	}
-	c.mu.Lock()
-	e := c.files[source]
-	c.mu.Unlock()
-	if e != nil && e.unchanged(st) {
-		return e.proc, e.err
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxModelBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("loading model %s: %w", source, err)
 	}
 	sum := sha256.Sum256(data)
+	c.mu.Lock()
+	e := c.files[source]
+	c.mu.Unlock()
 	if e != nil && e.sum == sum {
-		c.store(source, &cachedModel{info: st, sum: sum, proc: e.proc, err: e.err})
 		return e.proc, e.err
 	}
 	p, err := compile(data)
@@ -171,10 +161,10 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 		// Remembered, so that a plugin deciding every few seconds does not
 		// parse a bad file (up to MaxModelBytes) again at every decision.
 		err = fmt.Errorf("loading model %s: %w", source, err)
-		c.store(source, &cachedModel{info: st, sum: sum, err: err})
+		c.store(source, &cachedModel{sum: sum, err: err})
 		return nil, err
 	}
-	c.store(source, &cachedModel{info: st, sum: sum, proc: p})
+	c.store(source, &cachedModel{sum: sum, proc: p})
 	return p, nil
 }
 
