@@ -115,6 +115,12 @@ const (
 	KeyQueued = "queued"
 	// KeyModel: "builtin:<name>" or a model file path.
 	KeyModel = "model"
+	// KeyModelDigest pins the host's model: "sha256:<64 hex digits>", the
+	// digest activation train, activation_model and every decision
+	// report. A model whose digest is another (a model file rewritten or
+	// replaced) is refused, naming this key, until the pin moves: what
+	// OpenTofu's precondition on activation_model.digest does for a plan.
+	KeyModelDigest = "model_digest"
 	// Quota keys: count = clamp(min, max, rounding(amount x per_branch)).
 	KeyMin       = "min"
 	KeyMax       = "max"
@@ -165,7 +171,7 @@ var globalKeys = []string{KeyRole, KeyNamespace, KeyJob, KeyWindow, KeyMaxAge, K
 	KeyMaxScaleUp, KeyMaxScaleDown, KeyHysteresis, KeyHoldBand, KeyMargin, KeyPlacement, KeyReadConcurrency, KeyReadTimeout, KeyMinAnswered, KeyStatsSample}
 
 var hostKeys = []string{KeyNodeID, KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter, KeyGroup, KeyReplicaCPU, KeyReplicaMemory,
-	KeyWantedReplicas, KeyQueued, KeyModel, KeyMin, KeyMax, KeyPerBranch, KeyRounding, KeyUsage}
+	KeyWantedReplicas, KeyQueued, KeyModel, KeyModelDigest, KeyMin, KeyMax, KeyPerBranch, KeyRounding, KeyUsage}
 
 // StrategyKeys lists every key the strategy accepts.
 func StrategyKeys() []string {
@@ -198,6 +204,7 @@ type hostConfig struct {
 	read  bool
 	query nomadusage.Query
 	model string            // model source; "" is the role's default
+	pin   string            // the model's digest it must have; "" is any
 	quota *engine.QuotaSpec // only the keys given; nil when none is
 	usage string
 }
@@ -589,6 +596,12 @@ func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 		// (a template's unset variable naming a model file).
 		r.fail(cfgErr(p+KeyModel, "is empty; name a model (builtin:<name> or a model file), or leave the key out for the built-in one"))
 	}
+	if v, ok := r.get(p + KeyModelDigest); ok {
+		if !validDigest(v) {
+			r.fail(cfgErr(p+KeyModelDigest, "is %q; it must be \"sha256:\" and 64 lower-case hex digits, a digest as activation train and every decision give it", v))
+		}
+		h.pin = v
+	}
 	r.oneOf(p+KeyUsage, &h.usage, UsageNomad, UsageAPM)
 	if h.usage == "" {
 		h.usage = UsageNomad
@@ -686,6 +699,34 @@ func parseQuota(r *configReader, h *hostConfig) error {
 	return r.err
 }
 
+// validDigest reports whether v is a model digest as the engine writes
+// one: "sha256:" and 64 lower-case hex digits.
+func validDigest(v string) bool {
+	hexPart, ok := strings.CutPrefix(v, "sha256:")
+	if !ok || len(hexPart) != 64 {
+		return false
+	}
+	for _, r := range hexPart {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPin refuses a model whose digest is not the host's pin (when it
+// has one), naming the pin's key.
+func (h *hostConfig) checkPin(p *engine.Processor) error {
+	if h.pin == "" || p.Digest() == h.pin {
+		return nil
+	}
+	source := h.model
+	if source == "" {
+		source = engine.DefaultModelFor(h.role)
+	}
+	return cfgErr(h.prefix+KeyModelDigest, "is %s, but the model %s is %s now: the model changed since it was pinned; review it and move the pin, or put the pinned model back", h.pin, source, p.Digest())
+}
+
 // probe asks the engine to judge every value the check sets that the
 // engine has a rule for (models, quotas, demands, wanted and queued
 // replicas, the sample minimum): one decision on an idle host of the
@@ -697,6 +738,9 @@ func (c *strategyConfig) probe() error {
 		p, err := engine.Models.LoadFor(h.role, h.model)
 		if err != nil {
 			return c.configError(err)
+		}
+		if err := h.checkPin(p); err != nil {
+			return err
 		}
 		q := h.query
 		o := &engine.Observation{CPUCapacityMHz: engine.MaxResource, MemoryCapacityMB: engine.MaxResource,

@@ -40,6 +40,7 @@ type hostPlan struct {
 	why       string // and why, with its figures (the reason)
 	hold      *engine.HoldRange
 	notes     []string
+	model     string // the model's digest
 }
 
 // plan limits the engine's count of one host, from current: placement
@@ -54,7 +55,7 @@ type hostPlan struct {
 func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation, current int) hostPlan {
 	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
 		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused),
-		hold: hd.Hold, clamped: hd.Clamped, unclamped: hd.Unclamped}
+		hold: hd.Hold, clamped: hd.Clamped, unclamped: hd.Unclamped, model: hd.Model.Digest}
 	if hd.Refused != nil {
 		p.why = hd.Refused.Reason
 	}
@@ -207,6 +208,9 @@ func (p *hostPlan) meta(m map[string]any, count int) {
 	m[HostMeta(p.role, MetaQueued)] = p.queued
 	m[HostMeta(p.role, MetaHeld)] = p.held
 	m[HostMeta(p.role, MetaClaimed)] = p.claimed
+	if p.model != "" {
+		m[HostMeta(p.role, MetaModelDigest)] = p.model
+	}
 	if p.hold != nil {
 		m[HostMeta(p.role, MetaHoldLow)], m[HostMeta(p.role, MetaHoldHigh)] = p.hold.Low, p.hold.High
 	}

@@ -113,6 +113,9 @@ const (
 	// range (a current count within it stays).
 	MetaHoldLow  = "hold_low"
 	MetaHoldHigh = "hold_high"
+	// MetaModelDigest: the digest of the model the host's count was
+	// decided with (the decision's reason names its first characters).
+	MetaModelDigest = "model_digest"
 	// MetaGroup: the task group the host's count was decided for; the
 	// host-quota target refuses to write it to another group.
 	MetaGroup = "group"
@@ -376,6 +379,9 @@ func (s *Strategy) window(key string, c *strategyConfig, now time.Time) *windowE
 type checkMemo struct {
 	// short is the decision in short (see decisionChanged).
 	short string
+	// models are the digests of the models the last decision used, by
+	// host role (see modelSeen).
+	models map[string]string
 	// loweredAt, when set, is the groups' counts at which the last
 	// decision was a split's first step that lowered the sum (an
 	// overloaded group first).
@@ -429,6 +435,24 @@ func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) bool {
 	changed := m.short != short
 	m.short = short
 	return changed
+}
+
+// modelSeen logs at INFO level when a check's host decides with another
+// model than at its last evaluation (a model file rewritten or replaced
+// while the agent runs): the decision lines name only the digest's first
+// characters, and an unchanged count is logged at DEBUG level.
+func (s *Strategy) modelSeen(key, check, job, role, source, digest string) {
+	s.mu.Lock()
+	m := s.memo(key)
+	if m.models == nil {
+		m.models = map[string]string{}
+	}
+	prev := m.models[role]
+	m.models[role] = digest
+	s.mu.Unlock()
+	if prev != "" && prev != digest {
+		s.logger.Info("model changed", "check", check, "job", job, "host", role, "source", source, "from", prev, "to", digest)
+	}
 }
 
 // loweredBefore says whether key's last decision was a split's first step
@@ -739,6 +763,10 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 		if err != nil {
 			return in, nil, e.c.configError(err)
 		}
+		if err := h.checkPin(p); err != nil {
+			return in, nil, err
+		}
+		e.s.modelSeen(decisionKey(e.eval.Check.Name, e.c), e.eval.Check.Name, e.c.job(), h.role, source, p.Digest())
 		slot := roleIndex(h.role)
 		in[slot] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: e.c.minSamples, HoldBand: e.c.holdBand, Margin: e.c.margin}
 		setRequestHost(req, h.role, obs[i], source, h.quota)

@@ -1,9 +1,11 @@
 package nomadplugin
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -539,6 +541,120 @@ func TestMargin(t *testing.T) {
 		}
 		if len(distinct) < 2 {
 			t.Errorf("%s: every margin gave the same count: the test needs observations that move", role)
+		}
+	}
+}
+
+// TestModelPin: <host>_model_digest pins a host's model. With the pin
+// right the check decides, and each action's meta carries the model's full
+// digest; a model file changed under the pin is refused, naming the key,
+// and nothing is decided; without a pin the change is logged at INFO
+// level, naming the check, the host and both digests.
+func TestModelPin(t *testing.T) {
+	b, err := engine.Builtin(engine.BuiltinCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "capacity.json")
+	if err := engine.WriteModelFile(path, b.Model()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.Models.LoadFor(engine.RoleSecond, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := p.Digest()
+	other := *b.Model()
+	thr := 0.6
+	other.OutputThreshold = &thr
+	otherPath := filepath.Join(t.TempDir(), "other.json")
+	if err := engine.WriteModelFile(otherPath, &other); err != nil {
+		t.Fatal(err)
+	}
+	q, err := engine.Models.LoadFor(engine.RoleSecond, otherPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := q.Digest()
+	if changed == pinned {
+		t.Fatal("premise: the two models share a digest")
+	}
+
+	first, second := flatPair(8, 900)
+	var logs testsupport.SyncBuffer
+	clk := &clock{}
+	st := newStrategy(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, JSONFormat: true, Output: &logs}), withReader(newMemReader(first, second)), withClock(clk.now))
+	at := time.Unix(first.Samples[len(first.Samples)-1].Time, 0)
+	run := func(cfg map[string]string) (*sdk.ScalingCheckEvaluation, error) {
+		t.Helper()
+		at = at.Add(time.Second)
+		clk.set(at)
+		return st.Run(newEval("pin", cfg), 8)
+	}
+	base := withKeys(flatConfig(RoleSplit), KeyMinSamples, "1", PrefixSecond+KeyModel, path)
+
+	ev, err := run(withKeys(base, PrefixSecond+KeyModelDigest, pinned))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.Action.Meta[HostMeta(RoleSecond, MetaModelDigest)]; got != pinned {
+		t.Fatalf("second host's model digest meta %v, want %s", got, pinned)
+	}
+	adm, err := engine.Builtin(engine.BuiltinAdmission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.Action.Meta[HostMeta(RoleFirst, MetaModelDigest)]; got != adm.Digest() {
+		t.Fatalf("first host's model digest meta %v, want the built-in admission model's", got)
+	}
+
+	// The file replaced under the pin: refused, naming the pin's key.
+	data, err := os.ReadFile(otherPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(withKeys(base, PrefixSecond+KeyModelDigest, pinned))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != PrefixSecond+KeyModelDigest || !strings.Contains(ce.Reason, "is "+pinned+", but the model "+path+" is "+changed+" now") {
+		t.Fatalf("a model changed under its pin: %v, want an error naming %s%s with both digests", err, PrefixSecond, KeyModelDigest)
+	}
+
+	// Without the pin: decided, and the change from the last evaluation's
+	// model (the pinned one, read before) is logged at INFO level.
+	if _, err := run(base); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["@message"] != "model changed" {
+			continue
+		}
+		found = true
+		if rec["@level"] != "info" || rec["check"] != "pin" || rec["host"] != RoleSecond || rec["source"] != path || rec["from"] != pinned || rec["to"] != changed {
+			t.Errorf("model changed line %v", rec)
+		}
+	}
+	if !found {
+		t.Fatalf("no \"model changed\" line at INFO level:\n%s", logs.String())
+	}
+	// Once: the next evaluation with the same model logs no change.
+	before := len(logs.String())
+	if _, err := run(base); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String()[before:], "model changed") {
+		t.Errorf("an unchanged model logged as changed:\n%s", logs.String()[before:])
+	}
+
+	// A pin that is no digest is refused when the config is read.
+	for _, bad := range []string{"9d3c5315", "sha256:" + strings.ToUpper(pinned[7:]), "md5:" + pinned[7:], pinned + "0"} {
+		_, err := parseStrategyConfig(withKeys(base, PrefixSecond+KeyModelDigest, bad), "")
+		if !errors.As(err, &ce) || ce.Key != PrefixSecond+KeyModelDigest || !strings.Contains(ce.Reason, "64 lower-case hex digits") {
+			t.Errorf("pin %q: %v, want an error naming %s%s", bad, err, PrefixSecond, KeyModelDigest)
 		}
 	}
 }
