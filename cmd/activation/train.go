@@ -200,9 +200,9 @@ func headWarnings(heads []train.HeadUse) []string {
 	var out []string
 	for _, h := range heads {
 		for _, c := range h.Closed() {
-			what := "its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes"
+			what := "its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes. A note on the model's shape, not an error: the models are written and usable (the built-in capacity processor's dispersion head is closed too; docs/benchmarks.md measures what opening it gives)"
 			if c == "level" {
-				what = "its cost of m replicas has no m a term"
+				what = "its cost of m replicas has no m a term: the processor reads no level of usage that adds up with the replicas; check its counts with activation simulate before using it"
 			}
 			out = append(out, fmt.Sprintf("activation train: the %s processor's %s head is closed (0) on every one of its %d %s examples: %s", h.Processor, c, h.Examples, h.On, what))
 		}
