@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,17 +61,25 @@ func TestE2EMargin(t *testing.T) {
 	// Each decided line's engine counts are those of a logged request's
 	// decision at the margin.
 	for _, e := range entries {
-		reason, found := e.str("reason"), false
+		reason := e.str("reason")
+		m := engineCounts.FindStringSubmatch(reason)
+		if m == nil {
+			t.Fatalf("a decision's reason gives no engine counts: %s", reason)
+		}
+		found := false
 		for _, r := range reqs {
 			d := decision(t, r)
-			if strings.Contains(reason, fmt.Sprintf("first %d (engine %d", d.First.Containers, d.First.Containers)) ||
-				strings.Contains(reason, fmt.Sprintf("(engine %d", d.First.Containers)) && strings.Contains(reason, fmt.Sprintf("(engine %d", d.Second.Containers)) {
+			if m[1] == strconv.Itoa(d.First.Containers) && m[2] == strconv.Itoa(d.Second.Containers) {
 				found = true
 				break
 			}
 		}
 		if !found {
-			t.Errorf("a decision's engine counts are no logged request's at margin 4: %s", reason)
+			t.Errorf("a decision's engine counts %s and %s are no logged request's at margin 4: %s", m[1], m[2], reason)
 		}
 	}
 }
+
+// engineCounts reads a split decision's engine counts from its reason
+// ("first 18 (engine 18, ...); second 17 (engine 17, ...)").
+var engineCounts = regexp.MustCompile(`first \d+ \(engine (\d+)[^;]*; second \d+ \(engine (\d+)`)

@@ -47,7 +47,7 @@ func TestE2EModelPin(t *testing.T) {
 		return len(refusals) >= 3, fmt.Sprintf("%d so far", len(refusals))
 	})
 	for _, r := range refusals {
-		if !strings.Contains(r, "is "+wrong+", but the model "+path+" is "+p.Digest()+" now") {
+		if !strings.Contains(r, "is "+wrong+", but the model "+path+" is "+p.Digest()+": not the pinned model") {
 			t.Errorf("a refusal does not give both digests: %s", r)
 		}
 	}

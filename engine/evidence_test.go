@@ -320,13 +320,13 @@ func TestEvidenceNotes(t *testing.T) {
 		want string
 	}{
 		{"empty host", obs(0, 0, 0, 8192, 0), "no replica running: a replica counts at its demand"},
-		{"usage with none running", obs(0, 0, 600, 8192, 900), "no replica running: a replica counts at its demand (the window's usage is not read: with no replica running it is no replica's; give stopped_replicas if it is that of replicas that stopped)"},
+		{"usage with none running", obs(0, 0, 600, 8192, 900), "no replica running: a replica counts at its demand (the window's usage is read as no replica's: with no replica running it is no replica's; give stopped_replicas if it is that of replicas that stopped)"},
 		{"stopped, with a queue", func() *Observation {
 			o := obs(0, 0, 600, 8192, 900)
 			o.StoppedReplicas = 2
 			o.QueuedReplicas = []Replica{{CPUMHz: 250, MemoryMB: 256}}
 			return o
-		}(), "no replica running: a replica counts at its demand (the window's usage, that of the replicas that stopped, is not read: the queue gives each new replica's size)"},
+		}(), "no replica running: a replica counts at its demand (the window's usage, that of the replicas that stopped, is read as no replica's: the queue gives each new replica's size)"},
 		{"stopped, no usage", func() *Observation {
 			o := obs(0, 0, 0, 8192, 0)
 			o.StoppedReplicas = 2

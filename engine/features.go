@@ -499,9 +499,9 @@ func (fw *featureWork) evidence(o *Observation, slots bool) Evidence {
 		ev.Note = "no replica running: a replica counts at its demand"
 		switch fw.unread {
 		case unreadNoStopped:
-			ev.Note += " (the window's usage is not read: with no replica running it is no replica's; give stopped_replicas if it is that of replicas that stopped)"
+			ev.Note += " (the window's usage is read as no replica's: with no replica running it is no replica's; give stopped_replicas if it is that of replicas that stopped)"
 		case unreadQueue:
-			ev.Note += " (the window's usage, that of the replicas that stopped, is not read: the queue gives each new replica's size)"
+			ev.Note += " (the window's usage, that of the replicas that stopped, is read as no replica's: the queue gives each new replica's size)"
 		}
 	case noteStopped:
 		ev.Note = "no replica running: a replica counts at what the replicas that stopped used per replica"

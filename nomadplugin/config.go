@@ -724,7 +724,7 @@ func (h *hostConfig) checkPin(p *engine.Processor) error {
 	if source == "" {
 		source = engine.DefaultModelFor(h.role)
 	}
-	return cfgErr(h.prefix+KeyModelDigest, "is %s, but the model %s is %s now: the model changed since it was pinned; review it and move the pin, or put the pinned model back", h.pin, source, p.Digest())
+	return cfgErr(h.prefix+KeyModelDigest, "is %s, but the model %s is %s: not the pinned model (changed since it was pinned, or the pin is mistyped); review the model and move the pin, or put the pinned model back", h.pin, source, p.Digest())
 }
 
 // probe asks the engine to judge every value the check sets that the

@@ -618,7 +618,7 @@ func TestModelPin(t *testing.T) {
 	}
 	_, err = run(withKeys(base, PrefixSecond+KeyModelDigest, pinned))
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Key != PrefixSecond+KeyModelDigest || !strings.Contains(ce.Reason, "is "+pinned+", but the model "+path+" is "+changed+" now") {
+	if !errors.As(err, &ce) || ce.Key != PrefixSecond+KeyModelDigest || !strings.Contains(ce.Reason, "is "+pinned+", but the model "+path+" is "+changed+": not the pinned model") {
 		t.Fatalf("a model changed under its pin: %v, want an error naming %s%s with both digests", err, PrefixSecond, KeyModelDigest)
 	}
 

@@ -94,7 +94,7 @@ var marginDescription = fmt.Sprintf("Moves both models' output thresholds by thi
 	"a host overloaded less often), below 0 looser. With the built-in models' sigmoid outputs, a margin of m logits keeps m / alpha "+
 	"of the host free beyond the processor's estimate. From %d to %d; 0 or unset: the models' own thresholds. The built-in models "+
 	"at margin 0 overloaded 0.3%% (Crane), 2%% (Bitbrains) and 5%% (PlanetLab) of the host-samples of series they never saw, in the "+
-	"project's replay; `activation simulate --traces DIR` on your own usage series gives the margin that meets your budget "+
+	"project's replay; `activation simulate --traces DIR` on your own usage series gives the margin that meets your budget with each host within it "+
 	"(the provider's `docs/benchmarks.md` gives the margins that met 1%% and 0.1%% there). "+
 	"The explanation says the margin.", -engine.MaxMargin, engine.MaxMargin)
 

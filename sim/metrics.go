@@ -222,6 +222,23 @@ func (c *Curve) Edge(budget float64) string {
 	return ""
 }
 
+// BestEachHost is Best with each host role's violation rate within budget,
+// not their mean: the setting at which neither host of a pair overloads
+// more often than the budget.
+func (c *Curve) BestEachHost(budget float64) (Point, int, bool) {
+	best, bi := Point{}, -1
+	for i, p := range c.Points {
+		v := max(p.FirstViolationRate, p.SecondViolationRate)
+		if v > budget {
+			continue
+		}
+		if bi < 0 || p.Density > best.Density || (p.Density == best.Density && v < max(best.FirstViolationRate, best.SecondViolationRate)) {
+			best, bi = p, i
+		}
+	}
+	return best, bi, bi >= 0
+}
+
 // Best returns the point of highest density whose violation rate is within
 // budget (ties: the lower violation rate, then the first in sweep order),
 // and false when no point is within budget.

@@ -87,8 +87,6 @@ func TestRead(t *testing.T) {
 	}
 }
 
-// Bitbrains' columns: cpu_mhz is the usage, memory comes in KB and is kept
-// in MB, and the memory provisioned is the largest the trace gives.
 // The spacing of a series: the usual interval is the median, and a gap is
 // an interval of GapRatio or more times it.
 func TestSpacingOf(t *testing.T) {
@@ -114,6 +112,8 @@ func TestSpacingOf(t *testing.T) {
 	}
 }
 
+// Bitbrains' columns: cpu_mhz is the usage, memory comes in KB and is kept
+// in MB, and the memory provisioned is the largest the trace gives.
 func TestReadBitbrainsMemory(t *testing.T) {
 	csv := "ts,cpu_mhz,cpu_capacity_mhz,mem_kb,mem_capacity_kb\n10,87.5,5852,1024,8192\n20,29.5,5852,2048,4096\n30,1,5852,512,0\n"
 	s, err := Read(strings.NewReader(csv), "vm001")

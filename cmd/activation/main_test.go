@@ -123,6 +123,19 @@ func TestSimulateJSON(t *testing.T) {
 	if want := math.Log(knob / (1 - knob)); !ok || math.Abs(margin-want) > 1e-12 {
 		t.Errorf("margin %v; the activation's threshold %v is %v logits over 0.5", doc["margin"], knob, want)
 	}
+	// With each host within the budget: the densest point of the curve
+	// whose hosts both are, never looser than the pair's.
+	bestKnob, bestDensity := -1.0, -1.0
+	for _, p := range act["curve"].([]any) {
+		pm := p.(map[string]any)
+		if max(pm["first_host_violation_rate"].(float64), pm["second_host_violation_rate"].(float64)) <= 0.05 && pm["density"].(float64) > bestDensity {
+			bestKnob, bestDensity = pm["knob"].(float64), pm["density"].(float64)
+		}
+	}
+	each, ok := doc["margin_each_host"].(float64)
+	if want := math.Log(bestKnob / (1 - bestKnob)); bestKnob < 0 || !ok || math.Abs(each-want) > 1e-12 || each < margin {
+		t.Errorf("margin_each_host %v; the densest point with both hosts within 5%% is at threshold %v (%v logits), the pair's margin %v", doc["margin_each_host"], bestKnob, want, margin)
+	}
 	sum, ok := doc["summary"].(map[string]any)
 	if !ok {
 		t.Fatalf("no summary: %v", doc["summary"])
@@ -607,9 +620,6 @@ func TestHelpHasExamples(t *testing.T) {
 	}
 }
 
-// The sample request in the repository is accepted, and its quotas, which
-// leave per_branch (and more) unset, take the engine's defaults as every
-// front end does.
 // A request's margin reaches both hosts: explain's decision is the
 // engine's at that margin, stricter than without, and the text says it.
 func TestExplainMargin(t *testing.T) {
@@ -651,6 +661,9 @@ func TestExplainMargin(t *testing.T) {
 	}
 }
 
+// The sample request in the repository is accepted, and its quotas, which
+// leave per_branch (and more) unset, take the engine's defaults as every
+// front end does.
 func TestExplainExampleRequest(t *testing.T) {
 	path := filepath.Join("..", "..", "examples", "cli", "request.json")
 	raw, err := os.ReadFile(path)
@@ -908,8 +921,6 @@ func TestSimulateHoldBand(t *testing.T) {
 	}
 }
 
-// A PlanetLab-like family (<day>/<vm>.csv): a VM's days are one series,
-// named by the VM, on one side of the split.
 // nestedDir writes a PlanetLab-like family: two days, three days apart,
 // of vms VMs, DIR/<day>/vm_<i>.csv.
 func nestedDir(t *testing.T, vms int) string {
@@ -935,6 +946,8 @@ func nestedDir(t *testing.T, vms int) string {
 	return dir
 }
 
+// A PlanetLab-like family (<day>/<vm>.csv): a VM's days are one series,
+// named by the VM, on one side of the split.
 func TestSimulateNestedFamily(t *testing.T) {
 	dir := nestedDir(t, 4)
 	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--format", "json")
@@ -1680,4 +1693,36 @@ func TestTrainWarnsOfClosedHeads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A threshold that is no margin the engine takes (beyond 10 logits, or of
+// outputs that are not probabilities) gives none, so that the JSON never
+// holds a NaN or an infinity.
+func TestMarginOf(t *testing.T) {
+	for _, tc := range []struct {
+		t, model float64
+		want     *float64
+	}{
+		{0.5, 0.5, ptr(0.0)},
+		{1 / (1 + math.Exp(-2)), 0.5, ptr(2.0)},
+		{0.5, 1 / (1 + math.Exp(-2)), ptr(-2.0)},
+		{1 / (1 + math.Exp(-11)), 0.5, nil},
+		{1.5, 0.5, nil},
+		{0.5, 0, nil},
+		{-0.2, 0.3, nil},
+	} {
+		got := marginOf(tc.t, tc.model)
+		if (got == nil) != (tc.want == nil) || (got != nil && math.Abs(*got-*tc.want) > 1e-12) {
+			t.Errorf("marginOf(%v, %v) = %v, want %v", tc.t, tc.model, deref(got), deref(tc.want))
+		}
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -342,7 +342,8 @@ func cmdSimulate(args []string, e env) error {
 	// models' own, what the front ends take: only when the sweep moves
 	// thresholds both models share.
 	var modelThr *float64
-	if t := adm.Model().Threshold(); f.knob == sim.KnobOutputThreshold && t == capy.Model().Threshold() {
+	if t := adm.Model().Threshold(); f.knob == sim.KnobOutputThreshold && t == capy.Model().Threshold() &&
+		sigmoidOutputs(adm.Model()) && sigmoidOutputs(capy.Model()) {
 		modelThr = &t
 	}
 	if len(reps) == 1 {
@@ -449,12 +450,15 @@ type familyResult struct {
 	CalibratedOn int   `json:"calibrated_on,omitempty"`
 	Decisions    int64 `json:"decisions"`
 	// Margin is the activation policy's output threshold at the budget
-	// as logits over the models' own (the front ends' margin); absent
-	// when none is within budget, or the sweep is not of thresholds the
-	// two models share.
-	Margin   *float64       `json:"margin,omitempty"`
-	Policies []policyResult `json:"policies"`
-	Summary  sim.Summary    `json:"summary"`
+	// as logits over the models' own (the front ends' margin), and
+	// MarginEachHost the same with each host of a pair within the budget
+	// (a pair's budget is the mean of its hosts'); absent when none is
+	// within budget, the sweep is not of thresholds the two models share,
+	// or their outputs are not sigmoid.
+	Margin         *float64       `json:"margin,omitempty"`
+	MarginEachHost *float64       `json:"margin_each_host,omitempty"`
+	Policies       []policyResult `json:"policies"`
+	Summary        sim.Summary    `json:"summary"`
 	// Churn compares the activation policy's changes per hour with and
 	// without step limits (when they were replayed).
 	Churn *churn `json:"churn,omitempty"`
@@ -468,6 +472,22 @@ type modelInfo struct {
 
 // logit is the log-odds of a probability.
 func logit(p float64) float64 { return math.Log(p / (1 - p)) }
+
+// marginOf is threshold t as a margin over the models' threshold, nil when
+// it is none the engine takes.
+func marginOf(t, model float64) *float64 {
+	m := logit(t) - logit(model)
+	if engine.MarginReason(m) != "" {
+		return nil
+	}
+	return &m
+}
+
+// sigmoidOutputs reports whether m's outputs are sigmoid: a margin moves
+// a threshold in logits.
+func sigmoidOutputs(m *engine.Model) bool {
+	return m.Layers[len(m.Layers)-1].Activation == engine.ActivationSigmoid
+}
 
 // policyResult is a policy's best setting within the budget (knob null and
 // within_budget false when none is), and its whole curve.
@@ -510,9 +530,11 @@ func buildFamily(rep *sim.Report, budget float64, modelThr *float64) familyResul
 			pr.WithinBudget = true
 			pr.Point = p
 			if c.Policy == sim.PolicyActivation && modelThr != nil {
-				m := logit(p.Knob) - logit(*modelThr)
-				fr.Margin = &m
+				fr.Margin = marginOf(p.Knob, *modelThr)
 			}
+		}
+		if p, _, ok := c.BestEachHost(budget); ok && c.Policy == sim.PolicyActivation && modelThr != nil {
+			fr.MarginEachHost = marginOf(p.Knob, *modelThr)
 		}
 		fr.Policies = append(fr.Policies, pr)
 	}
@@ -636,7 +658,11 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 		}
 	}
 	if fr.Margin != nil {
-		fmt.Fprintf(w, "activation at the budget: a margin of %s logits over the models' output threshold (margin in the provider, the strategy and explain)\n", strconv.FormatFloat(*fr.Margin, 'f', 3, 64))
+		each := ""
+		if fr.MarginEachHost != nil {
+			each = fmt.Sprintf("; %s with each host of a pair within the budget", strconv.FormatFloat(*fr.MarginEachHost, 'f', 3, 64))
+		}
+		fmt.Fprintf(w, "activation at the budget: a margin of %s logits over the models' output threshold (the pair's budget)%s (margin in the provider, the strategy and explain)\n", strconv.FormatFloat(*fr.Margin, 'f', 3, 64), each)
 	}
 	if s.AdmissionOracleDensity != nil {
 		fmt.Fprintf(w, "ceiling: the admission oracle (a reference, not a bound) %.3f of the oracle (%s of the gap, at no violation)\n",
