@@ -73,22 +73,7 @@ func TestHoldBandErrors(t *testing.T) {
 		}
 	}
 	// A model whose outputs are not sigmoid has no logits to move.
-	p, err := Models.LoadFor(RoleSecond, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := *p.Model()
-	m.Layers = append([]Layer(nil), m.Layers...)
-	last := m.Layers[len(m.Layers)-1]
-	last.Activation = ActivationIdentity
-	m.Layers[len(m.Layers)-1] = last
-	thr := 0.5
-	m.OutputThreshold = &thr
-	q, err := NewProcessor(&m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Decide(HostInput{Observation: &obs}, HostInput{Observation: &obs, Model: q, HoldBand: 1})
+	_, err := Decide(HostInput{Observation: &obs}, HostInput{Observation: &obs, Model: identityOutputs(t), HoldBand: 1})
 	var oe *ObservationError
 	if !errors.As(err, &oe) || oe.Field != "hold_band" {
 		t.Errorf("identity outputs with a band: error %v, want one naming hold_band", err)

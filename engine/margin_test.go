@@ -100,6 +100,26 @@ func TestMarginErrors(t *testing.T) {
 		}
 	}
 	// A model whose outputs are not sigmoid has no logits to move.
+	_, err := Decide(HostInput{Observation: &obs}, HostInput{Observation: &obs, Model: identityOutputs(t), Margin: 1})
+	var oe *ObservationError
+	if !errors.As(err, &oe) || oe.Field != "margin" {
+		t.Errorf("identity outputs with a margin: error %v, want one naming margin", err)
+	}
+	// A request's margin reaches both hosts.
+	r := Request{First: obs, Second: obs, Margin: 3}
+	d, err := r.Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.First.Margin != 3 || d.Second.Margin != 3 {
+		t.Errorf("a request's margin 3 gave the hosts %v and %v", d.First.Margin, d.Second.Margin)
+	}
+}
+
+// identityOutputs is the built-in capacity processor with identity
+// outputs (threshold 0.5): a model whose outputs are not probabilities.
+func identityOutputs(t *testing.T) *Processor {
+	t.Helper()
 	p, err := Models.LoadFor(RoleSecond, "")
 	if err != nil {
 		t.Fatal(err)
@@ -115,18 +135,5 @@ func TestMarginErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Decide(HostInput{Observation: &obs}, HostInput{Observation: &obs, Model: q, Margin: 1})
-	var oe *ObservationError
-	if !errors.As(err, &oe) || oe.Field != "margin" {
-		t.Errorf("identity outputs with a margin: error %v, want one naming margin", err)
-	}
-	// A request's margin reaches both hosts.
-	r := Request{First: obs, Second: obs, Margin: 3}
-	d, err := r.Decide()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.First.Margin != 3 || d.Second.Margin != 3 {
-		t.Errorf("a request's margin 3 gave the hosts %v and %v", d.First.Margin, d.Second.Margin)
-	}
+	return q
 }
