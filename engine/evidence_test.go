@@ -706,3 +706,33 @@ func TestTinyUsageHoldsData(t *testing.T) {
 		})
 	}
 }
+
+// With no memory in the observation the placement reserves Nomad's
+// smallest memory, and says why the figure is that.
+func TestPlacementSaysSmallestMemory(t *testing.T) {
+	o := testsupport.Flat(4000, 2, 100, 400, 10)
+	o.MemoryCapacityMB, o.RequestedMemoryMB, o.ReplicaMemoryDemandMB = 0, 0, 0
+	for i := range o.Samples {
+		o.Samples[i].MemoryMB = 0
+	}
+	d, err := Decide(HostInput{Observation: &o}, HostInput{Observation: &o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []HostDecision{d.First, d.Second} {
+		s := h.Placement.Summary(h.Containers)
+		if h.Placement.MemoryMB != MinReservationMemoryMB || !strings.Contains(s, "(10 MB: Nomad's smallest memory reservation, as the observation gives no memory)") {
+			t.Errorf("%s host: reserving %d MB: %s", h.Role, h.Placement.MemoryMB, s)
+		}
+	}
+	// With memory given, no such note.
+	m := testsupport.Flat(4000, 2, 100, 400, 10)
+	m.MemoryCapacityMB, m.RequestedMemoryMB, m.ReplicaMemoryDemandMB = 8192, 512, 256
+	d, err = Decide(HostInput{Observation: &m}, HostInput{Observation: &m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Second.Placement.Summary(d.Second.Containers); strings.Contains(s, "smallest memory reservation") {
+		t.Errorf("memory given, and the note says none is: %s", s)
+	}
+}

@@ -77,6 +77,9 @@ func (pl *Placement) Summary(count int) string {
 	}
 	if pl.Fits {
 		s += fmt.Sprintf("; reserving %d MHz, %d MB (memory_max %d MB) %s places all %d", pl.CPUMHz, pl.MemoryMB, pl.MemoryMaxMB, each, count)
+		if pl.ReplicaMemoryMB == 0 && pl.MemoryMB == MinReservationMemoryMB {
+			s += fmt.Sprintf(" (%d MB: Nomad's smallest memory reservation, as the observation gives no memory)", MinReservationMemoryMB)
+		}
 	} else {
 		s += fmt.Sprintf("; even the smallest reservation, %d MHz, %d MB %s, does not place all %d", pl.CPUMHz, pl.MemoryMB, each, count)
 	}
