@@ -395,7 +395,7 @@ func TestExplainBadRequest(t *testing.T) {
 		{"a sample's cpu_mhz null", edit(func(d map[string]any) { sample(d, "second", 2)["cpu_mhz"] = nil }), []string{"--request", "-"}, exitError, "field second.usage_samples[2].cpu_mhz: null"},
 		{"a sample without time", edit(func(d map[string]any) { delete(sample(d, "first", 0), "time") }), []string{"--request", "-"}, exitError, "field first.usage_samples[0].time: missing (required)"},
 		{"a sample's memory null", edit(func(d map[string]any) { sample(d, "first", 1)["memory_mb"] = nil }), []string{"--request", "-"}, exitError, "field first.usage_samples[1].memory_mb: null"},
-		{"an empty host", edit(func(d map[string]any) { d["first"] = map[string]any{} }), []string{"--request", "-"}, exitError, "field first.cpu_capacity_mhz: missing (required)"},
+		{"an empty host", edit(func(d map[string]any) { d["first"] = map[string]any{} }), []string{"--request", "-"}, exitError, "fields first.cpu_capacity_mhz, first.usage_samples, first.requested_cpu_mhz, first.running_replicas and first.replica_cpu_demand_mhz: missing (required)"},
 		{"a null host", edit(func(d map[string]any) { d["second"] = nil }), []string{"--request", "-"}, exitError, "field second: null"},
 		{"running replicas left out", edit(func(d map[string]any) { delete(d["second"].(map[string]any), "running_replicas") }), []string{"--request", "-"}, exitError, "field second.running_replicas: missing (required)"},
 		{"a string for a sample's usage", edit(func(d map[string]any) { sample(d, "first", 4)["cpu_mhz"] = "12" }), []string{"--request", "-"}, exitError, `field first.usage_samples[4].cpu_mhz: the string "12": want a number`},

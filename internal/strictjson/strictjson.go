@@ -174,16 +174,25 @@ func (w *walker) walkObject(t reflect.Type, path string, self bool) error {
 	if err != nil {
 		return err
 	}
+	// Every required field left out of this object at once: a request
+	// that leaves out a host's fields should not be fixed one per run.
+	var missing []string
 	for _, name := range required {
 		if !seen[name] {
 			at := name
 			if path != "" {
 				at = path + "." + name
 			}
-			return fmt.Errorf("field %s: missing (required)", at)
+			missing = append(missing, at)
 		}
 	}
-	return nil
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("field %s: missing (required)", missing[0])
+	}
+	return fmt.Errorf("fields %s and %s: missing (required)", strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])
 }
 
 // scalarFits reports, naming path, a null for a type that cannot hold

@@ -127,6 +127,8 @@ func TestCheckComplete(t *testing.T) {
 		{"a required field left out", `{"shared":"s","samples":[{"time":1,"cpu":2},{"time":2}]}`, "field samples[1].cpu: missing (required)"},
 		{"a required list left out", `{"shared":"s"}`, "field samples: missing (required)"},
 		{"an embedded struct's required field", `{"samples":[]}`, "field shared: missing (required)"},
+		{"every required field of an object left out, named at once", `{}`, "fields samples and shared: missing (required)"},
+		{"two left out of a list element", `{"samples":[{}]}`, "fields samples[0].time and samples[0].cpu: missing (required)"},
 		{"null for a number", `{"shared":"s","samples":[{"time":1,"cpu":null}]}`, "field samples[0].cpu: null: give a value"},
 		{"null for an optional number", `{"shared":"s","samples":[{"time":1,"cpu":1,"mem":null}]}`, "field samples[0].mem: null"},
 		{"null for a string", `{"shared":null,"samples":[]}`, "field shared: null"},
