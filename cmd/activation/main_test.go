@@ -1726,3 +1726,23 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// A budget of 10% or more written as a fraction says what it is, since
+// "--budget 0.5" most likely meant half a percent; written with % it is
+// taken as meant.
+func TestSimulateLargeBudgetNoted(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	for _, tc := range []struct {
+		budget string
+		note   bool
+	}{{"0.5", true}, {"50%", false}, {"0.01", false}} {
+		code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--budget", tc.budget)
+		if code != exitOK {
+			t.Fatalf("--budget %s: exit %d: %s", tc.budget, code, stderr)
+		}
+		const want = "note: budget 0.5 is 50% of host-samples over capacity; for 0.5% write --budget 0.5%"
+		if got := strings.Contains(stdout, want); got != tc.note {
+			t.Errorf("--budget %s: note %v, want %v:\n%s", tc.budget, got, tc.note, stdout)
+		}
+	}
+}

@@ -43,6 +43,7 @@ type simulateFlags struct {
 	maxUp, maxDown, hysteresis                  string
 	holdBand                                    float64
 	budget                                      float64
+	budgetText                                  string // --budget as written
 	workers                                     int
 	seed                                        uint64
 	quiet                                       bool
@@ -87,6 +88,7 @@ func cmdSimulate(args []string, e env) error {
 	f.budget = 0.01
 	fs.Func("budget", "violation budget: the largest `share` of host-samples over capacity a policy may cause, as 0.01 or 1% (default 0.01)", func(s string) (err error) {
 		f.budget, err = parseShare(s)
+		f.budgetText = s
 		return err
 	})
 	fs.StringVar(&f.format, "format", "table", "output: table or json")
@@ -192,6 +194,11 @@ func cmdSimulate(args []string, e env) error {
 	var fams []*family
 	var trainAll []traces.Ref
 	var notes []string
+	if f.budget >= 0.1 && !strings.HasSuffix(strings.TrimSpace(f.budgetText), "%") {
+		// "--budget 0.5" is half of every host-sample over capacity; a
+		// user who meant half a percent writes 0.5%.
+		notes = append(notes, fmt.Sprintf("budget %g is %g%% of host-samples over capacity; for %g%% write --budget %g%%", f.budget, 100*f.budget, f.budget, f.budget))
+	}
 	scanned := make([][]traces.Ref, len(dirs))
 	for i, d := range dirs {
 		refs, err := traces.Scan(d.path)
