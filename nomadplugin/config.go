@@ -734,14 +734,27 @@ func (h *hostConfig) checkPin(p *engine.Processor) error {
 // values can be refused.
 func (c *strategyConfig) probe() error {
 	var in [2]engine.HostInput
+	// Both hosts' models first, every problem of them at once (two wrong
+	// model keys, a model and a pin), then the values.
+	var procs [2]*engine.Processor
+	var modelErrs []error
 	for i, h := range c.hosts() {
 		p, err := engine.Models.LoadFor(h.role, h.model)
 		if err != nil {
-			return c.configError(err)
+			modelErrs = append(modelErrs, c.configError(err))
+			continue
 		}
 		if err := h.checkPin(p); err != nil {
-			return err
+			modelErrs = append(modelErrs, err)
+			continue
 		}
+		procs[i] = p
+	}
+	if len(modelErrs) > 0 {
+		return errors.Join(modelErrs...)
+	}
+	for i, h := range c.hosts() {
+		p := procs[i]
 		q := h.query
 		o := &engine.Observation{CPUCapacityMHz: engine.MaxResource, MemoryCapacityMB: engine.MaxResource,
 			ReplicaCPUDemandMHz: q.ReplicaCPUDemandMHz, ReplicaMemoryDemandMB: q.ReplicaMemoryDemandMB,

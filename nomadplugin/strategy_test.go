@@ -545,6 +545,27 @@ func TestMargin(t *testing.T) {
 	}
 }
 
+// Two wrong model keys (the two models swapped) are named together when
+// the config is read, each with its reason, not the first alone.
+func TestBothModelKeysWrong(t *testing.T) {
+	cfg := withKeys(flatConfig(RoleSplit), PrefixFirst+KeyModel, "builtin:"+engine.BuiltinCapacity, PrefixSecond+KeyModel, "builtin:"+engine.BuiltinAdmission)
+	_, err := parseStrategyConfig(cfg, "")
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want ConfigErrors", err)
+	}
+	for _, key := range []string{PrefixFirst + KeyModel, PrefixSecond + KeyModel} {
+		if !strings.Contains(err.Error(), `config "`+key+`"`) {
+			t.Errorf("the error does not name %s: %v", key, err)
+		}
+	}
+	// A wrong model and a pin the other model fails: both.
+	cfg = withKeys(flatConfig(RoleSplit), PrefixFirst+KeyModel, "builtin:"+engine.BuiltinCapacity, PrefixSecond+KeyModelDigest, "sha256:"+strings.Repeat("0", 64))
+	if _, err := parseStrategyConfig(cfg, ""); err == nil || !strings.Contains(err.Error(), PrefixFirst+KeyModel) || !strings.Contains(err.Error(), PrefixSecond+KeyModelDigest) {
+		t.Errorf("a wrong model and a wrong pin: %v, want both named", err)
+	}
+}
+
 // TestModelPin: <host>_model_digest pins a host's model. With the pin
 // right the check decides, and each action's meta carries the model's full
 // digest; a model file changed under the pin is refused, naming the key,
