@@ -267,7 +267,11 @@ func (h *HostDecision) Reason() string {
 	}
 	fmt.Fprintf(&b, " from %s=%d at the %s layer of %s (%s)", amountName, h.Amount, h.Layer, h.Model.Name, shortDigest(h.Model.Digest))
 	if h.Margin != 0 {
-		fmt.Fprintf(&b, " with a margin of %s logits", strconv.FormatFloat(h.Margin, 'g', -1, 64))
+		unit := "logits"
+		if math.Abs(h.Margin) == 1 {
+			unit = "logit"
+		}
+		fmt.Fprintf(&b, " with a margin of %s %s", strconv.FormatFloat(h.Margin, 'g', -1, 64), unit)
 	}
 	fmt.Fprintf(&b, ", bound by %s", h.Limit)
 	if h.Refused != nil {
@@ -574,10 +578,10 @@ func (p *Processor) admissionLimit(o *Observation, w *decideWork, h *HostDecisio
 		r.Reason = fmt.Sprintf("%s (%s, %.0f MB): memory: %s the memory peak to %.0f MB of the %.0f MB this workload may use, more than the processor admits (the built-in models keep 10%% of it free)",
 			r.Name, what, r.MemoryMB, before, used+r.MemoryMB, roomMem)
 	} else if k == 0 {
-		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of this replica alone, with the margin it keeps, does not fit the %.0f MHz this workload may use",
+		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of this replica alone, with the safety allowance it learned, does not fit the %.0f MHz this workload may use",
 			r.Name, what, cpuWhat, roomCPU)
 	} else {
-		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of the replicas before it, with the margin it keeps, leaves less than it needs of the %.0f MHz this workload may use",
+		r.Reason = fmt.Sprintf("%s (%s, %s): cpu: the processor's predicted usage of the replicas before it, with the safety allowance it learned, leaves less than it needs of the %.0f MHz this workload may use",
 			r.Name, what, cpuWhat, roomCPU)
 	}
 	h.Refused = r

@@ -373,7 +373,7 @@ func TestExplanationWording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := d.First.Refused; r == nil || r.Slot != 0 || !strings.Contains(r.Reason, "this replica alone, with the margin it keeps, does not fit the 8000 MHz") {
+	if r := d.First.Refused; r == nil || r.Slot != 0 || !strings.Contains(r.Reason, "this replica alone, with the safety allowance it learned, does not fit the 8000 MHz") {
 		t.Fatalf("refused %+v: want slot_0 refused alone", r)
 	}
 	o = testsupport.Flat(16000, 4, 200, 2000, 30)

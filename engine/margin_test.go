@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -56,8 +57,12 @@ func TestMargin(t *testing.T) {
 			if got.Margin != m {
 				t.Errorf("%s host, margin %v: the decision says %v", role, m, got.Margin)
 			}
-			if m != 0 && !strings.Contains(got.Reason(), " with a margin of ") {
-				t.Errorf("%s host, margin %v: the reason does not say it: %s", role, m, got.Reason())
+			say := fmt.Sprintf(" with a margin of %g logits,", m)
+			if m == -1 {
+				say = " with a margin of -1 logit," // one logit, singular
+			}
+			if m != 0 && !strings.Contains(got.Reason(), say) {
+				t.Errorf("%s host, margin %v: the reason does not say %q: %s", role, m, say, got.Reason())
 			}
 			// The model's digest differs from the moved model's: compare
 			// the rest.

@@ -40,7 +40,8 @@ type hostPlan struct {
 	why       string // and why, with its figures (the reason)
 	hold      *engine.HoldRange
 	notes     []string
-	model     string // the model's digest
+	model     string  // the model's digest
+	margin    float64 // the decision's margin, logits
 }
 
 // plan limits the engine's count of one host, from current: placement
@@ -55,7 +56,7 @@ type hostPlan struct {
 func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadusage.Reading, o *engine.Observation, current int) hostPlan {
 	p := hostPlan{role: h.role, decided: hd.Containers, reason: hd.Reason(), current: current, running: o.RunningReplicas,
 		placeable: hd.Placement.Placeable, lo: hd.Quota.Min, hi: hd.Quota.Max, quotaMin: hd.Quota.Min, limit: hd.Limit, refused: refusedSlot(hd.Refused),
-		hold: hd.Hold, clamped: hd.Clamped, unclamped: hd.Unclamped, model: hd.Model.Digest}
+		hold: hd.Hold, clamped: hd.Clamped, unclamped: hd.Unclamped, model: hd.Model.Digest, margin: hd.Margin}
 	if hd.Refused != nil {
 		p.why = hd.Refused.Reason
 	}
@@ -210,6 +211,9 @@ func (p *hostPlan) meta(m map[string]any, count int) {
 	m[HostMeta(p.role, MetaClaimed)] = p.claimed
 	if p.model != "" {
 		m[HostMeta(p.role, MetaModelDigest)] = p.model
+	}
+	if p.margin != 0 {
+		m[HostMeta(p.role, MetaMargin)] = p.margin
 	}
 	if p.hold != nil {
 		m[HostMeta(p.role, MetaHoldLow)], m[HostMeta(p.role, MetaHoldHigh)] = p.hold.Low, p.hold.High

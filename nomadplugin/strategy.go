@@ -116,6 +116,9 @@ const (
 	// MetaModelDigest: the digest of the model the host's count was
 	// decided with (the decision's reason names its first characters).
 	MetaModelDigest = "model_digest"
+	// MetaMargin: the margin the host's count was decided at, in logits,
+	// when the check sets one.
+	MetaMargin = "margin"
 	// MetaGroup: the task group the host's count was decided for; the
 	// host-quota target refuses to write it to another group.
 	MetaGroup = "group"

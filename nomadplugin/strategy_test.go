@@ -495,12 +495,19 @@ func TestMargin(t *testing.T) {
 	for _, role := range []string{RoleFirst, RoleSecond} {
 		cfg := withKeys(flatConfig(role), KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone,
 			KeyHysteresis, StepNone, KeyPlacement, PlacementReport, PrefixFirst+KeyMax, "100", PrefixSecond+KeyMax, "100")
+		metas := map[float64]map[string]any{}
+		metaAt := func(role string, m float64) (float64, bool) {
+			v, ok := metas[m][HostMeta(role, MetaMargin)].(float64)
+			return v, ok
+		}
 		decidedAt := func(margin string) (int, string) {
 			rd := newMemReader(first, second)
 			a := runFlat(t, rd, withKeys(cfg, KeyMargin, margin), 8)
 			if strings.HasPrefix(a.Reason, "no scaling") {
 				t.Fatal(a.Reason)
 			}
+			m, _ := strconv.ParseFloat(margin, 64)
+			metas[m] = a.Meta
 			key := MetaFirstDecided
 			if role == RoleSecond {
 				key = MetaSecondDecided
@@ -535,6 +542,9 @@ func TestMargin(t *testing.T) {
 			}
 			if got > prev {
 				t.Errorf("%s, margin %v: %d, more than at a smaller margin (%d)", role, m, got, prev)
+			}
+			if mm, ok := metaAt(role, m); m != 0 && (!ok || mm != m) || m == 0 && ok {
+				t.Errorf("%s, margin %v: meta %s is %v (set %v)", role, m, HostMeta(role, MetaMargin), mm, ok)
 			}
 			prev = got
 			distinct[got] = true

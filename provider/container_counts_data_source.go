@@ -83,7 +83,7 @@ func (d *containerCountsDataSource) Metadata(_ context.Context, req datasource.M
 
 // holdBandDescription is hold_band's, in the data source and the function.
 var holdBandDescription = fmt.Sprintf("Also read each host's hold range (`hold` in its decision): the counts at output thresholds "+
-	"`hold_band` logits stricter and looser than the model's. A controller already at a count inside the range may keep it "+
+	"`hold_band` logits stricter and looser than the model's (moved by `margin`, when one is given). A controller already at a count inside the range may keep it "+
 	"instead of moving by a replica or two, and otherwise takes `containers` "+
 	"(`current >= hold.low && current <= hold.high ? current : containers`), as the Nomad strategy's `hold_band` does "+
 	"(which also never keeps a count Nomad cannot place, nor one on a node that places nothing new). "+
@@ -91,12 +91,14 @@ var holdBandDescription = fmt.Sprintf("Also read each host's hold range (`hold` 
 
 // marginDescription is margin's, in the data source and the function.
 var marginDescription = fmt.Sprintf("Moves both models' output thresholds by this many logits: above 0 stricter (fewer containers, "+
-	"a host overloaded less often), below 0 looser. With the built-in models' sigmoid outputs, a margin of m logits keeps m / alpha "+
-	"of the host free beyond the processor's estimate. From %d to %d; 0 or unset: the models' own thresholds. The built-in models "+
-	"at margin 0 overloaded 0.3%% (Crane), 2%% (Bitbrains) and 5%% (PlanetLab) of the host-samples of series they never saw, in the "+
-	"project's replay; `activation simulate --traces DIR` on your own usage series gives the margin that meets your budget with each host within it "+
-	"(the provider's `docs/benchmarks.md` gives the margins that met 1%% and 0.1%% there). "+
-	"The explanation says the margin.", -engine.MaxMargin, engine.MaxMargin)
+	"a host overloaded less often), below 0 looser; from %d to %d; 0 or unset: the models' own thresholds. A margin of m logits keeps "+
+	"about m / alpha of the host free beyond the processor's estimate, alpha being the slope its outputs learned (`alpha` in the "+
+	"model's provenance: 15.9 for the built-in admission processor, 10.6 for the capacity one, so a margin of 2 keeps about 13%% of the "+
+	"first host and 19%% of the second). The built-in models at margin 0 overloaded 0.3%% (Crane), 2%% (Bitbrains) and 5%% "+
+	"(PlanetLab) of the host-samples of series they never saw in the project's replay; `activation simulate --traces DIR` on your "+
+	"own usage series prints the margin that meets a budget with each host within it, the one to set (the project's "+
+	"`docs/benchmarks.md` lists them per family). The explanation says the margin; the hold range (`hold_band`) is read about "+
+	"the moved threshold.", -engine.MaxMargin, engine.MaxMargin)
 
 // quotaFields are a quota's attributes, as the data source takes them and
 // as the container_counts function does.

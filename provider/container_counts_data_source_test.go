@@ -349,6 +349,9 @@ func TestContainerCountsMargin(t *testing.T) {
 	if !reflect.DeepEqual(got.countsResultModel, countsResult(want)) {
 		t.Fatalf("read differs from the engine's decision:\n got %+v\nwant %+v", got.countsResultModel, countsResult(want))
 	}
+	if got.FirstDecision.Margin != 3 || got.SecondDecision.Margin != 3 {
+		t.Fatalf("decisions' margins %v and %v, want 3", got.FirstDecision.Margin, got.SecondDecision.Margin)
+	}
 	if !strings.Contains(got.Explanation.ValueString(), "with a margin of 3 logits") {
 		t.Fatalf("the explanation does not say the margin:\n%s", got.Explanation.ValueString())
 	}
@@ -1043,6 +1046,7 @@ func decisionCheck(h *engine.HostDecision) knownvalue.Check {
 			plFits: knownvalue.Bool(pl.Fits), plQueued: knownvalue.Int64Exact(int64(pl.Queued)),
 		}),
 		decBranchTotal: knownvalue.StringExact(h.BranchTotal),
+		decMargin:      knownvalue.Float64Exact(h.Margin),
 		decQuota: knownvalue.ObjectExact(map[string]knownvalue.Check{
 			quotaMin:       knownvalue.Int64Exact(int64(h.Quota.Min)),
 			quotaMax:       knownvalue.Int64Exact(int64(h.Quota.Max)),
@@ -1133,7 +1137,9 @@ func TestAccContainerCounts_margin(t *testing.T) {
 	accTest(t, resource.TestCase{Steps: []resource.TestStep{
 		{Config: countsConfig(requestAttrs(r), call), ConfigStateChecks: append(decisionChecks(countsAddr, want),
 			statecheck.ExpectKnownOutputValueAtPath("counts", tfjsonpath.New("first_containers"), knownvalue.Int64Exact(int64(want.First.Containers))),
-			statecheck.ExpectKnownOutputValueAtPath("counts", tfjsonpath.New("second_containers"), knownvalue.Int64Exact(int64(want.Second.Containers))))},
+			statecheck.ExpectKnownOutputValueAtPath("counts", tfjsonpath.New("second_containers"), knownvalue.Int64Exact(int64(want.Second.Containers))),
+			statecheck.ExpectKnownValue(countsAddr, tfjsonpath.New("second_decision").AtMapKey("margin"), knownvalue.Float64Exact(2.5)),
+			statecheck.ExpectKnownOutputValueAtPath("counts", tfjsonpath.New("first_decision").AtMapKey("margin"), knownvalue.Float64Exact(2.5)))},
 	}})
 	bad := *r
 	bad.Margin = 11

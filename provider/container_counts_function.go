@@ -40,7 +40,7 @@ var quotasFields = []field{
 	{name: fnSecond, kind: kindObject, nested: quotaFields, desc: "The second host's quota."},
 	{name: fnMinSamples, kind: kindWhole, desc: "The fewest usage samples each window must hold."},
 	{name: fnHoldBand, kind: kindFigure, desc: "Logits: also read each host's hold range (see the data source's `hold_band`)."},
-	{name: fnMargin, kind: kindFigure, desc: "Logits: move both models' output thresholds (see the data source's `margin`)."},
+	{name: fnMargin, kind: kindFigure, desc: "Logits, from -10 to 10: move both models' output thresholds, above 0 stricter (fewer containers); 0 or unset: the models' own (see the data source's `margin`)."},
 }
 
 func (f *containerCountsFunction) Definition(_ context.Context, _ function.DefinitionRequest, resp *function.DefinitionResponse) {

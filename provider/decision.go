@@ -37,6 +37,7 @@ const (
 	decStrongest   = "strongest_branches"
 	decReason      = "reason"
 	decHold        = "hold"
+	decMargin      = "margin"
 
 	refSlot     = "slot"
 	refName     = "name"
@@ -166,6 +167,7 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 				holdLow:  computedInt("The count at the output threshold `band` logits stricter than the model's, through the same quota; at most `containers`."),
 				holdHigh: computedInt("The count at the output threshold `band` logits looser than the model's, through the same quota; at least `containers`."),
 			}},
+		decMargin:      computedFloat("The margin the count was decided at, logits over the model's output threshold (the input's `margin`; 0: the model's own threshold)."),
 		decBranchTotal: computedString("Exact number of activated branches (input-to-output paths), in decimal: it may exceed 64 bits."),
 		decQuota: schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "The quota applied, defaults filled in by the engine.",
 			Attributes: map[string]schema.Attribute{
@@ -253,6 +255,7 @@ type decisionModel struct {
 	Evidence    evidenceModel  `tfsdk:"evidence"`
 	Placement   placementModel `tfsdk:"placement"`
 	Hold        *holdModel     `tfsdk:"hold"`
+	Margin      float64        `tfsdk:"margin"`
 	BranchTotal string         `tfsdk:"branch_total"`
 	Quota       quotaOutModel  `tfsdk:"quota"`
 	ModelName   string         `tfsdk:"model_name"`
@@ -279,9 +282,9 @@ func decisionFromEngine(h *engine.HostDecision) *decisionModel {
 			CPUMHz: int64(h.Placement.CPUMHz), MemoryMB: int64(h.Placement.MemoryMB), MemoryMaxMB: int64(h.Placement.MemoryMaxMB),
 			Fits: h.Placement.Fits, Queued: int64(h.Placement.Queued),
 		},
-		BranchTotal: h.BranchTotal,
-		Quota:       quotaOutModel{Min: int64(h.Quota.Min), Max: int64(h.Quota.Max), PerBranch: h.Quota.PerBranch, Rounding: h.Quota.Rounding},
-		ModelName:   h.Model.Name, ModelDigest: h.Model.Digest,
+		BranchTotal: h.BranchTotal, Margin: h.Margin,
+		Quota:     quotaOutModel{Min: int64(h.Quota.Min), Max: int64(h.Quota.Max), PerBranch: h.Quota.PerBranch, Rounding: h.Quota.Rounding},
+		ModelName: h.Model.Name, ModelDigest: h.Model.Digest,
 		Activated: h.Activated,
 		Strongest: make([]string, len(h.Strongest)),
 		Reason:    h.Reason(),

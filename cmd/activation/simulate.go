@@ -461,11 +461,16 @@ type familyResult struct {
 	// MarginEachHost the same with each host of a pair within the budget
 	// (a pair's budget is the mean of its hosts'); absent when none is
 	// within budget, the sweep is not of thresholds the two models share,
-	// or their outputs are not sigmoid.
-	Margin         *float64       `json:"margin,omitempty"`
-	MarginEachHost *float64       `json:"margin_each_host,omitempty"`
-	Policies       []policyResult `json:"policies"`
-	Summary        sim.Summary    `json:"summary"`
+	// or their outputs are not sigmoid. StepsMargin and
+	// StepsMarginEachHost are the same for activation-steps, the policy
+	// with the step limits, hysteresis and hold band replayed (as the
+	// strategy runs it), when they are.
+	Margin              *float64       `json:"margin,omitempty"`
+	MarginEachHost      *float64       `json:"margin_each_host,omitempty"`
+	StepsMargin         *float64       `json:"steps_margin,omitempty"`
+	StepsMarginEachHost *float64       `json:"steps_margin_each_host,omitempty"`
+	Policies            []policyResult `json:"policies"`
+	Summary             sim.Summary    `json:"summary"`
 	// Churn compares the activation policy's changes per hour with and
 	// without step limits (when they were replayed).
 	Churn *churn `json:"churn,omitempty"`
@@ -477,13 +482,47 @@ type modelInfo struct {
 	Digest string `json:"digest"`
 }
 
+// writeMargins says the margins that meet the budget: the engine's counts
+// as they are (the provider, explain), and with the step limits replayed
+// (the strategy), each on the pair's budget and with each host within it.
+func writeMargins(w io.Writer, fr *familyResult) {
+	logits := func(m *float64) string {
+		if *m == 1 || *m == -1 {
+			return strconv.FormatFloat(*m, 'f', 3, 64) + " logit"
+		}
+		return strconv.FormatFloat(*m, 'f', 3, 64) + " logits"
+	}
+	line := func(what string, pair, each *float64) {
+		if pair == nil {
+			return
+		}
+		eachText := "no margin keeps each host of a pair within the budget"
+		if each != nil {
+			eachText = logits(each) + " with each host of a pair within it (the one to set)"
+		}
+		fmt.Fprintf(w, "margin at the budget, %s: %s on the pair's budget; %s\n", what, logits(pair), eachText)
+	}
+	line("the engine's counts as they are (margin in the provider and explain)", fr.Margin, fr.MarginEachHost)
+	line("with the step limits, hysteresis and hold band replayed (margin in the strategy, with the same settings)", fr.StepsMargin, fr.StepsMarginEachHost)
+	if fr.Family == sim.PooledFamily {
+		fmt.Fprintln(w, "(pooled: one setting over every family's series together, which lets one family run over the budget; a family's own line keeps that family within it)")
+	}
+}
+
 // logit is the log-odds of a probability.
 func logit(p float64) float64 { return math.Log(p / (1 - p)) }
 
 // marginOf is threshold t as a margin over the models' threshold, nil when
 // it is none the engine takes.
 func marginOf(t, model float64) *float64 {
-	m := logit(t) - logit(model)
+	// Rounded to a millionth of a logit, finer than any sweep's step:
+	// the float noise of a logit (2.124999999999999, the sweep's last
+	// threshold at 10.00000000000097) would read as a figure of its own,
+	// or as beyond the front ends' 10.
+	m := math.Round((logit(t)-logit(model))*1e6) / 1e6
+	if m == 0 {
+		m = 0 // not -0
+	}
 	if engine.MarginReason(m) != "" {
 		return nil
 	}
@@ -536,12 +575,23 @@ func buildFamily(rep *sim.Report, budget float64, modelThr *float64) familyResul
 			}
 			pr.WithinBudget = true
 			pr.Point = p
-			if c.Policy == sim.PolicyActivation && modelThr != nil {
-				fr.Margin = marginOf(p.Knob, *modelThr)
-			}
 		}
-		if p, _, ok := c.BestEachHost(budget); ok && c.Policy == sim.PolicyActivation && modelThr != nil {
-			fr.MarginEachHost = marginOf(p.Knob, *modelThr)
+		if modelThr != nil {
+			var pair, each **float64
+			switch c.Policy {
+			case sim.PolicyActivation:
+				pair, each = &fr.Margin, &fr.MarginEachHost
+			case stepsPolicy:
+				pair, each = &fr.StepsMargin, &fr.StepsMarginEachHost
+			}
+			if pair != nil {
+				if p, _, ok := c.Best(budget); ok {
+					*pair = marginOf(p.Knob, *modelThr)
+				}
+				if p, _, ok := c.BestEachHost(budget); ok {
+					*each = marginOf(p.Knob, *modelThr)
+				}
+			}
 		}
 		fr.Policies = append(fr.Policies, pr)
 	}
@@ -664,13 +714,10 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 				pr.FirstDensity, pr.FirstViolationRate, pr.SecondDensity, pr.SecondViolationRate)
 		}
 	}
-	if fr.Margin != nil {
-		each := ""
-		if fr.MarginEachHost != nil {
-			each = fmt.Sprintf("; %s with each host of a pair within the budget", strconv.FormatFloat(*fr.MarginEachHost, 'f', 3, 64))
-		}
-		fmt.Fprintf(w, "activation at the budget: a margin of %s logits over the models' output threshold (the pair's budget)%s (margin in the provider, the strategy and explain)\n", strconv.FormatFloat(*fr.Margin, 'f', 3, 64), each)
+	if fr.Margin != nil || fr.StepsMargin != nil {
+		writeMargins(w, fr)
 	}
+
 	if s.AdmissionOracleDensity != nil {
 		fmt.Fprintf(w, "ceiling: the admission oracle (a reference, not a bound) %.3f of the oracle (%s of the gap, at no violation)\n",
 			*s.AdmissionOracleDensity, opt(s.CeilingGapClosed, false))
