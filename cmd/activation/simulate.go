@@ -498,7 +498,10 @@ func writeMargins(w io.Writer, fr *familyResult) {
 		}
 		eachText := "no margin keeps each host of a pair within the budget"
 		if each != nil {
-			eachText = logits(each) + " with each host of a pair within it (the one to set)"
+			eachText = logits(each) + " with each host of a pair within it"
+			if fr.Family != sim.PooledFamily {
+				eachText += " (the one to set)"
+			}
 		}
 		fmt.Fprintf(w, "margin at the budget, %s: %s on the pair's budget; %s\n", what, logits(pair), eachText)
 	}
