@@ -381,7 +381,7 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 		if why := HoldBandReason(b); why != "" {
 			return obsErr(role, "hold_band", "%s", why)
 		}
-		if act := p.model.Layers[len(p.model.Layers)-1].Activation; act != ActivationSigmoid {
+		if act := p.model.OutputActivation(); act != ActivationSigmoid {
 			return obsErr(role, "hold_band", "model %s has %s outputs; a hold band needs sigmoid outputs (a band in logits)", p.model.Name, act)
 		}
 	}
@@ -389,7 +389,7 @@ func decideHost(in *HostInput, role string, h *HostDecision) error {
 		if why := MarginReason(m); why != "" {
 			return obsErr(role, "margin", "%s", why)
 		}
-		if act := p.model.Layers[len(p.model.Layers)-1].Activation; act != ActivationSigmoid {
+		if act := p.model.OutputActivation(); act != ActivationSigmoid {
 			return obsErr(role, "margin", "model %s has %s outputs; a margin needs sigmoid outputs (a margin in logits)", p.model.Name, act)
 		}
 	}

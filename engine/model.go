@@ -258,6 +258,11 @@ func (m *Model) Epsilon() float64 {
 	return *m.InputEpsilon
 }
 
+// OutputActivation is the activation of the model's output layer: a hold
+// band or a margin moves an output threshold in logits, so it needs
+// ActivationSigmoid.
+func (m *Model) OutputActivation() string { return m.Layers[len(m.Layers)-1].Activation }
+
 // Threshold returns the output threshold in force (the default when unset).
 func (m *Model) Threshold() float64 {
 	if m.OutputThreshold == nil {

@@ -340,15 +340,17 @@ func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand, margin typ
 	} else if why := engine.MinSamplesReason(n); why != "" {
 		errs = append(errs, &valueError{path: roots.minSamples, reason: why})
 	}
-	if b, why := figure(holdBand); why != "" {
-		errs = append(errs, &valueError{path: roots.holdBand, reason: why})
-	} else if why := engine.HoldBandReason(b); why != "" {
-		errs = append(errs, &valueError{path: roots.holdBand, reason: why})
-	}
-	if mg, why := figure(margin); why != "" {
-		errs = append(errs, &valueError{path: roots.margin, reason: why})
-	} else if why := engine.MarginReason(mg); why != "" {
-		errs = append(errs, &valueError{path: roots.margin, reason: why})
+	// The settings in logits: a figure, then the engine's range.
+	for _, st := range []struct {
+		v      types.Number
+		at     path.Path
+		reason func(float64) string
+	}{{holdBand, roots.holdBand, engine.HoldBandReason}, {margin, roots.margin, engine.MarginReason}} {
+		if f, why := figure(st.v); why != "" {
+			errs = append(errs, &valueError{path: st.at, reason: why})
+		} else if why := st.reason(f); why != "" {
+			errs = append(errs, &valueError{path: st.at, reason: why})
+		}
 	}
 	return errs
 }

@@ -260,7 +260,7 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 		// outputs.
 		for _, p := range []*engine.Processor{a.adm, a.capy} {
 			m := p.Model()
-			if act := m.Layers[len(m.Layers)-1].Activation; act != engine.ActivationSigmoid {
+			if act := m.OutputActivation(); act != engine.ActivationSigmoid {
 				return nil, fmt.Errorf("activation policy: hold band %v: model %s has %s outputs; a hold band needs sigmoid outputs (a band in logits)", b, m.Name, act)
 			}
 		}

@@ -182,16 +182,16 @@ type calibration struct {
 
 // ratios loads source i and returns usage over its base request for
 // every sample (unsorted), or the reason it is not usable.
-func ratios(src Source, sc Scenario) ([]float64, traces.Spacing, error) {
+func ratios(src Source, sc Scenario) ([]float64, []int64, error) {
 	s, err := src.Load()
 	if err != nil {
-		return nil, traces.Spacing{}, &loadError{err}
+		return nil, nil, &loadError{err}
 	}
 	a, err := normalise(s, sc)
 	if err != nil {
-		return nil, traces.Spacing{}, err
+		return nil, nil, err
 	}
-	return usageOverRequest(a.Usage, a.Request), traces.SpacingOf(s.Times), nil
+	return usageOverRequest(a.Usage, a.Request), s.Times, nil
 }
 
 // calibrate runs the passes over src: which series are usable, the pooled
@@ -206,7 +206,7 @@ func calibrate(ctx context.Context, src []Source, sc Scenario, workers int, prog
 	total := newPassState(searches)
 	var done int
 	err := parallel(ctx, workers, len(src), func(i int) error {
-		x, sp, err := ratios(src[i], sc)
+		x, times, err := ratios(src[i], sc)
 		if u, ok := isUnusable(err); ok {
 			c.series[i] = seriesSummary{skipped: u}
 		} else if err != nil {
@@ -218,7 +218,7 @@ func calibrate(ctx context.Context, src []Source, sc Scenario, workers int, prog
 				local.add(searches, v)
 			}
 			slices.Sort(x)
-			c.series[i] = seriesSummary{usable: true, samples: int64(len(x)), median: stats.QuantileSorted(x, 0.5), spacing: sp}
+			c.series[i] = seriesSummary{usable: true, samples: int64(len(x)), median: stats.QuantileSorted(x, 0.5), spacing: traces.SpacingOf(times)}
 		}
 		mu.Lock()
 		total.merge(local)

@@ -226,29 +226,25 @@ func (c *Curve) Edge(budget float64) string {
 // not their mean: the setting at which neither host of a pair overloads
 // more often than the budget.
 func (c *Curve) BestEachHost(budget float64) (Point, int, bool) {
-	best, bi := Point{}, -1
-	for i, p := range c.Points {
-		v := max(p.FirstViolationRate, p.SecondViolationRate)
-		if v > budget {
-			continue
-		}
-		if bi < 0 || p.Density > best.Density || (p.Density == best.Density && v < max(best.FirstViolationRate, best.SecondViolationRate)) {
-			best, bi = p, i
-		}
-	}
-	return best, bi, bi >= 0
+	return c.best(budget, func(p Point) float64 { return max(p.FirstViolationRate, p.SecondViolationRate) })
 }
 
 // Best returns the point of highest density whose violation rate is within
 // budget (ties: the lower violation rate, then the first in sweep order),
 // and false when no point is within budget.
 func (c *Curve) Best(budget float64) (Point, int, bool) {
+	return c.best(budget, func(p Point) float64 { return p.ViolationRate })
+}
+
+// best is the point of highest density whose rate is within budget (ties:
+// the lower rate, then the first in sweep order).
+func (c *Curve) best(budget float64, rate func(Point) float64) (Point, int, bool) {
 	best, bi := Point{}, -1
 	for i, p := range c.Points {
-		if p.ViolationRate > budget {
+		if rate(p) > budget {
 			continue
 		}
-		if bi < 0 || p.Density > best.Density || (p.Density == best.Density && p.ViolationRate < best.ViolationRate) {
+		if bi < 0 || p.Density > best.Density || (p.Density == best.Density && rate(p) < rate(best)) {
 			best, bi = p, i
 		}
 	}

@@ -100,6 +100,12 @@ type Gapped struct {
 	UsualSeconds   int64  `json:"usual_seconds"`
 }
 
+// GappedOf is the series' entry in Report.Gaps, and false when its
+// spacing has no gap.
+func GappedOf(series string, sp traces.Spacing) (Gapped, bool) {
+	return Gapped{Series: series, Gaps: sp.Gaps, LargestSeconds: sp.Largest, UsualSeconds: sp.Usual}, sp.Gaps > 0
+}
+
 // Report is the result of replaying every policy and knob setting on a set
 // of series.
 // PooledFamily is the Family of the report over every family; no trace
@@ -244,8 +250,8 @@ func RunSources(ctx context.Context, src []Source, sc Scenario, policies []Polic
 	for i, s := range cal.series {
 		if s.usable {
 			usable = append(usable, i)
-			if sp := s.spacing; sp.Gaps > 0 {
-				rep.Gaps = append(rep.Gaps, Gapped{Series: src[i].Name, Gaps: sp.Gaps, LargestSeconds: sp.Largest, UsualSeconds: sp.Usual})
+			if g, ok := GappedOf(src[i].Name, s.spacing); ok {
+				rep.Gaps = append(rep.Gaps, g)
 			}
 		} else {
 			rep.Skipped = append(rep.Skipped, Skipped{Series: s.skipped.Series, Reason: s.skipped.Reason})

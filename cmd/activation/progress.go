@@ -74,8 +74,8 @@ func gapNote(family string, gaps []sim.Gapped, series int) string {
 func seriesGaps(ss []traces.Series) []sim.Gapped {
 	var out []sim.Gapped
 	for _, s := range ss {
-		if sp := traces.SpacingOf(s.Times); sp.Gaps > 0 {
-			out = append(out, sim.Gapped{Series: s.Name, Gaps: sp.Gaps, LargestSeconds: sp.Largest, UsualSeconds: sp.Usual})
+		if g, ok := sim.GappedOf(s.Name, traces.SpacingOf(s.Times)); ok {
+			out = append(out, g)
 		}
 	}
 	return out

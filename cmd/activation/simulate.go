@@ -350,7 +350,7 @@ func cmdSimulate(args []string, e env) error {
 	// thresholds both models share.
 	var modelThr *float64
 	if t := adm.Model().Threshold(); f.knob == sim.KnobOutputThreshold && t == capy.Model().Threshold() &&
-		sigmoidOutputs(adm.Model()) && sigmoidOutputs(capy.Model()) {
+		adm.Model().OutputActivation() == engine.ActivationSigmoid && capy.Model().OutputActivation() == engine.ActivationSigmoid {
 		modelThr = &t
 	}
 	if len(reps) == 1 {
@@ -532,12 +532,6 @@ func marginOf(t, model float64) *float64 {
 	return &m
 }
 
-// sigmoidOutputs reports whether m's outputs are sigmoid: a margin moves
-// a threshold in logits.
-func sigmoidOutputs(m *engine.Model) bool {
-	return m.Layers[len(m.Layers)-1].Activation == engine.ActivationSigmoid
-}
-
 // policyResult is a policy's best setting within the budget (knob null and
 // within_budget false when none is), and its whole curve.
 type policyResult struct {
@@ -588,8 +582,8 @@ func buildFamily(rep *sim.Report, budget float64, modelThr *float64) familyResul
 				pair, each = &fr.StepsMargin, &fr.StepsMarginEachHost
 			}
 			if pair != nil {
-				if p, _, ok := c.Best(budget); ok {
-					*pair = marginOf(p.Knob, *modelThr)
+				if pr.WithinBudget {
+					*pair = marginOf(pr.Point.Knob, *modelThr)
 				}
 				if p, _, ok := c.BestEachHost(budget); ok {
 					*each = marginOf(p.Knob, *modelThr)
