@@ -179,6 +179,14 @@ type HostDecision struct {
 	Margin float64 `json:"margin,omitempty"`
 }
 
+// Overloads reports whether the decision is a safety scale-down for a
+// host where running replicas run: the count is below them because they
+// do not fit (by CPU or memory), not because the quota clamped it. A
+// controller's hysteresis does not hold such a move (Steps.Control).
+func (h *HostDecision) Overloads(running int) bool {
+	return h.Containers < running && !h.Clamped && (h.Limit == LimitCPU || h.Limit == LimitMemory)
+}
+
 // RefusedSlot is the first replica the admission processor refused.
 type RefusedSlot struct {
 	Slot     int     `json:"slot"`

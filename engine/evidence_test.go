@@ -131,6 +131,69 @@ func TestStepLimits(t *testing.T) {
 	}
 }
 
+// Control is Apply with hysteresis waived for a safety move (a scale-down
+// the running replicas need, a first replica from 0), and only then.
+func TestStepsControl(t *testing.T) {
+	must := func(s string) Step {
+		st, err := ParseStep(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	band := Steps{Hysteresis: must("2"), MaxDown: must("3")}
+	tests := []struct {
+		name                    string
+		steps                   Steps
+		current, target, lo, hi int
+		overloaded              bool
+		want                    int
+		waived                  string
+	}{
+		{"a wobble down is held", band, 10, 9, 0, 110, false, 10, ""},
+		{"an overloaded replica goes", band, 10, 9, 0, 110, true, 9, "the running replicas do not fit"},
+		{"overloaded, a real change: nothing waived", band, 10, 8, 0, 110, true, 8, ""},
+		{"overloaded still within max_scale_down", band, 10, 2, 0, 110, true, 7, ""},
+		{"an overloaded flag does not move a count up", band, 10, 11, 0, 110, true, 10, ""},
+		{"the first replica starts", band, 0, 1, 0, 110, false, 1, "the group's first replica"},
+		{"no band: Apply", Steps{MaxDown: must("3")}, 10, 9, 0, 110, true, 9, ""},
+		{"the quota still bounds it", band, 0, 1, 0, 0, false, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, waived := tc.steps.Control(tc.current, tc.target, tc.lo, tc.hi, tc.overloaded)
+			if got.Count != tc.want {
+				t.Fatalf("Control(%d -> %d, overloaded %v) = %+v; want count %d", tc.current, tc.target, tc.overloaded, got, tc.want)
+			}
+			if (tc.waived == "") != (waived == "") || !strings.Contains(waived, tc.waived) {
+				t.Fatalf("waived %q; want %q", waived, tc.waived)
+			}
+			if !tc.overloaded && tc.current != 0 {
+				if plain := tc.steps.Apply(tc.current, tc.target, tc.lo, tc.hi); plain != got {
+					t.Fatalf("no safety move, yet Control %+v differs from Apply %+v", got, plain)
+				}
+			}
+		})
+	}
+	// HostDecision.Overloads: below the running replicas by CPU or memory,
+	// not by the quota.
+	for _, tc := range []struct {
+		hd      HostDecision
+		running int
+		want    bool
+	}{
+		{HostDecision{Containers: 3, Limit: LimitCPU}, 4, true},
+		{HostDecision{Containers: 3, Limit: LimitMemory}, 4, true},
+		{HostDecision{Containers: 3, Limit: LimitCPU, Clamped: true}, 4, false},
+		{HostDecision{Containers: 3, Limit: LimitDemand}, 4, false},
+		{HostDecision{Containers: 4, Limit: LimitCPU}, 4, false},
+	} {
+		if got := tc.hd.Overloads(tc.running); got != tc.want {
+			t.Errorf("%+v with %d running: Overloads %v, want %v", tc.hd, tc.running, got, tc.want)
+		}
+	}
+}
+
 func TestPlacement(t *testing.T) {
 	// A 16-core node (16000 MHz, 32 GB); replicas reserve 2000 MHz and 1 GB
 	// but use 200 MHz: the engine counts far more than Nomad places.

@@ -122,6 +122,31 @@ func (st Steps) Apply(current, target, lo, hi int) StepResult {
 	return res
 }
 
+// Control is Apply for a controller moving from the count in force
+// (current) to the engine's (target): hysteresis holds a wobble, not a
+// safety move, so it is waived for a scale-down the running replicas need
+// (overloaded: HostDecision.Overloads; a band of "2" would hold one
+// overloaded replica running for good) and for a group's first replica
+// from 0 (a band would never start it). The step limits still apply.
+// Waived says so when the band would have held the move, "" otherwise.
+// The Nomad strategy and the simulator's stepped replay both move by it.
+func (st Steps) Control(current, target, lo, hi int, overloaded bool) (res StepResult, waived string) {
+	target = min(max(target, lo), hi)
+	safety := (overloaded && target < current) || current == 0
+	if st.Hysteresis.IsZero() || target == current || !safety {
+		return st.Apply(current, target, lo, hi), ""
+	}
+	if (Steps{Hysteresis: st.Hysteresis}).Apply(current, target, lo, hi).Count == current {
+		if current == 0 {
+			waived = fmt.Sprintf("hysteresis %s not applied: the group's first replica", st.Hysteresis)
+		} else {
+			waived = fmt.Sprintf("hysteresis %s not applied: the running replicas do not fit", st.Hysteresis)
+		}
+	}
+	st.Hysteresis = Step{}
+	return st.Apply(current, target, lo, hi), waived
+}
+
 func abs(x int) int {
 	if x < 0 {
 		return -x

@@ -93,25 +93,10 @@ func (c *strategyConfig) plan(h *hostConfig, hd *engine.HostDecision, rd *nomadu
 		p.held = target - p.start
 		target = p.start
 	}
-	steps := c.steps
-	if !steps.Hysteresis.IsZero() && target != p.start {
-		// Hysteresis holds a wobble, not a safety move: not a scale-down
-		// the engine made because running replicas do not fit (a band of
-		// "2" held one overloaded replica running for good), nor the
-		// first replica of a group at 0 (it would never start).
-		overloaded := target < p.start && hd.Containers < o.RunningReplicas && !hd.Clamped && (hd.Limit == engine.LimitCPU || hd.Limit == engine.LimitMemory)
-		if overloaded || p.start == 0 {
-			if (engine.Steps{Hysteresis: steps.Hysteresis}).Apply(p.start, target, p.lo, p.hi).Count == p.start {
-				if overloaded {
-					p.note("hysteresis %s not applied: the running replicas do not fit", steps.Hysteresis)
-				} else {
-					p.note("hysteresis %s not applied: the group's first replica", steps.Hysteresis)
-				}
-			}
-			steps.Hysteresis = engine.Step{}
-		}
+	st, waived := c.steps.Control(p.start, target, p.lo, p.hi, hd.Overloads(o.RunningReplicas))
+	if waived != "" {
+		p.note("%s", waived)
 	}
-	st := steps.Apply(p.start, target, p.lo, p.hi)
 	if queuedExcess && st.Count < p.current {
 		p.note("the %d of the current %d that Nomad cannot place go at once; the hold band, step limits and hysteresis apply from %d", p.current-bound, p.current, bound)
 	}

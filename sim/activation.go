@@ -509,7 +509,12 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 						amount = amounts[gi]
 					}
 					q := ad.quotas[j]
-					target, _ := q.Apply(amount)
+					target, clamped := q.Apply(amount)
+					// HostDecision.Overloads, as the strategy reads it:
+					// the replay offers every slot and no more replicas
+					// run than the models have outputs, so a count below
+					// the running ones is bound by CPU or memory.
+					overloaded := target < prev[j][h] && !clamped
 					if banded {
 						// What a controller given HostDecision.Hold does.
 						n := len(b.knobs)
@@ -520,7 +525,8 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 						}
 					}
 					if ad.stepped {
-						target = a.steps.Apply(prev[j][h], target, q.Min, q.Max).Count
+						st, _ := a.steps.Control(prev[j][h], target, q.Min, q.Max, overloaded)
+						target = st.Count
 					}
 					out[j][h] = target
 				}

@@ -279,6 +279,62 @@ func TestActivationHoldBandIsTheEngineHold(t *testing.T) {
 	}
 }
 
+// With step limits and hysteresis, the policy moves each host's count as
+// the Nomad strategy does (engine.Steps.Control, from the count in force,
+// with the band waived for a scale-down the running replicas need and for
+// a first replica): the replay's stepped counts are the engine's, moved so.
+func TestActivationStepsAreTheStrategys(t *testing.T) {
+	all := loadCrane(t)
+	r, err := Prepare(all[6], Shifted(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, _ := engine.ParseStep("3")
+	down, _ := engine.ParseStep("2")
+	hyst, _ := engine.ParseStep("2")
+	steps := engine.Steps{MaxUp: up, MaxDown: down, Hysteresis: hyst}
+	p, err := Activation(ActivationConfig{Steps: steps, Values: []float64{engine.DefaultOutputThreshold}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := p.New(r, engine.DefaultOutputThreshold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := engine.Quota{Min: 0, Max: r.MaxReplicas(), PerBranch: 1, Rounding: engine.RoundNearest}
+	prev, out := []int{r.StartCount(0), r.StartCount(1)}, make([]int, 2)
+	waived, held := 0, 0
+	for d := 0; d < r.Decisions(); d++ {
+		if err := dec.Decide(d, prev, out); err != nil {
+			t.Fatal(err)
+		}
+		var first, second engine.Observation
+		r.Observation(0, d, prev[0], engine.RoleFirst, "first", &first)
+		r.Observation(1, d, prev[1], engine.RoleSecond, "second", &second)
+		want, err := engine.Decide(engine.HostInput{Observation: &first, Quota: q.Spec()},
+			engine.HostInput{Observation: &second, Quota: q.Spec()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for h, hd := range []engine.HostDecision{want.First, want.Second} {
+			running := []int{first.RunningReplicas, second.RunningReplicas}[h]
+			st, why := steps.Control(prev[h], hd.Containers, q.Min, q.Max, hd.Overloads(running))
+			if out[h] != st.Count {
+				t.Fatalf("decision %d, host %d at %d: policy %d, engine %d moved by the strategy's steps to %d (%s%s)", d, h, prev[h], out[h], hd.Containers, st.Count, st.Why, why)
+			}
+			if why != "" {
+				waived++
+			} else if st.Why != "" && st.Count == prev[h] {
+				held++
+			}
+		}
+		copy(prev, out)
+	}
+	if waived == 0 || held == 0 {
+		t.Errorf("%d moves with the band waived and %d held by it: the test needs both", waived, held)
+	}
+}
+
 // A Meter reads what a sweep replay cost: decision points, the engine
 // sweeps on each host (at least one per decision point; the first host's
 // counts in force need more), the bare Decide time, and the share of full
