@@ -383,7 +383,7 @@ func TestEvidenceNotes(t *testing.T) {
 		want string
 	}{
 		{"empty host", obs(0, 0, 0, 8192, 0), "no replica running: a replica counts at its demand"},
-		{"usage with none running", obs(0, 0, 600, 8192, 900), "no replica running: a replica counts at its demand (the window's usage is read as no replica's: with no replica running it is no replica's; give stopped_replicas if it is that of replicas that stopped)"},
+		{"usage with none running", obs(0, 0, 600, 8192, 900), "no replica running: a replica counts at its demand (the window's usage is read as no replica's, none running: a load that stays on the host belongs in other_reserved_cpu_mhz and other_reserved_memory_mb)"},
 		{"stopped, with a queue", func() *Observation {
 			o := obs(0, 0, 600, 8192, 900)
 			o.StoppedReplicas = 2

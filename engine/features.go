@@ -499,7 +499,7 @@ func (fw *featureWork) evidence(o *Observation, slots bool) Evidence {
 		ev.Note = "no replica running: a replica counts at its demand"
 		switch fw.unread {
 		case unreadNoStopped:
-			ev.Note += " (the window's usage is read as no replica's: with no replica running it is no replica's; give stopped_replicas if it is that of replicas that stopped)"
+			ev.Note += " (the window's usage is read as no replica's, none running: a load that stays on the host belongs in other_reserved_cpu_mhz and other_reserved_memory_mb)"
 		case unreadQueue:
 			ev.Note += " (the window's usage, that of the replicas that stopped, is read as no replica's: the queue gives each new replica's size)"
 		}

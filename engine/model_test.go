@@ -229,6 +229,24 @@ func TestWriteModelFileIsAtomic(t *testing.T) {
 	if err := WriteModelFile(filepath.Join(dir, "missing", "m.json"), m); err == nil {
 		t.Fatal("write into a missing directory succeeded")
 	}
+	// A valid model whose last step, the rename over the old file, fails
+	// (a crash there, a full disk): the old file stays whole and no
+	// temporary file is left. A write in place would have changed it.
+	other := *m
+	other.Name = "renamed-model"
+	renameFile = func(from, to string) error { return errors.New("injected rename failure") }
+	t.Cleanup(func() { renameFile = os.Rename })
+	if err := WriteModelFile(path, &other); err == nil || !strings.Contains(err.Error(), "injected rename failure") {
+		t.Fatalf("a failed rename: error %v, want it", err)
+	}
+	renameFile = os.Rename
+	after, _ = os.ReadFile(path)
+	if string(before) != string(after) {
+		t.Fatal("a failed rename changed the existing file")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("a failed rename left %d files in the directory, want 1", len(entries))
+	}
 }
 
 func TestBuiltinModelsLoad(t *testing.T) {

@@ -408,7 +408,28 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 		samples = append(samples, s)
 	}
 	o.Samples = samples
+	if cur == 0 && w.latest.Job == "" {
+		nodeLoad(&o)
+	}
 	return o, nil
+}
+
+// nodeLoad is, for a whole node read with no allocation running, what its
+// usage is: no replica's (the engine reads none of it as a replica's), but
+// load that stays on the node, as processes outside Nomad or a task's
+// leftovers. Its peak over the window is added to what others take of the
+// node (OtherReservedCPUMHz, OtherReservedMemoryMB, never past the
+// capacity), so that the counts leave room for it and a busy empty node
+// does not read as free.
+func nodeLoad(o *engine.Observation) {
+	var cpu, mem float64
+	for _, s := range o.Samples {
+		cpu, mem = max(cpu, s.CPUMHz), max(mem, s.MemoryMB)
+	}
+	o.OtherReservedCPUMHz = min(o.OtherReservedCPUMHz+cpu, o.CPUCapacityMHz)
+	if o.MemoryCapacityMB > 0 {
+		o.OtherReservedMemoryMB = min(o.OtherReservedMemoryMB+mem, o.MemoryCapacityMB)
+	}
 }
 
 // sampleReplicas is how many replicas an observation's samples sum over:

@@ -447,3 +447,65 @@ func TestWindowStoppedKeptOnRefusedReading(t *testing.T) {
 		t.Errorf("stopped replicas %d, want 1", o.StoppedReplicas)
 	}
 }
+
+// A whole node read with no allocation running: its usage is no replica's,
+// but it stays on the node, so its peak is what others take of it (never
+// past the capacity), and the engine's counts leave room for it. With a
+// job, or with replicas running, nothing is added.
+func TestWindowWholeNodeLoad(t *testing.T) {
+	at := time.Unix(1_700_000_000, 0)
+	node := func(i int, cpu, mem float64, running int, job string) *Reading {
+		r := reading("n", at.Add(time.Duration(i)*time.Minute), cpu, running)
+		r.Job = job
+		r.Observation.MemoryCapacityMB = 2000
+		r.Observation.OtherReservedCPUMHz, r.Observation.OtherReservedMemoryMB = 100, 50
+		r.Observation.Samples[0].MemoryMB = mem
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		readings []*Reading
+		cpu, mem float64
+	}{
+		{"an empty node's load stays", []*Reading{node(0, 600, 900, 0, ""), node(1, 760, 800, 0, ""), node(2, 500, 1200, 0, "")}, 100 + 760, 50 + 1200},
+		{"never past the capacity", []*Reading{node(0, 1500, 900, 0, ""), node(1, 1400, 3000, 0, ""), node(2, 900, 100, 0, "")}, 1000, 2000},
+		{"with replicas running, the usage is theirs", []*Reading{node(0, 600, 900, 3, ""), node(1, 700, 800, 3, "")}, 100, 50},
+		{"with a job, the usage is the group's", []*Reading{node(0, 600, 900, 0, "web"), node(1, 700, 800, 0, "web")}, 100, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewWindow(10, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range tc.readings {
+				if err := w.Add(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o, err := w.Observation(tc.readings[len(tc.readings)-1].Time)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.OtherReservedCPUMHz != tc.cpu || o.OtherReservedMemoryMB != tc.mem {
+				t.Fatalf("others take %v MHz, %v MB; want %v, %v", o.OtherReservedCPUMHz, o.OtherReservedMemoryMB, tc.cpu, tc.mem)
+			}
+			if err := o.Validate("test"); err != nil {
+				t.Fatalf("the observation does not validate: %v", err)
+			}
+			// The counts leave room for the load: replicas of 10 MHz fit
+			// in what it leaves of the node's 1000 MHz.
+			if tc.readings[0].Job == "" && o.RunningReplicas == 0 {
+				q := engine.Quota{Min: 0, Max: 110, PerBranch: 1, Rounding: engine.RoundNearest}.Spec()
+				d, err := engine.Decide(engine.HostInput{Observation: &o, Quota: q}, engine.HostInput{Observation: &o, Quota: q})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, hd := range []engine.HostDecision{d.First, d.Second} {
+					if used := float64(hd.Containers)*10 + tc.cpu; used > 1000 {
+						t.Errorf("%s host: %d replicas of 10 MHz beside %v MHz of load on 1000 MHz", hd.Role, hd.Containers, tc.cpu)
+					}
+				}
+			}
+		})
+	}
+}

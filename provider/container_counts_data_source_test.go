@@ -1292,7 +1292,14 @@ func TestAccContainerCounts_observationRulesBesideUnknown(t *testing.T) {
 	sampleAttrs, _, _ := baseAttrs(t)
 	sampleAttrs[attrFirst] = hclObject(sample)
 	cpu := "resource \"terraform_data\" \"cpu\" {\n  input = 100\n}\n"
+	// warming_replicas out of range while running_replicas, its bound, is
+	// not known yet: the bound is not quoted as 0 (a user trial).
+	warm := observationHCL(testFirst(t))
+	warm[obsRunningReplicas], warm[obsWarmingReplicas] = "terraform_data.cpu.output", "-2"
+	warmAttrs, _, _ := baseAttrs(t)
+	warmAttrs[attrFirst] = hclObject(warm)
 	for name, c := range map[string]struct{ config, want string }{
+		"warming beside an unknown running": {cpu + countsConfig(warmAttrs, ""), literal("Attribute first.warming_replicas: is -2; it must be a whole number from 0 to running_replicas (not known yet)")},
 		"a known sample": {cpu + countsConfig(sampleAttrs, ""), literal("Attribute first.usage_samples[0].cpu_mhz: is -5; it must be a finite number >= 0")},
 		"several": {window + countsConfig(severalAttrs, ""), "(?s)" + literal("Attribute first.warming_replicas: is -1") + ".*" +
 			literal("Attribute first.replica_cpu_demand_mhz: is -7; it must be a finite number > 0") + ".*" +

@@ -128,7 +128,9 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			"The node is chosen by `node_id`, or by `node_name`, `node_pool` and `node_class` (every one set must " +
 			"match): no match or several matches is an error, except that of several nodes with the `node_name` (one replaced " +
 			"under the same name, the old one listed, down, until Nomad collects it) the one not down is read. With `job` (and `group`), usage and requests are those " +
-			"of that task group's running allocations on the node; without, those of the whole node. Nomad keeps no " +
+			"of that task group's running allocations on the node; without, those of the whole node (on a node with no " +
+			"allocation running, the usage is no replica's but stays on the node: its peak over the reads is added to " +
+			"`other_reserved_cpu_mhz` and `other_reserved_memory_mb`, so the counts leave room for it). Nomad keeps no " +
 			"usage history, so each read is one sample: set `samples` to read several times, " +
 			"`sample_interval_seconds` apart, during the plan. The `nomad` block of the provider says how to reach Nomad; " +
 			"every instance of this data source in a configuration shares the provider's one connection (and one usage reader per " +

@@ -607,9 +607,15 @@ func (m *observationModel) probeErrors(ctx context.Context, role string, roots i
 		err = o.CheckRole(role)
 	}
 	var errs []*valueError
+	warming := root.AtName(obsWarmingReplicas)
 	for _, ve := range engineValueErrors(err, roots) {
 		if !underAny(ve.path, replaced) {
 			ve.summary = "Cannot compute the container counts"
+			if isUnknown[obsRunningReplicas] && ve.path.Equal(warming) {
+				// The rule's upper bound is running_replicas, which
+				// the probe stood in for: not a bound to quote.
+				ve.reason = fmt.Sprintf("is %d; it must be a whole number from 0 to running_replicas (not known yet)", o.WarmingReplicas)
+			}
 			errs = append(errs, ve)
 		}
 	}

@@ -384,13 +384,13 @@ func TestTrainRejectsBadSettings(t *testing.T) {
 	}
 	s := DefaultSettings()
 	s.ScaleMax = 2
-	if _, err := Train(all, s, nil); err == nil {
-		t.Fatal("scale above 1 accepted")
+	if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "scale: [") {
+		t.Fatalf("scale above 1: %v, want an error naming scale", err)
 	}
 	s = DefaultSettings()
 	s.Window = 1
-	if _, err := Train(all, s, nil); err == nil {
-		t.Fatal("window of 1 accepted")
+	if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "window: 1") {
+		t.Fatalf("a window of 1: %v, want an error naming window", err)
 	}
 	s = DefaultSettings()
 	s.Restarts = 65

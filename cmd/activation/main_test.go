@@ -903,6 +903,9 @@ func TestSimulateSteps(t *testing.T) {
 				k, d = p.Knob, p.Density
 			}
 		}
+		if k < 0 {
+			t.Fatalf("no setting of the stepped curve is within the budget (each host: %v): the margins cannot be checked", each)
+		}
 		return math.Log(k / (1 - k))
 	}
 	if doc.Margin == nil || doc.StepsMargin == nil || doc.StepsMarginEachHost == nil {

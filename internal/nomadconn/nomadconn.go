@@ -266,7 +266,7 @@ const Redacted = "<redacted>"
 func secrets(s Settings) []string {
 	var out []string
 	add := func(v string) {
-		if len(v) < 4 { // too short to redact without mangling text
+		if v == "" {
 			return
 		}
 		out = append(out, v)
@@ -316,9 +316,55 @@ func (c *Conn) RedactString(text string) string {
 		return text
 	}
 	for _, s := range c.secrets {
-		text = strings.ReplaceAll(text, s, Redacted)
+		if len(s) < shortSecret {
+			text = redactWord(text, s)
+		} else {
+			text = strings.ReplaceAll(text, s, Redacted)
+		}
 	}
 	return text
+}
+
+// shortSecret: a secret shorter than this is redacted where it stands
+// alone (redactWord), not inside every word that holds it, which would
+// mangle the text around it.
+const shortSecret = 4
+
+// redactWord replaces each occurrence of s in text that no letter or
+// digit touches on either side.
+func redactWord(text, s string) string {
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, s)
+		if i < 0 {
+			break
+		}
+		end := i + len(s)
+		before, after := byte(' '), byte(' ')
+		if i > 0 {
+			before = rest[i-1]
+		}
+		if end < len(rest) {
+			after = rest[end]
+		}
+		b.WriteString(rest[:i])
+		if isWordByte(before) || isWordByte(after) {
+			b.WriteString(s)
+		} else {
+			b.WriteString(Redacted)
+		}
+		rest = rest[end:]
+	}
+	if b.Len() == 0 {
+		return text
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+func isWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
 // Redact returns err with every secret in its text replaced; errors.Is and

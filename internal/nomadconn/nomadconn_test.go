@@ -137,6 +137,28 @@ func TestSecretsAreRedactedAtTheBoundary(t *testing.T) {
 	}
 }
 
+// A secret too short to redact inside words (three bytes) is redacted
+// wherever it stands alone, as an echoed header or query value does, and
+// the words that merely hold it are left as they are.
+func TestShortSecretsAreRedactedAlone(t *testing.T) {
+	c, err := New(Settings{Address: "http://127.0.0.1:1", Token: "ab1"}, MapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"token ab1 refused", "token " + Redacted + " refused"},
+		{"X-Nomad-Token: ab1", "X-Nomad-Token: " + Redacted},
+		{"?token=ab1&x=ab1", "?token=" + Redacted + "&x=" + Redacted},
+		{"ab1", Redacted},
+		{"tab1e and ab12 stay", "tab1e and ab12 stay"},
+		{"nothing here", "nothing here"},
+	} {
+		if got := c.RedactString(tc.in); got != tc.want {
+			t.Errorf("RedactString(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestRequestTimeout(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
