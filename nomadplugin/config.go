@@ -657,11 +657,11 @@ func parseQueued(key, v string) ([]engine.Replica, error) {
 		var r engine.Replica
 		var err error
 		if r.CPUMHz, err = parseFigure(strings.TrimSpace(cpuText)); err != nil {
-			return nil, cfgErr(key, "item %d is %q (%v); want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i, item, err)
+			return nil, cfgErr(key, "item %d is %q (%v); want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i+1, item, err)
 		}
 		if hasMem {
 			if r.MemoryMB, err = parseFigure(strings.TrimSpace(memText)); err != nil {
-				return nil, cfgErr(key, "item %d is %q (%v); want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i, item, err)
+				return nil, cfgErr(key, "item %d is %q (%v); want cpu_mhz or cpu_mhz:memory_mb, such as \"500:256\"", i+1, item, err)
 			}
 		}
 		out = append(out, r)

@@ -101,8 +101,8 @@ func TestFloatBelowAFloat64(t *testing.T) {
 // float64 holds is refused naming the key (a review: it read as 0).
 func TestQueuedBelowAFloat64(t *testing.T) {
 	if _, err := parseQueued(PrefixFirst+KeyQueued, "500:256,1e-400:256"); err == nil ||
-		!strings.Contains(err.Error(), `item 1 is "1e-400:256" (closer to 0 than a 64-bit floating point number can hold`) {
-		t.Errorf("error %v, want item 1 refused as below a float64", err)
+		!strings.Contains(err.Error(), `item 2 is "1e-400:256" (closer to 0 than a 64-bit floating point number can hold`) {
+		t.Errorf("error %v, want item 2 refused as below a float64", err)
 	}
 	if q, err := parseQueued(PrefixFirst+KeyQueued, "500:256, 0.5:0"); err != nil || len(q) != 2 || q[1].CPUMHz != 0.5 {
 		t.Errorf("%v, %v; want two replicas", q, err)

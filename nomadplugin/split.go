@@ -172,10 +172,19 @@ func splitBounds(total int64, split [2]int64, hasSplit bool, current [2]int64, q
 		hi[i] = min(hi[i], max(split[i], current[i]))
 	}
 	if total > hi[0]+hi[1] || hi[0] < q[0][0] || hi[1] < q[1][0] {
+		why := "the agent raised the strategy's sum (the policy's min?), and the engine decided no such replicas; set the policy's min at or below the hosts' quota minimums"
+		for i, host := range [2]string{RoleFirst, RoleSecond} {
+			if split[i] < q[i][0] || split[i] > q[i][1] {
+				// The action's own meta disagrees with itself (a count
+				// held outside its quota, or meta not the strategy's):
+				// that, not the agent's sum, is what no split can meet.
+				why = fmt.Sprintf("the action's %s count %d is outside its own quota [%d, %d]", host, split[i], q[i][0], q[i][1])
+				break
+			}
+		}
 		return hi, fmt.Errorf("agent count %d cannot be split without setting a group above both the strategy's count and its current count "+
-			"(first: strategy %d, current %d, quota [%d, %d]; second: strategy %d, current %d, quota [%d, %d]): the agent raised the strategy's sum "+
-			"(the policy's min?), and the engine decided no such replicas; set the policy's min at or below the hosts' quota minimums; no group was changed",
-			total, split[0], current[0], q[0][0], q[0][1], split[1], current[1], q[1][0], q[1][1])
+			"(first: strategy %d, current %d, quota [%d, %d]; second: strategy %d, current %d, quota [%d, %d]): %s; no group was changed",
+			total, split[0], current[0], q[0][0], q[0][1], split[1], current[1], q[1][0], q[1][1], why)
 	}
 	return hi, nil
 }

@@ -1178,7 +1178,7 @@ func TestInvalidInputs(t *testing.T) {
 				}
 			case base == "usage_samples" && refusedAsRead(o, tc.Field):
 				// A sample no host can show (not a number, infinite,
-				// negative) is refused as it is read, naming the figure,
+				// negative, beyond 1e9) is refused as it is read, naming the figure,
 				// and never enters the window: the evaluations after it
 				// decide on the window without it.
 				i, _ := sampleIndex(tc.Field)
@@ -1279,7 +1279,7 @@ func refusedAsRead(o *engine.Observation, field string) bool {
 	default:
 		return false
 	}
-	return !(v >= 0) || math.IsInf(v, 0)
+	return !(v >= 0 && v <= engine.MaxResource) // nomadusage's usableFigure
 }
 
 func TestAPMUsage(t *testing.T) {
@@ -1401,7 +1401,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative demand: the engine's rule", []string{PrefixFirst + KeyReplicaCPU, "-1"}, "", PrefixFirst + KeyReplicaCPU, "finite number > 0"},
 		{"NaN demand: the engine's rule", []string{PrefixFirst + KeyReplicaCPU, "NaN"}, "", PrefixFirst + KeyReplicaCPU, "finite"},
 		{"wanted not a number", []string{PrefixFirst + KeyWantedReplicas, "x"}, "", PrefixFirst + KeyWantedReplicas, "whole number"},
-		{"queued malformed", []string{PrefixFirst + KeyQueued, "500:256,big"}, "", PrefixFirst + KeyQueued, "item 1"},
+		{"queued malformed", []string{PrefixFirst + KeyQueued, "500:256,big"}, "", PrefixFirst + KeyQueued, "item 2 is \"big\""},
 		{"queued without CPU: the engine's rule", []string{PrefixFirst + KeyQueued, "500:256,0:128"}, "", PrefixFirst + KeyQueued, "> 0"},
 		{"missing model file", []string{PrefixFirst + KeyModel, "/nonexistent/model.json"}, "", PrefixFirst + KeyModel, "no such file"},
 		{"unknown builtin", []string{PrefixSecond + KeyModel, "builtin:nope"}, "", PrefixSecond + KeyModel, "no built-in model"},

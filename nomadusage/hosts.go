@@ -563,15 +563,18 @@ func (ev *evaluation) readOne(ctx context.Context, n *node, a *api.AllocationLis
 		// An answer no allocation can give (a negative figure: JSON
 		// carries no NaN, but a proxy or a driver's arithmetic can give
 		// one): not a measurement.
-		return statsResult{err: fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats.TotalTicks is %v; it must be a finite number >= 0", a.ID, n.name, ErrBadUsage, r.cpu)}
+		return statsResult{err: fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.CpuStats.TotalTicks is %v; %s", a.ID, n.name, ErrBadUsage, r.cpu, figureRange)}
 	}
 	if ms := st.ResourceUsage.MemoryStats; ms != nil {
 		// cgroups v2 reports Usage and may leave RSS at zero.
-		used := ms.RSS
+		used, name := ms.RSS, "RSS"
 		if used == 0 {
-			used = ms.Usage
+			used, name = ms.Usage, "Usage"
 		}
 		r.mem = float64(used) / mib
+		if !usableFigure(r.mem) {
+			return statsResult{err: fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.MemoryStats.%s is %v MB; %s", a.ID, n.name, ErrBadUsage, name, r.mem, figureRange)}
+		}
 	}
 	return r
 }

@@ -1238,6 +1238,14 @@ func TestReadHostsOneBadFigure(t *testing.T) {
 		{"negative CPU ticks", func(m map[string]any) {
 			m["ResourceUsage"].(map[string]any)["CpuStats"].(map[string]any)["TotalTicks"] = -1e6
 		}, ErrBadUsage},
+		// Figures beyond any host (a garbage cgroup counter): a user
+		// trial saw one answer stop every decision for max_age.
+		{"CPU ticks beyond any host", func(m map[string]any) {
+			m["ResourceUsage"].(map[string]any)["CpuStats"].(map[string]any)["TotalTicks"] = 1e300
+		}, ErrBadUsage},
+		{"a memory RSS beyond any host", func(m map[string]any) {
+			m["ResourceUsage"].(map[string]any)["MemoryStats"].(map[string]any)["RSS"] = uint64(18e18)
+		}, ErrBadUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t, n)
@@ -1268,34 +1276,44 @@ func TestReadHostsOneBadFigure(t *testing.T) {
 	}
 }
 
-// TestReadNodeUsageBadFigure: a node's client stats with a CPU figure no
+// TestReadNodeUsageBadFigure: a node's client stats with a CPU or memory figure no
 // host can show fail the read, naming the field. On a real cluster the
 // client's transport edits the node's own answer.
 func TestReadNodeUsageBadFigure(t *testing.T) {
-	isStats := func(path string) bool { return path == "/v1/client/stats" }
-	edit := func(_ string, body []byte) ([]byte, error) {
-		var m map[string]any
-		if err := json.Unmarshal(body, &m); err != nil {
-			return nil, err
-		}
-		m["CPUTicksConsumed"] = -5
-		return json.Marshal(m)
-	}
-	var c *api.Client
-	var node string
-	if testsupport.ClusterEnv().Real() {
-		cl := newCluster(t)
-		c = cl.realClient(t, func(next http.RoundTripper) http.RoundTripper {
-			return answerEditor{next: next, match: isStats, edit: edit}
+	for _, tc := range []struct {
+		field string
+		edit  func(m map[string]any)
+	}{
+		{"CPUTicksConsumed", func(m map[string]any) { m["CPUTicksConsumed"] = -5 }},
+		{"Memory.Used", func(m map[string]any) { m["Memory"].(map[string]any)["Used"] = uint64(18e18) }},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			isStats := func(path string) bool { return path == "/v1/client/stats" }
+			edit := func(_ string, body []byte) ([]byte, error) {
+				var m map[string]any
+				if err := json.Unmarshal(body, &m); err != nil {
+					return nil, err
+				}
+				tc.edit(m)
+				return json.Marshal(m)
+			}
+			var c *api.Client
+			var node string
+			if testsupport.ClusterEnv().Real() {
+				cl := newCluster(t)
+				c = cl.realClient(t, func(next http.RoundTripper) http.RoundTripper {
+					return answerEditor{next: next, match: isStats, edit: edit}
+				})
+				node = cl.node.ID
+			} else {
+				p := newPair(t, 1)
+				c, node = rewritingClient(t, p.s.URL(), isStats, edit), p.nodeA
+			}
+			_, err := (&Reader{Client: c}).Read(context.Background(), Query{Host: HostSelector{NodeID: node}, ReplicaCPUDemandMHz: 500})
+			if !errors.Is(err, ErrBadUsage) || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("err %v, want ErrBadUsage naming %s", err, tc.field)
+			}
 		})
-		node = cl.node.ID
-	} else {
-		p := newPair(t, 1)
-		c, node = rewritingClient(t, p.s.URL(), isStats, edit), p.nodeA
-	}
-	_, err := (&Reader{Client: c}).Read(context.Background(), Query{Host: HostSelector{NodeID: node}, ReplicaCPUDemandMHz: 500})
-	if !errors.Is(err, ErrBadUsage) || !strings.Contains(err.Error(), "CPUTicksConsumed") {
-		t.Errorf("err %v, want ErrBadUsage naming CPUTicksConsumed", err)
 	}
 }
 

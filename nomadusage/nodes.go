@@ -94,6 +94,12 @@ func (n *node) capacity() (cpu, mem float64, err error) {
 	if cpu <= 0 {
 		return 0, 0, fmt.Errorf("%w: allocatable CPU is %v MHz after reservations", ErrMissingData, cpu)
 	}
+	// A node that reports its memory and reserves all of it (or more), or
+	// reports a negative figure, has none to allocate: not a node whose
+	// memory is unknown (0), which would leave memory unjudged.
+	if reported := (n.res != nil && n.res.Memory.MemoryMB > 0) || (n.res == nil && n.legacy.MemoryMB != nil && *n.legacy.MemoryMB > 0); mem < 0 || (reported && mem == 0) {
+		return 0, 0, fmt.Errorf("%w: allocatable memory is %v MB after reservations", ErrMissingData, mem)
+	}
 	return cpu, max(mem, 0), nil
 }
 

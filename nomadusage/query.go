@@ -3,7 +3,6 @@ package nomadusage
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -52,9 +51,14 @@ var (
 	ErrOlderReading = errors.New("reading older than the usage window's newest sample")
 )
 
-// usableFigure says whether v is a usage figure a host can show: a
-// finite number >= 0.
-func usableFigure(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+// usableFigure says whether v is a usage figure a host can show: a number
+// from 0 to engine.MaxResource (a figure beyond it, a garbage cgroup
+// counter, is no measurement: the engine refuses it, and in a usage window
+// it would stop every decision until it aged out).
+func usableFigure(v float64) bool { return v >= 0 && v <= engine.MaxResource }
+
+// figureRange is the rule usableFigure checks, for error texts.
+var figureRange = fmt.Sprintf("it must be a number from 0 to %g", float64(engine.MaxResource))
 
 // StatsLag bounds how far apart in time the stats of one node's
 // allocations may be. A Nomad client collects each task's stats every

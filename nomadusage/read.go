@@ -200,7 +200,10 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 		return nil, fmt.Errorf("client stats of node %s (%s): %w: Memory", n.name, n.id, ErrMissingData)
 	}
 	if c := hs.CPUTicksConsumed; !usableFigure(c) {
-		return nil, fmt.Errorf("client stats of node %s (%s): %w: CPUTicksConsumed is %v; it must be a finite number >= 0", n.name, n.id, ErrBadUsage, c)
+		return nil, fmt.Errorf("client stats of node %s (%s): %w: CPUTicksConsumed is %v; %s", n.name, n.id, ErrBadUsage, c, figureRange)
+	}
+	if m := float64(hs.Memory.Used) / mib; !usableFigure(m) {
+		return nil, fmt.Errorf("client stats of node %s (%s): %w: Memory.Used is %v MB; %s", n.name, n.id, ErrBadUsage, m, figureRange)
 	}
 	if hs.Timestamp > 0 {
 		rd.Time, rd.ReadTime = time.Unix(0, int64(hs.Timestamp)), false

@@ -278,7 +278,7 @@ func (w *Window) Add(r *Reading) error {
 		v    float64
 	}{{"cpu_mhz", s.CPUMHz}, {"memory_mb", s.MemoryMB}} {
 		if !usableFigure(f.v) {
-			return fmt.Errorf("%w: the reading's sample at %s: %s is %v; it must be a finite number >= 0", ErrBadUsage, r.Time.UTC().Format(time.RFC3339), f.name, f.v)
+			return fmt.Errorf("%w: the reading's sample at %s: %s is %v; %s", ErrBadUsage, r.Time.UTC().Format(time.RFC3339), f.name, f.v, figureRange)
 		}
 	}
 	w.mu.Lock()

@@ -258,7 +258,7 @@ func TestWindowRefusesBadSample(t *testing.T) {
 	if err := w.Add(mk(now.Add(-2*time.Second), 100, 10)); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range [][2]float64{{-1, 10}, {math.NaN(), 10}, {math.Inf(1), 10}, {100, -1}, {100, math.NaN()}} {
+	for _, bad := range [][2]float64{{-1, 10}, {math.NaN(), 10}, {math.Inf(1), 10}, {100, -1}, {100, math.NaN()}, {2e9, 10}, {100, 1.7e13}} {
 		if err := w.Add(mk(now.Add(-time.Second), bad[0], bad[1])); !errors.Is(err, ErrBadUsage) {
 			t.Errorf("sample cpu %v memory %v: err %v, want ErrBadUsage", bad[0], bad[1], err)
 		}

@@ -170,6 +170,7 @@ func (q *quotaModel) toEngine(root path.Path) (*engine.QuotaSpec, error) {
 		return nil, nil
 	}
 	s := &engine.QuotaSpec{}
+	var errs valueErrors // every attribute's problem at once
 	for _, f := range [...]struct {
 		name string
 		v    types.Number
@@ -180,16 +181,20 @@ func (q *quotaModel) toEngine(root path.Path) (*engine.QuotaSpec, error) {
 		}
 		i, why := count(f.v)
 		if why != "" {
-			return nil, &valueError{path: root.AtName(f.name), reason: why}
+			errs = append(errs, &valueError{path: root.AtName(f.name), reason: why})
+			continue
 		}
 		*f.dst = &i
 	}
 	if !q.PerBranch.IsNull() {
 		x, why := figure(q.PerBranch)
 		if why != "" {
-			return nil, &valueError{path: root.AtName(quotaPerBranch), reason: why}
+			errs = append(errs, &valueError{path: root.AtName(quotaPerBranch), reason: why})
 		}
 		s.PerBranch = &x
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	if !q.Rounding.IsNull() {
 		r := q.Rounding.ValueString()
@@ -328,7 +333,7 @@ func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand, margin typ
 		}
 		spec, err := q.toEngine(roots.hosts[roles[i]].quota)
 		if err != nil {
-			errs = append(errs, asValueError(err, roots.hosts[roles[i]].quota))
+			errs = append(errs, valueErrorsOf(err, roots.hosts[roles[i]].quota)...)
 			continue
 		}
 		for _, err := range spec.Check(roles[i]) {

@@ -1300,7 +1300,7 @@ func TestAccContainerCounts_observationRulesBesideUnknown(t *testing.T) {
 	warmAttrs[attrFirst] = hclObject(warm)
 	for name, c := range map[string]struct{ config, want string }{
 		"warming beside an unknown running": {cpu + countsConfig(warmAttrs, ""), literal("Attribute first.warming_replicas: is -2; it must be a whole number from 0 to running_replicas (not known yet)")},
-		"a known sample": {cpu + countsConfig(sampleAttrs, ""), literal("Attribute first.usage_samples[0].cpu_mhz: is -5; it must be a finite number >= 0")},
+		"a known sample":                    {cpu + countsConfig(sampleAttrs, ""), literal("Attribute first.usage_samples[0].cpu_mhz: is -5; it must be a finite number >= 0")},
 		"several": {window + countsConfig(severalAttrs, ""), "(?s)" + literal("Attribute first.warming_replicas: is -1") + ".*" +
 			literal("Attribute first.replica_cpu_demand_mhz: is -7; it must be a finite number > 0") + ".*" +
 			literal("Attribute second.requested_cpu_mhz: is -5; it must be a finite number >= 0")},
@@ -1664,7 +1664,7 @@ func TestContainerCountsValidateObservationRules(t *testing.T) {
 		{"wanted beside an unknown queue waits", map[string]attr.Value{obsWantedReplicas: num(2),
 			obsQueuedReplicas: types.ListUnknown(types.ObjectType{AttrTypes: replicaAttrTypes})}, "", ""},
 		{"negative warming beside unknown running", map[string]attr.Value{obsRunningReplicas: types.NumberUnknown(), obsWarmingReplicas: num(-1)},
-			"first.warming_replicas", "is -1; it must be a whole number from 0 to 0"},
+			"first.warming_replicas", "is -1; it must be a whole number from 0 to running_replicas (not known yet)"},
 		{"a window shorter than min_samples waits for the read", map[string]attr.Value{obsCPUCapacityMHz: types.NumberUnknown(), obsUsageSamples: shortWindow(2)}, "", ""},
 		// (from a review: the probe's conversion dropped these)
 		{"a figure beyond a float beside an unknown window", map[string]attr.Value{obsUsageSamples: unknownWindow, obsRequestedCPUMHz: types.NumberValue(big.NewFloat(0).SetMantExp(big.NewFloat(1), 2000))},

@@ -150,12 +150,10 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		}
 		decoded[i] = true
 	}
-	if len(errs) > 0 {
-		resp.Error = funcError(errs)
-		return
-	}
-	if !known {
-		// As the data source at validate: what is known, by the read's rules.
+	if len(errs) > 0 || !known {
+		// As the data source at validate: what is known, by the read's
+		// rules, beside the arguments that did not decode (every
+		// problem at once, not one argument's a plan).
 		var obs [2]*observationModel
 		var qs [2]*quotaModel
 		minSamples, holdBand, margin := types.NumberNull(), types.NumberNull(), types.NumberNull()
@@ -168,7 +166,8 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		if decoded[2] {
 			qs, minSamples, holdBand, margin = [2]*quotaModel{qm.First, qm.Second}, qm.MinSamples, qm.HoldBand, qm.Margin
 		}
-		if errs := knownErrors(ctx, obs, qs, minSamples, holdBand, margin, fnRoots); len(errs) > 0 {
+		errs = append(errs, knownErrors(ctx, obs, qs, minSamples, holdBand, margin, fnRoots)...)
+		if len(errs) > 0 {
 			resp.Error = funcError(errs)
 			return
 		}
