@@ -292,6 +292,11 @@ func (h *HostDecision) Reason() string {
 			bound = "min"
 		}
 		fmt.Fprintf(&b, "; clamped from %d to the quota's %s", h.Unclamped, bound)
+		if bound == "min" && (h.Limit == LimitCPU || h.Limit == LimitMemory) {
+			// The host bound the amount: the min asks for more than the
+			// models find it can run (a user trial read only "clamped").
+			fmt.Fprintf(&b, ", %d above what the host fits by its %s: expect it overloaded", h.Containers-h.Unclamped, h.Limit)
+		}
 	}
 	if h.Hold != nil {
 		fmt.Fprintf(&b, "; hold band %s: %d to %d", strconv.FormatFloat(h.Hold.Band, 'g', -1, 64), h.Hold.Low, h.Hold.High)

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -531,5 +532,39 @@ func TestReasonCountsInEnglish(t *testing.T) {
 		if got := h.Reason(); !strings.Contains(got, c.want) {
 			t.Errorf("%d: %q, want %q", c.n, got, c.want)
 		}
+	}
+}
+
+// A quota's min above what the host fits raises the count past the
+// models' safe count: the explanation says by how much and that the host
+// is expected overloaded (a user trial read only "clamped"); a max, or a
+// min above a count bound by demand, says nothing of overload.
+func TestExplanationMinAboveSafe(t *testing.T) {
+	o := testsupport.Flat(8000, 4, 600, 600, 30) // about 12 replicas fit
+	for _, tc := range []struct {
+		name     string
+		min, max int
+		want     string
+	}{
+		{"min above the safe count", 50, 60, "above what the host fits by its cpu: expect it overloaded"},
+		{"max below it", 0, 3, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := Quota{Min: tc.min, Max: tc.max, PerBranch: 1, Rounding: RoundNearest}.Spec()
+			d, err := Decide(HostInput{Observation: &o, Quota: q}, HostInput{Observation: &o, Quota: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, hd := range []HostDecision{d.First, d.Second} {
+				reason := hd.Reason()
+				if !hd.Clamped {
+					t.Fatalf("%s host: %d not clamped by [%d, %d]", hd.Role, hd.Containers, tc.min, tc.max)
+				}
+				got := strings.Contains(reason, "expect it overloaded")
+				if tc.want == "" && got || tc.want != "" && !strings.Contains(reason, fmt.Sprintf("; clamped from %d to the quota's min, %d %s", hd.Unclamped, hd.Containers-hd.Unclamped, tc.want)) {
+					t.Errorf("%s host: reason %q; want %q", hd.Role, reason, tc.want)
+				}
+			}
+		})
 	}
 }
