@@ -179,12 +179,18 @@ type HostDecision struct {
 	Margin float64 `json:"margin,omitempty"`
 }
 
-// Overloads reports whether the decision is a safety scale-down for a
-// host where running replicas run: the count is below them because they
-// do not fit (by CPU or memory), not because the quota clamped it. A
-// controller's hysteresis does not hold such a move (Steps.Control).
+// Overloads reports whether the models find that some of the running
+// replicas do not fit the host, so that a scale-down is a safety move: on
+// the first host a running replica's slot is refused (the queue puts the
+// running ones first), on the second the safe amount is below the running
+// replicas, bound by CPU or memory. It reads the amount, in replicas, not
+// the count, which the quota's per_branch scales. A controller's
+// hysteresis does not hold such a move (Steps.Control).
 func (h *HostDecision) Overloads(running int) bool {
-	return h.Containers < running && !h.Clamped && (h.Limit == LimitCPU || h.Limit == LimitMemory)
+	if h.Layer == LayerInput {
+		return h.Refused != nil && h.Refused.Running
+	}
+	return h.Amount < running && (h.Limit == LimitCPU || h.Limit == LimitMemory)
 }
 
 // RefusedSlot is the first replica the admission processor refused.

@@ -175,18 +175,23 @@ func TestStepsControl(t *testing.T) {
 			}
 		})
 	}
-	// HostDecision.Overloads: below the running replicas by CPU or memory,
-	// not by the quota.
+	// HostDecision.Overloads: a running replica refused (first host), a
+	// safe amount below the running ones by CPU or memory (second), in
+	// replicas whatever the count's per_branch.
+	in, out := LayerInput, LayerOutput
 	for _, tc := range []struct {
 		hd      HostDecision
 		running int
 		want    bool
 	}{
-		{HostDecision{Containers: 3, Limit: LimitCPU}, 4, true},
-		{HostDecision{Containers: 3, Limit: LimitMemory}, 4, true},
-		{HostDecision{Containers: 3, Limit: LimitCPU, Clamped: true}, 4, false},
-		{HostDecision{Containers: 3, Limit: LimitDemand}, 4, false},
-		{HostDecision{Containers: 4, Limit: LimitCPU}, 4, false},
+		{HostDecision{Layer: out, Amount: 3, Limit: LimitCPU}, 4, true},
+		{HostDecision{Layer: out, Amount: 3, Limit: LimitMemory}, 4, true},
+		{HostDecision{Layer: out, Amount: 3, Limit: LimitSlots}, 4, false},
+		{HostDecision{Layer: out, Amount: 4, Limit: LimitCPU}, 4, false},
+		{HostDecision{Layer: out, Amount: 8, Containers: 2, Limit: LimitCPU}, 4, false}, // per_branch 0.25: fits
+		{HostDecision{Layer: in, Amount: 3, Limit: LimitCPU, Refused: &RefusedSlot{Running: true}}, 4, true},
+		{HostDecision{Layer: in, Amount: 6, Limit: LimitCPU, Refused: &RefusedSlot{Running: false}}, 4, false}, // a new replica refused
+		{HostDecision{Layer: in, Amount: 4, Limit: LimitDemand}, 4, false},
 	} {
 		if got := tc.hd.Overloads(tc.running); got != tc.want {
 			t.Errorf("%+v with %d running: Overloads %v, want %v", tc.hd, tc.running, got, tc.want)

@@ -175,10 +175,11 @@ func splitBounds(total int64, split [2]int64, hasSplit bool, current [2]int64, q
 		why := "the agent raised the strategy's sum (the policy's min?), and the engine decided no such replicas; set the policy's min at or below the hosts' quota minimums"
 		for i, host := range [2]string{RoleFirst, RoleSecond} {
 			if split[i] < q[i][0] || split[i] > q[i][1] {
-				// The action's own meta disagrees with itself (a count
-				// held outside its quota, or meta not the strategy's):
-				// that, not the agent's sum, is what no split can meet.
-				why = fmt.Sprintf("the action's %s count %d is outside its own quota [%d, %d]", host, split[i], q[i][0], q[i][1])
+				// The strategy's count is outside the quota (a count
+				// held outside it, meta not the strategy's, a quota from
+				// the job's scaling block): that, not the agent's sum,
+				// is what no split can meet.
+				why = fmt.Sprintf("the strategy's %s count %d is outside the %s host's quota [%d, %d]", host, split[i], host, q[i][0], q[i][1])
 				break
 			}
 		}

@@ -48,7 +48,7 @@ func TestSplit(t *testing.T) {
 		{"regression: a held group outside its quota", 25, quotaMeta(11, 14, 0, 20, 0, 5), [2]int64{2, 14}, [2]int64{}, "above both"},
 		// A user trial: the error blamed the agent's sum (the policy's
 		// min?) for a count the action's own quota refuses.
-		{"the action's count above its own quota's max", 20, quotaMeta(15, 5, 0, 10, 0, 10), [2]int64{}, [2]int64{}, "the action's first count 15 is outside its own quota [0, 10]"},
+		{"the action's count above its own quota's max", 20, quotaMeta(15, 5, 0, 10, 0, 10), [2]int64{}, [2]int64{}, "the strategy's first count 15 is outside the first host's quota [0, 10]"},
 		{"the sum raised by the agent", 3, quotaMeta(1, 1, 0, 10, 0, 10), [2]int64{}, [2]int64{}, "the agent raised the strategy's sum"},
 	}
 	for _, c := range cases {

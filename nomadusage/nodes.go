@@ -97,10 +97,20 @@ func (n *node) capacity() (cpu, mem float64, err error) {
 	// A node that reports its memory and reserves all of it (or more), or
 	// reports a negative figure, has none to allocate: not a node whose
 	// memory is unknown (0), which would leave memory unjudged.
-	if reported := (n.res != nil && n.res.Memory.MemoryMB > 0) || (n.res == nil && n.legacy.MemoryMB != nil && *n.legacy.MemoryMB > 0); mem < 0 || (reported && mem == 0) {
-		return 0, 0, fmt.Errorf("%w: allocatable memory is %v MB after reservations", ErrMissingData, mem)
+	var total int64 // the memory the node reports, before reservations
+	switch {
+	case n.res != nil:
+		total = n.res.Memory.MemoryMB
+	case n.legacy.MemoryMB != nil:
+		total = int64(*n.legacy.MemoryMB)
 	}
-	return cpu, max(mem, 0), nil
+	switch {
+	case total < 0 || (total > 0 && mem <= 0):
+		return 0, 0, fmt.Errorf("%w: allocatable memory is %v MB after reservations", ErrMissingData, mem)
+	case total == 0:
+		mem = 0 // not reported: unknown, whatever is reserved
+	}
+	return cpu, mem, nil
 }
 
 // findNode reads the one node sel names, whatever its state: by ID with

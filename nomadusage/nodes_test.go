@@ -27,7 +27,9 @@ func TestNodeCapacityMemory(t *testing.T) {
 	}{
 		{"memory less the reserved", node{res: res(4000, 8192), reserved: reserved(1024)}, 7168, ""},
 		{"no memory reported: unknown", node{res: res(4000, 0)}, 0, ""},
+		{"no memory reported, some reserved: unknown", node{res: res(4000, 0), reserved: reserved(1024)}, 0, ""},
 		{"a negative memory figure", node{res: res(4000, -1)}, 0, "allocatable memory is -1 MB"},
+		{"a negative memory figure, some reserved", node{res: res(4000, -1), reserved: reserved(10)}, 0, "allocatable memory is -11 MB"},
 		{"all of it reserved", node{res: res(4000, 8192), reserved: reserved(8192)}, 0, "allocatable memory is 0 MB"},
 		{"more than all of it reserved", node{res: res(4000, 8192), reserved: reserved(9000)}, 0, "allocatable memory is -808 MB"},
 	} {

@@ -391,12 +391,16 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 	}
 	cutoff := now.Add(-w.maxAge)
 	samples := make([]engine.Sample, 0, w.n)
+	var idleCPU, idleMem float64 // the peaks of the samples read with no replica running
 	for i := 0; i < w.n; i++ {
 		e := &w.ring[(w.start+i)%w.size]
 		if e.at.Before(cutoff) {
 			continue
 		}
 		s := e.sample
+		if e.replicas == 0 {
+			idleCPU, idleMem = max(idleCPU, s.CPUMHz), max(idleMem, s.MemoryMB)
+		}
 		if cur > 0 && e.replicas != cur {
 			if e.replicas == 0 {
 				continue
@@ -409,7 +413,7 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 	}
 	o.Samples = samples
 	if cur == 0 && w.latest.Job == "" {
-		nodeLoad(&o)
+		nodeLoad(&o, idleCPU, idleMem)
 	}
 	return o, nil
 }
@@ -417,15 +421,15 @@ func (w *Window) observation(now time.Time, minStopped int) (engine.Observation,
 // nodeLoad is, for a whole node read with no allocation running, what its
 // usage is: no replica's (the engine reads none of it as a replica's), but
 // load that stays on the node, as processes outside Nomad or a task's
-// leftovers. Its peak over the window is added to what others take of the
-// node (OtherReservedCPUMHz, OtherReservedMemoryMB, never past the
-// capacity), so that the counts leave room for it and a busy empty node
-// does not read as free.
-func nodeLoad(o *engine.Observation) {
-	var cpu, mem float64
-	for _, s := range o.Samples {
-		cpu, mem = max(cpu, s.CPUMHz), max(mem, s.MemoryMB)
-	}
+// leftovers. Its peak over the samples read while no allocation ran (cpu,
+// mem; those read while some ran were theirs, gone with them) is added to
+// what others take of the node (OtherReservedCPUMHz,
+// OtherReservedMemoryMB, never past the capacity), so that the counts
+// leave room for it and a busy empty node does not read as free. (Nomad's
+// node stats include the operating system's own use, which the node's
+// reserved resources may already take out of its capacity: that part is
+// counted twice, on the safe side.)
+func nodeLoad(o *engine.Observation, cpu, mem float64) {
 	o.OtherReservedCPUMHz = min(o.OtherReservedCPUMHz+cpu, o.CPUCapacityMHz)
 	if o.MemoryCapacityMB > 0 {
 		o.OtherReservedMemoryMB = min(o.OtherReservedMemoryMB+mem, o.MemoryCapacityMB)

@@ -469,6 +469,9 @@ func TestWindowWholeNodeLoad(t *testing.T) {
 	}{
 		{"an empty node's load stays", []*Reading{node(0, 600, 900, 0, ""), node(1, 760, 800, 0, ""), node(2, 500, 1200, 0, "")}, 100 + 760, 50 + 1200},
 		{"never past the capacity", []*Reading{node(0, 1500, 900, 0, ""), node(1, 1400, 3000, 0, ""), node(2, 900, 100, 0, "")}, 1000, 2000},
+		// Readings while allocations ran, then none: their usage left
+		// with them; only the reading with none running is load (a review).
+		{"samples read while allocations ran are not load", []*Reading{node(0, 900, 1500, 9, ""), node(1, 950, 1600, 9, ""), node(2, 900, 1500, 9, ""), node(3, 20, 100, 0, "")}, 100 + 20, 50 + 100},
 		{"with replicas running, the usage is theirs", []*Reading{node(0, 600, 900, 3, ""), node(1, 700, 800, 3, "")}, 100, 50},
 		{"with a job, the usage is the group's", []*Reading{node(0, 600, 900, 0, "web"), node(1, 700, 800, 0, "web")}, 100, 50},
 	} {

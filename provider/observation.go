@@ -174,10 +174,10 @@ var observationFields = []field{
 		out: "Null: this data source queues no replica (`wanted_replicas` says how many want to run)."},
 	{name: obsOtherReservedCPUMHz, kind: kindFigure,
 		desc: "CPU (MHz) other workloads reserve on the host, at most its capacity: this workload's room is the capacity less it. Unset: 0.",
-		out:  "CPU (MHz) reserved on the node by allocations the observation does not cover: with a `job`, every other job's and group's placed there, and the group's own being stopped; without, the pending ones and those being stopped (still running through their `shutdown_delay`)."},
+		out:  "CPU (MHz) reserved on the node by allocations the observation does not cover: with a `job`, every other job's and group's placed there, and the group's own being stopped; without, the pending ones and those being stopped (still running through their `shutdown_delay`), and on a node with no allocation running the peak of the node's usage over the reads (load no replica accounts for, which stays)."},
 	{name: obsOtherReservedMemoryMB, kind: kindFigure,
 		desc: "Memory (MB) other workloads reserve on the host, at most its capacity. Unset: 0.",
-		out:  "Memory (MB) reserved on the node by allocations the observation does not cover, as for `other_reserved_cpu_mhz`."},
+		out:  "Memory (MB) reserved on the node by allocations the observation does not cover, and the usage no replica accounts for, as for `other_reserved_cpu_mhz`."},
 }
 
 // thousands writes n with a comma between thousands (10080 is "10,080").

@@ -509,12 +509,14 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 						amount = amounts[gi]
 					}
 					q := ad.quotas[j]
-					target, clamped := q.Apply(amount)
+					target, _ := q.Apply(amount)
 					// HostDecision.Overloads, as the strategy reads it:
-					// the replay offers every slot and no more replicas
-					// run than the models have outputs, so a count below
-					// the running ones is bound by CPU or memory.
-					overloaded := target < prev[j][h] && !clamped
+					// the replay offers every slot, the running replicas
+					// first, and no more replicas run than the models
+					// have outputs, so an amount below the running ones
+					// is a running replica refused (first host), or a
+					// safe amount bound by CPU or memory (second).
+					overloaded := amount < prev[j][h]
 					if banded {
 						// What a controller given HostDecision.Hold does.
 						n := len(b.knobs)

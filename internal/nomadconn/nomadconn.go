@@ -304,7 +304,11 @@ func secrets(s Settings) []string {
 		add(base64.StdEncoding.EncodeToString([]byte(s.HTTPAuth)))
 	}
 	for _, v := range s.Headers {
-		add(v)
+		// A header may carry anything ("1", "min"): one too short to
+		// redact without mangling text is no credential.
+		if len(v) >= shortSecret {
+			add(v)
+		}
 	}
 	add(s.ClientKeyPEM)
 	return out
@@ -331,35 +335,28 @@ func (c *Conn) RedactString(text string) string {
 const shortSecret = 4
 
 // redactWord replaces each occurrence of s in text that no letter or
-// digit touches on either side.
+// digit touches on either side (in text as given: "ab1ab1" holds none).
 func redactWord(text, s string) string {
 	var b strings.Builder
-	rest := text
-	for {
-		i := strings.Index(rest, s)
+	last := 0 // text[:last] is written
+	for from := 0; ; {
+		i := strings.Index(text[from:], s)
 		if i < 0 {
 			break
 		}
+		i += from
 		end := i + len(s)
-		before, after := byte(' '), byte(' ')
-		if i > 0 {
-			before = rest[i-1]
-		}
-		if end < len(rest) {
-			after = rest[end]
-		}
-		b.WriteString(rest[:i])
-		if isWordByte(before) || isWordByte(after) {
-			b.WriteString(s)
-		} else {
+		if (i == 0 || !isWordByte(text[i-1])) && (end == len(text) || !isWordByte(text[end])) {
+			b.WriteString(text[last:i])
 			b.WriteString(Redacted)
+			last = end
 		}
-		rest = rest[end:]
+		from = i + 1
 	}
-	if b.Len() == 0 {
+	if last == 0 {
 		return text
 	}
-	b.WriteString(rest)
+	b.WriteString(text[last:])
 	return b.String()
 }
 

@@ -151,10 +151,23 @@ func TestShortSecretsAreRedactedAlone(t *testing.T) {
 		{"?token=ab1&x=ab1", "?token=" + Redacted + "&x=" + Redacted},
 		{"ab1", Redacted},
 		{"tab1e and ab12 stay", "tab1e and ab12 stay"},
+		{"ab1ab1 and xab1 stay", "ab1ab1 and xab1 stay"},
+		{"ab1 ab1", Redacted + " " + Redacted},
 		{"nothing here", "nothing here"},
 	} {
 		if got := c.RedactString(tc.in); got != tc.want {
 			t.Errorf("RedactString(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// A short header value is no credential: text and meta keys that hold
+	// it as a word ("1", "min") are left alone.
+	h, err := New(Settings{Address: "http://127.0.0.1:1", Headers: map[string]string{"X-Env": "1", "X-Plan": "min"}}, MapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"HTTP/1.1 500: 1 of 2 allocations", "activation.first.min"} {
+		if got := h.RedactString(text); got != text {
+			t.Errorf("short header values: RedactString(%q) = %q", text, got)
 		}
 	}
 }
