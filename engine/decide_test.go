@@ -537,8 +537,8 @@ func TestReasonCountsInEnglish(t *testing.T) {
 
 // A quota's min above what the host fits raises the count past the
 // models' safe count: the explanation says by how much and that the host
-// is expected overloaded (a user trial read only "clamped"); a max, or a
-// min above a count bound by demand, says nothing of overload.
+// is expected overloaded (a user trial read only "clamped"); a max
+// clamping the count down says nothing of overload.
 func TestExplanationMinAboveSafe(t *testing.T) {
 	o := testsupport.Flat(8000, 4, 600, 600, 30) // about 12 replicas fit
 	for _, tc := range []struct {

@@ -373,6 +373,19 @@ func TestContainerCountsFunctionBothHostsWrong(t *testing.T) {
 	if ferr == nil || ferr.FunctionArgument == nil || *ferr.FunctionArgument != 2 || !strings.Contains(ferr.Text, "Attribute quotas.first.min: is -1") || !strings.Contains(ferr.Text, "Attribute quotas.second.min: is -2") {
 		t.Errorf("error %+v, want two quota problems on argument 2 (quotas)", ferr)
 	}
+	// An argument that does not decode (a misspelt attribute) beside a
+	// quota the engine refuses: both, in one error of the call (a user
+	// trial saw the first alone, and fixed one a plan).
+	m := map[string]any{}
+	data, _ := json.Marshal(r.First)
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["warmng_replicas"] = 1
+	_, ferr = runFunction(t, jsonValue(t, m), engineValue(t, r.Second), jsonValue(t, map[string]any{"first": map[string]any{"min": 5.5}}))
+	if ferr == nil || ferr.FunctionArgument != nil || !strings.Contains(ferr.Text, `Attribute first: has an attribute "warmng_replicas"`) || !strings.Contains(ferr.Text, "Attribute quotas.first.min: is 5.5") {
+		t.Errorf("error %+v, want the misspelt attribute and the quota's min, on no one argument", ferr)
+	}
 }
 
 func TestContainerCountsFunctionErrors(t *testing.T) {

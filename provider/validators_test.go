@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,5 +125,21 @@ func TestConformNamesEveryProblem(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// Every attribute problem of a quota is reported at once, each at its own
+// path (a user trial fixed min = 1.5 and max = 7.5 one plan at a time).
+func TestQuotaErrorsAllAtOnce(t *testing.T) {
+	q := &quotaModel{Min: types.NumberValue(big.NewFloat(1.5)), Max: types.NumberValue(big.NewFloat(7.5)),
+		PerBranch: types.NumberNull(), Rounding: types.StringNull()}
+	errs := knownSettingsErrors([2]*quotaModel{q, nil}, types.NumberNull(), types.NumberNull(), types.NumberNull(), countsRoots)
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.path.String())
+	}
+	want := []string{"first_quota.min", "first_quota.max"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("errors at %v (%v); want one at each of %v", got, errs, want)
 	}
 }
