@@ -70,14 +70,20 @@ func TestColdStartNeverReadsAsRoom(t *testing.T) {
 	}
 }
 
-func TestStepLimits(t *testing.T) {
-	must := func(s string) Step {
+// mustStep is ParseStep of a step the test knows to be valid.
+func mustStep(t *testing.T) func(string) Step {
+	return func(s string) Step {
+		t.Helper()
 		st, err := ParseStep(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st
 	}
+}
+
+func TestStepLimits(t *testing.T) {
+	must := mustStep(t)
 	tests := []struct {
 		name                    string
 		steps                   Steps
@@ -134,13 +140,7 @@ func TestStepLimits(t *testing.T) {
 // Control is Apply with hysteresis waived for a safety move (a scale-down
 // the running replicas need, a first replica from 0), and only then.
 func TestStepsControl(t *testing.T) {
-	must := func(s string) Step {
-		st, err := ParseStep(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
+	must := mustStep(t)
 	band := Steps{Hysteresis: must("2"), MaxDown: must("3")}
 	tests := []struct {
 		name                    string
