@@ -43,6 +43,8 @@ const (
 	huSampleInterval  = "sample_interval_seconds"
 	huObservation     = "observation"
 	huReadAt          = "read_at"
+	huSchedulable     = "schedulable"
+	huNodeState       = "node_state"
 	huWarmup          = "warmup"
 	huTimeouts        = "timeouts"
 	maxHostUsageReads = 60
@@ -90,6 +92,8 @@ type hostUsageModel struct {
 	SampleInterval        types.Number   `tfsdk:"sample_interval_seconds"`
 	Observation           types.Object   `tfsdk:"observation"`
 	ReadAt                types.String   `tfsdk:"read_at"`
+	Schedulable           types.Bool     `tfsdk:"schedulable"`
+	NodeState             types.String   `tfsdk:"node_state"`
 	Warmup                types.String   `tfsdk:"warmup"`
 	Timeouts              timeouts.Value `tfsdk:"timeouts"`
 }
@@ -177,6 +181,12 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			huObservation: observationOutputAttribute("The host observation: capacity (node resources less reserved), the usage samples, " +
 				"the requested resources and number of the running allocations, and the replica demand. Pass it as `first` or `second` of `activation_container_counts`."),
 			huReadAt: schema.StringAttribute{Computed: true, MarkdownDescription: "When Nomad took the last read's stats (the median of the allocations' stats times with a `job`, the node's without; the read's own time when Nomad gives none), RFC 3339."},
+			huSchedulable: schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether Nomad places new allocations on the node at the last read: " +
+				"ready, not draining, eligible for scheduling. A node that is not still gives its usage (a down one is an error), and the read warns: " +
+				"counts computed from this observation above its running replicas will not be placed there. Test it in a precondition or a `check` " +
+				"block, or leave the node out of a `for_each` (`node_state` says why)."},
+			huNodeState: schema.StringAttribute{Computed: true, MarkdownDescription: "Why Nomad places nothing new on the node at the last read " +
+				"(`\"is draining\"`, `\"is ineligible for scheduling\"`, both joined by `and`); `\"\"` when it is `schedulable`."},
 			huWarmup: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "With a `job`: a running allocation younger than this (from its tasks' latest start), or whose stats " +
 					"show no CPU ticks yet, is *warming*: it is counted in the observation's `warming_replicas` and its usage is left out " +
@@ -489,6 +499,15 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	m.Observation = objVal
 	m.ReadAt = types.StringValue(last.Time.UTC().Format(time.RFC3339))
+	why := last.Node.Why()
+	m.Schedulable, m.NodeState = types.BoolValue(why == ""), types.StringValue(why)
+	if why != "" {
+		// The strategy holds such a node's count; a plan has only this
+		// to go on (a user trial: a drained node planned a full count).
+		resp.Diagnostics.AddWarning("Nomad places nothing new on node "+last.NodeName, fmt.Sprintf(
+			"Node %s (%s) %s: Nomad places no new allocation on it, so a count computed from this observation above its %d running replica(s) will not be placed there. "+
+				"Test schedulable in a precondition or a check block, or leave the node out.", last.NodeName, last.NodeID, why, obs.RunningReplicas))
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 

@@ -672,6 +672,38 @@ func TestAccHostUsage_wholeNodeByIDSeveralSamples(t *testing.T) {
 	}}})
 }
 
+// A node Nomad places nothing new on (draining, ineligible) still gives
+// its usage, and says so: schedulable false, node_state why, and a
+// warning (a user trial: a drained node planned a full count silently).
+// A ready, eligible node reads schedulable with no state.
+func TestAccHostUsage_nodeState(t *testing.T) {
+	testsupport.StandinOnly(t, "draining nodes from Go")
+	accParallel(t)
+	f := newUsageFixture(t)
+	if err := f.s.SetNodeDrain(f.nodeA, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.SetNodeEligibility(f.nodeC, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.providerHCL("") +
+		usageConfig("drained", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}) +
+		usageConfig("ineligible", map[string]string{huNodeName: `"host-c"`, huReplicaCPU: "250"}) +
+		usageConfig("ready", map[string]string{huNodeName: `"host-b"`, huJob: `"web"`, huGroup: `"back"`})
+	state := func(name string, schedulable bool, why string) []statecheck.StateCheck {
+		addr := "data.activation_host_usage." + name
+		return []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huSchedulable), knownvalue.Bool(schedulable)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New(huNodeState), knownvalue.StringExact(why)),
+		}
+	}
+	var checks []statecheck.StateCheck
+	checks = append(checks, state("drained", false, "is draining and is ineligible for scheduling")...)
+	checks = append(checks, state("ineligible", false, "is ineligible for scheduling")...)
+	checks = append(checks, state("ready", true, "")...)
+	runAcc(t, resource.TestCase{Steps: []resource.TestStep{{Config: cfg, ConfigStateChecks: checks}}})
+}
+
 // A Nomad client serves the stats of its latest refresh (telemetry
 // collection_interval): reads that repeat a refresh's time are made again
 // until the window holds samples distinct samples, or fail naming
