@@ -136,7 +136,8 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			"allocation running, the usage is no replica's but stays on the node: its peak over the reads is added to " +
 			"`other_reserved_cpu_mhz` and `other_reserved_memory_mb`, so the counts leave room for it). Nomad keeps no " +
 			"usage history, so each read is one sample: set `samples` to read several times, " +
-			"`sample_interval_seconds` apart, during the plan. The `nomad` block of the provider says how to reach Nomad; " +
+			"`sample_interval_seconds` apart, during the plan; a read Nomad fails with a 5xx, or whose allocations' stats answer too few, is made " +
+			"once more before the plan fails. The `nomad` block of the provider says how to reach Nomad; " +
 			"every instance of this data source in a configuration shares the provider's one connection (and one usage reader per " +
 			"`warmup` value), so a `for_each` over many nodes makes one client, not one per node.",
 		Attributes: map[string]schema.Attribute{
@@ -460,6 +461,16 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 			"address": conn.Address(), "selector": q.Host.String(), "job": q.Job, "group": q.Group, "read": i + 1, "samples": window.Len(), "of": samples,
 		})
 		rd, err := reader.Read(ctx, q)
+		if err != nil && transientRead(err) && sleepCtx(ctx, gap) == nil {
+			// One failed read among the many of a plan (a 5xx, a stats
+			// read that did not answer) is read once more before the
+			// plan fails: a user trial saw one 500 of 300 stats reads
+			// fail a 48-node plan.
+			tflog.Debug(ctx, "activation_host_usage: reading again after a transient failure", map[string]any{
+				"selector": q.Host.String(), "error": conn.RedactString(err.Error()),
+			})
+			rd, err = reader.Read(ctx, q)
+		}
 		if err != nil {
 			addNomadError(ctx, &resp.Diagnostics, &m, conn, d.data.Nomad.source(), err, readProgress{min(i+1, samples), samples, timeout})
 			return
@@ -622,4 +633,16 @@ func statusOf(err error) int {
 // samples; see nomadusage.Options.StatsSample).
 func readerOptions(warmup time.Duration) nomadusage.Options {
 	return nomadusage.Options{Warmup: warmup, StatsSample: nomadusage.MaxStatsSample}
+}
+
+// transientRead says whether a failed read may succeed if made again at
+// once: Nomad answered 5xx, or too few allocations' stats answered. Not a
+// timeout (a server that does not answer would double the wait), nor
+// anything the configuration or the cluster's state causes.
+func transientRead(err error) bool {
+	if errors.Is(err, nomadusage.ErrTooFewAnswered) {
+		return true
+	}
+	var ue api.UnexpectedResponseError
+	return errors.As(err, &ue) && ue.HasStatusCode() && ue.StatusCode() >= 500
 }

@@ -1056,6 +1056,29 @@ func TestAccHostUsage_errors(t *testing.T) {
 	}
 }
 
+// One failed read (a 500 on one allocation's stats, so too few answered,
+// or a 500 on the job) is made once more before the plan fails; a fault
+// that stays fails it (TestAccHostUsage_errors' server error).
+func TestAccHostUsage_transientFailureReadAgain(t *testing.T) {
+	testsupport.StandinOnly(t, "faults injected on the stand-in")
+	for _, fault := range []nomadstandin.Fault{
+		{Path: "/v1/client/allocation/*", Status: 500, Message: "stats backend hiccup", Times: 2},
+		{Path: "/v1/job/web", Status: 503, Message: "leader election", Times: 1},
+	} {
+		t.Run(fault.Path, func(t *testing.T) {
+			f := newUsageFixture(t)
+			f.s.InjectFault(fault)
+			addr := "data.activation_host_usage.test"
+			accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+				Config: f.providerHCL("") + usageConfig("test", map[string]string{huNodeName: `"host-a"`, huJob: `"web"`, huGroup: `"front"`}),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New(huObservation).AtMapKey(obsRunningReplicas), knownvalue.Int64Exact(3)),
+				},
+			}}})
+		})
+	}
+}
+
 // TestAccHostUsage_timeout: a read that outlives timeouts.read fails within
 // it, saying which call to Nomad timed out.
 func TestAccHostUsage_timeout(t *testing.T) {
