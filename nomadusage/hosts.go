@@ -262,21 +262,17 @@ func (ev *evaluation) firstErr() error {
 // readJobHosts reads the hosts of one job: the job, its allocation list and
 // the hosts' nodes at once, then each host's group.
 func (ev *evaluation) readJobHosts(ctx context.Context, ns, jobID string, hosts []*hostRead) {
-	c := ev.r.Client
 	var (
 		job             *api.Job
 		stubs           []*api.AllocationListStub
 		jobErr, listErr error
 		wg              sync.WaitGroup
 	)
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		job, _, jobErr = c.Jobs().Info(jobID, (&api.QueryOptions{Namespace: ns}).WithContext(ctx))
-	}()
-	go func() {
-		defer wg.Done()
-		stubs, _, listErr = c.Jobs().Allocations(jobID, false, (&api.QueryOptions{Namespace: ns}).WithContext(ctx))
+		jr := ev.readJob(ctx, ns, jobID)
+		job, stubs, jobErr, listErr = jr.job, jr.stubs, jr.jobErr, jr.listErr
 	}()
 	nodeErr := make([]error, len(hosts))
 	for i, h := range hosts {
@@ -318,6 +314,59 @@ func (ev *evaluation) readJobHosts(ctx context.Context, ns, jobID string, hosts 
 		}()
 	}
 	wg.Wait()
+}
+
+// jobRead is a job and its allocations' list, as readJob read them.
+type jobRead struct {
+	job             *api.Job
+	stubs           []*api.AllocationListStub
+	jobErr, listErr error
+}
+
+// readJob reads job jobID of namespace ns and lists its allocations. The
+// list grows with the job (3.4 MB for 2,000 allocations), so reads of the
+// same job at once (a plan's activation_host_usage instances over many
+// nodes, the policies of one evaluation tick) share one, as nodeReserves
+// shares a node's listing: it runs on a context no caller's cancellation
+// ends, bounded by the deadline of the caller that started it, each caller
+// waits within its own context, and one with time left when the shared
+// read ran out of its starter's starts it again, up to three times. What
+// they share is only read.
+func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
+	c := ev.r.Client
+	for attempt := 0; ; attempt++ {
+		ch := ev.r.jobs.DoChan(ns+"\x00"+jobID, func() (any, error) {
+			shared, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+			if dl, ok := ctx.Deadline(); ok {
+				shared, cancel = context.WithDeadline(shared, dl)
+			}
+			defer cancel()
+			var jr jobRead
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				jr.job, _, jr.jobErr = c.Jobs().Info(jobID, (&api.QueryOptions{Namespace: ns}).WithContext(shared))
+			}()
+			go func() {
+				defer wg.Done()
+				jr.stubs, _, jr.listErr = c.Jobs().Allocations(jobID, false, (&api.QueryOptions{Namespace: ns}).WithContext(shared))
+			}()
+			wg.Wait()
+			return jr, nil
+		})
+		select {
+		case <-ctx.Done():
+			return jobRead{jobErr: ctx.Err()}
+		case res := <-ch:
+			jr, _ := res.Val.(jobRead)
+			if attempt < 3 && res.Shared && timeLeft(ctx) &&
+				(errors.Is(jr.jobErr, context.DeadlineExceeded) || errors.Is(jr.listErr, context.DeadlineExceeded)) {
+				continue
+			}
+			return jr
+		}
+	}
 }
 
 // statsResult is one allocation's stats read.

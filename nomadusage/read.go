@@ -36,6 +36,7 @@ type Reader struct {
 	othersMu sync.Mutex
 	othersN  int
 	listing  singleflight.Group // node ID: one allocation listing at a time
+	jobs     singleflight.Group // namespace and job: one job read at a time
 }
 
 // ResolveTTL is how long a Reader trusts a selector's resolution before it
