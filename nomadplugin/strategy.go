@@ -389,6 +389,9 @@ type checkMemo struct {
 	// decision was a split's first step that lowered the sum (an
 	// overloaded group first).
 	loweredAt []int
+	// parked are the host roles whose group the last decision kept at 0
+	// by what its stopped replicas used (see parkedSeen).
+	parked map[string]bool
 }
 
 // decisionKey names a check's decisions: its name and every host it
@@ -455,6 +458,30 @@ func (s *Strategy) modelSeen(key, check, job, role, source, digest string) {
 	s.mu.Unlock()
 	if prev != "" && prev != digest {
 		s.logger.Info("model changed", "check", check, "job", job, "host", role, "source", source, "from", prev, "to", digest)
+	}
+}
+
+// parkedSeen logs at WARN level when a check's host group comes to stay
+// at 0 because its replicas stopped for their usage (the engine counts the
+// next one at what they used, so it starts only when the host has that
+// room: with a quota min of 0 it may never), and at INFO when it leaves
+// that state: once each, not at every evaluation (a soak trial saw a group
+// parked for 17 minutes with debug lines only).
+func (s *Strategy) parkedSeen(key, check, job, role string, parked bool, why string) {
+	s.mu.Lock()
+	m := s.memo(key)
+	if m.parked == nil {
+		m.parked = map[string]bool{}
+	}
+	was := m.parked[role]
+	m.parked[role] = parked
+	s.mu.Unlock()
+	switch {
+	case parked && !was:
+		s.logger.Warn("group stays at 0", "check", check, "job", job, "host", role,
+			"why", why, "action", "it starts again when the host has room for one replica at what the stopped ones used; raise the host's quota min to keep one running, or scale it by hand")
+	case !parked && was:
+		s.logger.Info("group no longer held at 0", "check", check, "job", job, "host", role)
 	}
 }
 
@@ -649,6 +676,10 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 		claimed[i].note(&plans[i], rds[i].NodeName)
 	}
 	key := decisionKey(e.eval.Check.Name, e.c)
+	for i, h := range hosts {
+		hd := d.of(h.role)
+		e.s.parkedSeen(key, e.eval.Check.Name, e.c.job(), h.role, plans[i].final == 0 && hd.Evidence.Basis == engine.BasisStopped, hd.Evidence.Note)
+	}
 	act(e.eval.Action, e.c, plans, e.count, e.s.loweredBefore(key, current))
 	if e.eval.Action.Direction != sdk.ScaleDirectionNone {
 		e.s.acted(e.eval.Check.Name, e.c, hosts, e.now)

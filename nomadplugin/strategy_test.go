@@ -1968,9 +1968,14 @@ func TestWindowEmptiedByCooldown(t *testing.T) {
 // from the APM; run evaluates cfg at Unix time at, the agent's count at
 // count, with three APM points a minute apart of cpu MHz, the last at at.
 func apmRig(t *testing.T, first, second engine.Observation, cfg map[string]string) (*memReader, func(at int64, cpu float64, count int64) *sdk.ScalingAction) {
+	return apmRigLogged(t, first, second, cfg, hclog.NewNullLogger())
+}
+
+// apmRigLogged is apmRig with the strategy's logger.
+func apmRigLogged(t *testing.T, first, second engine.Observation, cfg map[string]string, logger hclog.Logger) (*memReader, func(at int64, cpu float64, count int64) *sdk.ScalingAction) {
 	rd := newMemReader(first, second)
 	clk := &clock{}
-	st := newStrategy(hclog.NewNullLogger(), withReader(rd), withClock(clk.now))
+	st := newStrategy(logger, withReader(rd), withClock(clk.now))
 	return rd, func(at int64, cpu float64, count int64) *sdk.ScalingAction {
 		t.Helper()
 		clk.set(time.Unix(at, 0))
@@ -1993,7 +1998,19 @@ func apmRig(t *testing.T, first, second engine.Observation, cfg map[string]strin
 func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 	busy, second := flatPair(1, 19000) // one replica using 19,000 of 20,000 MHz
 	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
-	rd, run := apmRig(t, busy, second, cfg)
+	var logs testsupport.SyncBuffer
+	rd, run := apmRigLogged(t, busy, second, cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Info, JSONFormat: true, Output: &logs}))
+	// count counts the log lines with message msg at level.
+	count := func(msg, level string) int {
+		n := 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["@message"] == msg && rec["@level"] == level {
+				n++
+			}
+		}
+		return n
+	}
 	t0 := busy.Samples[0].Time
 	if a := run(t0+120, 19000, 1); a.Count != 0 {
 		t.Fatalf("the premise fails: the busy replica is kept: %d (%s)", a.Count, a.Reason)
@@ -2010,6 +2027,12 @@ func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 			t.Errorf("evaluation %d after the stop: count %d (%s); want 0, refused on what the stopped replica used", i+1, a.Count, a.Reason)
 		}
 	}
+	// Held at 0 by what it used: one WARN over both evaluations, not one
+	// each (a soak trial saw a group parked for 17 minutes with debug
+	// lines only).
+	if n := count("group stays at 0", "warn"); n != 1 {
+		t.Errorf("%d \"group stays at 0\" WARN lines over two evaluations held at 0, want 1:\n%s", n, logs.String())
+	}
 	// A job version with another request: the new replicas count at it.
 	stopped.ReplicaCPUDemandMHz = 1000
 	rd.mu.Lock()
@@ -2017,6 +2040,9 @@ func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 	rd.mu.Unlock()
 	if a := run(t0+7300, 0, 0); a.Count == 0 {
 		t.Errorf("a job version with a 1000 MHz request: still 0 (%s)", a.Reason)
+	}
+	if n := count("group no longer held at 0", "info"); n != 1 {
+		t.Errorf("%d \"group no longer held at 0\" INFO lines after it started again, want 1:\n%s", n, logs.String())
 	}
 }
 

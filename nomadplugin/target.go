@@ -445,9 +445,12 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	budget := s.budget[PluginKeyStatusTimeout]
-	if d, err := time.ParseDuration(config[shared.PluginConfigKeyGRPCTimeout]); err == nil && d > 0 {
-		budget = min(budget, d*9/10)
+	budget, budgetKey := s.budget[PluginKeyStatusTimeout], PluginKeyStatusTimeout
+	if d, err := time.ParseDuration(config[shared.PluginConfigKeyGRPCTimeout]); err == nil && d > 0 && d*9/10 < budget {
+		// The agent's own deadline is the shorter: name it, not a
+		// status_timeout the operator did not set that short (a soak
+		// trial looked for one).
+		budget, budgetKey = d*9/10, fmt.Sprintf("%s (nine tenths of the agent's gRPC deadline %s, shorter than %s %s)", PluginKeyStatusTimeout, d, PluginKeyStatusTimeout, s.budget[PluginKeyStatusTimeout])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
@@ -459,11 +462,11 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 		return nil, fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404): nothing to scale; the policy is read again on its next evaluation, so it resumes once the job is registered", TargetName, ErrJobNotFound, c.job, namespaceName(c.namespace))
 	}
 	if err != nil {
-		return nil, deadlineErr(ctx, PluginKeyStatusTimeout, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), err)
+		return nil, deadlineErr(ctx, budgetKey, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), err)
 	}
 	dep, _, err := client.Jobs().LatestDeployment(c.job, q)
 	if err != nil {
-		return nil, deadlineErr(ctx, PluginKeyStatusTimeout, budget, fmt.Sprintf("%s: read latest deployment of job %q", TargetName, c.job), err)
+		return nil, deadlineErr(ctx, budgetKey, budget, fmt.Sprintf("%s: read latest deployment of job %q", TargetName, c.job), err)
 	}
 	out, err := c.status(st)
 	if err != nil {

@@ -243,7 +243,7 @@ func TestTargetDeadlines(t *testing.T) {
 				_, err := tg.Status(withKeys(tcfg, shared.PluginConfigKeyGRPCTimeout, "200ms"))
 				return err
 			}, 180 * time.Millisecond,
-			[]string{"status_timeout budget of 180ms"}},
+			[]string{"status_timeout (nine tenths of the agent's gRPC deadline 200ms, shorter than status_timeout 300ms) budget of 180ms ran out"}},
 		{"scale: a hung register", nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath, Hang: true},
 			func() error { return tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg) }, 500 * time.Millisecond,
 			[]string{"the scale_timeout budget of 500ms ran out", outcomeUnknown}},

@@ -46,6 +46,10 @@ scaling "web-split" {
         # says how many will queue).
         placement = "cap"
 
+        # A quota min of 0 lets a group stop when its replicas do not fit;
+        # it then starts again only when the host has room for one at what
+        # they used (the plugin logs "group stays at 0" at WARN): set
+        # first_min / second_min to "1" to keep one running.
         first_max       = "48"
         second_max      = "48"
         second_rounding = "floor"
