@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -334,8 +335,12 @@ type jobRead struct {
 // they share is only read.
 func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 	c := ev.r.Client
+	key := ns + "\x00" + jobID
 	for attempt := 0; ; attempt++ {
-		ch := ev.r.jobs.DoChan(ns+"\x00"+jobID, func() (any, error) {
+		ch := ev.r.jobs.DoChan(key, func() (any, error) {
+			prog := &jobProgress{}
+			ev.r.jobProgress.Store(key, prog)
+			defer ev.r.jobProgress.CompareAndDelete(key, prog)
 			shared, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
 			if dl, ok := ctx.Deadline(); ok {
 				shared, cancel = context.WithDeadline(shared, dl)
@@ -347,27 +352,47 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 			go func() {
 				defer wg.Done()
 				jr.job, _, jr.jobErr = c.Jobs().Info(jobID, (&api.QueryOptions{Namespace: ns}).WithContext(shared))
+				prog.job.Store(true)
 			}()
 			go func() {
 				defer wg.Done()
 				jr.stubs, _, jr.listErr = c.Jobs().Allocations(jobID, false, (&api.QueryOptions{Namespace: ns}).WithContext(shared))
+				prog.list.Store(true)
 			}()
 			wg.Wait()
 			return jr, nil
 		})
 		select {
 		case <-ctx.Done():
-			return jobRead{jobErr: ctx.Err()}
+			// The error names the call still under way, as each call
+			// on the caller's own context did.
+			var jr jobRead
+			v, _ := ev.r.jobProgress.Load(key)
+			if p, _ := v.(*jobProgress); p != nil && p.job.Load() && !p.list.Load() {
+				jr.listErr = ctx.Err()
+			} else {
+				jr.jobErr = ctx.Err()
+			}
+			return jr
 		case res := <-ch:
 			jr, _ := res.Val.(jobRead)
-			if attempt < 3 && res.Shared && timeLeft(ctx) &&
-				(errors.Is(jr.jobErr, context.DeadlineExceeded) || errors.Is(jr.listErr, context.DeadlineExceeded)) {
+			late := errors.Is(jr.jobErr, context.DeadlineExceeded) || errors.Is(jr.listErr, context.DeadlineExceeded)
+			if late && attempt < 3 && res.Shared && timeLeft(ctx) {
 				continue
+			}
+			if late && !timeLeft(ctx) {
+				// The caller's own deadline, which the shared read
+				// had too: let the caller's context say so (a caller
+				// tells its deadline from one request's timeout by it).
+				<-ctx.Done()
 			}
 			return jr
 		}
 	}
 }
+
+// jobProgress is which calls of a shared job read have finished.
+type jobProgress struct{ job, list atomic.Bool }
 
 // statsResult is one allocation's stats read.
 type statsResult struct {

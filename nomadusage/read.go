@@ -37,6 +37,8 @@ type Reader struct {
 	othersN  int
 	listing  singleflight.Group // node ID: one allocation listing at a time
 	jobs     singleflight.Group // namespace and job: one job read at a time
+	// jobProgress holds the *jobProgress of each job read in flight.
+	jobProgress sync.Map
 }
 
 // ResolveTTL is how long a Reader trusts a selector's resolution before it
