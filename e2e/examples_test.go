@@ -222,7 +222,8 @@ func exampleStart(t testing.TB, v [2]float64) ([2]int, exampleCounts) {
 		for h, hd := range []engine.HostDecision{d.First, d.Second} {
 			cur := []int{r.First.RunningReplicas, r.Second.RunningReplicas}[h]
 			target := min(hd.Containers, int(fits))
-			out[h] = st.Apply(cur, target, hd.Quota.Min, hd.Quota.Max).Count
+			res, _ := st.Control(cur, target, hd.Quota.Min, hd.Quota.Max, hd.Overloads(cur)) // as the strategy moves
+			out[h] = res.Count
 		}
 		return out
 	}

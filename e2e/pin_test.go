@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +16,7 @@ import (
 func TestE2EModelPin(t *testing.T) {
 	testsupport.StandinOnly(t, "a model file written by the test")
 	autoscalerPath(t)
-	b, err := engine.Builtin(engine.BuiltinCapacity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "capacity.json")
-	if err := engine.WriteModelFile(path, b.Model()); err != nil {
-		t.Fatal(err)
-	}
-	p, err := engine.Models.LoadFor(engine.RoleSecond, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, _, p := testsupport.BuiltinModelFile(t, engine.BuiltinCapacity, engine.RoleSecond)
 	wrong := "sha256:" + strings.Repeat("0", 64)
 	c := startSplitCase(t, splitSetup{start: [2]int{10, 10}, reqCPU: 1000, usage: 1000,
 		policy: noLimits + fmt.Sprintf(`        second_model        = %q

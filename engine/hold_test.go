@@ -20,13 +20,7 @@ func TestHoldRange(t *testing.T) {
 			t.Fatal(err)
 		}
 		at := func(thr float64) int {
-			m := *p.Model()
-			m.OutputThreshold = &thr
-			q, err := NewProcessor(&m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return decideOne(t, role, obs, q, 0).Containers
+			return decideOne(t, role, obs, withThreshold(t, p, thr), 0).Containers
 		}
 		if h := decideOne(t, role, obs, p, 0).Hold; h != nil {
 			t.Fatalf("%s host: hold range %+v without a band", role, h)
@@ -82,8 +76,14 @@ func TestHoldBandErrors(t *testing.T) {
 
 func decideOne(t *testing.T, role string, obs Observation, p *Processor, band float64) HostDecision {
 	t.Helper()
-	in := HostInput{Observation: &obs, Model: p, HoldBand: band}
-	other := HostInput{Observation: &obs}
+	return decideHost(t, role, HostInput{Observation: &obs, Model: p, HoldBand: band})
+}
+
+// decideHost is role's decision for in, the other host reading the same
+// observation with its defaults.
+func decideHost(t *testing.T, role string, in HostInput) HostDecision {
+	t.Helper()
+	other := HostInput{Observation: in.Observation}
 	if role == RoleFirst {
 		d, err := Decide(in, other)
 		if err != nil {
@@ -120,4 +120,16 @@ func TestShiftThresholdSide(t *testing.T) {
 	if !strings.Contains(d.Reason(), "hold band 1e-300:") {
 		t.Errorf("the reason does not give the hold range: %s", d.Reason())
 	}
+}
+
+// withThreshold is p's model with its output threshold set to thr.
+func withThreshold(t *testing.T, p *Processor, thr float64) *Processor {
+	t.Helper()
+	m := *p.Model()
+	m.OutputThreshold = &thr
+	q, err := NewProcessor(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

@@ -23,30 +23,9 @@ func TestMargin(t *testing.T) {
 			t.Fatal(err)
 		}
 		moved := func(m float64) *Processor {
-			md := *p.Model()
-			thr := ShiftThreshold(md.Threshold(), m)
-			md.OutputThreshold = &thr
-			q, err := NewProcessor(&md)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return q
+			return withThreshold(t, p, ShiftThreshold(p.Model().Threshold(), m))
 		}
-		decide := func(in HostInput) HostDecision {
-			other := HostInput{Observation: &obs}
-			if role == RoleFirst {
-				d, err := Decide(in, other)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return d.First
-			}
-			d, err := Decide(other, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d.Second
-		}
+		decide := func(in HostInput) HostDecision { return decideHost(t, role, in) }
 		if d := decide(HostInput{Observation: &obs}); d.Margin != 0 || strings.Contains(d.Reason(), "margin") {
 			t.Fatalf("%s host: margin %v without one (%s)", role, d.Margin, d.Reason())
 		}

@@ -582,18 +582,7 @@ func TestBothModelKeysWrong(t *testing.T) {
 // and nothing is decided; without a pin the change is logged at INFO
 // level, naming the check, the host and both digests.
 func TestModelPin(t *testing.T) {
-	b, err := engine.Builtin(engine.BuiltinCapacity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "capacity.json")
-	if err := engine.WriteModelFile(path, b.Model()); err != nil {
-		t.Fatal(err)
-	}
-	p, err := engine.Models.LoadFor(engine.RoleSecond, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, b, p := testsupport.BuiltinModelFile(t, engine.BuiltinCapacity, engine.RoleSecond)
 	pinned := p.Digest()
 	other := *b.Model()
 	thr := 0.6

@@ -341,10 +341,7 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 			prog := &jobProgress{}
 			ev.r.jobProgress.Store(key, prog)
 			defer ev.r.jobProgress.CompareAndDelete(key, prog)
-			shared, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
-			if dl, ok := ctx.Deadline(); ok {
-				shared, cancel = context.WithDeadline(shared, dl)
-			}
+			shared, cancel := sharedContext(ctx)
 			defer cancel()
 			var jr jobRead
 			var wg sync.WaitGroup
@@ -389,6 +386,15 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 			return jr
 		}
 	}
+}
+
+// sharedContext is the context of a read that callers share: no caller's
+// cancellation ends it, the deadline of the caller that starts it does.
+func sharedContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), dl)
+	}
+	return context.WithoutCancel(ctx), func() {}
 }
 
 // jobProgress is which calls of a shared job read have finished.
@@ -984,10 +990,7 @@ func (ev *evaluation) nodeReserves(ctx context.Context, n *node) (*nodeReserves,
 	// starts it again (or joins a new one), up to three times.
 	for attempt := 0; ; attempt++ {
 		ch := ev.r.listing.DoChan(n.id, func() (any, error) {
-			shared, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
-			if dl, ok := ctx.Deadline(); ok {
-				shared, cancel = context.WithDeadline(shared, dl)
-			}
+			shared, cancel := sharedContext(ctx)
 			defer cancel()
 			return ev.listReserves(shared, n)
 		})

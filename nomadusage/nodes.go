@@ -67,10 +67,12 @@ func (n *node) coreMHz() float64 {
 // capacity is the node's allocatable CPU (MHz) and memory (MB): its
 // resources less what is reserved for the OS.
 func (n *node) capacity() (cpu, mem float64, err error) {
+	var total float64 // the memory the node reports, before reservations
 	switch {
 	case n.res != nil:
 		cpu = float64(n.res.Cpu.CpuShares)
-		mem = float64(n.res.Memory.MemoryMB)
+		total = float64(n.res.Memory.MemoryMB)
+		mem = total
 		if r := n.reserved; r != nil {
 			cpu -= float64(r.Cpu.CpuShares)
 			mem -= float64(r.Memory.MemoryMB)
@@ -78,7 +80,8 @@ func (n *node) capacity() (cpu, mem float64, err error) {
 	case n.legacy != nil && n.legacy.CPU != nil:
 		cpu = float64(*n.legacy.CPU)
 		if n.legacy.MemoryMB != nil {
-			mem = float64(*n.legacy.MemoryMB)
+			total = float64(*n.legacy.MemoryMB)
+			mem = total
 		}
 		if r := n.legacyRes; r != nil {
 			if r.CPU != nil {
@@ -97,13 +100,6 @@ func (n *node) capacity() (cpu, mem float64, err error) {
 	// A node that reports its memory and reserves all of it (or more), or
 	// reports a negative figure, has none to allocate: not a node whose
 	// memory is unknown (0), which would leave memory unjudged.
-	var total int64 // the memory the node reports, before reservations
-	switch {
-	case n.res != nil:
-		total = n.res.Memory.MemoryMB
-	case n.legacy.MemoryMB != nil:
-		total = int64(*n.legacy.MemoryMB)
-	}
 	switch {
 	case total < 0 || (total > 0 && mem <= 0):
 		return 0, 0, fmt.Errorf("%w: allocatable memory is %v MB after reservations", ErrMissingData, mem)

@@ -362,16 +362,24 @@ func TestContainerCountsMargin(t *testing.T) {
 	if !reflect.DeepEqual(fn, countsResult(want)) {
 		t.Fatalf("function result differs from the engine's decision:\n got %+v\nwant %+v", fn, countsResult(want))
 	}
-	for _, mg := range []float64{-10.5, 11} {
+	assertSettingRefused(t, r, attrMargin, func(r *engine.Request, v float64) { r.Margin = v }, -10.5, 11)
+}
+
+// assertSettingRefused checks that each of values, set on a copy of r by
+// set, is refused by the engine, and by the data source on attr with the
+// engine's reason.
+func assertSettingRefused(t *testing.T, r *engine.Request, attr string, set func(*engine.Request, float64), values ...float64) {
+	t.Helper()
+	for _, v := range values {
 		bad := *r
-		bad.Margin = mg
+		set(&bad, v)
 		_, err := bad.Decide()
 		if err == nil {
-			t.Fatalf("the engine accepts margin %v", mg)
+			t.Fatalf("the engine accepts %s %v", attr, v)
 		}
 		m := newCountsModel(&bad)
 		_, diags := readInProcess(t, &providerData{}, &m)
-		assertDiagOn(t, diags, path.Root(attrMargin), path.Root(attrMargin), engine.Reason(err))
+		assertDiagOn(t, diags, path.Root(attr), path.Root(attr), engine.Reason(err))
 	}
 }
 
@@ -413,17 +421,7 @@ func TestContainerCountsHoldBand(t *testing.T) {
 	if got, diags = readInProcess(t, &providerData{}, &m); diags.HasError() || got.FirstDecision.Hold != nil || got.SecondDecision.Hold != nil {
 		t.Fatalf("without hold_band: hold %+v, %+v (%v)", got.FirstDecision.Hold, got.SecondDecision.Hold, diags)
 	}
-	for _, b := range []float64{-1, 11} {
-		bad := *r
-		bad.HoldBand = b
-		_, err := bad.Decide()
-		if err == nil {
-			t.Fatalf("the engine accepts hold band %v", b)
-		}
-		m := newCountsModel(&bad)
-		_, diags := readInProcess(t, &providerData{}, &m)
-		assertDiagOn(t, diags, path.Root(attrHoldBand), path.Root(attrHoldBand), engine.Reason(err))
-	}
+	assertSettingRefused(t, r, attrHoldBand, func(r *engine.Request, v float64) { r.HoldBand = v }, -1, 11)
 }
 
 func TestContainerCountsReadMatchesEngine(t *testing.T) {

@@ -510,13 +510,6 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					}
 					q := ad.quotas[j]
 					target, _ := q.Apply(amount)
-					// HostDecision.Overloads, as the strategy reads it:
-					// the replay offers every slot, the running replicas
-					// first, and no more replicas run than the models
-					// have outputs, so an amount below the running ones
-					// is a running replica refused (first host), or a
-					// safe amount bound by CPU or memory (second).
-					overloaded := amount < prev[j][h]
 					if banded {
 						// What a controller given HostDecision.Hold does.
 						n := len(b.knobs)
@@ -527,6 +520,14 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 						}
 					}
 					if ad.stepped {
+						// HostDecision.Overloads, as the strategy reads
+						// it: the replay offers every slot, the running
+						// replicas first, and no more replicas run than
+						// the models have outputs, so an amount (before
+						// the hold band) below the running ones is a
+						// running replica refused (first host), or a
+						// safe amount bound by CPU or memory (second).
+						overloaded := amount < prev[j][h]
 						st, _ := a.steps.Control(prev[j][h], target, q.Min, q.Max, overloaded)
 						target = st.Count
 					}

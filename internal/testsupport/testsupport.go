@@ -119,3 +119,23 @@ func AsSecond(o *engine.Observation) *engine.Observation {
 	c.WantedReplicas, c.QueuedReplicas = 0, nil
 	return &c
 }
+
+// BuiltinModelFile writes the built-in model name (engine.BuiltinAdmission
+// or engine.BuiltinCapacity) to a file of its own in a temporary directory
+// of t, as a user's model file, and returns its path, the built-in model and
+// the processor loaded from the file for role.
+func BuiltinModelFile(t testing.TB, name, role string) (path string, b, p *engine.Processor) {
+	t.Helper()
+	b, err := engine.Builtin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), name+".json")
+	if err := engine.WriteModelFile(path, b.Model()); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = engine.Models.LoadFor(role, path); err != nil {
+		t.Fatal(err)
+	}
+	return path, b, p
+}
