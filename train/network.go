@@ -33,6 +33,17 @@ var Statistics = []Statistic{
 	{"level_day_cos", engine.FeatCPULevelDayCos},
 }
 
+// canFall are the statistics a rise of one sample can lower, with why:
+// the monotone trunk does not read them. Every other statistic is a mean,
+// an order statistic or a maximum of the samples (the daily-cycle ones the
+// recent mean times a factor of the time of day), which no rise lowers.
+var canFall = map[string]string{
+	"trend_up":   "a rise early in the window flattens the trend",
+	"trend_down": "a rise late in the window flattens the fall",
+	"mean_std2":  "a sample below the mean that rises narrows the spread",
+	"mean_std3":  "a sample below the mean that rises narrows the spread",
+}
+
 // statisticsByName returns the named statistics, in the given order.
 func statisticsByName(names []string) ([]Statistic, error) {
 	out := make([]Statistic, 0, len(names))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 )
@@ -19,7 +20,38 @@ const (
 	// term. Bias-free ReLU layers are positively homogeneous, so the
 	// estimate scales with the usage and one model serves every size.
 	TrunkMLP = "mlp"
+	// TrunkMonotone is a learned min-max network: each head the largest
+	// over groups of the smallest over the group's units of non-negative
+	// linear units over the statistics. Hidden is its shape, groups then
+	// units per group. No statistic can rise and lower its estimate, so a
+	// heavier window never reads as more room.
+	TrunkMonotone = "monotone"
 )
+
+// DefaultHidden is a trunk's default shape: the monotone trunk's groups
+// and units per group, the MLP's hidden widths; nil for the max trunk (or
+// a trunk that is none of these).
+func DefaultHidden(trunk string) []int {
+	switch trunk {
+	case TrunkMonotone:
+		return []int{7, 2}
+	case TrunkMLP:
+		return []int{24, 12}
+	}
+	return nil
+}
+
+// newTrunk is a fresh trunk of the settings' kind and shape (s.withDefaults
+// and s.validate hold).
+func (s Settings) newTrunk(stats []Statistic, rng *rand.Rand) trunk {
+	switch s.Trunk {
+	case TrunkMax:
+		return newMaxTrunk(len(stats))
+	case TrunkMonotone:
+		return newMonoTrunk(len(stats), s.Hidden[0], s.Hidden[1], stats, rng)
+	}
+	return newMLPTrunk(len(stats), s.Hidden, stats, rng)
+}
 
 // Settings control training; start from DefaultSettings. Zero sizes and
 // rates (Window, Horizon, Step, Slots, Epochs, Patience, BatchSize,
@@ -39,7 +71,7 @@ type Settings struct {
 	Patience     int     // epochs without a better validation loss before stopping
 	BatchSize    int     //
 	LearningRate float64 //
-	L2           float64 // weight decay
+	L2           float64 // weight decay (on the monotone trunk's log weights: toward a weight of 1)
 	// OverloadWeight weighs the loss of labels where the replicas would
 	// have overloaded the host against those where they fit: an overload
 	// costs more than an idle slot, so the estimate learns to stay below
@@ -59,9 +91,11 @@ type Settings struct {
 	// caller has held its series out already, as nested validation does).
 	NoHeldOut bool
 	// Statistics names the window statistics the estimate reads (see
-	// Statistics); nil is the default set.
+	// Statistics); nil is the trunk's default set (DefaultStatistics,
+	// DefaultMonotoneStatistics).
 	Statistics []string
-	// Trunk is TrunkMax or TrunkMLP; Hidden the MLP's hidden widths.
+	// Trunk is TrunkMax, TrunkMLP or TrunkMonotone; Hidden the MLP's
+	// hidden widths, or the monotone trunk's groups and units per group.
 	Trunk  string
 	Hidden []int
 	// Multiplex takes labels from a replay of phase-shifted replicas (as
@@ -90,6 +124,20 @@ const MaxRestarts = 64
 
 // DefaultStatistics are the statistics of the embedded models.
 var DefaultStatistics = []string{"mean", "mean_last5", "mean_std2", "p95", "max", "max_last5", "max_last20"}
+
+// DefaultMonotoneStatistics are the monotone trunk's: the default ones
+// but mean_std2, which a rise can lower (nested validation gave 1.047
+// with it and without).
+var DefaultMonotoneStatistics = []string{"mean", "mean_last5", "p95", "max", "max_last5", "max_last20"}
+
+// MonotoneSettings are DefaultSettings with the monotone trunk, its
+// default shape and statistics: a model whose estimate no rise in usage
+// lowers, so that a heavier window never gives more replicas.
+func MonotoneSettings() Settings {
+	s := DefaultSettings()
+	s.Trunk, s.Hidden, s.Statistics = TrunkMonotone, DefaultHidden(TrunkMonotone), DefaultMonotoneStatistics
+	return s
+}
 
 // DefaultSettings are the settings of the embedded default models. Slots
 // is 110, Kubernetes' default pod limit per node, so that the processors
@@ -132,14 +180,17 @@ func (s Settings) withDefaults() Settings {
 	if s.HeldOutShare == 0 && !s.NoHeldOut {
 		s.HeldOutShare = d.HeldOutShare
 	}
-	if s.Statistics == nil {
-		s.Statistics = d.Statistics
-	}
 	if s.Trunk == "" {
 		s.Trunk = d.Trunk
 	}
-	if s.Hidden == nil && s.Trunk == TrunkMLP {
-		s.Hidden = d.Hidden
+	if s.Statistics == nil {
+		s.Statistics = d.Statistics
+		if s.Trunk == TrunkMonotone {
+			s.Statistics = DefaultMonotoneStatistics
+		}
+	}
+	if s.Hidden == nil {
+		s.Hidden = DefaultHidden(s.Trunk)
 	}
 	if s.Trunk == TrunkMax {
 		s.Hidden = nil // the max trunk has no hidden layers (nor records any)
@@ -170,13 +221,7 @@ func (s Settings) Check() error {
 // training is spent on it. When they cannot, the error says how many slots
 // can be with these hidden layers.
 func (s Settings) exportable(stats []Statistic) error {
-	var tr trunk
-	if s.Trunk == TrunkMax {
-		tr = newMaxTrunk(len(stats))
-	} else {
-		tr = newMLPTrunk(len(stats), s.Hidden, stats, rand.New(rand.NewPCG(s.Seed, 0)))
-	}
-	p := newProcessor(tr)
+	p := newProcessor(s.newTrunk(stats, rand.New(rand.NewPCG(s.Seed, 0))))
 	check := func(slots int) error {
 		prov := engine.Provenance{Method: "untrained, for the settings check"}
 		for _, m := range []*engine.Model{exportCapacity(p, stats, slots, prov), exportAdmission(p, stats, slots, prov)} {
@@ -243,14 +288,23 @@ func (s Settings) validate() error {
 		return fmt.Errorf("validation share: %v, need (0, 1)", s.ValShare)
 	case !(s.HeldOutShare >= 0 && s.HeldOutShare < 1):
 		return fmt.Errorf("held-out share: %v, need [0, 1)", s.HeldOutShare)
-	case s.Trunk != TrunkMax && s.Trunk != TrunkMLP:
-		return fmt.Errorf("trunk: %q, want %q or %q", s.Trunk, TrunkMax, TrunkMLP)
+	case s.Trunk != TrunkMax && s.Trunk != TrunkMLP && s.Trunk != TrunkMonotone:
+		return fmt.Errorf("trunk: %q, want %q, %q or %q", s.Trunk, TrunkMonotone, TrunkMLP, TrunkMax)
+	case s.Trunk == TrunkMonotone && len(s.Hidden) != 2:
+		return fmt.Errorf("hidden: %v for the %s trunk, need two numbers: groups, then units per group", s.Hidden, TrunkMonotone)
 	case s.MaxShift < 0:
 		return fmt.Errorf("max shift: %d, need >= 0", s.MaxShift)
 	case !(s.ScaleJitter >= 0 && s.ScaleJitter < 1):
 		return fmt.Errorf("scale jitter: %v, need [0, 1)", s.ScaleJitter)
 	case s.MaxRowsPerSeries < 0:
 		return fmt.Errorf("max rows per series: %d, need >= 0", s.MaxRowsPerSeries)
+	}
+	if s.Trunk == TrunkMonotone {
+		for _, name := range s.Statistics {
+			if why, ok := canFall[name]; ok {
+				return fmt.Errorf("statistics: %s can fall as usage rises (%s), and the %s trunk reads only statistics that cannot (its default: %s)", name, why, TrunkMonotone, strings.Join(DefaultMonotoneStatistics, ","))
+			}
+		}
 	}
 	for _, h := range s.Hidden {
 		if h < 1 || h > 256 {

@@ -11,9 +11,11 @@
 // 2 std, p95, max, recent maxima...) and gives a level a and a dispersion
 // b, so that m replicas are predicted to use m a + sqrt(m) b of the host:
 // m x the peak for replicas that move together, less when they multiplex.
-// The trunk is a learned bias-free ReLU network (or, as the hand-wired
-// ablation, a max-of-predictors: the largest statistic scaled by a learned
-// factor, Bashir et al., EuroSys 2021). Each processor learns its own trunk
+// The trunk is a learned bias-free ReLU network (the default); a learned
+// monotone min-max network, whose estimate no rise in usage can lower
+// (TrunkMonotone); or, as the hand-wired ablation, a max-of-predictors:
+// the largest statistic scaled by a learned factor, Bashir et al., EuroSys
+// 2021. Each processor learns its own trunk
 // from its own labels, taken from a replay of phase-shifted replicas:
 //
 //   - the capacity processor (second host, read at its output layer) from
@@ -115,7 +117,8 @@ func (h HeadUse) Closed() []string {
 
 // headUse counts p's open heads on d's examples.
 func headUse(name, on string, p *processor, d *dataset) HeadUse {
-	_, hasB := p.tr.(*mlpTrunk)
+	_, isMax := p.tr.(*maxTrunk)
+	hasB := !isMax
 	h := HeadUse{Processor: name, On: on, Examples: d.rows, HasDispersion: hasB}
 	var c trunkCache
 	for r := 0; r < d.rows; r++ {
@@ -236,12 +239,7 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	}
 	res.Examples, res.ValExamples = trainData.rows, valData.rows
 
-	newTrunk := func(rng *rand.Rand) trunk {
-		if s.Trunk == TrunkMax {
-			return newMaxTrunk(len(stats))
-		}
-		return newMLPTrunk(len(stats), s.Hidden, stats, rng)
-	}
+	newTrunk := func(rng *rand.Rand) trunk { return s.newTrunk(stats, rng) }
 	capP, capFit, err := fitRestarts(newTrunk, &trainData, &valData, s, rng, capacityLoss, "capacity", progress)
 	if err != nil {
 		return nil, err

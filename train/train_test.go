@@ -144,7 +144,18 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 	for f := range mx.theta {
 		mx.theta[f] = 0.5 * rng.NormFloat64()
 	}
-	for _, tr := range []trunk{mlp, flat, mx} {
+	// Monotone trunks of odd and even groups and units (the trees pair
+	// values level by level and carry an odd one through), weights moved
+	// off their start.
+	var monos []trunk
+	for _, shape := range [][2]int{{1, 1}, {7, 2}, {3, 3}, {5, 4}} {
+		mo := newMonoTrunk(len(stats), shape[0], shape[1], stats, rng)
+		for i := range mo.theta {
+			mo.theta[i] += rng.NormFloat64()
+		}
+		monos = append(monos, mo)
+	}
+	for _, tr := range append([]trunk{mlp, flat, mx}, monos...) {
 		p := newProcessor(tr)
 		p.logAlpha = math.Log(6)
 		prov := engine.Provenance{Method: "test"}
@@ -230,7 +241,7 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 	}
 }
 
-// The MLP trunk's gradient is the loss's: checked against finite
+// The learned trunks' gradient is the loss's: checked against finite
 // differences.
 func TestTrunkGradient(t *testing.T) {
 	stats, _ := statisticsByName(DefaultStatistics)
@@ -249,8 +260,18 @@ func TestTrunkGradient(t *testing.T) {
 		d.demand = append(d.demand, 0.1)
 		d.rows++
 	}
-	for _, lossFn := range []lossFunc{capacityLoss, admissionLoss} {
-		p := newProcessor(newMLPTrunk(len(stats), []int{5}, stats, rng))
+	for _, tc := range []struct {
+		name   string
+		lossFn lossFunc
+		trunk  func() trunk
+	}{
+		{"capacity, mlp", capacityLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }},
+		{"admission, mlp", admissionLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }},
+		{"capacity, monotone", capacityLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, stats, rng) }},
+		{"admission, monotone", admissionLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, stats, rng) }},
+	} {
+		lossFn := tc.lossFn
+		p := newProcessor(tc.trunk())
 		for _, q := range p.params() {
 			*q += 0.2 * rng.NormFloat64()
 		}
@@ -277,7 +298,7 @@ func TestTrunkGradient(t *testing.T) {
 			*q = old
 			num := (up - down) / (2 * h)
 			if math.Abs(num-grad[i]) > 1e-4*math.Max(1, math.Abs(num)) {
-				t.Fatalf("parameter %d: gradient %v, finite difference %v", i, grad[i], num)
+				t.Fatalf("%s: parameter %d: gradient %v, finite difference %v", tc.name, i, grad[i], num)
 			}
 		}
 	}
@@ -391,6 +412,30 @@ func TestTrainRejectsBadSettings(t *testing.T) {
 	s.Window = 1
 	if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "window: 1") {
 		t.Fatalf("a window of 1: %v, want an error naming window", err)
+	}
+	for _, hidden := range [][]int{{7}, {7, 2, 2}, {}} {
+		s = MonotoneSettings()
+		s.Hidden = hidden
+		if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "groups, then units per group") {
+			t.Fatalf("monotone trunk of shape %v: %v, want an error naming its two numbers", hidden, err)
+		}
+	}
+	for _, stat := range []string{"trend_up", "trend_down", "mean_std2", "mean_std3"} {
+		s = MonotoneSettings()
+		s.Statistics = []string{"max", stat}
+		if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "statistics: "+stat+" can fall as usage rises (") {
+			t.Fatalf("monotone trunk reading %s: %v, want an error naming the statistic and why", stat, err)
+		}
+	}
+	if err := MonotoneSettings().Check(); err != nil {
+		t.Fatalf("the monotone trunk's default settings: %v", err)
+	}
+	// Unset statistics and shape are the trunk's own defaults.
+	if got := (Settings{Trunk: TrunkMonotone}).withDefaults(); !slices.Equal(got.Statistics, DefaultMonotoneStatistics) || !slices.Equal(got.Hidden, DefaultHidden(TrunkMonotone)) {
+		t.Fatalf("monotone trunk with nothing else set: statistics %v, hidden %v", got.Statistics, got.Hidden)
+	}
+	if err := (Settings{Trunk: TrunkMonotone}).Check(); err != nil {
+		t.Fatalf("monotone trunk with nothing else set: %v", err)
 	}
 	s = DefaultSettings()
 	s.Restarts = 65

@@ -502,6 +502,8 @@ func TestTrainBadInput(t *testing.T) {
 		// do not exist).
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "max", "--hidden", "48"}, exitUsage, "--hidden: the max trunk has no hidden layers"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "0"}, exitUsage, "hidden: width 0"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "monotone", "--hidden", "7"}, exitUsage, "hidden: [7] for the monotone trunk, need two numbers"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "monotone", "--statistics", "max,mean_std2"}, exitUsage, "statistics: mean_std2 can fall as usage rises"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", ""}, exitUsage, "--hidden: empty"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", " "}, exitUsage, "--hidden: empty"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "bogus"}, exitUsage, `--statistics: "bogus" is not a statistic; want some of mean,`},

@@ -306,9 +306,9 @@ func loadFamilies(dirs []traceDir) (fams []train.Family, notes []string, err err
 // returned function reads them over train.DefaultSettings.
 func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	d := train.DefaultSettings()
-	trunk := fs.String("trunk", d.Trunk, "the estimate's trunk: "+train.TrunkMLP+" (a learned network) or "+train.TrunkMax+" (the hand-wired max-of-predictors)")
-	hidden := fs.String("hidden", joinInts(d.Hidden), "hidden widths of the "+train.TrunkMLP+" trunk, comma-separated `W[,W...]`")
-	statistics := fs.String("statistics", strings.Join(d.Statistics, ","), "window statistics the trunk reads, comma-separated `NAME[,NAME...]` (of "+statisticNames()+")")
+	trunk := fs.String("trunk", d.Trunk, "the estimate's trunk: "+train.TrunkMonotone+" (a learned network that no rise in usage can make read more room), "+train.TrunkMLP+" (a learned network, not monotone) or "+train.TrunkMax+" (the hand-wired max-of-predictors)")
+	hidden := fs.String("hidden", "", "the trunk's shape, comma-separated: the "+train.TrunkMonotone+" trunk's `groups,units` per group (default "+joinInts(train.DefaultHidden(train.TrunkMonotone))+"), the "+train.TrunkMLP+" trunk's hidden widths (default "+joinInts(train.DefaultHidden(train.TrunkMLP))+")")
+	statistics := fs.String("statistics", strings.Join(d.Statistics, ","), "window statistics the trunk reads, comma-separated `NAME[,NAME...]` (of "+statisticNames()+"); the "+train.TrunkMonotone+" trunk's default is "+strings.Join(train.DefaultMonotoneStatistics, ","))
 	multiplex := fs.Bool("multiplex", d.Multiplex, "labels from a replay of phase-shifted replicas (false: every replica follows the series exactly)")
 	rows := fs.Int("max-rows", d.MaxRowsPerSeries, "at most `N` evenly spaced examples per series (0: all)")
 	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to "+strconv.Itoa(train.MaxRestarts)+")")
@@ -329,6 +329,9 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 			return s, usagef("--max-rows: %d; want 0 (every example) or more", *rows)
 		}
 		s.Statistics = nil
+		if *trunk == train.TrunkMonotone && !flagSet(fs, "statistics") {
+			*statistics = strings.Join(train.DefaultMonotoneStatistics, ",")
+		}
 		for _, name := range strings.Split(*statistics, ",") {
 			name = strings.TrimSpace(name)
 			if !slices.ContainsFunc(train.Statistics, func(st train.Statistic) bool { return st.Name == name }) {
@@ -337,8 +340,8 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 			s.Statistics = append(s.Statistics, name)
 		}
 		s.Hidden = nil
-		if hiddenSet && *trunk != train.TrunkMax && strings.TrimSpace(*hidden) == "" {
-			return s, usagef("--hidden: empty; give the %s trunk's hidden widths (W[,W...]), or leave --hidden out for %s", train.TrunkMLP, joinInts(d.Hidden))
+		if hiddenSet && strings.TrimSpace(*hidden) == "" {
+			return s, usagef("--hidden: empty; give the %s trunk's shape, or leave --hidden out for %s", *trunk, joinInts(train.DefaultHidden(*trunk)))
 		}
 		if strings.TrimSpace(*hidden) != "" {
 			for _, h := range strings.Split(*hidden, ",") {

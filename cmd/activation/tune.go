@@ -72,6 +72,23 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12, overload weight 12", func(s *train.Settings) { s.Hidden, s.OverloadWeight = []int{24, 12}, 12 }},
 		{"mlp 24-12 + daily cycle", shape([]int{24, 12}, "level_day_sin", "level_day_cos")},
 		{"mlp 24-12, best of 8 restarts", func(s *train.Settings) { s.Hidden, s.Restarts = []int{24, 12}, 8 }},
+		{"monotone 7x2", monotone(7, 2)},
+		{"monotone 7x3", monotone(7, 3)},
+		{"monotone 14x2", monotone(14, 2)},
+		{"monotone 7x1", monotone(7, 1)},
+		{"monotone 7x2 + p99 + last", monotone(7, 2, "p99", "last")},
+		{"monotone 7x2, 30 epochs, patience 5", func(s *train.Settings) { monotone(7, 2)(s); s.Epochs, s.Patience = 30, 5 }},
+		{"monotone 7x2, best of 4 restarts", func(s *train.Settings) { monotone(7, 2)(s); s.Restarts = 4 }},
+	}
+}
+
+// monotone is the monotone trunk (train.MonotoneSettings) of groups x
+// units, with the statistics named besides its default ones.
+func monotone(groups, units int, extra ...string) func(*train.Settings) {
+	return func(s *train.Settings) {
+		m := train.MonotoneSettings()
+		s.Trunk, s.Hidden = m.Trunk, []int{groups, units}
+		s.Statistics = append(append([]string(nil), m.Statistics...), extra...)
 	}
 }
 

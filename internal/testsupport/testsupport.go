@@ -5,6 +5,8 @@
 package testsupport
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -138,4 +140,78 @@ func BuiltinModelFile(t testing.TB, name, role string) (path string, b, p *engin
 		t.Fatal(err)
 	}
 	return path, b, p
+}
+
+// HeavierPair is one comparison of HeavierWindows: the amount a host's
+// processor gave a window, and the amount it gave the same window with
+// samples raised.
+type HeavierPair struct {
+	What             string // which window, trial and step
+	Role             string
+	Lighter, Heavier int
+}
+
+// HeavierWindows decides, with the given processors (nil: the built-in
+// ones), chains of ever heavier windows made from real Crane windows:
+// each step raises one more sample, at a random place, to up to twice the
+// window's peak (never lowering it), with raiseMemory now and then raises
+// its memory to where it may bind the count, and now and then scales the whole window's CPU up. (Every window
+// has CPU and memory measured: a window of zero usage throughout, CPU or
+// memory, reads at the replicas' request, so a first sample above zero
+// may give more replicas.) It returns every pair of consecutive windows on both hosts;
+// a processor whose estimate is monotone in usage never gives the heavier
+// window the larger amount.
+func HeavierWindows(t testing.TB, first, second *engine.Processor, raiseMemory bool) []HeavierPair {
+	t.Helper()
+	windows := []engine.Observation{
+		SeriesObservation(t, "series3", 3000, 120, 6, 0.1),
+		SeriesObservation(t, "series5", 8000, 120, 6, 0.1),
+		SeriesObservation(t, "series15", 20000, 120, 4, 0.1),
+		SeriesObservation(t, "series1", 5000, 60, 3, 0.3),
+		SeriesObservation(t, "series0", 9000, 120, 8, 0.05),
+		SeriesObservation(t, "series12", 6000, 120, 5, 0.08),
+	}
+	amounts := func(o engine.Observation) (int, int) {
+		d, err := engine.Decide(engine.HostInput{Observation: &o, Model: first}, engine.HostInput{Observation: &o, Model: second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.First.Amount, d.Second.Amount
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	memRng := rand.New(rand.NewPCG(13, 17))
+	var out []HeavierPair
+	for wi, base := range windows {
+		peak := 0.0
+		for _, s := range base.Samples {
+			peak = max(peak, s.CPUMHz)
+		}
+		for trial := 0; trial < 40; trial++ {
+			level := peak * (1 + rng.Float64())
+			order := rng.Perm(len(base.Samples))
+			lighter := base
+			lf, ls := amounts(lighter)
+			for k := 1; k <= 8; k++ {
+				heavier := lighter
+				heavier.Samples = append([]engine.Sample(nil), lighter.Samples...)
+				i := order[k-1]
+				heavier.Samples[i].CPUMHz = max(heavier.Samples[i].CPUMHz, level)
+				if rng.IntN(4) == 0 {
+					for i := range heavier.Samples {
+						heavier.Samples[i].CPUMHz *= 1 + 0.2*rng.Float64()
+					}
+				}
+				if raiseMemory && memRng.IntN(3) == 0 { // the raised sample's memory too, to where it may bind
+					heavier.Samples[i].MemoryMB = max(heavier.Samples[i].MemoryMB, heavier.MemoryCapacityMB*(0.05+0.5*memRng.Float64()))
+				}
+				hf, hs := amounts(heavier)
+				what := fmt.Sprintf("window %d (%s), trial %d, %d samples raised", wi, base.Host, trial, k)
+				out = append(out,
+					HeavierPair{What: what, Role: engine.RoleFirst, Lighter: lf, Heavier: hf},
+					HeavierPair{What: what, Role: engine.RoleSecond, Lighter: ls, Heavier: hs})
+				lighter, lf, ls = heavier, hf, hs
+			}
+		}
+	}
+	return out
 }
