@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -427,6 +428,18 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if !ok {
 		return
 	}
+	if msg, at, down := d.data.Nomad.recentlyUnanswered(time.Now()); down {
+		// A plan over many nodes reads them in batches of -parallelism:
+		// against an address that does not answer, each batch waited the
+		// request timeout again (a trial: 151 s and 48 errors for 48
+		// nodes). The first batch's wait is the plan's.
+		resp.Diagnostics.AddError("Nomad did not answer an earlier read", fmt.Sprintf(
+			"Nomad at %s did not answer a request of another activation_host_usage read of this run in time (%s ago): %s. "+
+				"This read was not tried (nor will others be for a minute after it, unless one succeeds first), so that a plan over many nodes fails in one request timeout, "+
+				"not one per batch of -parallelism reads. Check the address, the network and that Nomad is up, then run again.",
+			nomadAddressText(conn, d.data.Nomad.source()), time.Since(at).Round(time.Second), msg))
+		return
+	}
 	window, err := nomadusage.NewWindow(int(samples), time.Duration(maxReads)*gap+time.Minute)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root(huSamples), "Invalid usage window", err.Error())
@@ -472,9 +485,13 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 			rd, err = reader.Read(ctx, q)
 		}
 		if err != nil {
+			if requestTimedOut(ctx, err) && !clientRequest(err) {
+				d.data.Nomad.noteUnanswered(conn.RedactString(err.Error()), time.Now())
+			}
 			addNomadError(ctx, &resp.Diagnostics, &m, conn, d.data.Nomad.source(), err, readProgress{min(i+1, samples), samples, timeout})
 			return
 		}
+		d.data.Nomad.noteAnswered()
 		if err := window.Add(rd); err != nil {
 			resp.Diagnostics.AddError("Cannot build the usage window", err.Error())
 			return
@@ -542,6 +559,35 @@ func (m *hostUsageModel) selectorPath() path.Path {
 	return path.Root(huNodeID)
 }
 
+// nomadAddressText is the connection's address for a message, saying when
+// it is Nomad's default.
+func nomadAddressText(conn *nomadconn.Conn, src nomadSource) string {
+	if src.defaultAddress {
+		return conn.Address() + " (Nomad's default address: the provider's nomad.address is unset, and NOMAD_ADDR unset or ignored)"
+	}
+	return conn.Address()
+}
+
+// requestTimedOut says whether err is one request to Nomad that timed out
+// (the request timeout), not the read's own deadline (timeouts.read) nor
+// its cancellation.
+func requestTimedOut(ctx context.Context, err error) bool {
+	var netErr net.Error
+	return ctx.Err() == nil && errors.As(err, &netErr) && netErr.Timeout()
+}
+
+// clientRequest says whether err is about a request Nomad's servers pass
+// on to a client node (/v1/client/...: an allocation's or a node's stats):
+// one node that does not answer says nothing of the others.
+func clientRequest(err error) bool {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return false
+	}
+	u, perr := url.Parse(ue.URL)
+	return perr == nil && strings.Contains(u.Path, "/v1/client/") // (an address may have a path before /v1)
+}
+
 // readProgress is where a read was when it failed.
 type readProgress struct {
 	read, of int64
@@ -557,13 +603,9 @@ type readProgress struct {
 // where the settings came from: a 403 names the token's source.
 func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageModel, conn *nomadconn.Conn, src nomadSource, err error, at readProgress) {
 	msg := conn.RedactString(err.Error())
-	addr := conn.Address()
-	if src.defaultAddress {
-		addr += " (Nomad's default address: the provider's nomad.address is unset, and NOMAD_ADDR unset or ignored)"
-	}
+	addr := nomadAddressText(conn, src)
 	tokenFrom := src.token
 	jobSet := !m.Job.IsNull()
-	var netErr net.Error
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		diags.AddError("Reading the host's usage timed out", fmt.Sprintf(
@@ -571,7 +613,7 @@ func addNomadError(ctx context.Context, diags *diag.Diagnostics, m *hostUsageMod
 			at.timeout, at.read, at.of, addr, msg))
 	case ctx.Err() != nil:
 		diags.AddError("Reading the host's usage was interrupted", fmt.Sprintf("During read %d of %d from Nomad at %s: %s.", at.read, at.of, addr, msg))
-	case errors.As(err, &netErr) && netErr.Timeout():
+	case requestTimedOut(ctx, err):
 		diags.AddError("A request to Nomad timed out", fmt.Sprintf(
 			"Nomad at %s did not answer in time (%s per request), during read %d of %d. The call that timed out: %s.",
 			addr, nomadconn.DefaultRequestTimeout, at.read, at.of, msg))

@@ -1493,3 +1493,78 @@ func TestHostUsageValidateTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestHostUsageUnansweredNomad: once a request to Nomad's servers times
+// out, the reads that start within unansweredFor fail at once, without a
+// request, naming the earlier one (a trial: 48 nodes against an address
+// that did not answer took 151 s, one request timeout per batch of
+// -parallelism); a request passed on to a client node that times out
+// (one node's stats) says nothing of the others and does not.
+func TestHostUsageUnansweredNomad(t *testing.T) {
+	testsupport.StandinOnly(t, "requests held unanswered by the stand-in, and a request timeout of 300ms")
+	for _, tc := range []struct {
+		name      string
+		fault     string // the path held unanswered
+		job       bool
+		failsFast bool
+	}{
+		{"servers do not answer", "/v1/nodes", false, true},
+		{"one node's stats do not answer", "/v1/client/stats", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newUsageFixture(t)
+			f.s.InjectFault(nomadstandin.Fault{Path: tc.fault, Hang: true})
+			c := newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
+			c.settings.RequestTimeout = 300 * time.Millisecond
+			read := func(node string) string {
+				m := nullUsageModel()
+				m.NodeName = types.StringValue(node)
+				m.ReplicaCPUDemandMHz = numberValue(100)
+				_, diags := readUsageWith(t, context.Background(), c, m)
+				return diags
+			}
+			if d := read("host-a"); !strings.Contains(d, "A request to Nomad timed out") {
+				t.Fatalf("first read: %q, want the request timeout", d)
+			}
+			before := len(f.s.Requests())
+			d := read("host-b")
+			after := len(f.s.Requests())
+			if !tc.failsFast {
+				if strings.Contains(d, "did not answer an earlier read") || after == before {
+					t.Fatalf("second read: %q after %d requests: a node's stats that did not answer stopped the read of another node", d, after-before)
+				}
+				return
+			}
+			if !strings.Contains(d, "Nomad did not answer an earlier read") || !strings.Contains(d, f.s.URL()) ||
+				!strings.Contains(d, "/v1/nodes") || !strings.Contains(d, "not one per batch of -parallelism") {
+				t.Fatalf("second read: %q, want it refused at once, naming the address and the request that timed out", d)
+			}
+			if after != before {
+				t.Fatalf("second read made %d requests, want none", after-before)
+			}
+		})
+	}
+}
+
+// The unanswered request is forgotten when a read succeeds, and no longer
+// stops reads unansweredFor after it.
+func TestNomadConnectionUnanswered(t *testing.T) {
+	c := newNomadConnection(context.Background(), nullNomadBlock(), noEnv)
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	if _, _, ok := c.recentlyUnanswered(at); ok {
+		t.Fatal("a new connection has an unanswered request")
+	}
+	c.noteUnanswered("Get /v1/nodes: i/o timeout", at)
+	for _, tc := range []struct {
+		after time.Duration
+		want  bool
+	}{{0, true}, {unansweredFor, true}, {unansweredFor + time.Second, false}} {
+		if msg, when, ok := c.recentlyUnanswered(at.Add(tc.after)); ok != tc.want || (ok && (msg != "Get /v1/nodes: i/o timeout" || !when.Equal(at))) {
+			t.Errorf("%s after: %q at %s, %v; want %v", tc.after, msg, when, ok, tc.want)
+		}
+	}
+	c.noteAnswered()
+	if _, _, ok := c.recentlyUnanswered(at); ok {
+		t.Error("a read that succeeded left the unanswered request in force")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -88,7 +89,11 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 			"says otherwise); `headers` and the PEM attributes have none. " +
 			"One connection is made per provider instance, on first use, and shared by every `activation_host_usage`. " +
 			fmt.Sprintf("Each request to Nomad may take at most %s (a plan reads once, so the limit is wider than the plugins' "+
-				"`request_timeout` of 10s, which an evaluation every 10 seconds needs); the data source's `timeouts.read` bounds the whole read. ", nomadconn.DefaultRequestTimeout) +
+				"`request_timeout` of 10s, which an evaluation every 10 seconds needs); the data source's `timeouts.read` bounds the whole read. "+
+				"When a request to Nomad's servers times out, every `activation_host_usage` read that starts within a minute of it fails at once, naming it, "+
+				"unless a read succeeds in between: a plan over many nodes then fails in one request timeout, not one per batch of `-parallelism` reads "+
+				"(a request the servers pass on to a client node, such as an allocation's stats, does not count: one node that does not answer says nothing of the others). ",
+				nomadconn.DefaultRequestTimeout) +
 			"Its values must be known when `activation_host_usage` is read: one known only at apply (an address from a resource " +
 			"created in the same run) fails the plan. " +
 			"Secrets (the token, the basic-auth password, header values, a password in the address) are never logged, and are " +
@@ -197,6 +202,46 @@ type nomadConnection struct {
 
 	mu      sync.Mutex
 	readers map[nomadusage.Options]*nomadusage.Reader
+
+	// unanswered is the last request Nomad did not answer within the
+	// request timeout (its error, redacted) and when it timed out, until a
+	// read succeeds: reads that start within unansweredFor of it fail at
+	// once instead of waiting as long again (see recentlyUnanswered).
+	unansweredMu sync.Mutex
+	unanswered   string
+	unansweredAt time.Time
+}
+
+// unansweredFor is how long after a request Nomad did not answer a read
+// fails without trying ("a minute" in the nomad block's description and
+// the error): long enough for the rest of a plan's reads, which
+// start in batches of -parallelism as earlier ones end.
+const unansweredFor = time.Minute
+
+// noteUnanswered records that Nomad did not answer a request in time
+// (msg: the error, redacted).
+func (c *nomadConnection) noteUnanswered(msg string, at time.Time) {
+	c.unansweredMu.Lock()
+	defer c.unansweredMu.Unlock()
+	c.unanswered, c.unansweredAt = msg, at
+}
+
+// noteAnswered forgets an unanswered request: Nomad answered a read.
+func (c *nomadConnection) noteAnswered() {
+	c.unansweredMu.Lock()
+	defer c.unansweredMu.Unlock()
+	c.unanswered = ""
+}
+
+// recentlyUnanswered returns the request Nomad did not answer in time
+// within unansweredFor before now, if any, and when it timed out.
+func (c *nomadConnection) recentlyUnanswered(now time.Time) (msg string, at time.Time, ok bool) {
+	c.unansweredMu.Lock()
+	defer c.unansweredMu.Unlock()
+	if c.unanswered == "" || now.Sub(c.unansweredAt) > unansweredFor {
+		return "", time.Time{}, false
+	}
+	return c.unanswered, c.unansweredAt, true
 }
 
 // pairSource is where one half of the client certificate pair comes from.
