@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -28,6 +29,14 @@ const (
 	TrunkMonotone = "monotone"
 )
 
+func joinShape(h []int) string {
+	parts := make([]string, len(h))
+	for i, x := range h {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
+}
+
 // DefaultHidden is a trunk's default shape: the monotone trunk's groups
 // and units per group, the MLP's hidden widths; nil for the max trunk (or
 // a trunk that is none of these).
@@ -48,7 +57,7 @@ func (s Settings) newTrunk(stats []Statistic, rng *rand.Rand) trunk {
 	case TrunkMax:
 		return newMaxTrunk(len(stats))
 	case TrunkMonotone:
-		return newMonoTrunk(len(stats), s.Hidden[0], s.Hidden[1], stats, rng)
+		return newMonoTrunk(len(stats), s.Hidden[0], s.Hidden[1], rng)
 	}
 	return newMLPTrunk(len(stats), s.Hidden, stats, rng)
 }
@@ -235,6 +244,12 @@ func (s Settings) exportable(stats []Statistic) error {
 	if err == nil {
 		return nil
 	}
+	if s.Trunk == TrunkMonotone && s.Slots == DefaultSettings().Slots {
+		// Its size grows with groups x units; the slots are the default
+		// every front end counts up to, not a setting to lower.
+		return fmt.Errorf("hidden: %d groups of %d units make a %s trunk whose models the engine cannot load with %d slots (%w); use fewer groups or units (the default is %s)",
+			s.Hidden[0], s.Hidden[1], TrunkMonotone, s.Slots, err, joinShape(DefaultHidden(TrunkMonotone)))
+	}
 	if s.Slots == 1 || check(1) != nil {
 		return fmt.Errorf("slots %d, hidden layers %v and statistics %v make a model the engine cannot load (%w)", s.Slots, s.Hidden, s.Statistics, err)
 	}
@@ -290,8 +305,8 @@ func (s Settings) validate() error {
 		return fmt.Errorf("held-out share: %v, need [0, 1)", s.HeldOutShare)
 	case s.Trunk != TrunkMax && s.Trunk != TrunkMLP && s.Trunk != TrunkMonotone:
 		return fmt.Errorf("trunk: %q, want %q, %q or %q", s.Trunk, TrunkMonotone, TrunkMLP, TrunkMax)
-	case s.Trunk == TrunkMonotone && len(s.Hidden) != 2:
-		return fmt.Errorf("hidden: %v for the %s trunk, need two numbers: groups, then units per group", s.Hidden, TrunkMonotone)
+	case s.Trunk == TrunkMonotone && (len(s.Hidden) != 2 || s.Hidden[0] < 1 || s.Hidden[1] < 1):
+		return fmt.Errorf("hidden: %v for the %s trunk, need two numbers of at least 1: groups, then units per group", s.Hidden, TrunkMonotone)
 	case s.MaxShift < 0:
 		return fmt.Errorf("max shift: %d, need >= 0", s.MaxShift)
 	case !(s.ScaleJitter >= 0 && s.ScaleJitter < 1):

@@ -149,7 +149,7 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 	// off their start.
 	var monos []trunk
 	for _, shape := range [][2]int{{1, 1}, {7, 2}, {3, 3}, {5, 4}} {
-		mo := newMonoTrunk(len(stats), shape[0], shape[1], stats, rng)
+		mo := newMonoTrunk(len(stats), shape[0], shape[1], rng)
 		for i := range mo.theta {
 			mo.theta[i] += rng.NormFloat64()
 		}
@@ -267,8 +267,8 @@ func TestTrunkGradient(t *testing.T) {
 	}{
 		{"capacity, mlp", capacityLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }},
 		{"admission, mlp", admissionLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }},
-		{"capacity, monotone", capacityLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, stats, rng) }},
-		{"admission, monotone", admissionLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, stats, rng) }},
+		{"capacity, monotone", capacityLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, rng) }},
+		{"admission, monotone", admissionLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, rng) }},
 	} {
 		lossFn := tc.lossFn
 		p := newProcessor(tc.trunk())
@@ -413,7 +413,7 @@ func TestTrainRejectsBadSettings(t *testing.T) {
 	if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "window: 1") {
 		t.Fatalf("a window of 1: %v, want an error naming window", err)
 	}
-	for _, hidden := range [][]int{{7}, {7, 2, 2}, {}} {
+	for _, hidden := range [][]int{{7}, {7, 2, 2}, {}, {0, 2}, {7, 0}} {
 		s = MonotoneSettings()
 		s.Hidden = hidden
 		if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "groups, then units per group") {
@@ -429,6 +429,13 @@ func TestTrainRejectsBadSettings(t *testing.T) {
 	}
 	if err := MonotoneSettings().Check(); err != nil {
 		t.Fatalf("the monotone trunk's default settings: %v", err)
+	}
+	// A monotone shape too large for the engine names the groups and
+	// units, not slots the command line does not set.
+	s = MonotoneSettings()
+	s.Hidden = []int{24, 12}
+	if err := s.Check(); err == nil || !strings.Contains(err.Error(), "hidden: 24 groups of 12 units") || !strings.Contains(err.Error(), "use fewer groups or units") {
+		t.Fatalf("monotone trunk of 24 groups of 12 units: %v, want an error naming the shape", err)
 	}
 	// Unset statistics and shape are the trunk's own defaults.
 	if got := (Settings{Trunk: TrunkMonotone}).withDefaults(); !slices.Equal(got.Statistics, DefaultMonotoneStatistics) || !slices.Equal(got.Hidden, DefaultHidden(TrunkMonotone)) {

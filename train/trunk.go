@@ -328,7 +328,7 @@ type monoTrunk struct {
 	theta []float64
 }
 
-func newMonoTrunk(width, groups, units int, stats []Statistic, rng *rand.Rand) *monoTrunk {
+func newMonoTrunk(width, groups, units int, rng *rand.Rand) *monoTrunk {
 	t := &monoTrunk{f: width, g: groups, j: units, theta: make([]float64, 2*groups*units*width)}
 	// b starts near 0: started at 0.1 of the statistics, as the MLP's
 	// does, nested validation gave 1.033 instead of 1.047 (7x2).
