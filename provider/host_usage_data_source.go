@@ -434,10 +434,10 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		// request timeout again (a trial: 151 s and 48 errors for 48
 		// nodes). The first batch's wait is the plan's.
 		resp.Diagnostics.AddError("Nomad did not answer an earlier read", fmt.Sprintf(
-			"Nomad at %s did not answer a request of another activation_host_usage read of this run in time (%s ago): %s. "+
-				"This read was not tried (nor will others be for a minute after it, unless one succeeds first), so that a plan over many nodes fails in one request timeout, "+
-				"not one per batch of -parallelism reads. Check the address, the network and that Nomad is up, then run again.",
-			nomadAddressText(conn, d.data.Nomad.source()), time.Since(at).Round(time.Second), msg))
+			"Nomad at %s did not answer a request of another activation_host_usage read of this provider instance in time (%s ago): %s. "+
+				"This read was not tried, nor will others be for a minute after that request (unless a read already under way succeeds), so that a plan over many nodes "+
+				"fails in one request timeout, not one per batch of -parallelism reads. Check the address, the network and that Nomad is up, then run again.",
+			nomadAddressText(conn, d.data.Nomad.source()), time.Since(at).Round(100*time.Millisecond), msg))
 		return
 	}
 	window, err := nomadusage.NewWindow(int(samples), time.Duration(maxReads)*gap+time.Minute)
@@ -473,6 +473,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		tflog.Trace(ctx, "activation_host_usage: reading", map[string]any{
 			"address": conn.Address(), "selector": q.Host.String(), "job": q.Job, "group": q.Group, "read": i + 1, "samples": window.Len(), "of": samples,
 		})
+		started := time.Now()
 		rd, err := reader.Read(ctx, q)
 		if err != nil && transientRead(err) && sleepCtx(ctx, gap) == nil {
 			// One failed read among the many of a plan (a 5xx, a stats
@@ -482,16 +483,17 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 			tflog.Debug(ctx, "activation_host_usage: reading again after a transient failure", map[string]any{
 				"selector": q.Host.String(), "error": conn.RedactString(err.Error()),
 			})
+			started = time.Now()
 			rd, err = reader.Read(ctx, q)
 		}
 		if err != nil {
-			if requestTimedOut(ctx, err) && !clientRequest(err) {
-				d.data.Nomad.noteUnanswered(conn.RedactString(err.Error()), time.Now())
+			if requestTimedOut(ctx, err) && serverUnanswered(err) {
+				d.data.Nomad.noteUnanswered(conn.RedactString(err.Error()), started, time.Now())
 			}
 			addNomadError(ctx, &resp.Diagnostics, &m, conn, d.data.Nomad.source(), err, readProgress{min(i+1, samples), samples, timeout})
 			return
 		}
-		d.data.Nomad.noteAnswered()
+		d.data.Nomad.noteAnswered(time.Now())
 		if err := window.Add(rd); err != nil {
 			resp.Diagnostics.AddError("Cannot build the usage window", err.Error())
 			return
@@ -576,16 +578,19 @@ func requestTimedOut(ctx context.Context, err error) bool {
 	return ctx.Err() == nil && errors.As(err, &netErr) && netErr.Timeout()
 }
 
-// clientRequest says whether err is about a request Nomad's servers pass
-// on to a client node (/v1/client/...: an allocation's or a node's stats):
-// one node that does not answer says nothing of the others.
-func clientRequest(err error) bool {
+// serverUnanswered says whether err is a request to Nomad's servers
+// that got no answer: the HTTP client's error (a *url.Error: it failed
+// before the answer's headers) on a path the servers answer themselves.
+// Not one they pass on to a client node (/v1/client/...: an allocation's
+// or a node's stats), since one node that does not answer says nothing of
+// the others; nor a timeout while reading an answer that came.
+func serverUnanswered(err error) bool {
 	var ue *url.Error
 	if !errors.As(err, &ue) {
 		return false
 	}
 	u, perr := url.Parse(ue.URL)
-	return perr == nil && strings.Contains(u.Path, "/v1/client/") // (an address may have a path before /v1)
+	return perr == nil && !strings.Contains(u.Path, "/v1/client/") // (an address may have a path before /v1)
 }
 
 // readProgress is where a read was when it failed.

@@ -1498,40 +1498,58 @@ func TestHostUsageValidateTimeout(t *testing.T) {
 // out, the reads that start within unansweredFor fail at once, without a
 // request, naming the earlier one (a trial: 48 nodes against an address
 // that did not answer took 151 s, one request timeout per batch of
-// -parallelism); a request passed on to a client node that times out
-// (one node's stats) says nothing of the others and does not.
+// -parallelism). A request passed on to a client node that times out (one
+// node's stats) says nothing of the others and does not count, nor does a
+// read's own deadline (timeouts.read) running out.
 func TestHostUsageUnansweredNomad(t *testing.T) {
 	testsupport.StandinOnly(t, "requests held unanswered by the stand-in, and a request timeout of 300ms")
 	for _, tc := range []struct {
 		name      string
-		fault     string // the path held unanswered
-		job       bool
+		fault     string        // the path held unanswered
+		deadline  time.Duration // the first read's own deadline, when > 0
+		want      string        // the first read's error
 		failsFast bool
 	}{
-		{"servers do not answer", "/v1/nodes", false, true},
-		{"one node's stats do not answer", "/v1/client/stats", false, false},
+		{"servers do not answer", "/v1/nodes", 0, "A request to Nomad timed out", true},
+		{"one node's stats do not answer", "/v1/client/stats", 0, "A request to Nomad timed out", false},
+		{"the read's own deadline", "/v1/nodes", 100 * time.Millisecond, "Reading the host's usage", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newUsageFixture(t)
 			f.s.InjectFault(nomadstandin.Fault{Path: tc.fault, Hang: true})
 			c := newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
 			c.settings.RequestTimeout = 300 * time.Millisecond
-			read := func(node string) string {
+			read := func(ctx context.Context, node string) string {
 				m := nullUsageModel()
 				m.NodeName = types.StringValue(node)
 				m.ReplicaCPUDemandMHz = numberValue(100)
-				_, diags := readUsageWith(t, context.Background(), c, m)
+				_, diags := readUsageWith(t, ctx, c, m)
 				return diags
 			}
-			if d := read("host-a"); !strings.Contains(d, "A request to Nomad timed out") {
-				t.Fatalf("first read: %q, want the request timeout", d)
+			ctx := context.Background()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+				defer cancel()
+			}
+			if d := read(ctx, "host-a"); !strings.Contains(d, tc.want) {
+				t.Fatalf("first read: %q, want %q", d, tc.want)
+			}
+			// The stand-in logs a held request once the client has hung
+			// up: wait for it, so that it is not counted as the second
+			// read's.
+			for deadline := time.Now().Add(5 * time.Second); f.s.RequestCounts().ByPath["GET "+tc.fault] == 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the stand-in never logged the held request to %s", tc.fault)
+				}
 			}
 			before := len(f.s.Requests())
-			d := read("host-b")
+			d := read(context.Background(), "host-b")
 			after := len(f.s.Requests())
 			if !tc.failsFast {
-				if strings.Contains(d, "did not answer an earlier read") || after == before {
-					t.Fatalf("second read: %q after %d requests: a node's stats that did not answer stopped the read of another node", d, after-before)
+				// It tried: its own request was held and timed out.
+				if !strings.Contains(d, "A request to Nomad timed out") {
+					t.Fatalf("second read: %q: the first read's failure stopped the read of another node", d)
 				}
 				return
 			}
@@ -1546,15 +1564,53 @@ func TestHostUsageUnansweredNomad(t *testing.T) {
 	}
 }
 
-// The unanswered request is forgotten when a read succeeds, and no longer
-// stops reads unansweredFor after it.
+// A request that started before a read succeeded and then timed out (one
+// server or connection stuck while Nomad answers others) stops no read:
+// Read records each success, and a timeout older than it is not recorded.
+func TestHostUsageUnansweredBeforeAnAnswer(t *testing.T) {
+	testsupport.StandinOnly(t, "one node's read held unanswered by the stand-in, and a request timeout of 1s")
+	f := newUsageFixture(t)
+	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/node/" + f.nodeA, Hang: true})
+	c := newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
+	c.settings.RequestTimeout = time.Second
+	read := func(m hostUsageModel) string {
+		m.ReplicaCPUDemandMHz = numberValue(100)
+		m.Samples = numberValue(1)
+		_, diags := readUsageWith(t, context.Background(), c, m)
+		return diags
+	}
+	stuck := make(chan string)
+	go func() {
+		m := nullUsageModel()
+		m.NodeID = types.StringValue(f.nodeA)
+		stuck <- read(m)
+	}()
+	time.Sleep(200 * time.Millisecond) // the stuck read is under way
+	b := nullUsageModel()
+	b.NodeName = types.StringValue("host-b")
+	if d := read(b); d != "" {
+		t.Fatalf("read of host-b: %q", d)
+	}
+	if d := <-stuck; !strings.Contains(d, "A request to Nomad timed out") {
+		t.Fatalf("read of host-a: %q, want its request timed out", d)
+	}
+	c3 := nullUsageModel()
+	c3.NodeName = types.StringValue("host-c")
+	if d := read(c3); strings.Contains(d, "did not answer an earlier read") {
+		t.Fatalf("read of host-c after host-b's succeeded: %q", d)
+	}
+}
+
+// The unanswered request is forgotten when a read succeeds, no longer
+// stops reads unansweredFor after it, and is not recorded for a read that
+// started before the last success.
 func TestNomadConnectionUnanswered(t *testing.T) {
 	c := newNomadConnection(context.Background(), nullNomadBlock(), noEnv)
 	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	if _, _, ok := c.recentlyUnanswered(at); ok {
 		t.Fatal("a new connection has an unanswered request")
 	}
-	c.noteUnanswered("Get /v1/nodes: i/o timeout", at)
+	c.noteUnanswered("Get /v1/nodes: i/o timeout", at.Add(-30*time.Second), at)
 	for _, tc := range []struct {
 		after time.Duration
 		want  bool
@@ -1563,8 +1619,16 @@ func TestNomadConnectionUnanswered(t *testing.T) {
 			t.Errorf("%s after: %q at %s, %v; want %v", tc.after, msg, when, ok, tc.want)
 		}
 	}
-	c.noteAnswered()
-	if _, _, ok := c.recentlyUnanswered(at); ok {
+	c.noteAnswered(at.Add(time.Second))
+	if _, _, ok := c.recentlyUnanswered(at.Add(time.Second)); ok {
 		t.Error("a read that succeeded left the unanswered request in force")
+	}
+	c.noteUnanswered("Get /v1/node/a: i/o timeout", at, at.Add(2*time.Second)) // started before the success
+	if _, _, ok := c.recentlyUnanswered(at.Add(2 * time.Second)); ok {
+		t.Error("a request sent before a read succeeded stops reads")
+	}
+	c.noteUnanswered("Get /v1/node/b: i/o timeout", at.Add(time.Second), at.Add(3*time.Second)) // started with it
+	if _, _, ok := c.recentlyUnanswered(at.Add(3 * time.Second)); !ok {
+		t.Error("a request sent after the last success was not recorded")
 	}
 }

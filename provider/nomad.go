@@ -203,34 +203,45 @@ type nomadConnection struct {
 	mu      sync.Mutex
 	readers map[nomadusage.Options]*nomadusage.Reader
 
-	// unanswered is the last request Nomad did not answer within the
-	// request timeout (its error, redacted) and when it timed out, until a
-	// read succeeds: reads that start within unansweredFor of it fail at
-	// once instead of waiting as long again (see recentlyUnanswered).
+	// unanswered is the last request Nomad's servers did not answer within
+	// the request timeout (its error, redacted) and when it timed out,
+	// until a read succeeds: reads that start within unansweredFor of it
+	// fail at once instead of waiting as long again (see
+	// recentlyUnanswered). answeredAt is when a read last succeeded.
 	unansweredMu sync.Mutex
 	unanswered   string
 	unansweredAt time.Time
+	answeredAt   time.Time
 }
 
 // unansweredFor is how long after a request Nomad did not answer a read
 // fails without trying ("a minute" in the nomad block's description and
-// the error): long enough for the rest of a plan's reads, which
-// start in batches of -parallelism as earlier ones end.
+// the error): long enough for the rest of a plan's reads, which start in
+// batches of -parallelism as earlier ones end.
 const unansweredFor = time.Minute
 
-// noteUnanswered records that Nomad did not answer a request in time
-// (msg: the error, redacted).
-func (c *nomadConnection) noteUnanswered(msg string, at time.Time) {
+// noteUnanswered records that a read started at started failed at at on a
+// request Nomad's servers did not answer in time (msg: the error,
+// redacted). A read that started before the last one that succeeded says
+// nothing new (a request stuck on one server or connection while others
+// answer), and is not recorded.
+func (c *nomadConnection) noteUnanswered(msg string, started, at time.Time) {
 	c.unansweredMu.Lock()
 	defer c.unansweredMu.Unlock()
+	if started.Before(c.answeredAt) {
+		return
+	}
 	c.unanswered, c.unansweredAt = msg, at
 }
 
-// noteAnswered forgets an unanswered request: Nomad answered a read.
-func (c *nomadConnection) noteAnswered() {
+// noteAnswered forgets an unanswered request: a read succeeded at at.
+func (c *nomadConnection) noteAnswered(at time.Time) {
 	c.unansweredMu.Lock()
 	defer c.unansweredMu.Unlock()
 	c.unanswered = ""
+	if at.After(c.answeredAt) {
+		c.answeredAt = at
+	}
 }
 
 // recentlyUnanswered returns the request Nomad did not answer in time
