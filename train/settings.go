@@ -29,6 +29,7 @@ const (
 	TrunkMonotone = "monotone"
 )
 
+// joinShape writes a trunk's shape as --hidden takes it.
 func joinShape(h []int) string {
 	parts := make([]string, len(h))
 	for i, x := range h {

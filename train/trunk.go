@@ -308,12 +308,13 @@ func (t *mlpTrunk) describe([]Statistic) string {
 //
 //	a = max_g min_j w_{a,g,j} . u,  b likewise,
 //
-// with every weight >= 0. It is bias-free, so positively homogeneous like
+// with every weight > 0. It is bias-free, so positively homogeneous like
 // the other trunks, and monotone: no statistic can rise and lower the
-// estimate. Since every statistic read is a mean, order statistic or
-// maximum of the window's samples (or a mean plus a multiple of their
-// spread, which a sample raised at or above the mean only widens), a
-// heavier window never reads as more room. A bias-free ReLU network with
+// estimate. Since every statistic it may read is a mean, order statistic
+// or maximum of the window's samples (Settings refuses the others: see
+// canFall), a heavier window never reads as more room (in exact
+// arithmetic: the exported trees' float rounding can move an output by
+// about 1e-15). A bias-free ReLU network with
 // non-negative weights would be monotone too, but over non-negative inputs
 // it is linear; the min and max give the bends.
 //
