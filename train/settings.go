@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -28,15 +27,6 @@ const (
 	// heavier window never reads as more room.
 	TrunkMonotone = "monotone"
 )
-
-// joinShape writes a trunk's shape as --hidden takes it.
-func joinShape(h []int) string {
-	parts := make([]string, len(h))
-	for i, x := range h {
-		parts[i] = strconv.Itoa(x)
-	}
-	return strings.Join(parts, ",")
-}
 
 // DefaultHidden is a trunk's default shape: the monotone trunk's groups
 // and units per group, the MLP's hidden widths; nil for the max trunk (or
@@ -248,8 +238,9 @@ func (s Settings) exportable(stats []Statistic) error {
 	if s.Trunk == TrunkMonotone && s.Slots == DefaultSettings().Slots {
 		// Its size grows with groups x units; the slots are the default
 		// every front end counts up to, not a setting to lower.
-		return fmt.Errorf("hidden: %d groups of %d units make a %s trunk whose models the engine cannot load with %d slots (%w); use fewer groups or units (the default is %s)",
-			s.Hidden[0], s.Hidden[1], TrunkMonotone, s.Slots, err, joinShape(DefaultHidden(TrunkMonotone)))
+		d := DefaultHidden(TrunkMonotone)
+		return fmt.Errorf("hidden: %d groups of %d units make a %s trunk whose models the engine cannot load with %d slots (%w); use fewer groups or units (the default is %d,%d)",
+			s.Hidden[0], s.Hidden[1], TrunkMonotone, s.Slots, err, d[0], d[1])
 	}
 	if s.Slots == 1 || check(1) != nil {
 		return fmt.Errorf("slots %d, hidden layers %v and statistics %v make a model the engine cannot load (%w)", s.Slots, s.Hidden, s.Statistics, err)

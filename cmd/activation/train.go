@@ -328,16 +328,15 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		if *rows < 0 {
 			return s, usagef("--max-rows: %d; want 0 (every example) or more", *rows)
 		}
-		s.Statistics = nil
-		if *trunk == train.TrunkMonotone && !flagSet(fs, "statistics") {
-			*statistics = strings.Join(train.DefaultMonotoneStatistics, ",")
-		}
-		for _, name := range strings.Split(*statistics, ",") {
-			name = strings.TrimSpace(name)
-			if !slices.ContainsFunc(train.Statistics, func(st train.Statistic) bool { return st.Name == name }) {
-				return s, usagef("--statistics: %q is not a statistic; want some of %s", name, statisticNames())
+		s.Statistics = nil // unset: the trunk's own default (train.Settings)
+		if flagSet(fs, "statistics") {
+			for _, name := range strings.Split(*statistics, ",") {
+				name = strings.TrimSpace(name)
+				if !slices.ContainsFunc(train.Statistics, func(st train.Statistic) bool { return st.Name == name }) {
+					return s, usagef("--statistics: %q is not a statistic; want some of %s", name, statisticNames())
+				}
+				s.Statistics = append(s.Statistics, name)
 			}
-			s.Statistics = append(s.Statistics, name)
 		}
 		s.Hidden = nil
 		if hiddenSet && strings.TrimSpace(*hidden) == "" {

@@ -82,13 +82,12 @@ func tuneCandidates() []tuneCandidate {
 	}
 }
 
-// monotone is the monotone trunk (train.MonotoneSettings) of groups x
-// units, with the statistics named besides its default ones.
+// monotone is the monotone trunk of groups x units, with the statistics
+// named besides its default ones.
 func monotone(groups, units int, extra ...string) func(*train.Settings) {
 	return func(s *train.Settings) {
-		m := train.MonotoneSettings()
-		s.Trunk, s.Hidden = m.Trunk, []int{groups, units}
-		s.Statistics = append(append([]string(nil), m.Statistics...), extra...)
+		s.Trunk, s.Hidden = train.TrunkMonotone, []int{groups, units}
+		s.Statistics = append(append([]string(nil), train.DefaultMonotoneStatistics...), extra...)
 	}
 }
 

@@ -154,13 +154,14 @@ type HeavierPair struct {
 // HeavierWindows decides, with the given processors (nil: the built-in
 // ones), chains of ever heavier windows made from real Crane windows:
 // each step raises one more sample, at a random place, to up to twice the
-// window's peak (never lowering it), with raiseMemory now and then raises
-// its memory to where it may bind the count, and now and then scales the whole window's CPU up. (Every window
-// has CPU and memory measured: a window of zero usage throughout, CPU or
-// memory, reads at the replicas' request, so a first sample above zero
-// may give more replicas.) It returns every pair of consecutive windows on both hosts;
-// a processor whose estimate is monotone in usage never gives the heavier
-// window the larger amount.
+// window's peak (never lowering it), now and then scales the whole
+// window's CPU up and, with raiseMemory, now and then raises the sample's
+// memory to where it may bind the count. It returns every pair of
+// consecutive windows on both hosts; a processor whose estimate is
+// monotone in usage never gives the heavier window the larger amount.
+// (Every window has CPU and memory measured: a window whose CPU or memory
+// is zero throughout reads as unmeasured, so a first sample above zero may
+// give more replicas.)
 func HeavierWindows(t testing.TB, first, second *engine.Processor, raiseMemory bool) []HeavierPair {
 	t.Helper()
 	windows := []engine.Observation{
