@@ -3,7 +3,6 @@ package nomadusage
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -322,6 +321,10 @@ type jobRead struct {
 	job             *api.Job
 	stubs           []*api.AllocationListStub
 	jobErr, listErr error
+	// expired: the read failed, and ran out of the deadline of the caller
+	// that started it (not a request's own timeout: Nomad did not answer,
+	// and asking again would wait as long).
+	expired bool
 }
 
 // readJob reads job jobID of namespace ns and lists its allocations. The
@@ -331,8 +334,10 @@ type jobRead struct {
 // shares a node's listing: it runs on a context no caller's cancellation
 // ends, bounded by the deadline of the caller that started it, each caller
 // waits within its own context, and one with time left when the shared
-// read ran out of its starter's starts it again, up to three times. What
-// they share is only read.
+// read ran out of its starter's deadline starts it again, up to three
+// times (not when a request timed out: each caller would wait the request
+// timeout again for an answer that did not come). What they share is only
+// read.
 func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 	c := ev.r.Client
 	key := ns + "\x00" + jobID
@@ -357,6 +362,7 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 				prog.list.Store(true)
 			}()
 			wg.Wait()
+			jr.expired = shared.Err() != nil && (jr.jobErr != nil || jr.listErr != nil)
 			return jr, nil
 		})
 		select {
@@ -373,11 +379,10 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 			return jr
 		case res := <-ch:
 			jr, _ := res.Val.(jobRead)
-			late := errors.Is(jr.jobErr, context.DeadlineExceeded) || errors.Is(jr.listErr, context.DeadlineExceeded)
-			if late && attempt < 3 && res.Shared && timeLeft(ctx) {
+			if jr.expired && attempt < 3 && res.Shared && timeLeft(ctx) {
 				continue
 			}
-			if late && !timeLeft(ctx) {
+			if jr.expired && !timeLeft(ctx) {
 				// The caller's own deadline, which the shared read
 				// had too: let the caller's context say so (a caller
 				// tells its deadline from one request's timeout by it).
@@ -987,27 +992,42 @@ func (ev *evaluation) nodeReserves(ctx context.Context, n *node) (*nodeReserves,
 	// cancellation ends, bounded by the deadline of the caller that
 	// started it, and each caller waits for it within its own context. A
 	// caller with time left when the listing ran out of its starter's
-	// starts it again (or joins a new one), up to three times.
+	// deadline starts it again (or joins a new one), up to three times;
+	// not when the listing's request timed out (Nomad did not answer).
 	for attempt := 0; ; attempt++ {
 		ch := ev.r.listing.DoChan(n.id, func() (any, error) {
 			shared, cancel := sharedContext(ctx)
 			defer cancel()
-			return ev.listReserves(shared, n)
+			e, err := ev.listReserves(shared, n)
+			return sharedListing{e, shared.Err() != nil}, err
 		})
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("list allocations of node %s (%s) for what other allocations reserve there: %w", n.name, n.id, ctx.Err())
 		case res := <-ch:
+			l, _ := res.Val.(sharedListing)
 			if res.Err != nil {
-				if attempt < 3 && res.Shared && errors.Is(res.Err, context.DeadlineExceeded) && timeLeft(ctx) {
+				if attempt < 3 && res.Shared && l.expired && timeLeft(ctx) {
 					continue
+				}
+				if l.expired && !timeLeft(ctx) {
+					// The caller's own deadline, which the shared
+					// listing had too: let the caller's context say so,
+					// as readJob does.
+					<-ctx.Done()
 				}
 				return nil, res.Err
 			}
-			e, _ := res.Val.(*nodeReserves)
-			return e, nil
+			return l.reserves, nil
 		}
 	}
+}
+
+// sharedListing is a node's listing as nodeReserves shares it; expired:
+// it ran out of the deadline of the caller that started it.
+type sharedListing struct {
+	reserves *nodeReserves
+	expired  bool
 }
 
 // listReserves lists node n's allocations and remembers what each group

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -1470,5 +1471,152 @@ func TestReadNotNomad(t *testing.T) {
 			}
 		}
 		srv.Close()
+	}
+}
+
+// TestReadJobSharedDeadline: a job read that callers share runs to the
+// deadline of the caller that started it. A caller with time left reads
+// the job again when the shared read failed on that deadline, and not when
+// it succeeded at it.
+func TestReadJobSharedDeadline(t *testing.T) {
+	q := []Query{{Host: HostSelector{Name: "host-a"}, Job: "other", Group: "x", Label: "other", NoStats: true}}
+	const list = "/v1/job/other/allocations"
+	// joined starts a read with 200 ms, then, once it has asked for the
+	// job's allocations, one with 10 s, and returns their errors.
+	joined := func(t *testing.T, p *pair, rd *Reader) (short, long error) {
+		t.Helper()
+		asked := make(chan struct{})
+		var once sync.Once
+		p.s.SetHook(func(_, got string) {
+			if got == list {
+				once.Do(func() { close(asked) })
+			}
+		})
+		t.Cleanup(func() { p.s.SetHook(nil) })
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		shortErr := make(chan error, 1)
+		go func() {
+			_, err := rd.ReadHosts(ctx, q, Options{})
+			shortErr <- err
+		}()
+		select {
+		case <-asked:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the short read never listed the job's allocations")
+		}
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel2()
+		_, long = rd.ReadHosts(ctx2, q, Options{})
+		return <-shortErr, long
+	}
+
+	t.Run("failed on the starter's deadline: read again", func(t *testing.T) {
+		p := newPair(t, 1)
+		p.s.InjectFault(nomadstandin.Fault{Path: list, Delay: 400 * time.Millisecond})
+		short, long := joined(t, p, &Reader{Client: p.client, Now: func() time.Time { return time.Now().Add(time.Hour) }})
+		if long != nil {
+			t.Errorf("the read with 10 s failed: %v", long)
+		}
+		if !errors.Is(short, context.DeadlineExceeded) {
+			t.Errorf("the read with 200 ms: %v, want its deadline", short)
+		}
+	})
+
+	t.Run("answered at the starter's deadline: not read again", func(t *testing.T) {
+		p := newPair(t, 1)
+		// A transport that hands the listing's answer over 300 ms late
+		// whatever the request's context: the shared read succeeds
+		// after its starter's deadline.
+		late := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Path != list {
+				return http.DefaultTransport.RoundTrip(r)
+			}
+			resp, err := http.DefaultTransport.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
+			time.Sleep(300 * time.Millisecond) // the joiner joins meanwhile
+			return resp, err
+		})
+		client, err := api.NewClient(&api.Config{Address: p.s.URL(), TLSConfig: &api.TLSConfig{}, HttpClient: &http.Client{Transport: late}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := len(p.s.Requests())
+		_, long := joined(t, p, &Reader{Client: client, Now: func() time.Time { return time.Now().Add(time.Hour) }})
+		if long != nil {
+			t.Errorf("the read with 10 s failed: %v", long)
+		}
+		if got := p.requests(from); got["/v1/job/other"] != 1 || got[list] != 1 {
+			t.Errorf("requests %v: the job was read again after the shared read succeeded", got)
+		}
+	})
+}
+
+// TestReadHostsSharedReadUnanswered: when a read several callers share
+// (a job and its allocations, a node's allocations) gets no answer within
+// the request timeout, each caller has the timeout at once. Only a shared
+// read that ran out of its starter's deadline is asked again (see
+// "a read with time left is not failed by a shared listing's shorter
+// deadline" in TestReadHosts): asked again after a request timeout, a
+// listing that hangs cost every caller four request timeouts, the whole
+// default read deadline of a plan (2 minutes for 4 x 30 s).
+func TestReadHostsSharedReadUnanswered(t *testing.T) {
+	for _, tc := range []struct{ name, path string }{
+		{"the job", "/v1/job/" + jobID},
+		{"the job's allocations", "/v1/job/" + jobID + "/allocations"},
+		{"the node's allocations", "/v1/node/%s/allocations"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPair(t, 3)
+			hung := tc.path
+			if strings.Contains(hung, "%s") {
+				hung = fmt.Sprintf(hung, p.nodeA)
+			}
+			p.s.InjectFault(nomadstandin.Fault{Path: hung, Hang: true})
+			asked := make(chan struct{})
+			var once sync.Once
+			p.s.SetHook(func(_, got string) {
+				if got == hung {
+					once.Do(func() { close(asked) })
+				}
+			})
+			client, err := api.NewClient(&api.Config{Address: p.s.URL(), TLSConfig: &api.TLSConfig{}, HttpClient: &http.Client{Timeout: time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd := &Reader{Client: client, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+			q := []Query{{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA, Label: "first", NoStats: true}}
+			const callers = 3
+			errs := make(chan error, callers)
+			read := func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_, err := rd.ReadHosts(ctx, q, Options{})
+				errs <- err
+			}
+			go read()
+			select {
+			case <-asked:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the first read never asked for %s", hung)
+			}
+			for range callers - 1 {
+				go read() // they join the held read
+			}
+			for range callers {
+				var ne net.Error
+				if err := <-errs; !errors.As(err, &ne) || !ne.Timeout() {
+					t.Errorf("a read: %v, want the request's timeout", err)
+				}
+			}
+			// The stand-in logs a held request once its client hangs up,
+			// and every caller has hung up by now.
+			for deadline := time.Now().Add(5 * time.Second); p.s.RequestCounts().ByPath["GET "+hung] == 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond)
+			if n := p.s.RequestCounts().ByPath["GET "+hung]; n != 1 {
+				t.Errorf("%d requests for %s by %d reads sharing it, want 1: a caller asked again after a request timeout", n, hung, callers)
+			}
+		})
 	}
 }

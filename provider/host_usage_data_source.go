@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -428,16 +429,28 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if !ok {
 		return
 	}
-	if msg, at, down := d.data.Nomad.recentlyUnanswered(time.Now()); down {
+	scope := readScope(q)
+	if u, down := d.data.Nomad.recentlyUnanswered(scope, time.Now()); down {
 		// A plan over many nodes reads them in batches of -parallelism:
 		// against an address that does not answer, each batch waited the
 		// request timeout again (a trial: 151 s and 48 errors for 48
 		// nodes). The first batch's wait is the plan's.
+		addr, ago := nomadAddressText(conn, d.data.Nomad.source()), time.Since(u.at).Round(100*time.Millisecond)
+		if u.scope != "" {
+			job := fmt.Sprintf("job %q in namespace %q", q.Job, cmp.Or(q.Namespace, api.DefaultNamespace))
+			resp.Diagnostics.AddError("Nomad did not answer an earlier read", fmt.Sprintf(
+				"Nomad at %s did not answer a request for %s of another activation_host_usage read of this provider instance in time (%s ago): %s. "+
+					"This read was not tried, nor will other reads of that job be for a minute after that request (unless a read of that job already under way succeeds), "+
+					"so that a plan over many nodes fails in one request timeout, not one per batch of -parallelism reads. Reads of other jobs are still tried. "+
+					"Check the job's size (its allocation list grows with it), the servers' load, the network and that Nomad is up, then run again.",
+				addr, job, ago, u.msg))
+			return
+		}
 		resp.Diagnostics.AddError("Nomad did not answer an earlier read", fmt.Sprintf(
 			"Nomad at %s did not answer a request of another activation_host_usage read of this provider instance in time (%s ago): %s. "+
 				"This read was not tried, nor will others be for a minute after that request (unless a read already under way succeeds), so that a plan over many nodes "+
 				"fails in one request timeout, not one per batch of -parallelism reads. Check the address, the network and that Nomad is up, then run again.",
-			nomadAddressText(conn, d.data.Nomad.source()), time.Since(at).Round(100*time.Millisecond), msg))
+			addr, ago, u.msg))
 		return
 	}
 	window, err := nomadusage.NewWindow(int(samples), time.Duration(maxReads)*gap+time.Minute)
@@ -487,13 +500,13 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 			rd, err = reader.Read(ctx, q)
 		}
 		if err != nil {
-			if requestTimedOut(ctx, err) && serverUnanswered(err) {
-				d.data.Nomad.noteUnanswered(conn.RedactString(err.Error()), started, time.Now())
+			if sc, ok := unansweredScope(ctx, err, scope); ok {
+				d.data.Nomad.noteUnanswered(sc, conn.RedactString(err.Error()), started, time.Now())
 			}
 			addNomadError(ctx, &resp.Diagnostics, &m, conn, d.data.Nomad.source(), err, readProgress{min(i+1, samples), samples, timeout})
 			return
 		}
-		d.data.Nomad.noteAnswered(time.Now())
+		d.data.Nomad.noteAnswered(scope, time.Now())
 		if err := window.Add(rd); err != nil {
 			resp.Diagnostics.AddError("Cannot build the usage window", err.Error())
 			return
@@ -578,19 +591,39 @@ func requestTimedOut(ctx context.Context, err error) bool {
 	return ctx.Err() == nil && errors.As(err, &netErr) && netErr.Timeout()
 }
 
-// serverUnanswered says whether err is a request to Nomad's servers
-// that got no answer: the HTTP client's error (a *url.Error: it failed
-// before the answer's headers) on a path the servers answer themselves.
-// Not one they pass on to a client node (/v1/client/...: an allocation's
-// or a node's stats), since one node that does not answer says nothing of
-// the others; nor a timeout while reading an answer that came.
-func serverUnanswered(err error) bool {
+// readScope is the scope of q's requests that a request Nomad did not
+// answer stops (see nomadConnection.unanswered): its job's, or every
+// read's without a job.
+func readScope(q nomadusage.Query) string {
+	if q.Job == "" {
+		return ""
+	}
+	return cmp.Or(q.Namespace, api.DefaultNamespace) + "\x00" + q.Job
+}
+
+// unansweredScope says whether err, from a read in scope, is a request to
+// Nomad's servers that got no answer within the request timeout, and
+// which reads it stops: the read's scope for a request for its job
+// (/v1/job/...), every read's ("") for the others. A request timeout is
+// the HTTP client's error (a *url.Error: it failed before the answer's
+// headers), not the read's own deadline (timeouts.read) nor its
+// cancellation, nor a timeout while reading an answer that came. A
+// request the servers pass on to a client node (/v1/client/...: an
+// allocation's or a node's stats) does not count, since one node that
+// does not answer says nothing of the others.
+func unansweredScope(ctx context.Context, err error, scope string) (string, bool) {
 	var ue *url.Error
-	if !errors.As(err, &ue) {
-		return false
+	if !requestTimedOut(ctx, err) || !errors.As(err, &ue) {
+		return "", false
 	}
 	u, perr := url.Parse(ue.URL)
-	return perr == nil && !strings.Contains(u.Path, "/v1/client/") // (an address may have a path before /v1)
+	if perr != nil || strings.Contains(u.Path, "/v1/client/") { // (an address may have a path before /v1)
+		return "", false
+	}
+	if strings.Contains(u.Path, "/v1/job/") {
+		return scope, true
+	}
+	return "", true
 }
 
 // readProgress is where a read was when it failed.

@@ -1601,34 +1601,128 @@ func TestHostUsageUnansweredBeforeAnAnswer(t *testing.T) {
 	}
 }
 
-// The unanswered request is forgotten when a read succeeds, no longer
-// stops reads unansweredFor after it, and is not recorded for a read that
-// started before the last success.
+// TestHostUsageUnansweredJob: a job whose allocation listing Nomad does not
+// answer (the servers answer everything else) fails its plan's reads in
+// one request timeout, not one per batch, and does not stop reads of other
+// jobs, which fail, if they do, with their own errors.
+func TestHostUsageUnansweredJob(t *testing.T) {
+	testsupport.StandinOnly(t, "one job's allocation listing held unanswered by the stand-in, and a request timeout of 300ms")
+	f := newUsageFixture(t)
+	if err := f.s.AddJob(nomadstandin.JobSpec{ID: "shop", Groups: []nomadstandin.GroupSpec{
+		{Name: "cart", Count: 1, CPUMHz: 200, MemoryMB: 128, NodeID: f.nodeC},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	hung := "/v1/job/" + usageJob + "/allocations"
+	f.s.InjectFault(nomadstandin.Fault{Path: hung, Hang: true})
+	c := newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
+	c.settings.RequestTimeout = 300 * time.Millisecond
+	read := func(node, job, group string) string {
+		m := nullUsageModel()
+		m.NodeName = types.StringValue(node)
+		m.Job = types.StringValue(job)
+		m.Group = types.StringValue(group)
+		m.Samples = numberValue(1)
+		_, diags := readUsageWith(t, context.Background(), c, m)
+		return diags
+	}
+	if d := read("host-a", usageJob, usageFront); !strings.Contains(d, "A request to Nomad timed out") || !strings.Contains(d, hung) {
+		t.Fatalf("first read: %q, want the listing's request timed out", d)
+	}
+	for deadline := time.Now().Add(5 * time.Second); f.s.RequestCounts().ByPath["GET "+hung] == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stand-in never logged the held request to %s", hung)
+		}
+	}
+	if d := read("host-c", "shop", "cart"); d != "" {
+		t.Fatalf("read of another job: %q, want it read", d)
+	}
+	before := len(f.s.Requests())
+	d := read("host-b", usageJob, usageBack)
+	if !strings.Contains(d, "Nomad did not answer an earlier read") || !strings.Contains(d, hung) ||
+		!strings.Contains(d, `did not answer a request for job "web" in namespace "default"`) || !strings.Contains(d, "nor will other reads of that job be") ||
+		!strings.Contains(d, "Reads of other jobs are still tried.") {
+		t.Fatalf("second read of the job: %q, want it refused at once, naming the request and that only the job's reads are", d)
+	}
+	if n := len(f.s.Requests()) - before; n != 0 {
+		t.Fatalf("the refused read made %d requests, want none", n)
+	}
+}
+
+// The unanswered request is forgotten when a read in its scope succeeds,
+// no longer stops reads unansweredFor after it, and is not recorded for a
+// read that started before the last success in its scope. A job's stops
+// only that job's reads; every read's ("") stops them all.
 func TestNomadConnectionUnanswered(t *testing.T) {
+	const web, shop = "default\x00web", "default\x00shop"
 	c := newNomadConnection(context.Background(), nullNomadBlock(), noEnv)
 	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	if _, _, ok := c.recentlyUnanswered(at); ok {
+	stops := func(scope string, now time.Time) bool {
+		_, ok := c.recentlyUnanswered(scope, now)
+		return ok
+	}
+	if stops("", at) || stops(web, at) {
 		t.Fatal("a new connection has an unanswered request")
 	}
-	c.noteUnanswered("Get /v1/nodes: i/o timeout", at.Add(-30*time.Second), at)
+	c.noteUnanswered("", "Get /v1/nodes: i/o timeout", at.Add(-30*time.Second), at)
 	for _, tc := range []struct {
 		after time.Duration
 		want  bool
 	}{{0, true}, {unansweredFor, true}, {unansweredFor + time.Second, false}} {
-		if msg, when, ok := c.recentlyUnanswered(at.Add(tc.after)); ok != tc.want || (ok && (msg != "Get /v1/nodes: i/o timeout" || !when.Equal(at))) {
-			t.Errorf("%s after: %q at %s, %v; want %v", tc.after, msg, when, ok, tc.want)
+		for _, scope := range []string{"", web} {
+			if u, ok := c.recentlyUnanswered(scope, at.Add(tc.after)); ok != tc.want || (ok && (u.msg != "Get /v1/nodes: i/o timeout" || !u.at.Equal(at) || u.scope != "")) {
+				t.Errorf("read in scope %q %s after: %+v, %v; want %v", scope, tc.after, u, ok, tc.want)
+			}
 		}
 	}
-	c.noteAnswered(at.Add(time.Second))
-	if _, _, ok := c.recentlyUnanswered(at.Add(time.Second)); ok {
+	c.noteAnswered(web, at.Add(time.Second))
+	if stops("", at.Add(time.Second)) || stops(web, at.Add(time.Second)) {
 		t.Error("a read that succeeded left the unanswered request in force")
 	}
-	c.noteUnanswered("Get /v1/node/a: i/o timeout", at, at.Add(2*time.Second)) // started before the success
-	if _, _, ok := c.recentlyUnanswered(at.Add(2 * time.Second)); ok {
+	c.noteUnanswered("", "Get /v1/node/a: i/o timeout", at, at.Add(2*time.Second)) // started before the success
+	if stops("", at.Add(2*time.Second)) {
 		t.Error("a request sent before a read succeeded stops reads")
 	}
-	c.noteUnanswered("Get /v1/node/b: i/o timeout", at.Add(time.Second), at.Add(3*time.Second)) // started with it
-	if _, _, ok := c.recentlyUnanswered(at.Add(3 * time.Second)); !ok {
-		t.Error("a request sent after the last success was not recorded")
+	c.noteUnanswered("", "Get /v1/node/b: i/o timeout", at.Add(time.Second), at.Add(3*time.Second)) // started with it
+	if !stops("", at.Add(3*time.Second)) || !stops(shop, at.Add(3*time.Second)) {
+		t.Error("a request sent after the last success was not recorded for every read")
+	}
+	c.noteAnswered("", at.Add(4*time.Second)) // a whole node's read
+
+	// A job's request: it started before another job's read succeeded
+	// (that says nothing of this job's listing), and stops that job only.
+	c.noteUnanswered(web, "Get /v1/job/web/allocations: i/o timeout", at.Add(3*time.Second), at.Add(5*time.Second))
+	if u, ok := c.recentlyUnanswered(web, at.Add(5*time.Second)); !ok || u.scope != web {
+		t.Errorf("a read of the job whose listing did not answer: %+v, %v; want it stopped by the job's request", u, ok)
+	}
+	if stops(shop, at.Add(5*time.Second)) || stops("", at.Add(5*time.Second)) {
+		t.Error("one job's request stops reads of another job, or of a whole node")
+	}
+	c.noteAnswered(shop, at.Add(6*time.Second))
+	if !stops(web, at.Add(6*time.Second)) {
+		t.Error("another job's read that succeeded forgot the job's unanswered request")
+	}
+	c.noteAnswered(web, at.Add(7*time.Second))
+	if stops(web, at.Add(7*time.Second)) {
+		t.Error("a read of the job that succeeded left its unanswered request in force")
+	}
+}
+
+// TestReadScope: a read's scope for requests Nomad did not answer is its
+// job's, the same whether its namespace is named "default" or left to
+// Nomad's default, and every read's without a job.
+func TestReadScope(t *testing.T) {
+	for _, tc := range []struct {
+		q    nomadusage.Query
+		want string
+	}{
+		{nomadusage.Query{}, ""},
+		{nomadusage.Query{Job: "web"}, "default\x00web"},
+		{nomadusage.Query{Namespace: "default", Job: "web"}, "default\x00web"},
+		{nomadusage.Query{Namespace: "prod", Job: "web"}, "prod\x00web"},
+	} {
+		if got := readScope(tc.q); got != tc.want {
+			t.Errorf("readScope(%+v) = %q, want %q", tc.q, got, tc.want)
+		}
 	}
 }

@@ -92,7 +92,8 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 				"`request_timeout` of 10s, which an evaluation every 10 seconds needs); the data source's `timeouts.read` bounds the whole read. "+
 				"When a request to Nomad's servers times out, every `activation_host_usage` read that starts within a minute of it fails at once, naming it, "+
 				"unless a read succeeds in between: a plan over many nodes then fails in one request timeout, not one per batch of `-parallelism` reads "+
-				"(a request the servers pass on to a client node, such as an allocation's stats, does not count: one node that does not answer says nothing of the others). ",
+				"(a request the servers pass on to a client node, such as an allocation's stats, does not count: one node that does not answer says nothing of the others). "+
+				"A request for one job (the job, its allocation list) stops only the reads of that job, for a minute or until one of them succeeds: the reads of other jobs go on. ",
 				nomadconn.DefaultRequestTimeout) +
 			"Its values must be known when `activation_host_usage` is read: one known only at apply (an address from a resource " +
 			"created in the same run) fails the plan. " +
@@ -203,15 +204,28 @@ type nomadConnection struct {
 	mu      sync.Mutex
 	readers map[nomadusage.Options]*nomadusage.Reader
 
-	// unanswered is the last request Nomad's servers did not answer within
-	// the request timeout (its error, redacted) and when it timed out,
-	// until a read succeeds: reads that start within unansweredFor of it
+	// unanswered holds, by scope (see unansweredScope), the last request
+	// Nomad's servers did not answer within the request timeout (its
+	// error, redacted) and when it timed out, until a read in that scope
+	// succeeds: reads in that scope that start within unansweredFor of it
 	// fail at once instead of waiting as long again (see
-	// recentlyUnanswered). answeredAt is when a read last succeeded.
+	// recentlyUnanswered). answeredAt is when a read in a scope last
+	// succeeded. The scope "" is every read: Nomad's servers did not
+	// answer a request every read makes (the node list, a node). A job's
+	// scope holds a request for that job (the job, its allocations), so
+	// that one job whose listing does not answer stops only its own reads:
+	// the reads of other jobs go on, and fail, if they do, with their own
+	// errors.
 	unansweredMu sync.Mutex
-	unanswered   string
-	unansweredAt time.Time
-	answeredAt   time.Time
+	unanswered   map[string]unansweredRequest
+	answeredAt   map[string]time.Time
+}
+
+// unansweredRequest is a request Nomad did not answer in time: its
+// error (redacted), when it timed out, and its scope.
+type unansweredRequest struct {
+	msg, scope string
+	at         time.Time
 }
 
 // unansweredFor is how long after a request Nomad did not answer a read
@@ -220,39 +234,51 @@ type nomadConnection struct {
 // batches of -parallelism as earlier ones end.
 const unansweredFor = time.Minute
 
-// noteUnanswered records that a read started at started failed at at on a
-// request Nomad's servers did not answer in time (msg: the error,
-// redacted). A read that started before the last one that succeeded says
-// nothing new (a request stuck on one server or connection while others
-// answer), and is not recorded.
-func (c *nomadConnection) noteUnanswered(msg string, started, at time.Time) {
+// noteUnanswered records that a read in scope that started at started
+// failed at at on a request Nomad's servers did not answer in time (msg:
+// the error, redacted). A read that started before the last one in its
+// scope that succeeded says nothing new (a request stuck on one server or
+// connection while others answer), and is not recorded.
+func (c *nomadConnection) noteUnanswered(scope, msg string, started, at time.Time) {
 	c.unansweredMu.Lock()
 	defer c.unansweredMu.Unlock()
-	if started.Before(c.answeredAt) {
+	if started.Before(c.answeredAt[scope]) {
 		return
 	}
-	c.unanswered, c.unansweredAt = msg, at
+	if c.unanswered == nil {
+		c.unanswered = map[string]unansweredRequest{}
+	}
+	c.unanswered[scope] = unansweredRequest{msg: msg, scope: scope, at: at}
 }
 
-// noteAnswered forgets an unanswered request: a read succeeded at at.
-func (c *nomadConnection) noteAnswered(at time.Time) {
+// noteAnswered forgets the unanswered requests a read in scope that
+// succeeded at at answers for: its scope's and every read's ("").
+func (c *nomadConnection) noteAnswered(scope string, at time.Time) {
 	c.unansweredMu.Lock()
 	defer c.unansweredMu.Unlock()
-	c.unanswered = ""
-	if at.After(c.answeredAt) {
-		c.answeredAt = at
+	if c.answeredAt == nil {
+		c.answeredAt = map[string]time.Time{}
+	}
+	for _, sc := range []string{"", scope} {
+		delete(c.unanswered, sc)
+		if at.After(c.answeredAt[sc]) {
+			c.answeredAt[sc] = at
+		}
 	}
 }
 
-// recentlyUnanswered returns the request Nomad did not answer in time
-// within unansweredFor before now, if any, and when it timed out.
-func (c *nomadConnection) recentlyUnanswered(now time.Time) (msg string, at time.Time, ok bool) {
+// recentlyUnanswered returns the request that stops a read in scope, if
+// any: one Nomad did not answer in time within unansweredFor before now,
+// in every read's scope or the read's.
+func (c *nomadConnection) recentlyUnanswered(scope string, now time.Time) (unansweredRequest, bool) {
 	c.unansweredMu.Lock()
 	defer c.unansweredMu.Unlock()
-	if c.unanswered == "" || now.Sub(c.unansweredAt) > unansweredFor {
-		return "", time.Time{}, false
+	for _, sc := range []string{"", scope} {
+		if u, found := c.unanswered[sc]; found && now.Sub(u.at) <= unansweredFor {
+			return u, true
+		}
 	}
-	return c.unanswered, c.unansweredAt, true
+	return unansweredRequest{}, false
 }
 
 // pairSource is where one half of the client certificate pair comes from.
