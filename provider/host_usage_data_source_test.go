@@ -1512,6 +1512,7 @@ func TestHostUsageUnansweredNomad(t *testing.T) {
 	}{
 		{"servers do not answer", "/v1/nodes", 0, "A request to Nomad timed out", true},
 		{"one node's stats do not answer", "/v1/client/stats", 0, "A request to Nomad timed out", false},
+		{"nodes' allocation lists do not answer", "/v1/node/*/allocations", 0, "A request to Nomad timed out", false},
 		{"the read's own deadline", "/v1/nodes", 100 * time.Millisecond, "Reading the host's usage", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1538,7 +1539,15 @@ func TestHostUsageUnansweredNomad(t *testing.T) {
 			// The stand-in logs a held request once the client has hung
 			// up: wait for it, so that it is not counted as the second
 			// read's.
-			for deadline := time.Now().Add(5 * time.Second); f.s.RequestCounts().ByPath["GET "+tc.fault] == 0; time.Sleep(5 * time.Millisecond) {
+			logged := func() bool {
+				for k := range f.s.RequestCounts().ByPath {
+					if nomadstandin.PathMatches(tc.fault, strings.TrimPrefix(k, "GET ")) {
+						return true
+					}
+				}
+				return false
+			}
+			for deadline := time.Now().Add(5 * time.Second); !logged(); time.Sleep(5 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("the stand-in never logged the held request to %s", tc.fault)
 				}

@@ -92,7 +92,7 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 				"`request_timeout` of 10s, which an evaluation every 10 seconds needs); the data source's `timeouts.read` bounds the whole read. "+
 				"When a request to Nomad's servers times out, every `activation_host_usage` read that starts within a minute of it fails at once, naming it, "+
 				"unless a read succeeds in between: a plan over many nodes then fails in one request timeout, not one per batch of `-parallelism` reads "+
-				"(a request the servers pass on to a client node, such as an allocation's stats, does not count: one node that does not answer says nothing of the others). "+
+				"(a request the servers pass on to a client node, such as an allocation's stats, does not count, nor does one node's allocation list: one node that does not answer says nothing of the others). "+
 				"A request for one job (the job, its allocation list) stops only the reads of that job, for a minute or until one of them succeeds: the reads of other jobs go on. ",
 				nomadconn.DefaultRequestTimeout) +
 			"Its values must be known when `activation_host_usage` is read: one known only at apply (an address from a resource " +
