@@ -139,7 +139,7 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			"`other_reserved_cpu_mhz` and `other_reserved_memory_mb`, so the counts leave room for it). Nomad keeps no " +
 			"usage history, so each read is one sample: set `samples` to read several times, " +
 			"`sample_interval_seconds` apart, during the plan; a read Nomad fails with a 5xx, or whose allocations' stats answer too few, is made " +
-			"once more before the plan fails. The `nomad` block of the provider says how to reach Nomad; " +
+			"once more before the plan fails (not when the first stats read that failed timed out: a client node that does not answer would be waited for twice). The `nomad` block of the provider says how to reach Nomad; " +
 			"every instance of this data source in a configuration shares the provider's one connection (and one usage reader per " +
 			"`warmup` value), so a `for_each` over many nodes makes one client, not one per node.",
 		Attributes: map[string]schema.Attribute{
@@ -439,7 +439,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		if u.scope != "" {
 			job := fmt.Sprintf("job %q in namespace %q", q.Job, cmp.Or(q.Namespace, api.DefaultNamespace))
 			resp.Diagnostics.AddError("Nomad did not answer an earlier read", fmt.Sprintf(
-				"Nomad at %s did not answer a request for %s of another activation_host_usage read of this provider instance in time (%s ago): %s. "+
+				"Nomad at %s did not answer a request for %s of another activation_host_usage read of this provider instance in time (it timed out %s ago): %s. "+
 					"This read was not tried, nor will other reads of that job be for a minute after that request (unless a read of that job already under way succeeds), "+
 					"so that a plan over many nodes fails in one request timeout, not one per batch of -parallelism reads. Reads of other jobs are still tried. "+
 					"Check the job's size (its allocation list grows with it), the servers' load, the network and that Nomad is up, then run again.",
@@ -447,7 +447,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 			return
 		}
 		resp.Diagnostics.AddError("Nomad did not answer an earlier read", fmt.Sprintf(
-			"Nomad at %s did not answer a request of another activation_host_usage read of this provider instance in time (%s ago): %s. "+
+			"Nomad at %s did not answer a request of another activation_host_usage read of this provider instance in time (it timed out %s ago): %s. "+
 				"This read was not tried, nor will others be for a minute after that request (unless a read already under way succeeds), so that a plan over many nodes "+
 				"fails in one request timeout, not one per batch of -parallelism reads. Check the address, the network and that Nomad is up, then run again.",
 			addr, ago, u.msg))
@@ -490,7 +490,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		rd, err := reader.Read(ctx, q)
 		if err != nil && transientRead(err) && sleepCtx(ctx, gap) == nil {
 			// One failed read among the many of a plan (a 5xx, a stats
-			// read that did not answer) is read once more before the
+			// read that failed) is read once more before the
 			// plan fails: a user trial saw one 500 of 300 stats reads
 			// fail a 48-node plan.
 			tflog.Debug(ctx, "activation_host_usage: reading again after a transient failure", map[string]any{
@@ -730,7 +730,12 @@ func readerOptions(warmup time.Duration) nomadusage.Options {
 // anything the configuration or the cluster's state causes.
 func transientRead(err error) bool {
 	if errors.Is(err, nomadusage.ErrTooFewAnswered) {
-		return true
+		// Too few answered because a request timed out (the first
+		// failure the error carries): a client node that does not
+		// answer, which reading again would wait for twice (a trial:
+		// 61 s for one node's read whose stats all hang).
+		var ne net.Error
+		return !errors.As(err, &ne) || !ne.Timeout()
 	}
 	var ue api.UnexpectedResponseError
 	return errors.As(err, &ue) && ue.HasStatusCode() && ue.StatusCode() >= 500

@@ -1735,3 +1735,24 @@ func TestReadScope(t *testing.T) {
 		}
 	}
 }
+
+// TestTransientRead: a read that failed on a 5xx, or on too few stats
+// answers, is made once more; not one whose stats did not answer in time.
+func TestTransientRead(t *testing.T) {
+	statsURL := "http://127.0.0.1:4646/v1/client/allocation/a/stats"
+	timedOut := &url.Error{Op: "Get", URL: statsURL, Err: context.DeadlineExceeded}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"too few answered, first failure a 500", fmt.Errorf("host a: %w: 0 of 3 answered; first failure: %w", nomadusage.ErrTooFewAnswered, errors.New("Unexpected response code: 500")), true},
+		{"too few answered, first failure a timeout", fmt.Errorf("host a: %w: 0 of 3 answered; first failure: %w", nomadusage.ErrTooFewAnswered, timedOut), false},
+		{"a timeout", timedOut, false},
+		{"a bad query", nomadusage.ErrBadQuery, false},
+	} {
+		if got := transientRead(tc.err); got != tc.want {
+			t.Errorf("%s: transientRead = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

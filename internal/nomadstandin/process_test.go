@@ -21,7 +21,8 @@ func TestScenarioJSON(t *testing.T) {
 	  "OtherJobs": [{"ID": "tenant", "Count": 1, "CPUMHz": 100}],
 	  "GroupUsage": [{"Job": "web", "Group": "g", "CPUMHz": 120, "MemoryMB": 64}],
 	  "NodeUsage": [{"Node": "host-a", "CPUMHz": 300, "MemoryMB": 512}],
-	  "Latency": [{"Method": "GET", "Path": "/v1/client/allocation/*/stats", "Delay": "110ms"}, {"Path": "/v1/nodes", "Delay": 1000000}]
+	  "Latency": [{"Method": "GET", "Path": "/v1/client/allocation/*/stats", "Delay": "110ms"}, {"Path": "/v1/nodes", "Delay": 1000000}],
+	  "Faults": [{"Path": "/v1/job/web/allocations", "Delay": "20s", "Times": 2}, {"Path": "/v1/jobs", "Status": 500, "Delay": 3000}]
 	}`
 	var sc Scenario
 	if err := json.Unmarshal([]byte(text), &sc); err != nil {
@@ -33,6 +34,9 @@ func TestScenarioJSON(t *testing.T) {
 	}
 	if sc.Latency[0].Delay != 110*time.Millisecond || sc.Latency[1].Delay != time.Millisecond {
 		t.Errorf("latency %+v", sc.Latency)
+	}
+	if f := sc.Faults; len(f) != 2 || f[0].Delay != 20*time.Second || f[0].Times != 2 || f[0].Path != "/v1/job/web/allocations" || f[1].Delay != 3000 || f[1].Status != 500 {
+		t.Errorf("faults %+v", sc.Faults)
 	}
 	sc.OtherJobs[0].NodeID = "host-a" // a name resolves
 	s, err := NewFromScenario(sc)
@@ -55,7 +59,7 @@ func TestScenarioJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Jobs[0].Groups[0].Warmup != 5*time.Second || back.Latency[0].Delay != 110*time.Millisecond {
+	if back.Jobs[0].Groups[0].Warmup != 5*time.Second || back.Latency[0].Delay != 110*time.Millisecond || back.Faults[0].Delay != 20*time.Second || back.Faults[0].Times != 2 {
 		t.Errorf("round trip lost durations: %+v", back)
 	}
 }

@@ -88,6 +88,26 @@ func (l *Latency) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSON accepts Delay as nanoseconds or a string ("20s"), as
+// Latency's.
+func (f *Fault) UnmarshalJSON(b []byte) error {
+	type plain Fault // without this method
+	var aux struct {
+		plain
+		Delay json.RawMessage
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	d, err := durationJSON(aux.Delay)
+	if err != nil {
+		return fmt.Errorf("delay: %w", err)
+	}
+	*f = Fault(aux.plain)
+	f.Delay = d
+	return nil
+}
+
 // PathMatches reports whether a request path matches a Fault or Latency
 // path pattern: "" matches every path; a pattern ending in "*" with no
 // other "*" matches every path with that prefix ("/v1/job/*"); a pattern
