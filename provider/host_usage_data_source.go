@@ -435,22 +435,19 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 		// against an address that does not answer, each batch waited the
 		// request timeout again (a trial: 151 s and 48 errors for 48
 		// nodes). The first batch's wait is the plan's.
-		addr, ago := nomadAddressText(conn, d.data.Nomad.source()), time.Since(u.at).Round(100*time.Millisecond)
+		// A job's request stops only that job's reads (see
+		// nomadConnection.unanswered): the message says which.
+		forJob, others, ofJob, still, check := "", "others", "", "", "the address"
 		if u.scope != "" {
-			job := fmt.Sprintf("job %q in namespace %q", q.Job, cmp.Or(q.Namespace, api.DefaultNamespace))
-			resp.Diagnostics.AddError("Nomad did not answer an earlier read", fmt.Sprintf(
-				"Nomad at %s did not answer a request for %s of another activation_host_usage read of this provider instance in time (it timed out %s ago): %s. "+
-					"This read was not tried, nor will other reads of that job be for a minute after that request (unless a read of that job already under way succeeds), "+
-					"so that a plan over many nodes fails in one request timeout, not one per batch of -parallelism reads. Reads of other jobs are still tried. "+
-					"Check the job's size (its allocation list grows with it), the servers' load, the network and that Nomad is up, then run again.",
-				addr, job, ago, u.msg))
-			return
+			forJob = fmt.Sprintf(" for job %q in namespace %q", q.Job, cmp.Or(q.Namespace, api.DefaultNamespace))
+			others, ofJob, still = "other reads of that job", " of that job", "Reads of other jobs are still tried. "
+			check = "the job's size (its allocation list grows with it), the servers' load"
 		}
 		resp.Diagnostics.AddError("Nomad did not answer an earlier read", fmt.Sprintf(
-			"Nomad at %s did not answer a request of another activation_host_usage read of this provider instance in time (it timed out %s ago): %s. "+
-				"This read was not tried, nor will others be for a minute after that request (unless a read already under way succeeds), so that a plan over many nodes "+
-				"fails in one request timeout, not one per batch of -parallelism reads. Check the address, the network and that Nomad is up, then run again.",
-			addr, ago, u.msg))
+			"Nomad at %s did not answer a request%s of another activation_host_usage read of this provider instance in time (it timed out %s ago): %s. "+
+				"This read was not tried, nor will %s be for a minute after that request (unless a read%s already under way succeeds), so that a plan over many nodes "+
+				"fails in one request timeout, not one per batch of -parallelism reads. %sCheck %s, the network and that Nomad is up, then run again.",
+			nomadAddressText(conn, d.data.Nomad.source()), forJob, time.Since(u.at).Round(100*time.Millisecond), u.msg, others, ofJob, still, check))
 		return
 	}
 	window, err := nomadusage.NewWindow(int(samples), time.Duration(maxReads)*gap+time.Minute)
