@@ -955,6 +955,10 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 		return engine.Observation{}, fmt.Sprintf("%s host (%s): usage is stamped ahead of this agent's clock: Nomad's stats were taken at %s, %s ahead of %s (%s or more): a client's clock set ahead? The reading is not used",
 			h.role, h.query.Host, r.Time.UTC().Format(time.RFC3339), r.Time.Sub(clock).Round(time.Second), clock.UTC().Format(time.RFC3339), nomadusage.StatsLag)
 	}
+	if r.MemoryUnmeasured > 0 {
+		s.logger.Debug("memory not measured", "check", check, "job", c.job(), "host", h.role, "allocations", r.MemoryUnmeasured,
+			"note", "their stats carry no memory use (a driver that measures none): each counts at its memory reservation")
+	}
 	entry := s.window(windowKey(check, c, h), c, now)
 	w := entry.w
 	if err := w.Add(r); err != nil {

@@ -412,6 +412,9 @@ type statsResult struct {
 	gone     bool
 	// skipped: not drawn for the stats sample (Options.StatsSample).
 	skipped bool
+	// memUnmeasured: the answer measured no memory (no MemoryStats, or
+	// RSS and Usage both 0, as a driver that measures none answers).
+	memUnmeasured bool
 	err     error
 }
 
@@ -661,6 +664,10 @@ func (ev *evaluation) readOne(ctx context.Context, n *node, a *api.AllocationLis
 			return statsResult{err: fmt.Errorf("stats of allocation %s on node %s: %w: ResourceUsage.MemoryStats.%s is %v MB; %s", a.ID, n.name, ErrBadUsage, name, r.mem, figureRange)}
 		}
 	}
+	// A running task uses some memory: none at all is a driver that
+	// measures none (or no MemoryStats), not free memory. The sample
+	// counts such a replica's memory at its reservation (see sample).
+	r.memUnmeasured = r.mem == 0
 	return r
 }
 
@@ -755,6 +762,12 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 			// start, or a driver that reports none): no measurement, so
 			// warming, whatever the warm-up.
 			young = true
+		}
+		if r := &res[i]; stats && !r.skipped && r.err == nil && r.ts != 0 && r.memUnmeasured {
+			// Its CPU measured, its memory not: no evidence is not low
+			// usage, so its memory counts at its reservation.
+			r.mem = mem
+			rd.MemoryUnmeasured++
 		}
 		t.add(&res[i], young, stats, ev.opts.Warmup > 0)
 	}

@@ -1305,6 +1305,56 @@ func TestReadHostsOneBadFigure(t *testing.T) {
 	}
 }
 
+// TestReadHostsMemoryUnmeasured: an allocation whose stats measure no
+// memory (a driver that measures none) counts at its memory reservation,
+// not at 0 MB: no evidence is not low usage. Its CPU is still read. Before,
+// it added 0 MB to the sample (a review found it).
+func TestReadHostsMemoryUnmeasured(t *testing.T) {
+	testsupport.StandinOnly(t, "a proxy rewriting stats answers, fixed usage")
+	const n = 5
+	for _, tc := range []struct {
+		name string
+		edit func(m map[string]any)
+	}{
+		{"no MemoryStats", func(m map[string]any) { delete(m["ResourceUsage"].(map[string]any), "MemoryStats") }},
+		{"MemoryStats null", func(m map[string]any) { m["ResourceUsage"].(map[string]any)["MemoryStats"] = nil }},
+		{"RSS and Usage 0", func(m map[string]any) {
+			ms := m["ResourceUsage"].(map[string]any)["MemoryStats"].(map[string]any)
+			ms["RSS"], ms["Usage"], ms["Measured"] = 0, 0, []string{}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPair(t, n)
+			edit := func(_ string, m map[string]any) { tc.edit(m) }
+			c := statsEditingClient(t, p, p.s.AllocIDs("", jobID, groupA)[:2], edit)
+			rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
+			must(t, err)
+			rd := rs[0]
+			if rd.StatsAnswered != n || rd.MemoryUnmeasured != 2 {
+				t.Errorf("%d answered, %d with memory unmeasured; want %d and 2", rd.StatsAnswered, rd.MemoryUnmeasured, n)
+			}
+			// Three measured at 64 MB, two at their 256 MB reservation.
+			if got, want := rd.Observation.Samples[0].MemoryMB, 3*64.0+2*256; math.Abs(got-want) > 1e-6 {
+				t.Errorf("sample memory %v MB, want %v (the unmeasured two at their reservation)", got, want)
+			}
+			if got := rd.Observation.Samples[0].CPUMHz; math.Abs(got-n*100) > 1e-6 {
+				t.Errorf("sample CPU %v MHz, want %v (every replica's CPU measured)", got, n*100)
+			}
+			if rd.Observation.WarmingReplicas != 0 {
+				t.Errorf("%d warming replicas, want 0 (their CPU is measured)", rd.Observation.WarmingReplicas)
+			}
+		})
+	}
+	t.Run("measured", func(t *testing.T) {
+		p := newPair(t, n)
+		rs, err := (&Reader{Client: p.client}).ReadHosts(context.Background(), p.queries()[:1], Options{})
+		must(t, err)
+		if rd := rs[0]; rd.MemoryUnmeasured != 0 || math.Abs(rd.Observation.Samples[0].MemoryMB-n*64) > 1e-6 {
+			t.Errorf("memory unmeasured %d, sample %v MB; want 0 and %v", rd.MemoryUnmeasured, rd.Observation.Samples[0].MemoryMB, n*64.0)
+		}
+	})
+}
+
 // TestReadNodeUsageBadFigure: a node's client stats with a CPU or memory figure no
 // host can show fail the read, naming the field. On a real cluster the
 // client's transport edits the node's own answer.

@@ -321,6 +321,11 @@ type Reading struct {
 	// StatsAnswered how many answered. The sample extrapolates the answered
 	// ones to all (see ReadHosts).
 	StatsAsked, StatsAnswered int
+	// MemoryUnmeasured is how many of the answered allocations' stats
+	// measured no memory (no MemoryStats, or RSS and Usage both 0: a
+	// driver that measures none); the sample counts each at its memory
+	// reservation instead of at 0.
+	MemoryUnmeasured int
 }
 
 // GroupOnNode is one task group's allocations meant to run that reserve

@@ -458,6 +458,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last *nomadusage.Reading
+	unmeasured := 0 // the most allocations of one read whose memory Nomad did not measure
 	for i := int64(0); int64(window.Len()) < samples; i++ {
 		if i == maxReads {
 			resp.Diagnostics.AddAttributeError(path.Root(huSampleInterval), "Too few distinct usage samples", fmt.Sprintf(
@@ -504,6 +505,7 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 			return
 		}
 		d.data.Nomad.noteAnswered(scope, time.Now())
+		unmeasured = max(unmeasured, rd.MemoryUnmeasured)
 		if err := window.Add(rd); err != nil {
 			resp.Diagnostics.AddError("Cannot build the usage window", err.Error())
 			return
@@ -541,6 +543,12 @@ func (d *hostUsageDataSource) Read(ctx context.Context, req datasource.ReadReque
 	m.ReadAt = types.StringValue(last.Time.UTC().Format(time.RFC3339))
 	why := last.Node.Why()
 	m.Schedulable, m.NodeState = types.BoolValue(why == ""), types.StringValue(why)
+	if unmeasured > 0 {
+		resp.Diagnostics.AddWarning(fmt.Sprintf("Nomad measured no memory use of %d allocation(s) on node %s", unmeasured, last.NodeName), fmt.Sprintf(
+			"The stats of %d running allocation(s) of group %q on node %s carry no memory use (no memory stats, or RSS and Usage both 0: a task driver that measures none). "+
+				"No evidence is not low usage: each is counted at its memory reservation, so the counts leave that room and memory is judged by the reservations, not by real use.",
+			unmeasured, last.Group, last.NodeName))
+	}
 	if why != "" {
 		// The strategy holds such a node's count; a plan has only this
 		// to go on (a user trial: a drained node planned a full count).
