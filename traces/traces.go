@@ -13,7 +13,9 @@
 //     is one series with one identity.
 //
 // Hidden files (.x.csv: macOS's ._x.csv, an editor's lock) are no series,
-// and hidden directories (.snapshot, .ipynb_checkpoints) no parts.
+// and hidden directories (.snapshot, .ipynb_checkpoints) no parts. A
+// compressed series (<series>.csv.gz, .bz2, .xz, .zst, .zip) is refused,
+// not left out: the files are read as text CSV only.
 // The layouts do not mix: a directory with both <series>.csv files and
 // subdirectories of them is refused, not read in part.
 //
@@ -487,6 +489,9 @@ func Scan(dir string) ([]Ref, error) {
 	if err := brokenLinks(dir, entries); err != nil {
 		return nil, err
 	}
+	if err := compressedSeries(dir, entries); err != nil {
+		return nil, err
+	}
 	flat := csvPaths(dir, entries)
 	alias := aliases(dir, entries)
 	byName := map[string]*Ref{}
@@ -546,6 +551,9 @@ func csvFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)
+	}
+	if err := compressedSeries(dir, entries); err != nil {
+		return nil, err
 	}
 	// Series one level further down would be left out without a word: the
 	// nested layout is one level deep.
@@ -613,6 +621,52 @@ func brokenLinks(dir string, entries []os.DirEntry) error {
 		p := filepath.Join(dir, name)
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("traces: %s is a symbolic link that cannot be followed (%v): a day's directory or a series gone? remove the link or mend it", p, err)
+		}
+	}
+	return nil
+}
+
+// compressedExts are the extensions of a compressed series file
+// (<series>.csv.gz) and the command that decompresses each.
+var compressedExts = []struct{ ext, name, how string }{
+	{".gz", "gzip", "gunzip"},
+	{".bz2", "bzip2", "bunzip2"},
+	{".xz", "xz", "unxz"},
+	{".zst", "zstd", "zstd -d"},
+	{".zip", "zip", "unzip"},
+}
+
+// compressedSeries refuses a compressed series among dir's entries
+// (<series>.csv.gz, .bz2, .xz, .zst, .zip, in any case): the directory is
+// read as text CSV files only, and the series would be left out without a
+// word, as a broken link's is. A compressed copy of a series the directory
+// also holds as a CSV file (unzip and zstd -d keep the archive) leaves
+// nothing out: left alone, as are other names (crane.tar.gz, README.md.gz)
+// and hidden files.
+func compressedSeries(dir string, entries []os.DirEntry) error {
+	plain := map[string]bool{}
+	for _, e := range entries {
+		if name, ok := seriesName(e.Name()); ok {
+			plain[name] = true
+		}
+	}
+	for _, e := range entries {
+		file := e.Name()
+		if strings.HasPrefix(file, ".") || isDir(dir, e) {
+			continue
+		}
+		ext := filepath.Ext(file)
+		for _, c := range compressedExts {
+			if !strings.EqualFold(ext, c.ext) {
+				continue
+			}
+			name, ok := seriesName(strings.TrimSuffix(file, ext))
+			if !ok || plain[name] {
+				break
+			}
+			p := filepath.Join(dir, file)
+			return fmt.Errorf("traces: %s is a %s-compressed series (%s): trace files are read as text CSV only, and it would be left out; decompress it first (%s %s)",
+				p, c.name, name, c.how, p)
 		}
 	}
 	return nil
@@ -740,6 +794,42 @@ func LoadRefs(refs []Ref) ([]Series, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// CounterRatio is how many times its first value a series' last must be
+// for a series whose values never fall to look like a cumulative counter
+// (LooksCumulative).
+const CounterRatio = 10
+
+// counterMinSamples is the fewest samples a series needs to look like a
+// counter: a few rising samples are as likely a ramp-up of usage.
+const counterMinSamples = 10
+
+// LooksCumulative says whether s looks like a cumulative counter (such as
+// Prometheus' node_cpu_seconds_total exported without rate()) rather than
+// usage: its values never fall over its whole length, rise at a
+// quarter of its samples or more (a counter of an idle workload stands
+// still between some scrapes) and end at CounterRatio or more times where
+// they began (any rise from 0). A constant series, or one flat and then
+// stepping up, does not. Usage could in principle only rise, so this is for a note, not
+// a refusal: a replay of a counter reads its last samples as the heaviest
+// and nothing of the usage it counts.
+func LooksCumulative(s Series) bool {
+	v := s.Values
+	if len(v) < counterMinSamples {
+		return false
+	}
+	rises := 0
+	for i := 1; i < len(v); i++ {
+		switch {
+		case v[i] < v[i-1]:
+			return false
+		case v[i] > v[i-1]:
+			rises++
+		}
+	}
+	first, last := v[0], v[len(v)-1]
+	return 4*rises >= len(v)-1 && last > 0 && last >= CounterRatio*first
 }
 
 // Normalize returns a copy of s scaled so that its p99 over the whole series

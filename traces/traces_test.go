@@ -594,3 +594,91 @@ func TestDisjoint(t *testing.T) {
 		t.Errorf("one file as two series of one family: err %v, want it refused", err)
 	}
 }
+
+// TestScanRefusesCompressedSeries: a compressed series beside the CSV
+// files (d.csv.gz) was left out without a word ("3 series (a b c)"); it is
+// refused, naming the file and how to decompress it, in both layouts. A
+// compressed copy of a series the directory holds as CSV, an archive of
+// another name and a hidden file leave nothing out: read as before.
+func TestScanRefusesCompressedSeries(t *testing.T) {
+	const csv = "ts,value\n100,1\n200,2\n"
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  string // the refused file and its command; "" for the series read
+		read  string
+	}{
+		{"gzip", map[string]string{"a.csv": csv, "b.csv": csv, "c.csv": csv, "d.csv.gz": "\x1f\x8b"}, "d.csv.gz is a gzip-compressed series (d)", ""},
+		{"bzip2", map[string]string{"a.csv": csv, "d.csv.bz2": "BZh"}, "(bunzip2 ", ""},
+		{"xz", map[string]string{"a.csv": csv, "d.csv.xz": "x"}, "(unxz ", ""},
+		{"zstd, upper case", map[string]string{"a.csv": csv, "d.CSV.ZST": "x"}, "d.CSV.ZST is a zstd-compressed series (d)", ""},
+		{"zip", map[string]string{"a.csv": csv, "d.csv.zip": "PK"}, "(unzip ", ""},
+		{"alone", map[string]string{"d.csv.gz": "x"}, "d.csv.gz is a gzip-compressed series (d)", ""},
+		{"nested", map[string]string{"day1/vm.csv": csv, "day2/vm.csv.gz": "x"}, "day2/vm.csv.gz is a gzip-compressed series (vm)", ""},
+		{"a copy of a series read", map[string]string{"a.csv": csv, "a.csv.zip": "PK", "b.csv": csv}, "", "a b"},
+		{"other names", map[string]string{"a.csv": csv, "crane.tar.gz": "x", "README.md.gz": "x", ".d.csv.gz": "x", "d.gz": "x"}, "", "a"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, c.files)
+			refs, err := Scan(dir)
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "decompress it first") {
+					t.Fatalf("error %v, want one containing %q", err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range refs {
+				got = append(got, r.Name)
+			}
+			if strings.Join(got, " ") != c.read {
+				t.Fatalf("series %v, want %s", got, c.read)
+			}
+		})
+	}
+}
+
+// TestLooksCumulative: a series whose values never fall and rise many
+// times over (a Prometheus counter exported without rate()) looks like a
+// counter; a constant series, one flat and then stepping up, one that
+// falls once, and a short ramp do not.
+func TestLooksCumulative(t *testing.T) {
+	ramp := func(n int, f func(i int) float64) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = f(i)
+		}
+		return v
+	}
+	counter := ramp(100, func(i int) float64 { return 39.7 * float64(i+1) * float64(i+1) })
+	fallsOnce := append([]float64(nil), counter...)
+	fallsOnce[50] = fallsOnce[49] - 1
+	for _, c := range []struct {
+		name   string
+		values []float64
+		want   bool
+	}{
+		{"counter", counter, true},
+		{"counter from 0", ramp(100, func(i int) float64 { return float64(i) }), true},
+		{"counter with idle scrapes", ramp(100, func(i int) float64 { return float64(10 + 5*(i/3)) }), true},
+		{"constant", ramp(100, func(int) float64 { return 3 }), false},
+		{"zero", ramp(100, func(int) float64 { return 0 }), false},
+		{"flat then a step", ramp(100, func(i int) float64 { return map[bool]float64{true: 1, false: 50}[i < 60] }), false},
+		{"rises in few samples", ramp(100, func(i int) float64 { return float64(1 + 20*(i/20)) }), false},
+		{"rises less than tenfold", ramp(100, func(i int) float64 { return 100 + float64(i) }), false},
+		{"falls once", fallsOnce, false},
+		{"short", ramp(9, func(i int) float64 { return float64(1 + 100*i) }), false},
+		{"usage", []float64{5, 7, 3, 9, 2, 8, 4, 6, 5, 7, 3}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := Series{Name: "s", Values: c.values}
+			if got := LooksCumulative(s); got != c.want {
+				t.Fatalf("LooksCumulative(%v) = %v, want %v", c.values, got, c.want)
+			}
+		})
+	}
+}

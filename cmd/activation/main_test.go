@@ -1802,3 +1802,69 @@ func TestWriteMargins(t *testing.T) {
 		t.Errorf("the pooled lines do not say what the margin is not:\n%s", b.String())
 	}
 }
+
+// A compressed series beside the CSV files (d.csv.gz) was left out without
+// a word by simulate, train and tune ("3 series"); each refuses it, naming
+// the file.
+func TestTracesCompressedSeriesRefused(t *testing.T) {
+	dir := seriesDir(t, 3, 400)
+	gz := filepath.Join(dir, "syn3.csv.gz")
+	if err := os.WriteFile(gz, []byte("\x1f\x8b\x08"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"simulate", "--traces", dir, "--split", "all"},
+		{"train", "--traces", dir, "--out", filepath.Join(t.TempDir(), "m"), "--quiet"},
+		{"tune", "--traces", dir},
+	} {
+		code, _, stderr := runCmd(t, "", false, args...)
+		if want := gz + " is a gzip-compressed series (syn3)"; code != exitError || !strings.Contains(stderr, want) || !strings.Contains(stderr, "gunzip "+gz) {
+			t.Errorf("%s: exit %d, stderr %q; want %q and how to decompress it", args[0], code, stderr, want)
+		}
+	}
+}
+
+// A series whose values never fall and rise many times over (a Prometheus
+// counter exported without rate()) was replayed with no word; simulate
+// names it in a note, in the table and the JSON, and does not name the
+// usage series beside it.
+func TestSimulateCounterNote(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	var b strings.Builder
+	b.WriteString("ts,value\n")
+	total := 0.0
+	for s := 0; s < 400; s++ {
+		total += 39.7 + float64(s%7)
+		fmt.Fprintf(&b, "%d,%.1f\n", 1600000000+60*s, total)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu_total.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fam := traces.FamilyName(dir)
+	want := "family " + fam + ": 1 of 3 series look like cumulative counters (such as node_cpu_seconds_total exported without rate()), not usage: their values never fall over their whole length and end 10 or more times where they began: cpu_total; give the usage per interval instead (the counter's rate())"
+	code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "note: "+want+"\n") {
+		t.Fatalf("the table does not name the counter (%q):\n%s", want, stdout)
+	}
+	code, stdout, stderr = runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(doc.Notes, want) {
+		t.Fatalf("notes %q lack %q", doc.Notes, want)
+	}
+	// Usage series alone: no note.
+	code, stdout, _ = runCmd(t, "", false, "simulate", "--traces", seriesDir(t, 2, 400), "--split", "all")
+	if code != exitOK || strings.Contains(stdout, "counter") {
+		t.Fatalf("exit %d; usage series noted as counters:\n%s", code, stdout)
+	}
+}

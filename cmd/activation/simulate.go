@@ -321,7 +321,8 @@ func cmdSimulate(args []string, e env) error {
 			bar.family = fm.dir.family
 			opt.Progress = bar.update
 		}
-		rep, err := sim.RunSources(e.context(), sim.FromRefs(fm.replay), sc, policies, opt)
+		var counters counterWatch
+		rep, err := sim.RunSources(e.context(), counters.sources(fm.replay), sc, policies, opt)
 		if bar != nil {
 			bar.clear()
 		}
@@ -331,6 +332,9 @@ func cmdSimulate(args []string, e env) error {
 		rep.Family = fm.dir.family
 		if len(opt.CalibrateOn) > 0 && rep.CalibratedOn == 0 && rep.RequestFactor > 0 && sc.TargetSlack > 0 {
 			notes = append(notes, fmt.Sprintf("family %s: the requests' factor is set on the replayed series: none of its %d training series can be replayed", fm.dir.family, len(fm.train)))
+		}
+		if n := counterNote(fm.dir.family, counters.found(), len(fm.replay)); n != "" {
+			notes = append(notes, n)
 		}
 		fm.rep = rep
 		reps = append(reps, rep)
