@@ -415,7 +415,7 @@ type statsResult struct {
 	// memUnmeasured: the answer measured no memory (no MemoryStats, or
 	// RSS and Usage both 0, as a driver that measures none answers).
 	memUnmeasured bool
-	err     error
+	err           error
 }
 
 // readGroup reads one host's group from the job, its allocation list and

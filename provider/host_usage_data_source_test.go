@@ -1622,6 +1622,11 @@ func TestHostUsageUnansweredJob(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	// It uses some memory, as any running task does (none at all reads as
+	// unmeasured, and warns).
+	if err := f.s.SetGroupUsage("", "shop", "cart", 50, 64); err != nil {
+		t.Fatal(err)
+	}
 	hung := "/v1/job/" + usageJob + "/allocations"
 	f.s.InjectFault(nomadstandin.Fault{Path: hung, Hang: true})
 	c := newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
@@ -1754,5 +1759,50 @@ func TestTransientRead(t *testing.T) {
 		if got := transientRead(tc.err); got != tc.want {
 			t.Errorf("%s: transientRead = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestHostUsageMemoryUnmeasured: a read whose allocations' stats carry no
+// memory use (a driver that measures none) warns, naming how many and the
+// node, and the observation counts their memory at the reservation; a read
+// whose stats measure memory does not warn.
+func TestHostUsageMemoryUnmeasured(t *testing.T) {
+	testsupport.StandinOnly(t, "a group whose usage the stand-in reports with no memory")
+	f := newUsageFixture(t)
+	if err := f.s.AddJob(nomadstandin.JobSpec{ID: "shop", Groups: []nomadstandin.GroupSpec{
+		{Name: "cart", Count: 2, CPUMHz: 200, MemoryMB: 128, NodeID: f.nodeC},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	c := newNomadConnection(context.Background(), f.standInBlock(""), noEnv)
+	read := func() (string, float64) {
+		m := nullUsageModel()
+		m.NodeName = types.StringValue("host-c")
+		m.Job = types.StringValue("shop")
+		m.Group = types.StringValue("cart")
+		m.Samples = numberValue(1)
+		got, diags := readUsageWith(t, context.Background(), c, m)
+		if strings.Contains(diags, "Error") || got.Observation.IsNull() {
+			t.Fatalf("read: %s", diags)
+		}
+		return diags, engineObservation(t, got).Samples[0].MemoryMB
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(f.s.SetGroupUsage("", "shop", "cart", 50, 0))
+	d, mem := read()
+	if !strings.Contains(d, "Nomad measured no memory use of 2 allocation(s) on node host-c") || !strings.Contains(d, "counted at its memory reservation") {
+		t.Errorf("unmeasured memory: diagnostics %q, want the warning naming 2 allocations and host-c", d)
+	}
+	if mem != 2*128 {
+		t.Errorf("unmeasured memory: sample %v MB, want %v (two replicas at their 128 MB reservation)", mem, 2*128)
+	}
+	must(f.s.SetGroupUsage("", "shop", "cart", 50, 40))
+	if d, mem := read(); d != "" || mem != 2*40 {
+		t.Errorf("measured memory: diagnostics %q, sample %v MB; want none and %v", d, mem, 2*40)
 	}
 }
