@@ -116,15 +116,23 @@ func (d *dataset) capacityLabel(r, k int) float64 {
 // running ones (up to k+1 of them) at their real usage plus the new ones up
 // to k at their demand fit too.
 func (d *dataset) admissionLabel(r, k int) float64 {
+	if d.admissionUsed(r, k) <= 1 {
+		return 1
+	}
+	return 0
+}
+
+// admissionUsed is what the queue up to slot k takes of the host in row r
+// (its label is whether that is at most 1): the running replicas (up to
+// k+1) at their real usage plus the new ones up to k at their demand, and
+// never less than the k+1 replicas' real usage.
+func (d *dataset) admissionUsed(r, k int) float64 {
 	n := d.running[r]
 	used := d.peak(r, min(k+1, n)) + float64(max(0, k+1-n))*d.demand[r]
 	if k+1 > n {
 		used = max(used, d.peak(r, k+1))
 	}
-	if used <= 1 {
-		return 1
-	}
-	return 0
+	return used
 }
 
 func (d *dataset) append(o *dataset) {

@@ -18,8 +18,11 @@ import (
 type lossFunc func(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64
 
 // capacityLoss: output k = sigmoid(alpha (1 - m a - sqrt(m) b)), m = k+1,
-// against "m replicas fit".
+// against "m replicas fit" (or, with Settings.Quantile, the quantile loss).
 func capacityLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64 {
+	if s.Quantile > 0 {
+		return capacityQuantileLoss(p, d, r, s, c, grad)
+	}
 	c.u = d.useRow(r)
 	a, b := p.tr.eval(c.u, c)
 	alpha := p.alpha()
@@ -59,6 +62,9 @@ func slotTerm(alpha, cost, y, overloadWeight float64) (loss, dz float64) {
 // runs in every row: a new replica of an observed workload costs at least
 // what it will once it runs), against "the queue up to k fits".
 func admissionLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64 {
+	if s.Quantile > 0 {
+		return admissionQuantileLoss(p, d, r, s, c, grad)
+	}
 	c.u = d.useRow(r)
 	a, b := p.tr.eval(c.u, c)
 	alpha := p.alpha()
@@ -261,4 +267,85 @@ func fit(p *processor, train, val *dataset, s Settings, rng *rand.Rand, lossFn l
 	// moved, and perhaps a later epoch than the one kept.
 	res.trainLoss = meanLoss(p, train, s, lossFn)
 	return res, nil
+}
+
+// QuantileAlpha is the outputs' slope of a processor trained on the
+// quantile loss (Settings.Quantile): its cost is a quantile in units of
+// the host, so an output threshold of log-odds l cuts at a cost of
+// 1 - l/QuantileAlpha (the output-threshold sweep's log-odds of -4 to 10
+// reach from 1.4 to 0 of the host).
+const QuantileAlpha = 10
+
+// QuantileBand is the range of usage, as shares of the host, whose slots
+// the quantile loss reads: the counts a threshold can choose lie where
+// the cost is near the host's capacity, and a slot far below or above it
+// (one replica of a light workload, a hundred of a heavy one) would weigh
+// in the fit without ever being the count.
+var QuantileBand = [2]float64{0.25, 4}
+
+// pinball is one slot's quantile loss at quantile tau of log cost against
+// log used, and its derivative with respect to cost; 0, 0 for a slot
+// whose used lies outside QuantileBand.
+func pinball(tau, cost, used float64) (loss, dCost float64) {
+	if !(used >= QuantileBand[0] && used <= QuantileBand[1]) {
+		return 0, 0
+	}
+	// A cost of 0 (both heads closed) would make the log infinite: the
+	// floor keeps the loss finite and its gradient pushing the cost up.
+	cost = max(cost, 1e-6)
+	e := math.Log(used) - math.Log(cost)
+	if e >= 0 {
+		return tau * e, -tau / cost
+	}
+	return (tau - 1) * e, (1 - tau) / cost
+}
+
+// capacityQuantileLoss: the cost m a + sqrt(m) b of m = k+1 replicas as
+// the s.Quantile quantile of their peak over the horizon.
+func capacityQuantileLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64 {
+	c.u = d.useRow(r)
+	a, b := p.tr.eval(c.u, c)
+	var loss, da, db float64
+	for k := 0; k < s.Slots; k++ {
+		m := float64(k + 1)
+		sm := math.Sqrt(m)
+		l, g := pinball(s.Quantile, m*a+sm*b, d.peak(r, k+1))
+		loss += l
+		da += g * m
+		db += g * sm
+	}
+	if grad != nil {
+		p.tr.backward(c, da, db, grad)
+	}
+	return loss
+}
+
+// admissionQuantileLoss: the queue's cost C_k (see admissionLoss) as the
+// s.Quantile quantile of what the queue up to slot k takes
+// (dataset.admissionUsed).
+func admissionQuantileLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64 {
+	c.u = d.useRow(r)
+	a, b := p.tr.eval(c.u, c)
+	n := d.running[r]
+	var loss, da, db float64
+	var cost, dCostA, dCostB float64
+	for k := 0; k < s.Slots; k++ {
+		step := math.Sqrt(float64(k+1)) - math.Sqrt(float64(k))
+		run := a + step*b
+		if k < n || run > d.demand[r] {
+			cost += run
+			dCostA++
+			dCostB += step
+		} else {
+			cost += d.demand[r]
+		}
+		l, g := pinball(s.Quantile, cost, d.admissionUsed(r, k))
+		loss += l
+		da += g * dCostA
+		db += g * dCostB
+	}
+	if grad != nil {
+		p.tr.backward(c, da, db, grad)
+	}
+	return loss
 }

@@ -90,6 +90,14 @@ type Settings struct {
 	// NoHeldOut trains on every identity but the validation ones (the
 	// caller has held its series out already, as nested validation does).
 	NoHeldOut bool
+	// Quantile, above 0, trains each processor's cost as this quantile of
+	// what the replicas take of the host over the horizon (the pinball
+	// loss of the log cost against the log of the replay's usage, over the
+	// slots whose usage lies within [QuantileBand[0], QuantileBand[1]] of
+	// the host) instead of the fit labels' cross-entropy, and fixes the
+	// outputs' slope alpha at QuantileAlpha. 0: cross-entropy, the
+	// default. OverloadWeight is then unused.
+	Quantile float64
 	// Statistics names the window statistics the estimate reads (see
 	// Statistics); nil is the trunk's default set (DefaultStatistics,
 	// DefaultMonotoneStatistics).
@@ -293,6 +301,8 @@ func (s Settings) validate() error {
 		return fmt.Errorf("scale: [%v, %v] must satisfy 0 < min <= max < 1", s.ScaleMin, s.ScaleMax)
 	case !(s.ValShare > 0 && s.ValShare < 1):
 		return fmt.Errorf("validation share: %v, need (0, 1)", s.ValShare)
+	case !(s.Quantile >= 0 && s.Quantile < 1):
+		return fmt.Errorf("quantile: %v, need 0 (cross-entropy) or a share in (0, 1)", s.Quantile)
 	case !(s.HeldOutShare >= 0 && s.HeldOutShare < 1):
 		return fmt.Errorf("held-out share: %v, need [0, 1)", s.HeldOutShare)
 	case s.Trunk != TrunkMax && s.Trunk != TrunkMLP && s.Trunk != TrunkMonotone:

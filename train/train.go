@@ -34,6 +34,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -248,17 +249,29 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	if s.Quantile > 0 {
+		// The quantile loss does not read alpha (its gradient is 0, so it
+		// kept its start): a cost in units of the host takes a fixed
+		// slope.
+		capP.logAlpha, admP.logAlpha = math.Log(QuantileAlpha), math.Log(QuantileAlpha)
+	}
 	headsOn, headsData := "validation", &valData
 	if valData.rows == 0 {
 		headsOn, headsData = "training", &trainData
 	}
 	res.Heads = []HeadUse{headUse("capacity", headsOn, capP, headsData), headUse("admission", headsOn, admP, headsData)}
+	// The losses are named for what they are: cross-entropy, or the
+	// quantile (pinball) loss.
+	loss := "bce"
+	if s.Quantile > 0 {
+		loss = "pinball"
+	}
 	metrics := func(p *processor, f fitResult) map[string]string {
 		m := map[string]string{
 			"train_examples":  strconv.Itoa(trainData.rows),
 			"val_examples":    strconv.Itoa(valData.rows),
-			"train_bce":       strconv.FormatFloat(f.trainLoss, 'f', 5, 64),
-			"val_bce":         strconv.FormatFloat(f.valLoss, 'f', 5, 64),
+			"train_" + loss:   strconv.FormatFloat(f.trainLoss, 'f', 5, 64),
+			"val_" + loss:     strconv.FormatFloat(f.valLoss, 'f', 5, 64),
 			"best_epoch":      strconv.Itoa(f.bestEpoch),
 			"epochs_run":      strconv.Itoa(f.epochs),
 			"alpha":           strconv.FormatFloat(p.alpha(), 'g', 6, 64),
@@ -266,18 +279,18 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			"held_out_series": strconv.Itoa(len(res.HeldOut)),
 		}
 		if s.Restarts > 1 {
-			m["restart_chosen"], m["restart_val_bce"] = strconv.Itoa(f.restart+1), f.restartLosses()
+			m["restart_chosen"], m["restart_val_"+loss] = strconv.Itoa(f.restart+1), f.restartLosses()
 		}
 		if valData.rows == 0 {
 			// No series left to validate: early stopping (and the choice
 			// among restarts) read the training loss; no validation loss
 			// is claimed.
 			m["early_stopping"] = NoValidationNote
-			m["stop_train_bce"] = m["val_bce"]
-			delete(m, "val_bce")
-			if r, ok := m["restart_val_bce"]; ok {
-				m["restart_train_bce"] = r
-				delete(m, "restart_val_bce")
+			m["stop_train_"+loss] = m["val_"+loss]
+			delete(m, "val_"+loss)
+			if r, ok := m["restart_val_"+loss]; ok {
+				m["restart_train_"+loss] = r
+				delete(m, "restart_val_"+loss)
 			}
 		}
 		return m
@@ -299,11 +312,19 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			Metrics:   m,
 		}
 	}
+	capFitText := "Adam on binary cross-entropy, overload labels weighted, early stopping on a validation split by identity, against replay labels (k+1 phase-shifted replicas fit when their summed usage stays within capacity over the next horizon)"
+	admFitText := "Adam on binary cross-entropy against its own replay labels (the running replicas' summed future usage plus the new replicas' demand within capacity), early stopping on a validation split by identity"
+	if s.Quantile > 0 {
+		q := strconv.FormatFloat(s.Quantile, 'g', -1, 64)
+		band := fmt.Sprintf("[%g, %g]", QuantileBand[0], QuantileBand[1])
+		capFitText = "Adam on the quantile (pinball) loss at " + q + " of the log cost against the log of the replay's peak (k+1 phase-shifted replicas' summed usage over the next horizon), over the slots whose peak lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
+		admFitText = "Adam on the quantile (pinball) loss at " + q + " of the log cost against the log of what the queue takes in its own replay (the running replicas' summed future usage plus the new replicas' demand), over the slots where that lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
+	}
 	res.Capacity = exportCapacity(capP, stats, s.Slots, prov(
-		"trained: a trunk over the window statistics gives a replica's level a and dispersion b; output k = sigmoid(alpha (1 - (k+1) a - sqrt(k+1) b)) gated by memory ((k+1) x the replica's memory peak must fit); Adam on binary cross-entropy, overload labels weighted, early stopping on a validation split by identity, against replay labels (k+1 phase-shifted replicas fit when their summed usage stays within capacity over the next horizon)",
+		"trained: a trunk over the window statistics gives a replica's level a and dispersion b; output k = sigmoid(alpha (1 - (k+1) a - sqrt(k+1) b)) gated by memory ((k+1) x the replica's memory peak must fit); "+capFitText,
 		metrics(capP, capFit)))
 	res.Admission = exportAdmission(admP, stats, s.Slots, prov(
-		"trained: queue admission network: running replicas cost j a + sqrt(j) b (a trunk over the window statistics), new replicas their demand; slot k is admitted when the costs of slots 0..k fit the host's CPU (output sigmoid(alpha (1 - cost))) and their memory peaks fit its memory (a hard gate); Adam on binary cross-entropy against its own replay labels (the running replicas' summed future usage plus the new replicas' demand within capacity), early stopping on a validation split by identity",
+		"trained: queue admission network: running replicas cost j a + sqrt(j) b (a trunk over the window statistics), new replicas their demand; slot k is admitted when the costs of slots 0..k fit the host's CPU (output sigmoid(alpha (1 - cost))) and their memory peaks fit its memory (a hard gate); "+admFitText,
 		metrics(admP, admFit)))
 	for _, mod := range []*engine.Model{res.Capacity, res.Admission} {
 		if err := mod.Validate(); err != nil {
@@ -330,6 +351,9 @@ func settingsMap(s Settings) map[string]string {
 		"multiplex": strconv.FormatBool(s.Multiplex), "max_shift": strconv.Itoa(s.MaxShift), "scale_jitter": f(s.ScaleJitter),
 		"max_rows_per_series": strconv.Itoa(s.MaxRowsPerSeries),
 		"normalisation":       "each series scaled so its p99 is 1, then by a per-example p99 share drawn from [scale_min, scale_max]",
+	}
+	if s.Quantile > 0 { // cross-entropy is written as before the quantile loss existed
+		m["quantile"] = f(s.Quantile)
 	}
 	if s.Restarts > 1 { // a single start is written as before restarts existed
 		m["restarts"] = strconv.Itoa(s.Restarts)

@@ -261,16 +261,22 @@ func TestTrunkGradient(t *testing.T) {
 		d.rows++
 	}
 	for _, tc := range []struct {
-		name   string
-		lossFn lossFunc
-		trunk  func() trunk
+		name     string
+		lossFn   lossFunc
+		trunk    func() trunk
+		quantile float64
 	}{
-		{"capacity, mlp", capacityLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }},
-		{"admission, mlp", admissionLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }},
-		{"capacity, monotone", capacityLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, rng) }},
-		{"admission, monotone", admissionLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, rng) }},
+		{"capacity, mlp", capacityLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }, 0},
+		{"admission, mlp", admissionLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }, 0},
+		{"capacity, monotone", capacityLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, rng) }, 0},
+		{"admission, monotone", admissionLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, rng) }, 0},
+		{"capacity, mlp, quantile 0.9", capacityLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }, 0.9},
+		{"admission, mlp, quantile 0.9", admissionLoss, func() trunk { return newMLPTrunk(len(stats), []int{5}, stats, rng) }, 0.9},
+		{"capacity, monotone, quantile 0.6", capacityLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, rng) }, 0.6},
+		{"admission, monotone, quantile 0.6", admissionLoss, func() trunk { return newMonoTrunk(len(stats), 3, 2, rng) }, 0.6},
 	} {
 		lossFn := tc.lossFn
+		s.Quantile = tc.quantile
 		p := newProcessor(tc.trunk())
 		for _, q := range p.params() {
 			*q += 0.2 * rng.NormFloat64()
@@ -287,6 +293,9 @@ func TestTrunkGradient(t *testing.T) {
 		}
 		for r := 0; r < d.rows; r++ {
 			lossFn(p, &d, r, s, &c, grad)
+		}
+		if l := total(); !(l > 0) {
+			t.Fatalf("%s: loss %v, want > 0 (no slot read)", tc.name, l)
 		}
 		for i, q := range params {
 			old := *q
@@ -966,5 +975,112 @@ func TestTrainReportsHeadUse(t *testing.T) {
 		if h.On != "training" || h.Examples != one.Examples {
 			t.Errorf("without validation: %+v; want counts over the %d training examples", h, one.Examples)
 		}
+	}
+}
+
+// TestQuantileLossCoverage: trained on the quantile loss at tau, each
+// processor's cost lies at or above what the replicas take in about a
+// share tau of the slots the loss reads (those whose usage lies within
+// QuantileBand), on its own training set: the cost is that quantile, not
+// the point where the fit labels flip. Cross-entropy's cost sits
+// elsewhere; the quantile's moves with tau.
+func TestQuantileLossCoverage(t *testing.T) {
+	s := smallSettings()
+	s.Epochs, s.Patience = 150, 150
+	stats, _, tr, _ := fitData(t, s)
+	coverage := func(p *processor, used func(r, k int) float64, cost func(r, k int, a, b float64) float64) float64 {
+		var c trunkCache
+		var in, n int
+		for r := 0; r < tr.rows; r++ {
+			a, b := p.tr.eval(tr.useRow(r), &c)
+			for k := 0; k < s.Slots; k++ {
+				u := used(r, k)
+				if u < QuantileBand[0] || u > QuantileBand[1] {
+					continue
+				}
+				n++
+				if cost(r, k, a, b) >= u {
+					in++
+				}
+			}
+		}
+		if n < 200 {
+			t.Fatalf("%d slots in the band, too few to measure", n)
+		}
+		return float64(in) / float64(n)
+	}
+	capCost := func(_, k int, a, b float64) float64 { m := float64(k + 1); return m*a + math.Sqrt(m)*b }
+	admCost := func(r, k int, a, b float64) float64 {
+		var cost float64
+		for i := 0; i <= k; i++ {
+			run := a + (math.Sqrt(float64(i+1))-math.Sqrt(float64(i)))*b
+			if i < tr.running[r] || run > tr.demand[r] {
+				cost += run
+			} else {
+				cost += tr.demand[r]
+			}
+		}
+		return cost
+	}
+	for _, c := range []struct {
+		name string
+		loss lossFunc
+		used func(r, k int) float64
+		cost func(r, k int, a, b float64) float64
+	}{
+		{"capacity", capacityLoss, func(r, k int) float64 { return tr.peak(r, k+1) }, capCost},
+		{"admission", admissionLoss, tr.admissionUsed, admCost},
+	} {
+		for _, tau := range []float64{0.5, 0.9} {
+			s.Quantile = tau
+			rng := rand.New(rand.NewPCG(3, 3))
+			p := newProcessor(newMLPTrunk(len(stats), s.Hidden, stats, rng))
+			// Early stopping on the training set itself: the property is
+			// the loss's on the data it is fitted to (another series'
+			// validation loss keeps an epoch fitted less closely).
+			if _, err := fit(p, &tr, &tr, s, rng, c.loss, c.name, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := coverage(p, c.used, c.cost); math.Abs(got-tau) > 0.06 {
+				t.Errorf("%s at quantile %v: the cost covers %.3f of the slots it reads, want %v +- 0.06", c.name, tau, got, tau)
+			}
+		}
+	}
+}
+
+// TestQuantileSettingsAndProvenance: a quantile outside [0, 1) is refused,
+// naming it; a pair trained on the quantile loss says so in its
+// provenance (the setting, the loss by name, the fixed slope), and one
+// trained on cross-entropy is written as before the quantile existed.
+func TestQuantileSettingsAndProvenance(t *testing.T) {
+	for _, q := range []float64{-0.1, 1, 2, math.NaN()} {
+		s := smallSettings()
+		s.Quantile = q
+		if err := s.Check(); err == nil || !strings.Contains(err.Error(), "quantile: ") {
+			t.Errorf("quantile %v: %v, want an error naming the quantile", q, err)
+		}
+	}
+	all := syntheticSet()
+	s := smallSettings()
+	s.Quantile = 0.9
+	res, err := Train(all, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*engine.Model{res.Capacity, res.Admission} {
+		pr := m.Provenance
+		if pr.Settings["quantile"] != "0.9" || pr.Metrics["val_pinball"] == "" || pr.Metrics["val_bce"] != "" || pr.Metrics["alpha"] != "10" {
+			t.Errorf("%s: settings quantile %q, metrics %v; want quantile 0.9, val_pinball, no val_bce, alpha 10", m.Name, pr.Settings["quantile"], pr.Metrics)
+		}
+		if !strings.Contains(pr.Method, "quantile (pinball) loss at 0.9") {
+			t.Errorf("%s: method %q does not name the quantile loss", m.Name, pr.Method)
+		}
+	}
+	res, err = Train(all, smallSettings(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr := res.Capacity.Provenance; pr.Settings["quantile"] != "" || pr.Metrics["val_bce"] == "" || strings.Contains(pr.Method, "pinball") {
+		t.Errorf("cross-entropy: settings %v, metrics %v, method %q; want no quantile, val_bce", pr.Settings, pr.Metrics, pr.Method)
 	}
 }

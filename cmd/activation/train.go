@@ -293,7 +293,13 @@ func loadFamilies(dirs []traceDir) (fams []train.Family, notes []string, err err
 			return nil, nil, fmt.Errorf("--traces: %w", err)
 		}
 		fams = append(fams, train.Family{Name: d.family, Series: ss})
-		for _, n := range []string{layoutNote(d.family, d.path, all[i]), gapNote(d.family, seriesGaps(ss), len(ss))} {
+		var counters []string
+		for _, s := range ss {
+			if traces.LooksCumulative(s) {
+				counters = append(counters, s.Name)
+			}
+		}
+		for _, n := range []string{layoutNote(d.family, d.path, all[i]), gapNote(d.family, seriesGaps(ss), len(ss)), counterNote(d.family, counters, len(ss))} {
 			if n != "" {
 				notes = append(notes, n)
 			}
@@ -312,6 +318,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	multiplex := fs.Bool("multiplex", d.Multiplex, "labels from a replay of phase-shifted replicas (false: every replica follows the series exactly)")
 	rows := fs.Int("max-rows", d.MaxRowsPerSeries, "at most `N` evenly spaced examples per series (0: all)")
 	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to "+strconv.Itoa(train.MaxRestarts)+")")
+	quantile := fs.Float64("quantile", 0, "train each processor's cost as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)) instead of on the fit labels' cross-entropy (0, the default)")
 	return func() (train.Settings, error) {
 		s := d
 		if *restarts < 1 || *restarts > train.MaxRestarts {
@@ -325,6 +332,10 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 			*hidden = ""
 		}
 		s.Trunk, s.Multiplex, s.MaxRowsPerSeries, s.Restarts = *trunk, *multiplex, *rows, *restarts
+		if !(*quantile >= 0 && *quantile < 1) {
+			return s, usagef("--quantile: %v; want 0 (cross-entropy) or a share in (0, 1), such as 0.9", *quantile)
+		}
+		s.Quantile = *quantile
 		if *rows < 0 {
 			return s, usagef("--max-rows: %d; want 0 (every example) or more", *rows)
 		}

@@ -79,7 +79,16 @@ func tuneCandidates() []tuneCandidate {
 		{"monotone 7x2 + p99 + last", monotone(7, 2, "p99", "last")},
 		{"monotone 7x2, 30 epochs, patience 5", func(s *train.Settings) { monotone(7, 2)(s); s.Epochs, s.Patience = 30, 5 }},
 		{"monotone 7x2, best of 4 restarts", func(s *train.Settings) { monotone(7, 2)(s); s.Restarts = 4 }},
+		{"mlp 24-12, quantile loss 0.8", quantile(0.8)},
+		{"mlp 24-12, quantile loss 0.9", quantile(0.9)},
+		{"mlp 24-12, quantile loss 0.95", quantile(0.95)},
+		{"mlp 24-12, quantile loss 0.99", quantile(0.99)},
 	}
+}
+
+// quantile is the default shape trained on the pinball loss at quantile q.
+func quantile(q float64) func(*train.Settings) {
+	return func(s *train.Settings) { s.Hidden, s.Quantile = []int{24, 12}, q }
 }
 
 // monotone is the monotone trunk of groups x units, with the statistics
