@@ -763,9 +763,11 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 			// warming, whatever the warm-up.
 			young = true
 		}
-		if r := &res[i]; stats && !r.skipped && r.err == nil && r.ts != 0 && r.memUnmeasured {
-			// Its CPU measured, its memory not: no evidence is not low
-			// usage, so its memory counts at its reservation.
+		if r := &res[i]; stats && !r.skipped && r.err == nil && r.ts != 0 && r.memUnmeasured && r.cpu > 0 {
+			// Its CPU measured, its memory not (a driver that measures
+			// none): no evidence is not low usage, so its memory counts at
+			// its reservation. With no CPU ticks either, it has no stats
+			// yet, which the warm-up reads.
 			r.mem = mem
 			rd.MemoryUnmeasured++
 		}

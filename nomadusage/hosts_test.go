@@ -1345,6 +1345,22 @@ func TestReadHostsMemoryUnmeasured(t *testing.T) {
 			}
 		})
 	}
+	// No CPU ticks either: no stats yet, which the warm-up reads (the
+	// memory is not put at the reservation on top of it).
+	t.Run("no CPU ticks either", func(t *testing.T) {
+		p := newPair(t, n)
+		edit := func(_ string, m map[string]any) {
+			ru := m["ResourceUsage"].(map[string]any)
+			ru["CpuStats"].(map[string]any)["TotalTicks"] = 0
+			delete(ru, "MemoryStats")
+		}
+		c := statsEditingClient(t, p, p.s.AllocIDs("", jobID, groupA)[:2], edit)
+		rs, err := (&Reader{Client: c}).ReadHosts(context.Background(), p.queries()[:1], Options{})
+		must(t, err)
+		if rd := rs[0]; rd.MemoryUnmeasured != 0 || math.Abs(rd.Observation.Samples[0].MemoryMB-3*64) > 1e-6 {
+			t.Errorf("memory unmeasured %d, sample %v MB; want 0 and %v (the three with stats)", rd.MemoryUnmeasured, rd.Observation.Samples[0].MemoryMB, 3*64.0)
+		}
+	})
 	t.Run("measured", func(t *testing.T) {
 		p := newPair(t, n)
 		rs, err := (&Reader{Client: p.client}).ReadHosts(context.Background(), p.queries()[:1], Options{})
