@@ -183,11 +183,14 @@ func TestAdmissionAndCapacityDiffer(t *testing.T) {
 		t.Fatalf("demand 10x usage: A_in %d, A_out %d; want running <= A_in < A_out", d.First.Amount, d.Second.Amount)
 	}
 	// New replicas declare 20 MHz, below the 100 MHz the running ones use:
-	// the first host admits more new ones than the capacity count.
+	// a new replica of the running workload costs at least what it will
+	// once it runs, so the low demand admits no more than a demand at the
+	// replicas' use does (the count then differs from A_out only as the
+	// two processors' estimates do).
 	o = testsupport.Flat(8000, 4, 100, 20, 30)
 	d = decide(o)
-	if d.First.Amount <= d.Second.Amount {
-		t.Fatalf("demand below usage: A_in %d, A_out %d; want A_in > A_out", d.First.Amount, d.Second.Amount)
+	if at := decide(testsupport.Flat(8000, 4, 100, 100, 30)); d.First.Amount != at.First.Amount || d.First.Amount <= 4 {
+		t.Fatalf("demand below usage: A_in %d, at a demand of the replicas' use %d; want them equal and above the 4 running", d.First.Amount, at.First.Amount)
 	}
 	// A host at 7000 of 8000 MB admits no new replica and its safe count
 	// is bound by memory (the built-in models keep 10% of the memory free:
@@ -220,7 +223,7 @@ func TestAdmissionAndCapacityDiffer(t *testing.T) {
 	}
 	idle := clone(full)
 	for i := range idle.Samples {
-		idle.Samples[i].MemoryMB = 400
+		idle.Samples[i].MemoryMB = 100 // 25 MB a replica: hundreds fit by memory, some 80 by CPU
 	}
 	d = decide(idle)
 	if d.Second.Limit != LimitCPU || d.Second.Amount <= 4 {

@@ -553,12 +553,28 @@ func TestEmbeddedModelsAreTheTrainedOnes(t *testing.T) {
 // is the single run, and the choice does not depend on which parallel
 // start finishes first.
 func TestTrainRestartsKeepTheBestStart(t *testing.T) {
+	for _, q := range []float64{0, 0.9} {
+		t.Run(lossName(q), func(t *testing.T) { testRestartsKeepTheBestStart(t, q) })
+	}
+}
+
+// lossName is the metrics' name for the loss of quantile q (0: cross-entropy).
+func lossName(q float64) string {
+	if q > 0 {
+		return "pinball"
+	}
+	return "bce"
+}
+
+func testRestartsKeepTheBestStart(t *testing.T, q float64) {
 	all := syntheticSet()
-	single, err := Train(all, smallSettings(), nil)
+	base := smallSettings()
+	base.Quantile = q
+	single, err := Train(all, base, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := smallSettings()
+	s := base
 	s.Restarts = 4
 	r1, err := Train(all, s, nil)
 	if err != nil {
@@ -568,29 +584,30 @@ func TestTrainRestartsKeepTheBestStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	val, restarts := "val_"+lossName(q), "restart_val_"+lossName(q)
 	for i, m := range []*engine.Model{r1.Admission, r1.Capacity} {
 		one := []*engine.Model{single.Admission, single.Capacity}[i]
 		met := m.Provenance.Metrics
 		var losses []float64
-		for _, f := range strings.Fields(met["restart_val_bce"]) {
+		for _, f := range strings.Fields(met[restarts]) {
 			v, err := strconv.ParseFloat(f, 64)
 			if err != nil {
-				t.Fatalf("%s: restart_val_bce %q: %v", m.Name, met["restart_val_bce"], err)
+				t.Fatalf("%s: %s %q: %v", m.Name, restarts, met[restarts], err)
 			}
 			losses = append(losses, v)
 		}
 		if len(losses) != 4 {
-			t.Fatalf("%s: %d restart losses (%q), want 4", m.Name, len(losses), met["restart_val_bce"])
+			t.Fatalf("%s: %d restart losses (%q), want 4", m.Name, len(losses), met[restarts])
 		}
-		if got, want := strconv.FormatFloat(losses[0], 'f', 5, 64), one.Provenance.Metrics["val_bce"]; got != want {
+		if got, want := strconv.FormatFloat(losses[0], 'f', 5, 64), one.Provenance.Metrics[val]; got != want {
 			t.Errorf("%s: first start's validation loss %s, a single run's %s", m.Name, got, want)
 		}
 		chosen, err := strconv.Atoi(met["restart_chosen"])
 		if err != nil || chosen < 1 || chosen > 4 {
 			t.Fatalf("%s: restart_chosen %q", m.Name, met["restart_chosen"])
 		}
-		if met["val_bce"] != strconv.FormatFloat(losses[chosen-1], 'f', 5, 64) {
-			t.Errorf("%s: val_bce %s is not start %d's %v", m.Name, met["val_bce"], chosen, losses[chosen-1])
+		if met[val] != strconv.FormatFloat(losses[chosen-1], 'f', 5, 64) {
+			t.Errorf("%s: %s %s is not start %d's %v", m.Name, val, met[val], chosen, losses[chosen-1])
 		}
 		for j, l := range losses {
 			if l < losses[chosen-1] {
@@ -609,25 +626,30 @@ func TestTrainRestartsKeepTheBestStart(t *testing.T) {
 // stopping reads the training loss, and the models say so instead of
 // giving that loss as a validation loss ("val_bce").
 func TestTrainWithoutValidation(t *testing.T) {
-	s := smallSettings()
-	s.NoHeldOut, s.HeldOutShare = true, 0
-	one := []traces.Series{synthetic("a", 1500, 1)} // one identity: none to validate
-	res, err := Train(one, s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range []*engine.Model{res.Admission, res.Capacity} {
-		met := m.Provenance.Metrics
-		if _, ok := met["val_bce"]; ok || met["early_stopping"] != NoValidationNote || met["stop_train_bce"] == "" || met["val_examples"] != "0" {
-			t.Errorf("%s: metrics %v; want no val_bce, early_stopping %q and stop_train_bce", m.Name, met, NoValidationNote)
+	for _, q := range []float64{0, 0.9} {
+		l := lossName(q)
+		s := smallSettings()
+		s.NoHeldOut, s.HeldOutShare, s.Quantile = true, 0, q
+		one := []traces.Series{synthetic("a", 1500, 1)} // one identity: none to validate
+		res, err := Train(one, s, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	with, err := Train(syntheticSet(), smallSettings(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if met := with.Capacity.Provenance.Metrics; met["val_bce"] == "" || met["early_stopping"] != "" {
-		t.Errorf("with validation series: metrics %v; want val_bce and no early_stopping note", met)
+		for _, m := range []*engine.Model{res.Admission, res.Capacity} {
+			met := m.Provenance.Metrics
+			if _, ok := met["val_"+l]; ok || met["early_stopping"] != NoValidationNote || met["stop_train_"+l] == "" || met["val_examples"] != "0" {
+				t.Errorf("%s: metrics %v; want no val_%s, early_stopping %q and stop_train_%s", m.Name, met, l, NoValidationNote, l)
+			}
+		}
+		s = smallSettings()
+		s.Quantile = q
+		with, err := Train(syntheticSet(), s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if met := with.Capacity.Provenance.Metrics; met["val_"+l] == "" || met["early_stopping"] != "" {
+			t.Errorf("with validation series: metrics %v; want val_%s and no early_stopping note", met, l)
+		}
 	}
 }
 
@@ -1076,7 +1098,9 @@ func TestQuantileSettingsAndProvenance(t *testing.T) {
 			t.Errorf("%s: method %q does not name the quantile loss", m.Name, pr.Method)
 		}
 	}
-	res, err = Train(all, smallSettings(), nil)
+	s = smallSettings()
+	s.Quantile = 0
+	res, err = Train(all, s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

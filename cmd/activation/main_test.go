@@ -1716,7 +1716,7 @@ func TestTrainWarnsOfClosedHeads(t *testing.T) {
 		{"dispersion closed", []train.HeadUse{
 			{Processor: "capacity", On: "validation", Examples: 10832, LevelOpen: 10832, HasDispersion: true},
 			{Processor: "admission", On: "validation", Examples: 10832, LevelOpen: 10832, DispersionOpen: 10832, HasDispersion: true},
-		}, []string{"activation train: the capacity processor's dispersion head is closed (0) on every one of its 10832 validation examples: its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes. A note on the model's shape, not an error: the models are written and usable (the built-in capacity processor's dispersion head is closed too; docs/benchmarks.md measures what opening it gives)"}},
+		}, []string{"activation train: the capacity processor's dispersion head is closed (0) on every one of its 10832 validation examples: its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes. A note on the model's shape, not an error: the models are written and usable (both built-in processors' dispersion heads are closed too; docs/benchmarks.md measures what opening one gives)"}},
 		{"level closed, on training examples", []train.HeadUse{{Processor: "admission", On: "training", Examples: 5, DispersionOpen: 5, HasDispersion: true}},
 			[]string{"activation train: the admission processor's level head is closed (0) on every one of its 5 training examples: its cost of m replicas has no m a term: the processor reads no level of usage that adds up with the replicas; check its counts with activation simulate before using it"}},
 		{"no dispersion head", []train.HeadUse{{Processor: "capacity", On: "validation", Examples: 10, LevelOpen: 10}}, nil},
@@ -1866,5 +1866,49 @@ func TestSimulateCounterNote(t *testing.T) {
 	code, stdout, _ = runCmd(t, "", false, "simulate", "--traces", seriesDir(t, 2, 400), "--split", "all")
 	if code != exitOK || strings.Contains(stdout, "counter") {
 		t.Fatalf("exit %d; usage series noted as counters:\n%s", code, stdout)
+	}
+}
+
+// TestTrainQuantileFlag: train's loss by default is the quantile loss at
+// the default settings' quantile (the built-in models'), the monotone
+// trunk's cross-entropy (as it was measured), --quantile 0 cross-entropy
+// for any trunk; a quantile outside [0, 1) is refused, naming the flag.
+func TestTrainQuantileFlag(t *testing.T) {
+	dir := seriesDir(t, 3, 2500)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // provenance's quantile setting ("" for cross-entropy)
+		loss string
+	}{
+		{"default", nil, "0.9", "val_pinball"},
+		{"monotone", []string{"--trunk", "monotone"}, "", "val_bce"},
+		{"monotone at a quantile", []string{"--trunk", "monotone", "--quantile", "0.8"}, "0.8", "val_pinball"},
+		{"cross-entropy", []string{"--quantile", "0"}, "", "val_bce"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "models")
+			code, stdout, stderr := runCmd(t, "", false, append([]string{"train", "--traces", dir, "--out", out, "--epochs", "1"}, tc.args...)...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stdout, tc.loss+" ") {
+				t.Errorf("summary does not give %s:\n%s", tc.loss, stdout)
+			}
+			for _, f := range []string{admissionFile, capacityFile} {
+				m, err := engine.LoadModelFile(filepath.Join(out, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := m.Provenance.Settings["quantile"]; got != tc.want || m.Provenance.Metrics[tc.loss] == "" {
+					t.Errorf("%s: quantile %q, metrics %v; want quantile %q and %s", f, got, m.Provenance.Metrics, tc.want, tc.loss)
+				}
+			}
+		})
+	}
+	for _, q := range []string{"1", "-0.5", "NaN"} {
+		if code, _, stderr := runCmd(t, "", false, "train", "--traces", dir, "--out", t.TempDir(), "--quantile", q); code != exitUsage || !strings.Contains(stderr, "--quantile: ") {
+			t.Errorf("--quantile %s: exit %d, %q; want a usage error naming --quantile", q, code, stderr)
+		}
 	}
 }

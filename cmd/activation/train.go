@@ -170,6 +170,9 @@ func cmdTrain(args []string, e env) error {
 			return err
 		}
 		loss := "val_bce " + f.m.Provenance.Metrics["val_bce"]
+		if v, ok := f.m.Provenance.Metrics["val_pinball"]; ok {
+			loss = "val_pinball " + v
+		}
 		if note, ok := f.m.Provenance.Metrics["early_stopping"]; ok {
 			loss = "early stopping " + note
 		}
@@ -200,7 +203,7 @@ func headWarnings(heads []train.HeadUse) []string {
 	var out []string
 	for _, h := range heads {
 		for _, c := range h.Closed() {
-			what := "its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes. A note on the model's shape, not an error: the models are written and usable (the built-in capacity processor's dispersion head is closed too; docs/benchmarks.md measures what opening it gives)"
+			what := "its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes. A note on the model's shape, not an error: the models are written and usable (both built-in processors' dispersion heads are closed too; docs/benchmarks.md measures what opening one gives)"
 			if c == "level" {
 				what = "its cost of m replicas has no m a term: the processor reads no level of usage that adds up with the replicas; check its counts with activation simulate before using it"
 			}
@@ -318,7 +321,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	multiplex := fs.Bool("multiplex", d.Multiplex, "labels from a replay of phase-shifted replicas (false: every replica follows the series exactly)")
 	rows := fs.Int("max-rows", d.MaxRowsPerSeries, "at most `N` evenly spaced examples per series (0: all)")
 	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to "+strconv.Itoa(train.MaxRestarts)+")")
-	quantile := fs.Float64("quantile", 0, "train each processor's cost as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)) instead of on the fit labels' cross-entropy (0, the default)")
+	quantile := fs.Float64("quantile", d.Quantile, "train each processor's cost as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)); 0: on the fit labels' cross-entropy, the "+train.TrunkMonotone+" trunk's default")
 	return func() (train.Settings, error) {
 		s := d
 		if *restarts < 1 || *restarts > train.MaxRestarts {
@@ -336,6 +339,9 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 			return s, usagef("--quantile: %v; want 0 (cross-entropy) or a share in (0, 1), such as 0.9", *quantile)
 		}
 		s.Quantile = *quantile
+		if *trunk == train.TrunkMonotone && !flagSet(fs, "quantile") {
+			s.Quantile = train.MonotoneSettings().Quantile // measured on cross-entropy
+		}
 		if *rows < 0 {
 			return s, usagef("--max-rows: %d; want 0 (every example) or more", *rows)
 		}
