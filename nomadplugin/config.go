@@ -58,7 +58,7 @@ const (
 	// KeyHoldBand: a host keeps its count while it lies between the
 	// engine's counts at output thresholds this many logits stricter and
 	// looser than the model's (engine.HostDecision.Hold): a hold measured
-	// in the models' confidence. Default 0 (off); 0 to engine.MaxHoldBand.
+	// in the models' output logits (a margin on the host). Default 0 (off); 0 to engine.MaxHoldBand.
 	KeyHoldBand = "hold_band"
 	// KeyMargin moves both models' output thresholds by this many logits
 	// (engine.HostInput.Margin): > 0 is stricter (fewer replicas, a host

@@ -767,7 +767,8 @@ func (ev *evaluation) sample(rd *Reading, n *node, allocs []*api.AllocationListS
 			// Its CPU measured, its memory not (a driver that measures
 			// none): no evidence is not low usage, so its memory counts at
 			// its reservation. With no CPU ticks either, it has no stats
-			// yet, which the warm-up reads.
+			// yet: the warm-up reads it, or, turned off ("0"), it counts
+			// at what it shows, its CPU and memory alike.
 			r.mem = mem
 			rd.MemoryUnmeasured++
 		}

@@ -1345,8 +1345,10 @@ func TestReadHostsMemoryUnmeasured(t *testing.T) {
 			}
 		})
 	}
-	// No CPU ticks either: no stats yet, which the warm-up reads (the
-	// memory is not put at the reservation on top of it).
+	// No CPU ticks either: no stats yet. With a warm-up it is warming
+	// (counted by the engine, at the warm ones' usage); with the warm-up
+	// off, as here, it counts at what it shows, CPU and memory alike, as
+	// warmup = "0" says: its memory is not put at the reservation.
 	t.Run("no CPU ticks either", func(t *testing.T) {
 		p := newPair(t, n)
 		edit := func(_ string, m map[string]any) {

@@ -108,7 +108,7 @@ type ActivationConfig struct {
 	// count while it lies within the engine's hold range (the counts at
 	// output thresholds HoldBand logits stricter and looser than the
 	// knob's; see engine.HostInput.HoldBand), before the Steps: a hold
-	// measured in the models' confidence rather than in replicas.
+	// measured in the models' output logits (a margin on the host) rather than in replicas.
 	HoldBand float64
 	// Meter, when set, measures what the policy's replays cost and, at
 	// every decision, also times one bare engine.Decide on the same two

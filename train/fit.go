@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// lossFunc adds one row's loss (weighted binary cross-entropy summed over
-// the slots) and, when grad is not nil, its gradient (the trunk's
-// parameters, then logAlpha).
+// lossFunc adds one row's loss (weighted binary cross-entropy, or with
+// Settings.Quantile the quantile loss, summed over the slots) and, when
+// grad is not nil, its gradient (the trunk's parameters, then logAlpha).
 type lossFunc func(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64
 
 // capacityLoss: output k = sigmoid(alpha (1 - m a - sqrt(m) b)), m = k+1,
@@ -276,18 +276,20 @@ func fit(p *processor, train, val *dataset, s Settings, rng *rand.Rand, lossFn l
 // reach from 1.4 to 0 of the host).
 const QuantileAlpha = 10
 
-// QuantileBand is the range of usage, as shares of the host, whose slots
-// the quantile loss reads: the counts a threshold can choose lie where
-// the cost is near the host's capacity, and a slot far below or above it
-// (one replica of a light workload, a hundred of a heavy one) would weigh
-// in the fit without ever being the count.
-var QuantileBand = [2]float64{0.25, 4}
+// quantileBandLow and quantileBandHigh are the range of usage, as shares
+// of the host, whose slots the quantile loss reads: the counts a threshold
+// can choose lie where the cost is near the host's capacity, and a slot
+// far below or above it (one replica of a light workload, a hundred of a
+// heavy one) would weigh in the fit without ever being the count. (The
+// validation loss is a mean over every slot, those outside the band
+// scoring 0.)
+const quantileBandLow, quantileBandHigh float64 = 0.25, 4
 
 // pinball is one slot's quantile loss at quantile tau of log cost against
 // log used, and its derivative with respect to cost; 0, 0 for a slot
-// whose used lies outside QuantileBand.
+// whose used lies outside [quantileBandLow, quantileBandHigh].
 func pinball(tau, cost, used float64) (loss, dCost float64) {
-	if !(used >= QuantileBand[0] && used <= QuantileBand[1]) {
+	if !(used >= quantileBandLow && used <= quantileBandHigh) {
 		return 0, 0
 	}
 	// A cost of 0 (both heads closed) would make the log infinite: the

@@ -59,8 +59,9 @@ func (s Settings) newTrunk(stats []Statistic, rng *rand.Rand) trunk {
 // HeldOutShare unless NoHeldOut) and nil Statistics, Hidden and empty Trunk
 // take DefaultSettings' values; the rest are taken as given, zero included
 // (Seed, SplitSeed, L2, Multiplex, MaxShift, ScaleJitter,
-// MaxRowsPerSeries): Settings{} splits and labels otherwise than the
-// defaults, and holds out other series than simulate's test split.
+// MaxRowsPerSeries, Quantile): Settings{} splits, labels and trains
+// otherwise than the defaults (on cross-entropy, Quantile 0), and holds
+// out other series than simulate's test split.
 type Settings struct {
 	Seed         uint64
 	Window       int     // samples read at each decision
@@ -93,10 +94,13 @@ type Settings struct {
 	// Quantile, above 0, trains each processor's cost as this quantile of
 	// what the replicas take of the host over the horizon (the pinball
 	// loss of the log cost against the log of the replay's usage, over the
-	// slots whose usage lies within [QuantileBand[0], QuantileBand[1]] of
+	// slots whose usage lies within a quarter and four times
 	// the host) instead of the fit labels' cross-entropy, and fixes the
-	// outputs' slope alpha at QuantileAlpha. 0: cross-entropy, the
-	// default. OverloadWeight is then unused.
+	// outputs' slope alpha at QuantileAlpha. 0: cross-entropy (the
+	// monotone trunk's, MonotoneSettings). DefaultSettings has 0.9, the
+	// built-in models' (whatever its Trunk is set to afterwards).
+	// OverloadWeight is unused by the quantile loss (it is still written
+	// in a model's provenance settings).
 	Quantile float64
 	// Statistics names the window statistics the estimate reads (see
 	// Statistics); nil is the trunk's default set (DefaultStatistics,

@@ -56,7 +56,8 @@ type Progress struct {
 }
 
 // NoValidationNote is a model's "early_stopping" metric when no series was
-// left to validate: its "stop_train_bce" replaces "val_bce".
+// left to validate: its "stop_train_bce" replaces "val_bce" (with the
+// quantile loss, "stop_train_pinball" replaces "val_pinball").
 const NoValidationNote = "on the training loss: no series left to validate"
 
 // Result holds the two trained models and what training measured.
@@ -316,7 +317,7 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	admFitText := "Adam on binary cross-entropy against its own replay labels (the running replicas' summed future usage plus the new replicas' demand within capacity), early stopping on a validation split by identity"
 	if s.Quantile > 0 {
 		q := strconv.FormatFloat(s.Quantile, 'g', -1, 64)
-		band := fmt.Sprintf("[%g, %g]", QuantileBand[0], QuantileBand[1])
+		band := fmt.Sprintf("[%g, %g]", quantileBandLow, quantileBandHigh)
 		capFitText = "Adam on the quantile (pinball) loss at " + q + " of the log cost against the log of the replay's peak (k+1 phase-shifted replicas' summed usage over the next horizon), over the slots whose peak lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
 		admFitText = "Adam on the quantile (pinball) loss at " + q + " of the log cost against the log of what the queue takes in its own replay (the running replicas' summed future usage plus the new replicas' demand), over the slots where that lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
 	}

@@ -1003,9 +1003,8 @@ func TestTrainReportsHeadUse(t *testing.T) {
 // TestQuantileLossCoverage: trained on the quantile loss at tau, each
 // processor's cost lies at or above what the replicas take in about a
 // share tau of the slots the loss reads (those whose usage lies within
-// QuantileBand), on its own training set: the cost is that quantile, not
-// the point where the fit labels flip. Cross-entropy's cost sits
-// elsewhere; the quantile's moves with tau.
+// the band of usage it reads), on its own training set: the cost is that
+// quantile, not the point where the fit labels flip, and it moves with tau.
 func TestQuantileLossCoverage(t *testing.T) {
 	s := smallSettings()
 	s.Epochs, s.Patience = 150, 150
@@ -1017,7 +1016,7 @@ func TestQuantileLossCoverage(t *testing.T) {
 			a, b := p.tr.eval(tr.useRow(r), &c)
 			for k := 0; k < s.Slots; k++ {
 				u := used(r, k)
-				if u < QuantileBand[0] || u > QuantileBand[1] {
+				if u < quantileBandLow || u > quantileBandHigh {
 					continue
 				}
 				n++
