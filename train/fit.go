@@ -70,18 +70,9 @@ func admissionLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, g
 	alpha := p.alpha()
 	n := d.running[r]
 	var loss, da, db, dAlpha float64
-	// cost, dCostA, dCostB accumulate C_k and its derivatives over slots.
-	var cost, dCostA, dCostB float64
+	var q queueCost
 	for k := 0; k < s.Slots; k++ {
-		step := math.Sqrt(float64(k+1)) - math.Sqrt(float64(k))
-		run := a + step*b
-		if k < n || run > d.demand[r] {
-			cost += run
-			dCostA++
-			dCostB += step
-		} else {
-			cost += d.demand[r]
-		}
+		cost, dCostA, dCostB := q.add(k, n, a, b, d.demand[r])
 		l, dz := slotTerm(alpha, cost, d.admissionLabel(r, k), s.OverloadWeight)
 		loss += l
 		da += dz * -alpha * dCostA
@@ -93,6 +84,26 @@ func admissionLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, g
 		grad[len(grad)-1] += dAlpha
 	}
 	return loss
+}
+
+// queueCost accumulates an admission row's queue cost C_k over its slots
+// k = 0, 1, ... (see admissionLoss), and its derivatives with respect to
+// a and b.
+type queueCost struct{ cost, dA, dB float64 }
+
+// add adds slot k of a queue whose first n slots run, new replicas
+// demanding demand, and returns C_k and its derivatives.
+func (q *queueCost) add(k, n int, a, b, demand float64) (cost, dA, dB float64) {
+	step := math.Sqrt(float64(k+1)) - math.Sqrt(float64(k))
+	run := a + step*b
+	if k < n || run > demand {
+		q.cost += run
+		q.dA++
+		q.dB += step
+	} else {
+		q.cost += demand
+	}
+	return q.cost, q.dA, q.dB
 }
 
 func meanLoss(p *processor, d *dataset, s Settings, lossFn lossFunc) float64 {
@@ -330,17 +341,9 @@ func admissionQuantileLoss(p *processor, d *dataset, r int, s Settings, c *trunk
 	a, b := p.tr.eval(c.u, c)
 	n := d.running[r]
 	var loss, da, db float64
-	var cost, dCostA, dCostB float64
+	var q queueCost
 	for k := 0; k < s.Slots; k++ {
-		step := math.Sqrt(float64(k+1)) - math.Sqrt(float64(k))
-		run := a + step*b
-		if k < n || run > d.demand[r] {
-			cost += run
-			dCostA++
-			dCostB += step
-		} else {
-			cost += d.demand[r]
-		}
+		cost, dCostA, dCostB := q.add(k, n, a, b, d.demand[r])
 		l, g := pinball(s.Quantile, cost, d.admissionUsed(r, k))
 		loss += l
 		da += g * dCostA
