@@ -258,7 +258,7 @@ func RunSources(ctx context.Context, src []Source, sc Scenario, policies []Polic
 		}
 	}
 	if len(usable) == 0 {
-		return nil, fmt.Errorf("sim: none of the %d series can be replayed under scenario %s (first: %s: %s)", len(src), sc.Name, rep.Skipped[0].Series, rep.Skipped[0].Reason)
+		return nil, noneReplayable(fmt.Sprintf("sim: none of the %d series can be replayed under scenario %s (first: %s: %s)", len(src), sc.Name, rep.Skipped[0].Series, rep.Skipped[0].Reason))
 	}
 	if len(opt.CalibrateOn) > 0 && sc.TargetSlack > 0 {
 		on, err := calibrate(ctx, opt.CalibrateOn, sc, workers, func(done int) {
@@ -444,6 +444,18 @@ feed:
 
 // countRemaining is how many policies of order from p on (p included) were
 // not handed out.
+// ErrNoneReplayable matches (errors.Is) RunSources' error when none of
+// the series can be replayed (too short for the scenario's window, no
+// usage...): a caller that replays optional series can skip them.
+var ErrNoneReplayable = errors.New("none of the series can be replayed")
+
+// noneReplayable is that error, its message naming the first series and
+// why.
+type noneReplayable string
+
+func (e noneReplayable) Error() string        { return string(e) }
+func (e noneReplayable) Is(target error) bool { return target == ErrNoneReplayable }
+
 func countRemaining(order []int, p int) int {
 	for i, q := range order {
 		if q == p {

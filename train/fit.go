@@ -322,7 +322,7 @@ func capacityQuantileLoss(p *processor, d *dataset, r int, s Settings, c *trunkC
 	for k := 0; k < s.Slots; k++ {
 		m := float64(k + 1)
 		sm := math.Sqrt(m)
-		l, g := pinball(s.Quantile, m*a+sm*b, d.peak(r, k+1))
+		l, g := pinball(s.capacityQuantile(), m*a+sm*b, d.peak(r, k+1))
 		loss += l
 		da += g * m
 		db += g * sm

@@ -59,8 +59,9 @@ func (s Settings) newTrunk(stats []Statistic, rng *rand.Rand) trunk {
 // HeldOutShare unless NoHeldOut) and nil Statistics, Hidden and empty Trunk
 // take DefaultSettings' values; the rest are taken as given, zero included
 // (Seed, SplitSeed, L2, Multiplex, MaxShift, ScaleJitter,
-// MaxRowsPerSeries, Quantile): Settings{} splits, labels and trains
-// otherwise than the defaults (on cross-entropy, Quantile 0), and holds
+// MaxRowsPerSeries, Quantile, CapacityQuantile): Settings{} splits,
+// labels and trains otherwise than the defaults (on cross-entropy,
+// Quantile 0), and holds
 // out other series than simulate's test split.
 type Settings struct {
 	Seed         uint64
@@ -91,17 +92,35 @@ type Settings struct {
 	// NoHeldOut trains on every identity but the validation ones (the
 	// caller has held its series out already, as nested validation does).
 	NoHeldOut bool
-	// Quantile, above 0, trains each processor's cost as this quantile of
+	// Quantile, above 0, trains the admission processor's cost (and the
+	// capacity processor's, unless CapacityQuantile is set) as this quantile of
 	// what the replicas take of the host over the horizon (the pinball
 	// loss of the log cost against the log of the replay's usage, over the
 	// slots whose usage lies within a quarter and four times
 	// the host) instead of the fit labels' cross-entropy, and fixes the
 	// outputs' slope alpha at QuantileAlpha. 0: cross-entropy (the
-	// monotone trunk's, MonotoneSettings). DefaultSettings has 0.9, the
-	// built-in models' (whatever its Trunk is set to afterwards).
+	// monotone trunk's, MonotoneSettings; from DefaultSettings, set
+	// CapacityQuantile to 0 too, which Check otherwise refuses).
+	// DefaultSettings has 0.9, the built-in models' (whatever its Trunk is
+	// set to afterwards).
 	// OverloadWeight is unused by the quantile loss (it is still written
 	// in a model's provenance settings).
 	Quantile float64
+	// CapacityQuantile, above 0, is the capacity processor's quantile
+	// under the quantile loss (Quantile stays the admission processor's);
+	// 0: Quantile for both. It needs Quantile above 0. DefaultSettings
+	// has 0.95: the capacity processor overloaded its host far more
+	// often than the admission processor at one threshold, and nested
+	// validation preferred its cost at a higher quantile (tune's
+	// candidates 29 and 32 to 37).
+	CapacityQuantile float64
+	// Calibrate shifts the capacity processor's outputs by the logits that
+	// let one output threshold serve both processors best on the
+	// validation series (replayed in the simulator's shifted scenario,
+	// scored at CalibrationBudgets; see calibrate); CalibrateOnTrained
+	// replays the training series too. Neither is a default: nested
+	// validation found calibration level with none (tune's candidates).
+	Calibrate, CalibrateOnTrained bool
 	// Statistics names the window statistics the estimate reads (see
 	// Statistics); nil is the trunk's default set (DefaultStatistics,
 	// DefaultMonotoneStatistics).
@@ -148,7 +167,7 @@ var DefaultMonotoneStatistics = []string{"mean", "mean_last5", "p95", "max", "ma
 func MonotoneSettings() Settings {
 	s := DefaultSettings()
 	// The monotone trunk was measured on cross-entropy (docs/benchmarks.md).
-	s.Trunk, s.Hidden, s.Statistics, s.Quantile = TrunkMonotone, DefaultHidden(TrunkMonotone), DefaultMonotoneStatistics, 0
+	s.Trunk, s.Hidden, s.Statistics, s.Quantile, s.CapacityQuantile = TrunkMonotone, DefaultHidden(TrunkMonotone), DefaultMonotoneStatistics, 0, 0
 	return s
 }
 
@@ -161,8 +180,15 @@ func DefaultSettings() Settings {
 		Epochs: 12, Patience: 3, Restarts: 1, BatchSize: 256, LearningRate: 1e-2, L2: 0, OverloadWeight: 5,
 		ScaleMin: 0.02, ScaleMax: 0.25, ValShare: 0.25, HeldOutShare: 0.34, SplitSeed: 1,
 		Statistics: DefaultStatistics, Trunk: TrunkMLP, Hidden: []int{24, 12},
-		Multiplex: true, MaxShift: 30, ScaleJitter: 0.1, MaxRowsPerSeries: 400, Quantile: 0.9,
+		Multiplex: true, MaxShift: 30, ScaleJitter: 0.1, MaxRowsPerSeries: 400, Quantile: 0.9, CapacityQuantile: 0.95,
 	}
+}
+
+func (s Settings) capacityQuantile() float64 {
+	if s.CapacityQuantile > 0 {
+		return s.CapacityQuantile
+	}
+	return s.Quantile
 }
 
 func (s Settings) withDefaults() Settings {
@@ -308,6 +334,12 @@ func (s Settings) validate() error {
 		return fmt.Errorf("validation share: %v, need (0, 1)", s.ValShare)
 	case !(s.Quantile >= 0 && s.Quantile < 1):
 		return fmt.Errorf("quantile: %v, need 0 (cross-entropy) or a share in (0, 1)", s.Quantile)
+	case !(s.CapacityQuantile >= 0 && s.CapacityQuantile < 1):
+		return fmt.Errorf("capacity quantile: %v, need 0 (the quantile's) or a share in (0, 1)", s.CapacityQuantile)
+	case s.CapacityQuantile > 0 && s.Quantile == 0:
+		return fmt.Errorf("capacity quantile: %v with quantile 0 (cross-entropy): a capacity quantile needs the quantile loss (a quantile above 0)", s.CapacityQuantile)
+	case s.CalibrateOnTrained && !s.Calibrate:
+		return fmt.Errorf("calibrate on trained: set without calibrate")
 	case !(s.HeldOutShare >= 0 && s.HeldOutShare < 1):
 		return fmt.Errorf("held-out share: %v, need [0, 1)", s.HeldOutShare)
 	case s.Trunk != TrunkMax && s.Trunk != TrunkMLP && s.Trunk != TrunkMonotone:

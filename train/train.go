@@ -33,6 +33,7 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -77,6 +78,8 @@ type Result struct {
 	// order, on how many examples the trunk's level and dispersion heads
 	// are open (see HeadUse).
 	Heads []HeadUse
+	// Calibration is what Settings.Calibrate chose (nil without it).
+	Calibration *Calibration
 }
 
 // HeadUse is how often a trained trunk's two heads, the level a and the
@@ -173,6 +176,7 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	trainData.width, trainData.slots = len(stats), s.Slots
 	valData.width, valData.slots = len(stats), s.Slots
 	var families []string
+	var sides []calibrationSide
 	for fi := range fams {
 		f := &fams[fi]
 		if f.IDs != nil && len(f.IDs) != len(f.Series) {
@@ -209,6 +213,11 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			return nil, err
 		}
 		trainData.append(&d)
+		side := calibrationSide{family: f.Name, validate: vaSeries, trainedOn: trSeries}
+		if s.CalibrateOnTrained {
+			side.validate = append(append([]traces.Series(nil), vaSeries...), trSeries...)
+		}
+		sides = append(sides, side)
 		v, err := examples(vaSeries, s, stats, rng)
 		if err != nil {
 			return nil, err
@@ -318,7 +327,7 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	if s.Quantile > 0 {
 		q := strconv.FormatFloat(s.Quantile, 'g', -1, 64)
 		band := fmt.Sprintf("[%g, %g]", quantileBandLow, quantileBandHigh)
-		capFitText = "Adam on the quantile (pinball) loss at " + q + " of the log cost against the log of the replay's peak (k+1 phase-shifted replicas' summed usage over the next horizon), over the slots whose peak lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
+		capFitText = "Adam on the quantile (pinball) loss at " + strconv.FormatFloat(s.capacityQuantile(), 'g', -1, 64) + " of the log cost against the log of the replay's peak (k+1 phase-shifted replicas' summed usage over the next horizon), over the slots whose peak lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
 		admFitText = "Adam on the quantile (pinball) loss at " + q + " of the log cost against the log of what the queue takes in its own replay (the running replicas' summed future usage plus the new replicas' demand), over the slots where that lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
 	}
 	res.Capacity = exportCapacity(capP, stats, s.Slots, prov(
@@ -327,6 +336,20 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	res.Admission = exportAdmission(admP, stats, s.Slots, prov(
 		"trained: queue admission network: running replicas cost j a + sqrt(j) b (a trunk over the window statistics), new replicas their demand; slot k is admitted when the costs of slots 0..k fit the host's CPU (output sigmoid(alpha (1 - cost))) and their memory peaks fit its memory (a hard gate); "+admFitText,
 		metrics(admP, admFit)))
+	if s.Calibrate {
+		cal, err := calibrate(context.Background(), sides, res.Admission, res.Capacity)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		shiftOutputs(res.Capacity, cal.Shift)
+		if cal.Note == "" {
+			res.Capacity.Provenance.Method += "; then calibrated: every output's bias lowered by " + strconv.FormatFloat(cal.Shift, 'g', -1, 64) + " logits, the shift that let one output threshold serve both processors best on the validation series (the calibration metric; the losses above are the unshifted outputs')"
+		}
+		for k, v := range cal.metrics() {
+			res.Capacity.Provenance.Metrics[k] = v
+		}
+		res.Calibration = &cal
+	}
 	for _, mod := range []*engine.Model{res.Capacity, res.Admission} {
 		if err := mod.Validate(); err != nil {
 			return nil, fmt.Errorf("train: exported model %s is invalid: %w", mod.Name, err)
@@ -355,6 +378,15 @@ func settingsMap(s Settings) map[string]string {
 	}
 	if s.Quantile > 0 { // cross-entropy is written as before the quantile loss existed
 		m["quantile"] = f(s.Quantile)
+	}
+	if s.Calibrate { // uncalibrated is written as before calibration existed
+		m["calibrate"] = "true"
+	}
+	if s.CapacityQuantile > 0 {
+		m["capacity_quantile"] = f(s.CapacityQuantile)
+	}
+	if s.CalibrateOnTrained {
+		m["calibrate_on_trained"] = "true"
 	}
 	if s.Restarts > 1 { // a single start is written as before restarts existed
 		m["restarts"] = strconv.Itoa(s.Restarts)

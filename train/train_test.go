@@ -36,9 +36,13 @@ func syntheticSet() []traces.Series {
 	return all
 }
 
+// smallSettings are the defaults, small and fast, with one quantile for
+// both processors (CapacityQuantile 0), so that a test sets the loss with
+// Quantile alone.
 func smallSettings() Settings {
 	s := DefaultSettings().withDefaults()
 	s.Epochs, s.Slots, s.Window = 3, 8, 30
+	s.CapacityQuantile = 0
 	return s
 }
 
@@ -1052,8 +1056,14 @@ func TestQuantileLossCoverage(t *testing.T) {
 		{"capacity", capacityLoss, func(r, k int) float64 { return tr.peak(r, k+1) }, capCost},
 		{"admission", admissionLoss, tr.admissionUsed, admCost},
 	} {
-		for _, tau := range []float64{0.5, 0.9} {
-			s.Quantile = tau
+		// The capacity processor's own quantile, when set, is its
+		// (CapacityQuantile); the admission processor keeps Quantile.
+		for _, q := range []struct{ tau, capTau float64 }{{0.5, 0}, {0.9, 0}, {0.5, 0.95}} {
+			s.Quantile, s.CapacityQuantile = q.tau, q.capTau
+			tau := q.tau
+			if c.name == "capacity" && q.capTau > 0 {
+				tau = q.capTau
+			}
 			rng := rand.New(rand.NewPCG(3, 3))
 			p := newProcessor(newMLPTrunk(len(stats), s.Hidden, stats, rng))
 			// Early stopping on the training set itself: the property is
@@ -1063,7 +1073,7 @@ func TestQuantileLossCoverage(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := coverage(p, c.used, c.cost); math.Abs(got-tau) > 0.06 {
-				t.Errorf("%s at quantile %v: the cost covers %.3f of the slots it reads, want %v +- 0.06", c.name, tau, got, tau)
+				t.Errorf("%s at quantile %v (capacity quantile %v): the cost covers %.3f of the slots it reads, want %v +- 0.06", c.name, q.tau, q.capTau, got, tau)
 			}
 		}
 	}
@@ -1072,7 +1082,9 @@ func TestQuantileLossCoverage(t *testing.T) {
 // TestQuantileSettingsAndProvenance: a quantile outside [0, 1) is refused,
 // naming it; a pair trained on the quantile loss says so in its
 // provenance (the setting, the loss by name, the fixed slope), and one
-// trained on cross-entropy is written as before the quantile existed.
+// trained on cross-entropy is written as before the quantile existed. A
+// capacity quantile is refused the same way, and without the quantile
+// loss; the capacity processor's provenance names its own.
 func TestQuantileSettingsAndProvenance(t *testing.T) {
 	for _, q := range []float64{-0.1, 1, 2, math.NaN()} {
 		s := smallSettings()
@@ -1080,13 +1092,29 @@ func TestQuantileSettingsAndProvenance(t *testing.T) {
 		if err := s.Check(); err == nil || !strings.Contains(err.Error(), "quantile: ") {
 			t.Errorf("quantile %v: %v, want an error naming the quantile", q, err)
 		}
+		s = smallSettings()
+		s.CapacityQuantile = q
+		if err := s.Check(); err == nil || !strings.Contains(err.Error(), "capacity quantile: ") {
+			t.Errorf("capacity quantile %v: %v, want an error naming the capacity quantile", q, err)
+		}
+	}
+	s := smallSettings()
+	s.Quantile, s.CapacityQuantile = 0, 0.95
+	if err := s.Check(); err == nil || !strings.Contains(err.Error(), "capacity quantile: 0.95 with quantile 0") {
+		t.Errorf("capacity quantile on cross-entropy: %v, want it refused", err)
 	}
 	all := syntheticSet()
-	s := smallSettings()
-	s.Quantile = 0.9
+	s = smallSettings()
+	s.Quantile, s.CapacityQuantile = 0.9, 0.95
 	res, err := Train(all, s, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if pr := res.Capacity.Provenance; pr.Settings["capacity_quantile"] != "0.95" || !strings.Contains(pr.Method, "quantile (pinball) loss at 0.95") {
+		t.Errorf("capacity: settings %v, method %q; want capacity_quantile 0.95, its loss at 0.95", pr.Settings, pr.Method)
+	}
+	if pr := res.Admission.Provenance; strings.Contains(pr.Method, "loss at 0.95") {
+		t.Errorf("admission: method %q names the capacity quantile", pr.Method)
 	}
 	for _, m := range []*engine.Model{res.Capacity, res.Admission} {
 		pr := m.Provenance
@@ -1096,6 +1124,9 @@ func TestQuantileSettingsAndProvenance(t *testing.T) {
 		if !strings.Contains(pr.Method, "quantile (pinball) loss at 0.9") {
 			t.Errorf("%s: method %q does not name the quantile loss", m.Name, pr.Method)
 		}
+		if pr.Settings["capacity_quantile"] != "0.95" {
+			t.Errorf("%s: settings %v, want the run's capacity_quantile 0.95", m.Name, pr.Settings)
+		}
 	}
 	s = smallSettings()
 	s.Quantile = 0
@@ -1103,7 +1134,7 @@ func TestQuantileSettingsAndProvenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pr := res.Capacity.Provenance; pr.Settings["quantile"] != "" || pr.Metrics["val_bce"] == "" || strings.Contains(pr.Method, "pinball") {
+	if pr := res.Capacity.Provenance; pr.Settings["quantile"] != "" || pr.Settings["capacity_quantile"] != "" || pr.Metrics["val_bce"] == "" || strings.Contains(pr.Method, "pinball") {
 		t.Errorf("cross-entropy: settings %v, metrics %v, method %q; want no quantile, val_bce", pr.Settings, pr.Metrics, pr.Method)
 	}
 }

@@ -1579,6 +1579,27 @@ func TestTuneTableAndCalibrationNote(t *testing.T) {
 	check(true)
 }
 
+// TestTuneSeed: --seed reaches the inner replays (another draw of the
+// replicas' shifts gives other figures); 1 is the scenario's own seed.
+func TestTuneSeed(t *testing.T) {
+	dir := seriesDir(t, 12, 1500)
+	table := func(extra ...string) string {
+		t.Helper()
+		code, out, errs := runCmd(t, "", false, append([]string{"tune", "--traces", dir, "--candidates", "8", "--folds", "1", "--quiet"}, extra...)...)
+		if code != 0 {
+			t.Fatalf("tune %v: exit %d, stderr %s", extra, code, errs)
+		}
+		return out
+	}
+	def, one, two := table(), table("--seed", "1"), table("--seed", "2")
+	if def != one {
+		t.Errorf("--seed 1 is not the default:\n%s\n%s", def, one)
+	}
+	if def == two {
+		t.Errorf("--seed 2 gave the default's table:\n%s", two)
+	}
+}
+
 // TestSimulateBlamesTheFile: a series file that does not parse is named as
 // the file's fault, whichever step reads it first (the linear ablation's
 // fit read the training series first and took the blame).
@@ -1870,21 +1891,28 @@ func TestSimulateCounterNote(t *testing.T) {
 }
 
 // TestTrainQuantileFlag: train's loss by default is the quantile loss at
-// the default settings' quantile (the built-in models'), the monotone
-// trunk's cross-entropy (as it was measured), --quantile 0 cross-entropy
-// for any trunk; a quantile outside [0, 1) is refused, naming the flag.
+// the default settings' quantiles (the built-in models': the capacity
+// processor's its own), the monotone trunk's cross-entropy (as it was
+// measured), --quantile 0 cross-entropy for any trunk; a quantile outside
+// [0, 1) is refused, naming the flag, and so is a capacity quantile
+// without the quantile loss. Calibration is off unless asked for.
 func TestTrainQuantileFlag(t *testing.T) {
 	dir := seriesDir(t, 3, 2500)
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string // provenance's quantile setting ("" for cross-entropy)
+		capQ string // its capacity_quantile setting ("" for none)
 		loss string
+		cal  bool // calibrated: the capacity model's calibrate setting
 	}{
-		{"default", nil, "0.9", "val_pinball"},
-		{"monotone", []string{"--trunk", "monotone"}, "", "val_bce"},
-		{"monotone at a quantile", []string{"--trunk", "monotone", "--quantile", "0.8"}, "0.8", "val_pinball"},
-		{"cross-entropy", []string{"--quantile", "0"}, "", "val_bce"},
+		{"default", nil, "0.9", "0.95", "val_pinball", false},
+		{"monotone", []string{"--trunk", "monotone"}, "", "", "val_bce", false},
+		{"monotone at a quantile", []string{"--trunk", "monotone", "--quantile", "0.8"}, "0.8", "", "val_pinball", false},
+		{"monotone calibrated", []string{"--trunk", "monotone", "--calibrate"}, "", "", "val_bce", true},
+		{"cross-entropy", []string{"--quantile", "0"}, "", "", "val_bce", false},
+		{"one quantile", []string{"--capacity-quantile", "0"}, "0.9", "", "val_pinball", false},
+		{"calibrated", []string{"--calibrate"}, "0.9", "0.95", "val_pinball", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "models")
@@ -1900,15 +1928,28 @@ func TestTrainQuantileFlag(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := m.Provenance.Settings["quantile"]; got != tc.want || m.Provenance.Metrics[tc.loss] == "" {
-					t.Errorf("%s: quantile %q, metrics %v; want quantile %q and %s", f, got, m.Provenance.Metrics, tc.want, tc.loss)
+				set := m.Provenance.Settings
+				if set["quantile"] != tc.want || set["capacity_quantile"] != tc.capQ || m.Provenance.Metrics[tc.loss] == "" {
+					t.Errorf("%s: settings %v, metrics %v; want quantile %q, capacity_quantile %q and %s", f, set, m.Provenance.Metrics, tc.want, tc.capQ, tc.loss)
 				}
+			}
+			m, err := engine.LoadModelFile(filepath.Join(out, capacityFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Provenance.Settings["calibrate"] == "true"; got != tc.cal || strings.Contains(stdout, "calibration: ") != tc.cal {
+				t.Errorf("calibrated %v (settings %v), want %v; summary:\n%s", got, m.Provenance.Settings, tc.cal, stdout)
 			}
 		})
 	}
-	for _, q := range []string{"1", "-0.5", "NaN"} {
-		if code, _, stderr := runCmd(t, "", false, "train", "--traces", dir, "--out", t.TempDir(), "--quantile", q); code != exitUsage || !strings.Contains(stderr, "--quantile: ") {
-			t.Errorf("--quantile %s: exit %d, %q; want a usage error naming --quantile", q, code, stderr)
+	for _, bad := range [][]string{
+		{"--quantile", "1"}, {"--quantile", "-0.5"}, {"--quantile", "NaN"},
+		{"--capacity-quantile", "1"}, {"--capacity-quantile", "-0.1"}, {"--capacity-quantile", "NaN"},
+		{"--quantile", "0", "--capacity-quantile", "0.95"},
+	} {
+		flag := bad[len(bad)-2]
+		if code, _, stderr := runCmd(t, "", false, append([]string{"train", "--traces", dir, "--out", t.TempDir()}, bad...)...); code != exitUsage || !strings.Contains(stderr, flag+": ") {
+			t.Errorf("%v: exit %d, %q; want a usage error naming %s", bad, code, stderr, flag)
 		}
 	}
 }

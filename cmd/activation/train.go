@@ -178,6 +178,13 @@ func cmdTrain(args []string, e env) error {
 		}
 		lines = append(lines, fmt.Sprintf("  %s  %s  %v layers, %s", path, d, f.m.LayerSizes(), loss))
 	}
+	if c := res.Calibration; c != nil {
+		if c.Note != "" {
+			lines = append(lines, "  calibration: none ("+c.Note+")")
+		} else {
+			lines = append(lines, fmt.Sprintf("  calibration: the capacity outputs shifted %g logits (validation density %.4f, %s unshifted)", c.Shift, c.Score, c.UnshiftedText()))
+		}
+	}
 	var validated []string
 	for _, f := range res.Families {
 		validated = append(validated, f.Validate...)
@@ -321,7 +328,9 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	multiplex := fs.Bool("multiplex", d.Multiplex, "labels from a replay of phase-shifted replicas (false: every replica follows the series exactly)")
 	rows := fs.Int("max-rows", d.MaxRowsPerSeries, "at most `N` evenly spaced examples per series (0: all)")
 	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to "+strconv.Itoa(train.MaxRestarts)+")")
-	quantile := fs.Float64("quantile", d.Quantile, "train each processor's cost as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)); 0: on the fit labels' cross-entropy, the "+train.TrunkMonotone+" trunk's default")
+	quantile := fs.Float64("quantile", d.Quantile, "train the admission processor's cost (and the capacity processor's, with --capacity-quantile 0) as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)); 0: both on the fit labels' cross-entropy, the "+train.TrunkMonotone+" trunk's default")
+	capq := fs.Float64("capacity-quantile", d.CapacityQuantile, "the capacity processor's quantile `Q` under the quantile loss (--quantile stays the admission processor's); 0: --quantile's. Its default is 0 with --quantile 0 or the "+train.TrunkMonotone+" trunk")
+	calibrate := fs.Bool("calibrate", d.Calibrate, "shift the capacity processor's outputs by the logits that let one output threshold (a margin) serve both processors best on the validation series, replayed in the shifted scenario at budgets 1% and 0.1% (nested validation found it level with none)")
 	return func() (train.Settings, error) {
 		s := d
 		if *restarts < 1 || *restarts > train.MaxRestarts {
@@ -341,6 +350,19 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		s.Quantile = *quantile
 		if *trunk == train.TrunkMonotone && !flagSet(fs, "quantile") {
 			s.Quantile = train.MonotoneSettings().Quantile // measured on cross-entropy
+		}
+		s.Calibrate = *calibrate
+		s.CapacityQuantile = *capq
+		if !flagSet(fs, "capacity-quantile") && (s.Quantile == 0 || *trunk == train.TrunkMonotone) {
+			// Cross-entropy for both, as --quantile 0 always gave; the
+			// monotone trunk at a quantile, that quantile for both.
+			s.CapacityQuantile = train.MonotoneSettings().CapacityQuantile
+		}
+		if !(s.CapacityQuantile >= 0 && s.CapacityQuantile < 1) {
+			return s, usagef("--capacity-quantile: %v; want 0 (--quantile's) or a share in (0, 1), such as 0.95", *capq)
+		}
+		if s.CapacityQuantile > 0 && s.Quantile == 0 {
+			return s, usagef("--capacity-quantile: %v needs the quantile loss; --quantile is 0 (cross-entropy)", *capq)
 		}
 		if *rows < 0 {
 			return s, usagef("--max-rows: %d; want 0 (every example) or more", *rows)

@@ -80,15 +80,30 @@ func tuneCandidates() []tuneCandidate {
 		{"monotone 7x2, 30 epochs, patience 5", func(s *train.Settings) { monotone(7, 2)(s); s.Epochs, s.Patience = 30, 5 }},
 		{"monotone 7x2, best of 4 restarts", func(s *train.Settings) { monotone(7, 2)(s); s.Restarts = 4 }},
 		{"mlp 24-12, quantile loss 0.8", quantile(0.8)},
-		{"mlp 24-12, quantile loss 0.9 (default)", quantile(0.9)},
+		{"mlp 24-12, quantile loss 0.9", quantile(0.9)},
 		{"mlp 24-12, quantile loss 0.95", quantile(0.95)},
 		{"mlp 24-12, quantile loss 0.99", quantile(0.99)},
+		{"mlp 24-12, quantile loss 0.9, calibrated", func(s *train.Settings) { quantile(0.9)(s); s.Calibrate = true }},
+		{"mlp 24-12, quantile loss 0.9, calibrated on the training series too", func(s *train.Settings) {
+			quantile(0.9)(s)
+			s.Calibrate, s.CalibrateOnTrained = true, true
+		}},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95 (default)", capacityQuantile(0.9, 0.95)},
+		{"mlp 24-12, quantile loss 0.85, capacity 0.95", capacityQuantile(0.85, 0.95)},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.97", capacityQuantile(0.9, 0.97)},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, calibrated", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.Calibrate = true }},
 	}
 }
 
 // quantile is the default shape trained on the pinball loss at quantile q.
 func quantile(q float64) func(*train.Settings) {
 	return func(s *train.Settings) { s.Hidden, s.Quantile = []int{24, 12}, q }
+}
+
+// capacityQuantile is the default shape on the quantile loss at q, the
+// capacity processor's at capQ.
+func capacityQuantile(q, capQ float64) func(*train.Settings) {
+	return func(s *train.Settings) { quantile(q)(s); s.CapacityQuantile = capQ }
 }
 
 // monotone is the monotone trunk of groups x units, with the statistics
@@ -121,6 +136,7 @@ func cmdTune(args []string, e env) error {
 	folds := fs.Int("folds", 3, "inner validation folds")
 	budgets := fs.String("budgets", "0.01,0.001", "violation budgets, comma-separated, each a fraction (0.01) or a percentage (1%)")
 	quiet := fs.Bool("quiet", false, "no progress lines (one per candidate and fold, on standard error)")
+	seed := fs.Uint64("seed", 0, "the inner replays' scenario seed `S` (replica shifts and scales, as simulate's --seed; 0: the scenario's own, 1): nested validation over several seeds shows how much of a difference between candidates is the draw's (a calibrated candidate's calibration, inside training, replays with seed 1)")
 	only := fs.String("candidates", "", "comma-separated candidate `N[,N...]` to run (empty: all): "+candidateList())
 	if err := parse(fs, args); err != nil {
 		return err
@@ -205,10 +221,11 @@ func cmdTune(args []string, e env) error {
 		inner, val := sides[fold].inner, sides[fold].val
 		for c, cand := range cands {
 			s := base
-			// Cross-entropy unless the candidate names a quantile: the
-			// candidates measured before the quantile loss was the default
-			// are run as they were (docs/benchmarks.md).
-			s.NoHeldOut, s.HeldOutShare, s.Quantile = true, 0, 0
+			// Cross-entropy and uncalibrated unless the candidate names a
+			// quantile or calibration: the candidates measured before
+			// either was the default are run as they were
+			// (docs/benchmarks.md).
+			s.NoHeldOut, s.HeldOutShare, s.Quantile, s.CapacityQuantile = true, 0, 0, 0
 			cand.edit(&s)
 			var res *train.Result
 			err := interruptible(e.context(), func() (err error) {
@@ -237,7 +254,11 @@ func cmdTune(args []string, e env) error {
 				// The requests' factor from the inner training series, as
 				// simulate's held-out replay sets it.
 				opt := sim.Options{CalibrateOn: sim.FromSeries(inner[f].Series)}
-				rep, err := sim.Run(e.context(), val[f], sim.Shifted(), append(sim.Baselines(), act), opt)
+				sc := sim.Shifted()
+				if *seed != 0 {
+					sc.Seed = *seed
+				}
+				rep, err := sim.Run(e.context(), val[f], sc, append(sim.Baselines(), act), opt)
 				if err != nil {
 					return fmt.Errorf("candidate %q fold %d family %s: %w", cand.name, fold+1, fams[f].Name, err)
 				}
