@@ -230,6 +230,13 @@ type Provenance struct {
 	Data      []string          `json:"data,omitempty"`
 	Settings  map[string]string `json:"settings,omitempty"`
 	Metrics   map[string]string `json:"metrics,omitempty"`
+	// Series names, per family, the series the model was fitted to:
+	// those it trained and validated on (activation train writes them, in
+	// the split's order). A held-out replay of another directory reads
+	// them: a change of a family's files can move a series the model was
+	// trained on to the held-out side of the split, and activation
+	// simulate --split test leaves such a series out, saying so.
+	Series map[string][]string `json:"series,omitempty"`
 }
 
 // ModelError is a validation failure: Field names the offending field in the

@@ -228,15 +228,21 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		res.HeldOut = append(res.HeldOut, fs.HeldOut...)
 		families = append(families, f.Name)
 	}
-	if len(res.TrainSeries) == 0 && len(res.Skipped) > 0 {
-		return nil, fmt.Errorf("train: no training series: every one was left out, no example can come from it (%s); give series with usage, longer than window %d + horizon %d", SkippedText(res.Skipped, 5), s.Window, s.Horizon)
-	}
 	if len(res.TrainSeries) == 0 {
 		var sides []string
+		usableN := 0
 		for _, f := range res.Families {
+			usableN += len(f.Validate) + len(f.HeldOut)
 			sides = append(sides, fmt.Sprintf("%s: %d held out, %d to validate", f.Name, len(f.HeldOut), len(f.Validate)))
 		}
-		return nil, fmt.Errorf("train: no training series: the split by identity (%.0f%% of each family's identities held out, %.0f%% of the rest to validate) left none to train on (%s); give more series", 100*s.HeldOutShare, 100*s.ValShare, strings.Join(sides, "; "))
+		if usableN == 0 {
+			return nil, fmt.Errorf("train: no training series: every one was left out, no example can come from it (%s); give series with usage, longer than window %d + horizon %d", SkippedText(res.Skipped, 5), s.Window, s.Horizon)
+		}
+		leftOut := ""
+		if len(res.Skipped) > 0 {
+			leftOut = fmt.Sprintf("; %d more left out, no example can come from them: %s", len(res.Skipped), SkippedText(res.Skipped, 5))
+		}
+		return nil, fmt.Errorf("train: no training series: the split by identity (%.0f%% of each family's identities held out, %.0f%% of the rest to validate) left none to train on (%s%s); give more series", 100*s.HeldOutShare, 100*s.ValShare, strings.Join(sides, "; "), leftOut)
 	}
 	if trainData.rows < s.BatchSize {
 		why := fmt.Sprintf("series too short for window %d and horizon %d", s.Window, s.Horizon)
@@ -314,12 +320,19 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			}
 			data = append(data, line)
 		}
+		seen := map[string][]string{}
+		for _, f := range res.Families {
+			if names := append(append([]string(nil), f.Train...), f.Validate...); len(names) > 0 {
+				seen[f.Name] = names
+			}
+		}
 		return engine.Provenance{
 			Method:    method,
 			Generator: "go generate ./engine (activation train)",
 			Data:      data,
 			Settings:  settingsMap(s),
 			Metrics:   m,
+			Series:    seen,
 		}
 	}
 	capFitText := "Adam on binary cross-entropy, overload labels weighted, early stopping on a validation split by identity, against replay labels (k+1 phase-shifted replicas fit when their summed usage stays within capacity over the next horizon)"

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -864,8 +865,11 @@ func TestHeldOutAsSimulateSplits(t *testing.T) {
 		}
 		return
 	}
-	if !strings.Contains(err.Error(), "no training series") {
-		t.Fatalf("error %v, want no training series (the only training-side series is too short)", err)
+	// The two usable series were held out, not left out: the error says
+	// the split left none, and names the short one as left out.
+	if msg := err.Error(); !strings.Contains(msg, "no training series: the split by identity") || !strings.Contains(msg, "fam: 2 held out") ||
+		!strings.Contains(msg, "1 more left out") || !strings.Contains(msg, short.Name) || strings.Contains(msg, "every one was left out") {
+		t.Fatalf("error %v, want no training series, the split holding out 2, %s left out", err, short.Name)
 	}
 }
 
@@ -1136,5 +1140,27 @@ func TestQuantileSettingsAndProvenance(t *testing.T) {
 	}
 	if pr := res.Capacity.Provenance; pr.Settings["quantile"] != "" || pr.Settings["capacity_quantile"] != "" || pr.Metrics["val_bce"] == "" || strings.Contains(pr.Method, "pinball") {
 		t.Errorf("cross-entropy: settings %v, metrics %v, method %q; want no quantile, val_bce", pr.Settings, pr.Metrics, pr.Method)
+	}
+}
+
+// TestProvenanceNamesFittedSeries: both models' provenance lists, per
+// family, the series trained and validated on, and none held out or left
+// out (simulate reads it to keep a held-out replay held out).
+func TestProvenanceNamesFittedSeries(t *testing.T) {
+	all := append(syntheticSet(), synthetic("tooshort", 20, 99))
+	res, err := TrainFamilies([]Family{{Name: "fam", Series: all}}, smallSettings(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Families[0]
+	want := append(append([]string(nil), f.Train...), f.Validate...)
+	if len(f.HeldOut) == 0 || len(f.Validate) == 0 || len(f.LeftOut) == 0 {
+		t.Fatalf("the premise fails: split %+v", f)
+	}
+	for _, m := range []*engine.Model{res.Admission, res.Capacity} {
+		got := m.Provenance.Series
+		if len(got) != 1 || !reflect.DeepEqual(got["fam"], want) {
+			t.Errorf("%s: provenance series %v, want fam: %v", m.Name, got, want)
+		}
 	}
 }

@@ -1600,6 +1600,81 @@ func TestTuneSeed(t *testing.T) {
 	}
 }
 
+// TestSimulateLeavesOutFittedSeries: a family's split never leaves a side
+// empty, so the files of a directory decide which series are held out.
+// Models trained on {a, b} (both held out by their names' hash: a is moved
+// to the training side) replayed with --split test on {a, b, c} (a held
+// out again) would report a series they trained on as held out: it is left
+// out, named; when every held-out series is one, the replay is refused.
+func TestSimulateLeavesOutFittedSeries(t *testing.T) {
+	src := seriesDir(t, 3, 2500)
+	var many []traces.Series
+	for i := 0; i < 200; i++ {
+		many = append(many, traces.Series{Name: fmt.Sprintf("vm%d", i)})
+	}
+	_, held := traces.SplitByName(many, heldOutShare, splitSeed)
+	_, notHeld := traces.SplitByName(many, 1-heldOutShare, splitSeed)
+	if len(held) < 2 || len(notHeld) == 0 {
+		t.Fatalf("the premise fails: %d held out", len(held))
+	}
+	a, b := held[0].Name, held[1].Name
+	fill := func(names ...string) string {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "fam") // one family name for both
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range names {
+			data, err := os.ReadFile(filepath.Join(src, fmt.Sprintf("syn%d.csv", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n+".csv"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	models := filepath.Join(t.TempDir(), "models")
+	if code, _, stderr := runCmd(t, "", false, "train", "--traces", fill(a, b), "--out", models, "--epochs", "1", "--quiet"); code != exitOK {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	m, err := engine.LoadModelFile(filepath.Join(models, capacityFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Provenance.Series["fam"]; !slices.Equal(got, []string{a}) {
+		t.Fatalf("provenance series %v, want [%s] (the split's fallback trains on the first)", got, a)
+	}
+	simulate := func(dir string) (int, string, string) {
+		return runCmd(t, "", false, "simulate", "--traces", dir, "--split", "test", "--format", "json",
+			"--admission-model", filepath.Join(models, admissionFile), "--capacity-model", filepath.Join(models, capacityFile))
+	}
+	code, stdout, stderr := simulate(fill(a, b, notHeld[0].Name))
+	if code != exitOK {
+		t.Fatalf("simulate: exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Series []string `json:"series"`
+		Notes  []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(out.Series, a) || !slices.Contains(out.Series, b) {
+		t.Errorf("replayed %v: want %s and not %s", out.Series, b, a)
+	}
+	if !slices.ContainsFunc(out.Notes, func(n string) bool {
+		return strings.Contains(n, "family fam: left out 1 held-out series the models were trained or validated on") && strings.Contains(n, a)
+	}) {
+		t.Errorf("notes %q do not name %s as left out", out.Notes, a)
+	}
+	code, _, stderr = simulate(fill(a, notHeld[0].Name))
+	if code != exitError || !strings.Contains(stderr, "each of its 1 held-out series ("+a+") is one the models were trained or validated on") {
+		t.Errorf("every held-out series fitted: exit %d, %q; want it refused, naming %s", code, stderr, a)
+	}
+}
+
 // TestSimulateBlamesTheFile: a series file that does not parse is named as
 // the file's fault, whichever step reads it first (the linear ablation's
 // fit read the training series first and took the blame).

@@ -60,8 +60,11 @@ admission rule: new replicas count at their request, with foresight and no
 violation; a reference, not a bound). Each policy's one knob is swept; a policy's figure at the budget is
 its best density whose violation rate is within it. Each --traces directory
 is a family (flat DIR/<series>.csv, or PlanetLab's DIR/<day>/<vm>.csv where
-a VM's days are one series), split by series name, replayed one series at
-a time per worker, and reported on its own; with several families the
+a VM's days are one series), split by series name (--split test leaves
+out, naming them, held-out series the models' provenance lists as trained
+or validated on: a directory with other files than the ones trained on
+can move the split), replayed one series at a time per worker, and
+reported on its own; with several families the
 results are also pooled (every series weighs the same).
 Scenarios: ` + strings.Join(sim.ScenarioNames(), ", ") + `.`,
 	examples: []string{
@@ -249,6 +252,31 @@ func cmdSimulate(args []string, e env) error {
 	capy, err := engine.Models.LoadFor(engine.RoleSecond, f.capacity)
 	if err != nil {
 		return fmt.Errorf("--capacity-model: %w", err)
+	}
+	if f.split == splitTest {
+		// The split is by a hash of each name, but a family's side is
+		// never left empty: a directory with other files than the one
+		// trained on can hold out a series the models were fitted to.
+		// Their provenance names those (engine.Provenance.Series).
+		for _, fm := range fams {
+			var kept []traces.Ref
+			var fitted []string
+			for _, r := range fm.replay {
+				if fittedTo(adm.Model(), fm.dir.family, r.Name) || fittedTo(capy.Model(), fm.dir.family, r.Name) {
+					fitted = append(fitted, r.Name)
+					continue
+				}
+				kept = append(kept, r)
+			}
+			if len(fitted) == 0 {
+				continue
+			}
+			if len(kept) == 0 {
+				return fmt.Errorf("--split test: family %s: each of its %d held-out series (%s) is one the models were trained or validated on (their provenance lists it): this directory's files are not the ones trained on, and its split holds out what they fitted; replay with --split all (an in-sample result) or retrain on these files", fm.dir.family, len(fitted), listNames(fitted, 5))
+			}
+			fm.replay = kept
+			notes = append(notes, fmt.Sprintf("family %s: left out %d held-out series the models were trained or validated on (their provenance lists them; this directory's files are not the ones trained on, which moved the split): %s", fm.dir.family, len(fitted), listNames(fitted, 5)))
+		}
 	}
 	act, err := sim.Activation(sim.ActivationConfig{Admission: adm, Capacity: capy, Knob: f.knob})
 	if err != nil {
@@ -777,6 +805,12 @@ func trainedOn(m *engine.Model, family string) bool {
 		}
 	}
 	return false
+}
+
+// fittedTo says whether m's provenance lists series name of family as
+// one it was trained or validated on.
+func fittedTo(m *engine.Model, family, name string) bool {
+	return slices.Contains(m.Provenance.Series[family], name)
 }
 
 // familyLine is a provenance line naming a family trained on.
