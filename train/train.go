@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -161,6 +162,8 @@ func Train(all []traces.Series, s Settings, progress func(Progress)) (*Result, e
 
 // TrainFamilies trains one pair of processors on the training split of
 // every family (split by identity), stopping early on the validation split.
+// The families are taken in name order, so the order of fams does not
+// change the models; two families of one name are refused.
 func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result, error) {
 	s = s.withDefaults()
 	if err := s.Check(); err != nil {
@@ -169,6 +172,16 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	stats, err := statisticsByName(s.Statistics)
 	if err != nil {
 		return nil, fmt.Errorf("train settings: %w", err)
+	}
+	// The families in name order: examples are drawn from one random
+	// stream, family after family, so the order they come in would
+	// otherwise change the models (train --traces b,a against a,b).
+	fams = slices.Clone(fams)
+	slices.SortStableFunc(fams, func(a, b Family) int { return strings.Compare(a.Name, b.Name) })
+	for i := 1; i < len(fams); i++ {
+		if fams[i].Name == fams[i-1].Name {
+			return nil, fmt.Errorf("train: family %q given twice: each family is trained and held out on its own, by name", fams[i].Name)
+		}
 	}
 	res := &Result{}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x61637469766174))

@@ -1164,3 +1164,29 @@ func TestProvenanceNamesFittedSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestFamilyOrderDoesNotMatter: train --traces b,a gives the models a,b
+// gives; one family name given twice is refused.
+func TestFamilyOrderDoesNotMatter(t *testing.T) {
+	all := syntheticSet()
+	a, b := Family{Name: "a", Series: all[:4]}, Family{Name: "b", Series: all[4:]}
+	s := smallSettings()
+	ab, err := TrainFamilies([]Family{a, b}, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, err := TrainFamilies([]Family{b, a}, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]*engine.Model{{ab.Admission, ba.Admission}, {ab.Capacity, ba.Capacity}} {
+		d1, _ := pair[0].Digest()
+		d2, _ := pair[1].Digest()
+		if d1 != d2 {
+			t.Errorf("%s: families a, b give %s, b, a give %s", pair[0].Name, d1, d2)
+		}
+	}
+	if _, err := TrainFamilies([]Family{a, {Name: "a", Series: all[4:]}}, s, nil); err == nil || !strings.Contains(err.Error(), `family "a" given twice`) {
+		t.Errorf("a family name twice: %v, want it refused", err)
+	}
+}
