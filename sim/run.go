@@ -442,8 +442,6 @@ feed:
 	return rep, nil
 }
 
-// countRemaining is how many policies of order from p on (p included) were
-// not handed out.
 // ErrNoneReplayable matches (errors.Is) RunSources' error when none of
 // the series can be replayed (too short for the scenario's window, no
 // usage...): a caller that replays optional series can skip them.
@@ -456,6 +454,8 @@ type noneReplayable string
 func (e noneReplayable) Error() string        { return string(e) }
 func (e noneReplayable) Is(target error) bool { return target == ErrNoneReplayable }
 
+// countRemaining is how many policies of order from p on (p included) were
+// not handed out.
 func countRemaining(order []int, p int) int {
 	for i, q := range order {
 		if q == p {

@@ -324,6 +324,14 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		}
 		return m
 	}
+	// The series each family fitted (trained and validated on), which
+	// simulate --split test must not replay as held out.
+	fitted := map[string][]string{}
+	for _, f := range res.Families {
+		if names := append(slices.Clone(f.Train), f.Validate...); len(names) > 0 {
+			fitted[f.Name] = names
+		}
+	}
 	prov := func(method string, m map[string]string) engine.Provenance {
 		data := []string{"real CPU usage series, families " + strings.Join(families, ", ") + ", split by identity; trained on:"}
 		for _, f := range res.Families {
@@ -333,19 +341,13 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			}
 			data = append(data, line)
 		}
-		seen := map[string][]string{}
-		for _, f := range res.Families {
-			if names := append(append([]string(nil), f.Train...), f.Validate...); len(names) > 0 {
-				seen[f.Name] = names
-			}
-		}
 		return engine.Provenance{
 			Method:    method,
 			Generator: "go generate ./engine (activation train)",
 			Data:      data,
 			Settings:  settingsMap(s),
 			Metrics:   m,
-			Series:    seen,
+			Series:    fitted,
 		}
 	}
 	capFitText := "Adam on binary cross-entropy, overload labels weighted, early stopping on a validation split by identity, against replay labels (k+1 phase-shifted replicas fit when their summed usage stays within capacity over the next horizon)"

@@ -259,10 +259,11 @@ func cmdSimulate(args []string, e env) error {
 		// trained on can hold out a series the models were fitted to.
 		// Their provenance names those (engine.Provenance.Series).
 		for _, fm := range fams {
+			fit := fittedTo(fm.dir.family, adm.Model(), capy.Model())
 			var kept []traces.Ref
 			var fitted []string
 			for _, r := range fm.replay {
-				if fittedTo(adm.Model(), fm.dir.family, r.Name) || fittedTo(capy.Model(), fm.dir.family, r.Name) {
+				if fit[r.Name] {
 					fitted = append(fitted, r.Name)
 					continue
 				}
@@ -807,10 +808,16 @@ func trainedOn(m *engine.Model, family string) bool {
 	return false
 }
 
-// fittedTo says whether m's provenance lists series name of family as
-// one it was trained or validated on.
-func fittedTo(m *engine.Model, family, name string) bool {
-	return slices.Contains(m.Provenance.Series[family], name)
+// fittedTo is the set of family's series that the models' provenance
+// lists as trained or validated on.
+func fittedTo(family string, models ...*engine.Model) map[string]bool {
+	set := map[string]bool{}
+	for _, m := range models {
+		for _, name := range m.Provenance.Series[family] {
+			set[name] = true
+		}
+	}
+	return set
 }
 
 // familyLine is a provenance line naming a family trained on.
