@@ -632,7 +632,7 @@ func TestBusyReplicaNotRestarted(t *testing.T) {
 		name := fmt.Sprintf("min_samples %d warmup %s window %s", minSamples, cmp.Or(tc.warmup, "default"), cmp.Or(tc.window, "default"))
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, 1, 1)
-			must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
+			must(t, w.s.SetGroupUsage("", wJob, wFirst, 20000, 300))
 			must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
 			st := NewStrategy(hclog.NewNullLogger())
 			must(t, st.SetConfig(w.agentConfig))
@@ -679,7 +679,7 @@ func TestBusyReplicaNotRestarted(t *testing.T) {
 // (found by a user trial: nothing at info said why the group stayed at 0).
 func TestDecisionChangeLoggedAtInfo(t *testing.T) {
 	w := newWorld(t, 1, 1)
-	must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
+	must(t, w.s.SetGroupUsage("", wJob, wFirst, 20000, 300))
 	must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
 	var logs testsupport.SyncBuffer
 	st := NewStrategy(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, JSONFormat: true, Output: &logs}))
@@ -733,7 +733,7 @@ func TestDecisionChangeLoggedAtInfo(t *testing.T) {
 // no stopped_replicas for it, while the other host's does.
 func TestQueuedHostNotReadAsStopped(t *testing.T) {
 	w := newWorld(t, 1, 1)
-	must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
+	must(t, w.s.SetGroupUsage("", wJob, wFirst, 20000, 300))
 	must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
 	var buf strings.Builder
 	var mu sync.Mutex
@@ -859,7 +859,7 @@ func TestCheckMemo(t *testing.T) {
 // would stop).
 func TestReasonSaysQuotaClamped(t *testing.T) {
 	w := newWorld(t, 1, 1)
-	must(t, w.s.SetGroupUsage("", wJob, wFirst, 19000, 300))
+	must(t, w.s.SetGroupUsage("", wJob, wFirst, 20000, 300))
 	must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
 	st := NewStrategy(hclog.NewNullLogger())
 	must(t, st.SetConfig(w.agentConfig))

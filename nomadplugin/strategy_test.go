@@ -1985,7 +1985,7 @@ func apmRigLogged(t *testing.T, first, second engine.Observation, cfg map[string
 // while a replica ran stand for a new one (as the Nomad-read window's
 // do), until a job version with another demand.
 func TestAPMStoppedGroupNotRestarted(t *testing.T) {
-	busy, second := flatPair(1, 19000) // one replica using 19,000 of 20,000 MHz
+	busy, second := flatPair(1, 20000) // one replica using all 20,000 MHz of its host
 	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
 	var logs testsupport.SyncBuffer
 	rd, run := apmRigLogged(t, busy, second, cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Info, JSONFormat: true, Output: &logs}))
@@ -2001,7 +2001,7 @@ func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 		return n
 	}
 	t0 := busy.Samples[0].Time
-	if a := run(t0+120, 19000, 1); a.Count != 0 {
+	if a := run(t0+120, 20000, 1); a.Count != 0 {
 		t.Fatalf("the premise fails: the busy replica is kept: %d (%s)", a.Count, a.Reason)
 	}
 	// Stopped: none runs, the APM reads no usage.
@@ -2086,7 +2086,7 @@ func TestSplitLoweringNotAppliedThroughRun(t *testing.T) {
 // ages of the last with replicas running (not after a policy paused for
 // hours); once taken, they stand past that.
 func TestAPMStoppedHorizon(t *testing.T) {
-	busy, second := flatPair(1, 19000)
+	busy, second := flatPair(1, 20000)
 	stopped := busy
 	stopped.RunningReplicas, stopped.RequestedCPUMHz, stopped.RequestedMemoryMB = 0, 0, 0
 	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxAge, "5m",
@@ -2103,7 +2103,7 @@ func TestAPMStoppedHorizon(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rd, run := apmRig(t, busy, second, cfg)
 			busyAt := t0 + 120
-			if a := run(busyAt, 19000, 1); a.Count != 0 {
+			if a := run(busyAt, 20000, 1); a.Count != 0 {
 				t.Fatalf("the premise fails: the busy replica is kept: %d (%s)", a.Count, a.Reason)
 			}
 			rd.mu.Lock()

@@ -440,7 +440,7 @@ func TestExplainByteOrderMark(t *testing.T) {
 func TestTrainWritesLoadableModels(t *testing.T) {
 	dir := seriesDir(t, 3, 2500)
 	out := filepath.Join(t.TempDir(), "models") // created by train
-	code, stdout, stderr := runCmd(t, "", true, "train", "--traces", dir, "--out", out, "--epochs", "2")
+	code, stdout, stderr := runCmd(t, "", true, "train", "--traces", dir, "--out", out, "--epochs", "2", "--patience", "1")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -460,8 +460,8 @@ func TestTrainWritesLoadableModels(t *testing.T) {
 		if !strings.Contains(stdout, filepath.Join(out, f)) {
 			t.Errorf("output does not name %s:\n%s", f, stdout)
 		}
-		if m.Provenance.Settings["epochs"] != "2" {
-			t.Errorf("%s: provenance epochs %q, want 2", f, m.Provenance.Settings["epochs"])
+		if m.Provenance.Settings["epochs"] != "2" || m.Provenance.Settings["patience"] != "1" {
+			t.Errorf("%s: provenance epochs %q, patience %q, want 2 and 1", f, m.Provenance.Settings["epochs"], m.Provenance.Settings["patience"])
 		}
 	}
 	// A summary that cannot be written (standard output a full disk) is a
@@ -495,6 +495,7 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--out", t.TempDir()}, exitUsage, "--traces"},
 		{[]string{"--traces", dir}, exitUsage, "--out"},
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--epochs", "-1"}, exitUsage, "--epochs"},
+		{[]string{"--traces", dir, "--out", t.TempDir(), "--patience", "-2"}, exitUsage, "--patience: -2; it must be >= 1"},
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--restarts", "0"}, exitUsage, "--restarts: 0; want 1 to 64"},
 		{[]string{"--traces", dir, "--out", filepath.Join(file, "sub")}, exitError, "--out"},
 		{[]string{"--traces", dir, "--out", file}, exitError, "not a directory"},
@@ -1520,6 +1521,44 @@ func TestTuneFoldsNest(t *testing.T) {
 			t.Errorf("fold %d validates on the same series as an earlier fold", fold)
 		}
 		vals[key] = true
+	}
+}
+
+// TestTuneDefaultCandidate: the one candidate tune names "(default)" trains
+// as the built-in models are trained (DefaultSettings, nothing held out, as
+// every inner fold trains), and the earlier candidates keep the settings
+// they were measured with.
+func TestTuneDefaultCandidate(t *testing.T) {
+	base := train.DefaultSettings()
+	want := base
+	want.NoHeldOut, want.HeldOutShare = true, 0
+	var defaults []string
+	for _, c := range tuneCandidates() {
+		if !strings.HasSuffix(c.name, "(default)") {
+			continue
+		}
+		defaults = append(defaults, c.name)
+		if got := c.settings(base); !reflect.DeepEqual(got, want) {
+			t.Errorf("candidate %q trains with\n%+v\nthe default settings (nothing held out) are\n%+v", c.name, got, want)
+		}
+	}
+	if len(defaults) != 1 {
+		t.Fatalf("candidates named (default): %q, want exactly one", defaults)
+	}
+	for _, tc := range []struct {
+		n                 int
+		epochs, patience  int
+		quantile, capQuan float64
+	}{
+		{1, 12, 3, 0, 0},       // the cross-entropy default as measured
+		{16, 30, 5, 0, 0},      // its own epochs
+		{34, 12, 3, 0.9, 0.95}, // the capacity quantile as chosen on December 4
+	} {
+		s := tuneCandidates()[tc.n-1].settings(base)
+		if s.Epochs != tc.epochs || s.Patience != tc.patience || s.Quantile != tc.quantile || s.CapacityQuantile != tc.capQuan {
+			t.Errorf("candidate %d: epochs %d, patience %d, quantile %v, capacity quantile %v; want %d, %d, %v, %v",
+				tc.n, s.Epochs, s.Patience, s.Quantile, s.CapacityQuantile, tc.epochs, tc.patience, tc.quantile, tc.capQuan)
+		}
 	}
 }
 

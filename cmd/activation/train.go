@@ -59,7 +59,8 @@ func cmdTrain(args []string, e env) error {
 	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required)")
 	out := fs.String("out", "", "`DIR` to write admission.json and capacity.json into (required)")
 	seed := fs.Uint64("seed", 0, "training seed (0: the default settings' seed)")
-	epochs := fs.Int("epochs", 0, "training epochs per processor (0: the default)")
+	epochs := fs.Int("epochs", 0, "training epochs per processor, at most (0: the default, 30)")
+	patience := fs.Int("patience", 0, "epochs without a better validation loss before training stops (0: the default, 5; --epochs 12 --patience 3 trains as the defaults did until December 4, 2026)")
 	quiet := fs.Bool("quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	settings := addSettingsFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -75,6 +76,9 @@ func cmdTrain(args []string, e env) error {
 	if *epochs < 0 {
 		return usagef("--epochs: %d; it must be >= 1 (or 0 for the default)", *epochs)
 	}
+	if *patience < 0 {
+		return usagef("--patience: %d; it must be >= 1 (or 0 for the default)", *patience)
+	}
 	// Every flag is checked before any series is read.
 	s, err := settings()
 	if err != nil {
@@ -85,6 +89,9 @@ func cmdTrain(args []string, e env) error {
 	}
 	if *epochs != 0 {
 		s.Epochs = *epochs
+	}
+	if *patience != 0 {
+		s.Patience = *patience
 	}
 	if err := s.Check(); err != nil {
 		return usagef("%v", err)

@@ -88,11 +88,54 @@ func tuneCandidates() []tuneCandidate {
 			quantile(0.9)(s)
 			s.Calibrate, s.CalibrateOnTrained = true, true
 		}},
-		{"mlp 24-12, quantile loss 0.9, capacity 0.95 (default)", capacityQuantile(0.9, 0.95)},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95", capacityQuantile(0.9, 0.95)},
 		{"mlp 24-12, quantile loss 0.85, capacity 0.95", capacityQuantile(0.85, 0.95)},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.97", capacityQuantile(0.9, 0.97)},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, calibrated", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.Calibrate = true }},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 1000 rows per series", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.MaxRowsPerSeries = 1000 }},
+		{"mlp 24-12 + daily cycle, quantile loss 0.9, capacity 0.95", func(s *train.Settings) {
+			capacityQuantile(0.9, 0.95)(s)
+			shape([]int{24, 12}, "level_day_sin", "level_day_cos")(s)
+		}},
+		{"mlp 24-12 + last + p99, quantile loss 0.9, capacity 0.95", func(s *train.Settings) {
+			capacityQuantile(0.9, 0.95)(s)
+			shape([]int{24, 12}, "last", "p99")(s)
+		}},
+		{"mlp 24-12, quantile loss 0.93, capacity 0.95", capacityQuantile(0.93, 0.95)},
+		{"mlp 48-24, quantile loss 0.9, capacity 0.95", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.Hidden = []int{48, 24} }},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, best of 4 restarts", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.Restarts = 4 }},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5 (default)", func(s *train.Settings) {
+			capacityQuantile(0.9, 0.95)(s)
+			s.Epochs, s.Patience = 30, 5
+		}},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, learning rate 3e-3", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.LearningRate = 3e-3 }},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 60 epochs, patience 8", func(s *train.Settings) {
+			capacityQuantile(0.9, 0.95)(s)
+			s.Epochs, s.Patience = 60, 8
+		}},
+		{"mlp 48-24, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5", func(s *train.Settings) {
+			capacityQuantile(0.9, 0.95)(s)
+			s.Hidden, s.Epochs, s.Patience = []int{48, 24}, 30, 5
+		}},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, 1000 rows per series", func(s *train.Settings) {
+			capacityQuantile(0.9, 0.95)(s)
+			s.Epochs, s.Patience, s.MaxRowsPerSeries = 30, 5, 1000
+		}},
 	}
+}
+
+// settings are the candidate's training settings on an inner fold: base
+// (DefaultSettings), trained on every series the fold gives (nothing held
+// out), then cross-entropy, uncalibrated and at most 12 epochs with a
+// patience of 3 unless the candidate names a quantile, calibration or its
+// epochs: the candidates measured before any of them was the default run
+// as they were measured (docs/benchmarks.md).
+func (c tuneCandidate) settings(base train.Settings) train.Settings {
+	s := base
+	s.NoHeldOut, s.HeldOutShare, s.Quantile, s.CapacityQuantile = true, 0, 0, 0
+	s.Epochs, s.Patience = 12, 3
+	c.edit(&s)
+	return s
 }
 
 // quantile is the default shape trained on the pinball loss at quantile q.
@@ -220,13 +263,7 @@ func cmdTune(args []string, e env) error {
 	for fold := 0; fold < *folds; fold++ {
 		inner, val := sides[fold].inner, sides[fold].val
 		for c, cand := range cands {
-			s := base
-			// Cross-entropy and uncalibrated unless the candidate names a
-			// quantile or calibration: the candidates measured before
-			// either was the default are run as they were
-			// (docs/benchmarks.md).
-			s.NoHeldOut, s.HeldOutShare, s.Quantile, s.CapacityQuantile = true, 0, 0, 0
-			cand.edit(&s)
+			s := cand.settings(base)
 			var res *train.Result
 			err := interruptible(e.context(), func() (err error) {
 				res, err = train.TrainFamilies(inner, s, nil)
