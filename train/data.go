@@ -181,8 +181,15 @@ func replicas(name string, v []float64, s Settings) replicaTrace {
 	return rt
 }
 
+// exampleHostMHz is the CPU capacity of the host every training example
+// is observed on; a replica's usage is a share of it.
+const exampleHostMHz = 1000.0
+
 // usable returns a series normalised for examples, or why no example can
-// come from it: too short for the window and horizon, or no usage.
+// come from it: too short for the window and horizon, no usage, or a
+// sample so far above the series' p99 that a window holding it would
+// pass the engine's bound on a resource (an outlier, or a change of units
+// inside the file: simulate leaves such a series out too).
 func usable(ser traces.Series, s Settings) (traces.Series, string) {
 	if len(ser.Values) < s.Window+s.Horizon+1 {
 		return traces.Series{}, fmt.Sprintf("%d samples, fewer than window %d + horizon %d + 1", len(ser.Values), s.Window, s.Horizon)
@@ -190,6 +197,23 @@ func usable(ser traces.Series, s Settings) (traces.Series, string) {
 	norm, err := traces.Normalize(ser, 1)
 	if err != nil {
 		return traces.Series{}, fmt.Sprintf("too little usage to learn from (%v)", err)
+	}
+	// The largest a replica's usage can be made in an example: its share
+	// of the host drawn up to ScaleMax (at the series' p99), times the
+	// replicas' scale jitter.
+	most := s.ScaleMax * exampleHostMHz
+	if s.Multiplex {
+		most *= 1 + s.ScaleJitter
+	}
+	top := 0
+	for i, x := range norm.Values {
+		if x > norm.Values[top] {
+			top = i
+		}
+	}
+	if x := norm.Values[top]; x*most > engine.MaxResource {
+		return traces.Series{}, fmt.Sprintf("the sample at time %d is %.3g times the series' p99: a training window holding it would show the engine a replica at up to %.3g MHz, past its bound of %g MHz; an outlier, or a change of units inside the file",
+			norm.Times[top], x, x*most, float64(engine.MaxResource))
 	}
 	return norm, ""
 }
@@ -202,7 +226,7 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 		names[i] = st.Usage
 	}
 	meanAt := slices.Index(names, engine.FeatCPUReplicaMean) // -1: read it apart
-	const capMHz = 1000.0
+	const capMHz = exampleHostMHz
 	samples := make([]engine.Sample, s.Window)
 	for _, ser := range series {
 		// The caller leaves out a series no example can come from (usable),
@@ -238,7 +262,7 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 			}
 			fx, err := engine.FeatureVector(&obs, "training", names)
 			if err != nil {
-				return d, fmt.Errorf("train: series %s at %d: %w", ser.Name, t, err)
+				return d, fmt.Errorf("train: series %s, the window ending at time %d: %w", ser.Name, norm.Times[t-1], err)
 			}
 			d.use = append(d.use, fx...)
 			for m := 1; m <= s.Slots; m++ {
@@ -259,7 +283,7 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 			} else {
 				mv, err := engine.FeatureVector(&obs, "training", []string{engine.FeatCPUReplicaMean})
 				if err != nil {
-					return d, fmt.Errorf("train: series %s at %d: %w", ser.Name, t, err)
+					return d, fmt.Errorf("train: series %s, the window ending at time %d: %w", ser.Name, norm.Times[t-1], err)
 				}
 				mean = mv[0]
 			}

@@ -747,16 +747,21 @@ func TestALoneSeriesTrains(t *testing.T) {
 }
 
 // TestSeriesWithoutExamplesAreLeftOut: a series too short for the window
-// and horizon, or idle throughout (a public trace's idle VM), is left out
-// and reported, as simulate leaves it out of a replay; it failed the whole
-// training.
+// and horizon, idle throughout (a public trace's idle VM), or with a
+// sample that would pass the engine's bounds (an outlier, or a change of
+// units inside the file) is left out and reported, naming the sample's
+// time, as simulate leaves it out of a replay; each failed the whole
+// training (the outlier naming an internal sample index).
 func TestSeriesWithoutExamplesAreLeftOut(t *testing.T) {
 	s := smallSettings()
 	s.Epochs = 1
 	all := syntheticSet()
 	idle := traces.Series{Name: "idle", Family: "fam", Times: all[0].Times, Values: make([]float64, len(all[0].Values))}
 	short := traces.Series{Name: "short", Family: "fam", Times: all[0].Times[:10], Values: all[0].Values[:10]}
-	series := append(append([]traces.Series(nil), all...), idle, short)
+	spike := traces.Series{Name: "spike", Family: "fam", Times: all[0].Times, Values: slices.Clone(all[0].Values)}
+	at := len(spike.Values) / 2
+	spike.Values[at] = 1e12
+	series := append(append([]traces.Series(nil), all...), idle, short, spike)
 	// Every series trains or validates: none held out.
 	s.NoHeldOut, s.HeldOutShare = true, 0
 	res, err := TrainFamilies([]Family{{Name: "fam", Series: series}}, s, nil)
@@ -767,25 +772,28 @@ func TestSeriesWithoutExamplesAreLeftOut(t *testing.T) {
 	for _, sk := range res.Skipped {
 		got[sk.Family+"/"+sk.Series] = sk.Reason
 	}
-	if len(got) != 2 || !strings.Contains(got["fam/idle"], "too little usage to learn from") || !strings.Contains(got["fam/short"], "10 samples, fewer than window") {
-		t.Errorf("left out %v, want fam/idle (no usage) and fam/short (too short)", got)
+	if len(got) != 3 || !strings.Contains(got["fam/idle"], "too little usage to learn from") || !strings.Contains(got["fam/short"], "10 samples, fewer than window") {
+		t.Errorf("left out %v, want fam/idle (no usage), fam/short (too short) and fam/spike", got)
+	}
+	if want := fmt.Sprintf("the sample at time %d is ", spike.Times[at]); !strings.HasPrefix(got["fam/spike"], want) || !strings.Contains(got["fam/spike"], "an outlier, or a change of units") {
+		t.Errorf("the outlier's reason %q, want it to begin %q and say what it may be", got["fam/spike"], want)
 	}
 	// Neither trained nor validated: the sides and the provenance say so.
 	fs := res.Families[0]
 	for _, side := range [][]string{res.TrainSeries, fs.Train, fs.Validate} {
-		if slices.Contains(side, "idle") || slices.Contains(side, "short") {
+		if slices.Contains(side, "idle") || slices.Contains(side, "short") || slices.Contains(side, "spike") {
 			t.Errorf("a series left out is on a side: %v", side)
 		}
 	}
-	if len(fs.LeftOut) != 2 {
-		t.Errorf("family left out %v, want idle and short", fs.LeftOut)
+	if len(fs.LeftOut) != 3 {
+		t.Errorf("family left out %v, want idle, short and spike", fs.LeftOut)
 	}
 	// Nothing else: the error says every series was left out, and why.
 	_, err = TrainFamilies([]Family{{Name: "fam", Series: []traces.Series{idle, short}}}, s, nil)
 	if err == nil || !strings.Contains(err.Error(), "every one was left out") || !strings.Contains(err.Error(), "fam/idle: too little usage") {
 		t.Errorf("only series without examples: err %v", err)
 	}
-	if d := strings.Join(res.Capacity.Provenance.Data, "\n"); !strings.Contains(d, "2 left out: no example") {
+	if d := strings.Join(res.Capacity.Provenance.Data, "\n"); !strings.Contains(d, "3 left out: no example") {
 		t.Errorf("provenance data %q does not count the series left out", d)
 	}
 }
