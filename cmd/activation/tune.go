@@ -121,6 +121,10 @@ func tuneCandidates() []tuneCandidate {
 			capacityQuantile(0.9, 0.95)(s)
 			s.Epochs, s.Patience, s.MaxRowsPerSeries = 30, 5, 1000
 		}},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, calibrated", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Calibrate = true })},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.97, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.97))},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.93, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.93))},
+		{"mlp 24-12, quantile loss 0.85, capacity 0.95, 30 epochs, patience 5", longer(capacityQuantile(0.85, 0.95))},
 	}
 }
 
@@ -147,6 +151,18 @@ func quantile(q float64) func(*train.Settings) {
 // capacity processor's at capQ.
 func capacityQuantile(q, capQ float64) func(*train.Settings) {
 	return func(s *train.Settings) { quantile(q)(s); s.CapacityQuantile = capQ }
+}
+
+// longer is the shape edits trains for up to 30 epochs with a patience of
+// 5 (the default since December 4, 2026), then edits more.
+func longer(shape func(*train.Settings), more ...func(*train.Settings)) func(*train.Settings) {
+	return func(s *train.Settings) {
+		shape(s)
+		s.Epochs, s.Patience = 30, 5
+		for _, m := range more {
+			m(s)
+		}
+	}
 }
 
 // monotone is the monotone trunk of groups x units, with the statistics
