@@ -590,13 +590,20 @@ func TestStoppedReplicasStandForNewOnes(t *testing.T) {
 		})
 	}
 	// The trial's case: at its demand the busy workload's first host
-	// admits some; read from the replica that stopped (all of its 32000
-	// MHz throughout: the trial's 31000 of 32000, a flat window, fits
-	// within the built-in admission processor's quantile since December 4),
-	// none.
-	if d := decideBoth(t, stopped(testsupport.Flat(32000, 1, 32000, 4000, 10), 1)); d.First.Containers != 0 || decideBoth(t, testsupport.Flat(32000, 0, 32000, 4000, 10)).First.Containers == 0 {
+	// admits some; read from the replica that stopped, none. The replica
+	// used more than its room throughout (36000 MHz of a 40000 MHz host
+	// whose other workloads reserve 8000 and used less): well past any
+	// model's safety allowance, where the trial's 31000 of 32000, a flat
+	// window, fits within the built-in admission processor's quantile since
+	// December 4.
+	busy := func(running int) Observation {
+		o := testsupport.Flat(40000, running, 36000, 4000, 10)
+		o.OtherReservedCPUMHz = 8000
+		return o
+	}
+	if d := decideBoth(t, stopped(busy(1), 1)); d.First.Containers != 0 || decideBoth(t, busy(0)).First.Containers == 0 {
 		t.Errorf("the premise: the stopped replica's usage should refuse the first new replica (%d), its demand admit some", d.First.Containers)
-	} else if want := "slot_0 (new replica, counted at what the replicas that stopped used, 4000 MHz requested; their window reads up to 32000 MHz each): cpu"; d.First.Refused == nil || !strings.HasPrefix(d.First.Refused.Reason, want) {
+	} else if want := "slot_0 (new replica, counted at what the replicas that stopped used, 4000 MHz requested; their window reads up to 36000 MHz each): cpu"; d.First.Refused == nil || !strings.HasPrefix(d.First.Refused.Reason, want) {
 		t.Errorf("the refusal %+v, want it to begin %q", d.First.Refused, want)
 	}
 	// With a queue, each new replica's size is the queue's: the stopped

@@ -187,9 +187,11 @@ const exampleHostMHz = 1000.0
 
 // usable returns a series normalised for examples, or why no example can
 // come from it: too short for the window and horizon, no usage, or a
-// sample so far above the series' p99 that a window holding it would
+// sample so far above the series' p99 that a window holding it could
 // pass the engine's bound on a resource (an outlier, or a change of units
-// inside the file: simulate leaves such a series out too).
+// inside the file). simulate leaves out a series for the same reason,
+// against what its own replay would show the engine (up to MaxReplicas
+// replicas of the series on one host: a lower cut than training's).
 func usable(ser traces.Series, s Settings) (traces.Series, string) {
 	if len(ser.Values) < s.Window+s.Horizon+1 {
 		return traces.Series{}, fmt.Sprintf("%d samples, fewer than window %d + horizon %d + 1", len(ser.Values), s.Window, s.Horizon)
@@ -211,9 +213,10 @@ func usable(ser traces.Series, s Settings) (traces.Series, string) {
 			top = i
 		}
 	}
-	if x := norm.Values[top]; x*most > engine.MaxResource {
-		return traces.Series{}, fmt.Sprintf("the sample at time %d is %.3g times the series' p99: a training window holding it would show the engine a replica at up to %.3g MHz, past its bound of %g MHz; an outlier, or a change of units inside the file",
-			norm.Times[top], x, x*most, float64(engine.MaxResource))
+	limit := math.Min(engine.MaxResource, engine.MaxUsageRatio*exampleHostMHz)
+	if x := norm.Values[top]; x*most > limit {
+		return traces.Series{}, fmt.Sprintf("the sample at time %d is %.3g times the series' p99: a training window holding it could show the engine a replica at up to %.3g MHz of a %g MHz host, past its bound of %g MHz; an outlier, or a change of units inside the file",
+			norm.Times[top], x, x*most, exampleHostMHz, limit)
 	}
 	return norm, ""
 }

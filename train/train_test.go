@@ -778,6 +778,32 @@ func TestSeriesWithoutExamplesAreLeftOut(t *testing.T) {
 	if want := fmt.Sprintf("the sample at time %d is ", spike.Times[at]); !strings.HasPrefix(got["fam/spike"], want) || !strings.Contains(got["fam/spike"], "an outlier, or a change of units") {
 		t.Errorf("the outlier's reason %q, want it to begin %q and say what it may be", got["fam/spike"], want)
 	}
+	// The cut is where a window could pass the engine's bound: a spike at
+	// twice it is left out, one at half of it trains.
+	norm, err := traces.Normalize(all[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p99 := all[0].Values[at] / norm.Values[at]
+	most := s.ScaleMax * exampleHostMHz
+	if s.Multiplex {
+		most *= 1 + s.ScaleJitter
+	}
+	cut := engine.MaxResource / most // in p99s
+	for _, tc := range []struct {
+		times float64
+		out   bool
+	}{{2, true}, {0.5, false}} {
+		near := traces.Series{Name: "near", Family: "fam", Times: all[0].Times, Values: slices.Clone(all[0].Values)}
+		near.Values[at] = tc.times * cut * p99
+		res, err := TrainFamilies([]Family{{Name: "fam", Series: append(append([]traces.Series(nil), all...), near)}}, s, nil)
+		if err != nil {
+			t.Fatalf("a spike at %v times the cut: %v", tc.times, err)
+		}
+		if out := len(res.Skipped) == 1 && res.Skipped[0].Series == "near"; out != tc.out || (!tc.out && len(res.Skipped) != 0) {
+			t.Errorf("a spike at %v times the cut: left out %v, want it left out: %v", tc.times, res.Skipped, tc.out)
+		}
+	}
 	// Neither trained nor validated: the sides and the provenance say so.
 	fs := res.Families[0]
 	for _, side := range [][]string{res.TrainSeries, fs.Train, fs.Validate} {

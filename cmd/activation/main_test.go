@@ -1524,6 +1524,40 @@ func TestTuneFoldsNest(t *testing.T) {
 	}
 }
 
+// TestTrainEpochsAsMeasured: cross-entropy (--quantile 0) and the
+// monotone trunk train at the epochs and patience they were measured at
+// (a longer schedule lost for them in nested validation), unless --epochs
+// or --patience says otherwise; the quantile loss at the defaults.
+func TestTrainEpochsAsMeasured(t *testing.T) {
+	dir := seriesDir(t, 3, 2500)
+	d := train.DefaultSettings()
+	for _, tc := range []struct {
+		args             []string
+		epochs, patience int
+	}{
+		{nil, d.Epochs, d.Patience},
+		{[]string{"--quantile", "0"}, train.CrossEntropyEpochs, train.CrossEntropyPatience},
+		{[]string{"--trunk", "monotone"}, train.CrossEntropyEpochs, train.CrossEntropyPatience},
+		{[]string{"--quantile", "0", "--epochs", "2", "--patience", "1"}, 2, 1},
+	} {
+		out := t.TempDir()
+		args := append([]string{"train", "--traces", dir, "--out", out, "--quiet"}, tc.args...)
+		if code, _, stderr := runCmd(t, "", false, args...); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		m, err := engine.LoadModelFile(filepath.Join(out, admissionFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := [2]string{m.Provenance.Settings["epochs"], m.Provenance.Settings["patience"]}, [2]string{strconv.Itoa(tc.epochs), strconv.Itoa(tc.patience)}; got != want {
+			t.Errorf("%v: epochs and patience %v, want %v", tc.args, got, want)
+		}
+	}
+	if s := train.MonotoneSettings(); s.Epochs != train.CrossEntropyEpochs || s.Patience != train.CrossEntropyPatience {
+		t.Errorf("MonotoneSettings: epochs %d, patience %d; want %d and %d", s.Epochs, s.Patience, train.CrossEntropyEpochs, train.CrossEntropyPatience)
+	}
+}
+
 // TestTuneDefaultCandidate: the one candidate tune names "(default)" trains
 // as the built-in models are trained (DefaultSettings, nothing held out, as
 // every inner fold trains), and the earlier candidates keep the settings
@@ -1545,6 +1579,16 @@ func TestTuneDefaultCandidate(t *testing.T) {
 	if len(defaults) != 1 {
 		t.Fatalf("candidates named (default): %q, want exactly one", defaults)
 	}
+	// A candidate that names no epochs trains as measured before the
+	// longer schedule: 12 epochs, a patience of 3.
+	for i, c := range tuneCandidates() {
+		if strings.Contains(c.name, "epochs") {
+			continue
+		}
+		if s := c.settings(base); s.Epochs != 12 || s.Patience != 3 {
+			t.Errorf("candidate %d (%s): epochs %d, patience %d; want 12 and 3", i+1, c.name, s.Epochs, s.Patience)
+		}
+	}
 	for _, tc := range []struct {
 		n                 int
 		epochs, patience  int
@@ -1553,6 +1597,8 @@ func TestTuneDefaultCandidate(t *testing.T) {
 		{1, 12, 3, 0, 0},       // the cross-entropy default as measured
 		{16, 30, 5, 0, 0},      // its own epochs
 		{34, 12, 3, 0.9, 0.95}, // the capacity quantile as chosen on December 4
+		{46, 60, 8, 0.9, 0.95},
+		{52, 30, 5, 0.85, 0.95},
 	} {
 		s := tuneCandidates()[tc.n-1].settings(base)
 		if s.Epochs != tc.epochs || s.Patience != tc.patience || s.Quantile != tc.quantile || s.CapacityQuantile != tc.capQuan {

@@ -59,8 +59,9 @@ func cmdTrain(args []string, e env) error {
 	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required)")
 	out := fs.String("out", "", "`DIR` to write admission.json and capacity.json into (required)")
 	seed := fs.Uint64("seed", 0, "training seed (0: the default settings' seed)")
-	epochs := fs.Int("epochs", 0, "training epochs per processor, at most (0: the default, 30)")
-	patience := fs.Int("patience", 0, "epochs without a better validation loss before training stops (0: the default, 5; --epochs 12 --patience 3 trains as the defaults did until December 4, 2026)")
+	d := train.DefaultSettings()
+	epochs := fs.Int("epochs", 0, fmt.Sprintf("training epochs per processor, at most; the learning rate decays over them (a half cosine), so this sets the schedule too (0: the default, %d; %d with --quantile 0 or --trunk monotone, as they were measured)", d.Epochs, train.CrossEntropyEpochs))
+	patience := fs.Int("patience", 0, fmt.Sprintf("epochs without a better validation loss before training stops (0: the default, %d; %d with --quantile 0 or --trunk monotone; --epochs %d --patience %d trains as the defaults did until December 4, 2026)", d.Patience, train.CrossEntropyPatience, train.CrossEntropyEpochs, train.CrossEntropyPatience))
 	quiet := fs.Bool("quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	settings := addSettingsFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -357,6 +358,10 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		s.Quantile = *quantile
 		if *trunk == train.TrunkMonotone && !flagSet(fs, "quantile") {
 			s.Quantile = train.MonotoneSettings().Quantile // measured on cross-entropy
+		}
+		if s.Quantile == 0 || *trunk == train.TrunkMonotone {
+			// As measured (--epochs and --patience still set them).
+			s.Epochs, s.Patience = train.CrossEntropyEpochs, train.CrossEntropyPatience
 		}
 		s.Calibrate = *calibrate
 		s.CapacityQuantile = *capq
