@@ -100,7 +100,9 @@ type Settings struct {
 	// the host) instead of the fit labels' cross-entropy, and fixes the
 	// outputs' slope alpha at QuantileAlpha. 0: cross-entropy (the
 	// monotone trunk's, MonotoneSettings; from DefaultSettings, set
-	// CapacityQuantile to 0 too, which Check otherwise refuses).
+	// CapacityQuantile to 0 too, which Check otherwise refuses, and Epochs
+	// and Patience to CrossEntropyEpochs and CrossEntropyPatience to train
+	// as cross-entropy was measured).
 	// DefaultSettings has 0.9, the built-in models' (whatever its Trunk is
 	// set to afterwards).
 	// OverloadWeight is unused by the quantile loss (it is still written
