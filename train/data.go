@@ -185,6 +185,17 @@ func replicas(name string, v []float64, s Settings) replicaTrace {
 // is observed on; a replica's usage is a share of it.
 const exampleHostMHz = 1000.0
 
+// exampleReplicaMHz is the most MHz an example's replica can use per unit
+// of its series' p99: its share of the host drawn up to ScaleMax (at the
+// p99), times the replicas' scale jitter.
+func exampleReplicaMHz(s Settings) float64 {
+	most := s.ScaleMax * exampleHostMHz
+	if s.Multiplex {
+		most *= 1 + s.ScaleJitter
+	}
+	return most
+}
+
 // usable returns a series normalised for examples, or why no example can
 // come from it: too short for the window and horizon, no usage, or a
 // sample so far above the series' p99 that a window holding it could
@@ -200,13 +211,7 @@ func usable(ser traces.Series, s Settings) (traces.Series, string) {
 	if err != nil {
 		return traces.Series{}, fmt.Sprintf("too little usage to learn from (%v)", err)
 	}
-	// The largest a replica's usage can be made in an example: its share
-	// of the host drawn up to ScaleMax (at the series' p99), times the
-	// replicas' scale jitter.
-	most := s.ScaleMax * exampleHostMHz
-	if s.Multiplex {
-		most *= 1 + s.ScaleJitter
-	}
+	most := exampleReplicaMHz(s)
 	top := 0
 	for i, x := range norm.Values {
 		if x > norm.Values[top] {

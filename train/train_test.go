@@ -47,6 +47,21 @@ func smallSettings() Settings {
 	return s
 }
 
+// digestPair is one processor's digests in two training results.
+type digestPair struct{ name, a, b string }
+
+// digestPairs gives the admission and the capacity processor's digests in
+// results r1 and r2.
+func digestPairs(r1, r2 *Result) []digestPair {
+	var out []digestPair
+	for _, p := range [][2]*engine.Model{{r1.Admission, r2.Admission}, {r1.Capacity, r2.Capacity}} {
+		a, _ := p[0].Digest()
+		b, _ := p[1].Digest()
+		out = append(out, digestPair{p[0].Name, a, b})
+	}
+	return out
+}
+
 func TestTrainIsReproducible(t *testing.T) {
 	all := syntheticSet()
 	r1, err := Train(all, smallSettings(), nil)
@@ -57,11 +72,9 @@ func TestTrainIsReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pair := range [][2]*engine.Model{{r1.Admission, r2.Admission}, {r1.Capacity, r2.Capacity}} {
-		d1, _ := pair[0].Digest()
-		d2, _ := pair[1].Digest()
-		if d1 != d2 {
-			t.Fatalf("%s: two runs with one seed gave %s and %s", pair[0].Name, d1, d2)
+	for _, d := range digestPairs(r1, r2) {
+		if d.a != d.b {
+			t.Fatalf("%s: two runs with one seed gave %s and %s", d.name, d.a, d.b)
 		}
 	}
 	s := smallSettings()
@@ -785,11 +798,7 @@ func TestSeriesWithoutExamplesAreLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	p99 := all[0].Values[at] / norm.Values[at]
-	most := s.ScaleMax * exampleHostMHz
-	if s.Multiplex {
-		most *= 1 + s.ScaleJitter
-	}
-	cut := engine.MaxResource / most // in p99s
+	cut := engine.MaxResource / exampleReplicaMHz(s) // in p99s
 	for _, tc := range []struct {
 		times float64
 		out   bool
@@ -1213,11 +1222,9 @@ func TestFamilyOrderDoesNotMatter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pair := range [][2]*engine.Model{{ab.Admission, ba.Admission}, {ab.Capacity, ba.Capacity}} {
-		d1, _ := pair[0].Digest()
-		d2, _ := pair[1].Digest()
-		if d1 != d2 {
-			t.Errorf("%s: families a, b give %s, b, a give %s", pair[0].Name, d1, d2)
+	for _, d := range digestPairs(ab, ba) {
+		if d.a != d.b {
+			t.Errorf("%s: families a, b give %s, b, a give %s", d.name, d.a, d.b)
 		}
 	}
 	if _, err := TrainFamilies([]Family{a, {Name: "a", Series: all[4:]}}, s, nil); err == nil || !strings.Contains(err.Error(), `family "a" given twice`) {

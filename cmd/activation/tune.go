@@ -104,23 +104,14 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12, quantile loss 0.93, capacity 0.95", capacityQuantile(0.93, 0.95)},
 		{"mlp 48-24, quantile loss 0.9, capacity 0.95", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.Hidden = []int{48, 24} }},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, best of 4 restarts", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.Restarts = 4 }},
-		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5 (default)", func(s *train.Settings) {
-			capacityQuantile(0.9, 0.95)(s)
-			s.Epochs, s.Patience = 30, 5
-		}},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5 (default)", longer(capacityQuantile(0.9, 0.95))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, learning rate 3e-3", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.LearningRate = 3e-3 }},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 60 epochs, patience 8", func(s *train.Settings) {
 			capacityQuantile(0.9, 0.95)(s)
 			s.Epochs, s.Patience = 60, 8
 		}},
-		{"mlp 48-24, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5", func(s *train.Settings) {
-			capacityQuantile(0.9, 0.95)(s)
-			s.Hidden, s.Epochs, s.Patience = []int{48, 24}, 30, 5
-		}},
-		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, 1000 rows per series", func(s *train.Settings) {
-			capacityQuantile(0.9, 0.95)(s)
-			s.Epochs, s.Patience, s.MaxRowsPerSeries = 30, 5, 1000
-		}},
+		{"mlp 48-24, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Hidden = []int{48, 24} })},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, 1000 rows per series", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.MaxRowsPerSeries = 1000 })},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, calibrated", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Calibrate = true })},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.97, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.97))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.93, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.93))},
