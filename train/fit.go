@@ -129,6 +129,18 @@ type fitResult struct {
 	// validation loss, in start order.
 	restart   int
 	valLosses []float64
+	// starts: every start's best epoch and epochs run, in start order
+	// (the averaged processor has no epochs of its own).
+	startBest, startRun []int
+}
+
+// startEpochs writes every start's best epoch and epochs run.
+func (f fitResult) startEpochs() (best, run string) {
+	b, r := make([]string, len(f.startBest)), make([]string, len(f.startRun))
+	for i := range f.startBest {
+		b[i], r[i] = strconv.Itoa(f.startBest[i]), strconv.Itoa(f.startRun[i])
+	}
+	return strings.Join(b, " "), strings.Join(r, " ")
 }
 
 func (f fitResult) restartLosses() string {
@@ -140,7 +152,9 @@ func (f fitResult) restartLosses() string {
 }
 
 // fitRestarts trains a processor s.Restarts times and keeps the start with
-// the lowest validation loss (the first on a tie). The first start draws
+// the lowest validation loss (the first on a tie), or s.Average times and
+// keeps their mean (averageTrunks; its losses are the mean's, and
+// valLosses the starts'). The first start draws
 // its initial weights and batch order from rng, as a single run does; each
 // further start i from its own stream seeded by (s.Seed, name, i), so a
 // start's result does not depend on how many there are. The starts run in
@@ -151,22 +165,26 @@ func fitRestarts(newTrunk func(*rand.Rand) trunk, train, val *dataset, s Setting
 		res fitResult
 		err error
 	}
-	runs := make([]run, s.Restarts)
+	starts := s.Restarts
+	if s.Average > 1 {
+		starts = s.Average
+	}
+	runs := make([]run, starts)
 	var mu sync.Mutex
 	report := func(i int) func(Progress) {
-		if progress == nil || s.Restarts == 1 {
+		if progress == nil || starts == 1 {
 			return progress
 		}
 		return func(p Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			p.Model = fmt.Sprintf("%s %d/%d", name, i+1, s.Restarts)
+			p.Model = fmt.Sprintf("%s %d/%d", name, i+1, starts)
 			progress(p)
 		}
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	for i := 0; i < s.Restarts; i++ {
+	for i := 0; i < starts; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -197,7 +215,29 @@ func fitRestarts(newTrunk func(*rand.Rand) trunk, train, val *dataset, s Setting
 	}
 	out := runs[best].res
 	out.restart, out.valLosses = best, losses
-	return runs[best].p, out, nil
+	for _, r := range runs {
+		out.startBest, out.startRun = append(out.startBest, r.res.bestEpoch), append(out.startRun, r.res.epochs)
+	}
+	if s.Average <= 1 {
+		return runs[best].p, out, nil
+	}
+	trunks := make([]trunk, len(runs))
+	for i, r := range runs {
+		trunks[i] = r.p.tr
+	}
+	avg, err := averageTrunks(trunks)
+	if err != nil {
+		return nil, out, fmt.Errorf("train %s: %w", name, err)
+	}
+	p := newProcessor(avg)
+	p.logAlpha = runs[0].p.logAlpha
+	out.restart = -1
+	out.trainLoss = meanLoss(p, train, s, lossFn)
+	out.valLoss = out.trainLoss
+	if val.rows > 0 {
+		out.valLoss = meanLoss(p, val, s, lossFn)
+	}
+	return p, out, nil
 }
 
 // fit trains p with Adam on shuffled mini-batches and a cosine learning

@@ -307,7 +307,13 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			"trunk":           p.tr.describe(stats),
 			"held_out_series": strconv.Itoa(len(res.HeldOut)),
 		}
-		if s.Restarts > 1 {
+		switch {
+		case s.Average > 1:
+			// The mean's losses above; each start's best epoch, epochs run
+			// and validation loss here.
+			m["average_val_"+loss] = f.restartLosses()
+			m["best_epoch"], m["epochs_run"] = f.startEpochs()
+		case s.Restarts > 1:
 			m["restart_chosen"], m["restart_val_"+loss] = strconv.Itoa(f.restart+1), f.restartLosses()
 		}
 		if valData.rows == 0 {
@@ -317,9 +323,11 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			m["early_stopping"] = NoValidationNote
 			m["stop_train_"+loss] = m["val_"+loss]
 			delete(m, "val_"+loss)
-			if r, ok := m["restart_val_"+loss]; ok {
-				m["restart_train_"+loss] = r
-				delete(m, "restart_val_"+loss)
+			for _, k := range []string{"restart", "average"} {
+				if r, ok := m[k+"_val_"+loss]; ok {
+					m[k+"_train_"+loss] = r
+					delete(m, k+"_val_"+loss)
+				}
 			}
 		}
 		return m
@@ -418,6 +426,9 @@ func settingsMap(s Settings) map[string]string {
 	}
 	if s.Restarts > 1 { // a single start is written as before restarts existed
 		m["restarts"] = strconv.Itoa(s.Restarts)
+	}
+	if s.Average > 1 {
+		m["average"] = strconv.Itoa(s.Average)
 	}
 	return m
 }

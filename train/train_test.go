@@ -584,21 +584,29 @@ func lossName(q float64) string {
 	return "bce"
 }
 
-func testRestartsKeepTheBestStart(t *testing.T, q float64) {
-	all := syntheticSet()
+// trainOneStartAnd trains syntheticSet with smallSettings at quantile q
+// from one start, then again with edit applied on top; it returns both
+// results and the edited settings.
+func trainOneStartAnd(t *testing.T, q float64, edit func(*Settings)) (single, edited *Result, s Settings) {
+	t.Helper()
 	base := smallSettings()
-	base.Quantile = q
-	single, err := Train(all, base, nil)
+	base.Quantile, base.Average = q, 0
+	single, err := Train(syntheticSet(), base, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := base
-	s.Restarts = 4
-	r1, err := Train(all, s, nil)
+	s = base
+	edit(&s)
+	edited, err = Train(syntheticSet(), s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := Train(all, s, nil)
+	return single, edited, s
+}
+
+func testRestartsKeepTheBestStart(t *testing.T, q float64) {
+	single, r1, s := trainOneStartAnd(t, q, func(s *Settings) { s.Restarts = 4 })
+	r2, err := Train(syntheticSet(), s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,6 +663,9 @@ func TestTrainWithoutValidation(t *testing.T) {
 		}
 		for _, m := range []*engine.Model{res.Admission, res.Capacity} {
 			met := m.Provenance.Metrics
+			if _, ok := met["average_val_"+l]; ok || met["average_train_"+l] == "" {
+				t.Errorf("%s: metrics %v; want each start's stopping loss as average_train_%s, not average_val_%s", m.Name, met, l, l)
+			}
 			if _, ok := met["val_"+l]; ok || met["early_stopping"] != NoValidationNote || met["stop_train_"+l] == "" || met["val_examples"] != "0" {
 				t.Errorf("%s: metrics %v; want no val_%s, early_stopping %q and stop_train_%s", m.Name, met, l, NoValidationNote, l)
 			}

@@ -1,8 +1,10 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -518,4 +520,67 @@ func reduceRows(groups [][][]float64, width int, isMax bool) (layers [][][]float
 		out = append(out, g[0])
 	}
 	return layers, out
+}
+
+// averageTrunks is one MLP trunk whose outputs' pre-activations are the
+// mean of ts' (every one an MLP trunk of the same shape over the same
+// statistics): their hidden layers side by side (the first reads the
+// statistics, each later one block-diagonal, a member's units reading only
+// its own), the output rows their mean. It computes exactly the members'
+// mean before the outputs' ReLU.
+func averageTrunks(ts []trunk) (trunk, error) {
+	ms := make([]*mlpTrunk, len(ts))
+	for i, t := range ts {
+		m, ok := t.(*mlpTrunk)
+		if !ok {
+			return nil, fmt.Errorf("averaging starts: a %T cannot be averaged, only an MLP trunk", t)
+		}
+		if i > 0 && !slices.Equal(m.sizes, ms[0].sizes) {
+			return nil, fmt.Errorf("averaging starts: shapes %v and %v differ", ms[0].sizes, m.sizes)
+		}
+		ms[i] = m
+	}
+	K := len(ms)
+	base := ms[0].sizes
+	F := base[0]
+	out := &mlpTrunk{sizes: []int{F}}
+	for l := 1; l < len(base); l++ {
+		out.sizes = append(out.sizes, K*base[l])
+	}
+	for l := range ms[0].w {
+		in, width := base[l], base[l+1]
+		bigIn := out.sizes[l]
+		w := make([]float64, out.sizes[l+1]*bigIn)
+		for k, m := range ms {
+			for j := 0; j < width; j++ {
+				row := w[(k*width+j)*bigIn : (k*width+j+1)*bigIn]
+				src := m.w[l][j*in : (j+1)*in]
+				if l == 0 {
+					copy(row, src) // every member reads the statistics
+				} else {
+					copy(row[k*in:(k+1)*in], src)
+				}
+			}
+		}
+		out.w = append(out.w, w)
+	}
+	last, bigLast := base[len(base)-1], out.sizes[len(out.sizes)-1]
+	out.wo = make([]float64, 2*bigLast)
+	out.ws = make([]float64, 2*F)
+	for k, m := range ms {
+		for o := 0; o < 2; o++ {
+			for i := 0; i < last; i++ {
+				v := m.wo[o*last+i] / float64(K)
+				if len(base) == 1 { // no hidden layer: wo reads the statistics too
+					out.wo[o*bigLast+i] += v
+				} else {
+					out.wo[o*bigLast+k*last+i] = v
+				}
+			}
+			for f := 0; f < F; f++ {
+				out.ws[o*F+f] += m.ws[o*F+f] / float64(K)
+			}
+		}
+	}
+	return out, nil
 }

@@ -497,6 +497,9 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--epochs", "-1"}, exitUsage, "--epochs"},
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--patience", "-2"}, exitUsage, "--patience: -2; it must be >= 1"},
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--restarts", "0"}, exitUsage, "--restarts: 0; want 1 to 64"},
+		{[]string{"--traces", dir, "--out", t.TempDir(), "--average", "-1"}, exitUsage, "--average: -1; want 0 to 64 starts"},
+		{[]string{"--traces", dir, "--out", t.TempDir(), "--average", "2", "--trunk", "monotone"}, exitUsage, "--average: 2; the monotone trunk's starts cannot be averaged"},
+		{[]string{"--traces", dir, "--out", t.TempDir(), "--average", "2", "--restarts", "3"}, exitUsage, "--average 2 and --restarts 3: keep the mean of the starts or the best of them, not both"},
 		{[]string{"--traces", dir, "--out", filepath.Join(file, "sub")}, exitError, "--out"},
 		{[]string{"--traces", dir, "--out", file}, exitError, "not a directory"},
 		// Flags are checked before any series is read (the traces here
@@ -1534,11 +1537,15 @@ func TestTrainEpochsAsMeasured(t *testing.T) {
 	for _, tc := range []struct {
 		args             []string
 		epochs, patience int
+		average          string // the starts averaged, as the provenance writes them ("": one)
 	}{
-		{nil, d.Epochs, d.Patience},
-		{[]string{"--quantile", "0"}, train.CrossEntropyEpochs, train.CrossEntropyPatience},
-		{[]string{"--trunk", "monotone"}, train.CrossEntropyEpochs, train.CrossEntropyPatience},
-		{[]string{"--quantile", "0", "--epochs", "2", "--patience", "1"}, 2, 1},
+		{nil, d.Epochs, d.Patience, strconv.Itoa(d.Average)},
+		{[]string{"--quantile", "0"}, train.CrossEntropyEpochs, train.CrossEntropyPatience, ""},
+		{[]string{"--trunk", "monotone"}, train.CrossEntropyEpochs, train.CrossEntropyPatience, ""},
+		{[]string{"--quantile", "0", "--epochs", "2", "--patience", "1"}, 2, 1, ""},
+		{[]string{"--restarts", "2", "--epochs", "2"}, 2, d.Patience, ""},
+		{[]string{"--average", "3", "--epochs", "2"}, 2, d.Patience, "3"},
+		{[]string{"--average", "1", "--epochs", "2"}, 2, d.Patience, ""},
 	} {
 		out := t.TempDir()
 		args := append([]string{"train", "--traces", dir, "--out", out, "--quiet"}, tc.args...)
@@ -1552,6 +1559,12 @@ func TestTrainEpochsAsMeasured(t *testing.T) {
 		if got, want := [2]string{m.Provenance.Settings["epochs"], m.Provenance.Settings["patience"]}, [2]string{strconv.Itoa(tc.epochs), strconv.Itoa(tc.patience)}; got != want {
 			t.Errorf("%v: epochs and patience %v, want %v", tc.args, got, want)
 		}
+		if got := m.Provenance.Settings["average"]; got != tc.average {
+			t.Errorf("%v: average %q, want %q", tc.args, got, tc.average)
+		}
+	}
+	if d.Average != 2 {
+		t.Errorf("DefaultSettings: average %d, want 2 (tune's candidate 54)", d.Average)
 	}
 	if s := train.MonotoneSettings(); s.Epochs != train.CrossEntropyEpochs || s.Patience != train.CrossEntropyPatience {
 		t.Errorf("MonotoneSettings: epochs %d, patience %d; want %d and %d", s.Epochs, s.Patience, train.CrossEntropyEpochs, train.CrossEntropyPatience)
@@ -1578,6 +1591,13 @@ func TestTuneDefaultCandidate(t *testing.T) {
 	}
 	if len(defaults) != 1 {
 		t.Fatalf("candidates named (default): %q, want exactly one", defaults)
+	}
+	// A candidate that names no starts trains one, as measured before the
+	// mean of starts.
+	for i, c := range tuneCandidates() {
+		if s := c.settings(base); !strings.Contains(c.name, "starts") && s.Average != 0 {
+			t.Errorf("candidate %d (%s): average %d; want 0", i+1, c.name, s.Average)
+		}
 	}
 	// A candidate that names no epochs trains as measured before the
 	// longer schedule: 12 epochs, a patience of 3.

@@ -336,6 +336,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	multiplex := fs.Bool("multiplex", d.Multiplex, "labels from a replay of phase-shifted replicas (false: every replica follows the series exactly)")
 	rows := fs.Int("max-rows", d.MaxRowsPerSeries, "at most `N` evenly spaced examples per series (0: all)")
 	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to "+strconv.Itoa(train.MaxRestarts)+")")
+	average := fs.Int("average", d.Average, "train each processor from `N` random starts and keep their mean: one network whose hidden layers are N times --hidden wide (0 or 1: one start; at most "+strconv.Itoa(train.MaxRestarts)+"; the "+train.TrunkMLP+" trunk's only). 0 by default with --restarts above 1, --quantile 0 or another trunk")
 	quantile := fs.Float64("quantile", d.Quantile, "train the admission processor's cost (and the capacity processor's, with --capacity-quantile 0) as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)); 0: both on the fit labels' cross-entropy, the "+train.TrunkMonotone+" trunk's default")
 	capq := fs.Float64("capacity-quantile", d.CapacityQuantile, "the capacity processor's quantile `Q` under the quantile loss (--quantile stays the admission processor's); 0: --quantile's. Its default is 0 with --quantile 0 or the "+train.TrunkMonotone+" trunk")
 	calibrate := fs.Bool("calibrate", d.Calibrate, "shift the capacity processor's outputs by the logits that let one output threshold (a margin) serve both processors best on the validation series, replayed in the shifted scenario at budgets 1% and 0.1% (nested validation found it level with none)")
@@ -375,6 +376,18 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		}
 		if s.CapacityQuantile > 0 && s.Quantile == 0 {
 			return s, usagef("--capacity-quantile: %v needs the quantile loss; --quantile is 0 (cross-entropy)", *capq)
+		}
+		s.Average = *average
+		if !flagSet(fs, "average") && (*trunk != train.TrunkMLP || s.Quantile == 0 || *restarts > 1) {
+			s.Average = 0 // as measured: the mean of starts was measured on the quantile loss's MLP
+		}
+		switch {
+		case *average < 0 || *average > train.MaxRestarts:
+			return s, usagef("--average: %d; want 0 to %d starts", *average, train.MaxRestarts)
+		case s.Average > 1 && *trunk != train.TrunkMLP:
+			return s, usagef("--average: %d; the %s trunk's starts cannot be averaged, only the %s trunk's (--average 0)", *average, *trunk, train.TrunkMLP)
+		case s.Average > 1 && *restarts > 1:
+			return s, usagef("--average %d and --restarts %d: keep the mean of the starts or the best of them, not both", *average, *restarts)
 		}
 		if *rows < 0 {
 			return s, usagef("--max-rows: %d; want 0 (every example) or more", *rows)

@@ -104,7 +104,7 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12, quantile loss 0.93, capacity 0.95", capacityQuantile(0.93, 0.95)},
 		{"mlp 48-24, quantile loss 0.9, capacity 0.95", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.Hidden = []int{48, 24} }},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, best of 4 restarts", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.Restarts = 4 }},
-		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5 (default)", longer(capacityQuantile(0.9, 0.95))},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.95))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, learning rate 3e-3", func(s *train.Settings) { capacityQuantile(0.9, 0.95)(s); s.LearningRate = 3e-3 }},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 60 epochs, patience 8", func(s *train.Settings) {
 			capacityQuantile(0.9, 0.95)(s)
@@ -116,6 +116,8 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12, quantile loss 0.9, capacity 0.97, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.97))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.93, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.93))},
 		{"mlp 24-12, quantile loss 0.85, capacity 0.95, 30 epochs, patience 5", longer(capacityQuantile(0.85, 0.95))},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 4 starts", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average = 4 })},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts (default)", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average = 2 })},
 	}
 }
 
@@ -128,7 +130,7 @@ func tuneCandidates() []tuneCandidate {
 func (c tuneCandidate) settings(base train.Settings) train.Settings {
 	s := base
 	s.NoHeldOut, s.HeldOutShare, s.Quantile, s.CapacityQuantile = true, 0, 0, 0
-	s.Epochs, s.Patience = 12, 3
+	s.Epochs, s.Patience, s.Average = 12, 3, 0
 	c.edit(&s)
 	return s
 }
