@@ -25,6 +25,9 @@ func TestAverageTrunksIsTheMembersMean(t *testing.T) {
 			for j := range m.wo {
 				m.wo[j] = rng.NormFloat64() // away from the 0.01 start, so the hidden units count
 			}
+			for j := range m.ws {
+				m.ws[j] = rng.NormFloat64() // every member's own skip weights, not the common start
+			}
 			ms[i] = m
 		}
 		avg, err := averageTrunks(ms)
@@ -45,28 +48,64 @@ func TestAverageTrunksIsTheMembersMean(t *testing.T) {
 				want[0] += mc.o[0] / float64(len(ms))
 				want[1] += mc.o[1] / float64(len(ms))
 			}
+			exported := evalLayers(avg.layers(), u)
 			for k := range want {
 				if math.Abs(c.o[k]-want[k]) > 1e-12*(1+math.Abs(want[k])) {
 					t.Fatalf("hidden %v, output %d: averaged trunk gives %v, the members' mean is %v", hidden, k, c.o[k], want[k])
 				}
+				// Its layers, as exported, are the same function.
+				if math.Abs(exported[k]-want[k]) > 1e-12*(1+math.Abs(want[k])) {
+					t.Fatalf("hidden %v, output %d: the exported layers give %v, the members' mean is %v", hidden, k, exported[k], want[k])
+				}
 			}
-		}
-		// Its layers, as exported, are the same function.
-		if got, want := len(avg.layers()), len(hidden)+1; got != want {
-			t.Errorf("hidden %v: %d exported layers, want %d", hidden, got, want)
 		}
 	}
 }
 
-func TestAverageRefusesOtherTrunks(t *testing.T) {
-	s := DefaultSettings()
-	s.Trunk, s.Hidden, s.Statistics, s.Average = TrunkMonotone, DefaultHidden(TrunkMonotone), DefaultMonotoneStatistics, 2
-	err := s.Check()
-	if err == nil || !strings.Contains(err.Error(), "average") {
-		t.Fatalf("Check() = %v, want an error naming average", err)
+// evalLayers runs a trunk's layers (trunk.layers) on the statistics u: ReLU
+// hidden layers, then the two output rows' pre-activations.
+func evalLayers(layers [][][]float64, u []float64) []float64 {
+	prev := u
+	for l, rows := range layers {
+		next := make([]float64, len(rows))
+		for j, row := range rows {
+			for i, w := range row {
+				next[j] += w * prev[i]
+			}
+			if l < len(layers)-1 {
+				next[j] = math.Max(next[j], 0)
+			}
+		}
+		prev = next
+	}
+	return prev
+}
+
+func TestAverageRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Settings)
+		want string
+	}{
+		{"monotone trunk", func(s *Settings) {
+			s.Trunk, s.Hidden, s.Statistics = TrunkMonotone, DefaultHidden(TrunkMonotone), DefaultMonotoneStatistics
+		}, "average: 2 starts of the monotone trunk cannot be averaged"},
+		{"max trunk", func(s *Settings) { s.Trunk = TrunkMax }, "average: 2 starts of the max trunk cannot be averaged"},
+		{"cross-entropy", func(s *Settings) { s.Quantile, s.CapacityQuantile = 0, 0 }, "average: 2 starts need the quantile loss"},
+		{"with restarts", func(s *Settings) { s.Restarts = 3 }, "average: 2 starts averaged and restarts 3"},
+		{"negative", func(s *Settings) { s.Average = -1 }, "average: -1, need 0 to 64 starts"},
+	} {
+		s := DefaultSettings()
+		tc.edit(&s)
+		if err := s.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Check() = %v, want an error containing %q", tc.name, err, tc.want)
+		}
 	}
 	if _, err := averageTrunks([]trunk{newMaxTrunk(3), newMaxTrunk(3)}); err == nil {
-		t.Fatal("averaging max trunks: no error")
+		t.Error("averaging max trunks: no error")
+	}
+	if _, err := averageTrunks(nil); err == nil {
+		t.Error("averaging no start: no error")
 	}
 }
 
@@ -74,7 +113,7 @@ func TestAverageRefusesOtherTrunks(t *testing.T) {
 // run (its loss and epochs are the single run's), each start's figures are
 // recorded, and the exported models hold both starts' hidden units.
 func TestTrainAverageKeepsTheMean(t *testing.T) {
-	for _, q := range []float64{0, 0.9} {
+	for _, q := range []float64{0.9} {
 		single, avg, s := trainOneStartAnd(t, q, func(s *Settings) { s.Average = 2 })
 		l := lossName(q)
 		for i, m := range []*engine.Model{avg.Admission, avg.Capacity} {
@@ -86,6 +125,13 @@ func TestTrainAverageKeepsTheMean(t *testing.T) {
 			}
 			if best := strings.Fields(met["best_epoch"]); len(best) != 2 || best[0] != oneMet["best_epoch"] {
 				t.Errorf("%s (%s): best_epoch %q; want 2 starts, the first a single run's %s", m.Name, l, met["best_epoch"], oneMet["best_epoch"])
+			}
+			if run := strings.Fields(met["epochs_run"]); len(run) != 2 || run[0] != oneMet["epochs_run"] {
+				t.Errorf("%s (%s): epochs_run %q; want 2 starts, the first a single run's %s", m.Name, l, met["epochs_run"], oneMet["epochs_run"])
+			}
+			// The mean is neither start: its loss is its own.
+			if len(losses) == 2 && (met["val_"+l] == losses[0] || met["val_"+l] == losses[1]) {
+				t.Errorf("%s (%s): val_%s %s is a start's (%v): the mean of two starts was not kept", m.Name, l, l, met["val_"+l], losses)
 			}
 			if met["val_"+l] == "" {
 				t.Errorf("%s (%s): no val_%s", m.Name, l, l)

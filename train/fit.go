@@ -230,7 +230,7 @@ func fitRestarts(newTrunk func(*rand.Rand) trunk, train, val *dataset, s Setting
 		return nil, out, fmt.Errorf("train %s: %w", name, err)
 	}
 	p := newProcessor(avg)
-	p.logAlpha = runs[0].p.logAlpha
+	p.logAlpha = runs[0].p.logAlpha // the quantile loss's fixed slope (Check refuses cross-entropy)
 	out.restart = -1
 	out.trainLoss = meanLoss(p, train, s, lossFn)
 	out.valLoss = out.trainLoss

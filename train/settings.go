@@ -102,7 +102,8 @@ type Settings struct {
 	// monotone trunk's, MonotoneSettings; from DefaultSettings, set
 	// CapacityQuantile to 0 too, which Check otherwise refuses, and Epochs
 	// and Patience to CrossEntropyEpochs and CrossEntropyPatience and
-	// Average to 0 to train as cross-entropy was measured).
+	// Average to 0, which Check otherwise refuses, to train as
+	// cross-entropy was measured).
 	// DefaultSettings has 0.9, the built-in models' (whatever its Trunk is
 	// set to afterwards).
 	// OverloadWeight is unused by the quantile loss (it is still written
@@ -151,7 +152,8 @@ type Settings struct {
 	// mean rather than the best: one MLP trunk holding the starts' hidden
 	// layers side by side, its outputs' pre-activations the mean of theirs
 	// (so its hidden layers are Average times Hidden wide). MLP trunk
-	// only, and not with Restarts above 1. 0 or 1: one start.
+	// and quantile loss only (Quantile above 0: cross-entropy learns each
+	// start's slope), and not with Restarts above 1. 0 or 1: one start.
 	// DefaultSettings has 2: nested validation preferred the mean of two
 	// starts to one in each of five seeds of the replay's draw (tune's
 	// candidates 44 and 54), the mean of four level with one (53).
@@ -324,8 +326,12 @@ func (s Settings) exportable(stats []Statistic) error {
 		return fmt.Errorf("hidden: %d groups of %d units make a %s trunk whose models the engine cannot load with %d slots (%w); use fewer groups or units (the default is %d,%d)",
 			s.Hidden[0], s.Hidden[1], TrunkMonotone, s.Slots, err, d[0], d[1])
 	}
+	layers := fmt.Sprint(s.Hidden)
+	if s.Average > 1 {
+		layers += fmt.Sprintf(" (averaged over %d starts: each %d times as wide)", s.Average, s.Average)
+	}
 	if s.Slots == 1 || check(1) != nil {
-		return fmt.Errorf("slots %d, hidden layers %v and statistics %v make a model the engine cannot load (%w)", s.Slots, s.Hidden, s.Statistics, err)
+		return fmt.Errorf("slots %d, hidden layers %s and statistics %v make a model the engine cannot load (%w)", s.Slots, layers, s.Statistics, err)
 	}
 	// The models grow with the slots: the most that load, by bisection.
 	lo, hi := 0, s.Slots // check(lo) holds (0: none known), check(hi) fails
@@ -337,7 +343,7 @@ func (s Settings) exportable(stats []Statistic) error {
 			hi = mid
 		}
 	}
-	return fmt.Errorf("slots: %d with hidden layers %v make a model the engine cannot load (%w); at most %d slots can with these layers", s.Slots, s.Hidden, err, lo)
+	return fmt.Errorf("slots: %d with hidden layers %s make a model the engine cannot load (%w); at most %d slots can with these layers", s.Slots, layers, err, lo)
 }
 
 // MinSeriesSamples is how many samples a series needs to give a training
@@ -367,6 +373,11 @@ func (s Settings) validate() error {
 		return fmt.Errorf("average: %d starts of the %s trunk cannot be averaged, only the %s trunk's; set average to 0", s.Average, s.Trunk, TrunkMLP)
 	case s.Average > 1 && s.Restarts > 1:
 		return fmt.Errorf("average: %d starts averaged and restarts %d (the best of them kept) cannot both be; set one of them to 1", s.Average, s.Restarts)
+	case s.Average > 1 && s.Quantile == 0:
+		// Cross-entropy learns each start's output slope alpha: the mean
+		// of the starts' costs under one slope is not the mean of their
+		// outputs, and was never measured.
+		return fmt.Errorf("average: %d starts need the quantile loss (quantile above 0, whose slope is fixed); cross-entropy learns a slope per start; set average to 0", s.Average)
 	case s.Patience < 1:
 		return fmt.Errorf("patience: %d, need at least 1", s.Patience)
 	case s.BatchSize < 1:

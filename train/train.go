@@ -59,7 +59,9 @@ type Progress struct {
 
 // NoValidationNote is a model's "early_stopping" metric when no series was
 // left to validate: its "stop_train_bce" replaces "val_bce" (with the
-// quantile loss, "stop_train_pinball" replaces "val_pinball").
+// quantile loss, "stop_train_pinball" replaces "val_pinball"); a mean of
+// starts (Settings.Average) has no stopping loss of its own, and gives each
+// start's as "average_train_pinball".
 const NoValidationNote = "on the training loss: no series left to validate"
 
 // Result holds the two trained models and what training measured.
@@ -321,7 +323,9 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 			// among restarts) read the training loss; no validation loss
 			// is claimed.
 			m["early_stopping"] = NoValidationNote
-			m["stop_train_"+loss] = m["val_"+loss]
+			if s.Average <= 1 {
+				m["stop_train_"+loss] = m["val_"+loss]
+			} // else the mean's loss is train_<loss>, each start's stopping loss average_train_<loss>
 			delete(m, "val_"+loss)
 			for _, k := range []string{"restart", "average"} {
 				if r, ok := m[k+"_val_"+loss]; ok {

@@ -529,6 +529,9 @@ func reduceRows(groups [][][]float64, width int, isMax bool) (layers [][][]float
 // its own), the output rows their mean. It computes exactly the members'
 // mean before the outputs' ReLU.
 func averageTrunks(ts []trunk) (trunk, error) {
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("averaging starts: no start")
+	}
 	ms := make([]*mlpTrunk, len(ts))
 	for i, t := range ts {
 		m, ok := t.(*mlpTrunk)

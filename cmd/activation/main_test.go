@@ -500,6 +500,7 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--average", "-1"}, exitUsage, "--average: -1; want 0 to 64 starts"},
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--average", "2", "--trunk", "monotone"}, exitUsage, "--average: 2; the monotone trunk's starts cannot be averaged"},
 		{[]string{"--traces", dir, "--out", t.TempDir(), "--average", "2", "--restarts", "3"}, exitUsage, "--average 2 and --restarts 3: keep the mean of the starts or the best of them, not both"},
+		{[]string{"--traces", dir, "--out", t.TempDir(), "--average", "2", "--quantile", "0"}, exitUsage, "--average 2: the mean of starts needs the quantile loss"},
 		{[]string{"--traces", dir, "--out", filepath.Join(file, "sub")}, exitError, "--out"},
 		{[]string{"--traces", dir, "--out", file}, exitError, "not a directory"},
 		// Flags are checked before any series is read (the traces here
@@ -1595,9 +1596,18 @@ func TestTuneDefaultCandidate(t *testing.T) {
 	// A candidate that names no starts trains one, as measured before the
 	// mean of starts.
 	for i, c := range tuneCandidates() {
-		if s := c.settings(base); !strings.Contains(c.name, "starts") && s.Average != 0 {
-			t.Errorf("candidate %d (%s): average %d; want 0", i+1, c.name, s.Average)
+		want := 0 // one start unless the name says "mean of N starts"
+		if at := strings.Index(c.name, "mean of "); at >= 0 {
+			if _, err := fmt.Sscanf(c.name[at:], "mean of %d starts", &want); err != nil {
+				t.Fatalf("candidate %d (%s): %v", i+1, c.name, err)
+			}
 		}
+		if s := c.settings(base); s.Average != want {
+			t.Errorf("candidate %d (%s): average %d; want %d", i+1, c.name, s.Average, want)
+		}
+	}
+	if s := tuneCandidates()[52].settings(base); s.Average != 4 {
+		t.Errorf("candidate 53: average %d, want 4", s.Average)
 	}
 	// A candidate that names no epochs trains as measured before the
 	// longer schedule: 12 epochs, a patience of 3.
@@ -1917,7 +1927,7 @@ func TestTrainWarnsOfClosedHeads(t *testing.T) {
 		{"dispersion closed", []train.HeadUse{
 			{Processor: "capacity", On: "validation", Examples: 10832, LevelOpen: 10832, HasDispersion: true},
 			{Processor: "admission", On: "validation", Examples: 10832, LevelOpen: 10832, DispersionOpen: 10832, HasDispersion: true},
-		}, []string{"activation train: the capacity processor's dispersion head is closed (0) on every one of its 10832 validation examples: its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes. A note on the model's shape, not an error: the models are written and usable (both built-in processors' dispersion heads are closed too; docs/benchmarks.md measures what opening one gives)"}},
+		}, []string{"activation train: the capacity processor's dispersion head is closed (0) on every one of its 10832 validation examples: its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes. A note on the model's shape, not an error: the models are written and usable (earlier built-in processors had it closed too; docs/benchmarks.md measures what opening one gives)"}},
 		{"level closed, on training examples", []train.HeadUse{{Processor: "admission", On: "training", Examples: 5, DispersionOpen: 5, HasDispersion: true}},
 			[]string{"activation train: the admission processor's level head is closed (0) on every one of its 5 training examples: its cost of m replicas has no m a term: the processor reads no level of usage that adds up with the replicas; check its counts with activation simulate before using it"}},
 		{"no dispersion head", []train.HeadUse{{Processor: "capacity", On: "validation", Examples: 10, LevelOpen: 10}}, nil},

@@ -61,7 +61,7 @@ func cmdTrain(args []string, e env) error {
 	seed := fs.Uint64("seed", 0, "training seed (0: the default settings' seed)")
 	d := train.DefaultSettings()
 	epochs := fs.Int("epochs", 0, fmt.Sprintf("training epochs per processor, at most; the learning rate decays over them (a half cosine), so this sets the schedule too (0: the default, %d; %d with --quantile 0 or --trunk monotone, as they were measured)", d.Epochs, train.CrossEntropyEpochs))
-	patience := fs.Int("patience", 0, fmt.Sprintf("epochs without a better validation loss before training stops (0: the default, %d; %d with --quantile 0 or --trunk monotone; --epochs %d --patience %d trains as the defaults did until December 4, 2026)", d.Patience, train.CrossEntropyPatience, train.CrossEntropyEpochs, train.CrossEntropyPatience))
+	patience := fs.Int("patience", 0, fmt.Sprintf("epochs without a better validation loss before training stops (0: the default, %d; %d with --quantile 0 or --trunk monotone; --epochs %d --patience %d --average 1 trains as the defaults did until December 4, 2026)", d.Patience, train.CrossEntropyPatience, train.CrossEntropyEpochs, train.CrossEntropyPatience))
 	quiet := fs.Bool("quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	settings := addSettingsFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -218,7 +218,7 @@ func headWarnings(heads []train.HeadUse) []string {
 	var out []string
 	for _, h := range heads {
 		for _, c := range h.Closed() {
-			what := "its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes. A note on the model's shape, not an error: the models are written and usable (both built-in processors' dispersion heads are closed too; docs/benchmarks.md measures what opening one gives)"
+			what := "its cost of m replicas is m a alone: no sqrt(m) b term, nothing that multiplexes. A note on the model's shape, not an error: the models are written and usable (earlier built-in processors had it closed too; docs/benchmarks.md measures what opening one gives)"
 			if c == "level" {
 				what = "its cost of m replicas has no m a term: the processor reads no level of usage that adds up with the replicas; check its counts with activation simulate before using it"
 			}
@@ -336,7 +336,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	multiplex := fs.Bool("multiplex", d.Multiplex, "labels from a replay of phase-shifted replicas (false: every replica follows the series exactly)")
 	rows := fs.Int("max-rows", d.MaxRowsPerSeries, "at most `N` evenly spaced examples per series (0: all)")
 	restarts := fs.Int("restarts", d.Restarts, "train each processor from `N` random starts and keep the lowest validation loss (1 to "+strconv.Itoa(train.MaxRestarts)+")")
-	average := fs.Int("average", d.Average, "train each processor from `N` random starts and keep their mean: one network whose hidden layers are N times --hidden wide (0 or 1: one start; at most "+strconv.Itoa(train.MaxRestarts)+"; the "+train.TrunkMLP+" trunk's only). 0 by default with --restarts above 1, --quantile 0 or another trunk")
+	average := fs.Int("average", d.Average, "train each processor from `N` random starts and keep their mean: one network whose hidden layers are N times --hidden wide (0 or 1: one start; at most "+strconv.Itoa(train.MaxRestarts)+"; the "+train.TrunkMLP+" trunk on the quantile loss only). 0 by default with --restarts above 1, --quantile 0 or another trunk")
 	quantile := fs.Float64("quantile", d.Quantile, "train the admission processor's cost (and the capacity processor's, with --capacity-quantile 0) as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)); 0: both on the fit labels' cross-entropy, the "+train.TrunkMonotone+" trunk's default")
 	capq := fs.Float64("capacity-quantile", d.CapacityQuantile, "the capacity processor's quantile `Q` under the quantile loss (--quantile stays the admission processor's); 0: --quantile's. Its default is 0 with --quantile 0 or the "+train.TrunkMonotone+" trunk")
 	calibrate := fs.Bool("calibrate", d.Calibrate, "shift the capacity processor's outputs by the logits that let one output threshold (a margin) serve both processors best on the validation series, replayed in the shifted scenario at budgets 1% and 0.1% (nested validation found it level with none)")
@@ -388,6 +388,8 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 			return s, usagef("--average: %d; the %s trunk's starts cannot be averaged, only the %s trunk's (--average 0)", *average, *trunk, train.TrunkMLP)
 		case s.Average > 1 && *restarts > 1:
 			return s, usagef("--average %d and --restarts %d: keep the mean of the starts or the best of them, not both", *average, *restarts)
+		case s.Average > 1 && s.Quantile == 0:
+			return s, usagef("--average %d: the mean of starts needs the quantile loss (--quantile above 0); cross-entropy learns a slope per start (--average 0)", *average)
 		}
 		if *rows < 0 {
 			return s, usagef("--max-rows: %d; want 0 (every example) or more", *rows)
