@@ -1658,7 +1658,9 @@ func TestTuneTableAndCalibrationNote(t *testing.T) {
 			t.Fatalf("tune's table:\n%s", out)
 		}
 		row := strings.Fields(strings.TrimPrefix(lines[1], "max-of-predictors"))
-		if !strings.HasPrefix(lines[1], "max-of-predictors") || len(row) != 3 {
+		// the family's two budgets, the geometric mean, and the geometric
+		// mean with each host within the budget
+		if !strings.HasPrefix(lines[1], "max-of-predictors") || len(row) != 4 || !strings.HasSuffix(lines[0], "each host: geometric mean") {
 			t.Fatalf("tune's row for candidate 8: %q", lines[1])
 		}
 		for _, f := range row {
@@ -2141,5 +2143,31 @@ func TestTrainQuantileFlag(t *testing.T) {
 		if code, _, stderr := runCmd(t, "", false, append([]string{"train", "--traces", dir, "--out", t.TempDir()}, bad...)...); code != exitUsage || !strings.Contains(stderr, flag+": ") {
 			t.Errorf("%v: exit %d, %q; want a usage error naming %s", bad, code, stderr, flag)
 		}
+	}
+}
+
+// TestEachHostRatio: tune's each-host column chooses every policy's
+// setting again with each host of a pair within the budget, not on the
+// pair's mean, and is 0 when no baseline has such a setting.
+func TestEachHostRatio(t *testing.T) {
+	pt := func(density, first, second float64) sim.Point {
+		return sim.Point{Density: density, ViolationRate: (first + second) / 2, FirstViolationRate: first, SecondViolationRate: second}
+	}
+	rep := &sim.Report{Curves: []sim.Curve{
+		// on the pair's mean 0.9 is within 1%; held to each host only 0.6
+		{Policy: sim.PolicyActivation, Points: []sim.Point{pt(0.6, 0.005, 0.005), pt(0.9, 0.018, 0.001)}},
+		{Policy: sim.PolicyUsageThreshold, Points: []sim.Point{pt(0.5, 0.008, 0.008), pt(0.8, 0.012, 0.012)}},
+		{Policy: sim.PolicyMaxWindow, Points: []sim.Point{pt(0.4, 0.001, 0.001)}},
+		{Policy: sim.PolicyOracle, Points: []sim.Point{pt(1, 0, 0)}}, // not a baseline
+	}}
+	if got, want := eachHostRatio(rep, 0.01), 0.6/0.5; math.Abs(got-want) > 1e-12 {
+		t.Errorf("each host within 1%%: ratio %v, want %v (0.6 over usage-threshold's 0.5)", got, want)
+	}
+	// The pair's budget lets the activation's first host run over it.
+	if got, want := rep.Summarize(0.01).ActivationDensity/rep.Summarize(0.01).BestBaselineDensity, 0.9/0.5; math.Abs(got-want) > 1e-12 {
+		t.Errorf("on the pair's budget: ratio %v, want %v", got, want)
+	}
+	if got := eachHostRatio(rep, 0.0005); got != 0 {
+		t.Errorf("no baseline within 0.05%%: ratio %v, want 0", got)
 	}
 }

@@ -29,7 +29,10 @@ set and replayed (scenario shifted) on its inner validation set against the
 baselines. The table gives, per candidate,
 family and budget, the activation density over the best baseline's, averaged
 over folds, and the geometric mean of them all: the candidate to choose is
-the one with the highest. Nothing is tuned on the held-out series.`,
+the one with the highest. The last column is that geometric mean with each
+host of a pair within the budget, every policy's setting chosen again (the
+pair's budget is the mean of its hosts' violation rates, which the two
+processors can split unevenly). Nothing is tuned on the held-out series.`,
 	examples: []string{
 		"# the nested validation behind the default settings (see docs/benchmarks.md)",
 		"activation tune --traces engine/testdata/traces/crane,engine/testdata/traces/planetlab",
@@ -240,12 +243,13 @@ func cmdTune(args []string, e env) error {
 		cands = picked
 	}
 	base := train.DefaultSettings()
-	// ratio[c][f][b] summed over folds
-	ratio := make([][][]float64, len(cands))
+	// ratio[c][f][b] summed over folds; eachHost[c][f][b] the same with
+	// each host of a pair within the budget
+	ratio, eachHost := make([][][]float64, len(cands)), make([][][]float64, len(cands))
 	for c := range ratio {
-		ratio[c] = make([][]float64, len(fams))
+		ratio[c], eachHost[c] = make([][]float64, len(fams)), make([][]float64, len(fams))
 		for f := range ratio[c] {
-			ratio[c][f] = make([]float64, len(bs))
+			ratio[c][f], eachHost[c][f] = make([]float64, len(bs)), make([]float64, len(bs))
 		}
 	}
 	// Every fold needs inner training and validation series in every
@@ -318,6 +322,7 @@ func cmdTune(args []string, e env) error {
 						r = sum.ActivationDensity / sum.BestBaselineDensity
 					}
 					ratio[c][f][b] += r / float64(*folds)
+					eachHost[c][f][b] += eachHostRatio(rep, budget) / float64(*folds)
 				}
 			}
 			if !*quiet {
@@ -332,19 +337,15 @@ func cmdTune(args []string, e env) error {
 			fmt.Fprintf(tw, "\t%s %g%%", fam.Name, 100*b)
 		}
 	}
-	fmt.Fprint(tw, "\tgeometric mean\n")
+	fmt.Fprint(tw, "\tgeometric mean\teach host: geometric mean\n")
 	for c, cand := range cands {
 		fmt.Fprint(tw, cand.name)
-		logSum, n := 0.0, 0
 		for f := range fams {
 			for b := range bs {
-				r := ratio[c][f][b]
-				fmt.Fprintf(tw, "\t%.3f", r)
-				logSum += math.Log(math.Max(r, 1e-6))
-				n++
+				fmt.Fprintf(tw, "\t%.3f", ratio[c][f][b])
 			}
 		}
-		fmt.Fprintf(tw, "\t%.3f\n", math.Exp(logSum/float64(n)))
+		fmt.Fprintf(tw, "\t%.3f\t%.3f\n", geometricMean(ratio[c]), geometricMean(eachHost[c]))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -353,6 +354,47 @@ func cmdTune(args []string, e env) error {
 		fmt.Fprintf(e.stdout, "note: %s\n", n)
 	}
 	return nil
+}
+
+// geometricMean is the geometric mean of every family's and budget's ratio
+// (a ratio of 0, no setting within the budget, counted as 1e-6).
+func geometricMean(ratios [][]float64) float64 {
+	logSum, n := 0.0, 0
+	for _, fam := range ratios {
+		for _, r := range fam {
+			logSum += math.Log(math.Max(r, 1e-6))
+			n++
+		}
+	}
+	return math.Exp(logSum / float64(n))
+}
+
+// eachHostRatio is the activation policy's density over the best
+// baseline's with each host of a pair within the budget (the curves'
+// BestEachHost), as Summarize gives it on the pair's budget; 0 when no
+// baseline has a setting there.
+func eachHostRatio(rep *sim.Report, budget float64) float64 {
+	best := func(name string) float64 {
+		c := rep.Curve(name)
+		if c == nil {
+			return 0
+		}
+		p, _, ok := c.BestEachHost(budget)
+		if !ok {
+			return 0
+		}
+		return p.Density
+	}
+	baseline := 0.0
+	for _, c := range rep.Curves {
+		if sim.IsBaseline(c.Policy) {
+			baseline = max(baseline, best(c.Policy))
+		}
+	}
+	if baseline == 0 {
+		return 0
+	}
+	return best(sim.PolicyActivation) / baseline
 }
 
 // candidateList numbers the candidates for --candidates' help.
