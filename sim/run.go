@@ -598,22 +598,32 @@ var baselineNames = map[string]bool{
 // baselines.
 func IsBaseline(name string) bool { return baselineNames[name] }
 
+// BestDensity is the density of the policy name's best setting within
+// budget (Curve.Best; with eachHost, each host of a pair within it:
+// Curve.BestEachHost), 0 when the policy was not replayed or has no
+// setting within budget.
+func (rep *Report) BestDensity(name string, budget float64, eachHost bool) float64 {
+	c := rep.Curve(name)
+	if c == nil {
+		return 0
+	}
+	best := c.Best
+	if eachHost {
+		best = c.BestEachHost
+	}
+	p, _, ok := best(budget)
+	if !ok {
+		return 0
+	}
+	return p.Density
+}
+
 // Summarize computes the summary at budget. A policy with no knob setting
 // within budget counts with density 0. The activation density is that of
 // the policy named activation (0 when absent).
 func (rep *Report) Summarize(budget float64) Summary {
 	s := Summary{Budget: budget}
-	best := func(name string) float64 {
-		c := rep.Curve(name)
-		if c == nil {
-			return 0
-		}
-		p, _, ok := c.Best(budget)
-		if !ok {
-			return 0
-		}
-		return p.Density
-	}
+	best := func(name string) float64 { return rep.BestDensity(name, budget, false) }
 	s.RequestSumDensity = best(PolicyRequestSum)
 	for _, c := range rep.Curves {
 		if !IsBaseline(c.Policy) {

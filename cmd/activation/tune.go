@@ -374,27 +374,16 @@ func geometricMean(ratios [][]float64) float64 {
 // BestEachHost), as Summarize gives it on the pair's budget; 0 when no
 // baseline has a setting there.
 func eachHostRatio(rep *sim.Report, budget float64) float64 {
-	best := func(name string) float64 {
-		c := rep.Curve(name)
-		if c == nil {
-			return 0
-		}
-		p, _, ok := c.BestEachHost(budget)
-		if !ok {
-			return 0
-		}
-		return p.Density
-	}
 	baseline := 0.0
 	for _, c := range rep.Curves {
 		if sim.IsBaseline(c.Policy) {
-			baseline = max(baseline, best(c.Policy))
+			baseline = max(baseline, rep.BestDensity(c.Policy, budget, true))
 		}
 	}
 	if baseline == 0 {
 		return 0
 	}
-	return best(sim.PolicyActivation) / baseline
+	return rep.BestDensity(sim.PolicyActivation, budget, true) / baseline
 }
 
 // candidateList numbers the candidates for --candidates' help.
