@@ -100,6 +100,67 @@ func TestMarginErrors(t *testing.T) {
 	}
 }
 
+// TestRequestHostMargins: a request's first_margin and second_margin
+// replace its margin on their own host only, and decide as a HostInput
+// with that margin does.
+func TestRequestHostMargins(t *testing.T) {
+	obs := seriesObservation(t, "series3", 3000, 120, 6, 0.1)
+	f := func(v float64) *float64 { return &v }
+	cases := []struct {
+		name          string
+		margin        float64
+		first, second *float64
+		want          [2]float64
+	}{
+		{"margin alone", 3, nil, nil, [2]float64{3, 3}},
+		{"first only", 3, f(-2), nil, [2]float64{-2, 3}},
+		{"second only", 3, nil, f(5), [2]float64{3, 5}},
+		{"both, no margin", 0, f(1.5), f(-0.5), [2]float64{1.5, -0.5}},
+		{"an explicit 0 replaces the margin", 4, f(0), nil, [2]float64{0, 4}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Request{First: obs, Second: obs, Margin: tc.margin, FirstMargin: tc.first, SecondMargin: tc.second}
+			if a, b := r.HostMargins(); a != tc.want[0] || b != tc.want[1] {
+				t.Fatalf("HostMargins() = %v, %v, want %v", a, b, tc.want)
+			}
+			d, err := r.Decide()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Decide(HostInput{Observation: &obs, Margin: tc.want[0]}, HostInput{Observation: &obs, Margin: tc.want[1]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.First.Margin != tc.want[0] || d.Second.Margin != tc.want[1] ||
+				d.First.Containers != want.First.Containers || d.Second.Containers != want.Second.Containers {
+				t.Errorf("got margins %v / %v and %d / %d containers, want %v and %d / %d",
+					d.First.Margin, d.Second.Margin, d.First.Containers, d.Second.Containers, tc.want, want.First.Containers, want.Second.Containers)
+			}
+		})
+	}
+	// The two margins decide apart: a first margin far stricter than the
+	// second's lowers the first host's count and not the second's.
+	loose, err := (&Request{First: obs, Second: obs}).Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, err := (&Request{First: obs, Second: obs, FirstMargin: f(MaxMargin)}).Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strict.First.Containers >= loose.First.Containers || strict.Second.Containers != loose.Second.Containers {
+		t.Errorf("first_margin %d gave %d / %d containers, margin 0 %d / %d: want fewer on the first host only",
+			MaxMargin, strict.First.Containers, strict.Second.Containers, loose.First.Containers, loose.Second.Containers)
+	}
+	// A host's own margin out of range is refused, naming margin and the host.
+	_, err = (&Request{First: obs, Second: obs, SecondMargin: f(MaxMargin + 1)}).Decide()
+	var oe *ObservationError
+	if !errors.As(err, &oe) || oe.Field != "margin" || oe.Host != RoleSecond {
+		t.Errorf("second_margin %d: error %v, want the second host's margin named", MaxMargin+1, err)
+	}
+}
+
 // identityOutputs is the built-in capacity processor with identity
 // outputs (threshold 0.5): a model whose outputs are not probabilities.
 func identityOutputs(t *testing.T) *Processor {

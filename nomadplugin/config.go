@@ -66,6 +66,15 @@ const (
 	// thresholds); -engine.MaxMargin to engine.MaxMargin. `activation
 	// simulate` on a cluster's own usage series gives the margin that meets
 	// a violation budget.
+	//
+	// KeyMargin is a per-host key too (PrefixFirst+KeyMargin is
+	// "first_margin"): that host's margin, in logits, in place of `margin`
+	// for it only (same range; unset: `margin`; "0" is the model's own
+	// threshold whatever `margin` says). The two processors need not meet
+	// a budget at one threshold: `activation simulate` on a cluster's own
+	// usage series, with the strategy's step settings, prints the margin
+	// per host that holds each host within a budget
+	// (`steps_margins_per_host` in its JSON).
 	KeyMargin = "margin"
 	// KeyPlacement: "cap" (never ask for more replicas than Nomad can place
 	// at today's reservations) or "report" (ask anyway and say how many
@@ -89,7 +98,8 @@ const (
 	PrefixFirst  = "first_"
 	PrefixSecond = "second_"
 
-	// Per-host keys. A host is found by KeyNodeID alone, or by any of
+	// Per-host keys (and KeyMargin, a check-wide key that a host's own
+	// overrides). A host is found by KeyNodeID alone, or by any of
 	// KeyNodeName, KeyNodePool, KeyNodeClass and KeyNodeDatacenter (a
 	// server-side filter: all given must match, and exactly one node
 	// must).
@@ -171,7 +181,7 @@ var globalKeys = []string{KeyRole, KeyNamespace, KeyJob, KeyWindow, KeyMaxAge, K
 	KeyMaxScaleUp, KeyMaxScaleDown, KeyHysteresis, KeyHoldBand, KeyMargin, KeyPlacement, KeyReadConcurrency, KeyReadTimeout, KeyMinAnswered, KeyStatsSample}
 
 var hostKeys = []string{KeyNodeID, KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter, KeyGroup, KeyReplicaCPU, KeyReplicaMemory,
-	KeyWantedReplicas, KeyQueued, KeyModel, KeyModelDigest, KeyMin, KeyMax, KeyPerBranch, KeyRounding, KeyUsage}
+	KeyWantedReplicas, KeyQueued, KeyModel, KeyModelDigest, KeyMin, KeyMax, KeyPerBranch, KeyRounding, KeyUsage, KeyMargin}
 
 // StrategyKeys lists every key the strategy accepts.
 func StrategyKeys() []string {
@@ -207,6 +217,9 @@ type hostConfig struct {
 	pin   string            // the model's digest it must have; "" is any
 	quota *engine.QuotaSpec // only the keys given; nil when none is
 	usage string
+	// margin is the host's own margin (KeyMargin with its prefix); nil
+	// when not given: the check's margin applies (marginOf).
+	margin *float64
 }
 
 type strategyConfig struct {
@@ -226,6 +239,24 @@ type strategyConfig struct {
 }
 
 func (c *strategyConfig) hosts() [2]*hostConfig { return [2]*hostConfig{&c.first, &c.second} }
+
+// marginOf is the margin h is decided at: its own <host>_margin when
+// given (0 included), else the check's margin.
+func (c *strategyConfig) marginOf(h *hostConfig) float64 {
+	if h.margin != nil {
+		return *h.margin
+	}
+	return c.margin
+}
+
+// marginKey is the key that sets h's margin: its own <host>_margin when
+// given, else the check's margin.
+func (c *strategyConfig) marginKey(h *hostConfig) string {
+	if h.margin != nil {
+		return h.prefix + KeyMargin
+	}
+	return KeyMargin
+}
 
 // job is the check's job (KeyJob; every host's query reads it).
 func (c *strategyConfig) job() string { return c.first.query.Job }
@@ -602,6 +633,13 @@ func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 		}
 		h.pin = v
 	}
+	if _, ok := r.get(p + KeyMargin); ok {
+		h.margin = new(float64)
+		r.float(p+KeyMargin, h.margin)
+		if why := engine.MarginReason(*h.margin); why != "" {
+			r.fail(cfgErr(p+KeyMargin, "%s", why))
+		}
+	}
 	r.oneOf(p+KeyUsage, &h.usage, UsageNomad, UsageAPM)
 	if h.usage == "" {
 		h.usage = UsageNomad
@@ -766,7 +804,7 @@ func (c *strategyConfig) probe() error {
 		for k := range n {
 			o.Samples = append(o.Samples, engine.Sample{Time: int64(k)})
 		}
-		in[i] = engine.HostInput{Observation: o, Model: p, Quota: h.quota, MinSamples: c.minSamples, HoldBand: c.holdBand, Margin: c.margin}
+		in[i] = engine.HostInput{Observation: o, Model: p, Quota: h.quota, MinSamples: c.minSamples, HoldBand: c.holdBand, Margin: c.marginOf(h)}
 	}
 	if _, err := engine.Decide(in[0], in[1]); err != nil {
 		return c.configError(err)
@@ -806,7 +844,7 @@ func (c *strategyConfig) keyFor(err error) (string, bool) {
 	case "hold_band":
 		return KeyHoldBand, true
 	case "margin":
-		return KeyMargin, true
+		return c.marginKey(h), true
 	}
 	base, _, _ := strings.Cut(field, "[")
 	if k, ok := observationKeys[base]; ok && c.given[h.prefix+k] {

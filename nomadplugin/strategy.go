@@ -117,7 +117,8 @@ const (
 	// decided with (the decision's reason names its first characters).
 	MetaModelDigest = "model_digest"
 	// MetaMargin: the margin the host's count was decided at, in logits,
-	// when the check sets one.
+	// when it is not 0: the host's own (KeyMargin with its prefix), else
+	// the check's KeyMargin.
 	MetaMargin = "margin"
 	// MetaGroup: the task group the host's count was decided for; the
 	// host-quota target refuses to write it to another group.
@@ -802,8 +803,8 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 		}
 		e.s.modelSeen(decisionKey(e.eval.Check.Name, e.c), e.eval.Check.Name, e.c.job(), h.role, source, p.Digest())
 		slot := roleIndex(h.role)
-		in[slot] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: e.c.minSamples, HoldBand: e.c.holdBand, Margin: e.c.margin}
-		setRequestHost(req, h.role, obs[i], source, h.quota)
+		in[slot] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: e.c.minSamples, HoldBand: e.c.holdBand, Margin: e.c.marginOf(h)}
+		setRequestHost(req, h.role, obs[i], source, h.quota, h.margin)
 	}
 	if len(hosts) == 1 {
 		// The other slot: the same observation, the other role's built-in
@@ -816,7 +817,7 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 			o.WantedReplicas, o.QueuedReplicas = 0, nil
 		}
 		in[roleIndex(other)] = engine.HostInput{Observation: &o, MinSamples: e.c.minSamples}
-		setRequestHost(req, other, o, engine.DefaultModelFor(other), nil)
+		setRequestHost(req, other, o, engine.DefaultModelFor(other), nil, nil)
 	}
 	return in, req, nil
 }
@@ -900,13 +901,17 @@ func otherRole(role string) string {
 }
 
 // setRequestHost sets one host of the request: its observation, model
-// source and quota.
-func setRequestHost(req *engine.Request, role string, o engine.Observation, source string, q *engine.QuotaSpec) {
+// source, quota and own margin (nil: the request's Margin).
+func setRequestHost(req *engine.Request, role string, o engine.Observation, source string, q *engine.QuotaSpec, margin *float64) {
+	if margin != nil {
+		m := *margin
+		margin = &m
+	}
 	if role == engine.RoleFirst {
-		req.First, req.FirstModel, req.FirstQuota = o, source, q
+		req.First, req.FirstModel, req.FirstQuota, req.FirstMargin = o, source, q, margin
 		return
 	}
-	req.Second, req.SecondModel, req.SecondQuota = o, source, q
+	req.Second, req.SecondModel, req.SecondQuota, req.SecondMargin = o, source, q, margin
 }
 
 // windowKey identifies a host's usage window: what its readings depend on

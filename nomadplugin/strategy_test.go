@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -552,6 +553,262 @@ func TestMargin(t *testing.T) {
 		if len(distinct) < 2 {
 			t.Errorf("%s: every margin gave the same count: the test needs observations that move", role)
 		}
+	}
+}
+
+// TestHostMarginConfig: <host>_margin is that host's margin in place of
+// margin; unset, the host takes margin (then 0); an explicit 0 replaces
+// margin. An engine error about a host's margin names the key that set it.
+func TestHostMarginConfig(t *testing.T) {
+	fm, sm := PrefixFirst+KeyMargin, PrefixSecond+KeyMargin
+	for _, tc := range []struct {
+		name                string
+		kv                  []string
+		first, second       float64
+		firstKey, secondKey string
+	}{
+		{"no margin", nil, 0, 0, KeyMargin, KeyMargin},
+		{"margin alone", []string{KeyMargin, "2"}, 2, 2, KeyMargin, KeyMargin},
+		{"first_margin alone", []string{fm, "3"}, 3, 0, fm, KeyMargin},
+		{"second_margin alone", []string{sm, "-1.5"}, 0, -1.5, KeyMargin, sm},
+		{"both", []string{fm, "3", sm, "-1"}, 3, -1, fm, sm},
+		{"first_margin with margin", []string{KeyMargin, "2", fm, "5"}, 5, 2, fm, KeyMargin},
+		{"second_margin with margin", []string{KeyMargin, "2", sm, "7.25"}, 2, 7.25, KeyMargin, sm},
+		{"both with margin", []string{KeyMargin, "2", fm, "-10", sm, "10"}, -10, 10, fm, sm},
+		{"explicit 0 replaces margin", []string{KeyMargin, "2", sm, "0"}, 2, 0, KeyMargin, sm},
+		{"explicit 0 on both", []string{KeyMargin, "-3", fm, "0", sm, " 0 "}, 0, 0, fm, sm},
+		{"a jobspec number", []string{fm, fmt.Sprintf("%v", 1.0)}, 1, 0, fm, KeyMargin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, role := range []string{RoleSplit, RoleFirst, RoleSecond} {
+				cfg := withKeys(flatConfig(role), tc.kv...)
+				c, err := parseStrategyConfig(cfg, "")
+				if err != nil {
+					t.Fatalf("%s: %v", role, err)
+				}
+				if got := c.marginOf(&c.first); got != tc.first {
+					t.Errorf("%s: first host's margin %v, want %v", role, got, tc.first)
+				}
+				if got := c.marginOf(&c.second); got != tc.second {
+					t.Errorf("%s: second host's margin %v, want %v", role, got, tc.second)
+				}
+				if got := c.marginKey(&c.first); got != tc.firstKey {
+					t.Errorf("%s: first host's margin key %q, want %q", role, got, tc.firstKey)
+				}
+				if got := c.marginKey(&c.second); got != tc.secondKey {
+					t.Errorf("%s: second host's margin key %q, want %q", role, got, tc.secondKey)
+				}
+			}
+		})
+	}
+	if !slices.Contains(StrategyKeys(), PrefixFirst+KeyMargin) || !slices.Contains(StrategyKeys(), PrefixSecond+KeyMargin) {
+		t.Errorf("StrategyKeys lacks first_margin or second_margin: %v", StrategyKeys())
+	}
+	// A margin on a model without sigmoid outputs is refused naming the
+	// key that set the margin of that host: its own, else margin.
+	b, err := engine.Builtin(engine.BuiltinCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := *b.Model()
+	m.Layers = append([]engine.Layer(nil), m.Layers...)
+	m.Layers[len(m.Layers)-1].Activation = engine.ActivationIdentity
+	path := filepath.Join(t.TempDir(), "identity.json")
+	if err := engine.WriteModelFile(path, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		kv      []string
+		wantKey string // "": accepted
+	}{
+		{"second_margin", []string{sm, "1"}, sm},
+		{"second_margin beside margin", []string{KeyMargin, "1", sm, "2"}, sm},
+		{"margin, the second host's own unset", []string{KeyMargin, "-1", fm, "0"}, KeyMargin},
+		{"first_margin only: the second host at 0", []string{fm, "1"}, ""},
+		{"second_margin 0 replaces margin", []string{KeyMargin, "1", sm, "0"}, ""},
+	} {
+		_, err := parseStrategyConfig(withKeys(flatConfig(RoleSplit), append([]string{PrefixSecond + KeyModel, path}, tc.kv...)...), "")
+		var ce *ConfigError
+		switch {
+		case tc.wantKey == "" && err != nil:
+			t.Errorf("%s: identity outputs refused: %v", tc.name, err)
+		case tc.wantKey != "" && (!errors.As(err, &ce) || ce.Key != tc.wantKey || !strings.Contains(ce.Reason, "sigmoid")):
+			t.Errorf("%s: identity outputs: %v, want an error naming %s", tc.name, err, tc.wantKey)
+		}
+	}
+}
+
+// TestHostMarginRefused: a <host>_margin out of the engine's range, NaN or
+// not a number is a config error naming the key and the reason, and Run
+// reads nothing and returns no action; the other host's, in a per-host
+// check, is still judged.
+func TestHostMarginRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		role string
+		kv   []string
+		key  string
+		want string
+	}{
+		{"first_margin past the engine's", RoleSplit, []string{PrefixFirst + KeyMargin, "11"}, PrefixFirst + KeyMargin, "is 11; it must be a number of logits from -10 to 10"},
+		{"second_margin NaN", RoleSplit, []string{PrefixSecond + KeyMargin, "NaN"}, PrefixSecond + KeyMargin, "is NaN; it must be a number of logits from -10 to 10"},
+		{"first_margin not a number", RoleSplit, []string{PrefixFirst + KeyMargin, "abc"}, PrefixFirst + KeyMargin, `is "abc"; it must be a number`},
+		{"first_margin past the engine's, looser, beside a valid margin", RoleSplit, []string{KeyMargin, "1", PrefixFirst + KeyMargin, "-10.5"}, PrefixFirst + KeyMargin, "is -10.5; it must be a number of logits from -10 to 10"},
+		{"second_margin below float64's range", RoleSplit, []string{PrefixSecond + KeyMargin, "1e-400"}, PrefixSecond + KeyMargin, "closer to 0 than"},
+		{"the other host's, in a per-host check", RoleFirst, []string{PrefixSecond + KeyMargin, "12"}, PrefixSecond + KeyMargin, "is 12; it must be a number of logits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := withKeys(flatConfig(tc.role), tc.kv...)
+			_, err := parseStrategyConfig(cfg, "")
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Key != tc.key || !strings.Contains(ce.Reason, tc.want) {
+				t.Fatalf("err = %v; want key %q saying %q", err, tc.key, tc.want)
+			}
+			first, second := flatPair(8, 900)
+			rd := newMemReader(first, second)
+			st := newStrategy(hclog.NewNullLogger(), withReader(rd))
+			ev, err := st.Run(newEval("bad", cfg), 8)
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("config %q: %s", tc.key, ce.Reason)) {
+				t.Errorf("Run: %v; want the config error %v", err, ce)
+			}
+			if ev != nil {
+				t.Errorf("Run returned an evaluation with a bad %s: %+v", tc.key, ev.Action)
+			}
+			if rd.calls != 0 {
+				t.Errorf("a bad %s read Nomad %d times", tc.key, rd.calls)
+			}
+		})
+	}
+}
+
+// TestHostMarginRun: first_margin = "10" lowers the first host's count
+// below its count at margin 0 and leaves the second host's as it was
+// (at margin 0, or at margin when one is set), each host's decided margin
+// in the action's meta, and the logged request carries first_margin and
+// reproduces the counts.
+func TestHostMarginRun(t *testing.T) {
+	first, second := flatPair(8, 900)
+	cfg := withKeys(flatConfig(RoleSplit), KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone,
+		KeyHysteresis, StepNone, KeyPlacement, PlacementReport, PrefixFirst+KeyMax, "100", PrefixSecond+KeyMax, "100")
+	type run struct {
+		meta map[string]any
+		req  *engine.Request
+		dig  string
+	}
+	runLogged := func(kv ...string) run {
+		t.Helper()
+		var logs testsupport.SyncBuffer
+		logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, JSONFormat: true, Output: &logs})
+		rd := newMemReader(first, second)
+		clk := &clock{}
+		st := newStrategy(logger, withReader(rd), withClock(clk.now))
+		var a *sdk.ScalingAction
+		for _, s := range rd.obs[engine.RoleFirst].Samples {
+			clk.set(time.Unix(s.Time, 0))
+			ev, err := st.Run(newEval("flat", withKeys(cfg, kv...)), 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a = ev.Action
+		}
+		if strings.HasPrefix(a.Reason, "no scaling") {
+			t.Fatal(a.Reason)
+		}
+		var r run
+		r.meta = a.Meta
+		digest, _ := a.Meta[MetaRequestDigest].(string)
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var rec struct {
+				Message string `json:"@message"`
+				Request string `json:"request"`
+				Digest  string `json:"digest"`
+			}
+			if json.Unmarshal([]byte(line), &rec) != nil || rec.Message != "decision request" || rec.Digest != digest {
+				continue
+			}
+			r.req, r.dig = new(engine.Request), rec.Digest
+			must(t, json.Unmarshal([]byte(rec.Request), r.req))
+		}
+		if r.req == nil {
+			t.Fatalf("no decision request with the action's digest %q was logged", digest)
+		}
+		return r
+	}
+	decided := func(r run, role string) int {
+		t.Helper()
+		key := MetaFirstDecided
+		if role == RoleSecond {
+			key = MetaSecondDecided
+		}
+		d, ok := r.meta[key].(int)
+		if !ok {
+			t.Fatalf("no %s meta: %v", key, r.meta)
+		}
+		return d
+	}
+	engineAt := func(fm, sm float64) *engine.Decision {
+		t.Helper()
+		f, s := first, second
+		d, err := engine.Decide(engine.HostInput{Observation: &f, Margin: fm}, engine.HostInput{Observation: &s, Margin: sm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	base := runLogged()
+	for _, tc := range []struct {
+		name                string
+		kv                  []string
+		margin              float64 // the request's margin
+		first, second       float64 // each host's margin
+		firstOwn, secondOwn bool    // the request carries the host's own
+	}{
+		{"first_margin alone", []string{PrefixFirst + KeyMargin, "10"}, 0, 10, 0, true, false},
+		{"first_margin beside margin", []string{KeyMargin, "2", PrefixFirst + KeyMargin, "10"}, 2, 10, 2, true, false},
+		{"first_margin beside an explicit second_margin 0", []string{KeyMargin, "2", PrefixFirst + KeyMargin, "10", PrefixSecond + KeyMargin, "0"}, 2, 10, 0, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runLogged(tc.kv...)
+			want := engineAt(tc.first, tc.second)
+			if got, at0 := decided(r, RoleFirst), decided(base, RoleFirst); got >= at0 || got != want.First.Containers {
+				t.Errorf("first host at margin %v: decided %d; want the engine's %d, below its %d at margin 0", tc.first, got, want.First.Containers, at0)
+			}
+			if got := decided(r, RoleSecond); got != want.Second.Containers {
+				t.Errorf("second host at margin %v: decided %d, the engine gives %d", tc.second, got, want.Second.Containers)
+			}
+			if tc.second == 0 {
+				if got, at0 := decided(r, RoleSecond), decided(base, RoleSecond); got != at0 {
+					t.Errorf("second host: decided %d, %d without first_margin", got, at0)
+				}
+			}
+			for _, h := range []struct {
+				role string
+				m    float64
+			}{{RoleFirst, tc.first}, {RoleSecond, tc.second}} {
+				v, ok := r.meta[HostMeta(h.role, MetaMargin)].(float64)
+				if h.m != 0 && (!ok || v != h.m) || h.m == 0 && ok {
+					t.Errorf("meta %s is %v (set %v), want %v", HostMeta(h.role, MetaMargin), v, ok, h.m)
+				}
+			}
+			req := r.req
+			if req.Margin != tc.margin || (req.FirstMargin != nil) != tc.firstOwn || (req.SecondMargin != nil) != tc.secondOwn {
+				t.Fatalf("request margin %v, first_margin %v, second_margin %v; want %v, own first %t, own second %t", req.Margin, req.FirstMargin, req.SecondMargin, tc.margin, tc.firstOwn, tc.secondOwn)
+			}
+			if fm, sm := req.HostMargins(); fm != tc.first || sm != tc.second {
+				t.Errorf("request host margins %v and %v, want %v and %v", fm, sm, tc.first, tc.second)
+			}
+			d, err := req.Decide()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.First.Containers != decided(r, RoleFirst) || d.Second.Containers != decided(r, RoleSecond) {
+				t.Errorf("the logged request decides %d and %d; the action %d and %d", d.First.Containers, d.Second.Containers, decided(r, RoleFirst), decided(r, RoleSecond))
+			}
+		})
+	}
+	if base.req.FirstMargin != nil || base.req.SecondMargin != nil || base.req.Margin != 0 {
+		t.Errorf("without margins the request carries %v, %v, %v", base.req.Margin, base.req.FirstMargin, base.req.SecondMargin)
 	}
 }
 
@@ -1370,6 +1627,9 @@ func TestConfigErrors(t *testing.T) {
 		{"margin past the engine's, looser", []string{KeyMargin, "-10.5"}, "", KeyMargin, "from -10 to 10"},
 		{"NaN margin", []string{KeyMargin, "NaN"}, "", KeyMargin, "logits"},
 		{"margin not a number", []string{KeyMargin, "safe"}, "", KeyMargin, "a number"},
+		{"first_margin past the engine's", []string{PrefixFirst + KeyMargin, "11"}, "", PrefixFirst + KeyMargin, "is 11; it must be a number of logits from -10 to 10"},
+		{"NaN second_margin", []string{PrefixSecond + KeyMargin, "NaN"}, "", PrefixSecond + KeyMargin, "is NaN; it must be a number of logits"},
+		{"first_margin not a number", []string{PrefixFirst + KeyMargin, "abc"}, "", PrefixFirst + KeyMargin, `is "abc"; it must be a number`},
 		{"negative concurrency", []string{KeyReadConcurrency, "-1"}, "", KeyReadConcurrency, "from 1"},
 		{"concurrency beyond the reader's limit", []string{KeyReadConcurrency, "5000"}, "", KeyReadConcurrency, "from 1 to 1024"},
 		{"bad min answered", []string{KeyMinAnswered, "1.5"}, "", KeyMinAnswered, "share"},

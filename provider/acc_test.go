@@ -301,6 +301,12 @@ func requestAttrs(r *engine.Request) map[string]string {
 	if r.Margin != 0 {
 		attrs[attrMargin] = strconv.FormatFloat(r.Margin, 'g', -1, 64)
 	}
+	if r.FirstMargin != nil { // an explicit 0 included
+		attrs[attrFirstMargin] = strconv.FormatFloat(*r.FirstMargin, 'g', -1, 64)
+	}
+	if r.SecondMargin != nil {
+		attrs[attrSecondMargin] = strconv.FormatFloat(*r.SecondMargin, 'g', -1, 64)
+	}
 	return attrs
 }
 

@@ -28,6 +28,8 @@ const (
 	attrMinSamples       = "min_samples"
 	attrHoldBand         = "hold_band"
 	attrMargin           = "margin"
+	attrFirstMargin      = "first_margin"
+	attrSecondMargin     = "second_margin"
 	attrFirstContainers  = "first_containers"
 	attrSecondContainers = "second_containers"
 	attrFirstDecision    = "first_decision"
@@ -68,12 +70,15 @@ type containerCountsModel struct {
 	SecondModel  types.String         `tfsdk:"second_model"`
 	// The quotas as configured (typed dynamically, so that an attribute a
 	// quota does not have is refused, not dropped), and as decoded.
-	FirstQuota  types.Dynamic  `tfsdk:"first_quota"`
-	SecondQuota types.Dynamic  `tfsdk:"second_quota"`
-	MinSamples  types.Number   `tfsdk:"min_samples"`
-	HoldBand    types.Number   `tfsdk:"hold_band"`
-	Margin      types.Number   `tfsdk:"margin"`
-	quotas      [2]*quotaModel `tfsdk:"-"`
+	FirstQuota  types.Dynamic `tfsdk:"first_quota"`
+	SecondQuota types.Dynamic `tfsdk:"second_quota"`
+	MinSamples  types.Number  `tfsdk:"min_samples"`
+	HoldBand    types.Number  `tfsdk:"hold_band"`
+	Margin      types.Number  `tfsdk:"margin"`
+	// Each host's own margin, in place of Margin for it (null: Margin).
+	FirstMargin  types.Number   `tfsdk:"first_margin"`
+	SecondMargin types.Number   `tfsdk:"second_margin"`
+	quotas       [2]*quotaModel `tfsdk:"-"`
 	countsResultModel
 }
 
@@ -83,7 +88,7 @@ func (d *containerCountsDataSource) Metadata(_ context.Context, req datasource.M
 
 // holdBandDescription is hold_band's, in the data source and the function.
 var holdBandDescription = fmt.Sprintf("Also read each host's hold range (`hold` in its decision): the counts at output thresholds "+
-	"`hold_band` logits stricter and looser than the model's (moved by `margin`, when one is given). A controller already at a count inside the range may keep it "+
+	"`hold_band` logits stricter and looser than the model's (moved by the host's margin, when one is given). A controller already at a count inside the range may keep it "+
 	"instead of moving by a replica or two, and otherwise takes `containers` "+
 	"(`current >= hold.low && current <= hold.high ? current : containers`), as the Nomad strategy's `hold_band` does "+
 	"(which also never keeps a count Nomad cannot place, nor one on a node that places nothing new). "+
@@ -96,9 +101,36 @@ var marginDescription = fmt.Sprintf("Moves both models' output thresholds by thi
 	"model's provenance: 10 for both built-in processors, whose slope is fixed by their quantile training, so a margin of 2 keeps about "+
 	"20%% of either host). The built-in models at margin 0 overloaded 1.1%% (Crane), 1.7%% (Bitbrains) and 3.0%% "+
 	"(PlanetLab) of the host-samples of series they never saw in the project's replay; `activation simulate --traces DIR` on your "+
-	"own usage series prints the margin that meets a budget with each host within it, the one to set (the project's "+
-	"`docs/benchmarks.md` lists them per family). The explanation says the margin; the hold range (`hold_band`) is read about "+
-	"the moved threshold.", -engine.MaxMargin, engine.MaxMargin)
+	"own usage series prints the margin that meets a budget with each host within it, the one to set for both, and the margins "+
+	"per host that do, for `first_margin` and `second_margin`, which replace it per host, each for its host only (the project's "+
+	"`docs/benchmarks.md` lists them per family). The explanation says the margin; the hold range (`hold_band`) is read about the moved threshold.", -engine.MaxMargin, engine.MaxMargin)
+
+// hostMarginDescription is first_margin's or second_margin's (role
+// "first", "second").
+func hostMarginDescription(role string) string {
+	return "The " + role + " host's margin, in logits, in place of `margin` for the " + role + " host only (same range and meaning: " +
+		fmt.Sprintf("from %d to %d; 0 is the model's own threshold, whatever `margin` is); unset: `margin`. ", -engine.MaxMargin, engine.MaxMargin) +
+		"The two processors need not meet a budget at one threshold: `activation simulate` on a cluster's own usage series prints the " +
+		"margin per host that holds each host within a budget (`margins_per_host` in its JSON, \"margin per host\" in its text)."
+}
+
+// settings are the inputs as configured beside the observations and the
+// quotas: those both hosts share, and each host's own margin (first,
+// second). A null one is unset.
+type settings struct {
+	minSamples, holdBand, margin types.Number
+	hostMargins                  [2]types.Number
+}
+
+// settings are m's.
+func (m *containerCountsModel) settings() settings {
+	return settings{minSamples: m.MinSamples, holdBand: m.HoldBand, margin: m.Margin, hostMargins: [2]types.Number{m.FirstMargin, m.SecondMargin}}
+}
+
+// ownMargins says whether each host's own margin is given.
+func (s settings) ownMargins() (first, second bool) {
+	return !s.hostMargins[0].IsNull(), !s.hostMargins[1].IsNull()
+}
 
 // quotaFields are a quota's attributes, as the data source takes them and
 // as the container_counts function does.
@@ -246,6 +278,8 @@ func (d *containerCountsDataSource) Schema(_ context.Context, _ datasource.Schem
 					thousands(engine.MaxSamples), engine.DefaultMinSamples)},
 			attrHoldBand:         schema.NumberAttribute{Optional: true, MarkdownDescription: holdBandDescription},
 			attrMargin:           schema.NumberAttribute{Optional: true, MarkdownDescription: marginDescription},
+			attrFirstMargin:      schema.NumberAttribute{Optional: true, MarkdownDescription: hostMarginDescription(engine.RoleFirst)},
+			attrSecondMargin:     schema.NumberAttribute{Optional: true, MarkdownDescription: hostMarginDescription(engine.RoleSecond)},
 			attrFirstContainers:  computedInt("The first host's container count (same as `first_decision.containers`)."),
 			attrSecondContainers: computedInt("The second host's container count (same as `second_decision.containers`)."),
 			attrFirstDecision:    decisionOutputAttribute("first", engine.LayerInput, "A_in"),
@@ -268,7 +302,7 @@ func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.
 // sample's attributes and kinds, whole times) and its counts (whole);
 // and the settings, with the engine's own rules, one problem per setting
 // at once (each quota's first: its attributes, kinds and ranges;
-// min_samples; hold_band). So a misspelt attribute or a bad setting fails
+// min_samples; hold_band; margin and each host's own). So a misspelt attribute or a bad setting fails
 // `tofu validate`, even when an observation is known only at apply. The
 // observations' values are checked with the engine's rules as far as the
 // known ones decide them (probeErrors); a window shorter than min_samples
@@ -276,16 +310,18 @@ func (d *containerCountsDataSource) Configure(_ context.Context, req datasource.
 // container_counts function shares.
 func (d *containerCountsDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	var m containerCountsModel
-	var minSamples, holdBand, margin types.Number
 	for _, a := range []struct {
 		name string
 		dst  any
-	}{{attrFirstQuota, &m.FirstQuota}, {attrSecondQuota, &m.SecondQuota}, {attrMinSamples, &minSamples}, {attrHoldBand, &holdBand}, {attrMargin, &margin}, {attrFirst, &m.First}, {attrSecond, &m.Second}} {
+	}{
+		{attrFirstQuota, &m.FirstQuota}, {attrSecondQuota, &m.SecondQuota}, {attrMinSamples, &m.MinSamples}, {attrHoldBand, &m.HoldBand},
+		{attrMargin, &m.Margin}, {attrFirstMargin, &m.FirstMargin}, {attrSecondMargin, &m.SecondMargin}, {attrFirst, &m.First}, {attrSecond, &m.Second},
+	} {
 		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(a.name), a.dst)...)
 	}
 	// The settings' problems first, then the observations'.
 	errs := m.decodeQuotas(ctx)
-	errs = append(errs, knownSettingsErrors(m.quotas, minSamples, holdBand, margin, countsRoots)...)
+	errs = append(errs, knownSettingsErrors(m.quotas, m.settings(), countsRoots)...)
 	errs = append(errs, m.decodeObservations(ctx)...)
 	errs = append(errs, knownObservationErrors(ctx, m.observations, countsRoots)...)
 	for _, err := range errs {
@@ -308,14 +344,15 @@ func asValueError(err error, p path.Path) *valueError {
 // (knownObservationErrors). roots say where each input lives. The
 // function runs it at plan when an argument holds an unknown value; the
 // data source runs its two parts at validate.
-func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quotaModel, minSamples, holdBand, margin types.Number, roots inputRoots) []*valueError {
-	return append(knownSettingsErrors(quotas, minSamples, holdBand, margin, roots), knownObservationErrors(ctx, obs, roots)...)
+func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quotaModel, s settings, roots inputRoots) []*valueError {
+	return append(knownSettingsErrors(quotas, s, roots), knownObservationErrors(ctx, obs, roots)...)
 }
 
 // knownSettingsErrors checks each known quota with the engine's rules (its
 // attributes, kinds and ranges; unknown ones are checked once known),
-// min_samples, hold_band and margin.
-func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand, margin types.Number, roots inputRoots) []*valueError {
+// min_samples, hold_band, margin and each host's own margin (unknown
+// settings wait too).
+func knownSettingsErrors(quotas [2]*quotaModel, s settings, roots inputRoots) []*valueError {
 	var errs []*valueError
 	roles := [2]string{engine.RoleFirst, engine.RoleSecond}
 	for i, qm := range quotas {
@@ -340,7 +377,7 @@ func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand, margin typ
 			errs = append(errs, engineValueErrors(err, roots)...)
 		}
 	}
-	if n, why := count(minSamples); why != "" {
+	if n, why := count(s.minSamples); why != "" {
 		errs = append(errs, &valueError{path: roots.minSamples, reason: why})
 	} else if why := engine.MinSamplesReason(n); why != "" {
 		errs = append(errs, &valueError{path: roots.minSamples, reason: why})
@@ -350,7 +387,11 @@ func knownSettingsErrors(quotas [2]*quotaModel, minSamples, holdBand, margin typ
 		v      types.Number
 		at     path.Path
 		reason func(float64) string
-	}{{holdBand, roots.holdBand, engine.HoldBandReason}, {margin, roots.margin, engine.MarginReason}} {
+	}{
+		{s.holdBand, roots.holdBand, engine.HoldBandReason}, {s.margin, roots.margin, engine.MarginReason},
+		{s.hostMargins[0], roots.hosts[engine.RoleFirst].margin, engine.MarginReason},
+		{s.hostMargins[1], roots.hosts[engine.RoleSecond].margin, engine.MarginReason},
+	} {
 		if f, why := figure(st.v); why != "" {
 			errs = append(errs, &valueError{path: st.at, reason: why})
 		} else if why := st.reason(f); why != "" {
@@ -446,7 +487,7 @@ func (d *containerCountsDataSource) Read(ctx context.Context, req datasource.Rea
 	})
 	dec, err := engine.Decide(in[0], in[1])
 	if err != nil {
-		addEngineError(&resp.Diagnostics, err)
+		addEngineError(&resp.Diagnostics, err, countsRoots.withOwnMargins(m.settings().ownMargins()))
 		return
 	}
 	m.countsResultModel = countsResult(dec)
@@ -477,6 +518,19 @@ func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([
 	margin, why := figure(m.Margin)
 	if why != "" {
 		errs = append(errs, &valueError{path: roots.margin, reason: why})
+	}
+	// Each host's margin: its own when given (0 included), else margin.
+	margins := [2]float64{margin, margin}
+	for i, own := range []struct {
+		role string
+		v    types.Number
+	}{{engine.RoleFirst, m.FirstMargin}, {engine.RoleSecond, m.SecondMargin}} {
+		if own.v.IsNull() {
+			continue
+		}
+		if margins[i], why = figure(own.v); why != "" {
+			errs = append(errs, &valueError{path: roots.hosts[own.role].margin, reason: why})
+		}
 	}
 	if pd == nil {
 		pd = &providerData{}
@@ -509,7 +563,7 @@ func (m *containerCountsModel) hostInputs(roots inputRoots, pd *providerData) ([
 		if verr != nil {
 			errs = append(errs, verr)
 		}
-		in[i] = engine.HostInput{Observation: &o, Model: proc, Quota: q, MinSamples: minSamples, HoldBand: holdBand, Margin: margin}
+		in[i] = engine.HostInput{Observation: &o, Model: proc, Quota: q, MinSamples: minSamples, HoldBand: holdBand, Margin: margins[i]}
 	}
 	return in, errs
 }
@@ -552,10 +606,11 @@ func addValueError(diags *diag.Diagnostics, err error) {
 }
 
 // addEngineError adds an engine error as diagnostics on the data source's
-// attributes it names (engine.FieldOf), with the engine's reasons: one per
+// attributes it names (engine.FieldOf, at roots: countsRoots with the
+// hosts' own margins given or not), with the engine's reasons: one per
 // host whose input is wrong (a shared attribute such as min_samples once).
-func addEngineError(diags *diag.Diagnostics, err error) {
-	for _, ve := range engineValueErrors(err, countsRoots) {
+func addEngineError(diags *diag.Diagnostics, err error, roots inputRoots) {
+	for _, ve := range engineValueErrors(err, roots) {
 		ve.summary = "Cannot compute the container counts"
 		addValueError(diags, ve)
 	}

@@ -135,6 +135,17 @@ func TestContainerCountsValidateSettings(t *testing.T) {
 		}, []string{"first_quota", "second_quota.min", "second_quota.rounding", "min_samples", "hold_band", "margin"}},
 		{"a margin either way", func(m *containerCountsModel) { m.Margin = num("-10") }, nil},
 		{"a margin beyond a float", func(m *containerCountsModel) { m.Margin = num("1e400") }, []string{"margin"}},
+		{"host margins either way", func(m *containerCountsModel) {
+			m.Margin, m.FirstMargin, m.SecondMargin = num("3"), num("10"), num("-10")
+		}, nil},
+		{"an explicit host margin of 0", func(m *containerCountsModel) { m.FirstMargin, m.SecondMargin = num("0"), num("0") }, nil},
+		{"host margins out of range", func(m *containerCountsModel) {
+			m.Margin, m.FirstMargin, m.SecondMargin = num("3"), num("11"), num("-10.5")
+		}, []string{"first_margin", "second_margin"}},
+		{"a host margin beyond a float", func(m *containerCountsModel) { m.SecondMargin = num("-1e400") }, []string{"second_margin"}},
+		{"margin and a host margin out of range", func(m *containerCountsModel) {
+			m.Margin, m.FirstMargin = num("-11"), num("12")
+		}, []string{"margin", "first_margin"}},
 		{"max below min", func(m *containerCountsModel) {
 			m.SecondQuota = obj(map[string]attr.Value{quotaMin: num("5"), quotaMax: num("4")})
 		}, []string{"second_quota.max"}},
@@ -152,6 +163,7 @@ func TestContainerCountsValidateSettings(t *testing.T) {
 			m.SecondQuota = obj(map[string]attr.Value{quotaMax: types.NumberUnknown(), quotaRounding: str("floor")})
 			m.FirstQuota = types.DynamicUnknown()
 			m.MinSamples, m.HoldBand = types.NumberUnknown(), types.NumberUnknown()
+			m.Margin, m.FirstMargin, m.SecondMargin = types.NumberUnknown(), types.NumberUnknown(), types.NumberUnknown()
 		}, nil},
 		// An untyped variable, each.value or a module output is an unknown
 		// of no type during validation, and a string unknown may stand
@@ -203,6 +215,7 @@ func configOf(t testing.TB, m *containerCountsModel) tfsdk.Config {
 func newCountsModel(r *engine.Request) containerCountsModel {
 	m := containerCountsModel{
 		First: observationDynamic(observationFromEngine(&r.First)), Second: observationDynamic(observationFromEngine(&r.Second)), FirstModel: types.StringNull(), SecondModel: types.StringNull(), MinSamples: types.NumberNull(), HoldBand: types.NumberNull(), Margin: types.NumberNull(),
+		FirstMargin: types.NumberNull(), SecondMargin: types.NumberNull(),
 		countsResultModel: countsResultModel{FirstContainers: types.Int64Null(), SecondContainers: types.Int64Null(), Explanation: types.StringNull()},
 	}
 	if r.FirstModel != "" {
@@ -220,6 +233,12 @@ func newCountsModel(r *engine.Request) containerCountsModel {
 	}
 	if r.Margin != 0 {
 		m.Margin = numberValue(r.Margin)
+	}
+	if r.FirstMargin != nil { // an explicit 0 included
+		m.FirstMargin = numberValue(*r.FirstMargin)
+	}
+	if r.SecondMargin != nil {
+		m.SecondMargin = numberValue(*r.SecondMargin)
 	}
 	return m
 }
@@ -363,6 +382,139 @@ func TestContainerCountsMargin(t *testing.T) {
 		t.Fatalf("function result differs from the engine's decision:\n got %+v\nwant %+v", fn, countsResult(want))
 	}
 	assertSettingRefused(t, r, attrMargin, func(r *engine.Request, v float64) { r.Margin = v }, -10.5, 11)
+}
+
+// decideAtMargins is the engine's decision of the two observations with
+// the built-in models, each host at its own margin (engine.Decide, the
+// host inputs built here, not through the request's margins).
+func decideAtMargins(t *testing.T, first, second engine.Observation, margins [2]float64) *engine.Decision {
+	t.Helper()
+	var in [2]engine.HostInput
+	for i, o := range []engine.Observation{first, second} {
+		role := []string{engine.RoleFirst, engine.RoleSecond}[i]
+		p, err := engine.Models.LoadFor(role, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in[i] = engine.HostInput{Observation: &o, Model: p, Margin: margins[i]}
+	}
+	d, err := engine.Decide(in[0], in[1])
+	if err != nil {
+		t.Fatalf("engine: %v", err)
+	}
+	return d
+}
+
+// first_margin and second_margin reach the engine through the data
+// source's Read and the function, each for its host only: each host is
+// decided at its own margin when given (an explicit 0 included) and at
+// margin otherwise, as the engine decides it at that margin, and its
+// decision's margin says which. A host margin the engine refuses is an
+// error on that host's own attribute, with the engine's reason; margin
+// refused for a host without its own is still margin's.
+func TestContainerCountsHostMargins(t *testing.T) {
+	first, second := testFirst(t), testSecond(t)
+	// uniform is the engine's decision with both hosts at margin m.
+	uniform := func(m float64) *engine.Decision { return decideAtMargins(t, first, second, [2]float64{m, m}) }
+	cases := []struct {
+		name          string
+		margin        float64
+		first, second *float64
+		at            [2]float64 // each host's margin
+	}{
+		{"first_margin 10", 0, ptr(10.0), nil, [2]float64{10, 0}},
+		{"margin 3, second_margin 0", 3, nil, ptr(0.0), [2]float64{3, 0}},
+		{"margin 3, first_margin 0", 3, ptr(0.0), nil, [2]float64{0, 3}},
+		{"margin 3, first_margin -2, second_margin 6", 3, ptr(-2.0), ptr(6.0), [2]float64{-2, 6}},
+		{"both given as margin", 3, ptr(3.0), ptr(3.0), [2]float64{3, 3}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &engine.Request{First: first, Second: second, Margin: c.margin, FirstMargin: c.first, SecondMargin: c.second}
+			want := decideAtMargins(t, first, second, c.at)
+			for i, own := range []*float64{c.first, c.second} {
+				// Each host is decided as at its margin alone...
+				if got, at := hostOfDecision(want, i), hostOfDecision(uniform(c.at[i]), i); !reflect.DeepEqual(got, at) {
+					t.Fatalf("host %d at margins %v differs from host %d at margin %v for both", i, c.at, i, c.at[i])
+				}
+				// ...and an own margin other than margin moves its count,
+				// or the case shows nothing.
+				if own != nil && *own != c.margin && hostOfDecision(want, i).Containers == hostOfDecision(uniform(c.margin), i).Containers {
+					t.Fatalf("host %d: its own margin %v gives the count margin %v gives (%d): the case shows nothing", i, *own, c.margin, hostOfDecision(want, i).Containers)
+				}
+			}
+			m := newCountsModel(r)
+			got, diags := readInProcess(t, &providerData{}, &m)
+			if diags.HasError() {
+				t.Fatalf("read: %v", diags)
+			}
+			if !reflect.DeepEqual(got.countsResultModel, countsResult(want)) {
+				t.Fatalf("read differs from the engine's decision:\n got %+v\nwant %+v", got.countsResultModel, countsResult(want))
+			}
+			if got.FirstDecision.Margin != c.at[0] || got.SecondDecision.Margin != c.at[1] {
+				t.Fatalf("decisions' margins %v and %v, want %v", got.FirstDecision.Margin, got.SecondDecision.Margin, c.at)
+			}
+			fn, ferr := runFunction(t, jsonValue(t, r.First), jsonValue(t, r.Second), jsonValue(t, quotasOf(r)))
+			if ferr != nil {
+				t.Fatal(ferr)
+			}
+			if !reflect.DeepEqual(fn, countsResult(want)) {
+				t.Fatalf("function result differs from the engine's decision:\n got %+v\nwant %+v", fn, countsResult(want))
+			}
+		})
+	}
+	// first_margin 10 lowers the first host's count below its count at
+	// margin 0 (which the quota's minimum does not bound), and leaves the
+	// second host's as at margin 0.
+	base, strict := uniform(0), decideAtMargins(t, first, second, [2]float64{10, 0})
+	if base.First.Containers <= base.First.Quota.Min {
+		t.Fatalf("the first host's count at margin 0 (%d) is at its quota's minimum (%d): the case shows nothing", base.First.Containers, base.First.Quota.Min)
+	}
+	if strict.First.Containers >= base.First.Containers || strict.Second.Containers != base.Second.Containers {
+		t.Fatalf("first_margin 10 gives counts %d and %d; want the first below %d and the second %d",
+			strict.First.Containers, strict.Second.Containers, base.First.Containers, base.Second.Containers)
+	}
+	// margin 3 with second_margin 0: the first host at 3, the second at 0.
+	split := decideAtMargins(t, first, second, [2]float64{3, 0})
+	if split.First.Containers != uniform(3).First.Containers || split.Second.Containers != base.Second.Containers {
+		t.Fatalf("margin 3, second_margin 0 gives counts %d and %d; want %d (margin 3) and %d (margin 0)",
+			split.First.Containers, split.Second.Containers, uniform(3).First.Containers, base.Second.Containers)
+	}
+	// Refused: on the host's own attribute, each out of range either way.
+	r := &engine.Request{First: first, Second: second}
+	assertSettingRefused(t, r, attrFirstMargin, func(r *engine.Request, v float64) { r.FirstMargin = &v }, 11, -10.5)
+	assertSettingRefused(t, r, attrSecondMargin, func(r *engine.Request, v float64) { r.SecondMargin = &v }, -10.5, 11)
+	// At validate too, with the engine's reason.
+	ds := NewContainerCountsDataSource().(datasource.DataSourceWithValidateConfig)
+	for _, c := range []struct {
+		attr string
+		v    float64
+	}{{attrFirstMargin, 11}, {attrSecondMargin, -10.5}} {
+		bad := *r
+		if c.attr == attrFirstMargin {
+			bad.FirstMargin = &c.v
+		} else {
+			bad.SecondMargin = &c.v
+		}
+		m := newCountsModel(&bad)
+		var resp datasource.ValidateConfigResponse
+		ds.ValidateConfig(context.Background(), datasource.ValidateConfigRequest{Config: configOf(t, &m)}, &resp)
+		assertDiagOn(t, resp.Diagnostics, path.Root(c.attr), path.Root(c.attr), engine.MarginReason(c.v))
+	}
+	// margin out of range for the host without its own: margin's error.
+	r.Margin, r.FirstMargin = 11, ptr(1.0)
+	_, err := r.Decide()
+	if err == nil {
+		t.Fatal("the engine accepts margin 11 for the second host")
+	}
+	m := newCountsModel(r)
+	_, diags := readInProcess(t, &providerData{}, &m)
+	assertDiagOn(t, diags, path.Root(attrMargin), path.Root(attrMargin), engine.Reason(err))
+	for _, d := range diags.Errors() {
+		if wp, ok := d.(diag.DiagnosticWithPath); ok && wp.Path().Equal(path.Root(attrFirstMargin)) {
+			t.Errorf("an error on first_margin, which is fine: %s", d.Detail())
+		}
+	}
 }
 
 // assertSettingRefused checks that each of values, set on a copy of r by
@@ -1147,6 +1299,84 @@ func TestAccContainerCounts_margin(t *testing.T) {
 	}
 	runErrorCases(t, []errorCase{{"margin 11", func(*testing.T) string { return countsConfig(requestAttrs(&bad), "") },
 		literal("Attribute margin: ") + literal(strings.TrimSuffix(engine.Reason(err), "."))}})
+}
+
+// TestAccContainerCounts_hostMargins: first_margin and second_margin reach
+// the engine through a real OpenTofu, in the data source and the
+// function, each for its host only: the counts and decisions are the
+// engine's with each host at its own margin (first_margin 10 lowers the
+// first host's count and leaves the second's; margin 3 with second_margin
+// 0 decides the first host at 3 and the second at 0), and each decision's
+// margin is its host's. A host margin out of range is refused naming that
+// host's attribute.
+func TestAccContainerCounts_hostMargins(t *testing.T) {
+	first, second := testFirst(t), testSecond(t)
+	base := decideAtMargins(t, first, second, [2]float64{0, 0})
+	var steps []resource.TestStep
+	for _, c := range []struct {
+		r      engine.Request
+		quotas string // the function's third argument
+		at     [2]float64
+	}{
+		{engine.Request{FirstMargin: ptr(10.0)}, "{ first_margin = 10 }", [2]float64{10, 0}},
+		{engine.Request{Margin: 3, SecondMargin: ptr(0.0)}, "{ margin = 3, second_margin = 0 }", [2]float64{3, 0}},
+	} {
+		r := c.r
+		r.First, r.Second = first, second
+		want := decideAtMargins(t, first, second, c.at)
+		if want.First.Containers == base.First.Containers && want.Second.Containers == base.Second.Containers {
+			t.Fatalf("margins %v move no count: the case shows nothing", c.at)
+		}
+		call := fmt.Sprintf("output \"counts\" {\n  value = provider::activation::container_counts(%s, %s, %s)\n}\n",
+			hclObject(observationHCL(first)), hclObject(observationHCL(second)), c.quotas)
+		checks := decisionChecks(countsAddr, want)
+		for i, d := range []string{attrFirstDecision, attrSecondDecision} {
+			checks = append(checks,
+				statecheck.ExpectKnownValue(countsAddr, tfjsonpath.New(d).AtMapKey(decMargin), knownvalue.Float64Exact(c.at[i])),
+				statecheck.ExpectKnownOutputValueAtPath("counts", tfjsonpath.New(d), decisionCheck(hostOfDecision(want, i))),
+				statecheck.ExpectKnownOutputValueAtPath("counts", tfjsonpath.New(d).AtMapKey(decMargin), knownvalue.Float64Exact(c.at[i])))
+		}
+		steps = append(steps, resource.TestStep{Config: countsConfig(requestAttrs(&r), call), ConfigStateChecks: checks})
+	}
+	if base.First.Containers <= base.First.Quota.Min {
+		t.Fatalf("the first host's count at margin 0 (%d) is at its quota's minimum: first_margin 10 cannot lower it", base.First.Containers)
+	}
+	if d := decideAtMargins(t, first, second, [2]float64{10, 0}); d.First.Containers >= base.First.Containers {
+		t.Fatalf("first_margin 10 gives the first host %d containers, %d at margin 0: not fewer", d.First.Containers, base.First.Containers)
+	}
+	accTest(t, resource.TestCase{Steps: steps})
+	// The refusals in cases of their own (a bad setting fails validation,
+	// and the closing destroy of a case would validate it again).
+	var cases []errorCase
+	for _, c := range []struct {
+		attr string
+		v    float64
+	}{{attrFirstMargin, 11}, {attrSecondMargin, -10.5}} {
+		bad := engine.Request{First: first, Second: second}
+		if c.attr == attrFirstMargin {
+			bad.FirstMargin = &c.v
+		} else {
+			bad.SecondMargin = &c.v
+		}
+		_, err := bad.Decide()
+		if err == nil {
+			t.Fatalf("the engine accepts %s %v", c.attr, c.v)
+		}
+		reason := literal(strings.TrimSuffix(engine.Reason(err), "."))
+		cases = append(cases,
+			errorCase{fmt.Sprintf("%s %v", c.attr, c.v), func(*testing.T) string { return countsConfig(requestAttrs(&bad), "") },
+				literal("Attribute "+c.attr+": ") + reason},
+			errorCase{fmt.Sprintf("quotas.%s %v", c.attr, c.v), func(*testing.T) string {
+				return fmt.Sprintf("output \"counts\" {\n  value = provider::activation::container_counts(%s, %s, { %s = %v })\n}\n",
+					hclObject(observationHCL(first)), hclObject(observationHCL(second)), c.attr, c.v)
+			}, `Invalid value for "quotas" parameter: ` + literal("Attribute quotas."+c.attr+": ") + reason})
+	}
+	runErrorCases(t, cases)
+}
+
+// hostOfDecision is d's first (0) or second (1) host decision.
+func hostOfDecision(d *engine.Decision, i int) *engine.HostDecision {
+	return []*engine.HostDecision{&d.First, &d.Second}[i]
 }
 
 // TestAccContainerCounts_newInputs: warming replicas, a queue of replicas

@@ -14,12 +14,14 @@ import (
 
 // Parameter names of the container_counts function.
 const (
-	fnFirst      = "first"
-	fnSecond     = "second"
-	fnQuotas     = "quotas"
-	fnMinSamples = "min_samples"
-	fnHoldBand   = "hold_band"
-	fnMargin     = "margin"
+	fnFirst        = "first"
+	fnSecond       = "second"
+	fnQuotas       = "quotas"
+	fnMinSamples   = "min_samples"
+	fnHoldBand     = "hold_band"
+	fnMargin       = "margin"
+	fnFirstMargin  = "first_margin"
+	fnSecondMargin = "second_margin"
 )
 
 var _ function.Function = (*containerCountsFunction)(nil)
@@ -33,14 +35,16 @@ func (f *containerCountsFunction) Metadata(_ context.Context, _ function.Metadat
 	resp.Name = "container_counts"
 }
 
-// quotasFields is the function's third argument: both hosts' quotas and
-// the sample minimum, every one optional.
+// quotasFields is the function's third argument: both hosts' quotas, the
+// sample minimum, the hold band and the margins, every one optional.
 var quotasFields = []field{
 	{name: fnFirst, kind: kindObject, nested: quotaFields, desc: "The first host's quota."},
 	{name: fnSecond, kind: kindObject, nested: quotaFields, desc: "The second host's quota."},
 	{name: fnMinSamples, kind: kindWhole, desc: "The fewest usage samples each window must hold."},
 	{name: fnHoldBand, kind: kindFigure, desc: "Logits: also read each host's hold range (see the data source's `hold_band`)."},
 	{name: fnMargin, kind: kindFigure, desc: "Logits, from -10 to 10: move both models' output thresholds, above 0 stricter (fewer containers); 0 or unset: the models' own (see the data source's `margin`)."},
+	{name: fnFirstMargin, kind: kindFigure, desc: "Logits, from -10 to 10: the first host's margin, in place of `margin` for the first host only; unset: `margin` (see the data source's `first_margin`)."},
+	{name: fnSecondMargin, kind: kindFigure, desc: "Logits, from -10 to 10: the second host's margin, in place of `margin` for the second host only; unset: `margin` (see the data source's `second_margin`)."},
 }
 
 func (f *containerCountsFunction) Definition(_ context.Context, _ function.DefinitionRequest, resp *function.DefinitionResponse) {
@@ -54,9 +58,10 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			"`first` and `second` are observations with the attributes of the data source's `first` and `second` (for example " +
 			"`jsondecode(file(\"host.json\"))` or `activation_host_usage`'s `observation`); an attribute the observation does not " +
 			"have is an error, so a misspelling is caught, as in the data source. Values convert as OpenTofu converts the data source's " +
-			"attributes (a numeric string is a number); a list may be a tuple, never a set. `quotas` is `{ first = {...}, second = {...}, min_samples = n, hold_band = b, margin = m }`, " +
-			"every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). A quota has `min`, `max`, `per_branch` and " +
-			"`rounding`, as in the data source. An input the engine refuses is an error naming the argument, the attribute " +
+			"attributes (a numeric string is a number); a list may be a tuple, never a set. `quotas` is `{ first = {...}, second = {...}, min_samples = n, hold_band = b, margin = m, " +
+			"first_margin = m1, second_margin = m2 }`, every attribute optional: pass `{}` for the engine's defaults (`quotas` must not be null). " +
+			"A quota has `min`, `max`, `per_branch` and `rounding`, as in the data source; `first_margin` and `second_margin` are each host's own " +
+			"margin in place of `margin` for that host only, as the data source's (unset: `margin`). An input the engine refuses is an error naming the argument, the attribute " +
 			"and the reason; problems in two arguments are one error of the call, each naming its attribute in full (`Attribute second.running_replicas: ...`), " +
 			"which OpenTofu 1.10 prints under the first parameter's name. An argument holding a value known only at apply (anywhere inside it) makes the result unknown until " +
 			"apply; what is known of it is still checked at plan as the data source checks its attributes at validate (a misspelt attribute, a fractional count, a quota out of range, a negative `running_replicas`: an error then); a rule that involves a value known only at apply waits for it. Needs OpenTofu 1.7 or Terraform 1.8 or later. OpenTofu 1.10's `tofu console` does not call provider-defined " +
@@ -68,8 +73,10 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 			function.DynamicParameter{Name: fnSecond, AllowUnknownValues: true,
 				MarkdownDescription: "Observation of the second host (read at the capacity processor's output layer)."},
 			function.DynamicParameter{Name: fnQuotas, AllowUnknownValues: true,
-				MarkdownDescription: "`{ first = quota, second = quota, min_samples = n, hold_band = b, margin = m }`, each optional: `{}` is every default. Not null " +
-					"(a null, typed or not, is refused). A quota is `{ min, max, per_branch, rounding }`, each optional."},
+				MarkdownDescription: "`{ first = quota, second = quota, min_samples = n, hold_band = b, margin = m, first_margin = m1, second_margin = m2 }`, " +
+					"each optional: `{}` is every default. Not null (a null, typed or not, is refused). A quota is `{ min, max, per_branch, rounding }`, " +
+					"each optional. `first_margin` and `second_margin` (logits, from -10 to 10) are the first and the second host's own margins, " +
+					"each in place of `margin` for its host only (an explicit 0 included); unset: `margin`."},
 		},
 		Return: function.ObjectReturn{AttributeTypes: countsResultAttrTypes},
 	}
@@ -80,8 +87,8 @@ func (f *containerCountsFunction) Definition(_ context.Context, _ function.Defin
 // argument names them).
 var fnRoots = inputRoots{
 	hosts: map[string]hostRoots{
-		engine.RoleFirst:  {observation: path.Root(fnFirst), quota: path.Root(fnQuotas).AtName(fnFirst)},
-		engine.RoleSecond: {observation: path.Root(fnSecond), quota: path.Root(fnQuotas).AtName(fnSecond)},
+		engine.RoleFirst:  {observation: path.Root(fnFirst), quota: path.Root(fnQuotas).AtName(fnFirst), margin: path.Root(fnQuotas).AtName(fnFirstMargin)},
+		engine.RoleSecond: {observation: path.Root(fnSecond), quota: path.Root(fnQuotas).AtName(fnSecond), margin: path.Root(fnQuotas).AtName(fnSecondMargin)},
 	},
 	minSamples: path.Root(fnQuotas).AtName(fnMinSamples),
 	holdBand:   path.Root(fnQuotas).AtName(fnHoldBand),
@@ -106,6 +113,14 @@ type quotasModel struct {
 	MinSamples types.Number `tfsdk:"min_samples"`
 	HoldBand   types.Number `tfsdk:"hold_band"`
 	Margin     types.Number `tfsdk:"margin"`
+	// Each host's own margin (null: Margin).
+	FirstMargin  types.Number `tfsdk:"first_margin"`
+	SecondMargin types.Number `tfsdk:"second_margin"`
+}
+
+// settings are the settings q gives.
+func (q *quotasModel) settings() settings {
+	return settings{minSamples: q.MinSamples, holdBand: q.HoldBand, margin: q.Margin, hostMargins: [2]types.Number{q.FirstMargin, q.SecondMargin}}
 }
 
 func (f *containerCountsFunction) Run(ctx context.Context, req function.RunRequest, resp *function.RunResponse) {
@@ -156,7 +171,8 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		// problem at once, not one argument's a plan).
 		var obs [2]*observationModel
 		var qs [2]*quotaModel
-		minSamples, holdBand, margin := types.NumberNull(), types.NumberNull(), types.NumberNull()
+		null := types.NumberNull()
+		s := settings{minSamples: null, holdBand: null, margin: null, hostMargins: [2]types.Number{null, null}}
 		if decoded[0] {
 			obs[0] = &fo
 		}
@@ -164,9 +180,9 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 			obs[1] = &so
 		}
 		if decoded[2] {
-			qs, minSamples, holdBand, margin = [2]*quotaModel{qm.First, qm.Second}, qm.MinSamples, qm.HoldBand, qm.Margin
+			qs, s = [2]*quotaModel{qm.First, qm.Second}, qm.settings()
 		}
-		errs = append(errs, knownErrors(ctx, obs, qs, minSamples, holdBand, margin, fnRoots)...)
+		errs = append(errs, knownErrors(ctx, obs, qs, s, fnRoots)...)
 		if len(errs) > 0 {
 			resp.Error = funcError(errs)
 			return
@@ -174,7 +190,8 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		resp.Error = resp.Result.Set(ctx, types.ObjectUnknown(countsResultAttrTypes))
 		return
 	}
-	m := containerCountsModel{observations: [2]*observationModel{&fo, &so}, quotas: [2]*quotaModel{qm.First, qm.Second}, MinSamples: qm.MinSamples, HoldBand: qm.HoldBand, Margin: qm.Margin}
+	m := containerCountsModel{observations: [2]*observationModel{&fo, &so}, quotas: [2]*quotaModel{qm.First, qm.Second},
+		MinSamples: qm.MinSamples, HoldBand: qm.HoldBand, Margin: qm.Margin, FirstMargin: qm.FirstMargin, SecondMargin: qm.SecondMargin}
 	in, errs := m.hostInputs(fnRoots, nil)
 	if len(errs) > 0 {
 		resp.Error = funcError(errs)
@@ -182,18 +199,19 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 	}
 	dec, err := engine.Decide(in[0], in[1])
 	if err != nil {
-		resp.Error = engineFuncError(err)
+		resp.Error = engineFuncError(err, fnRoots.withOwnMargins(qm.settings().ownMargins()))
 		return
 	}
 	resp.Error = resp.Result.Set(ctx, countsResult(dec))
 }
 
-// engineFuncError is the function's error for an engine error: each
+// engineFuncError is the function's error for an engine error, its paths
+// at roots (fnRoots with the hosts' own margins given or not): each
 // host's on the argument its path is in (the first one's argument is the
 // error's).
-func engineFuncError(err error) *function.FuncError {
+func engineFuncError(err error, roots inputRoots) *function.FuncError {
 	var fes []*function.FuncError
-	for _, ve := range engineValueErrors(err, fnRoots) {
+	for _, ve := range engineValueErrors(err, roots) {
 		fe := argumentError(ve)
 		if n := len(fes); n > 0 && fes[n-1].Equal(fe) {
 			continue // a shared setting (min_samples) both hosts refused

@@ -160,11 +160,13 @@ func TestContainerCountsFunctionUnknownInside(t *testing.T) {
 	obsTypes := first.(basetypes.ObjectValue).AttributeTypes(ctx)
 	obsTypes["running_replicas"] = types.NumberType
 	unknownRunning := types.ObjectValueMust(obsTypes, obsAttrs)
+	unknownMargin := types.ObjectValueMust(map[string]attr.Type{"first_margin": types.NumberType}, map[string]attr.Value{"first_margin": types.NumberUnknown()})
 	for _, tc := range []struct {
 		name string
 		args []attr.Value
 	}{
 		{"a quota's min", []attr.Value{first, second, unknownMin}},
+		{"a host's own margin", []attr.Value{first, second, unknownMargin}},
 		{"an observation's running_replicas", []attr.Value{unknownRunning, second, types.ObjectValueMust(map[string]attr.Type{}, map[string]attr.Value{})}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,6 +220,8 @@ func TestContainerCountsFunctionUnknownInsideChecked(t *testing.T) {
 			"quotas.first.max"},
 		{"min_samples -1 beside unknown", []attr.Value{with("running_replicas", basetypes.NewNumberValue(big.NewFloat(2))), second, jsonValue(t, map[string]any{"min_samples": -1})},
 			"quotas.min_samples"},
+		{"second_margin -10.5 beside unknown", []attr.Value{with("running_replicas", basetypes.NewNumberValue(big.NewFloat(2))), second, jsonValue(t, map[string]any{"second_margin": -10.5})},
+			"Attribute quotas.second_margin: is -10.5; it must be a number of logits from -10 to 10"},
 		// With quotas known only at apply, a known window is not held to
 		// the default min_samples (quotas may lower it); a value the
 		// engine refuses whatever the quotas still is (a review found the
@@ -285,7 +289,8 @@ func TestContainerCountsFunctionGolden(t *testing.T) {
 	}
 }
 
-// quotasOf is r's quotas and minimum as the function's third argument.
+// quotasOf is r's quotas, minimum, hold band and margins as the
+// function's third argument.
 func quotasOf(r *engine.Request) map[string]any {
 	q := map[string]any{}
 	if r.FirstQuota != nil {
@@ -299,6 +304,15 @@ func quotasOf(r *engine.Request) map[string]any {
 	}
 	if r.HoldBand != 0 {
 		q[fnHoldBand] = r.HoldBand
+	}
+	if r.Margin != 0 {
+		q[fnMargin] = r.Margin
+	}
+	if r.FirstMargin != nil { // an explicit 0 included
+		q[fnFirstMargin] = *r.FirstMargin
+	}
+	if r.SecondMargin != nil {
+		q[fnSecondMargin] = *r.SecondMargin
 	}
 	return q
 }
@@ -438,8 +452,16 @@ func TestContainerCountsFunctionErrors(t *testing.T) {
 			"Attribute quotas.hold_band: is -1; it must be a number from 0 to 10 (logits)"},
 		{"hold band beyond the limit", []attr.Value{ok, ok, jsonValue(t, map[string]any{"hold_band": 11})}, 2,
 			"Attribute quotas.hold_band: is 11; it must be a number from 0 to 10 (logits)"},
+		// A host's own margin out of range: on it (the engine's rule), the
+		// shared margin refused for a host without its own: on margin.
+		{"first margin beyond the limit", []attr.Value{ok, ok, jsonValue(t, map[string]any{"margin": 3, "first_margin": 11})}, 2,
+			"Attribute quotas.first_margin: is 11; it must be a number of logits from -10 to 10 (0: the model's own threshold)"},
+		{"second margin beyond the limit", []attr.Value{ok, ok, jsonValue(t, map[string]any{"second_margin": -10.5})}, 2,
+			"Attribute quotas.second_margin: is -10.5; it must be a number of logits from -10 to 10 (0: the model's own threshold)"},
+		{"margin beyond the limit beside a host's own", []attr.Value{ok, ok, jsonValue(t, map[string]any{"margin": 11, "first_margin": 1})}, 2,
+			"Attribute quotas.margin: is 11; it must be a number of logits from -10 to 10"},
 		{"unknown quota attribute", []attr.Value{ok, ok, jsonValue(t, map[string]any{"third": map[string]any{}})}, 2,
-			`Attribute quotas: has an attribute "third", which is not one of: first, second, min_samples, hold_band`},
+			`Attribute quotas: has an attribute "third", which is not one of: first, second, min_samples, hold_band, margin, first_margin, second_margin`},
 		{"null quotas", []attr.Value{ok, ok, nil}, 2, "Attribute quotas: must not be null: pass {} for every default"},
 		{"quotas not an object", []attr.Value{ok, ok, types.StringValue("defaults")}, 2, "Attribute quotas: must be an object, not a string"},
 		{"a window that is not a list", []attr.Value{ok, obs(func(m map[string]any) { m[obsUsageSamples] = "samples" }), none}, 1,

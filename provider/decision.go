@@ -167,7 +167,7 @@ func decisionAttributes(role, layer, amountName string) map[string]schema.Attrib
 				holdLow:  computedInt("The count at the output threshold `band` logits stricter than the model's, through the same quota; at most `containers`."),
 				holdHigh: computedInt("The count at the output threshold `band` logits looser than the model's, through the same quota; at least `containers`."),
 			}},
-		decMargin:      computedFloat("The margin the count was decided at, logits over the model's output threshold (the input's `margin`; 0: the model's own threshold)."),
+		decMargin:      computedFloat("The margin the count was decided at, logits over the model's output threshold (the host's own `first_margin` or `second_margin` when set, else `margin`; 0: the model's own threshold)."),
 		decBranchTotal: computedString("Exact number of activated branches (input-to-output paths), in decimal: it may exceed 64 bits."),
 		decQuota: schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "The quota applied, defaults filled in by the engine.",
 			Attributes: map[string]schema.Attribute{

@@ -15,27 +15,42 @@ import (
 // names, which are the attribute names. This file turns that into an
 // attribute path; nothing here reads an error's text.
 
-// hostRoots are the attributes a host's input lives under.
+// hostRoots are the attributes a host's input lives under; margin is the
+// host's own margin (first_margin, second_margin), in place of the shared
+// one when given.
 type hostRoots struct {
-	observation, quota, model path.Path
+	observation, quota, model, margin path.Path
 }
 
 // inputRoots say where each host's input lives, and where the settings
-// both hosts share (min_samples, hold_band, margin) live.
+// both hosts share (min_samples, hold_band, margin) live. ownMargin holds
+// the hosts whose own margin is given (withOwnMargins): an engine error
+// about such a host's margin is on its own attribute, any other host's on
+// the shared margin.
 type inputRoots struct {
 	hosts                        map[string]hostRoots
 	minSamples, holdBand, margin path.Path
+	ownMargin                    map[string]bool
 }
 
 // countsRoots are activation_container_counts' attributes.
 var countsRoots = inputRoots{
 	hosts: map[string]hostRoots{
-		engine.RoleFirst:  {path.Root(attrFirst), path.Root(attrFirstQuota), path.Root(attrFirstModel)},
-		engine.RoleSecond: {path.Root(attrSecond), path.Root(attrSecondQuota), path.Root(attrSecondModel)},
+		engine.RoleFirst:  {path.Root(attrFirst), path.Root(attrFirstQuota), path.Root(attrFirstModel), path.Root(attrFirstMargin)},
+		engine.RoleSecond: {path.Root(attrSecond), path.Root(attrSecondQuota), path.Root(attrSecondModel), path.Root(attrSecondMargin)},
 	},
 	minSamples: path.Root(attrMinSamples),
 	holdBand:   path.Root(attrHoldBand),
 	margin:     path.Root(attrMargin),
+}
+
+// withOwnMargins are r for inputs in which the first and the second host's
+// own margins are given or not (a margin the engine refuses for a host is
+// the one the host was decided at: its own when given, else the shared
+// one).
+func (r inputRoots) withOwnMargins(first, second bool) inputRoots {
+	r.ownMargin = map[string]bool{engine.RoleFirst: first, engine.RoleSecond: second}
+	return r
 }
 
 // pathOf returns the attribute an engine error is about; ok is false when
@@ -57,6 +72,9 @@ func (r inputRoots) pathOf(err error) (p path.Path, ok bool) {
 		case attrHoldBand:
 			return r.holdBand, true
 		case attrMargin:
+			if r.ownMargin[host] {
+				return roots.margin, true
+			}
 			return r.margin, true
 		}
 		return fieldPath(roots.observation, observationFields, field), true

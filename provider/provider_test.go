@@ -485,6 +485,30 @@ func TestErrorPaths(t *testing.T) {
 			t.Errorf("%v: got %q %v, want %q %v", c.err, got, ok, c.want, c.ok)
 		}
 	}
+	// A host's margin refused: on its own attribute when given, else on
+	// the shared margin, in the data source and in the function.
+	for _, c := range []struct {
+		roots      inputRoots
+		host, want string
+	}{
+		{countsRoots, "first", "margin"},
+		{countsRoots.withOwnMargins(true, false), "first", "first_margin"},
+		{countsRoots.withOwnMargins(true, false), "second", "margin"},
+		{countsRoots.withOwnMargins(false, true), "second", "second_margin"},
+		{countsRoots.withOwnMargins(true, true), "first", "first_margin"},
+		{fnRoots, "second", "quotas.margin"},
+		{fnRoots.withOwnMargins(false, true), "second", "quotas.second_margin"},
+		{fnRoots.withOwnMargins(true, false), "first", "quotas.first_margin"},
+		{fnRoots.withOwnMargins(true, false), "second", "quotas.margin"},
+	} {
+		err := &engine.ObservationError{Host: c.host, Field: "margin", Reason: "r"}
+		if p, ok := c.roots.pathOf(err); !ok || p.String() != c.want {
+			t.Errorf("%s host's margin with own margins %v: got %q %v, want %q", c.host, c.roots.ownMargin, p, ok, c.want)
+		}
+	}
+	if countsRoots.ownMargin != nil || fnRoots.ownMargin != nil {
+		t.Error("withOwnMargins changed the roots it was called on")
+	}
 }
 
 // A diagnostic goes on the Dynamic attribute a path is inside: OpenTofu

@@ -133,7 +133,7 @@ func TestConformNamesEveryProblem(t *testing.T) {
 func TestQuotaErrorsAllAtOnce(t *testing.T) {
 	q := &quotaModel{Min: types.NumberValue(big.NewFloat(1.5)), Max: types.NumberValue(big.NewFloat(7.5)),
 		PerBranch: types.NumberNull(), Rounding: types.StringNull()}
-	errs := knownSettingsErrors([2]*quotaModel{q, nil}, types.NumberNull(), types.NumberNull(), types.NumberNull(), countsRoots)
+	errs := knownSettingsErrors([2]*quotaModel{q, nil}, settings{}, countsRoots)
 	var got []string
 	for _, e := range errs {
 		got = append(got, e.path.String())

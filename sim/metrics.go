@@ -229,6 +229,18 @@ func (c *Curve) BestEachHost(budget float64) (Point, int, bool) {
 	return c.best(budget, func(p Point) float64 { return max(p.FirstViolationRate, p.SecondViolationRate) })
 }
 
+// BestPerHost is each host role at its own setting: the point of highest
+// first-host density whose first host's violation rate is within budget,
+// and the same for the second host (ties: the lower rate, then the first
+// in sweep order); false when either host has none. Hosts of a pair decide
+// apart, so their figures at two settings are those of a sweep that set
+// them apart: the setting a front end gives each host as its own margin.
+func (c *Curve) BestPerHost(budget float64) (first, second Point, ok bool) {
+	first, _, ok1 := c.bestOf(budget, func(p Point) float64 { return p.FirstViolationRate }, func(p Point) float64 { return p.FirstDensity })
+	second, _, ok2 := c.bestOf(budget, func(p Point) float64 { return p.SecondViolationRate }, func(p Point) float64 { return p.SecondDensity })
+	return first, second, ok1 && ok2
+}
+
 // Best returns the point of highest density whose violation rate is within
 // budget (ties: the lower violation rate, then the first in sweep order),
 // and false when no point is within budget.
@@ -239,12 +251,18 @@ func (c *Curve) Best(budget float64) (Point, int, bool) {
 // best is the point of highest density whose rate is within budget (ties:
 // the lower rate, then the first in sweep order).
 func (c *Curve) best(budget float64, rate func(Point) float64) (Point, int, bool) {
+	return c.bestOf(budget, rate, func(p Point) float64 { return p.Density })
+}
+
+// bestOf is the point of highest density (as density reads it) whose rate
+// is within budget (ties: the lower rate, then the first in sweep order).
+func (c *Curve) bestOf(budget float64, rate, density func(Point) float64) (Point, int, bool) {
 	best, bi := Point{}, -1
 	for i, p := range c.Points {
 		if rate(p) > budget {
 			continue
 		}
-		if bi < 0 || p.Density > best.Density || (p.Density == best.Density && rate(p) < rate(best)) {
+		if bi < 0 || density(p) > density(best) || (density(p) == density(best) && rate(p) < rate(best)) {
 			best, bi = p, i
 		}
 	}

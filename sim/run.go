@@ -598,32 +598,81 @@ var baselineNames = map[string]bool{
 // baselines.
 func IsBaseline(name string) bool { return baselineNames[name] }
 
+// Holding is how a budget holds the two hosts of a pair.
+type Holding int
+
+const (
+	// HoldPair holds the pair's violation rate (the mean of its hosts')
+	// within the budget, one setting for both hosts (Curve.Best).
+	HoldPair Holding = iota
+	// HoldEachHost holds each host's violation rate within it, one
+	// setting for both (Curve.BestEachHost).
+	HoldEachHost
+	// HoldPerHost holds each host's violation rate within it, each host
+	// at its own setting (Curve.BestPerHost; a front end's first_margin
+	// and second_margin): the density is the mean of the two host roles'
+	// (the first role's alone in a scenario of one host per series).
+	HoldPerHost
+)
+
+// String names the holding.
+func (h Holding) String() string {
+	switch h {
+	case HoldPair:
+		return "the pair's budget"
+	case HoldEachHost:
+		return "each host within the budget, one setting"
+	case HoldPerHost:
+		return "each host within the budget, a setting per host"
+	}
+	return fmt.Sprintf("Holding(%d)", int(h))
+}
+
 // BestDensity is the density of the policy name's best setting within
-// budget (Curve.Best; with eachHost, each host of a pair within it:
-// Curve.BestEachHost), 0 when the policy was not replayed or has no
-// setting within budget.
-func (rep *Report) BestDensity(name string, budget float64, eachHost bool) float64 {
+// budget, held as h says (an unknown h as HoldPair), 0 when the policy was
+// not replayed or has no setting within budget.
+func (rep *Report) BestDensity(name string, budget float64, h Holding) float64 {
 	c := rep.Curve(name)
 	if c == nil {
 		return 0
 	}
-	best := c.Best
-	if eachHost {
-		best = c.BestEachHost
+	switch h {
+	case HoldPerHost:
+		first, second, ok := c.BestPerHost(budget)
+		if !ok {
+			return 0
+		}
+		if rep.Scenario.Hosts == 1 { // no second host: its figures are 0
+			return first.FirstDensity
+		}
+		return (first.FirstDensity + second.SecondDensity) / 2
+	case HoldEachHost:
+		p, _, ok := c.BestEachHost(budget)
+		if !ok {
+			return 0
+		}
+		return p.Density
 	}
-	p, _, ok := best(budget)
+	p, _, ok := c.Best(budget)
 	if !ok {
 		return 0
 	}
 	return p.Density
 }
 
-// Summarize computes the summary at budget. A policy with no knob setting
-// within budget counts with density 0. The activation density is that of
-// the policy named activation (0 when absent).
+// Summarize computes the summary at budget on the pair's violation rate
+// (HoldPair). A policy with no knob setting within budget counts with
+// density 0. The activation density is that of the policy named
+// activation (0 when absent).
 func (rep *Report) Summarize(budget float64) Summary {
+	return rep.SummarizeHeld(budget, HoldPair)
+}
+
+// SummarizeHeld is Summarize with every policy's setting (the oracles'
+// figures too) chosen as h holds the budget.
+func (rep *Report) SummarizeHeld(budget float64, h Holding) Summary {
 	s := Summary{Budget: budget}
-	best := func(name string) float64 { return rep.BestDensity(name, budget, false) }
+	best := func(name string) float64 { return rep.BestDensity(name, budget, h) }
 	s.RequestSumDensity = best(PolicyRequestSum)
 	for _, c := range rep.Curves {
 		if !IsBaseline(c.Policy) {

@@ -465,6 +465,70 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestHoldings: the three ways a budget holds a pair choose different
+// settings from the same curve, and the per-host holding sets each host
+// apart (the first host's best and the second's from different points).
+func TestHoldings(t *testing.T) {
+	pt := func(knob, d1, v1, d2, v2 float64) Point {
+		return Point{Knob: knob, Density: (d1 + d2) / 2, ViolationRate: (v1 + v2) / 2,
+			FirstDensity: d1, FirstViolationRate: v1, SecondDensity: d2, SecondViolationRate: v2}
+	}
+	act := Curve{Policy: PolicyActivation, Points: []Point{
+		pt(1, 0.50, 0.000, 0.60, 0.002),
+		pt(2, 0.70, 0.004, 0.80, 0.009),
+		pt(3, 0.90, 0.008, 0.95, 0.011), // the first host's own best within 1%; the pair's rate 0.0095
+		pt(4, 0.95, 0.020, 0.99, 0.050),
+		// Denser pairs than 3's and 2's whose own host is less dense: a
+		// host's setting is chosen by its own density, not the pair's.
+		pt(2.5, 0.88, 0.006, 0.99, 0.5),
+		pt(1.5, 0.99, 0.5, 0.78, 0.008),
+		// As dense a first host as 3's at a lower rate: the tie goes to it.
+		pt(6, 0.90, 0.002, 0.10, 0.9),
+	}}
+	first, second, ok := act.BestPerHost(0.01)
+	if !ok || first.Knob != 6 || second.Knob != 2 {
+		t.Fatalf("BestPerHost(0.01) = knobs %v / %v (%v), want 6 / 2", first.Knob, second.Knob, ok)
+	}
+	if _, _, ok := act.BestPerHost(0.001); ok {
+		t.Errorf("BestPerHost(0.001): the second host has no setting within 0.1%%, want none")
+	}
+	rep := &Report{Curves: []Curve{
+		act,
+		{Policy: PolicyUsageThreshold, Points: []Point{pt(0.1, 0.6, 0.005, 0.6, 0.005), pt(0.2, 0.75, 0.012, 0.72, 0.006)}},
+		{Policy: PolicyOracle, Points: []Point{pt(0, 1, 0, 0.98, 0)}},
+	}}
+	cases := []struct {
+		h              Holding
+		act, base, orc float64
+	}{
+		{HoldPair, (0.90 + 0.95) / 2, (0.75 + 0.72) / 2, 0.99}, // usage-threshold's pair rate 0.009
+		{HoldEachHost, 0.75, 0.6, 0.99},
+		{HoldPerHost, (0.90 + 0.80) / 2, (0.6 + 0.72) / 2, 0.99},
+	}
+	for _, tc := range cases {
+		got := func(name string) float64 { return rep.BestDensity(name, 0.01, tc.h) }
+		if math.Abs(got(PolicyActivation)-tc.act) > 1e-12 || math.Abs(got(PolicyUsageThreshold)-tc.base) > 1e-12 || math.Abs(got(PolicyOracle)-tc.orc) > 1e-12 {
+			t.Errorf("holding %v: activation %v, usage-threshold %v, oracle %v; want %v, %v, %v",
+				tc.h, got(PolicyActivation), got(PolicyUsageThreshold), got(PolicyOracle), tc.act, tc.base, tc.orc)
+		}
+		s := rep.SummarizeHeld(0.01, tc.h)
+		if s.BestBaseline != PolicyUsageThreshold || math.Abs(s.ActivationDensity-tc.act) > 1e-12 || s.GapClosed == nil ||
+			math.Abs(*s.GapClosed-(tc.act-tc.base)/(tc.orc-tc.base)) > 1e-12 {
+			t.Errorf("holding %v: summary %+v", tc.h, s)
+		}
+	}
+	if s, want := rep.Summarize(0.01), rep.SummarizeHeld(0.01, HoldPair); s.ActivationDensity != want.ActivationDensity || s.BestBaselineDensity != want.BestBaselineDensity {
+		t.Errorf("Summarize %+v, want the pair's holding %+v", s, want)
+	}
+	// One host per series: no second host to average in.
+	one := &Report{Scenario: Scenario{Hosts: 1}, Curves: []Curve{{Policy: PolicyActivation, Points: []Point{
+		pt(1, 0.6, 0.004, 0, 0), pt(2, 0.8, 0.02, 0, 0),
+	}}}}
+	if got := one.BestDensity(PolicyActivation, 0.01, HoldPerHost); got != 0.6 {
+		t.Errorf("one host per series: per-host density %v, want the first host's 0.6", got)
+	}
+}
+
 func TestBestWithinBudget(t *testing.T) {
 	c := Curve{Points: []Point{
 		{Knob: 1, Density: 0.5, ViolationRate: 0.001},

@@ -67,18 +67,31 @@ func cmdExplain(args []string, e env) error {
 		return fmt.Errorf("request %s: %w", name, err)
 	}
 	dec, err := req.Decide()
-	if err != nil {
+	// A margin out of range is refused wherever it is given, as the data
+	// source and the strategy refuse it, even when both hosts have their
+	// own (the engine checks only the margins it decides at).
+	badMargin := engine.MarginReason(req.Margin)
+	if err != nil || badMargin != "" {
 		// One line per wrong input. min_samples, hold_band and margin are the
 		// request's, for both hosts: the engine checks them per host, and
-		// the line names the first host it found them on, once.
+		// the line names the first host it found them on, once. A host's
+		// own first_margin or second_margin is that host's alone.
 		var lines []string
 		shared := map[string]bool{}
+		if badMargin != "" {
+			shared["margin"] = true
+			lines = append(lines, fmt.Sprintf("field margin (%s): %s", sharedBy(req, "margin"), badMargin))
+		}
 		for _, err := range engine.Problems(err) {
 			var oe *engine.ObservationError
+			if errors.As(err, &oe) && oe.Field == "margin" && ownMargin(req, oe.Host) {
+				lines = append(lines, fmt.Sprintf("field %s_margin: %s", oe.Host, oe.Reason))
+				continue
+			}
 			if errors.As(err, &oe) && (oe.Field == "min_samples" || oe.Field == "hold_band" || oe.Field == "margin") {
 				if !shared[oe.Field] {
 					shared[oe.Field] = true
-					lines = append(lines, fmt.Sprintf("field %s (for both hosts): %s (found deciding the %s host)", oe.Field, oe.Reason, oe.Host))
+					lines = append(lines, fmt.Sprintf("field %s (%s): %s (found deciding the %s host)", oe.Field, sharedBy(req, oe.Field), oe.Reason, oe.Host))
 				}
 				continue
 			}
@@ -93,6 +106,31 @@ func cmdExplain(args []string, e env) error {
 	}
 	_, err = io.WriteString(e.stdout, dec.Explain())
 	return err
+}
+
+// sharedBy says which hosts decide at the request's field: both, but for
+// margin when one host has its own.
+func sharedBy(req *engine.Request, field string) string {
+	if field == "margin" {
+		switch {
+		case ownMargin(req, engine.RoleFirst) && ownMargin(req, engine.RoleSecond):
+			return "for neither host: each has its own"
+		case ownMargin(req, engine.RoleFirst):
+			return "for the second host"
+		case ownMargin(req, engine.RoleSecond):
+			return "for the first host"
+		}
+	}
+	return "for both hosts"
+}
+
+// ownMargin reports whether the request gives host (engine.RoleFirst or
+// engine.RoleSecond) a margin of its own.
+func ownMargin(req *engine.Request, host string) bool {
+	if host == engine.RoleFirst {
+		return req.FirstMargin != nil
+	}
+	return host == engine.RoleSecond && req.SecondMargin != nil
 }
 
 // readRequest decodes one engine request. Unknown fields, wrong types,

@@ -136,6 +136,50 @@ func TestSimulateJSON(t *testing.T) {
 	if want := math.Log(bestKnob / (1 - bestKnob)); bestKnob < 0 || !ok || math.Abs(each-want) > 1e-6 || each < margin {
 		t.Errorf("margin_each_host %v; the densest point with both hosts within 5%% is at threshold %v (%v logits), the pair's margin %v", doc["margin_each_host"], bestKnob, want, margin)
 	}
+	// Each host at its own threshold: the first host's densest point with
+	// its own violation rate within the budget, and the second's.
+	ownDensity := map[string]float64{}
+	ownKnob := func(role string) float64 {
+		k, d := -1.0, -1.0
+		for _, p := range act["curve"].([]any) {
+			pm := p.(map[string]any)
+			if pm[role+"_host_violation_rate"].(float64) <= 0.05 && pm[role+"_host_density"].(float64) > d {
+				k, d = pm["knob"].(float64), pm[role+"_host_density"].(float64)
+			}
+		}
+		ownDensity[role] = d
+		return k
+	}
+	perHost, ok := doc["margins_per_host"].(map[string]any)
+	if !ok {
+		t.Fatalf("no margins_per_host: %v", doc["margins_per_host"])
+	}
+	for _, role := range []string{"first", "second"} {
+		k := ownKnob(role)
+		got, ok := perHost[role].(float64)
+		if want := math.Log(k / (1 - k)); k < 0 || !ok || math.Abs(got-want) > 1e-6 {
+			t.Errorf("margins_per_host.%s %v; the %s host's densest point within 5%% is at threshold %v (%v logits)", role, perHost[role], role, k, want)
+		}
+	}
+	// The summaries held on each host: one setting for both never beats
+	// the pair's mean, and each host at its own never loses to one for both.
+	held := map[string]float64{}
+	for _, k := range []string{"summary", "summary_each_host", "summary_per_host"} {
+		sm, ok := doc[k].(map[string]any)
+		if !ok {
+			t.Fatalf("no %s: %v", k, doc[k])
+		}
+		held[k], _ = sm["activation_density"].(float64)
+	}
+	if held["summary_each_host"] > held["summary"]+1e-12 {
+		t.Errorf("activation densities: pair %v, each host at one setting %v", held["summary"], held["summary_each_host"])
+	}
+	if want := (ownDensity["first"] + ownDensity["second"]) / 2; math.Abs(held["summary_per_host"]-want) > 1e-9 {
+		t.Errorf("summary_per_host's activation density %v; the two hosts' densest points within 5%% give %v", held["summary_per_host"], want)
+	}
+	if want := bestDensity; math.Abs(held["summary_each_host"]-want) > 1e-9 {
+		t.Errorf("summary_each_host's activation density %v; the densest point with both hosts within 5%% is %v", held["summary_each_host"], want)
+	}
 	sum, ok := doc["summary"].(map[string]any)
 	if !ok {
 		t.Fatalf("no summary: %v", doc["summary"])
@@ -665,6 +709,52 @@ func TestExplainMargin(t *testing.T) {
 	}
 	if _, stdout, _ = runCmd(t, stdin, false, "explain", "--request", "-"); strings.Count(stdout, "with a margin of 4 logits") != 2 {
 		t.Fatalf("the explanation does not say the margin of both hosts:\n%s", stdout)
+	}
+}
+
+// A request's first_margin and second_margin reach their own host only:
+// explain decides as the engine does with each host at its own margin,
+// and a host's own margin out of range is named as that host's field.
+func TestExplainHostMargins(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "cli", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := readRequest(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := 4.0, -1.0
+	req.Margin, req.FirstMargin, req.SecondMargin = 2, &first, &second
+	want, err := req.Decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin := strings.Replace(string(raw), "{", `{"margin": 2, "first_margin": 4, "second_margin": -1,`, 1)
+	code, stdout, stderr := runCmd(t, stdin, false, "explain", "--request", "-", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var d engine.Decision
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.First.Margin != 4 || d.Second.Margin != -1 || d.First.Containers != want.First.Containers || d.Second.Containers != want.Second.Containers {
+		t.Fatalf("explain gave %d and %d at margins %v and %v; the engine at 4 and -1 gives %d and %d",
+			d.First.Containers, d.Second.Containers, d.First.Margin, d.Second.Margin, want.First.Containers, want.Second.Containers)
+	}
+	for _, tc := range []struct{ json, want string }{
+		{`{"first_margin": 11,`, "field first_margin: is 11;"},
+		{`{"margin": 1, "second_margin": -10.5,`, "field second_margin: is -10.5;"},
+		{`{"margin": 12,`, "field margin (for both hosts): is 12;"},
+		{`{"margin": 12, "second_margin": 2,`, "field margin (for the first host): is 12;"},
+		// refused though no host decides at it, as the data source and the strategy refuse it
+		{`{"margin": 12, "first_margin": 1, "second_margin": 2,`, "field margin (for neither host: each has its own): is 12;"},
+	} {
+		code, stdout, stderr := runCmd(t, strings.Replace(string(raw), "{", tc.json, 1), false, "explain", "--request", "-")
+		if code == exitOK || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want an error with %q", tc.json, code, stdout, stderr, tc.want)
+		}
 	}
 }
 
@@ -1609,6 +1699,12 @@ func TestTuneDefaultCandidate(t *testing.T) {
 	if s := tuneCandidates()[52].settings(base); s.Average != 4 {
 		t.Errorf("candidate 53: average %d, want 4", s.Average)
 	}
+	// A candidate is calibrated exactly when its name says so.
+	for i, c := range tuneCandidates() {
+		if s := c.settings(base); s.Calibrate != strings.Contains(c.name, "calibrated") {
+			t.Errorf("candidate %d (%s): calibrate %v", i+1, c.name, s.Calibrate)
+		}
+	}
 	// A candidate that names no epochs trains as measured before the
 	// longer schedule: 12 epochs, a patience of 3.
 	for i, c := range tuneCandidates() {
@@ -2003,15 +2099,18 @@ func TestSimulateLargeBudgetNoted(t *testing.T) {
 // one logit is singular; the pooled table says what its margin is not.
 func TestWriteMargins(t *testing.T) {
 	var b strings.Builder
-	writeMargins(&b, &familyResult{Family: "crane", Margin: ptr(1), StepsMargin: ptr(2.5), StepsMarginEachHost: ptr(3)})
+	writeMargins(&b, &familyResult{Family: "crane", Margin: ptr(1), StepsMargin: ptr(2.5), StepsMarginEachHost: ptr(3),
+		StepsMarginsPerHost: &hostMargins{First: 3, Second: -1}})
 	want := "margin at the budget, the engine's counts as they are (margin in the provider and explain): 1.000 logit on the pair's budget; no margin keeps each host of a pair within the budget\n" +
-		"margin at the budget, with the step limits, hysteresis and hold band replayed (margin in the strategy, with the same settings): 2.500 logits on the pair's budget; 3.000 logits with each host of a pair within it (the one to set)\n"
+		"margin at the budget, with the step limits, hysteresis and hold band replayed (margin in the strategy, with the same settings): 2.500 logits on the pair's budget; 3.000 logits with each host of a pair within it (the one to set as margin)\n" +
+		"  margin per host, each host within the budget at its own: first 3.000 logits, second -1.000 logit (first_margin, second_margin: the ones to set)\n"
 	if b.String() != want {
 		t.Errorf("lines\n%s\nwant\n%s", b.String(), want)
 	}
 	b.Reset()
-	writeMargins(&b, &familyResult{Family: sim.PooledFamily, Margin: ptr(-0.75), MarginEachHost: ptr(-0.625)})
-	if !strings.Contains(b.String(), "(pooled: one setting over every family's series together") || strings.Contains(b.String(), "the one to set") {
+	writeMargins(&b, &familyResult{Family: sim.PooledFamily, Margin: ptr(-0.75), MarginEachHost: ptr(-0.625), MarginsPerHost: &hostMargins{First: -0.5, Second: -1}})
+	if !strings.Contains(b.String(), "(pooled: one setting over every family's series together") || strings.Contains(b.String(), "to set") ||
+		!strings.Contains(b.String(), "first -0.500 logits, second -1.000 logit (first_margin, second_margin)\n") {
 		t.Errorf("the pooled lines do not say what the margin is not:\n%s", b.String())
 	}
 }

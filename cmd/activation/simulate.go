@@ -58,7 +58,10 @@ p95-window, max-window, n-sigma, usage-threshold), a linear ablation, the
 oracle and the admission oracle (the oracle with the first host under the
 admission rule: new replicas count at their request, with foresight and no
 violation; a reference, not a bound). Each policy's one knob is swept; a policy's figure at the budget is
-its best density whose violation rate is within it. Each --traces directory
+its best density whose violation rate (a pair of hosts' mean) is within it;
+the figures with each host within the budget, at one setting and at a
+setting per host, follow, with the margins the front ends take (margin, or
+first_margin and second_margin) that meet it. Each --traces directory
 is a family (flat DIR/<series>.csv, or PlanetLab's DIR/<day>/<vm>.csv where
 a VM's days are one series), split by series name (--split test leaves
 out, naming them, held-out series the models' provenance lists as trained
@@ -498,15 +501,33 @@ type familyResult struct {
 	// StepsMarginEachHost are the same for activation-steps, the policy
 	// with the step limits, hysteresis and hold band replayed (as the
 	// strategy runs it), when they are.
-	Margin              *float64       `json:"margin,omitempty"`
-	MarginEachHost      *float64       `json:"margin_each_host,omitempty"`
-	StepsMargin         *float64       `json:"steps_margin,omitempty"`
-	StepsMarginEachHost *float64       `json:"steps_margin_each_host,omitempty"`
+	Margin              *float64 `json:"margin,omitempty"`
+	MarginEachHost      *float64 `json:"margin_each_host,omitempty"`
+	StepsMargin         *float64 `json:"steps_margin,omitempty"`
+	StepsMarginEachHost *float64 `json:"steps_margin_each_host,omitempty"`
+	// MarginsPerHost are the first and the second host's own margins that
+	// hold each host within the budget (a front end's first_margin and
+	// second_margin), StepsMarginsPerHost the same for activation-steps;
+	// absent as Margin is, or when either host has none within it.
+	MarginsPerHost      *hostMargins   `json:"margins_per_host,omitempty"`
+	StepsMarginsPerHost *hostMargins   `json:"steps_margins_per_host,omitempty"`
 	Policies            []policyResult `json:"policies"`
 	Summary             sim.Summary    `json:"summary"`
+	// SummaryEachHost is the summary with each host of a pair within the
+	// budget at one setting (sim.HoldEachHost), SummaryPerHost with each
+	// host within it at its own setting (sim.HoldPerHost: every policy's
+	// two hosts set apart, densities the mean of the two hosts').
+	SummaryEachHost sim.Summary `json:"summary_each_host"`
+	SummaryPerHost  sim.Summary `json:"summary_per_host"`
 	// Churn compares the activation policy's changes per hour with and
 	// without step limits (when they were replayed).
 	Churn *churn `json:"churn,omitempty"`
+}
+
+// hostMargins are a margin per host, in logits.
+type hostMargins struct {
+	First  float64 `json:"first"`
+	Second float64 `json:"second"`
 }
 
 type modelInfo struct {
@@ -525,7 +546,7 @@ func writeMargins(w io.Writer, fr *familyResult) {
 		}
 		return strconv.FormatFloat(*m, 'f', 3, 64) + " logits"
 	}
-	line := func(what string, pair, each *float64) {
+	line := func(what string, pair, each *float64, perHost *hostMargins) {
 		if pair == nil {
 			return
 		}
@@ -533,13 +554,21 @@ func writeMargins(w io.Writer, fr *familyResult) {
 		if each != nil {
 			eachText = logits(each) + " with each host of a pair within it"
 			if fr.Family != sim.PooledFamily {
-				eachText += " (the one to set)"
+				eachText += " (the one to set as margin)"
 			}
 		}
 		fmt.Fprintf(w, "margin at the budget, %s: %s on the pair's budget; %s\n", what, logits(pair), eachText)
+		if perHost != nil {
+			toSet := " (first_margin, second_margin: the ones to set)"
+			if fr.Family == sim.PooledFamily {
+				toSet = " (first_margin, second_margin)"
+			}
+			fmt.Fprintf(w, "  margin per host, each host within the budget at its own: first %s, second %s%s\n",
+				logits(&perHost.First), logits(&perHost.Second), toSet)
+		}
 	}
-	line("the engine's counts as they are (margin in the provider and explain)", fr.Margin, fr.MarginEachHost)
-	line("with the step limits, hysteresis and hold band replayed (margin in the strategy, with the same settings)", fr.StepsMargin, fr.StepsMarginEachHost)
+	line("the engine's counts as they are (margin in the provider and explain)", fr.Margin, fr.MarginEachHost, fr.MarginsPerHost)
+	line("with the step limits, hysteresis and hold band replayed (margin in the strategy, with the same settings)", fr.StepsMargin, fr.StepsMarginEachHost, fr.StepsMarginsPerHost)
 	if fr.Family == sim.PooledFamily {
 		fmt.Fprintln(w, "(pooled: one setting over every family's series together, which lets one family run over the budget; a family's own line keeps that family within it)")
 	}
@@ -595,6 +624,7 @@ func buildFamily(rep *sim.Report, budget float64, modelThr *float64) familyResul
 		Family: rep.Family, Series: rep.Series, Skipped: rep.Skipped, Gaps: rep.Gaps,
 		RequestFactor: rep.RequestFactor, MedianSlack: rep.MedianSlack, MeanSlack: rep.MeanSlack,
 		CalibratedOn: rep.CalibratedOn, Decisions: rep.Decisions, Summary: rep.Summarize(budget),
+		SummaryEachHost: rep.SummarizeHeld(budget, sim.HoldEachHost), SummaryPerHost: rep.SummarizeHeld(budget, sim.HoldPerHost),
 	}
 	for _, c := range rep.Curves {
 		pr := policyResult{Name: c.Policy, KnobName: c.KnobName, Curve: c.Points}
@@ -608,11 +638,12 @@ func buildFamily(rep *sim.Report, budget float64, modelThr *float64) familyResul
 		}
 		if modelThr != nil {
 			var pair, each **float64
+			var perHost **hostMargins
 			switch c.Policy {
 			case sim.PolicyActivation:
-				pair, each = &fr.Margin, &fr.MarginEachHost
+				pair, each, perHost = &fr.Margin, &fr.MarginEachHost, &fr.MarginsPerHost
 			case stepsPolicy:
-				pair, each = &fr.StepsMargin, &fr.StepsMarginEachHost
+				pair, each, perHost = &fr.StepsMargin, &fr.StepsMarginEachHost, &fr.StepsMarginsPerHost
 			}
 			if pair != nil {
 				if pr.WithinBudget {
@@ -620,6 +651,12 @@ func buildFamily(rep *sim.Report, budget float64, modelThr *float64) familyResul
 				}
 				if p, _, ok := c.BestEachHost(budget); ok {
 					*each = marginOf(p.Knob, *modelThr)
+				}
+				if first, second, ok := c.BestPerHost(budget); ok {
+					a, b := marginOf(first.Knob, *modelThr), marginOf(second.Knob, *modelThr)
+					if a != nil && b != nil {
+						*perHost = &hostMargins{First: *a, Second: *b}
+					}
 				}
 			}
 		}
@@ -738,6 +775,12 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 	fmt.Fprintf(w, "activation %.3f of the oracle: %s vs request-sum (%.3f), %s vs the best baseline %s (%.3f); gap to the oracle closed: %s\n",
 		s.ActivationDensity, opt(s.GainVsRequestSum, true), s.RequestSumDensity, opt(s.GainVsBestBaseline, true),
 		s.BestBaseline, s.BestBaselineDensity, opt(s.GapClosed, false))
+	held := func(what string, s sim.Summary) {
+		fmt.Fprintf(w, "%s: activation %.3f, %s vs the best baseline %s (%.3f); gap closed: %s\n",
+			what, s.ActivationDensity, opt(s.GainVsBestBaseline, true), s.BestBaseline, s.BestBaselineDensity, opt(s.GapClosed, false))
+	}
+	held("each host within the budget, one setting for both", fr.SummaryEachHost)
+	held("each host within the budget at its own setting (every policy)", fr.SummaryPerHost)
 	for _, pr := range fr.Policies {
 		if pr.Name == sim.PolicyActivation && pr.WithinBudget {
 			fmt.Fprintf(w, "activation by host: first %.3f of the oracle (violation rate %.4f), second %.3f (%.4f)\n",

@@ -121,6 +121,7 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12, quantile loss 0.85, capacity 0.95, 30 epochs, patience 5", longer(capacityQuantile(0.85, 0.95))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 4 starts", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average = 4 })},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts (default)", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average = 2 })},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts, calibrated", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average, s.Calibrate = 2, true })},
 	}
 }
 
@@ -377,13 +378,13 @@ func eachHostRatio(rep *sim.Report, budget float64) float64 {
 	baseline := 0.0
 	for _, c := range rep.Curves {
 		if sim.IsBaseline(c.Policy) {
-			baseline = max(baseline, rep.BestDensity(c.Policy, budget, true))
+			baseline = max(baseline, rep.BestDensity(c.Policy, budget, sim.HoldEachHost))
 		}
 	}
 	if baseline == 0 {
 		return 0
 	}
-	return rep.BestDensity(sim.PolicyActivation, budget, true) / baseline
+	return rep.BestDensity(sim.PolicyActivation, budget, sim.HoldEachHost) / baseline
 }
 
 // candidateList numbers the candidates for --candidates' help.

@@ -40,6 +40,13 @@ data "activation_container_counts" "pools" {
 
   # Optional: also read each host's hold range (logits; 0 or unset: off).
   hold_band = 1
+
+  # Optional: how cautious the counts are, in logits over the models' own
+  # thresholds (above 0 stricter): `margin` for both hosts, or one per host
+  # in its place. `activation simulate` on your own usage series prints the
+  # margins that hold each host within a violation budget.
+  first_margin  = 1.25
+  second_margin = 0.375
 }
 
 output "first_containers" {
