@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
 
@@ -60,6 +61,13 @@ func TestE2EMargin(t *testing.T) {
 	}
 	// Each decided line's engine counts are those of a logged request's
 	// decision at the margin.
+	decidedAsLogged(t, entries, reqs)
+}
+
+// decidedAsLogged checks that each decided line's engine counts are those
+// of one of the logged requests' decisions.
+func decidedAsLogged(t *testing.T, entries []logEntry, reqs map[string]*engine.Request) {
+	t.Helper()
 	for _, e := range entries {
 		reason := e.str("reason")
 		m := engineCounts.FindStringSubmatch(reason)
@@ -75,7 +83,7 @@ func TestE2EMargin(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("a decision's engine counts %s and %s are no logged request's at margin 4: %s", m[1], m[2], reason)
+			t.Errorf("a decision's engine counts %s and %s are no logged request's: %s", m[1], m[2], reason)
 		}
 	}
 }
@@ -136,22 +144,5 @@ func TestE2EHostMargins(t *testing.T) {
 	if !lower {
 		t.Error("a margin of 4 logits lowered no first-host count: the case shows nothing")
 	}
-	for _, e := range entries {
-		reason := e.str("reason")
-		m := engineCounts.FindStringSubmatch(reason)
-		if m == nil {
-			t.Fatalf("a decision's reason gives no engine counts: %s", reason)
-		}
-		found := false
-		for _, r := range reqs {
-			d := decision(t, r)
-			if m[1] == strconv.Itoa(d.First.Containers) && m[2] == strconv.Itoa(d.Second.Containers) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			t.Errorf("a decision's engine counts %s and %s are no logged request's: %s", m[1], m[2], reason)
-		}
-	}
+	decidedAsLogged(t, entries, reqs)
 }

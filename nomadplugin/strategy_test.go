@@ -606,17 +606,7 @@ func TestHostMarginConfig(t *testing.T) {
 	}
 	// A margin on a model without sigmoid outputs is refused naming the
 	// key that set the margin of that host: its own, else margin.
-	b, err := engine.Builtin(engine.BuiltinCapacity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := *b.Model()
-	m.Layers = append([]engine.Layer(nil), m.Layers...)
-	m.Layers[len(m.Layers)-1].Activation = engine.ActivationIdentity
-	path := filepath.Join(t.TempDir(), "identity.json")
-	if err := engine.WriteModelFile(path, &m); err != nil {
-		t.Fatal(err)
-	}
+	path := identityOutputsModel(t)
 	for _, tc := range []struct {
 		name    string
 		kv      []string
@@ -1681,18 +1671,8 @@ func TestConfigErrors(t *testing.T) {
 	}
 	// A hold band needs sigmoid outputs: a model without them is refused
 	// when the config is read, naming hold_band.
-	b, err := engine.Builtin(engine.BuiltinCapacity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := *b.Model()
-	m.Layers = append([]engine.Layer(nil), m.Layers...)
-	m.Layers[len(m.Layers)-1].Activation = engine.ActivationIdentity
-	path := filepath.Join(t.TempDir(), "identity.json")
-	if err := engine.WriteModelFile(path, &m); err != nil {
-		t.Fatal(err)
-	}
-	_, err = parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path, KeyHoldBand, "1"), "")
+	path := identityOutputsModel(t)
+	_, err := parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path, KeyHoldBand, "1"), "")
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Key != KeyHoldBand || !strings.Contains(ce.Reason, "sigmoid") {
 		t.Errorf("identity outputs with hold_band: %v, want an error naming %s", err, KeyHoldBand)
@@ -2491,4 +2471,23 @@ func TestDecidedLineNamesItsHosts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// identityOutputsModel writes the built-in capacity processor with
+// identity outputs (no logits for a margin or a hold band to move) to a
+// file, and returns its path.
+func identityOutputsModel(t *testing.T) string {
+	t.Helper()
+	b, err := engine.Builtin(engine.BuiltinCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := *b.Model()
+	m.Layers = append([]engine.Layer(nil), m.Layers...)
+	m.Layers[len(m.Layers)-1].Activation = engine.ActivationIdentity
+	path := filepath.Join(t.TempDir(), "identity.json")
+	if err := engine.WriteModelFile(path, &m); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -671,9 +671,9 @@ func TestHelpHasExamples(t *testing.T) {
 	}
 }
 
-// A request's margin reaches both hosts: explain's decision is the
-// engine's at that margin, stricter than without, and the text says it.
-func TestExplainMargin(t *testing.T) {
+// exampleRequest is examples/cli/request.json, as read and as decoded.
+func exampleRequest(t *testing.T) ([]byte, *engine.Request) {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "cli", "request.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -682,6 +682,13 @@ func TestExplainMargin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return raw, req
+}
+
+// A request's margin reaches both hosts: explain's decision is the
+// engine's at that margin, stricter than without, and the text says it.
+func TestExplainMargin(t *testing.T) {
+	raw, req := exampleRequest(t)
 	base, err := req.Decide()
 	if err != nil {
 		t.Fatal(err)
@@ -716,14 +723,7 @@ func TestExplainMargin(t *testing.T) {
 // explain decides as the engine does with each host at its own margin,
 // and a host's own margin out of range is named as that host's field.
 func TestExplainHostMargins(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "cli", "request.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := readRequest(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, req := exampleRequest(t)
 	first, second := 4.0, -1.0
 	req.Margin, req.FirstMargin, req.SecondMargin = 2, &first, &second
 	want, err := req.Decide()
