@@ -1755,8 +1755,8 @@ func TestTuneTableAndCalibrationNote(t *testing.T) {
 		}
 		row := strings.Fields(strings.TrimPrefix(lines[1], "max-of-predictors"))
 		// the family's two budgets, the geometric mean, and the geometric
-		// mean with each host within the budget
-		if !strings.HasPrefix(lines[1], "max-of-predictors") || len(row) != 4 || !strings.HasSuffix(lines[0], "each host: geometric mean") {
+		// means with each host within the budget, at one setting and per host
+		if !strings.HasPrefix(lines[1], "max-of-predictors") || len(row) != 5 || !strings.HasSuffix(lines[0], "each host: geometric mean  per host: geometric mean") {
 			t.Fatalf("tune's row for candidate 8: %q", lines[1])
 		}
 		for _, f := range row {
@@ -2245,28 +2245,36 @@ func TestTrainQuantileFlag(t *testing.T) {
 	}
 }
 
-// TestEachHostRatio: tune's each-host column chooses every policy's
-// setting again with each host of a pair within the budget, not on the
-// pair's mean, and is 0 when no baseline has such a setting.
-func TestEachHostRatio(t *testing.T) {
+// TestHeldRatio: tune's each-host columns choose every policy's setting
+// again with each host of a pair within the budget, not on the pair's
+// mean (at one setting, and at a setting per host), and are 0 when no
+// baseline has such a setting.
+func TestHeldRatio(t *testing.T) {
 	pt := func(density, first, second float64) sim.Point {
-		return sim.Point{Density: density, ViolationRate: (first + second) / 2, FirstViolationRate: first, SecondViolationRate: second}
+		return sim.Point{Density: density, ViolationRate: (first + second) / 2, FirstViolationRate: first, SecondViolationRate: second,
+			FirstDensity: density, SecondDensity: density}
 	}
 	rep := &sim.Report{Curves: []sim.Curve{
 		// on the pair's mean 0.9 is within 1%; held to each host only 0.6
-		{Policy: sim.PolicyActivation, Points: []sim.Point{pt(0.6, 0.005, 0.005), pt(0.9, 0.018, 0.001)}},
+		// at one setting, and (0.9 + 0.6) / 2 at a setting per host
+		{Policy: sim.PolicyActivation, Points: []sim.Point{pt(0.6, 0.005, 0.005), pt(0.9, 0.008, 0.012)}},
 		{Policy: sim.PolicyUsageThreshold, Points: []sim.Point{pt(0.5, 0.008, 0.008), pt(0.8, 0.012, 0.012)}},
 		{Policy: sim.PolicyMaxWindow, Points: []sim.Point{pt(0.4, 0.001, 0.001)}},
 		{Policy: sim.PolicyOracle, Points: []sim.Point{pt(1, 0, 0)}}, // not a baseline
 	}}
-	if got, want := eachHostRatio(rep, 0.01), 0.6/0.5; math.Abs(got-want) > 1e-12 {
-		t.Errorf("each host within 1%%: ratio %v, want %v (0.6 over usage-threshold's 0.5)", got, want)
-	}
-	// The pair's budget lets the activation's first host run over it.
-	if got, want := rep.Summarize(0.01).ActivationDensity/rep.Summarize(0.01).BestBaselineDensity, 0.9/0.5; math.Abs(got-want) > 1e-12 {
-		t.Errorf("on the pair's budget: ratio %v, want %v", got, want)
-	}
-	if got := eachHostRatio(rep, 0.0005); got != 0 {
-		t.Errorf("no baseline within 0.05%%: ratio %v, want 0", got)
+	for _, tc := range []struct {
+		h    sim.Holding
+		want float64
+	}{
+		{sim.HoldPair, 0.9 / 0.5}, // the pair's budget lets the first host run over it
+		{sim.HoldEachHost, 0.6 / 0.5},
+		{sim.HoldPerHost, (0.9 + 0.6) / 2 / 0.5},
+	} {
+		if got := heldRatio(rep, 0.01, tc.h); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%v, 1%%: ratio %v, want %v", tc.h, got, tc.want)
+		}
+		if got := heldRatio(rep, 0.0005, tc.h); got != 0 {
+			t.Errorf("%v: no baseline within 0.05%%: ratio %v, want 0", tc.h, got)
+		}
 	}
 }

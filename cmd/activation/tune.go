@@ -29,10 +29,12 @@ set and replayed (scenario shifted) on its inner validation set against the
 baselines. The table gives, per candidate,
 family and budget, the activation density over the best baseline's, averaged
 over folds, and the geometric mean of them all: the candidate to choose is
-the one with the highest. The last column is that geometric mean with each
-host of a pair within the budget, every policy's setting chosen again (the
-pair's budget is the mean of its hosts' violation rates, which the two
-processors can split unevenly). Nothing is tuned on the held-out series.`,
+the one with the highest. The last two columns are that geometric mean with
+each host of a pair within the budget, every policy's setting chosen again
+(the pair's budget is the mean of its hosts' violation rates, which the two
+processors can split unevenly): at one setting for both hosts, and at a
+setting per host (the front ends' first_margin and second_margin). Nothing
+is tuned on the held-out series.`,
 	examples: []string{
 		"# the nested validation behind the default settings (see docs/benchmarks.md)",
 		"activation tune --traces engine/testdata/traces/crane,engine/testdata/traces/planetlab",
@@ -244,15 +246,22 @@ func cmdTune(args []string, e env) error {
 		cands = picked
 	}
 	base := train.DefaultSettings()
-	// ratio[c][f][b] summed over folds; eachHost[c][f][b] the same with
-	// each host of a pair within the budget
-	ratio, eachHost := make([][][]float64, len(cands)), make([][][]float64, len(cands))
-	for c := range ratio {
-		ratio[c], eachHost[c] = make([][]float64, len(fams)), make([][]float64, len(fams))
-		for f := range ratio[c] {
-			ratio[c][f], eachHost[c][f] = make([]float64, len(bs)), make([]float64, len(bs))
+	// held[h][c][f][b] is the ratio summed over folds, held as the
+	// holding h says (heldRatio): on the pair's budget (the candidates'
+	// score), with each host within it at one setting, and at a setting
+	// per host.
+	holdings := []sim.Holding{sim.HoldPair, sim.HoldEachHost, sim.HoldPerHost}
+	held := make([][][][]float64, len(holdings))
+	for h := range held {
+		held[h] = make([][][]float64, len(cands))
+		for c := range held[h] {
+			held[h][c] = make([][]float64, len(fams))
+			for f := range held[h][c] {
+				held[h][c][f] = make([]float64, len(bs))
+			}
 		}
 	}
+	ratio := held[0]
 	// Every fold needs inner training and validation series in every
 	// family: checked before any training, so that a small family fails
 	// at once and says why.
@@ -317,13 +326,9 @@ func cmdTune(args []string, e env) error {
 					notes = append(notes, fmt.Sprintf("fold %d, family %s: the requests' factor is set on the inner validation series: none of the %d inner training series can be replayed", fold+1, fams[f].Name, len(inner[f].Series)))
 				}
 				for b, budget := range bs {
-					sum := rep.Summarize(budget)
-					r := 0.0
-					if sum.BestBaselineDensity > 0 {
-						r = sum.ActivationDensity / sum.BestBaselineDensity
+					for h, holding := range holdings {
+						held[h][c][f][b] += heldRatio(rep, budget, holding) / float64(*folds)
 					}
-					ratio[c][f][b] += r / float64(*folds)
-					eachHost[c][f][b] += eachHostRatio(rep, budget) / float64(*folds)
 				}
 			}
 			if !*quiet {
@@ -338,7 +343,7 @@ func cmdTune(args []string, e env) error {
 			fmt.Fprintf(tw, "\t%s %g%%", fam.Name, 100*b)
 		}
 	}
-	fmt.Fprint(tw, "\tgeometric mean\teach host: geometric mean\n")
+	fmt.Fprint(tw, "\tgeometric mean\teach host: geometric mean\tper host: geometric mean\n")
 	for c, cand := range cands {
 		fmt.Fprint(tw, cand.name)
 		for f := range fams {
@@ -346,7 +351,7 @@ func cmdTune(args []string, e env) error {
 				fmt.Fprintf(tw, "\t%.3f", ratio[c][f][b])
 			}
 		}
-		fmt.Fprintf(tw, "\t%.3f\t%.3f\n", geometricMean(ratio[c]), geometricMean(eachHost[c]))
+		fmt.Fprintf(tw, "\t%.3f\t%.3f\t%.3f\n", geometricMean(ratio[c]), geometricMean(held[1][c]), geometricMean(held[2][c]))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -370,21 +375,15 @@ func geometricMean(ratios [][]float64) float64 {
 	return math.Exp(logSum / float64(n))
 }
 
-// eachHostRatio is the activation policy's density over the best
-// baseline's with each host of a pair within the budget (the curves'
-// BestEachHost), as Summarize gives it on the pair's budget; 0 when no
-// baseline has a setting there.
-func eachHostRatio(rep *sim.Report, budget float64) float64 {
-	baseline := 0.0
-	for _, c := range rep.Curves {
-		if sim.IsBaseline(c.Policy) {
-			baseline = max(baseline, rep.BestDensity(c.Policy, budget, sim.HoldEachHost))
-		}
-	}
-	if baseline == 0 {
+// heldRatio is the activation policy's density over the best baseline's
+// at budget, every policy's setting chosen as h holds the budget
+// (sim.Report.SummarizeHeld); 0 when no baseline has a setting there.
+func heldRatio(rep *sim.Report, budget float64, h sim.Holding) float64 {
+	s := rep.SummarizeHeld(budget, h)
+	if s.BestBaselineDensity <= 0 {
 		return 0
 	}
-	return rep.BestDensity(sim.PolicyActivation, budget, sim.HoldEachHost) / baseline
+	return s.ActivationDensity / s.BestBaselineDensity
 }
 
 // candidateList numbers the candidates for --candidates' help.
