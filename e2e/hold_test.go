@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
@@ -26,11 +24,7 @@ func TestE2EHoldBand(t *testing.T) {
 	c := startSplitCase(t, splitSetup{start: [2]int{10, 10}, reqCPU: 1000, usage: 1000,
 		policy: noLimits + `        hold_band      = "10"
 `, cooldown: "200ms"})
-	var entries []logEntry
-	eventually(t, 40*time.Second, "three decisions", func() (bool, string) {
-		entries = c.logged(t, 0, "decided", "")
-		return len(entries) >= 3, fmt.Sprintf("%d decisions so far", len(entries))
-	})
+	entries := c.threeDecisions(t)
 	for _, e := range entries {
 		reason := e.str("reason")
 		ms := held.FindAllStringSubmatch(reason, -1)

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
@@ -22,20 +20,13 @@ func TestE2EMargin(t *testing.T) {
 	c := startSplitCase(t, splitSetup{start: [2]int{10, 10}, reqCPU: 1000, usage: 1000,
 		policy: noLimits + `        margin         = "4"
 `, cooldown: "200ms", trace: true})
-	var entries []logEntry
-	eventually(t, 40*time.Second, "three decisions", func() (bool, string) {
-		entries = c.logged(t, 0, "decided", "")
-		return len(entries) >= 3, fmt.Sprintf("%d decisions so far", len(entries))
-	})
+	entries := c.threeDecisions(t)
 	for _, e := range entries {
 		if reason := e.str("reason"); strings.Count(reason, "with a margin of 4 logits") != 2 {
 			t.Errorf("a decision's reason does not say both hosts' margin: %s", reason)
 		}
 	}
-	reqs, _ := c.a.requests(t)
-	if len(reqs) == 0 {
-		t.Fatal("the strategy logged no decision request")
-	}
+	reqs := c.loggedRequests(t)
 	lower := false
 	for digest, r := range reqs {
 		if r.Margin != 4 {
@@ -105,20 +96,13 @@ func TestE2EHostMargins(t *testing.T) {
 		policy: noLimits + `        margin         = "4"
         second_margin  = "0"
 `, cooldown: "200ms", trace: true})
-	var entries []logEntry
-	eventually(t, 40*time.Second, "three decisions", func() (bool, string) {
-		entries = c.logged(t, 0, "decided", "")
-		return len(entries) >= 3, fmt.Sprintf("%d decisions so far", len(entries))
-	})
+	entries := c.threeDecisions(t)
 	for _, e := range entries {
 		if reason := e.str("reason"); strings.Count(reason, "with a margin of 4 logits") != 1 || strings.Contains(reason, "with a margin of 0") {
 			t.Errorf("a decision's reason does not say the first host's margin alone: %s", reason)
 		}
 	}
-	reqs, _ := c.a.requests(t)
-	if len(reqs) == 0 {
-		t.Fatal("the strategy logged no decision request")
-	}
+	reqs := c.loggedRequests(t)
 	lower := false
 	for digest, r := range reqs {
 		if r.Margin != 4 || r.FirstMargin != nil || r.SecondMargin == nil || *r.SecondMargin != 0 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 	"github.com/activation-scheduler/terraform-provider-activation/nomadplugin"
@@ -266,4 +267,27 @@ func (c *splitCase) registeredMoves(t testing.TB) (prev, next [][2]int) {
 		prev, next = append(prev, byIndex[idx].prev), append(next, byIndex[idx].next)
 	}
 	return prev, next
+}
+
+// threeDecisions waits up to 40 s for the strategy's first three decided
+// lines of the case's first check, and returns every one logged by then.
+func (c *splitCase) threeDecisions(t *testing.T) []logEntry {
+	t.Helper()
+	var entries []logEntry
+	eventually(t, 40*time.Second, "three decisions", func() (bool, string) {
+		entries = c.logged(t, 0, "decided", "")
+		return len(entries) >= 3, fmt.Sprintf("%d decisions so far", len(entries))
+	})
+	return entries
+}
+
+// loggedRequests are the decision requests the strategy logged, by
+// digest; none fails the test.
+func (c *splitCase) loggedRequests(t *testing.T) map[string]*engine.Request {
+	t.Helper()
+	reqs, _ := c.a.requests(t)
+	if len(reqs) == 0 {
+		t.Fatal("the strategy logged no decision request")
+	}
+	return reqs
 }

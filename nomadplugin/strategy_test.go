@@ -509,15 +509,7 @@ func TestMargin(t *testing.T) {
 			}
 			m, _ := strconv.ParseFloat(margin, 64)
 			metas[m] = a.Meta
-			key := MetaFirstDecided
-			if role == RoleSecond {
-				key = MetaSecondDecided
-			}
-			d, ok := a.Meta[key].(int)
-			if !ok {
-				t.Fatalf("no %s meta: %v", key, a.Meta)
-			}
-			return d, a.Reason
+			return decidedMeta(t, a.Meta, role), a.Reason
 		}
 		// The engine's own counts at each margin, from the observations
 		// the reader serves.
@@ -727,15 +719,7 @@ func TestHostMarginRun(t *testing.T) {
 	}
 	decided := func(r run, role string) int {
 		t.Helper()
-		key := MetaFirstDecided
-		if role == RoleSecond {
-			key = MetaSecondDecided
-		}
-		d, ok := r.meta[key].(int)
-		if !ok {
-			t.Fatalf("no %s meta: %v", key, r.meta)
-		}
-		return d
+		return decidedMeta(t, r.meta, role)
 	}
 	engineAt := func(fm, sm float64) *engine.Decision {
 		t.Helper()
@@ -2490,4 +2474,19 @@ func identityOutputsModel(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// decidedMeta is the count the engine decided for the host of role, from
+// an action's meta (MetaFirstDecided, MetaSecondDecided).
+func decidedMeta(t *testing.T, meta map[string]any, role string) int {
+	t.Helper()
+	key := MetaFirstDecided
+	if role == RoleSecond {
+		key = MetaSecondDecided
+	}
+	d, ok := meta[key].(int)
+	if !ok {
+		t.Fatalf("no %s meta: %v", key, meta)
+	}
+	return d
 }

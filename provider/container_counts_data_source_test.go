@@ -346,6 +346,22 @@ func readInProcess(t testing.TB, pd *providerData, m *containerCountsModel) (con
 	return out, resp.Diagnostics
 }
 
+// readMatchingEngine reads request r's observations and settings through
+// the data source in process and fails unless its counts and decisions are
+// want's (the engine's own decision of r); it returns what was read.
+func readMatchingEngine(t *testing.T, r *engine.Request, want *engine.Decision) containerCountsModel {
+	t.Helper()
+	m := newCountsModel(r)
+	got, diags := readInProcess(t, &providerData{}, &m)
+	if diags.HasError() {
+		t.Fatalf("read: %v", diags)
+	}
+	if !reflect.DeepEqual(got.countsResultModel, countsResult(want)) {
+		t.Fatalf("read differs from the engine's decision:\n got %+v\nwant %+v", got.countsResultModel, countsResult(want))
+	}
+	return got
+}
+
 // margin reaches the engine through the data source's Read and the
 // function: the counts are the engine's at that margin, stricter than
 // without it, and the explanation says it; a margin beyond 10 logits is an
@@ -360,14 +376,7 @@ func TestContainerCountsMargin(t *testing.T) {
 		t.Fatalf("a margin of 3 logits moves no count (%d, %d against %d, %d): the case shows nothing",
 			want.First.Containers, want.Second.Containers, base.First.Containers, base.Second.Containers)
 	}
-	m := newCountsModel(r)
-	got, diags := readInProcess(t, &providerData{}, &m)
-	if diags.HasError() {
-		t.Fatalf("read: %v", diags)
-	}
-	if !reflect.DeepEqual(got.countsResultModel, countsResult(want)) {
-		t.Fatalf("read differs from the engine's decision:\n got %+v\nwant %+v", got.countsResultModel, countsResult(want))
-	}
+	got := readMatchingEngine(t, r, want)
 	if got.FirstDecision.Margin != 3 || got.SecondDecision.Margin != 3 {
 		t.Fatalf("decisions' margins %v and %v, want 3", got.FirstDecision.Margin, got.SecondDecision.Margin)
 	}
@@ -443,14 +452,7 @@ func TestContainerCountsHostMargins(t *testing.T) {
 					t.Fatalf("host %d: its own margin %v gives the count margin %v gives (%d): the case shows nothing", i, *own, c.margin, hostOfDecision(want, i).Containers)
 				}
 			}
-			m := newCountsModel(r)
-			got, diags := readInProcess(t, &providerData{}, &m)
-			if diags.HasError() {
-				t.Fatalf("read: %v", diags)
-			}
-			if !reflect.DeepEqual(got.countsResultModel, countsResult(want)) {
-				t.Fatalf("read differs from the engine's decision:\n got %+v\nwant %+v", got.countsResultModel, countsResult(want))
-			}
+			got := readMatchingEngine(t, r, want)
 			if got.FirstDecision.Margin != c.at[0] || got.SecondDecision.Margin != c.at[1] {
 				t.Fatalf("decisions' margins %v and %v, want %v", got.FirstDecision.Margin, got.SecondDecision.Margin, c.at)
 			}
@@ -549,14 +551,7 @@ func TestContainerCountsHoldBand(t *testing.T) {
 	if f.Low == f.High && sd.Low == sd.High {
 		t.Fatalf("both hold ranges are one count wide (%+v, %+v): the case shows nothing", f, sd)
 	}
-	m := newCountsModel(r)
-	got, diags := readInProcess(t, &providerData{}, &m)
-	if diags.HasError() {
-		t.Fatalf("read: %v", diags)
-	}
-	if !reflect.DeepEqual(got.countsResultModel, countsResult(want)) {
-		t.Fatalf("read differs from the engine's decision:\n got %+v\nwant %+v", got.countsResultModel, countsResult(want))
-	}
+	got := readMatchingEngine(t, r, want)
 	if h := got.FirstDecision.Hold; h == nil || h.Low != int64(f.Low) || h.High != int64(f.High) || h.Band != 2 {
 		t.Fatalf("first host's hold %+v, engine %+v", h, f)
 	}
@@ -569,8 +564,8 @@ func TestContainerCountsHoldBand(t *testing.T) {
 	}
 	off := *r
 	off.HoldBand = 0
-	m = newCountsModel(&off)
-	if got, diags = readInProcess(t, &providerData{}, &m); diags.HasError() || got.FirstDecision.Hold != nil || got.SecondDecision.Hold != nil {
+	m := newCountsModel(&off)
+	if got, diags := readInProcess(t, &providerData{}, &m); diags.HasError() || got.FirstDecision.Hold != nil || got.SecondDecision.Hold != nil {
 		t.Fatalf("without hold_band: hold %+v, %+v (%v)", got.FirstDecision.Hold, got.SecondDecision.Hold, diags)
 	}
 	assertSettingRefused(t, r, attrHoldBand, func(r *engine.Request, v float64) { r.HoldBand = v }, -1, 11)

@@ -671,6 +671,21 @@ func TestHelpHasExamples(t *testing.T) {
 	}
 }
 
+// explainJSON runs `explain --request path --format json` on stdin and
+// decodes its decision; anything but success fails the test.
+func explainJSON(t *testing.T, stdin, path string) engine.Decision {
+	t.Helper()
+	code, stdout, stderr := runCmd(t, stdin, false, "explain", "--request", path, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var d engine.Decision
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // exampleRequest is examples/cli/request.json, as read and as decoded.
 func exampleRequest(t *testing.T) ([]byte, *engine.Request) {
 	t.Helper()
@@ -702,19 +717,12 @@ func TestExplainMargin(t *testing.T) {
 		t.Fatalf("a margin of 4 moves no count (%d, %d): the case shows nothing", want.First.Containers, want.Second.Containers)
 	}
 	stdin := strings.Replace(string(raw), "{", `{"margin": 4,`, 1)
-	code, stdout, stderr := runCmd(t, stdin, false, "explain", "--request", "-", "--format", "json")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var d engine.Decision
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-		t.Fatal(err)
-	}
+	d := explainJSON(t, stdin, "-")
 	if d.First.Containers != want.First.Containers || d.Second.Containers != want.Second.Containers || d.First.Margin != 4 || d.Second.Margin != 4 {
 		t.Fatalf("explain gave %d and %d (margins %v, %v); the engine at margin 4 gives %d and %d",
 			d.First.Containers, d.Second.Containers, d.First.Margin, d.Second.Margin, want.First.Containers, want.Second.Containers)
 	}
-	if _, stdout, _ = runCmd(t, stdin, false, "explain", "--request", "-"); strings.Count(stdout, "with a margin of 4 logits") != 2 {
+	if _, stdout, _ := runCmd(t, stdin, false, "explain", "--request", "-"); strings.Count(stdout, "with a margin of 4 logits") != 2 {
 		t.Fatalf("the explanation does not say the margin of both hosts:\n%s", stdout)
 	}
 }
@@ -731,14 +739,7 @@ func TestExplainHostMargins(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdin := strings.Replace(string(raw), "{", `{"margin": 2, "first_margin": 4, "second_margin": -1,`, 1)
-	code, stdout, stderr := runCmd(t, stdin, false, "explain", "--request", "-", "--format", "json")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var d engine.Decision
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-		t.Fatal(err)
-	}
+	d := explainJSON(t, stdin, "-")
 	if d.First.Margin != 4 || d.Second.Margin != -1 || d.First.Containers != want.First.Containers || d.Second.Containers != want.Second.Containers {
 		t.Fatalf("explain gave %d and %d at margins %v and %v; the engine at 4 and -1 gives %d and %d",
 			d.First.Containers, d.Second.Containers, d.First.Margin, d.Second.Margin, want.First.Containers, want.Second.Containers)
@@ -779,14 +780,7 @@ func TestExplainExampleRequest(t *testing.T) {
 			t.Fatalf("the example's %s sets per_branch; it should show the default", q)
 		}
 	}
-	code, stdout, stderr := runCmd(t, "", false, "explain", "--request", path, "--format", "json")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var d engine.Decision
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-		t.Fatal(err)
-	}
+	d := explainJSON(t, "", path)
 	for _, h := range []engine.HostDecision{d.First, d.Second} {
 		if h.Quota.PerBranch != 1 || h.Quota.Rounding == "" {
 			t.Errorf("%s host quota %+v: per_branch should default to 1", h.Role, h.Quota)
@@ -807,7 +801,7 @@ func TestExplainExampleRequest(t *testing.T) {
 	if !reflect.DeepEqual(&d, roundTrip(t, want)) {
 		t.Errorf("explain gave %+v, the engine %+v", d, want)
 	}
-	code, stdout, _ = runCmd(t, "", false, "explain", "--request", path)
+	code, stdout, _ := runCmd(t, "", false, "explain", "--request", path)
 	if code != exitOK || !strings.Contains(stdout, "first host web-1:") || !strings.Contains(stdout, "second host batch-1:") {
 		t.Errorf("text explanation: exit %d\n%s", code, stdout)
 	}
