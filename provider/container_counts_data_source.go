@@ -99,11 +99,12 @@ var marginDescription = fmt.Sprintf("Moves both models' output thresholds by thi
 	"a host overloaded less often), below 0 looser; from %d to %d; 0 or unset: the models' own thresholds. A margin of m logits keeps "+
 	"about m / alpha of the host free beyond the processor's estimate, alpha being the slope its outputs learned (`alpha` in the "+
 	"model's provenance: 10 for both built-in processors, whose slope is fixed by their quantile training, so a margin of 2 keeps about "+
-	"20%% of either host). The built-in models at margin 0 overloaded 1.1%% (Crane), 1.7%% (Bitbrains) and 3.0%% "+
-	"(PlanetLab) of the host-samples of series they never saw in the project's replay; `activation simulate --traces DIR` on your "+
+	"20%% of either host). The models' own thresholds meet no particular violation budget (the project's `docs/benchmarks.md` "+
+	"gives how often the built-in ones overloaded series they never saw, by family). `activation simulate --traces DIR` on your "+
 	"own usage series prints the margin that meets a budget with each host within it, the one to set for both, and the margins "+
-	"per host that do, for `first_margin` and `second_margin`, which replace it per host, each for its host only (the project's "+
-	"`docs/benchmarks.md` lists them per family). The explanation says the margin; the hold range (`hold_band`) is read about the moved threshold.", -engine.MaxMargin, engine.MaxMargin)
+	"per host that do, for `first_margin` and `second_margin`, which replace it per host, each for its host only; choose them on "+
+	"some series (`--split train --format json`) and read them on others (`--split test --settings-from` that output) before "+
+	"trusting a budget. The explanation says the margin; the hold range (`hold_band`) is read about the moved threshold.", -engine.MaxMargin, engine.MaxMargin)
 
 // hostMarginDescription is first_margin's or second_margin's (role
 // "first", "second").

@@ -664,7 +664,7 @@ func TestHelpHasExamples(t *testing.T) {
 		})
 	}
 	_, stdout, _ := runCmd(t, "", false, "simulate", "-h")
-	for _, want := range []string{"-traces DIR[,DIR...]", "-plot FILE", "-quiet", "-hysteresis N"} {
+	for _, want := range []string{"-traces DIR[,DIR...]", "-plot FILE", "-quiet", "-hysteresis N", "-settings-from FILE"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("simulate -h lacks %q:\n%s", want, stdout)
 		}

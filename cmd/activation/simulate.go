@@ -39,6 +39,7 @@ const stepsPolicy = sim.PolicyActivation + "-steps"
 
 type simulateFlags struct {
 	traces, format, plot, scenario, split, knob string
+	settingsFrom                                string
 	admission, capacity                         string
 	maxUp, maxDown, hysteresis                  string
 	holdBand                                    float64
@@ -68,7 +69,10 @@ out, naming them, held-out series the models' provenance lists as trained
 or validated on: a directory with other files than the ones trained on
 can move the split), replayed one series at a time per worker, and
 reported on its own; with several families the
-results are also pooled (every series weighs the same).
+results are also pooled (every series weighs the same). With
+--settings-from, every policy is also read at the settings chosen on
+another replay's curves (simulate's JSON of other series, such as the
+training side), as a margin set on some series serves on others.
 Scenarios: ` + strings.Join(sim.ScenarioNames(), ", ") + `.`,
 	examples: []string{
 		"# the held-out crane series at a 1% budget, with a plot",
@@ -81,6 +85,9 @@ Scenarios: ` + strings.Join(sim.ScenarioNames(), ", ") + `.`,
 		"activation simulate --traces engine/testdata/traces/crane --hysteresis 2 --max-scale-down 10%",
 		"# churn with a hold band: keep a count the models find about as safe",
 		"activation simulate --traces engine/testdata/traces/crane --hold-band 0.5",
+		"# margins chosen on the training series, read on the held-out ones",
+		"activation simulate --traces DIR --split train --format json > train.json",
+		"activation simulate --traces DIR --split test --settings-from train.json",
 	},
 }
 
@@ -111,6 +118,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
 	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
 	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's")
+	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families, scenario, models and step settings, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -256,6 +264,28 @@ func cmdSimulate(args []string, e env) error {
 	if err != nil {
 		return fmt.Errorf("--capacity-model: %w", err)
 	}
+	models := []modelInfo{
+		{Role: engine.RoleFirst, Name: adm.Model().Name, Digest: adm.Digest()},
+		{Role: engine.RoleSecond, Name: capy.Model().Name, Digest: capy.Digest()},
+	}
+	var stepsOut *stepsInfo
+	if withSteps {
+		stepsOut = &stepsInfo{MaxScaleUp: steps.MaxUp.String(), MaxScaleDown: steps.MaxDown.String(), Hysteresis: steps.Hysteresis.String(), HoldBand: f.holdBand}
+	}
+	familyNames := make([]string, len(dirs))
+	for i, d := range dirs {
+		familyNames[i] = d.family
+	}
+	var chooser *settingsSource
+	if f.settingsFrom != "" {
+		// Read before the replay, which a file that cannot choose
+		// would waste.
+		if chooser, err = readSettingsSource(f.settingsFrom, sc, f.knob, models, stepsOut, familyNames); err != nil {
+			return fmt.Errorf("--settings-from: %w", err)
+		}
+	} else if flagSet(fs, "settings-from") {
+		return usagef("--settings-from: empty: name simulate's JSON output of another replay, or leave the flag out")
+	}
 	if f.split == splitTest {
 		// The split is by a hash of each name, but a family's side is
 		// never left empty: a directory with other files than the one
@@ -372,14 +402,7 @@ func cmdSimulate(args []string, e env) error {
 		reps = append(reps, rep)
 	}
 	out := &output{Scenario: sc, Split: f.split, Budget: f.budget, ShiftSet: flagSet(fs, "max-shift"),
-		Models: []modelInfo{
-			{Role: engine.RoleFirst, Name: adm.Model().Name, Digest: adm.Digest()},
-			{Role: engine.RoleSecond, Name: capy.Model().Name, Digest: capy.Digest()},
-		},
-		Notes: notes}
-	if withSteps {
-		out.Steps = &stepsInfo{MaxScaleUp: steps.MaxUp.String(), MaxScaleDown: steps.MaxDown.String(), Hysteresis: steps.Hysteresis.String(), HoldBand: f.holdBand}
-	}
+		Models: models, Steps: stepsOut, Notes: notes}
 	out.Notes = append(out.Notes, edgeNotes(reps, f.budget)...)
 	// The activation's threshold at the budget as a margin over the
 	// models' own, what the front ends take: only when the sweep moves
@@ -401,6 +424,25 @@ func cmdSimulate(args []string, e env) error {
 			out.Families = append(out.Families, buildFamily(r, f.budget, modelThr))
 		}
 		reps = append(reps, pooled)
+	}
+	if chooser != nil {
+		read := func(fr *familyResult, rep *sim.Report) (err error) {
+			fr.SettingsFrom, err = chooser.chooseOn(rep, familyNames, f.budget, modelThr)
+			if err == nil && fr.SettingsFrom == nil {
+				out.Notes = append(out.Notes, fmt.Sprintf("pooled: no settings chosen (--settings-from %s pools families %s, not these)", f.settingsFrom, strings.Join(chooser.families, ", ")))
+			}
+			return err
+		}
+		// The pooled (or only) report is the last of reps, the
+		// families' are in out.Families' order.
+		if err := read(&out.familyResult, reps[len(reps)-1]); err != nil {
+			return err
+		}
+		for i := range out.Families {
+			if err := read(&out.Families[i], reps[i]); err != nil {
+				return err
+			}
+		}
 	}
 	// The plots (plots[i] is reps[i]'s: plotPaths) are rendered all
 	// before any is renamed over its path (writePlots); when they cannot
@@ -519,6 +561,9 @@ type familyResult struct {
 	// two hosts set apart, densities the mean of the two hosts').
 	SummaryEachHost sim.Summary `json:"summary_each_host"`
 	SummaryPerHost  sim.Summary `json:"summary_per_host"`
+	// SettingsFrom is every policy read at the settings chosen on another
+	// replay (--settings-from), under each holding of the budget.
+	SettingsFrom *settingsFrom `json:"settings_from,omitempty"`
 	// Churn compares the activation policy's changes per hour with and
 	// without step limits (when they were replayed).
 	Churn *churn `json:"churn,omitempty"`
@@ -789,6 +834,9 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 	}
 	if fr.Margin != nil || fr.StepsMargin != nil {
 		writeMargins(w, fr)
+	}
+	if fr.SettingsFrom != nil {
+		writeSettingsFrom(w, fr.SettingsFrom)
 	}
 
 	if s.AdmissionOracleDensity != nil {

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/activation-scheduler/terraform-provider-activation/sim"
+)
+
+// twoFamilies writes families alpha and beta of n synthetic series each
+// under one root.
+func twoFamilies(t *testing.T, n, length int) (alpha, beta string) {
+	t.Helper()
+	root := t.TempDir()
+	alpha, beta = filepath.Join(root, "alpha"), filepath.Join(root, "beta")
+	for _, dir := range []string{alpha, beta} {
+		if err := os.Rename(seriesDir(t, n, length), dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return alpha, beta
+}
+
+// simulateDoc runs simulate with --format json and decodes its output.
+func simulateDoc(t *testing.T, args ...string) (*output, string) {
+	t.Helper()
+	code, stdout, stderr := runCmd(t, "", false, append(append([]string{"simulate"}, args...), "--format", "json")...)
+	if code != exitOK {
+		t.Fatalf("simulate %v: exit %d: %s", args, code, stderr)
+	}
+	var out output
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	return &out, stdout
+}
+
+// results are a document's results: the pooled (or only) one first.
+func (out *output) results() []familyResult {
+	return append([]familyResult{out.familyResult}, out.Families...)
+}
+
+// settingsBudget is TestSimulateSettingsFrom's budget.
+const settingsBudget = 0.05
+
+// pick is the test's own reading of a choice: the point of highest density
+// whose rate is within settingsBudget (ties: the lower rate, then the
+// first), -1 when none is.
+func pick(points []sim.Point, rate, density func(sim.Point) float64) int {
+	best := -1
+	for i, p := range points {
+		if rate(p) > settingsBudget {
+			continue
+		}
+		if best < 0 || density(p) > density(points[best]) || (density(p) == density(points[best]) && rate(p) < rate(points[best])) {
+			best = i
+		}
+	}
+	return best
+}
+
+// TestSimulateSettingsFrom chooses every policy's settings on the
+// training series' replay and reads them on the held-out one: each figure
+// is recomputed here from the two documents' curves.
+func TestSimulateSettingsFrom(t *testing.T) {
+	alpha, beta := twoFamilies(t, 8, 700)
+	traceFlag := alpha + "," + beta
+	const budget = settingsBudget
+	common := []string{"--traces", traceFlag, "--budget", "5%", "--max-scale-up", "100%"}
+	_, trainJSON := simulateDoc(t, append(common, "--split", "train")...)
+	trainFile := filepath.Join(t.TempDir(), "train.json")
+	if err := os.WriteFile(trainFile, []byte(trainJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var train output
+	if err := json.Unmarshal([]byte(trainJSON), &train); err != nil {
+		t.Fatal(err)
+	}
+	test, _ := simulateDoc(t, append(common, "--split", "test", "--settings-from", trainFile)...)
+	trainBy := map[string]familyResult{}
+	for _, fr := range train.results() {
+		trainBy[fr.Family] = fr
+	}
+	firstRate := func(p sim.Point) float64 { return p.FirstViolationRate }
+	secondRate := func(p sim.Point) float64 { return p.SecondViolationRate }
+	worse := func(p sim.Point) float64 { return max(p.FirstViolationRate, p.SecondViolationRate) }
+	pairRate := func(p sim.Point) float64 { return p.ViolationRate }
+	density := func(p sim.Point) float64 { return p.Density }
+	results := test.results()
+	if len(results) != 3 {
+		t.Fatalf("%d results, want pooled, alpha and beta", len(results))
+	}
+	compared := map[string]int{}
+	for _, fr := range results {
+		sf := fr.SettingsFrom
+		if sf == nil || sf.File != trainFile || sf.Split != splitTrain || sf.Overlap != 0 || len(sf.Holdings) != 3 {
+			t.Fatalf("family %s: settings_from %+v; want three holdings chosen on %s's train split, no series in both", fr.Family, sf, trainFile)
+		}
+		on := trainBy[fr.Family]
+		for hi, h := range holdings {
+			c := sf.Holdings[hi]
+			if c.Holding != h.String() || c.Budget != budget {
+				t.Errorf("family %s: holding %d is %q at %g, want %q at %g", fr.Family, hi, c.Holding, c.Budget, h, budget)
+			}
+			chosen := map[string]sim.Chosen{}
+			best, within := "", ""
+			for _, p := range c.Policies {
+				chosen[p.Policy] = p
+				if !sim.IsBaseline(p.Policy) {
+					continue
+				}
+				if best == "" || p.Density > chosen[best].Density {
+					best = p.Policy
+				}
+				if p.WithinBudget && (within == "" || p.Density > chosen[within].Density) {
+					within = p.Policy
+				}
+			}
+			if c.BestBaseline != best || c.BestWithinBudget != within || (within != "" && c.BestWithinBudgetDensity != chosen[within].Density) {
+				t.Errorf("family %s, %s: best baseline %s, within the budget %s (%v); want %s, %s", fr.Family, h, c.BestBaseline, c.BestWithinBudget, c.BestWithinBudgetDensity, best, within)
+			}
+			for pi, p := range fr.Policies {
+				tc := on.Policies[pi].Curve
+				if on.Policies[pi].Name != p.Name {
+					t.Fatalf("family %s: policy %d is %s here, %s in training", fr.Family, pi, p.Name, on.Policies[pi].Name)
+				}
+				var fi, si int
+				switch h {
+				case sim.HoldPair:
+					fi = pick(tc, pairRate, density)
+					si = fi
+				case sim.HoldEachHost:
+					fi = pick(tc, worse, density)
+					si = fi
+				default:
+					fi = pick(tc, firstRate, func(p sim.Point) float64 { return p.FirstDensity })
+					si = pick(tc, secondRate, func(p sim.Point) float64 { return p.SecondDensity })
+				}
+				got, ok := chosen[p.Name]
+				if fi < 0 || si < 0 {
+					if ok {
+						t.Errorf("family %s, %s: %s has no setting within the budget in training, yet reads %+v", fr.Family, h, p.Name, got)
+					}
+					continue
+				}
+				a, b := p.Curve[fi], p.Curve[si]
+				want := sim.Chosen{Policy: p.Name, FirstKnob: a.Knob, SecondKnob: b.Knob, Density: a.Density, ViolationRate: a.ViolationRate}
+				switch h {
+				case sim.HoldEachHost:
+					want.ViolationRate = worse(a)
+				case sim.HoldPerHost:
+					want.Density = (a.FirstDensity + b.SecondDensity) / 2
+					want.ViolationRate = max(a.FirstViolationRate, b.SecondViolationRate)
+				}
+				want.WithinBudget = want.ViolationRate <= budget
+				if !ok || got.FirstKnob != want.FirstKnob || got.SecondKnob != want.SecondKnob ||
+					math.Abs(got.Density-want.Density) > 1e-9 || math.Abs(got.ViolationRate-want.ViolationRate) > 1e-9 || got.WithinBudget != want.WithinBudget {
+					t.Errorf("family %s, %s: %s reads %+v (%v), want %+v", fr.Family, h, p.Name, got, ok, want)
+				}
+				compared[p.Name]++
+				if p.Name == sim.PolicyActivation {
+					m := c.Margins
+					if m == nil || math.Abs(m.First-logit(want.FirstKnob)) > 1e-6 || math.Abs(m.Second-logit(want.SecondKnob)) > 1e-6 {
+						t.Errorf("family %s, %s: activation margins %+v; its thresholds %v / %v are %v / %v logits over 0.5",
+							fr.Family, h, m, want.FirstKnob, want.SecondKnob, logit(want.FirstKnob), logit(want.SecondKnob))
+					}
+					if c.Activation == nil || c.Activation.Density != got.Density {
+						t.Errorf("family %s, %s: activation %+v, its policy's figures %+v", fr.Family, h, c.Activation, got)
+					}
+				}
+			}
+		}
+	}
+
+	// Every family's activation and best baselines had a setting in
+	// training under every holding.
+	if compared[sim.PolicyActivation] != 9 || compared[sim.PolicyUsageThreshold] == 0 || compared[sim.PolicyOracle] != 9 {
+		t.Errorf("settings compared %v, want the activation's and the oracle's in each of 3 results x 3 holdings", compared)
+	}
+
+	// Settings chosen on the very replay they are read on are its own
+	// summaries' (and said not to be out of sample).
+	self := filepath.Join(t.TempDir(), "test.json")
+	_, testJSON := simulateDoc(t, append(common, "--split", "test")...)
+	if err := os.WriteFile(self, []byte(testJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := simulateDoc(t, append(common, "--split", "test", "--settings-from", self)...)
+	for _, fr := range again.results() {
+		sf := fr.SettingsFrom
+		if sf == nil || sf.Overlap != len(fr.Series) {
+			t.Fatalf("family %s: settings_from %+v; want every one of its %d series in both", fr.Family, sf, len(fr.Series))
+		}
+		for i, s := range []sim.Summary{fr.Summary, fr.SummaryEachHost, fr.SummaryPerHost} {
+			c := sf.Holdings[i]
+			if c.Activation == nil || math.Abs(c.Activation.Density-s.ActivationDensity) > 1e-12 ||
+				c.BestBaseline != s.BestBaseline || math.Abs(c.BestBaselineDensity-s.BestBaselineDensity) > 1e-12 || len(c.OverBudget) > 0 {
+				t.Errorf("family %s, %s chosen on itself: %+v; its summary %+v", fr.Family, c.Holding, c.ChosenSummary, s)
+			}
+		}
+	}
+
+	code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate"}, append(common, "--split", "test", "--settings-from", self)...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"settings chosen on " + self + " (its test split), read here; ",
+		"of these series were replayed there too: not out of sample:\n",
+		"  the pair's budget: activation ",
+		"  each host within the budget, one setting: activation ",
+		"  each host within the budget, a setting per host: activation ",
+	} {
+		if strings.Count(stdout, want) != 3 { // alpha, beta and pooled
+			t.Errorf("the table says %q %d times, want 3:\n%s", want, strings.Count(stdout, want), stdout)
+		}
+	}
+}
+
+// A file whose settings do not carry over is refused before any replay,
+// naming the flag and what differs.
+func TestSimulateSettingsFromRefused(t *testing.T) {
+	alpha, beta := twoFamilies(t, 3, 300)
+	common := []string{"--traces", alpha + "," + beta, "--split", "all", "--max-scale-up", "100%"}
+	_, good := simulateDoc(t, common...)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	goodFile := write("good.json", good)
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(good), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["models"].([]any)[0].(map[string]any)["digest"] = "sha256:0123456789abcdef"
+	otherModels, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modelsFile := write("models.json", string(otherModels))
+	gamma := filepath.Join(filepath.Dir(alpha), "gamma")
+	if err := os.Rename(seriesDir(t, 2, 300), gamma); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"empty", append(common, "--settings-from", ""), exitUsage, "--settings-from: empty"},
+		{"missing", append(common, "--settings-from", filepath.Join(dir, "none.json")), exitError, "--settings-from: open " + filepath.Join(dir, "none.json")},
+		{"not JSON", append(common, "--settings-from", write("table.txt", "scenario shifted, all split\n")), exitError, "table.txt: not simulate's JSON output (--format json)"},
+		{"other JSON", append(common, "--settings-from", write("other.json", `{"name": "x"}`)), exitError, "other.json: not simulate's JSON output (--format json): no family, policies or models"},
+		{"another seed", append(common, "--seed", "2", "--settings-from", goodFile), exitError, "good.json: replayed scenario shifted (seed 1, max shift 30); this run replays shifted (seed 2, max shift 30): give the same --scenario, --seed and --max-shift"},
+		{"another scenario", append(common, "--scenario", "two-apps", "--settings-from", goodFile), exitError, "good.json: replayed scenario shifted"},
+		{"other models", append(common, "--settings-from", modelsFile), exitError, "models.json: replayed first model"},
+		{"no step limits", []string{"--traces", alpha + "," + beta, "--split", "all", "--settings-from", goodFile}, exitError, `good.json: replayed activation-steps with max_scale_up "100%"; this run with no step limits (not replayed)`},
+		{"another knob", append(common, "--knob", "per_branch", "--settings-from", goodFile), exitError, "good.json: swept the activation's output_threshold; this run sweeps per_branch: give the same --knob"},
+		{"another family", []string{"--traces", alpha + "," + gamma, "--split", "all", "--max-scale-up", "100%", "--settings-from", goodFile}, exitError, "good.json: replayed families alpha, beta, not gamma"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate"}, c.args...)...)
+			if code != c.code || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d naming %q", code, stderr, c.code, c.want)
+			}
+			if stdout != "" {
+				t.Errorf("wrote %q to stdout on error", stdout)
+			}
+		})
+	}
+}
+
+// One family's replay reads its settings from a file of several, and a
+// pooled result over other families than the file's has none (a note
+// says so).
+func TestSimulateSettingsFromFamilySubset(t *testing.T) {
+	alpha, beta := twoFamilies(t, 3, 300)
+	_, both := simulateDoc(t, "--traces", alpha+","+beta, "--split", "all")
+	file := filepath.Join(t.TempDir(), "both.json")
+	if err := os.WriteFile(file, []byte(both), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	one, _ := simulateDoc(t, "--traces", beta, "--split", "all", "--settings-from", file)
+	if one.Family != "beta" || one.SettingsFrom == nil || one.SettingsFrom.Overlap != len(one.Series) {
+		t.Fatalf("beta alone: family %s, settings_from %+v", one.Family, one.SettingsFrom)
+	}
+	if a := one.SettingsFrom.Holdings[0].Activation; a == nil || math.Abs(a.Density-one.Summary.ActivationDensity) > 1e-12 {
+		t.Errorf("beta alone, chosen on beta's own curves in the file: activation %+v, its summary's %v", a, one.Summary.ActivationDensity)
+	}
+	// A file of three families: the two replayed here pool otherwise.
+	gamma := filepath.Join(filepath.Dir(alpha), "gamma")
+	if err := os.Rename(seriesDir(t, 2, 300), gamma); err != nil {
+		t.Fatal(err)
+	}
+	_, three := simulateDoc(t, "--traces", alpha+","+beta+","+gamma, "--split", "all")
+	threeFile := filepath.Join(t.TempDir(), "three.json")
+	if err := os.WriteFile(threeFile, []byte(three), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two, _ := simulateDoc(t, "--traces", alpha+","+beta, "--split", "all", "--settings-from", threeFile)
+	if two.SettingsFrom != nil || two.Families[0].SettingsFrom == nil || two.Families[1].SettingsFrom == nil {
+		t.Errorf("two of three families: pooled settings_from %+v, families' %p %p; want none pooled, each family's", two.SettingsFrom, two.Families[0].SettingsFrom, two.Families[1].SettingsFrom)
+	}
+	if want := "pooled: no settings chosen (--settings-from " + threeFile + " pools families alpha, beta, gamma, not these)"; !slices.Contains(two.Notes, want) {
+		t.Errorf("notes %q, want %q", two.Notes, want)
+	}
+}
+
+// The table marks each figure over the budget where it is read, and
+// names the policies with no setting where it was chosen.
+func TestWriteSettingsFrom(t *testing.T) {
+	act := sim.Chosen{Policy: sim.PolicyActivation, FirstKnob: 0.5, SecondKnob: 0.5, Density: 0.9, ViolationRate: 0.0125}
+	base := sim.Chosen{Policy: sim.PolicyMaxWindow, FirstKnob: 0.1, SecondKnob: 0.1, Density: 0.8, ViolationRate: 0.006, WithinBudget: true}
+	over := sim.Chosen{Policy: sim.PolicyNSigma, Density: 0.95, ViolationRate: 0.02}
+	g, gap, loss := 0.125, 0.5, 0.9/0.95-1
+	sf := &settingsFrom{File: "train.json", Split: splitTrain, Holdings: []chosenResult{
+		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldPair.String(), Policies: []sim.Chosen{base, act},
+			Unset: []string{sim.PolicyNSigma}, BestBaseline: sim.PolicyMaxWindow, BestBaselineDensity: 0.8, Activation: &act,
+			OracleDensity: 1, GainVsBestBaseline: &g, GapClosed: &gap, OverBudget: []string{sim.PolicyActivation}},
+			Margins: &hostMargins{First: 0, Second: 0}},
+		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldEachHost.String(), Unset: []string{sim.PolicyActivation}}},
+		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldPerHost.String(), Policies: []sim.Chosen{over, base, act},
+			BestBaseline: sim.PolicyNSigma, BestBaselineDensity: 0.95, BestWithinBudget: sim.PolicyMaxWindow, BestWithinBudgetDensity: 0.8,
+			Activation: &act, OracleDensity: 1, GainVsBestBaseline: &loss, OverBudget: []string{sim.PolicyNSigma, sim.PolicyActivation}}},
+	}}
+	var b strings.Builder
+	writeSettingsFrom(&b, sf)
+	want := "settings chosen on train.json (its train split), read here:\n" +
+		"  the pair's budget: activation 0.900 (violation rate 0.0125, over the budget), +12.5% vs the best baseline max-window 0.800 (violation rate 0.0060); gap closed: 0.50; margins first 0.000, second 0.000\n" +
+		"    over the budget here: activation\n" +
+		"    no setting within the budget there: n-sigma\n" +
+		"  each host within the budget, one setting: activation has no setting within the budget there\n" +
+		"  each host within the budget, a setting per host: activation 0.900 (worse host's violation rate 0.0125, over the budget), -5.3% vs the best baseline n-sigma 0.950 (worse host's violation rate 0.0200, over the budget), +12.5% vs the best baseline within the budget here, max-window 0.800; gap closed: undefined\n" +
+		"    over the budget here: n-sigma, activation\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

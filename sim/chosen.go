@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Chosen is a policy's setting chosen on one replay (the choosing one,
+// such as the training series') and its figures read on another (such as
+// the held-out series'): what a user who sets the knob from one set of
+// series gets on series it was not set on.
+type Chosen struct {
+	Policy string `json:"policy"`
+	// FirstKnob and SecondKnob are the settings chosen for the first and
+	// the second host of a pair, equal unless each host has its own
+	// (HoldPerHost).
+	FirstKnob  float64 `json:"first_knob"`
+	SecondKnob float64 `json:"second_knob"`
+	// Density is the density read at the settings (the mean of the two
+	// hosts' under HoldPerHost, as Report.BestDensity reads it), and
+	// ViolationRate the rate the holding holds within the budget read
+	// there: the pair's under HoldPair, the worse host's otherwise. It
+	// may exceed the budget: the setting was chosen elsewhere.
+	Density       float64 `json:"density"`
+	ViolationRate float64 `json:"violation_rate"`
+	WithinBudget  bool    `json:"within_budget"`
+}
+
+// ChosenSummary compares the policies at settings chosen on another
+// replay, held as Holding says on the choosing replay.
+type ChosenSummary struct {
+	Budget  float64 `json:"budget"`
+	Holding string  `json:"holding"`
+	// Policies are the policies with a setting within the budget on the
+	// choosing replay, in the report's order; Unset names those with none
+	// there (no figure is read for them).
+	Policies []Chosen `json:"policies"`
+	Unset    []string `json:"unset,omitempty"`
+	// BestBaseline is the baseline of highest density read here, whatever
+	// its violation rate (which Policies give), Activation the activation
+	// policy's figures (nil when it has no setting), and OracleDensity the
+	// oracle's density here (it has one setting).
+	BestBaseline        string  `json:"best_baseline"`
+	BestBaselineDensity float64 `json:"best_baseline_density"`
+	// BestWithinBudget is the baseline of highest density among those
+	// within the budget here ("" when none is), the one a reader who
+	// keeps to the budget compares with when the best baseline ran over.
+	BestWithinBudget        string  `json:"best_baseline_within_budget,omitempty"`
+	BestWithinBudgetDensity float64 `json:"best_baseline_within_budget_density,omitempty"`
+	Activation              *Chosen `json:"activation"`
+	OracleDensity           float64 `json:"oracle_density"`
+	// GainVsBestBaseline and GapClosed are as Summary's, null when
+	// undefined.
+	GainVsBestBaseline *float64 `json:"gain_vs_best_baseline"`
+	GapClosed          *float64 `json:"gap_closed"`
+	// OverBudget names the policies whose figures here exceed the budget.
+	OverBudget []string `json:"over_budget,omitempty"`
+}
+
+// SummarizeChosenOn chooses each policy's setting on the report on, held
+// to budget as h says, and reads its figures on rep at that setting. Each
+// of rep's policies must have been replayed on on with the same sweep (the
+// same knob values in the same order); the two reports may hold other
+// series (that is the point) but should share the scenario and models.
+func (rep *Report) SummarizeChosenOn(on *Report, budget float64, h Holding) (ChosenSummary, error) {
+	s := ChosenSummary{Budget: budget, Holding: h.String()}
+	oneHost := rep.Scenario.Hosts == 1
+	for i := range rep.Curves {
+		c := &rep.Curves[i]
+		o := on.Curve(c.Policy)
+		if o == nil {
+			return ChosenSummary{}, fmt.Errorf("policy %s: not replayed on the choosing replay", c.Policy)
+		}
+		if err := sameSweep(c, o); err != nil {
+			return ChosenSummary{}, fmt.Errorf("policy %s: %w", c.Policy, err)
+		}
+		var ch Chosen
+		switch h {
+		case HoldPerHost:
+			_, fi, ok1 := o.bestOf(budget, func(p Point) float64 { return p.FirstViolationRate }, func(p Point) float64 { return p.FirstDensity })
+			_, si, ok2 := o.bestOf(budget, func(p Point) float64 { return p.SecondViolationRate }, func(p Point) float64 { return p.SecondDensity })
+			if !ok1 || (!ok2 && !oneHost) {
+				s.Unset = append(s.Unset, c.Policy)
+				continue
+			}
+			first := c.Points[fi]
+			ch = Chosen{Policy: c.Policy, FirstKnob: first.Knob, SecondKnob: first.Knob,
+				Density: first.FirstDensity, ViolationRate: first.FirstViolationRate}
+			if !oneHost {
+				second := c.Points[si]
+				ch.SecondKnob = second.Knob
+				ch.Density = (first.FirstDensity + second.SecondDensity) / 2
+				ch.ViolationRate = max(first.FirstViolationRate, second.SecondViolationRate)
+			}
+		case HoldEachHost:
+			_, i, ok := o.BestEachHost(budget)
+			if !ok {
+				s.Unset = append(s.Unset, c.Policy)
+				continue
+			}
+			p := c.Points[i]
+			ch = Chosen{Policy: c.Policy, FirstKnob: p.Knob, SecondKnob: p.Knob, Density: p.Density,
+				ViolationRate: max(p.FirstViolationRate, p.SecondViolationRate)}
+		default:
+			_, i, ok := o.Best(budget)
+			if !ok {
+				s.Unset = append(s.Unset, c.Policy)
+				continue
+			}
+			p := c.Points[i]
+			ch = Chosen{Policy: c.Policy, FirstKnob: p.Knob, SecondKnob: p.Knob, Density: p.Density, ViolationRate: p.ViolationRate}
+		}
+		ch.WithinBudget = ch.ViolationRate <= budget
+		if !ch.WithinBudget {
+			s.OverBudget = append(s.OverBudget, c.Policy)
+		}
+		s.Policies = append(s.Policies, ch)
+	}
+	for i := range s.Policies {
+		ch := &s.Policies[i]
+		switch {
+		case IsBaseline(ch.Policy):
+			if s.BestBaseline == "" || ch.Density > s.BestBaselineDensity {
+				s.BestBaseline, s.BestBaselineDensity = ch.Policy, ch.Density
+			}
+			if ch.WithinBudget && (s.BestWithinBudget == "" || ch.Density > s.BestWithinBudgetDensity) {
+				s.BestWithinBudget, s.BestWithinBudgetDensity = ch.Policy, ch.Density
+			}
+		case ch.Policy == PolicyActivation:
+			s.Activation = ch
+		case ch.Policy == PolicyOracle:
+			s.OracleDensity = ch.Density
+		}
+	}
+	if s.Activation == nil {
+		return s, nil
+	}
+	s.GainVsBestBaseline = gain(s.Activation.Density, s.BestBaselineDensity)
+	if gap := s.OracleDensity - s.BestBaselineDensity; gap > 0 {
+		g := (s.Activation.Density - s.BestBaselineDensity) / gap
+		s.GapClosed = &g
+	}
+	return s, nil
+}
+
+// sameSweep says whether two curves of a policy swept the same knob over
+// the same values, in the same order.
+func sameSweep(c, o *Curve) error {
+	knobs := func(c *Curve) []float64 {
+		k := make([]float64, len(c.Points))
+		for i, p := range c.Points {
+			k[i] = p.Knob
+		}
+		return k
+	}
+	if c.KnobName != o.KnobName {
+		return fmt.Errorf("swept %q here and %q on the choosing replay", c.KnobName, o.KnobName)
+	}
+	if a, b := knobs(c), knobs(o); !slices.Equal(a, b) {
+		a0, a1 := ends(a)
+		b0, b1 := ends(b)
+		return fmt.Errorf("swept %d settings here (%g to %g) and %d there (%g to %g), not the same values", len(a), a0, a1, len(b), b0, b1)
+	}
+	return nil
+}
+
+// ends are a sweep's first and last values (0 and 0 when empty).
+func ends(k []float64) (float64, float64) {
+	if len(k) == 0 {
+		return 0, 0
+	}
+	return k[0], k[len(k)-1]
+}
