@@ -49,8 +49,10 @@ type ChosenSummary struct {
 	BestWithinBudgetDensity float64 `json:"best_baseline_within_budget_density,omitempty"`
 	Activation              *Chosen `json:"activation"`
 	OracleDensity           float64 `json:"oracle_density"`
-	// GainVsBestBaseline and GapClosed are as Summary's, null when
-	// undefined.
+	// GainVsBestBaseline and GapClosed are the activation's density over
+	// the best baseline's, minus one, and (activation - best baseline) /
+	// (oracle - best baseline); null when undefined, and when the
+	// activation has no setting (Summary scores that as density 0).
 	GainVsBestBaseline *float64 `json:"gain_vs_best_baseline"`
 	GapClosed          *float64 `json:"gap_closed"`
 	// OverBudget names the policies whose figures here exceed the budget.

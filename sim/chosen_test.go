@@ -49,7 +49,7 @@ func choosingReport() *Report {
 func readingReport() *Report {
 	return sweptReport(
 		[4][4]float64{{0.40, 0.001, 0.50, 0.001}, {0.60, 0.003, 0.70, 0.012}, {0.80, 0.009, 0.85, 0.020}, {0.85, 0.004, 0.05, 0.8}},
-		[2][4]float64{{0.55, 0.004, 0.5, 0.002}, {0.70, 0.015, 0.65, 0.009}},
+		[2][4]float64{{0.55, 0.0095, 0.5, 0.002}, {0.70, 0.015, 0.65, 0.009}},
 		[4]float64{0.95, 0.001, 0.95, 0.001}, [4]float64{0.99, 0, 0.97, 0})
 }
 
@@ -68,12 +68,13 @@ func TestSummarizeChosenOn(t *testing.T) {
 			[]string{PolicyActivation, PolicyUsageThreshold}},
 		{HoldEachHost,
 			Chosen{PolicyActivation, 2, 2, (0.60 + 0.70) / 2, 0.012, false},
-			Chosen{PolicyUsageThreshold, 0.1, 0.1, (0.55 + 0.5) / 2, 0.004, true},
+			Chosen{PolicyUsageThreshold, 0.1, 0.1, (0.55 + 0.5) / 2, 0.0095, true},
 			[]string{PolicyActivation}},
 		{HoldPerHost,
 			// The first host at knob 6 (0.85, 0.4%), the second at 2 (0.70, 1.2%).
 			Chosen{PolicyActivation, 6, 2, (0.85 + 0.70) / 2, 0.012, false},
-			Chosen{PolicyUsageThreshold, 0.1, 0.2, (0.55 + 0.65) / 2, 0.009, true},
+			// The worse host is the first (0.95%), the activation's the second.
+			Chosen{PolicyUsageThreshold, 0.1, 0.2, (0.55 + 0.65) / 2, 0.0095, true},
 			[]string{PolicyActivation}},
 	}
 	near := func(a, b Chosen) bool {

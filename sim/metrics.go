@@ -204,10 +204,45 @@ type Curve struct {
 // "" when the best setting lies inside the sweep, or the curve has one
 // setting (the oracles).
 func (c *Curve) Edge(budget float64) string {
+	_, i, ok := c.Best(budget)
+	return c.edge(budget, i, ok, "")
+}
+
+// EdgeHeld is Edge for the settings chosen as h holds the budget: with
+// HoldPerHost each host's own setting (hosts is the scenario's hosts per
+// series: with one there is no second host's). Each note names the
+// holding; the pair's (HoldPair) is Edge's.
+func (c *Curve) EdgeHeld(budget float64, h Holding, hosts int) []string {
+	var out []string
+	add := func(i int, ok bool, what string) {
+		if e := c.edge(budget, i, ok, what); e != "" {
+			out = append(out, e)
+		}
+	}
+	switch h {
+	case HoldEachHost:
+		_, i, ok := c.BestEachHost(budget)
+		add(i, ok, " with each host within it")
+	case HoldPerHost:
+		_, i, ok := c.bestOf(budget, func(p Point) float64 { return p.FirstViolationRate }, func(p Point) float64 { return p.FirstDensity })
+		add(i, ok, " for the first host at its own setting")
+		if hosts != 1 {
+			_, i, ok = c.bestOf(budget, func(p Point) float64 { return p.SecondViolationRate }, func(p Point) float64 { return p.SecondDensity })
+			add(i, ok, " for the second host at its own setting")
+		}
+	default:
+		_, i, ok := c.Best(budget)
+		add(i, ok, "")
+	}
+	return out
+}
+
+// edge is Edge's note for the point i chosen within budget (ok false when
+// none is), what saying how it was chosen ("" for the pair's budget).
+func (c *Curve) edge(budget float64, i int, ok bool, what string) string {
 	if len(c.Points) < 2 {
 		return ""
 	}
-	_, i, ok := c.Best(budget)
 	knob := c.KnobName
 	if knob == "" {
 		knob = "knob"
@@ -215,9 +250,9 @@ func (c *Curve) Edge(budget float64) string {
 	first, last := c.Points[0].Knob, c.Points[len(c.Points)-1].Knob
 	switch {
 	case !ok:
-		return fmt.Sprintf("%s: no setting within budget %g in its sweep (%s %g to %g)", c.Policy, budget, knob, first, last)
+		return fmt.Sprintf("%s: no setting within budget %g%s in its sweep (%s %g to %g)", c.Policy, budget, what, knob, first, last)
 	case i == 0 || i == len(c.Points)-1:
-		return fmt.Sprintf("%s: its best setting within budget %g is at its sweep's edge (%s %g, of %g to %g)", c.Policy, budget, knob, c.Points[i].Knob, first, last)
+		return fmt.Sprintf("%s: its best setting within budget %g%s is at its sweep's edge (%s %g, of %g to %g)", c.Policy, budget, what, knob, c.Points[i].Knob, first, last)
 	}
 	return ""
 }

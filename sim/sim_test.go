@@ -636,3 +636,47 @@ func TestCurveEdge(t *testing.T) {
 		t.Errorf("a one-setting curve flagged: %q", got)
 	}
 }
+
+func TestCurveEdgeHeld(t *testing.T) {
+	// Within 1%: the pair's best is knob 3 and each host's at one setting
+	// knob 2, both inside the sweep; the first host alone picks knob 4
+	// (the sweep's last), the second host knob 2.
+	c := &Curve{Policy: "p", KnobName: "N", Points: []Point{
+		pairPoint(1, 0.5, 0.001, 0.5, 0.001),
+		pairPoint(2, 0.7, 0.004, 0.7, 0.008),
+		pairPoint(3, 0.8, 0.006, 0.8, 0.013),
+		pairPoint(4, 0.9, 0.009, 0.6, 0.05),
+	}}
+	firstAtEdge := []string{"p: its best setting within budget 0.01 for the first host at its own setting is at its sweep's edge (N 4, of 1 to 4)"}
+	cases := []struct {
+		budget float64
+		h      Holding
+		hosts  int
+		want   []string
+	}{
+		{0.01, HoldPair, 2, nil},
+		{0.01, HoldEachHost, 2, nil},
+		{0.01, HoldPerHost, 2, firstAtEdge},
+		{0.01, HoldPerHost, 1, firstAtEdge},
+		{0.002, HoldEachHost, 2, []string{"p: its best setting within budget 0.002 with each host within it is at its sweep's edge (N 1, of 1 to 4)"}},
+		{0.001, HoldPerHost, 2, []string{
+			"p: its best setting within budget 0.001 for the first host at its own setting is at its sweep's edge (N 1, of 1 to 4)",
+			"p: its best setting within budget 0.001 for the second host at its own setting is at its sweep's edge (N 1, of 1 to 4)",
+		}},
+		// A scenario of one host per series has no second host to flag.
+		{0.001, HoldPerHost, 1, []string{"p: its best setting within budget 0.001 for the first host at its own setting is at its sweep's edge (N 1, of 1 to 4)"}},
+		{0.0005, HoldPerHost, 2, []string{
+			"p: no setting within budget 0.0005 for the first host at its own setting in its sweep (N 1 to 4)",
+			"p: no setting within budget 0.0005 for the second host at its own setting in its sweep (N 1 to 4)",
+		}},
+		{0.0005, HoldPair, 2, []string{"p: no setting within budget 0.0005 in its sweep (N 1 to 4)"}},
+	}
+	for _, tc := range cases {
+		if got := c.EdgeHeld(tc.budget, tc.h, tc.hosts); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%g, %v, %d hosts: %q, want %q", tc.budget, tc.h, tc.hosts, got, tc.want)
+		}
+	}
+	if got := c.EdgeHeld(0.0005, HoldPair, 2); got[0] != c.Edge(0.0005) {
+		t.Errorf("the pair's holding %q, Edge %q", got, c.Edge(0.0005))
+	}
+}

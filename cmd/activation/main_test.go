@@ -1918,6 +1918,37 @@ func TestEdgeNotesNameTheActivation(t *testing.T) {
 	}
 }
 
+// A curve's figure is doubted once a budget: by the pair's choice when it
+// is at its sweep's edge, otherwise by the first other holding's that is.
+func TestEdgeNotesHeldEachWay(t *testing.T) {
+	pt := func(knob, d1, v1, d2, v2 float64) sim.Point {
+		return sim.Point{Knob: knob, Density: (d1 + d2) / 2, ViolationRate: (v1 + v2) / 2,
+			FirstDensity: d1, FirstViolationRate: v1, SecondDensity: d2, SecondViolationRate: v2}
+	}
+	rep := &sim.Report{Family: "fam", Scenario: sim.Scenario{Hosts: 2}, Curves: []sim.Curve{
+		// Inside the sweep for the pair and each host at one setting at
+		// 1%; the first host's own setting at its last knob.
+		{Policy: "activation", KnobName: "output_threshold", Points: []sim.Point{
+			pt(0.5, 0.5, 0.0001, 0.5, 0.0001), pt(0.6, 0.7, 0.004, 0.7, 0.008), pt(0.7, 0.8, 0.006, 0.8, 0.013), pt(0.8, 0.9, 0.009, 0.6, 0.05)}},
+		// At its sweep's edge for the pair at 1%: that note alone.
+		{Policy: "max-window", KnobName: "m", Points: []sim.Point{pt(0.1, 0.9, 0.002, 0.9, 0.002), pt(0.2, 0.8, 0.001, 0.8, 0.001)}},
+	}}
+	notes := edgeNotes([]*sim.Report{rep}, 0.01)
+	for _, want := range []string{
+		"family fam: activation: its best setting within budget 0.01 for the first host at its own setting is at its sweep's edge (output_threshold 0.8, of 0.5 to 0.8)",
+		"family fam: max-window: its best setting within budget 0.01 is at its sweep's edge (m 0.1, of 0.1 to 0.2)",
+	} {
+		if !slices.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
+	}
+	for _, n := range notes {
+		if strings.Contains(n, "max-window") && strings.Contains(n, "host") {
+			t.Errorf("max-window doubted again under another holding: %q", n)
+		}
+	}
+}
+
 // TestTrainRefusesUnwritableOutFirst: an --out the models cannot be written
 // into fails before the training (it failed after it, at the write).
 func TestTrainRefusesUnwritableOutFirst(t *testing.T) {

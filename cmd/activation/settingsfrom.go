@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
@@ -42,7 +45,7 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 	if out.Scenario != sc {
 		o := out.Scenario
 		if o.Name == sc.Name && o.Seed == sc.Seed && o.MaxShift == sc.MaxShift {
-			return nil, fmt.Errorf("%s: replayed scenario %s with other settings than this run's (%q; this run: %q): replay it again with this version", path, o.Name, o.Description, sc.Description)
+			return nil, fmt.Errorf("%s: replayed scenario %s with other settings than this run's (%s differ): replay it again with this version", path, o.Name, strings.Join(scenarioDiff(o, sc), ", "))
 		}
 		return nil, fmt.Errorf("%s: replayed scenario %s (seed %d, max shift %d); this run replays %s (seed %d, max shift %d): give the same --scenario, --seed and --max-shift", path, o.Name, o.Seed, o.MaxShift, sc.Name, sc.Seed, sc.MaxShift)
 	}
@@ -80,6 +83,52 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 	return src, nil
 }
 
+// checkSweeps says, before any replay, whether every policy this run
+// replays was replayed in the file with the same sweep (its knob's name
+// and values), in each of its results.
+func (src *settingsSource) checkSweeps(policies []sim.Policy) error {
+	for _, name := range slices.Sorted(maps.Keys(src.reports)) {
+		rep := src.reports[name]
+		for _, p := range policies {
+			c := rep.Curve(p.Name())
+			if c == nil {
+				return fmt.Errorf("%s: family %s: policy %s was not replayed there", src.path, name, p.Name())
+			}
+			kn := p.Knob()
+			knobs := make([]float64, len(c.Points))
+			for i, pt := range c.Points {
+				knobs[i] = pt.Knob
+			}
+			if c.KnobName != kn.Name || !slices.Equal(knobs, kn.Values) {
+				return fmt.Errorf("%s: family %s: policy %s swept %s over %d settings there, %s over %d here: replay it again with this version", src.path, name, p.Name(), quoteKnob(c.KnobName), len(knobs), quoteKnob(kn.Name), len(kn.Values))
+			}
+		}
+	}
+	return nil
+}
+
+// quoteKnob names a knob, "no knob" for none.
+func quoteKnob(name string) string {
+	if name == "" {
+		return "no knob"
+	}
+	return strconv.Quote(name)
+}
+
+// scenarioDiff names the fields of two scenarios that differ, as their
+// JSON keys.
+func scenarioDiff(a, b sim.Scenario) []string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	var names []string
+	for i := range va.NumField() {
+		if va.Field(i).Interface() != vb.Field(i).Interface() {
+			name, _, _ := strings.Cut(va.Type().Field(i).Tag.Get("json"), ",")
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 func equalSteps(a, b *stepsInfo) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -109,16 +158,24 @@ type settingsFrom struct {
 	File  string `json:"file"`
 	Split string `json:"split"`
 	// Overlap is how many of the replayed series the choosing replay
-	// replayed too (0 for settings chosen out of sample).
+	// replayed too (0 for settings chosen out of sample), Fitted how many
+	// of the choosing replay's series the models were trained or
+	// validated on (their provenance lists them): on those the models'
+	// counts look safer than on new series, so the activation's setting
+	// chosen there may be too loose.
 	Overlap  int            `json:"overlap"`
+	Fitted   int            `json:"fitted"`
 	Holdings []chosenResult `json:"holdings"`
 }
 
 // chosenResult is one holding's comparison, with the activation policy's
-// chosen settings as the front ends' margins when they are ones.
+// chosen settings as the front ends' margins when they are ones (Margins),
+// and activation-steps' (StepsMargins: the strategy's, with its step
+// settings) when it was replayed.
 type chosenResult struct {
 	sim.ChosenSummary
-	Margins *hostMargins `json:"activation_margins,omitempty"`
+	Margins      *hostMargins `json:"activation_margins,omitempty"`
+	StepsMargins *hostMargins `json:"steps_margins,omitempty"`
 }
 
 // holdings are the three ways a budget holds a pair, in the order
@@ -127,8 +184,9 @@ var holdings = []sim.Holding{sim.HoldPair, sim.HoldEachHost, sim.HoldPerHost}
 
 // chooseOn reads rep at the settings src chose for its family (nil, nil
 // when src has no result of the same series' family: a pooled result over
-// other families).
-func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget float64, modelThr *float64) (*settingsFrom, error) {
+// other families). fitted are the series of each family the models'
+// provenance lists as trained or validated on.
+func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget float64, modelThr *float64, fitted map[string]map[string]bool) (*settingsFrom, error) {
 	on := src.reports[rep.Family]
 	if rep.Family == sim.PooledFamily && !slices.Equal(slices.Sorted(slices.Values(families)), slices.Sorted(slices.Values(src.families))) {
 		return nil, nil
@@ -140,6 +198,13 @@ func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget f
 	there := map[string]bool{}
 	for _, s := range on.Series {
 		there[s] = true
+		family, name := rep.Family, s
+		if rep.Family == sim.PooledFamily {
+			family, name, _ = strings.Cut(s, "/") // a pooled series is family/name
+		}
+		if fitted[family][name] {
+			sf.Fitted++
+		}
 	}
 	for _, s := range rep.Series {
 		if there[s] {
@@ -152,10 +217,21 @@ func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget f
 			return nil, fmt.Errorf("--settings-from %s: family %s: %w", src.path, rep.Family, err)
 		}
 		cr := chosenResult{ChosenSummary: s}
-		if a := s.Activation; a != nil && modelThr != nil {
-			first, second := marginOf(a.FirstKnob, *modelThr), marginOf(a.SecondKnob, *modelThr)
-			if first != nil && second != nil {
-				cr.Margins = &hostMargins{First: *first, Second: *second}
+		if modelThr != nil {
+			margins := func(c *sim.Chosen) *hostMargins {
+				first, second := marginOf(c.FirstKnob, *modelThr), marginOf(c.SecondKnob, *modelThr)
+				if first == nil || second == nil {
+					return nil
+				}
+				return &hostMargins{First: *first, Second: *second}
+			}
+			for i := range s.Policies {
+				switch c := &s.Policies[i]; c.Policy {
+				case sim.PolicyActivation:
+					cr.Margins = margins(c)
+				case stepsPolicy:
+					cr.StepsMargins = margins(c)
+				}
 			}
 		}
 		sf.Holdings = append(sf.Holdings, cr)
@@ -170,38 +246,56 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom) {
 	if sf.Overlap > 0 {
 		over = fmt.Sprintf("; %d of these series were replayed there too: not out of sample", sf.Overlap)
 	}
+	if sf.Fitted > 0 {
+		over += fmt.Sprintf("; %d of the series they were chosen on are ones the models were trained or validated on, where the models' counts look safer than on new series: the activation's setting may be too loose here", sf.Fitted)
+	}
 	fmt.Fprintf(w, "settings chosen on %s (its %s split), read here%s:\n", sf.File, sf.Split, over)
 	for _, c := range sf.Holdings {
-		a := c.Activation
-		if a == nil {
-			fmt.Fprintf(w, "  %s: activation has no setting within the budget there\n", c.Holding)
-			continue
-		}
 		rate := func(p *sim.Chosen) string {
-			over := ""
+			r := fmt.Sprintf("%#.3g%%", 100*p.ViolationRate)
 			if !p.WithinBudget {
-				over = ", over the budget"
+				r += ", over the budget"
 			}
-			return fmt.Sprintf("%s %.4f%s", rateName(c.Holding), p.ViolationRate, over)
+			return r
 		}
-		best := "no baseline has a setting within the budget there"
+		var best *sim.Chosen
 		for i := range c.Policies {
-			if p := &c.Policies[i]; p.Policy == c.BestBaseline {
-				best = fmt.Sprintf("%s vs the best baseline %s %.3f (%s)", optGain(c.GainVsBestBaseline), p.Policy, p.Density, rate(p))
+			if c.Policies[i].Policy == c.BestBaseline {
+				best = &c.Policies[i]
 			}
 		}
-		if c.BestWithinBudget != "" && c.BestWithinBudget != c.BestBaseline {
-			best += fmt.Sprintf(", %s vs the best baseline within the budget here, %s %.3f", optGain(gainOf(a.Density, c.BestWithinBudgetDensity)), c.BestWithinBudget, c.BestWithinBudgetDensity)
+		baseline := "no baseline has a setting within the budget there"
+		if best != nil {
+			baseline = fmt.Sprintf("the best baseline %s %.3f (%s)", best.Policy, best.Density, rate(best))
 		}
-		margins := ""
+		a := c.Activation
+		var line string
+		switch {
+		case a == nil:
+			line = "activation has no setting within the budget there; " + baseline
+		case !a.WithinBudget:
+			// A density over the budget is no lead over one within it.
+			line = fmt.Sprintf("activation %.3f (%s %s): no comparison; %s", a.Density, rateName(c.Holding), rate(a), baseline)
+		case best == nil:
+			line = fmt.Sprintf("activation %.3f (%s %s); %s", a.Density, rateName(c.Holding), rate(a), baseline)
+		default:
+			line = fmt.Sprintf("activation %.3f (%s %s), %s vs %s", a.Density, rateName(c.Holding), rate(a), optGain(c.GainVsBestBaseline), baseline)
+			if c.BestWithinBudget != "" && c.BestWithinBudget != c.BestBaseline {
+				line += fmt.Sprintf(", %s vs the best within the budget here, %s %.3f", optGain(gainOf(a.Density, c.BestWithinBudgetDensity)), c.BestWithinBudget, c.BestWithinBudgetDensity)
+			}
+			gap := "undefined"
+			if c.GapClosed != nil {
+				gap = fmt.Sprintf("%.2f", *c.GapClosed)
+			}
+			line += fmt.Sprintf("; gap to the oracle closed from %s: %s", c.BestBaseline, gap)
+		}
 		if m := c.Margins; m != nil {
-			margins = fmt.Sprintf("; margins first %.3f, second %.3f", m.First, m.Second)
+			line += fmt.Sprintf("; margins first %.3f, second %.3f", m.First, m.Second)
+			if sm := c.StepsMargins; sm != nil {
+				line += fmt.Sprintf(" (with the step limits replayed, the strategy's: first %.3f, second %.3f)", sm.First, sm.Second)
+			}
 		}
-		gap := "undefined"
-		if c.GapClosed != nil {
-			gap = fmt.Sprintf("%.2f", *c.GapClosed)
-		}
-		fmt.Fprintf(w, "  %s: activation %.3f (%s), %s; gap closed: %s%s\n", c.Holding, a.Density, rate(a), best, gap, margins)
+		fmt.Fprintf(w, "  %s: %s\n", c.Holding, line)
 		if len(c.OverBudget) > 0 {
 			fmt.Fprintf(w, "    over the budget here: %s\n", strings.Join(c.OverBudget, ", "))
 		}

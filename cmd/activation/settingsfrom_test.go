@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,19 +10,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
+	"github.com/activation-scheduler/terraform-provider-activation/traces"
 )
 
-// twoFamilies writes families alpha and beta of n synthetic series each
-// under one root.
+// twoFamilies writes families alpha and beta under one root: n synthetic
+// series of the given length, and n+1 series half as long again, so that
+// no family's figures are another's or the pooled ones.
 func twoFamilies(t *testing.T, n, length int) (alpha, beta string) {
 	t.Helper()
 	root := t.TempDir()
 	alpha, beta = filepath.Join(root, "alpha"), filepath.Join(root, "beta")
-	for _, dir := range []string{alpha, beta} {
-		if err := os.Rename(seriesDir(t, n, length), dir); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Rename(seriesDir(t, n, length), alpha); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(seriesDir(t, n+1, length*3/2), beta); err != nil {
+		t.Fatal(err)
 	}
 	return alpha, beta
 }
@@ -163,6 +168,13 @@ func TestSimulateSettingsFrom(t *testing.T) {
 					t.Errorf("family %s, %s: %s reads %+v (%v), want %+v", fr.Family, h, p.Name, got, ok, want)
 				}
 				compared[p.Name]++
+				if p.Name == stepsPolicy {
+					m := c.StepsMargins
+					if m == nil || math.Abs(m.First-logit(want.FirstKnob)) > 1e-6 || math.Abs(m.Second-logit(want.SecondKnob)) > 1e-6 {
+						t.Errorf("family %s, %s: steps margins %+v; activation-steps' thresholds %v / %v are %v / %v logits over 0.5",
+							fr.Family, h, m, want.FirstKnob, want.SecondKnob, logit(want.FirstKnob), logit(want.SecondKnob))
+					}
+				}
 				if p.Name == sim.PolicyActivation {
 					m := c.Margins
 					if m == nil || math.Abs(m.First-logit(want.FirstKnob)) > 1e-6 || math.Abs(m.Second-logit(want.SecondKnob)) > 1e-6 {
@@ -179,8 +191,8 @@ func TestSimulateSettingsFrom(t *testing.T) {
 
 	// Every family's activation and best baselines had a setting in
 	// training under every holding.
-	if compared[sim.PolicyActivation] != 9 || compared[sim.PolicyUsageThreshold] == 0 || compared[sim.PolicyOracle] != 9 {
-		t.Errorf("settings compared %v, want the activation's and the oracle's in each of 3 results x 3 holdings", compared)
+	if compared[sim.PolicyActivation] != 9 || compared[stepsPolicy] != 9 || compared[sim.PolicyUsageThreshold] == 0 || compared[sim.PolicyOracle] != 9 {
+		t.Errorf("settings compared %v, want the activation's, activation-steps' and the oracle's in each of 3 results x 3 holdings", compared)
 	}
 
 	// Settings chosen on the very replay they are read on are its own
@@ -247,6 +259,27 @@ func TestSimulateSettingsFromRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	modelsFile := write("models.json", string(otherModels))
+	edit := func(name string, change func(doc map[string]any)) string {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(good), &doc); err != nil {
+			t.Fatal(err)
+		}
+		change(doc)
+		raw, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return write(name, string(raw))
+	}
+	slackFile := edit("slack.json", func(doc map[string]any) { doc["scenario"].(map[string]any)["target_slack"] = 0.9 })
+	noLinear := edit("nolinear.json", func(doc map[string]any) {
+		fam := doc["families"].([]any)[1].(map[string]any)
+		fam["policies"] = fam["policies"].([]any)[:len(fam["policies"].([]any))-1] // linear is last
+	})
+	fewer := edit("fewer.json", func(doc map[string]any) {
+		p := doc["policies"].([]any)[1].(map[string]any) // p95-window
+		p["curve"] = p["curve"].([]any)[1:]
+	})
 	gamma := filepath.Join(filepath.Dir(alpha), "gamma")
 	if err := os.Rename(seriesDir(t, 2, 300), gamma); err != nil {
 		t.Fatal(err)
@@ -266,6 +299,9 @@ func TestSimulateSettingsFromRefused(t *testing.T) {
 		{"other models", append(common, "--settings-from", modelsFile), exitError, "models.json: replayed first model"},
 		{"no step limits", []string{"--traces", alpha + "," + beta, "--split", "all", "--settings-from", goodFile}, exitError, `good.json: replayed activation-steps with max_scale_up "100%"; this run with no step limits (not replayed)`},
 		{"another knob", append(common, "--knob", "per_branch", "--settings-from", goodFile), exitError, "good.json: swept the activation's output_threshold; this run sweeps per_branch: give the same --knob"},
+		{"another target slack", append(common, "--settings-from", slackFile), exitError, "slack.json: replayed scenario shifted with other settings than this run's (target_slack differ)"},
+		{"a policy not replayed there", append(common, "--settings-from", noLinear), exitError, "nolinear.json: family beta: policy linear was not replayed there"},
+		{"another sweep", append(common, "--settings-from", fewer), exitError, `fewer.json: family pooled: policy p95-window swept "m" over`},
 		{"another family", []string{"--traces", alpha + "," + gamma, "--split", "all", "--max-scale-up", "100%", "--settings-from", goodFile}, exitError, "good.json: replayed families alpha, beta, not gamma"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -316,33 +352,92 @@ func TestSimulateSettingsFromFamilySubset(t *testing.T) {
 	}
 }
 
-// The table marks each figure over the budget where it is read, and
-// names the policies with no setting where it was chosen.
+// The table compares the activation only where it keeps to the budget,
+// marks each figure over it, and names the policies with no setting where
+// it was chosen.
 func TestWriteSettingsFrom(t *testing.T) {
-	act := sim.Chosen{Policy: sim.PolicyActivation, FirstKnob: 0.5, SecondKnob: 0.5, Density: 0.9, ViolationRate: 0.0125}
+	over := sim.Chosen{Policy: sim.PolicyActivation, FirstKnob: 0.5, SecondKnob: 0.5, Density: 0.9, ViolationRate: 0.0125}
+	within := sim.Chosen{Policy: sim.PolicyActivation, FirstKnob: 0.5, SecondKnob: 0.5, Density: 0.9, ViolationRate: 0.008, WithinBudget: true}
 	base := sim.Chosen{Policy: sim.PolicyMaxWindow, FirstKnob: 0.1, SecondKnob: 0.1, Density: 0.8, ViolationRate: 0.006, WithinBudget: true}
-	over := sim.Chosen{Policy: sim.PolicyNSigma, Density: 0.95, ViolationRate: 0.02}
-	g, gap, loss := 0.125, 0.5, 0.9/0.95-1
-	sf := &settingsFrom{File: "train.json", Split: splitTrain, Holdings: []chosenResult{
-		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldPair.String(), Policies: []sim.Chosen{base, act},
-			Unset: []string{sim.PolicyNSigma}, BestBaseline: sim.PolicyMaxWindow, BestBaselineDensity: 0.8, Activation: &act,
-			OracleDensity: 1, GainVsBestBaseline: &g, GapClosed: &gap, OverBudget: []string{sim.PolicyActivation}},
+	nsigma := sim.Chosen{Policy: sim.PolicyNSigma, Density: 0.95, ViolationRate: 0.02}
+	g, gap := 0.125, 0.5
+	loss, lossGap := 0.9/0.95-1, -0.5
+	sf := &settingsFrom{File: "train.json", Split: splitTrain, Overlap: 2, Fitted: 3, Holdings: []chosenResult{
+		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldPair.String(), Policies: []sim.Chosen{base, over},
+			Unset: []string{sim.PolicyNSigma}, BestBaseline: sim.PolicyMaxWindow, BestBaselineDensity: 0.8, BestWithinBudget: sim.PolicyMaxWindow, BestWithinBudgetDensity: 0.8,
+			Activation: &over, OracleDensity: 1, GainVsBestBaseline: &g, GapClosed: &gap, OverBudget: []string{sim.PolicyActivation}},
 			Margins: &hostMargins{First: 0, Second: 0}},
-		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldEachHost.String(), Unset: []string{sim.PolicyActivation}}},
-		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldPerHost.String(), Policies: []sim.Chosen{over, base, act},
+		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldEachHost.String(), Policies: []sim.Chosen{base},
+			BestBaseline: sim.PolicyMaxWindow, BestBaselineDensity: 0.8, Unset: []string{sim.PolicyActivation}}},
+		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldPerHost.String(), Policies: []sim.Chosen{nsigma, base, within},
 			BestBaseline: sim.PolicyNSigma, BestBaselineDensity: 0.95, BestWithinBudget: sim.PolicyMaxWindow, BestWithinBudgetDensity: 0.8,
-			Activation: &act, OracleDensity: 1, GainVsBestBaseline: &loss, OverBudget: []string{sim.PolicyNSigma, sim.PolicyActivation}}},
+			Activation: &within, OracleDensity: 1, GainVsBestBaseline: &loss, GapClosed: &lossGap, OverBudget: []string{sim.PolicyNSigma}},
+			Margins: &hostMargins{First: 1.25, Second: 0.375}, StepsMargins: &hostMargins{First: 1, Second: 0.375}},
 	}}
 	var b strings.Builder
 	writeSettingsFrom(&b, sf)
-	want := "settings chosen on train.json (its train split), read here:\n" +
-		"  the pair's budget: activation 0.900 (violation rate 0.0125, over the budget), +12.5% vs the best baseline max-window 0.800 (violation rate 0.0060); gap closed: 0.50; margins first 0.000, second 0.000\n" +
+	want := "settings chosen on train.json (its train split), read here; 2 of these series were replayed there too: not out of sample; " +
+		"3 of the series they were chosen on are ones the models were trained or validated on, where the models' counts look safer than on new series: the activation's setting may be too loose here:\n" +
+		"  the pair's budget: activation 0.900 (violation rate 1.25%, over the budget): no comparison; the best baseline max-window 0.800 (0.600%); margins first 0.000, second 0.000\n" +
 		"    over the budget here: activation\n" +
 		"    no setting within the budget there: n-sigma\n" +
-		"  each host within the budget, one setting: activation has no setting within the budget there\n" +
-		"  each host within the budget, a setting per host: activation 0.900 (worse host's violation rate 0.0125, over the budget), -5.3% vs the best baseline n-sigma 0.950 (worse host's violation rate 0.0200, over the budget), +12.5% vs the best baseline within the budget here, max-window 0.800; gap closed: undefined\n" +
-		"    over the budget here: n-sigma, activation\n"
+		"  each host within the budget, one setting: activation has no setting within the budget there; the best baseline max-window 0.800 (0.600%)\n" +
+		"    no setting within the budget there: activation\n" +
+		"  each host within the budget, a setting per host: activation 0.900 (worse host's violation rate 0.800%), -5.3% vs the best baseline n-sigma 0.950 (2.00%, over the budget), " +
+		"+12.5% vs the best within the budget here, max-window 0.800; gap to the oracle closed from n-sigma: -0.50; margins first 1.250, second 0.375 (with the step limits replayed, the strategy's: first 1.000, second 0.375)\n" +
+		"    over the budget here: n-sigma\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// Settings chosen on series the models were trained or validated on are
+// counted (fitted) and said: the activation's setting chosen there may be
+// too loose on new series.
+func TestSimulateSettingsFromFitted(t *testing.T) {
+	alpha, beta := twoFamilies(t, 8, 700)
+	models := filepath.Join(t.TempDir(), "models")
+	if code, _, stderr := runCmd(t, "", false, "train", "--traces", alpha, "--out", models, "--epochs", "1", "--quiet"); code != exitOK {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	m, err := engine.LoadModelFile(filepath.Join(models, capacityFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trained := m.Provenance.Series[traces.FamilyName(alpha)]
+	common := []string{"--traces", alpha + "," + beta, "--admission-model", filepath.Join(models, admissionFile), "--capacity-model", filepath.Join(models, capacityFile)}
+	_, trainJSON := simulateDoc(t, append(common, "--split", "train")...)
+	var train output
+	if err := json.Unmarshal([]byte(trainJSON), &train); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "train.json")
+	if err := os.WriteFile(file, []byte(trainJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, s := range train.Families[0].Series {
+		if slices.Contains(trained, s) {
+			want++
+		}
+	}
+	if train.Families[0].Family != "alpha" || want == 0 {
+		t.Fatalf("the premise fails: none of %s's training side %v is among the series trained on %v", train.Families[0].Family, train.Families[0].Series, trained)
+	}
+	test, _ := simulateDoc(t, append(common, "--split", "test", "--settings-from", file)...)
+	for _, c := range []struct {
+		fr   familyResult
+		want int
+	}{{test.familyResult, want}, {test.Families[0], want}, {test.Families[1], 0}} {
+		if c.fr.SettingsFrom == nil || c.fr.SettingsFrom.Fitted != c.want {
+			t.Errorf("family %s: settings_from %+v, want %d fitted", c.fr.Family, c.fr.SettingsFrom, c.want)
+		}
+	}
+	code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate"}, append(common, "--split", "test", "--settings-from", file)...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if say := fmt.Sprintf("; %d of the series they were chosen on are ones the models were trained or validated on", want); strings.Count(stdout, say) != 2 {
+		t.Errorf("the table says %q %d times, want twice (alpha, pooled):\n%s", say, strings.Count(stdout, say), stdout)
 	}
 }

@@ -118,7 +118,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
 	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
 	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's")
-	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families, scenario, models and step settings, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
+	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more), scenario, models, step settings and sweeps, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -366,6 +366,13 @@ func cmdSimulate(args []string, e env) error {
 		}
 	}
 
+	if chooser != nil {
+		// The linear ablation's and every other policy's sweep, checked
+		// before the replay it would waste.
+		if err := chooser.checkSweeps(policies); err != nil {
+			return fmt.Errorf("--settings-from: %w", err)
+		}
+	}
 	var bar *simBar
 	if e.isTerminal && !f.quiet {
 		bar = &simBar{w: e.stderr}
@@ -426,8 +433,12 @@ func cmdSimulate(args []string, e env) error {
 		reps = append(reps, pooled)
 	}
 	if chooser != nil {
+		fitted := map[string]map[string]bool{}
+		for _, name := range familyNames {
+			fitted[name] = fittedTo(name, adm.Model(), capy.Model())
+		}
 		read := func(fr *familyResult, rep *sim.Report) (err error) {
-			fr.SettingsFrom, err = chooser.chooseOn(rep, familyNames, f.budget, modelThr)
+			fr.SettingsFrom, err = chooser.chooseOn(rep, familyNames, f.budget, modelThr, fitted)
 			if err == nil && fr.SettingsFrom == nil {
 				out.Notes = append(out.Notes, fmt.Sprintf("pooled: no settings chosen (--settings-from %s pools families %s, not these)", f.settingsFrom, strings.Join(chooser.families, ", ")))
 			}
@@ -474,20 +485,31 @@ func cmdSimulate(args []string, e env) error {
 }
 
 // edgeNotes flags, for each family, the policies whose figure at the
-// budget, 1% or 0.1% may be their sweep's rather than their own
-// (sim.Curve.Edge): the baselines' and the activation's alike (an
-// activation with no threshold within a budget has none in its sweep,
-// which ends at a finite logit).
+// budget, 1% or 0.1% may be their sweep's rather than their own, under
+// the first holding of the budget whose choice says so (sim.Curve.EdgeHeld:
+// the pair's, then each host's at one setting, then at its own): the baselines' and the
+// activation's alike (an activation with no threshold within a budget has
+// none in its sweep, which ends at a finite logit).
 func edgeNotes(reps []*sim.Report, budget float64) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range reps {
 		for _, b := range []float64{budget, 0.01, 0.001} {
 			for i := range r.Curves {
-				c := &r.Curves[i]
-				if e := c.Edge(b); e != "" && !seen[r.Family+e] {
-					seen[r.Family+e] = true
-					out = append(out, "family "+r.Family+": "+e)
+				// The other holdings' notes only where the pair's says
+				// nothing of the curve: one note a curve and budget is
+				// enough to doubt its figure.
+				var notes []string
+				for _, h := range holdings {
+					if notes = r.Curves[i].EdgeHeld(b, h, r.Scenario.Hosts); len(notes) > 0 {
+						break
+					}
+				}
+				for _, e := range notes {
+					if !seen[r.Family+e] {
+						seen[r.Family+e] = true
+						out = append(out, "family "+r.Family+": "+e)
+					}
 				}
 			}
 		}
