@@ -10,7 +10,8 @@ import (
 // the held-out series'): what a user who sets the knob from one set of
 // series gets on series it was not set on.
 type Chosen struct {
-	Policy string `json:"policy"`
+	Policy   string `json:"policy"`
+	KnobName string `json:"knob_name,omitempty"`
 	// FirstKnob and SecondKnob are the settings chosen for the first and
 	// the second host of a pair, equal unless each host has its own
 	// (HoldPerHost).
@@ -51,8 +52,10 @@ type ChosenSummary struct {
 	OracleDensity           float64 `json:"oracle_density"`
 	// GainVsBestBaseline and GapClosed are the activation's density over
 	// the best baseline's, minus one, and (activation - best baseline) /
-	// (oracle - best baseline); null when undefined, and when the
-	// activation has no setting (Summary scores that as density 0).
+	// (oracle - best baseline); null when undefined, when the activation
+	// has no setting (Summary scores that as density 0), and when its
+	// figures here are over the budget (a density over the budget is no
+	// lead over one within it).
 	GainVsBestBaseline *float64 `json:"gain_vs_best_baseline"`
 	GapClosed          *float64 `json:"gap_closed"`
 	// OverBudget names the policies whose figures here exceed the budget.
@@ -112,6 +115,7 @@ func (rep *Report) SummarizeChosenOn(on *Report, budget float64, h Holding) (Cho
 			p := c.Points[i]
 			ch = Chosen{Policy: c.Policy, FirstKnob: p.Knob, SecondKnob: p.Knob, Density: p.Density, ViolationRate: p.ViolationRate}
 		}
+		ch.KnobName = c.KnobName
 		ch.WithinBudget = ch.ViolationRate <= budget
 		if !ch.WithinBudget {
 			s.OverBudget = append(s.OverBudget, c.Policy)
@@ -134,7 +138,7 @@ func (rep *Report) SummarizeChosenOn(on *Report, budget float64, h Holding) (Cho
 			s.OracleDensity = ch.Density
 		}
 	}
-	if s.Activation == nil {
+	if s.Activation == nil || !s.Activation.WithinBudget {
 		return s, nil
 	}
 	s.GainVsBestBaseline = gain(s.Activation.Density, s.BestBaselineDensity)

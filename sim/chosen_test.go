@@ -48,13 +48,14 @@ func choosingReport() *Report {
 // as held-out series would give.
 func readingReport() *Report {
 	return sweptReport(
-		[4][4]float64{{0.40, 0.001, 0.50, 0.001}, {0.60, 0.003, 0.70, 0.012}, {0.80, 0.009, 0.85, 0.020}, {0.85, 0.004, 0.05, 0.8}},
+		[4][4]float64{{0.40, 0.001, 0.50, 0.001}, {0.60, 0.003, 0.70, 0.009}, {0.80, 0.009, 0.85, 0.020}, {0.85, 0.004, 0.05, 0.8}},
 		[2][4]float64{{0.55, 0.0095, 0.5, 0.002}, {0.70, 0.015, 0.65, 0.009}},
 		[4]float64{0.95, 0.001, 0.95, 0.001}, [4]float64{0.99, 0, 0.97, 0})
 }
 
 func TestSummarizeChosenOn(t *testing.T) {
 	on, rep := choosingReport(), readingReport()
+	const act, theta = "output_threshold", "theta"
 	cases := []struct {
 		h Holding
 		// want: the activation's and usage-threshold's chosen knobs and
@@ -62,23 +63,24 @@ func TestSummarizeChosenOn(t *testing.T) {
 		act, base Chosen
 		over      []string
 	}{
+		// Over the budget here: no gain or gap closed.
 		{HoldPair,
-			Chosen{PolicyActivation, 3, 3, (0.80 + 0.85) / 2, (0.009 + 0.020) / 2, false},
-			Chosen{PolicyUsageThreshold, 0.2, 0.2, (0.70 + 0.65) / 2, 0.012, false},
+			Chosen{PolicyActivation, act, 3, 3, (0.80 + 0.85) / 2, (0.009 + 0.020) / 2, false},
+			Chosen{PolicyUsageThreshold, theta, 0.2, 0.2, (0.70 + 0.65) / 2, 0.012, false},
 			[]string{PolicyActivation, PolicyUsageThreshold}},
 		{HoldEachHost,
-			Chosen{PolicyActivation, 2, 2, (0.60 + 0.70) / 2, 0.012, false},
-			Chosen{PolicyUsageThreshold, 0.1, 0.1, (0.55 + 0.5) / 2, 0.0095, true},
-			[]string{PolicyActivation}},
+			Chosen{PolicyActivation, act, 2, 2, (0.60 + 0.70) / 2, 0.009, true},
+			Chosen{PolicyUsageThreshold, theta, 0.1, 0.1, (0.55 + 0.5) / 2, 0.0095, true},
+			nil},
 		{HoldPerHost,
-			// The first host at knob 6 (0.85, 0.4%), the second at 2 (0.70, 1.2%).
-			Chosen{PolicyActivation, 6, 2, (0.85 + 0.70) / 2, 0.012, false},
-			// The worse host is the first (0.95%), the activation's the second.
-			Chosen{PolicyUsageThreshold, 0.1, 0.2, (0.55 + 0.65) / 2, 0.0095, true},
-			[]string{PolicyActivation}},
+			// The first host at knob 6 (0.85, 0.4%), the second at 2 (0.70, 0.9%).
+			Chosen{PolicyActivation, act, 6, 2, (0.85 + 0.70) / 2, 0.009, true},
+			// The worse host is the first (0.95%).
+			Chosen{PolicyUsageThreshold, theta, 0.1, 0.2, (0.55 + 0.65) / 2, 0.0095, true},
+			nil},
 	}
 	near := func(a, b Chosen) bool {
-		return a.Policy == b.Policy && a.FirstKnob == b.FirstKnob && a.SecondKnob == b.SecondKnob &&
+		return a.Policy == b.Policy && a.KnobName == b.KnobName && a.FirstKnob == b.FirstKnob && a.SecondKnob == b.SecondKnob &&
 			math.Abs(a.Density-b.Density) < 1e-12 && math.Abs(a.ViolationRate-b.ViolationRate) < 1e-12 && a.WithinBudget == b.WithinBudget
 	}
 	for _, tc := range cases {
@@ -116,6 +118,12 @@ func TestSummarizeChosenOn(t *testing.T) {
 			}
 			if s.OracleDensity != 0.98 {
 				t.Errorf("oracle %v, want the reading report's 0.98", s.OracleDensity)
+			}
+			if !tc.act.WithinBudget {
+				if s.GainVsBestBaseline != nil || s.GapClosed != nil {
+					t.Errorf("the activation over the budget: gain %v, gap closed %v; want none", deref(s.GainVsBestBaseline), deref(s.GapClosed))
+				}
+				return
 			}
 			wantGain := tc.act.Density/tc.base.Density - 1
 			wantGap := (tc.act.Density - tc.base.Density) / (0.98 - tc.base.Density)

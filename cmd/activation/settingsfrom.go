@@ -1,16 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
 )
 
@@ -18,8 +20,9 @@ import (
 // (simulate --settings-from): simulate's own JSON of the same scenario,
 // models and step settings, typically of the training series.
 type settingsSource struct {
-	path  string
-	split string
+	path   string
+	split  string
+	budget float64 // the file's --budget (its own summaries'; not the one chosen at)
 	// reports are the file's results by family name (sim.PooledFamily
 	// for its pooled one), as reports of curves.
 	reports  map[string]*sim.Report
@@ -35,11 +38,22 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 	if err != nil {
 		return nil, err
 	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, fmt.Errorf("%s: empty (a shell redirection to the file an earlier run wrote, in this very command, empties it before the run: write the JSON to another file)", path)
+	}
 	var out output
 	if err := json.Unmarshal(raw, &out); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			if typ.Field == "" {
+				return nil, fmt.Errorf("%s: not simulate's JSON output (--format json): %s, not an object", path, withArticle(typ.Value))
+			}
+			field := strings.ReplaceAll(typ.Field, "familyResult.", "") // the Go type embedded, not a key
+			return nil, fmt.Errorf("%s: not simulate's JSON output (--format json): %s holds %s where simulate's has %s", path, field, withArticle(typ.Value), withArticle(jsonKind(typ.Type)))
+		}
 		return nil, fmt.Errorf("%s: not simulate's JSON output (--format json): %w", path, err)
 	}
-	if out.Family == "" || len(out.Policies) == 0 || len(out.Models) != len(models) {
+	if out.Family == "" || len(out.Policies) == 0 || len(out.Models) != len(models) || (out.Family == sim.PooledFamily && len(out.Families) == 0) {
 		return nil, fmt.Errorf("%s: not simulate's JSON output (--format json): no family, policies or models", path)
 	}
 	if out.Scenario != sc {
@@ -51,22 +65,26 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 	}
 	for i, m := range models {
 		if o := out.Models[i]; o.Role != m.Role || o.Digest != m.Digest {
-			return nil, fmt.Errorf("%s: replayed %s model %s (%s); this run's is %s (%s): settings chosen for other models", path, m.Role, o.Name, short(o.Digest), m.Name, short(m.Digest))
+			flag := "--admission-model"
+			if m.Role == engine.RoleSecond {
+				flag = "--capacity-model"
+			}
+			return nil, fmt.Errorf("%s: replayed the %s host's model %s (%s); this run's %s is %s (%s): settings chosen for another model; give the same %s", path, m.Role, o.Name, short(o.Digest), flag, m.Name, short(m.Digest), flag)
 		}
 	}
 	if !equalSteps(out.Steps, steps) {
-		return nil, fmt.Errorf("%s: replayed %s with %s; this run with %s: give the same --max-scale-up, --max-scale-down, --hysteresis and --hold-band", path, stepsPolicy, describeSteps(out.Steps), describeSteps(steps))
+		return nil, fmt.Errorf("%s: %s; this run: %s: give the same --max-scale-up, --max-scale-down, --hysteresis and --hold-band", path, describeSteps(out.Steps), describeSteps(steps))
 	}
 	for _, p := range out.Policies {
 		if p.Name == sim.PolicyActivation && p.KnobName != knob {
 			return nil, fmt.Errorf("%s: swept the activation's %s; this run sweeps %s: give the same --knob", path, p.KnobName, knob)
 		}
 	}
-	src := &settingsSource{path: path, split: out.Split, reports: map[string]*sim.Report{}}
+	src := &settingsSource{path: path, split: out.Split, budget: out.Budget, reports: map[string]*sim.Report{}}
 	results := append([]familyResult{out.familyResult}, out.Families...)
 	for i := range results {
 		fr := &results[i]
-		rep := &sim.Report{Scenario: out.Scenario, Family: fr.Family, Series: fr.Series}
+		rep := &sim.Report{Scenario: out.Scenario, Family: fr.Family, Series: fr.Series, RequestFactor: fr.RequestFactor}
 		for _, p := range fr.Policies {
 			rep.Curves = append(rep.Curves, sim.Curve{Policy: p.Name, KnobName: p.KnobName, Points: p.Curve})
 		}
@@ -85,9 +103,14 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 
 // checkSweeps says, before any replay, whether every policy this run
 // replays was replayed in the file with the same sweep (its knob's name
-// and values), in each of its results.
-func (src *settingsSource) checkSweeps(policies []sim.Policy) error {
-	for _, name := range slices.Sorted(maps.Keys(src.reports)) {
+// and values), in each of the file's results it reads: those of families
+// (and the pooled one when it reads it).
+func (src *settingsSource) checkSweeps(policies []sim.Policy, families []string) error {
+	names := slices.Clone(families)
+	if src.poolsThese(families) {
+		names = append(names, sim.PooledFamily)
+	}
+	for _, name := range names {
 		rep := src.reports[name]
 		for _, p := range policies {
 			c := rep.Curve(p.Name())
@@ -100,11 +123,22 @@ func (src *settingsSource) checkSweeps(policies []sim.Policy) error {
 				knobs[i] = pt.Knob
 			}
 			if c.KnobName != kn.Name || !slices.Equal(knobs, kn.Values) {
-				return fmt.Errorf("%s: family %s: policy %s swept %s over %d settings there, %s over %d here: replay it again with this version", src.path, name, p.Name(), quoteKnob(c.KnobName), len(knobs), quoteKnob(kn.Name), len(kn.Values))
+				other := ""
+				if len(knobs) == len(kn.Values) && c.KnobName == kn.Name {
+					other = ", other values"
+				}
+				return fmt.Errorf("%s: family %s: policy %s swept %s over %d settings there, %s over %d here%s: replay it again with this version", src.path, name, p.Name(), quoteKnob(c.KnobName), len(knobs), quoteKnob(kn.Name), len(kn.Values), other)
 			}
 		}
 	}
 	return nil
+}
+
+// poolsThese says whether the file's pooled result is over exactly the
+// families this run replays (and, with several, pools).
+func (src *settingsSource) poolsThese(families []string) bool {
+	return len(families) > 1 && src.reports[sim.PooledFamily] != nil &&
+		slices.Equal(slices.Sorted(slices.Values(families)), slices.Sorted(slices.Values(src.families)))
 }
 
 // quoteKnob names a knob, "no knob" for none.
@@ -138,7 +172,7 @@ func equalSteps(a, b *stepsInfo) bool {
 
 func describeSteps(s *stepsInfo) string {
 	if s == nil {
-		return "no step limits (not replayed)"
+		return "no step limits (" + stepsPolicy + " not replayed)"
 	}
 	var set []string
 	for _, v := range []struct{ name, value string }{{"max_scale_up", s.MaxScaleUp}, {"max_scale_down", s.MaxScaleDown}, {"hysteresis", s.Hysteresis}} {
@@ -149,7 +183,30 @@ func describeSteps(s *stepsInfo) string {
 	if s.HoldBand > 0 {
 		set = append(set, fmt.Sprintf("hold band %g", s.HoldBand))
 	}
-	return strings.Join(set, ", ")
+	return stepsPolicy + " with " + strings.Join(set, ", ")
+}
+
+// withArticle is a JSON kind with its indefinite article.
+func withArticle(kind string) string {
+	if strings.IndexByte("aeiou", kind[0]) >= 0 {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// jsonKind names the JSON kind a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	}
+	return "number"
 }
 
 // settingsFrom is a family's (or the pooled) figures at the settings
@@ -157,6 +214,10 @@ func describeSteps(s *stepsInfo) string {
 type settingsFrom struct {
 	File  string `json:"file"`
 	Split string `json:"split"`
+	// Budget is the budget the settings are chosen at (this run's),
+	// FileBudget the one the file was replayed at (its own summaries').
+	Budget     float64 `json:"budget"`
+	FileBudget float64 `json:"file_budget"`
 	// Overlap is how many of the replayed series the choosing replay
 	// replayed too (0 for settings chosen out of sample), Fitted how many
 	// of the choosing replay's series the models were trained or
@@ -188,13 +249,13 @@ var holdings = []sim.Holding{sim.HoldPair, sim.HoldEachHost, sim.HoldPerHost}
 // provenance lists as trained or validated on.
 func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget float64, modelThr *float64, fitted map[string]map[string]bool) (*settingsFrom, error) {
 	on := src.reports[rep.Family]
-	if rep.Family == sim.PooledFamily && !slices.Equal(slices.Sorted(slices.Values(families)), slices.Sorted(slices.Values(src.families))) {
+	if rep.Family == sim.PooledFamily && !src.poolsThese(families) {
 		return nil, nil
 	}
 	if on == nil {
 		return nil, fmt.Errorf("--settings-from %s: no family %s", src.path, rep.Family)
 	}
-	sf := &settingsFrom{File: src.path, Split: src.split}
+	sf := &settingsFrom{File: src.path, Split: src.split, Budget: budget, FileBudget: src.budget}
 	there := map[string]bool{}
 	for _, s := range on.Series {
 		there[s] = true
@@ -240,16 +301,24 @@ func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget f
 }
 
 // writeSettingsFrom says what the settings chosen on the other replay give
-// here, under each holding.
-func writeSettingsFrom(w io.Writer, sf *settingsFrom) {
-	over := ""
+// here, under each holding, and the margins to set that they are. family
+// is the result's (a pooled result's margins are no family's to set).
+func writeSettingsFrom(w io.Writer, sf *settingsFrom, family string) {
+	var why []string
+	if sf.FileBudget != sf.Budget && sf.FileBudget > 0 {
+		why = append(why, fmt.Sprintf("the file was replayed at budget %g, its settings are chosen here at %g", sf.FileBudget, sf.Budget))
+	}
 	if sf.Overlap > 0 {
-		over = fmt.Sprintf("; %d of these series were replayed there too: not out of sample", sf.Overlap)
+		why = append(why, fmt.Sprintf("%d of these series were replayed there too: not out of sample", sf.Overlap))
 	}
 	if sf.Fitted > 0 {
-		over += fmt.Sprintf("; %d of the series they were chosen on are ones the models were trained or validated on, where the models' counts look safer than on new series: the activation's setting may be too loose here", sf.Fitted)
+		why = append(why, fmt.Sprintf("%d of the series they were chosen on are ones the models were trained or validated on, where the models' counts look safer than on new series: the activation's setting may be too loose here", sf.Fitted))
 	}
-	fmt.Fprintf(w, "settings chosen on %s (its %s split), read here%s:\n", sf.File, sf.Split, over)
+	fmt.Fprintf(w, "settings chosen on %s (its %s split) at budget %g, read here", sf.File, sf.Split, sf.Budget)
+	for _, s := range why {
+		fmt.Fprint(w, "; "+s)
+	}
+	fmt.Fprintln(w, ":")
 	for _, c := range sf.Holdings {
 		rate := func(p *sim.Chosen) string {
 			r := fmt.Sprintf("%#.3g%%", 100*p.ViolationRate)
@@ -258,15 +327,13 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom) {
 			}
 			return r
 		}
-		var best *sim.Chosen
+		byName := map[string]*sim.Chosen{}
 		for i := range c.Policies {
-			if c.Policies[i].Policy == c.BestBaseline {
-				best = &c.Policies[i]
-			}
+			byName[c.Policies[i].Policy] = &c.Policies[i]
 		}
 		baseline := "no baseline has a setting within the budget there"
-		if best != nil {
-			baseline = fmt.Sprintf("the best baseline %s %.3f (%s)", best.Policy, best.Density, rate(best))
+		if best := byName[c.BestBaseline]; best != nil {
+			baseline = fmt.Sprintf("the best baseline %s at %s: %.3f (%s)", best.Policy, knobText(best), best.Density, rate(best))
 		}
 		a := c.Activation
 		var line string
@@ -276,12 +343,12 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom) {
 		case !a.WithinBudget:
 			// A density over the budget is no lead over one within it.
 			line = fmt.Sprintf("activation %.3f (%s %s): no comparison; %s", a.Density, rateName(c.Holding), rate(a), baseline)
-		case best == nil:
+		case byName[c.BestBaseline] == nil:
 			line = fmt.Sprintf("activation %.3f (%s %s); %s", a.Density, rateName(c.Holding), rate(a), baseline)
 		default:
 			line = fmt.Sprintf("activation %.3f (%s %s), %s vs %s", a.Density, rateName(c.Holding), rate(a), optGain(c.GainVsBestBaseline), baseline)
-			if c.BestWithinBudget != "" && c.BestWithinBudget != c.BestBaseline {
-				line += fmt.Sprintf(", %s vs the best within the budget here, %s %.3f", optGain(gainOf(a.Density, c.BestWithinBudgetDensity)), c.BestWithinBudget, c.BestWithinBudgetDensity)
+			if within := byName[c.BestWithinBudget]; within != nil && c.BestWithinBudget != c.BestBaseline {
+				line += fmt.Sprintf(", %s vs the best within the budget here, %s at %s: %.3f", optGain(gainOf(a.Density, within.Density)), within.Policy, knobText(within), within.Density)
 			}
 			gap := "undefined"
 			if c.GapClosed != nil {
@@ -289,13 +356,21 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom) {
 			}
 			line += fmt.Sprintf("; gap to the oracle closed from %s: %s", c.BestBaseline, gap)
 		}
+		perHost := c.Holding == sim.HoldPerHost.String()
 		if m := c.Margins; m != nil {
-			line += fmt.Sprintf("; margins first %.3f, second %.3f", m.First, m.Second)
-			if sm := c.StepsMargins; sm != nil {
-				line += fmt.Sprintf(" (with the step limits replayed, the strategy's: first %.3f, second %.3f)", sm.First, sm.Second)
-			}
+			// The ones to set: a family's, where they kept to the budget.
+			line += "; " + marginKeys(m, perHost, family != sim.PooledFamily && a.WithinBudget)
+		} else if a != nil {
+			line += "; activation at " + knobText(a)
 		}
 		fmt.Fprintf(w, "  %s: %s\n", c.Holding, line)
+		if st := byName[stepsPolicy]; st != nil {
+			steps := fmt.Sprintf("%.3f (%s %s)", st.Density, rateName(c.Holding), rate(st))
+			if m := c.StepsMargins; m != nil {
+				steps += ", the strategy's " + marginKeys(m, perHost, false)
+			}
+			fmt.Fprintf(w, "    %s, with the step limits replayed: %s\n", stepsPolicy, steps)
+		}
 		if len(c.OverBudget) > 0 {
 			fmt.Fprintf(w, "    over the budget here: %s\n", strings.Join(c.OverBudget, ", "))
 		}
@@ -303,6 +378,38 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom) {
 			fmt.Fprintf(w, "    no setting within the budget there: %s\n", strings.Join(c.Unset, ", "))
 		}
 	}
+}
+
+// marginKeys gives margins as the front ends' keys: margin when both hosts
+// share it (one setting for both), first_margin and second_margin
+// otherwise; toSet says they are the ones to set.
+func marginKeys(m *hostMargins, perHost, toSet bool) string {
+	var keys string
+	if perHost {
+		keys = fmt.Sprintf("first_margin %.3f, second_margin %.3f", m.First, m.Second)
+	} else {
+		keys = fmt.Sprintf("margin %.3f", m.First)
+	}
+	if toSet {
+		if perHost {
+			return keys + " (the ones to set)"
+		}
+		return keys + " (the one to set)"
+	}
+	return keys
+}
+
+// knobText is a chosen setting: the knob and its value, or the two hosts'
+// values when each has its own.
+func knobText(c *sim.Chosen) string {
+	name := c.KnobName
+	if name == "" {
+		return "its one setting"
+	}
+	if c.FirstKnob == c.SecondKnob {
+		return fmt.Sprintf("%s %.6g", name, c.FirstKnob)
+	}
+	return fmt.Sprintf("%s %.6g / %.6g", name, c.FirstKnob, c.SecondKnob)
 }
 
 // rateName names the violation rate a holding holds.

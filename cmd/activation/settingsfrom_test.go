@@ -222,7 +222,7 @@ func TestSimulateSettingsFrom(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{
-		"settings chosen on " + self + " (its test split), read here; ",
+		"settings chosen on " + self + " (its test split) at budget 0.05, read here; ",
 		"of these series were replayed there too: not out of sample:\n",
 		"  the pair's budget: activation ",
 		"  each host within the budget, one setting: activation ",
@@ -296,8 +296,12 @@ func TestSimulateSettingsFromRefused(t *testing.T) {
 		{"other JSON", append(common, "--settings-from", write("other.json", `{"name": "x"}`)), exitError, "other.json: not simulate's JSON output (--format json): no family, policies or models"},
 		{"another seed", append(common, "--seed", "2", "--settings-from", goodFile), exitError, "good.json: replayed scenario shifted (seed 1, max shift 30); this run replays shifted (seed 2, max shift 30): give the same --scenario, --seed and --max-shift"},
 		{"another scenario", append(common, "--scenario", "two-apps", "--settings-from", goodFile), exitError, "good.json: replayed scenario shifted"},
-		{"other models", append(common, "--settings-from", modelsFile), exitError, "models.json: replayed first model"},
-		{"no step limits", []string{"--traces", alpha + "," + beta, "--split", "all", "--settings-from", goodFile}, exitError, `good.json: replayed activation-steps with max_scale_up "100%"; this run with no step limits (not replayed)`},
+		{"other models", append(common, "--settings-from", modelsFile), exitError, "models.json: replayed the first host's model admission (sha256:0123456789ab); this run's --admission-model is admission (sha256:"},
+		{"no step limits", []string{"--traces", alpha + "," + beta, "--split", "all", "--settings-from", goodFile}, exitError, `good.json: activation-steps with max_scale_up "100%"; this run: no step limits (activation-steps not replayed): give the same --max-scale-up`},
+		{"an empty file", append(common, "--settings-from", write("empty.json", "\n")), exitError, "empty.json: empty (a shell redirection to the file"},
+		{"a list", append(common, "--settings-from", write("list.json", "[]")), exitError, "list.json: not simulate's JSON output (--format json): an array, not an object"},
+		{"a string for the policies", append(common, "--settings-from", edit("pols.json", func(doc map[string]any) { doc["policies"] = "none" })), exitError, "pols.json: not simulate's JSON output (--format json): policies holds a string where simulate's has an array"},
+		{"no families' results", append(common, "--settings-from", edit("nofam.json", func(doc map[string]any) { delete(doc, "families") })), exitError, "nofam.json: not simulate's JSON output (--format json): no family, policies or models"},
 		{"another knob", append(common, "--knob", "per_branch", "--settings-from", goodFile), exitError, "good.json: swept the activation's output_threshold; this run sweeps per_branch: give the same --knob"},
 		{"another target slack", append(common, "--settings-from", slackFile), exitError, "slack.json: replayed scenario shifted with other settings than this run's (target_slack differ)"},
 		{"a policy not replayed there", append(common, "--settings-from", noLinear), exitError, "nolinear.json: family beta: policy linear was not replayed there"},
@@ -330,6 +334,46 @@ func TestSimulateSettingsFromFamilySubset(t *testing.T) {
 	if one.Family != "beta" || one.SettingsFrom == nil || one.SettingsFrom.Overlap != len(one.Series) {
 		t.Fatalf("beta alone: family %s, settings_from %+v", one.Family, one.SettingsFrom)
 	}
+	// The linear ablation was fit on both families' training series
+	// there, on beta's here; the requests' factor, set on each family's
+	// own series, is the same.
+	if want := "the linear ablation is fit on the training series of every family replayed: of beta here, of alpha, beta where the settings were chosen, so its setting carries over to another fit"; !slices.Contains(one.Notes, want) {
+		t.Errorf("notes %q, want %q", one.Notes, want)
+	}
+	if slices.ContainsFunc(one.Notes, func(n string) bool { return strings.Contains(n, "requests x") }) {
+		t.Errorf("notes %q say the requests' factor differs", one.Notes)
+	}
+	// A held-out replay's factor is set on the training series, the
+	// file's (--split all) on every series: said.
+	test, _ := simulateDoc(t, "--traces", beta, "--split", "test", "--settings-from", file)
+	if !slices.ContainsFunc(test.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "family beta: requests x") && strings.HasSuffix(n, "where the settings were chosen (other series set the factor there): a setting carries over as another request size")
+	}) {
+		t.Errorf("notes %q do not say the requests' factor differs", test.Notes)
+	}
+	// A sweep the file got wrong in a family this run does not read is
+	// not this run's concern.
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(both), &doc); err != nil {
+		t.Fatal(err)
+	}
+	alphaDoc := doc["families"].([]any)[0].(map[string]any)
+	p95 := alphaDoc["policies"].([]any)[1].(map[string]any)
+	p95["curve"] = p95["curve"].([]any)[1:]
+	broken, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokenFile := filepath.Join(t.TempDir(), "broken.json")
+	if err := os.WriteFile(brokenFile, broken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd(t, "", false, "simulate", "--traces", beta, "--split", "all", "--settings-from", brokenFile); code != exitOK {
+		t.Errorf("beta alone from a file whose alpha sweep is short: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCmd(t, "", false, "simulate", "--traces", alpha, "--split", "all", "--settings-from", brokenFile); code != exitError || !strings.Contains(stderr, "family alpha: policy p95-window swept") {
+		t.Errorf("alpha from a file whose alpha sweep is short: exit %d, %s", code, stderr)
+	}
 	if a := one.SettingsFrom.Holdings[0].Activation; a == nil || math.Abs(a.Density-one.Summary.ActivationDensity) > 1e-12 {
 		t.Errorf("beta alone, chosen on beta's own curves in the file: activation %+v, its summary's %v", a, one.Summary.ActivationDensity)
 	}
@@ -353,41 +397,51 @@ func TestSimulateSettingsFromFamilySubset(t *testing.T) {
 }
 
 // The table compares the activation only where it keeps to the budget,
-// marks each figure over it, and names the policies with no setting where
-// it was chosen.
+// marks each figure over it, names the policies with no setting where it
+// was chosen, and gives the margins as the keys to set.
 func TestWriteSettingsFrom(t *testing.T) {
-	over := sim.Chosen{Policy: sim.PolicyActivation, FirstKnob: 0.5, SecondKnob: 0.5, Density: 0.9, ViolationRate: 0.0125}
-	within := sim.Chosen{Policy: sim.PolicyActivation, FirstKnob: 0.5, SecondKnob: 0.5, Density: 0.9, ViolationRate: 0.008, WithinBudget: true}
-	base := sim.Chosen{Policy: sim.PolicyMaxWindow, FirstKnob: 0.1, SecondKnob: 0.1, Density: 0.8, ViolationRate: 0.006, WithinBudget: true}
-	nsigma := sim.Chosen{Policy: sim.PolicyNSigma, Density: 0.95, ViolationRate: 0.02}
-	g, gap := 0.125, 0.5
+	over := sim.Chosen{Policy: sim.PolicyActivation, KnobName: "output_threshold", FirstKnob: 0.5, SecondKnob: 0.5, Density: 0.9, ViolationRate: 0.0125}
+	within := sim.Chosen{Policy: sim.PolicyActivation, KnobName: "output_threshold", FirstKnob: 0.7, SecondKnob: 0.6, Density: 0.9, ViolationRate: 0.008, WithinBudget: true}
+	steps := sim.Chosen{Policy: stepsPolicy, KnobName: "output_threshold", FirstKnob: 0.7, SecondKnob: 0.6, Density: 0.85, ViolationRate: 0.011}
+	base := sim.Chosen{Policy: sim.PolicyMaxWindow, KnobName: "m", FirstKnob: 0.1, SecondKnob: 0.1, Density: 0.8, ViolationRate: 0.006, WithinBudget: true}
+	nsigma := sim.Chosen{Policy: sim.PolicyNSigma, KnobName: "N", FirstKnob: 3, SecondKnob: 3.5, Density: 0.95, ViolationRate: 0.02}
 	loss, lossGap := 0.9/0.95-1, -0.5
-	sf := &settingsFrom{File: "train.json", Split: splitTrain, Overlap: 2, Fitted: 3, Holdings: []chosenResult{
+	sf := &settingsFrom{File: "train.json", Split: splitTrain, Budget: 0.01, FileBudget: 0.001, Overlap: 2, Fitted: 3, Holdings: []chosenResult{
 		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldPair.String(), Policies: []sim.Chosen{base, over},
 			Unset: []string{sim.PolicyNSigma}, BestBaseline: sim.PolicyMaxWindow, BestBaselineDensity: 0.8, BestWithinBudget: sim.PolicyMaxWindow, BestWithinBudgetDensity: 0.8,
-			Activation: &over, OracleDensity: 1, GainVsBestBaseline: &g, GapClosed: &gap, OverBudget: []string{sim.PolicyActivation}},
+			Activation: &over, OracleDensity: 1, OverBudget: []string{sim.PolicyActivation}},
 			Margins: &hostMargins{First: 0, Second: 0}},
 		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldEachHost.String(), Policies: []sim.Chosen{base},
 			BestBaseline: sim.PolicyMaxWindow, BestBaselineDensity: 0.8, Unset: []string{sim.PolicyActivation}}},
-		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldPerHost.String(), Policies: []sim.Chosen{nsigma, base, within},
+		{ChosenSummary: sim.ChosenSummary{Budget: 0.01, Holding: sim.HoldPerHost.String(), Policies: []sim.Chosen{nsigma, base, within, steps},
 			BestBaseline: sim.PolicyNSigma, BestBaselineDensity: 0.95, BestWithinBudget: sim.PolicyMaxWindow, BestWithinBudgetDensity: 0.8,
-			Activation: &within, OracleDensity: 1, GainVsBestBaseline: &loss, GapClosed: &lossGap, OverBudget: []string{sim.PolicyNSigma}},
+			Activation: &within, OracleDensity: 1, GainVsBestBaseline: &loss, GapClosed: &lossGap, OverBudget: []string{sim.PolicyNSigma, stepsPolicy}},
 			Margins: &hostMargins{First: 1.25, Second: 0.375}, StepsMargins: &hostMargins{First: 1, Second: 0.375}},
 	}}
 	var b strings.Builder
-	writeSettingsFrom(&b, sf)
-	want := "settings chosen on train.json (its train split), read here; 2 of these series were replayed there too: not out of sample; " +
+	writeSettingsFrom(&b, sf, "crane")
+	want := "settings chosen on train.json (its train split) at budget 0.01, read here; the file was replayed at budget 0.001, its settings are chosen here at 0.01; " +
+		"2 of these series were replayed there too: not out of sample; " +
 		"3 of the series they were chosen on are ones the models were trained or validated on, where the models' counts look safer than on new series: the activation's setting may be too loose here:\n" +
-		"  the pair's budget: activation 0.900 (violation rate 1.25%, over the budget): no comparison; the best baseline max-window 0.800 (0.600%); margins first 0.000, second 0.000\n" +
+		"  the pair's budget: activation 0.900 (violation rate 1.25%, over the budget): no comparison; the best baseline max-window at m 0.1: 0.800 (0.600%); margin 0.000\n" +
 		"    over the budget here: activation\n" +
 		"    no setting within the budget there: n-sigma\n" +
-		"  each host within the budget, one setting: activation has no setting within the budget there; the best baseline max-window 0.800 (0.600%)\n" +
+		"  each host within the budget, one setting: activation has no setting within the budget there; the best baseline max-window at m 0.1: 0.800 (0.600%)\n" +
 		"    no setting within the budget there: activation\n" +
-		"  each host within the budget, a setting per host: activation 0.900 (worse host's violation rate 0.800%), -5.3% vs the best baseline n-sigma 0.950 (2.00%, over the budget), " +
-		"+12.5% vs the best within the budget here, max-window 0.800; gap to the oracle closed from n-sigma: -0.50; margins first 1.250, second 0.375 (with the step limits replayed, the strategy's: first 1.000, second 0.375)\n" +
-		"    over the budget here: n-sigma\n"
+		"  each host within the budget, a setting per host: activation 0.900 (worse host's violation rate 0.800%), -5.3% vs the best baseline n-sigma at N 3 / 3.5: 0.950 (2.00%, over the budget), " +
+		"+12.5% vs the best within the budget here, max-window at m 0.1: 0.800; gap to the oracle closed from n-sigma: -0.50; first_margin 1.250, second_margin 0.375 (the ones to set)\n" +
+		"    activation-steps, with the step limits replayed: 0.850 (worse host's violation rate 1.10%, over the budget), the strategy's first_margin 1.000, second_margin 0.375\n" +
+		"    over the budget here: n-sigma, activation-steps\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	// The pooled result's margins are no family's to set; a knob that is
+	// no margin is given as the knob.
+	b.Reset()
+	sf.Holdings[2].Margins = nil
+	writeSettingsFrom(&b, sf, sim.PooledFamily)
+	if got := b.String(); strings.Contains(got, "to set") || !strings.Contains(got, "gap to the oracle closed from n-sigma: -0.50; activation at output_threshold 0.7 / 0.6\n") {
+		t.Errorf("pooled, no margins:\n%s", got)
 	}
 }
 

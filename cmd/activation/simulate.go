@@ -369,8 +369,12 @@ func cmdSimulate(args []string, e env) error {
 	if chooser != nil {
 		// The linear ablation's and every other policy's sweep, checked
 		// before the replay it would waste.
-		if err := chooser.checkSweeps(policies); err != nil {
+		if err := chooser.checkSweeps(policies, familyNames); err != nil {
 			return fmt.Errorf("--settings-from: %w", err)
+		}
+		if slices.ContainsFunc(policies, func(p sim.Policy) bool { return p.Name() == sim.PolicyLinear }) &&
+			!slices.Equal(slices.Sorted(slices.Values(familyNames)), slices.Sorted(slices.Values(chooser.families))) {
+			notes = append(notes, fmt.Sprintf("the linear ablation is fit on the training series of every family replayed: of %s here, of %s where the settings were chosen, so its setting carries over to another fit", strings.Join(familyNames, ", "), strings.Join(chooser.families, ", ")))
 		}
 	}
 	var bar *simBar
@@ -441,6 +445,13 @@ func cmdSimulate(args []string, e env) error {
 			fr.SettingsFrom, err = chooser.chooseOn(rep, familyNames, f.budget, modelThr, fitted)
 			if err == nil && fr.SettingsFrom == nil {
 				out.Notes = append(out.Notes, fmt.Sprintf("pooled: no settings chosen (--settings-from %s pools families %s, not these)", f.settingsFrom, strings.Join(chooser.families, ", ")))
+			}
+			// A held-out replay sets the requests' factor on the training
+			// series, as the training side's replay does: the same factor
+			// unless other series set it there.
+			if there := chooser.reports[rep.Family]; err == nil && there != nil && there.RequestFactor > 0 && rep.RequestFactor > 0 &&
+				math.Abs(there.RequestFactor/rep.RequestFactor-1) > 1e-9 {
+				out.Notes = append(out.Notes, fmt.Sprintf("family %s: requests x%.3f here, x%.3f where the settings were chosen (other series set the factor there): a setting carries over as another request size", rep.Family, rep.RequestFactor, there.RequestFactor))
 			}
 			return err
 		}
@@ -603,9 +614,11 @@ type modelInfo struct {
 	Digest string `json:"digest"`
 }
 
-// writeMargins says the margins that meet the budget: the engine's counts
-// as they are (the provider, explain), and with the step limits replayed
-// (the strategy), each on the pair's budget and with each host within it.
+// writeMargins says the margins that meet the budget on the replayed
+// series: the engine's counts as they are (the provider, explain), and with
+// the step limits replayed (the strategy), each on the pair's budget and
+// with each host within it; a family's are the ones to set unless the
+// settings are read from another replay (--settings-from).
 func writeMargins(w io.Writer, fr *familyResult) {
 	logits := func(m *float64) string {
 		if *m == 1 || *m == -1 {
@@ -617,21 +630,24 @@ func writeMargins(w io.Writer, fr *familyResult) {
 		if pair == nil {
 			return
 		}
+		// The ones to set: a family's own, chosen on these series, unless
+		// settings chosen on others (--settings-from) are read below.
+		toSet := fr.Family != sim.PooledFamily && fr.SettingsFrom == nil
 		eachText := "no margin keeps each host of a pair within the budget"
 		if each != nil {
 			eachText = logits(each) + " with each host of a pair within it"
-			if fr.Family != sim.PooledFamily {
+			if toSet {
 				eachText += " (the one to set as margin)"
 			}
 		}
 		fmt.Fprintf(w, "margin at the budget, %s: %s on the pair's budget; %s\n", what, logits(pair), eachText)
 		if perHost != nil {
-			toSet := " (first_margin, second_margin: the ones to set)"
-			if fr.Family == sim.PooledFamily {
-				toSet = " (first_margin, second_margin)"
+			keys := " (first_margin, second_margin)"
+			if toSet {
+				keys = " (first_margin, second_margin: the ones to set)"
 			}
 			fmt.Fprintf(w, "  margin per host, each host within the budget at its own: first %s, second %s%s\n",
-				logits(&perHost.First), logits(&perHost.Second), toSet)
+				logits(&perHost.First), logits(&perHost.Second), keys)
 		}
 	}
 	line("the engine's counts as they are (margin in the provider and explain)", fr.Margin, fr.MarginEachHost, fr.MarginsPerHost)
@@ -858,7 +874,7 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 		writeMargins(w, fr)
 	}
 	if fr.SettingsFrom != nil {
-		writeSettingsFrom(w, fr.SettingsFrom)
+		writeSettingsFrom(w, fr.SettingsFrom, fr.Family)
 	}
 
 	if s.AdmissionOracleDensity != nil {
