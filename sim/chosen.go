@@ -152,17 +152,10 @@ func (rep *Report) SummarizeChosenOn(on *Report, budget float64, h Holding) (Cho
 // sameSweep says whether two curves of a policy swept the same knob over
 // the same values, in the same order.
 func sameSweep(c, o *Curve) error {
-	knobs := func(c *Curve) []float64 {
-		k := make([]float64, len(c.Points))
-		for i, p := range c.Points {
-			k[i] = p.Knob
-		}
-		return k
-	}
 	if c.KnobName != o.KnobName {
 		return fmt.Errorf("swept %q here and %q on the choosing replay", c.KnobName, o.KnobName)
 	}
-	if a, b := knobs(c), knobs(o); !slices.Equal(a, b) {
+	if a, b := c.Knobs(), o.Knobs(); !slices.Equal(a, b) {
 		a0, a1 := ends(a)
 		b0, b1 := ends(b)
 		return fmt.Errorf("swept %d settings here (%g to %g) and %d there (%g to %g), not the same values", len(a), a0, a1, len(b), b0, b1)

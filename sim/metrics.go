@@ -197,6 +197,15 @@ type Curve struct {
 	acc []accum // per knob value, for pooling reports
 }
 
+// Knobs are the curve's knob values, in sweep order.
+func (c *Curve) Knobs() []float64 {
+	k := make([]float64, len(c.Points))
+	for i, p := range c.Points {
+		k[i] = p.Knob
+	}
+	return k
+}
+
 // Edge says when the curve's figure at budget may be its sweep's rather
 // than its policy's: the best setting within budget is the first or last
 // of the sweep (the sweep may stop short of a better one), or no setting

@@ -615,6 +615,9 @@ const (
 	HoldPerHost
 )
 
+// Holdings are every holding, in the order the reports give them.
+func Holdings() []Holding { return []Holding{HoldPair, HoldEachHost, HoldPerHost} }
+
 // String names the holding.
 func (h Holding) String() string {
 	switch h {

@@ -117,11 +117,7 @@ func (src *settingsSource) checkSweeps(policies []sim.Policy, families []string)
 			if c == nil {
 				return fmt.Errorf("%s: family %s: policy %s was not replayed there", src.path, name, p.Name())
 			}
-			kn := p.Knob()
-			knobs := make([]float64, len(c.Points))
-			for i, pt := range c.Points {
-				knobs[i] = pt.Knob
-			}
+			kn, knobs := p.Knob(), c.Knobs()
 			if c.KnobName != kn.Name || !slices.Equal(knobs, kn.Values) {
 				other := ""
 				if len(knobs) == len(kn.Values) && c.KnobName == kn.Name {
@@ -137,8 +133,12 @@ func (src *settingsSource) checkSweeps(policies []sim.Policy, families []string)
 // poolsThese says whether the file's pooled result is over exactly the
 // families this run replays (and, with several, pools).
 func (src *settingsSource) poolsThese(families []string) bool {
-	return len(families) > 1 && src.reports[sim.PooledFamily] != nil &&
-		slices.Equal(slices.Sorted(slices.Values(families)), slices.Sorted(slices.Values(src.families)))
+	return len(families) > 1 && src.reports[sim.PooledFamily] != nil && src.sameFamilies(families)
+}
+
+// sameFamilies says whether the file replayed exactly these families.
+func (src *settingsSource) sameFamilies(families []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(families)), slices.Sorted(slices.Values(src.families)))
 }
 
 // quoteKnob names a knob, "no knob" for none.
@@ -239,10 +239,6 @@ type chosenResult struct {
 	StepsMargins *hostMargins `json:"steps_margins,omitempty"`
 }
 
-// holdings are the three ways a budget holds a pair, in the order
-// simulate reports them.
-var holdings = []sim.Holding{sim.HoldPair, sim.HoldEachHost, sim.HoldPerHost}
-
 // chooseOn reads rep at the settings src chose for its family (nil, nil
 // when src has no result of the same series' family: a pooled result over
 // other families). fitted are the series of each family the models'
@@ -272,7 +268,7 @@ func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget f
 			sf.Overlap++
 		}
 	}
-	for _, h := range holdings {
+	for _, h := range sim.Holdings() {
 		s, err := rep.SummarizeChosenOn(on, budget, h)
 		if err != nil {
 			return nil, fmt.Errorf("--settings-from %s: family %s: %w", src.path, rep.Family, err)

@@ -107,7 +107,7 @@ func TestSimulateSettingsFrom(t *testing.T) {
 			t.Fatalf("family %s: settings_from %+v; want three holdings chosen on %s's train split, no series in both", fr.Family, sf, trainFile)
 		}
 		on := trainBy[fr.Family]
-		for hi, h := range holdings {
+		for hi, h := range sim.Holdings() {
 			c := sf.Holdings[hi]
 			if c.Holding != h.String() || c.Budget != budget {
 				t.Errorf("family %s: holding %d is %q at %g, want %q at %g", fr.Family, hi, c.Holding, c.Budget, h, budget)

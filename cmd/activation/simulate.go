@@ -372,8 +372,7 @@ func cmdSimulate(args []string, e env) error {
 		if err := chooser.checkSweeps(policies, familyNames); err != nil {
 			return fmt.Errorf("--settings-from: %w", err)
 		}
-		if slices.ContainsFunc(policies, func(p sim.Policy) bool { return p.Name() == sim.PolicyLinear }) &&
-			!slices.Equal(slices.Sorted(slices.Values(familyNames)), slices.Sorted(slices.Values(chooser.families))) {
+		if slices.ContainsFunc(policies, func(p sim.Policy) bool { return p.Name() == sim.PolicyLinear }) && !chooser.sameFamilies(familyNames) {
 			notes = append(notes, fmt.Sprintf("the linear ablation is fit on the training series of every family replayed: of %s here, of %s where the settings were chosen, so its setting carries over to another fit", strings.Join(familyNames, ", "), strings.Join(chooser.families, ", ")))
 		}
 	}
@@ -511,7 +510,7 @@ func edgeNotes(reps []*sim.Report, budget float64) []string {
 				// nothing of the curve: one note a curve and budget is
 				// enough to doubt its figure.
 				var notes []string
-				for _, h := range holdings {
+				for _, h := range sim.Holdings() {
 					if notes = r.Curves[i].EdgeHeld(b, h, r.Scenario.Hosts); len(notes) > 0 {
 						break
 					}
@@ -847,11 +846,8 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 	}
 	s := fr.Summary
 	opt := func(v *float64, pct bool) string {
-		if v == nil {
-			return "undefined"
-		}
-		if pct {
-			return fmt.Sprintf("%+.1f%%", 100**v)
+		if v == nil || pct {
+			return optGain(v)
 		}
 		return fmt.Sprintf("%.2f", *v)
 	}

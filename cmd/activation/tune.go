@@ -250,7 +250,7 @@ func cmdTune(args []string, e env) error {
 	// holding h says (heldRatio): on the pair's budget (the candidates'
 	// score), with each host within it at one setting, and at a setting
 	// per host.
-	holdings := []sim.Holding{sim.HoldPair, sim.HoldEachHost, sim.HoldPerHost}
+	holdings := sim.Holdings()
 	held := make([][][][]float64, len(holdings))
 	for h := range held {
 		held[h] = make([][][]float64, len(cands))
