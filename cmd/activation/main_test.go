@@ -1678,8 +1678,12 @@ func TestTuneDefaultCandidate(t *testing.T) {
 		t.Fatalf("candidates named (default): %q, want exactly one", defaults)
 	}
 	// A candidate that names no starts trains one, as measured before the
-	// mean of starts.
+	// mean of starts (the default's ablation trains as the default does:
+	// TestTuneAblationCandidates).
 	for i, c := range tuneCandidates() {
+		if isAblation(c) {
+			continue
+		}
 		want := 0 // one start unless the name says "mean of N starts"
 		if at := strings.Index(c.name, "mean of "); at >= 0 {
 			if _, err := fmt.Sscanf(c.name[at:], "mean of %d starts", &want); err != nil {
@@ -1702,7 +1706,7 @@ func TestTuneDefaultCandidate(t *testing.T) {
 	// A candidate that names no epochs trains as measured before the
 	// longer schedule: 12 epochs, a patience of 3.
 	for i, c := range tuneCandidates() {
-		if strings.Contains(c.name, "epochs") {
+		if strings.Contains(c.name, "epochs") || isAblation(c) {
 			continue
 		}
 		if s := c.settings(base); s.Epochs != 12 || s.Patience != 3 {
@@ -1725,6 +1729,73 @@ func TestTuneDefaultCandidate(t *testing.T) {
 			t.Errorf("candidate %d: epochs %d, patience %d, quantile %v, capacity quantile %v; want %d, %d, %v, %v",
 				tc.n, s.Epochs, s.Patience, s.Quantile, s.CapacityQuantile, tc.epochs, tc.patience, tc.quantile, tc.capQuan)
 		}
+	}
+}
+
+// isAblation says whether c is a row of the default's ablation, named
+// for the one thing it changes.
+func isAblation(c tuneCandidate) bool {
+	return strings.HasPrefix(c.name, "the default")
+}
+
+// TestTuneAblationCandidates: each row of the default's ablation trains
+// as the default does (the built-in models' settings) but for the one
+// thing its name says.
+func TestTuneAblationCandidates(t *testing.T) {
+	base := train.DefaultSettings()
+	var def train.Settings
+	for _, c := range tuneCandidates() {
+		if strings.HasSuffix(c.name, "(default)") {
+			def = c.settings(base)
+		}
+	}
+	drop := func(names ...string) []string {
+		var kept []string
+		for _, st := range def.Statistics {
+			if !slices.Contains(names, st) {
+				kept = append(kept, st)
+			}
+		}
+		if len(kept) != len(def.Statistics)-len(names) {
+			t.Fatalf("the default's statistics %v lack some of %v", def.Statistics, names)
+		}
+		return kept
+	}
+	want := map[string]func(*train.Settings){
+		"the default, correlated labels": func(s *train.Settings) { s.Multiplex = false },
+		"the default's training, max-of-predictors (one start: its starts cannot be averaged)": func(s *train.Settings) {
+			s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0
+		},
+		"the default without level (mean, mean_last5)": func(s *train.Settings) { s.Statistics = drop("mean", "mean_last5") },
+		"the default without dispersion (mean_std2)":   func(s *train.Settings) { s.Statistics = drop("mean_std2") },
+		"the default without tail (p95, max)":          func(s *train.Settings) { s.Statistics = drop("p95", "max") },
+		"the default without recent peaks (max_last5, max_last20)": func(s *train.Settings) {
+			s.Statistics = drop("max_last5", "max_last20")
+		},
+	}
+	seen := 0
+	for i, c := range tuneCandidates() {
+		if !isAblation(c) {
+			continue
+		}
+		seen++
+		edit, ok := want[c.name]
+		if !ok {
+			t.Errorf("candidate %d (%s): not a row this test knows", i+1, c.name)
+			continue
+		}
+		w := def
+		w.Statistics = slices.Clone(def.Statistics)
+		edit(&w)
+		if got := c.settings(base); !reflect.DeepEqual(got, w) {
+			t.Errorf("candidate %d (%s) trains with\n%+v\nwant the default's settings but for its change:\n%+v", i+1, c.name, got, w)
+		}
+		if err := c.settings(base).Check(); err != nil {
+			t.Errorf("candidate %d (%s): %v", i+1, c.name, err)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d ablation candidates, want %d", seen, len(want))
 	}
 }
 

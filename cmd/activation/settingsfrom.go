@@ -16,6 +16,12 @@ import (
 	"github.com/activation-scheduler/terraform-provider-activation/sim"
 )
 
+// What simulate --choose-on chooses each family's settings on.
+const (
+	chooseOnFamily = "family" // the file's result of the same family
+	chooseOnPooled = sim.PooledFamily
+)
+
 // settingsSource is a replay whose curves choose every policy's setting
 // (simulate --settings-from): simulate's own JSON of the same scenario,
 // models and step settings, typically of the training series.
@@ -23,6 +29,9 @@ type settingsSource struct {
 	path   string
 	split  string
 	budget float64 // the file's --budget (its own summaries'; not the one chosen at)
+	// pooled: every result's settings are chosen on the file's pooled
+	// result (--choose-on pooled), not on its family's.
+	pooled bool
 	// reports are the file's results by family name (sim.PooledFamily
 	// for its pooled one), as reports of curves.
 	reports  map[string]*sim.Report
@@ -32,8 +41,8 @@ type settingsSource struct {
 // readSettingsSource reads path, simulate's JSON output, and checks that
 // its replay is one whose settings carry over to this run: the same
 // scenario, activation knob, models and step settings, and every family of
-// this run.
-func readSettingsSource(path string, sc sim.Scenario, knob string, models []modelInfo, steps *stepsInfo, families []string) (*settingsSource, error) {
+// this run, or (pooled) a pooled result to choose every family's on.
+func readSettingsSource(path string, sc sim.Scenario, knob string, models []modelInfo, steps *stepsInfo, families []string, pooled bool) (*settingsSource, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -80,7 +89,7 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 			return nil, fmt.Errorf("%s: swept the activation's %s; this run sweeps %s: give the same --knob", path, p.KnobName, knob)
 		}
 	}
-	src := &settingsSource{path: path, split: out.Split, budget: out.Budget, reports: map[string]*sim.Report{}}
+	src := &settingsSource{path: path, split: out.Split, budget: out.Budget, pooled: pooled, reports: map[string]*sim.Report{}}
 	results := append([]familyResult{out.familyResult}, out.Families...)
 	for i := range results {
 		fr := &results[i]
@@ -93,12 +102,30 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 			src.families = append(src.families, fr.Family)
 		}
 	}
+	if pooled {
+		if src.reports[sim.PooledFamily] == nil {
+			return nil, fmt.Errorf("%s: replayed one family, %s, and so has no pooled result to choose on: replay several families there, or leave out --choose-on %s", path, strings.Join(src.families, ", "), chooseOnPooled)
+		}
+		return src, nil
+	}
 	for _, f := range families {
 		if src.reports[f] == nil {
-			return nil, fmt.Errorf("%s: replayed families %s, not %s: settings are chosen on the same family's series", path, strings.Join(src.families, ", "), f)
+			return nil, fmt.Errorf("%s: replayed families %s, not %s: settings are chosen on the same family's series (--choose-on %s chooses every family's on the file's pooled series)", path, strings.Join(src.families, ", "), f, chooseOnPooled)
 		}
 	}
 	return src, nil
+}
+
+// on is the file's result the settings of rep's family are chosen on
+// (nil when it has none: a pooled result over other families).
+func (src *settingsSource) on(rep *sim.Report, families []string) *sim.Report {
+	switch {
+	case src.pooled:
+		return src.reports[sim.PooledFamily]
+	case rep.Family == sim.PooledFamily && !src.poolsThese(families):
+		return nil
+	}
+	return src.reports[rep.Family]
 }
 
 // checkSweeps says, before any replay, whether every policy this run
@@ -107,7 +134,10 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 // (and the pooled one when it reads it).
 func (src *settingsSource) checkSweeps(policies []sim.Policy, families []string) error {
 	names := slices.Clone(families)
-	if src.poolsThese(families) {
+	switch {
+	case src.pooled:
+		names = []string{sim.PooledFamily}
+	case src.poolsThese(families):
 		names = append(names, sim.PooledFamily)
 	}
 	for _, name := range names {
@@ -214,6 +244,10 @@ func jsonKind(t reflect.Type) string {
 type settingsFrom struct {
 	File  string `json:"file"`
 	Split string `json:"split"`
+	// ChosenOn is the file's result the settings were chosen on: this
+	// family's, or "pooled" (--choose-on pooled: one setting for every
+	// family).
+	ChosenOn string `json:"chosen_on"`
 	// Budget is the budget the settings are chosen at (this run's),
 	// FileBudget the one the file was replayed at (its own summaries').
 	Budget     float64 `json:"budget"`
@@ -240,31 +274,37 @@ type chosenResult struct {
 }
 
 // chooseOn reads rep at the settings src chose for its family (nil, nil
-// when src has no result of the same series' family: a pooled result over
-// other families). fitted are the series of each family the models'
+// when src has no result to choose them on: a pooled result over other
+// families). fitted are the series of each family the models'
 // provenance lists as trained or validated on.
 func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget float64, modelThr *float64, fitted map[string]map[string]bool) (*settingsFrom, error) {
-	on := src.reports[rep.Family]
-	if rep.Family == sim.PooledFamily && !src.poolsThese(families) {
-		return nil, nil
-	}
+	on := src.on(rep, families)
 	if on == nil {
+		if rep.Family == sim.PooledFamily {
+			return nil, nil
+		}
 		return nil, fmt.Errorf("--settings-from %s: no family %s", src.path, rep.Family)
 	}
-	sf := &settingsFrom{File: src.path, Split: src.split, Budget: budget, FileBudget: src.budget}
+	sf := &settingsFrom{File: src.path, Split: src.split, ChosenOn: on.Family, Budget: budget, FileBudget: src.budget}
+	// A pooled result's series are family/name.
+	key := func(family, name string) string { return family + "/" + name }
 	there := map[string]bool{}
 	for _, s := range on.Series {
-		there[s] = true
-		family, name := rep.Family, s
-		if rep.Family == sim.PooledFamily {
-			family, name, _ = strings.Cut(s, "/") // a pooled series is family/name
+		family, name := on.Family, s
+		if on.Family == sim.PooledFamily {
+			family, name, _ = strings.Cut(s, "/")
 		}
+		there[key(family, name)] = true
 		if fitted[family][name] {
 			sf.Fitted++
 		}
 	}
 	for _, s := range rep.Series {
-		if there[s] {
+		family, name := rep.Family, s
+		if rep.Family == sim.PooledFamily {
+			family, name, _ = strings.Cut(s, "/")
+		}
+		if there[key(family, name)] {
 			sf.Overlap++
 		}
 	}
@@ -310,7 +350,11 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom, family string) {
 	if sf.Fitted > 0 {
 		why = append(why, fmt.Sprintf("%d of the series they were chosen on are ones the models were trained or validated on, where the models' counts look safer than on new series: the activation's setting may be too loose here", sf.Fitted))
 	}
-	fmt.Fprintf(w, "settings chosen on %s (its %s split) at budget %g, read here", sf.File, sf.Split, sf.Budget)
+	on := ""
+	if sf.ChosenOn == sim.PooledFamily && family != sim.PooledFamily {
+		on = "'s pooled series, one setting for every family"
+	}
+	fmt.Fprintf(w, "settings chosen on %s%s (its %s split) at budget %g, read here", sf.File, on, sf.Split, sf.Budget)
 	for _, s := range why {
 		fmt.Fprint(w, "; "+s)
 	}

@@ -69,6 +69,104 @@ func pick(points []sim.Point, rate, density func(sim.Point) float64) int {
 	return best
 }
 
+// checkChosen recomputes, from the two documents' curves, every setting
+// fr's settings_from says was chosen on the result on (at settingsBudget,
+// under each holding) and what it reads in fr, counting in compared the
+// policies compared.
+func checkChosen(t *testing.T, fr, on familyResult, compared map[string]int) {
+	t.Helper()
+	const budget = settingsBudget
+	firstRate := func(p sim.Point) float64 { return p.FirstViolationRate }
+	secondRate := func(p sim.Point) float64 { return p.SecondViolationRate }
+	worse := func(p sim.Point) float64 { return max(p.FirstViolationRate, p.SecondViolationRate) }
+	pairRate := func(p sim.Point) float64 { return p.ViolationRate }
+	density := func(p sim.Point) float64 { return p.Density }
+	sf := fr.SettingsFrom
+	if sf.ChosenOn != on.Family {
+		t.Errorf("family %s: chosen on the file's %s result, want its %s one", fr.Family, sf.ChosenOn, on.Family)
+	}
+	for hi, h := range sim.Holdings() {
+		c := sf.Holdings[hi]
+		if c.Holding != h.String() || c.Budget != budget {
+			t.Errorf("family %s: holding %d is %q at %g, want %q at %g", fr.Family, hi, c.Holding, c.Budget, h, budget)
+		}
+		chosen := map[string]sim.Chosen{}
+		best, within := "", ""
+		for _, p := range c.Policies {
+			chosen[p.Policy] = p
+			if !sim.IsBaseline(p.Policy) {
+				continue
+			}
+			if best == "" || p.Density > chosen[best].Density {
+				best = p.Policy
+			}
+			if p.WithinBudget && (within == "" || p.Density > chosen[within].Density) {
+				within = p.Policy
+			}
+		}
+		if c.BestBaseline != best || c.BestWithinBudget != within || (within != "" && c.BestWithinBudgetDensity != chosen[within].Density) {
+			t.Errorf("family %s, %s: best baseline %s, within the budget %s (%v); want %s, %s", fr.Family, h, c.BestBaseline, c.BestWithinBudget, c.BestWithinBudgetDensity, best, within)
+		}
+		for pi, p := range fr.Policies {
+			tc := on.Policies[pi].Curve
+			if on.Policies[pi].Name != p.Name {
+				t.Fatalf("family %s: policy %d is %s here, %s in training", fr.Family, pi, p.Name, on.Policies[pi].Name)
+			}
+			var fi, si int
+			switch h {
+			case sim.HoldPair:
+				fi = pick(tc, pairRate, density)
+				si = fi
+			case sim.HoldEachHost:
+				fi = pick(tc, worse, density)
+				si = fi
+			default:
+				fi = pick(tc, firstRate, func(p sim.Point) float64 { return p.FirstDensity })
+				si = pick(tc, secondRate, func(p sim.Point) float64 { return p.SecondDensity })
+			}
+			got, ok := chosen[p.Name]
+			if fi < 0 || si < 0 {
+				if ok {
+					t.Errorf("family %s, %s: %s has no setting within the budget in training, yet reads %+v", fr.Family, h, p.Name, got)
+				}
+				continue
+			}
+			a, b := p.Curve[fi], p.Curve[si]
+			want := sim.Chosen{Policy: p.Name, FirstKnob: a.Knob, SecondKnob: b.Knob, Density: a.Density, ViolationRate: a.ViolationRate}
+			switch h {
+			case sim.HoldEachHost:
+				want.ViolationRate = worse(a)
+			case sim.HoldPerHost:
+				want.Density = (a.FirstDensity + b.SecondDensity) / 2
+				want.ViolationRate = max(a.FirstViolationRate, b.SecondViolationRate)
+			}
+			want.WithinBudget = want.ViolationRate <= budget
+			if !ok || got.FirstKnob != want.FirstKnob || got.SecondKnob != want.SecondKnob ||
+				math.Abs(got.Density-want.Density) > 1e-9 || math.Abs(got.ViolationRate-want.ViolationRate) > 1e-9 || got.WithinBudget != want.WithinBudget {
+				t.Errorf("family %s, %s: %s reads %+v (%v), want %+v", fr.Family, h, p.Name, got, ok, want)
+			}
+			compared[p.Name]++
+			if p.Name == stepsPolicy {
+				m := c.StepsMargins
+				if m == nil || math.Abs(m.First-logit(want.FirstKnob)) > 1e-6 || math.Abs(m.Second-logit(want.SecondKnob)) > 1e-6 {
+					t.Errorf("family %s, %s: steps margins %+v; activation-steps' thresholds %v / %v are %v / %v logits over 0.5",
+						fr.Family, h, m, want.FirstKnob, want.SecondKnob, logit(want.FirstKnob), logit(want.SecondKnob))
+				}
+			}
+			if p.Name == sim.PolicyActivation {
+				m := c.Margins
+				if m == nil || math.Abs(m.First-logit(want.FirstKnob)) > 1e-6 || math.Abs(m.Second-logit(want.SecondKnob)) > 1e-6 {
+					t.Errorf("family %s, %s: activation margins %+v; its thresholds %v / %v are %v / %v logits over 0.5",
+						fr.Family, h, m, want.FirstKnob, want.SecondKnob, logit(want.FirstKnob), logit(want.SecondKnob))
+				}
+				if c.Activation == nil || c.Activation.Density != got.Density {
+					t.Errorf("family %s, %s: activation %+v, its policy's figures %+v", fr.Family, h, c.Activation, got)
+				}
+			}
+		}
+	}
+}
+
 // TestSimulateSettingsFrom chooses every policy's settings on the
 // training series' replay and reads them on the held-out one: each figure
 // is recomputed here from the two documents' curves.
@@ -91,11 +189,6 @@ func TestSimulateSettingsFrom(t *testing.T) {
 	for _, fr := range train.results() {
 		trainBy[fr.Family] = fr
 	}
-	firstRate := func(p sim.Point) float64 { return p.FirstViolationRate }
-	secondRate := func(p sim.Point) float64 { return p.SecondViolationRate }
-	worse := func(p sim.Point) float64 { return max(p.FirstViolationRate, p.SecondViolationRate) }
-	pairRate := func(p sim.Point) float64 { return p.ViolationRate }
-	density := func(p sim.Point) float64 { return p.Density }
 	results := test.results()
 	if len(results) != 3 {
 		t.Fatalf("%d results, want pooled, alpha and beta", len(results))
@@ -106,87 +199,7 @@ func TestSimulateSettingsFrom(t *testing.T) {
 		if sf == nil || sf.File != trainFile || sf.Split != splitTrain || sf.Overlap != 0 || len(sf.Holdings) != 3 {
 			t.Fatalf("family %s: settings_from %+v; want three holdings chosen on %s's train split, no series in both", fr.Family, sf, trainFile)
 		}
-		on := trainBy[fr.Family]
-		for hi, h := range sim.Holdings() {
-			c := sf.Holdings[hi]
-			if c.Holding != h.String() || c.Budget != budget {
-				t.Errorf("family %s: holding %d is %q at %g, want %q at %g", fr.Family, hi, c.Holding, c.Budget, h, budget)
-			}
-			chosen := map[string]sim.Chosen{}
-			best, within := "", ""
-			for _, p := range c.Policies {
-				chosen[p.Policy] = p
-				if !sim.IsBaseline(p.Policy) {
-					continue
-				}
-				if best == "" || p.Density > chosen[best].Density {
-					best = p.Policy
-				}
-				if p.WithinBudget && (within == "" || p.Density > chosen[within].Density) {
-					within = p.Policy
-				}
-			}
-			if c.BestBaseline != best || c.BestWithinBudget != within || (within != "" && c.BestWithinBudgetDensity != chosen[within].Density) {
-				t.Errorf("family %s, %s: best baseline %s, within the budget %s (%v); want %s, %s", fr.Family, h, c.BestBaseline, c.BestWithinBudget, c.BestWithinBudgetDensity, best, within)
-			}
-			for pi, p := range fr.Policies {
-				tc := on.Policies[pi].Curve
-				if on.Policies[pi].Name != p.Name {
-					t.Fatalf("family %s: policy %d is %s here, %s in training", fr.Family, pi, p.Name, on.Policies[pi].Name)
-				}
-				var fi, si int
-				switch h {
-				case sim.HoldPair:
-					fi = pick(tc, pairRate, density)
-					si = fi
-				case sim.HoldEachHost:
-					fi = pick(tc, worse, density)
-					si = fi
-				default:
-					fi = pick(tc, firstRate, func(p sim.Point) float64 { return p.FirstDensity })
-					si = pick(tc, secondRate, func(p sim.Point) float64 { return p.SecondDensity })
-				}
-				got, ok := chosen[p.Name]
-				if fi < 0 || si < 0 {
-					if ok {
-						t.Errorf("family %s, %s: %s has no setting within the budget in training, yet reads %+v", fr.Family, h, p.Name, got)
-					}
-					continue
-				}
-				a, b := p.Curve[fi], p.Curve[si]
-				want := sim.Chosen{Policy: p.Name, FirstKnob: a.Knob, SecondKnob: b.Knob, Density: a.Density, ViolationRate: a.ViolationRate}
-				switch h {
-				case sim.HoldEachHost:
-					want.ViolationRate = worse(a)
-				case sim.HoldPerHost:
-					want.Density = (a.FirstDensity + b.SecondDensity) / 2
-					want.ViolationRate = max(a.FirstViolationRate, b.SecondViolationRate)
-				}
-				want.WithinBudget = want.ViolationRate <= budget
-				if !ok || got.FirstKnob != want.FirstKnob || got.SecondKnob != want.SecondKnob ||
-					math.Abs(got.Density-want.Density) > 1e-9 || math.Abs(got.ViolationRate-want.ViolationRate) > 1e-9 || got.WithinBudget != want.WithinBudget {
-					t.Errorf("family %s, %s: %s reads %+v (%v), want %+v", fr.Family, h, p.Name, got, ok, want)
-				}
-				compared[p.Name]++
-				if p.Name == stepsPolicy {
-					m := c.StepsMargins
-					if m == nil || math.Abs(m.First-logit(want.FirstKnob)) > 1e-6 || math.Abs(m.Second-logit(want.SecondKnob)) > 1e-6 {
-						t.Errorf("family %s, %s: steps margins %+v; activation-steps' thresholds %v / %v are %v / %v logits over 0.5",
-							fr.Family, h, m, want.FirstKnob, want.SecondKnob, logit(want.FirstKnob), logit(want.SecondKnob))
-					}
-				}
-				if p.Name == sim.PolicyActivation {
-					m := c.Margins
-					if m == nil || math.Abs(m.First-logit(want.FirstKnob)) > 1e-6 || math.Abs(m.Second-logit(want.SecondKnob)) > 1e-6 {
-						t.Errorf("family %s, %s: activation margins %+v; its thresholds %v / %v are %v / %v logits over 0.5",
-							fr.Family, h, m, want.FirstKnob, want.SecondKnob, logit(want.FirstKnob), logit(want.SecondKnob))
-					}
-					if c.Activation == nil || c.Activation.Density != got.Density {
-						t.Errorf("family %s, %s: activation %+v, its policy's figures %+v", fr.Family, h, c.Activation, got)
-					}
-				}
-			}
-		}
+		checkChosen(t, fr, trainBy[fr.Family], compared)
 	}
 
 	// Every family's activation and best baselines had a setting in
@@ -493,5 +506,112 @@ func TestSimulateSettingsFromFitted(t *testing.T) {
 	}
 	if say := fmt.Sprintf("; %d of the series they were chosen on are ones the models were trained or validated on", want); strings.Count(stdout, say) != 2 {
 		t.Errorf("the table says %q %d times, want twice (alpha, pooled):\n%s", say, strings.Count(stdout, say), stdout)
+	}
+}
+
+// TestSimulateSettingsFromPooled: --choose-on pooled chooses every
+// family's settings, and the pooled result's, on the file's pooled
+// series: one setting for every family, a family the file never replayed
+// too. Each figure is recomputed from the two documents' curves.
+func TestSimulateSettingsFromPooled(t *testing.T) {
+	alpha, beta := twoFamilies(t, 6, 700)
+	gamma := filepath.Join(filepath.Dir(alpha), "gamma")
+	if err := os.Rename(seriesDir(t, 5, 1000), gamma); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--budget", "5%", "--max-scale-up", "100%"}
+	_, trainJSON := simulateDoc(t, append(common, "--traces", alpha+","+beta, "--split", "train")...)
+	trainFile := filepath.Join(t.TempDir(), "train.json")
+	if err := os.WriteFile(trainFile, []byte(trainJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var train output
+	if err := json.Unmarshal([]byte(trainJSON), &train); err != nil {
+		t.Fatal(err)
+	}
+	if train.Family != sim.PooledFamily {
+		t.Fatalf("the training replay's first result is %s, want the pooled one", train.Family)
+	}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		results int
+		overlap int
+	}{
+		// a family the file never replayed
+		{"unseen family", []string{"--traces", gamma, "--split", "all"}, 1, 0},
+		// the file's families, held out: the pooled result too
+		{"held out", []string{"--traces", alpha + "," + beta, "--split", "test"}, 3, 0},
+		// the very series the file replayed: every one in both
+		{"same series", []string{"--traces", alpha + "," + beta, "--split", "train"}, 3, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(append(slices.Clone(common), c.args...), "--settings-from", trainFile, "--choose-on", "pooled")
+			doc, _ := simulateDoc(t, args...)
+			results := doc.results()
+			if len(results) != c.results {
+				t.Fatalf("%d results, want %d", len(results), c.results)
+			}
+			compared := map[string]int{}
+			for _, fr := range results {
+				sf := fr.SettingsFrom
+				want := c.overlap
+				if want < 0 {
+					want = len(fr.Series)
+				}
+				if sf == nil {
+					t.Fatalf("family %s: no settings_from", fr.Family)
+				}
+				if sf.ChosenOn != sim.PooledFamily || sf.File != trainFile || sf.Overlap != want || len(sf.Holdings) != 3 {
+					t.Fatalf("family %s: chosen on %s's %s result, %d series in both, %d holdings; want three holdings chosen on %s's pooled result, %d series in both",
+						fr.Family, sf.File, sf.ChosenOn, sf.Overlap, len(sf.Holdings), trainFile, want)
+				}
+				checkChosen(t, fr, train.familyResult, compared)
+			}
+			if compared[sim.PolicyActivation] != 3*c.results {
+				t.Errorf("activation compared %d times, want under 3 holdings in %d results", compared[sim.PolicyActivation], c.results)
+			}
+			if !slices.ContainsFunc(doc.Notes, func(n string) bool {
+				return strings.HasPrefix(n, "--choose-on pooled: each policy's settings chosen on the pooled series of "+trainFile+" (families alpha, beta,")
+			}) {
+				t.Errorf("notes %q: none says the settings are the pooled series'", doc.Notes)
+			}
+		})
+	}
+
+	// The table says whose series chose a family's settings.
+	code, stdout, stderr := runCmd(t, "", false, append(append([]string{"simulate"}, common...), "--traces", gamma, "--split", "all", "--settings-from", trainFile, "--choose-on", "pooled")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := "settings chosen on " + trainFile + "'s pooled series, one setting for every family (its train split) at budget 0.05, read here:\n"; !strings.Contains(stdout, want) {
+		t.Errorf("the table does not say %q:\n%s", want, stdout)
+	}
+
+	// Without --choose-on pooled, a family the file lacks is refused with
+	// the hint; a file of one family has no pooled result; --choose-on
+	// needs --settings-from and one of its two values.
+	_, oneJSON := simulateDoc(t, append(common, "--traces", alpha, "--split", "train")...)
+	oneFile := filepath.Join(t.TempDir(), "one.json")
+	if err := os.WriteFile(oneFile, []byte(oneJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unseen family", []string{"--traces", gamma, "--settings-from", trainFile}, exitError, "train.json: replayed families alpha, beta, not gamma: settings are chosen on the same family's series (--choose-on pooled chooses every family's on the file's pooled series)"},
+		{"one family", []string{"--traces", gamma, "--settings-from", oneFile, "--choose-on", "pooled"}, exitError, "one.json: replayed one family, alpha, and so has no pooled result to choose on: replay several families there, or leave out --choose-on pooled"},
+		{"no file", []string{"--traces", gamma, "--choose-on", "pooled"}, exitUsage, "--choose-on: settings are chosen only with --settings-from FILE"},
+		{"other value", []string{"--traces", gamma, "--settings-from", trainFile, "--choose-on", "all"}, exitUsage, `--choose-on: "all"; want family or pooled`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCmd(t, "", false, append(append([]string{"simulate"}, common...), c.args...)...)
+			if code != c.code || !strings.Contains(stderr, c.want) || stdout != "" {
+				t.Errorf("exit %d, stderr %q, stdout %q; want exit %d saying %q and nothing on stdout", code, stderr, stdout, c.code, c.want)
+			}
+		})
 	}
 }

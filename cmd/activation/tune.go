@@ -124,7 +124,23 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 4 starts", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average = 4 })},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts (default)", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average = 2 })},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts, calibrated", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average, s.Calibrate = 2, true })},
+		// The ablation of the default (54): each row is the default with
+		// one thing changed.
+		{"the default, correlated labels", theDefault(func(s *train.Settings) { s.Multiplex = false })},
+		{"the default's training, max-of-predictors (one start: its starts cannot be averaged)", theDefault(func(s *train.Settings) { s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0 })},
+		{"the default without level (mean, mean_last5)", theDefault(without("mean", "mean_last5"))},
+		{"the default without dispersion (mean_std2)", theDefault(without("mean_std2"))},
+		{"the default without tail (p95, max)", theDefault(without("p95", "max"))},
+		{"the default without recent peaks (max_last5, max_last20)", theDefault(without("max_last5", "max_last20"))},
 	}
+}
+
+// theDefault is the default models' training (candidate 54: the quantile
+// loss at 0.9, the capacity processor's at 0.95, up to 30 epochs with a
+// patience of 5, the mean of two starts), then edits more: a row of its
+// ablation.
+func theDefault(more ...func(*train.Settings)) func(*train.Settings) {
+	return longer(capacityQuantile(0.9, 0.95), append([]func(*train.Settings){func(s *train.Settings) { s.Average = 2 }}, more...)...)
 }
 
 // settings are the candidate's training settings on an inner fold: base
