@@ -173,7 +173,6 @@ func checkChosen(t *testing.T, fr, on familyResult, compared map[string]int) {
 func TestSimulateSettingsFrom(t *testing.T) {
 	alpha, beta := twoFamilies(t, 8, 700)
 	traceFlag := alpha + "," + beta
-	const budget = settingsBudget
 	common := []string{"--traces", traceFlag, "--budget", "5%", "--max-scale-up", "100%"}
 	_, trainJSON := simulateDoc(t, append(common, "--split", "train")...)
 	trainFile := filepath.Join(t.TempDir(), "train.json")
