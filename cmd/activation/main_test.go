@@ -1787,6 +1787,9 @@ func TestTuneAblationCandidates(t *testing.T) {
 		w := def
 		w.Statistics = slices.Clone(def.Statistics)
 		edit(&w)
+		if got := c.settings(base); reflect.DeepEqual(got, def) {
+			t.Errorf("candidate %d (%s) trains as the default does: no change to measure", i+1, c.name)
+		}
 		if got := c.settings(base); !reflect.DeepEqual(got, w) {
 			t.Errorf("candidate %d (%s) trains with\n%+v\nwant the default's settings but for its change:\n%+v", i+1, c.name, got, w)
 		}

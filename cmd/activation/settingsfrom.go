@@ -245,9 +245,12 @@ type settingsFrom struct {
 	File  string `json:"file"`
 	Split string `json:"split"`
 	// ChosenOn is the file's result the settings were chosen on: this
-	// family's, or "pooled" (--choose-on pooled: one setting for every
-	// family).
-	ChosenOn string `json:"chosen_on"`
+	// family's, or "pooled" (its pooled series: the run's pooled result's
+	// settings, and with --choose-on pooled every family's, one setting
+	// for every family), ChosenOnFamilies the families it pools with
+	// --choose-on pooled.
+	ChosenOn         string   `json:"chosen_on"`
+	ChosenOnFamilies []string `json:"chosen_on_families,omitempty"`
 	// Budget is the budget the settings are chosen at (this run's),
 	// FileBudget the one the file was replayed at (its own summaries').
 	Budget     float64 `json:"budget"`
@@ -286,7 +289,11 @@ func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget f
 		return nil, fmt.Errorf("--settings-from %s: no family %s", src.path, rep.Family)
 	}
 	sf := &settingsFrom{File: src.path, Split: src.split, ChosenOn: on.Family, Budget: budget, FileBudget: src.budget}
-	// A pooled result's series are family/name.
+	if src.pooled {
+		sf.ChosenOnFamilies = src.families
+	}
+	// A pooled result's series are family/name (sim.Pool names them so;
+	// a family is never empty: traceDirs names each directory's).
 	key := func(family, name string) string { return family + "/" + name }
 	there := map[string]bool{}
 	for _, s := range on.Series {
@@ -351,8 +358,11 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom, family string) {
 		why = append(why, fmt.Sprintf("%d of the series they were chosen on are ones the models were trained or validated on, where the models' counts look safer than on new series: the activation's setting may be too loose here", sf.Fitted))
 	}
 	on := ""
-	if sf.ChosenOn == sim.PooledFamily && family != sim.PooledFamily {
-		on = "'s pooled series, one setting for every family"
+	if len(sf.ChosenOnFamilies) > 0 {
+		on = "'s pooled series of " + strings.Join(sf.ChosenOnFamilies, ", ")
+		if family != sim.PooledFamily {
+			on += ", one setting for every family"
+		}
 	}
 	fmt.Fprintf(w, "settings chosen on %s%s (its %s split) at budget %g, read here", sf.File, on, sf.Split, sf.Budget)
 	for _, s := range why {

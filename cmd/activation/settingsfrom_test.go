@@ -506,6 +506,21 @@ func TestSimulateSettingsFromFitted(t *testing.T) {
 	if say := fmt.Sprintf("; %d of the series they were chosen on are ones the models were trained or validated on", want); strings.Count(stdout, say) != 2 {
 		t.Errorf("the table says %q %d times, want twice (alpha, pooled):\n%s", say, strings.Count(stdout, say), stdout)
 	}
+
+	// Chosen on the file's pooled series for a family it never replayed,
+	// the series chosen on are alpha's and beta's: alpha's fitted ones
+	// count.
+	gamma := filepath.Join(t.TempDir(), "gamma")
+	if err := os.Rename(seriesDir(t, 3, 700), gamma); err != nil {
+		t.Fatal(err)
+	}
+	unseen, _ := simulateDoc(t, "--traces", gamma, "--split", "all", "--admission-model", filepath.Join(models, admissionFile), "--capacity-model", filepath.Join(models, capacityFile),
+		"--settings-from", file, "--choose-on", "pooled")
+	if sf := unseen.SettingsFrom; sf == nil {
+		t.Errorf("family gamma chosen on the pooled series: no settings_from")
+	} else if sf.Fitted != want || sf.Overlap != 0 {
+		t.Errorf("family gamma chosen on the pooled series: %d fitted, %d in both; want %d fitted and none in both", sf.Fitted, sf.Overlap, want)
+	}
 }
 
 // TestSimulateSettingsFromPooled: --choose-on pooled chooses every
@@ -561,7 +576,7 @@ func TestSimulateSettingsFromPooled(t *testing.T) {
 				if sf == nil {
 					t.Fatalf("family %s: no settings_from", fr.Family)
 				}
-				if sf.ChosenOn != sim.PooledFamily || sf.File != trainFile || sf.Overlap != want || len(sf.Holdings) != 3 {
+				if sf.ChosenOn != sim.PooledFamily || !slices.Equal(sf.ChosenOnFamilies, []string{"alpha", "beta"}) || sf.File != trainFile || sf.Overlap != want || len(sf.Holdings) != 3 {
 					t.Fatalf("family %s: chosen on %s's %s result, %d series in both, %d holdings; want three holdings chosen on %s's pooled result, %d series in both",
 						fr.Family, sf.File, sf.ChosenOn, sf.Overlap, len(sf.Holdings), trainFile, want)
 				}
@@ -578,13 +593,34 @@ func TestSimulateSettingsFromPooled(t *testing.T) {
 		})
 	}
 
-	// The table says whose series chose a family's settings.
+	// The table says whose series chose a family's settings, and the
+	// pooled result's; a family the file lacks is read at its own
+	// requests' factor, which a note gives beside the file's families'.
 	code, stdout, stderr := runCmd(t, "", false, append(append([]string{"simulate"}, common...), "--traces", gamma, "--split", "all", "--settings-from", trainFile, "--choose-on", "pooled")...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if want := "settings chosen on " + trainFile + "'s pooled series, one setting for every family (its train split) at budget 0.05, read here:\n"; !strings.Contains(stdout, want) {
+	if want := "settings chosen on " + trainFile + "'s pooled series of alpha, beta, one setting for every family (its train split) at budget 0.05, read here:\n"; !strings.Contains(stdout, want) {
 		t.Errorf("the table does not say %q:\n%s", want, stdout)
+	}
+	gammaDoc, _ := simulateDoc(t, append(append(slices.Clone(common), "--traces", gamma, "--split", "all"), "--settings-from", trainFile, "--choose-on", "pooled")...)
+	byFamily := map[string]float64{}
+	for _, fr := range train.Families {
+		byFamily[fr.Family] = fr.RequestFactor
+	}
+	if byFamily["alpha"] <= 0 || byFamily["beta"] <= 0 || gammaDoc.RequestFactor <= 0 {
+		t.Fatalf("the premise fails: requests' factors alpha %v, beta %v, gamma %v", byFamily["alpha"], byFamily["beta"], gammaDoc.RequestFactor)
+	}
+	factorNote := fmt.Sprintf("family gamma: requests x%.3f here; where the settings were chosen x%.3f (alpha), x%.3f (beta): a setting carries over as another request size", gammaDoc.RequestFactor, byFamily["alpha"], byFamily["beta"])
+	if !slices.Contains(gammaDoc.Notes, factorNote) {
+		t.Errorf("notes %q; want %q", gammaDoc.Notes, factorNote)
+	}
+	code, stdout, stderr = runCmd(t, "", false, append(append([]string{"simulate"}, common...), "--traces", alpha+","+beta, "--split", "test", "--settings-from", trainFile, "--choose-on", "pooled")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := "settings chosen on " + trainFile + "'s pooled series of alpha, beta (its train split) at budget 0.05, read here:\n"; strings.Count(stdout, want) != 1 {
+		t.Errorf("the table says %q %d times, want once (the pooled result):\n%s", want, strings.Count(stdout, want), stdout)
 	}
 
 	// Without --choose-on pooled, a family the file lacks is refused with

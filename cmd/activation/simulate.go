@@ -118,7 +118,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
 	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
 	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's")
-	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more), scenario, models, step settings and sweeps, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
+	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more; any families with --choose-on pooled), scenario, models, step settings and sweeps, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
 	fs.StringVar(&f.chooseOn, "choose-on", chooseOnFamily, "with --settings-from, the file's results each setting is chosen on: "+chooseOnFamily+" (each family's on the same family's series there) or "+chooseOnPooled+" (every family's, and the pooled result's, on the file's pooled series: one setting for every family, as a user sets it for series of a family, or a provider, the file never replayed)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	if err := parse(fs, args); err != nil {
@@ -455,14 +455,30 @@ func cmdSimulate(args []string, e env) error {
 			if err == nil && fr.SettingsFrom == nil {
 				out.Notes = append(out.Notes, fmt.Sprintf("pooled: no settings chosen (--settings-from %s pools families %s, not these)", f.settingsFrom, strings.Join(chooser.families, ", ")))
 			}
+			if err != nil || rep.RequestFactor <= 0 {
+				return err // a pooled report has no factor of its own
+			}
 			// A held-out replay sets the requests' factor on the training
 			// series, as the training side's replay does: the same factor
-			// unless other series set it there.
-			if there := chooser.on(rep, familyNames); err == nil && there != nil && there.RequestFactor > 0 && rep.RequestFactor > 0 &&
-				math.Abs(there.RequestFactor/rep.RequestFactor-1) > 1e-9 {
-				out.Notes = append(out.Notes, fmt.Sprintf("family %s: requests x%.3f here, x%.3f where the settings were chosen (other series set the factor there): a setting carries over as another request size", rep.Family, rep.RequestFactor, there.RequestFactor))
+			// unless other series set it there. A family the file lacks
+			// (--choose-on pooled) is read at its own factor against the
+			// file's families' own.
+			if there := chooser.reports[rep.Family]; there != nil {
+				if there.RequestFactor > 0 && math.Abs(there.RequestFactor/rep.RequestFactor-1) > 1e-9 {
+					out.Notes = append(out.Notes, fmt.Sprintf("family %s: requests x%.3f here, x%.3f where the settings were chosen (other series set the factor there): a setting carries over as another request size", rep.Family, rep.RequestFactor, there.RequestFactor))
+				}
+			} else if chooser.pooled {
+				var factors []string
+				for _, f := range chooser.families {
+					if r := chooser.reports[f]; r.RequestFactor > 0 {
+						factors = append(factors, fmt.Sprintf("x%.3f (%s)", r.RequestFactor, f))
+					}
+				}
+				if len(factors) > 0 {
+					out.Notes = append(out.Notes, fmt.Sprintf("family %s: requests x%.3f here; where the settings were chosen %s: a setting carries over as another request size", rep.Family, rep.RequestFactor, strings.Join(factors, ", ")))
+				}
 			}
-			return err
+			return nil
 		}
 		// The pooled (or only) report is the last of reps, the
 		// families' are in out.Families' order.
