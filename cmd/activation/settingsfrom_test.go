@@ -45,6 +45,18 @@ func simulateDoc(t *testing.T, args ...string) (*output, string) {
 	return &out, stdout
 }
 
+// replayFile runs simulate with --format json and writes its output to
+// a file of the given name, for --settings-from, and decodes it.
+func replayFile(t *testing.T, name string, args ...string) (string, *output) {
+	t.Helper()
+	doc, raw := simulateDoc(t, args...)
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file, doc
+}
+
 // results are a document's results: the pooled (or only) one first.
 func (out *output) results() []familyResult {
 	return append([]familyResult{out.familyResult}, out.Families...)
@@ -174,15 +186,7 @@ func TestSimulateSettingsFrom(t *testing.T) {
 	alpha, beta := twoFamilies(t, 8, 700)
 	traceFlag := alpha + "," + beta
 	common := []string{"--traces", traceFlag, "--budget", "5%", "--max-scale-up", "100%"}
-	_, trainJSON := simulateDoc(t, append(common, "--split", "train")...)
-	trainFile := filepath.Join(t.TempDir(), "train.json")
-	if err := os.WriteFile(trainFile, []byte(trainJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var train output
-	if err := json.Unmarshal([]byte(trainJSON), &train); err != nil {
-		t.Fatal(err)
-	}
+	trainFile, train := replayFile(t, "train.json", append(common, "--split", "train")...)
 	test, _ := simulateDoc(t, append(common, "--split", "test", "--settings-from", trainFile)...)
 	trainBy := map[string]familyResult{}
 	for _, fr := range train.results() {
@@ -209,11 +213,7 @@ func TestSimulateSettingsFrom(t *testing.T) {
 
 	// Settings chosen on the very replay they are read on are its own
 	// summaries' (and said not to be out of sample).
-	self := filepath.Join(t.TempDir(), "test.json")
-	_, testJSON := simulateDoc(t, append(common, "--split", "test")...)
-	if err := os.WriteFile(self, []byte(testJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	self, _ := replayFile(t, "test.json", append(common, "--split", "test")...)
 	again, _ := simulateDoc(t, append(common, "--split", "test", "--settings-from", self)...)
 	for _, fr := range again.results() {
 		sf := fr.SettingsFrom
@@ -472,15 +472,7 @@ func TestSimulateSettingsFromFitted(t *testing.T) {
 	}
 	trained := m.Provenance.Series[traces.FamilyName(alpha)]
 	common := []string{"--traces", alpha + "," + beta, "--admission-model", filepath.Join(models, admissionFile), "--capacity-model", filepath.Join(models, capacityFile)}
-	_, trainJSON := simulateDoc(t, append(common, "--split", "train")...)
-	var train output
-	if err := json.Unmarshal([]byte(trainJSON), &train); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "train.json")
-	if err := os.WriteFile(file, []byte(trainJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, train := replayFile(t, "train.json", append(common, "--split", "train")...)
 	want := 0
 	for _, s := range train.Families[0].Series {
 		if slices.Contains(trained, s) {
@@ -534,15 +526,7 @@ func TestSimulateSettingsFromPooled(t *testing.T) {
 		t.Fatal(err)
 	}
 	common := []string{"--budget", "5%", "--max-scale-up", "100%"}
-	_, trainJSON := simulateDoc(t, append(common, "--traces", alpha+","+beta, "--split", "train")...)
-	trainFile := filepath.Join(t.TempDir(), "train.json")
-	if err := os.WriteFile(trainFile, []byte(trainJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var train output
-	if err := json.Unmarshal([]byte(trainJSON), &train); err != nil {
-		t.Fatal(err)
-	}
+	trainFile, train := replayFile(t, "train.json", append(common, "--traces", alpha+","+beta, "--split", "train")...)
 	if train.Family != sim.PooledFamily {
 		t.Fatalf("the training replay's first result is %s, want the pooled one", train.Family)
 	}
@@ -626,11 +610,7 @@ func TestSimulateSettingsFromPooled(t *testing.T) {
 	// Without --choose-on pooled, a family the file lacks is refused with
 	// the hint; a file of one family has no pooled result; --choose-on
 	// needs --settings-from and one of its two values.
-	_, oneJSON := simulateDoc(t, append(common, "--traces", alpha, "--split", "train")...)
-	oneFile := filepath.Join(t.TempDir(), "one.json")
-	if err := os.WriteFile(oneFile, []byte(oneJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	oneFile, _ := replayFile(t, "one.json", append(common, "--traces", alpha, "--split", "train")...)
 	for _, c := range []struct {
 		name string
 		args []string
