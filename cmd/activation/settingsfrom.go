@@ -292,26 +292,16 @@ func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget f
 	if src.pooled {
 		sf.ChosenOnFamilies = src.families
 	}
-	// A pooled result's series are family/name (sim.Pool names them so;
-	// a family is never empty: traceDirs names each directory's).
-	key := func(family, name string) string { return family + "/" + name }
 	there := map[string]bool{}
 	for _, s := range on.Series {
-		family, name := on.Family, s
-		if on.Family == sim.PooledFamily {
-			family, name, _ = strings.Cut(s, "/")
-		}
-		there[key(family, name)] = true
-		if fitted[family][name] {
+		k := seriesKey(on.Family, s)
+		there[k] = true
+		if family, name, _ := strings.Cut(k, "/"); fitted[family][name] {
 			sf.Fitted++
 		}
 	}
 	for _, s := range rep.Series {
-		family, name := rep.Family, s
-		if rep.Family == sim.PooledFamily {
-			family, name, _ = strings.Cut(s, "/")
-		}
-		if there[key(family, name)] {
+		if there[seriesKey(rep.Family, s)] {
 			sf.Overlap++
 		}
 	}
@@ -341,6 +331,16 @@ func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget f
 		sf.Holdings = append(sf.Holdings, cr)
 	}
 	return sf, nil
+}
+
+// seriesKey is series of a result of family as family/name, the name a
+// pooled result gives it (sim.Pool; a family is never empty: traceDirs
+// names each directory's), so that series of two results compare.
+func seriesKey(family, series string) string {
+	if family == sim.PooledFamily {
+		return series
+	}
+	return family + "/" + series
 }
 
 // writeSettingsFrom says what the settings chosen on the other replay give

@@ -122,7 +122,7 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12, quantile loss 0.9, capacity 0.93, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.93))},
 		{"mlp 24-12, quantile loss 0.85, capacity 0.95, 30 epochs, patience 5", longer(capacityQuantile(0.85, 0.95))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 4 starts", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average = 4 })},
-		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts (default)", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average = 2 })},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts (default)", theDefault()},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts, calibrated", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average, s.Calibrate = 2, true })},
 		// The ablation of the default (54): each row is the default with
 		// one thing changed.
