@@ -321,9 +321,11 @@ func TestReadHosts(t *testing.T) {
 
 	t.Run("a read with time left is not failed by a shared listing's shorter deadline", func(t *testing.T) {
 		now = now.Add(DefaultNodeCacheTTL + time.Second)
-		asked := p.slowListing(t, p.nodeA, 400*time.Millisecond)
+		// The short read must reach the listing before its deadline, so
+		// the deadline leaves room for a loaded machine under -race.
+		asked := p.slowListing(t, p.nodeA, 2*time.Second)
 		q := []Query{{Host: HostSelector{Name: "host-a"}, Job: "other", Group: "x", Label: "other", NoStats: true}}
-		short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		short, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		shortErr := make(chan error, 1)
 		go func() {
@@ -345,7 +347,7 @@ func TestReadHosts(t *testing.T) {
 			t.Errorf("reserved by others %v MHz, want %d", o.OtherReservedCPUMHz, 12*500)
 		}
 		if err := <-shortErr; !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("the read with 200 ms: %v, want its deadline", err)
+			t.Errorf("the read with 1 s: %v, want its deadline", err)
 		}
 	})
 
@@ -392,9 +394,12 @@ func TestReadHosts(t *testing.T) {
 	})
 
 	t.Run("a deadline says which read it cut", func(t *testing.T) {
-		p.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Delay: time.Second})
+		// The stats reads hang until the deadline; the reads before them
+		// (nodes, allocations) have ample time on a loaded machine, so
+		// the deadline cuts a stats read and no other.
+		p.s.InjectFault(nomadstandin.Fault{Path: "/v1/client/allocation/*", Hang: true})
 		defer p.s.ClearFaults()
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		_, err := rd.ReadHosts(ctx, p.queries(), opts)
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "read stats of allocation") {
@@ -1549,8 +1554,10 @@ func TestReadNotNomad(t *testing.T) {
 func TestReadJobSharedDeadline(t *testing.T) {
 	q := []Query{{Host: HostSelector{Name: "host-a"}, Job: "other", Group: "x", Label: "other", NoStats: true}}
 	const list = "/v1/job/other/allocations"
-	// joined starts a read with 200 ms, then, once it has asked for the
-	// job's allocations, one with 10 s, and returns their errors.
+	// joined starts a read with 1 s, then, once it has asked for the
+	// job's allocations, one with 10 s, and returns their errors. (1 s
+	// leaves the short read room to reach the listing on a loaded machine
+	// under -race.)
 	joined := func(t *testing.T, p *pair, rd *Reader) (short, long error) {
 		t.Helper()
 		asked := make(chan struct{})
@@ -1561,7 +1568,7 @@ func TestReadJobSharedDeadline(t *testing.T) {
 			}
 		})
 		t.Cleanup(func() { p.s.SetHook(nil) })
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		shortErr := make(chan error, 1)
 		go func() {
@@ -1581,19 +1588,19 @@ func TestReadJobSharedDeadline(t *testing.T) {
 
 	t.Run("failed on the starter's deadline: read again", func(t *testing.T) {
 		p := newPair(t, 1)
-		p.s.InjectFault(nomadstandin.Fault{Path: list, Delay: 400 * time.Millisecond})
+		p.s.InjectFault(nomadstandin.Fault{Path: list, Delay: 2 * time.Second})
 		short, long := joined(t, p, &Reader{Client: p.client, Now: func() time.Time { return time.Now().Add(time.Hour) }})
 		if long != nil {
 			t.Errorf("the read with 10 s failed: %v", long)
 		}
 		if !errors.Is(short, context.DeadlineExceeded) {
-			t.Errorf("the read with 200 ms: %v, want its deadline", short)
+			t.Errorf("the read with 1 s: %v, want its deadline", short)
 		}
 	})
 
 	t.Run("answered at the starter's deadline: not read again", func(t *testing.T) {
 		p := newPair(t, 1)
-		// A transport that hands the listing's answer over 300 ms late
+		// A transport that hands the listing's answer over 1.5 s late
 		// whatever the request's context: the shared read succeeds
 		// after its starter's deadline.
 		late := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -1601,7 +1608,7 @@ func TestReadJobSharedDeadline(t *testing.T) {
 				return http.DefaultTransport.RoundTrip(r)
 			}
 			resp, err := http.DefaultTransport.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
-			time.Sleep(300 * time.Millisecond) // the joiner joins meanwhile
+			time.Sleep(1500 * time.Millisecond) // the joiner joins meanwhile
 			return resp, err
 		})
 		client, err := api.NewClient(&api.Config{Address: p.s.URL(), TLSConfig: &api.TLSConfig{}, HttpClient: &http.Client{Transport: late}})

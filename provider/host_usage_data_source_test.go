@@ -350,14 +350,18 @@ func TestHostUsagePasswordInAddress(t *testing.T) {
 func TestHostUsageTimeoutNamesTheCall(t *testing.T) {
 	testsupport.StandinOnly(t, "a delay injected on one call")
 	f := newUsageFixture(t)
-	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/web/allocations", Delay: 3 * time.Second})
+	// The allocations' list hangs until the read gives up. The calls
+	// before it (the node, the job) must finish within the timeout, so it
+	// is long enough for them on a loaded machine under -race: at 500ms,
+	// CI once timed out reading the job instead.
+	f.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/web/allocations", Hang: true})
 	m := nullUsageModel()
 	m.NodeName, m.Job, m.Group = types.StringValue("host-a"), types.StringValue(usageJob), types.StringValue(usageFront)
 	m.Timeouts = timeouts.Value{Object: types.ObjectValueMust(map[string]attr.Type{"read": types.StringType},
-		map[string]attr.Value{"read": types.StringValue("500ms")})}
+		map[string]attr.Value{"read": types.StringValue("5s")})}
 	m.Samples = wholeValue(1) // one read: no wait between samples
 	_, diags := readUsageInProcess(t, f.standInBlock(""), m)
-	for _, want := range []string{"Reading the host's usage timed out", "timeouts.read, 500ms", "list allocations of job \"web\""} {
+	for _, want := range []string{"Reading the host's usage timed out", "timeouts.read, 5s", "list allocations of job \"web\""} {
 		if !strings.Contains(diags, want) {
 			t.Errorf("diagnostic %q does not say %q", diags, want)
 		}
