@@ -170,3 +170,44 @@ func ends(k []float64) (float64, float64) {
 	}
 	return k[0], k[len(k)-1]
 }
+
+// WorstFamilyRates is pooled, a pooled replay of families (Pool), with
+// each point's violation rates (the pair's and each host role's) the
+// highest any of families reads at the same setting: the report to choose
+// one setting for every family on that keeps each of them within a
+// budget (densest on the pooled series among those). Its densities and
+// other figures are pooled's; it serves to choose settings, not to read
+// figures. Every family must hold each of pooled's policies with the same
+// sweep.
+func WorstFamilyRates(pooled *Report, families []*Report) (*Report, error) {
+	if len(families) == 0 {
+		return nil, fmt.Errorf("no families to hold within the budget")
+	}
+	out := *pooled
+	out.Curves = make([]Curve, len(pooled.Curves))
+	for i := range pooled.Curves {
+		c := pooled.Curves[i]
+		c.Points = slices.Clone(c.Points)
+		for fi, f := range families {
+			fc := f.Curve(c.Policy)
+			if fc == nil {
+				return nil, fmt.Errorf("family %s: policy %s was not replayed", f.Family, c.Policy)
+			}
+			if err := sameSweep(&c, fc); err != nil {
+				return nil, fmt.Errorf("family %s: policy %s: %w", f.Family, c.Policy, err)
+			}
+			for j := range c.Points {
+				p, q := &c.Points[j], &fc.Points[j]
+				if fi == 0 { // the families' rates, not the pooled mean of them
+					p.ViolationRate, p.FirstViolationRate, p.SecondViolationRate = q.ViolationRate, q.FirstViolationRate, q.SecondViolationRate
+					continue
+				}
+				p.ViolationRate = max(p.ViolationRate, q.ViolationRate)
+				p.FirstViolationRate = max(p.FirstViolationRate, q.FirstViolationRate)
+				p.SecondViolationRate = max(p.SecondViolationRate, q.SecondViolationRate)
+			}
+		}
+		out.Curves[i] = c
+	}
+	return &out, nil
+}

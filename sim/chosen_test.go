@@ -207,3 +207,75 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// TestWorstFamilyRates: each point's rates are the worst family's, its
+// densities the pooled report's, and the pooled report is left as it was;
+// a setting chosen on it keeps every family within the budget.
+func TestWorstFamilyRates(t *testing.T) {
+	pooled, a, b := choosingReport(), choosingReport(), readingReport()
+	a.Family, b.Family = "a", "b"
+	// The pooled report's own rates are the families' mean, never above
+	// the worse: make them higher here to see that they are not used.
+	for i := range pooled.Curves {
+		for j := range pooled.Curves[i].Points {
+			p := &pooled.Curves[i].Points[j]
+			p.ViolationRate, p.FirstViolationRate, p.SecondViolationRate = 1, 1, 1
+		}
+	}
+	before := choosingReport()
+	for i := range before.Curves {
+		for j := range before.Curves[i].Points {
+			p := &before.Curves[i].Points[j]
+			p.ViolationRate, p.FirstViolationRate, p.SecondViolationRate = 1, 1, 1
+		}
+	}
+	w, err := WorstFamilyRates(pooled, []*Report{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pooled, before) {
+		t.Fatal("WorstFamilyRates changed the pooled report")
+	}
+	for i, c := range w.Curves {
+		for j, p := range c.Points {
+			pa, pb, pp := a.Curves[i].Points[j], b.Curves[i].Points[j], pooled.Curves[i].Points[j]
+			want := pp
+			want.ViolationRate = max(pa.ViolationRate, pb.ViolationRate)
+			want.FirstViolationRate = max(pa.FirstViolationRate, pb.FirstViolationRate)
+			want.SecondViolationRate = max(pa.SecondViolationRate, pb.SecondViolationRate)
+			if p != want {
+				t.Errorf("%s, point %d: %+v, want %+v", c.Policy, j, p, want)
+			}
+		}
+	}
+	// The pooled choice at 1% is knob 3 for the pair (choosingReport);
+	// b runs over there (1.45%), so the worst family's choice is knob 2.
+	s, err := b.SummarizeChosenOn(w, 0.01, HoldPair)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Activation == nil || s.Activation.FirstKnob != 2 || !s.Activation.WithinBudget {
+		t.Errorf("activation chosen on the worst family's rates: %+v, want knob 2, within the budget", s.Activation)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(*Report)
+		want string
+	}{
+		{"a policy missing", func(r *Report) { r.Curves = r.Curves[:2] }, "family b: policy p95-window was not replayed"},
+		{"another sweep", func(r *Report) { r.Curves[1].Points = r.Curves[1].Points[:1] }, "family b: policy usage-threshold: swept 2 settings here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := readingReport()
+			b.Family = "b"
+			tc.edit(b)
+			if _, err := WorstFamilyRates(choosingReport(), []*Report{a, b}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := WorstFamilyRates(choosingReport(), nil); err == nil {
+		t.Error("no families: no error")
+	}
+}

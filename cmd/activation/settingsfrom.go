@@ -20,6 +20,9 @@ import (
 const (
 	chooseOnFamily = "family" // the file's result of the same family
 	chooseOnPooled = sim.PooledFamily
+	// chooseOnWorstFamily: the file's pooled result, with each of its
+	// families held to the budget (sim.WorstFamilyRates).
+	chooseOnWorstFamily = "worst-family"
 )
 
 // settingsSource is a replay whose curves choose every policy's setting
@@ -30,8 +33,12 @@ type settingsSource struct {
 	split  string
 	budget float64 // the file's --budget (its own summaries'; not the one chosen at)
 	// pooled: every result's settings are chosen on the file's pooled
-	// result (--choose-on pooled), not on its family's.
-	pooled bool
+	// result (--choose-on pooled or worst-family), not on its family's;
+	// worst: with each of the file's families held to the budget there
+	// (worst-family), on worstRates.
+	pooled, worst bool
+	worstRates    *sim.Report
+	mode          string // the --choose-on value
 	// reports are the file's results by family name (sim.PooledFamily
 	// for its pooled one), as reports of curves.
 	reports  map[string]*sim.Report
@@ -42,7 +49,7 @@ type settingsSource struct {
 // its replay is one whose settings carry over to this run: the same
 // scenario, activation knob, models and step settings, and every family of
 // this run, or (pooled) a pooled result to choose every family's on.
-func readSettingsSource(path string, sc sim.Scenario, knob string, models []modelInfo, steps *stepsInfo, families []string, pooled bool) (*settingsSource, error) {
+func readSettingsSource(path string, sc sim.Scenario, knob string, models []modelInfo, steps *stepsInfo, families []string, mode string) (*settingsSource, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -89,7 +96,8 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 			return nil, fmt.Errorf("%s: swept the activation's %s; this run sweeps %s: give the same --knob", path, p.KnobName, knob)
 		}
 	}
-	src := &settingsSource{path: path, split: out.Split, budget: out.Budget, pooled: pooled, reports: map[string]*sim.Report{}}
+	src := &settingsSource{path: path, split: out.Split, budget: out.Budget, mode: mode, reports: map[string]*sim.Report{},
+		pooled: mode == chooseOnPooled || mode == chooseOnWorstFamily, worst: mode == chooseOnWorstFamily}
 	results := append([]familyResult{out.familyResult}, out.Families...)
 	for i := range results {
 		fr := &results[i]
@@ -102,9 +110,18 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 			src.families = append(src.families, fr.Family)
 		}
 	}
-	if pooled {
+	if src.pooled {
 		if src.reports[sim.PooledFamily] == nil {
-			return nil, fmt.Errorf("%s: replayed one family, %s, and so has no pooled result to choose on: replay several families there, or leave out --choose-on %s", path, strings.Join(src.families, ", "), chooseOnPooled)
+			return nil, fmt.Errorf("%s: replayed one family, %s, and so has no pooled result to choose on: replay several families there, or leave out --choose-on %s", path, strings.Join(src.families, ", "), mode)
+		}
+		if src.worst {
+			fams := make([]*sim.Report, len(src.families))
+			for i, f := range src.families {
+				fams[i] = src.reports[f]
+			}
+			if src.worstRates, err = sim.WorstFamilyRates(src.reports[sim.PooledFamily], fams); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
 		}
 		return src, nil
 	}
@@ -120,6 +137,8 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 // (nil when it has none: a pooled result over other families).
 func (src *settingsSource) on(rep *sim.Report, families []string) *sim.Report {
 	switch {
+	case src.worst:
+		return src.worstRates
 	case src.pooled:
 		return src.reports[sim.PooledFamily]
 	case rep.Family == sim.PooledFamily && !src.poolsThese(families):
@@ -135,6 +154,8 @@ func (src *settingsSource) on(rep *sim.Report, families []string) *sim.Report {
 func (src *settingsSource) checkSweeps(policies []sim.Policy, families []string) error {
 	names := slices.Clone(families)
 	switch {
+	case src.worst:
+		names = append(slices.Clone(src.families), sim.PooledFamily)
 	case src.pooled:
 		names = []string{sim.PooledFamily}
 	case src.poolsThese(families):
@@ -251,6 +272,11 @@ type settingsFrom struct {
 	// --choose-on pooled.
 	ChosenOn         string   `json:"chosen_on"`
 	ChosenOnFamilies []string `json:"chosen_on_families,omitempty"`
+	// EachFamilyWithin says (--choose-on worst-family) that each setting
+	// is the densest on the pooled series among those that keep each of
+	// ChosenOnFamilies within the budget there, as the holding holds it:
+	// the worst family's rate is held, not the pooled one.
+	EachFamilyWithin bool `json:"each_family_within_budget,omitempty"`
 	// Budget is the budget the settings are chosen at (this run's),
 	// FileBudget the one the file was replayed at (its own summaries').
 	Budget     float64 `json:"budget"`
@@ -290,7 +316,7 @@ func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget f
 	}
 	sf := &settingsFrom{File: src.path, Split: src.split, ChosenOn: on.Family, Budget: budget, FileBudget: src.budget}
 	if src.pooled {
-		sf.ChosenOnFamilies = src.families
+		sf.ChosenOnFamilies, sf.EachFamilyWithin = src.families, src.worst
 	}
 	there := map[string]bool{}
 	for _, s := range on.Series {
@@ -360,6 +386,9 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom, family string) {
 	on := ""
 	if len(sf.ChosenOnFamilies) > 0 {
 		on = "'s pooled series of " + strings.Join(sf.ChosenOnFamilies, ", ")
+		if sf.EachFamilyWithin {
+			on += ", each of those families within the budget there"
+		}
 		if family != sim.PooledFamily {
 			on += ", one setting for every family"
 		}

@@ -620,7 +620,7 @@ func TestSimulateSettingsFromPooled(t *testing.T) {
 		{"unseen family", []string{"--traces", gamma, "--settings-from", trainFile}, exitError, "train.json: replayed families alpha, beta, not gamma: settings are chosen on the same family's series (--choose-on pooled chooses every family's on the file's pooled series)"},
 		{"one family", []string{"--traces", gamma, "--settings-from", oneFile, "--choose-on", "pooled"}, exitError, "one.json: replayed one family, alpha, and so has no pooled result to choose on: replay several families there, or leave out --choose-on pooled"},
 		{"no file", []string{"--traces", gamma, "--choose-on", "pooled"}, exitUsage, "--choose-on: settings are chosen only with --settings-from FILE"},
-		{"other value", []string{"--traces", gamma, "--settings-from", trainFile, "--choose-on", "all"}, exitUsage, `--choose-on: "all"; want family or pooled`},
+		{"other value", []string{"--traces", gamma, "--settings-from", trainFile, "--choose-on", "all"}, exitUsage, `--choose-on: "all"; want family, pooled or worst-family`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCmd(t, "", false, append(append([]string{"simulate"}, common...), c.args...)...)
@@ -628,5 +628,84 @@ func TestSimulateSettingsFromPooled(t *testing.T) {
 				t.Errorf("exit %d, stderr %q, stdout %q; want exit %d saying %q and nothing on stdout", code, stderr, stdout, c.code, c.want)
 			}
 		})
+	}
+}
+
+// TestSimulateSettingsFromWorstFamily: --choose-on worst-family chooses
+// every policy's setting on the file's pooled series among those that keep
+// each of its families within the budget there. The settings and figures
+// are recomputed here from the file's curves, its rates the worse
+// family's at each setting.
+func TestSimulateSettingsFromWorstFamily(t *testing.T) {
+	alpha, beta := twoFamilies(t, 6, 700)
+	common := []string{"--budget", "5%", "--max-scale-up", "100%"}
+	trainFile, train := replayFile(t, "train.json", append(common, "--traces", alpha+","+beta, "--split", "train")...)
+	if len(train.Families) != 2 {
+		t.Fatalf("the training replay has %d families, want alpha and beta", len(train.Families))
+	}
+	worst := train.familyResult
+	worst.Policies = slices.Clone(worst.Policies)
+	for pi := range worst.Policies {
+		p := &worst.Policies[pi]
+		p.Curve = slices.Clone(p.Curve)
+		for j := range p.Curve {
+			c := &p.Curve[j]
+			c.ViolationRate, c.FirstViolationRate, c.SecondViolationRate = 0, 0, 0
+			for _, fr := range train.Families {
+				q := fr.Policies[pi].Curve[j]
+				c.ViolationRate = max(c.ViolationRate, q.ViolationRate)
+				c.FirstViolationRate = max(c.FirstViolationRate, q.FirstViolationRate)
+				c.SecondViolationRate = max(c.SecondViolationRate, q.SecondViolationRate)
+			}
+		}
+	}
+	// The premise: the worse family's rates move some policy's setting
+	// away from the pooled series' own choice.
+	moved := 0
+	for pi, p := range worst.Policies {
+		for _, rate := range []func(sim.Point) float64{
+			func(p sim.Point) float64 { return p.ViolationRate },
+			func(p sim.Point) float64 { return max(p.FirstViolationRate, p.SecondViolationRate) },
+		} {
+			density := func(p sim.Point) float64 { return p.Density }
+			if pick(p.Curve, rate, density) != pick(train.Policies[pi].Curve, rate, density) {
+				moved++
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatal("the premise fails: every setting the worse family's rates choose is the pooled series' own")
+	}
+
+	args := append(append(slices.Clone(common), "--traces", alpha+","+beta, "--split", "test"), "--settings-from", trainFile, "--choose-on", "worst-family")
+	doc, _ := simulateDoc(t, args...)
+	compared := map[string]int{}
+	for _, fr := range doc.results() {
+		sf := fr.SettingsFrom
+		if sf == nil || sf.ChosenOn != sim.PooledFamily || !sf.EachFamilyWithin || !slices.Equal(sf.ChosenOnFamilies, []string{"alpha", "beta"}) || sf.Overlap != 0 {
+			t.Fatalf("family %s: settings_from %+v; want chosen on the pooled series of alpha, beta, each within the budget, out of sample", fr.Family, sf)
+		}
+		checkChosen(t, fr, worst, compared)
+	}
+	if compared[sim.PolicyActivation] != 3*3 {
+		t.Errorf("activation compared %d times, want under 3 holdings in 3 results", compared[sim.PolicyActivation])
+	}
+	if !slices.ContainsFunc(doc.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "--choose-on worst-family: each policy's settings chosen on the pooled series of "+trainFile+" (families alpha, beta,") &&
+			strings.Contains(n, "the densest there of those that keep each of those families within the budget")
+	}) {
+		t.Errorf("notes %q: none says how the settings were chosen", doc.Notes)
+	}
+	code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := "settings chosen on " + trainFile + "'s pooled series of alpha, beta, each of those families within the budget there, one setting for every family (its train split) at budget 0.05, read here:\n"; strings.Count(stdout, want) != 2 {
+		t.Errorf("the table says %q %d times, want for alpha and beta:\n%s", want, strings.Count(stdout, want), stdout)
+	}
+	oneFile, _ := replayFile(t, "one.json", append(common, "--traces", alpha, "--split", "train")...)
+	code, stdout, stderr = runCmd(t, "", false, append(append([]string{"simulate"}, common...), "--traces", beta, "--settings-from", oneFile, "--choose-on", "worst-family")...)
+	if want := "one.json: replayed one family, alpha, and so has no pooled result to choose on: replay several families there, or leave out --choose-on worst-family"; code != exitError || !strings.Contains(stderr, want) || stdout != "" {
+		t.Errorf("exit %d, stderr %q, stdout %q; want exit %d saying %q and nothing on stdout", code, stderr, stdout, exitError, want)
 	}
 }

@@ -119,7 +119,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
 	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's")
 	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more; any families with --choose-on pooled), scenario, models, step settings and sweeps, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
-	fs.StringVar(&f.chooseOn, "choose-on", chooseOnFamily, "with --settings-from, the file's results each setting is chosen on: "+chooseOnFamily+" (each family's on the same family's series there) or "+chooseOnPooled+" (every family's, and the pooled result's, on the file's pooled series: one setting for every family, as a user sets it for series of a family, or a provider, the file never replayed)")
+	fs.StringVar(&f.chooseOn, "choose-on", chooseOnFamily, "with --settings-from, the file's results each setting is chosen on: "+chooseOnFamily+" (each family's on the same family's series there), "+chooseOnPooled+" (every family's, and the pooled result's, on the file's pooled series: one setting for every family, as a user sets it for series of a family, or a provider, the file never replayed) or "+chooseOnWorstFamily+" (as "+chooseOnPooled+", at the densest setting there that keeps each of the file's families within the budget: the worst family's rate is held, as a user who runs them all at one setting holds it)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -147,8 +147,8 @@ func cmdSimulate(args []string, e env) error {
 		return usagef("--split: %q; want test, train or all", f.split)
 	}
 	switch {
-	case f.chooseOn != chooseOnFamily && f.chooseOn != chooseOnPooled:
-		return usagef("--choose-on: %q; want %s or %s", f.chooseOn, chooseOnFamily, chooseOnPooled)
+	case f.chooseOn != chooseOnFamily && f.chooseOn != chooseOnPooled && f.chooseOn != chooseOnWorstFamily:
+		return usagef("--choose-on: %q; want %s, %s or %s", f.chooseOn, chooseOnFamily, chooseOnPooled, chooseOnWorstFamily)
 	case flagSet(fs, "choose-on") && f.settingsFrom == "":
 		return usagef("--choose-on: settings are chosen only with --settings-from FILE: give it, or leave --choose-on out")
 	}
@@ -287,7 +287,7 @@ func cmdSimulate(args []string, e env) error {
 	if f.settingsFrom != "" {
 		// Read before the replay, which a file that cannot choose
 		// would waste.
-		if chooser, err = readSettingsSource(f.settingsFrom, sc, f.knob, models, stepsOut, familyNames, f.chooseOn == chooseOnPooled); err != nil {
+		if chooser, err = readSettingsSource(f.settingsFrom, sc, f.knob, models, stepsOut, familyNames, f.chooseOn); err != nil {
 			return fmt.Errorf("--settings-from: %w", err)
 		}
 	} else if flagSet(fs, "settings-from") {
@@ -447,7 +447,10 @@ func cmdSimulate(args []string, e env) error {
 		for _, name := range append(slices.Clone(familyNames), chooser.families...) {
 			fitted[name] = fittedTo(name, adm.Model(), capy.Model())
 		}
-		if chooser.pooled {
+		switch {
+		case chooser.worst:
+			out.Notes = append(out.Notes, fmt.Sprintf("--choose-on %s: each policy's settings chosen on the pooled series of %s (families %s, each series weighing the same, each family's requests sized by its own factor there), the densest there of those that keep each of those families within the budget, one setting for every family here", chooseOnWorstFamily, f.settingsFrom, strings.Join(chooser.families, ", ")))
+		case chooser.pooled:
 			out.Notes = append(out.Notes, fmt.Sprintf("--choose-on %s: each policy's settings chosen on the pooled series of %s (families %s, each series weighing the same, each family's requests sized by its own factor there), one setting for every family here", chooseOnPooled, f.settingsFrom, strings.Join(chooser.families, ", ")))
 		}
 		read := func(fr *familyResult, rep *sim.Report) (err error) {
