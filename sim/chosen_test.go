@@ -236,6 +236,19 @@ func TestWorstFamilyRates(t *testing.T) {
 	if !reflect.DeepEqual(pooled, before) {
 		t.Fatal("WorstFamilyRates changed the pooled report")
 	}
+	// Everything but the curves is the pooled report's: its series name
+	// what the settings were chosen on (overlap, fitted).
+	named := *pooled
+	named.Family, named.Series = PooledFamily, []string{"a/s1", "b/s2"}
+	w2, err := WorstFamilyRates(&named, []*Report{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, wantRest := *w2, named
+	rest.Curves, wantRest.Curves = nil, nil
+	if !reflect.DeepEqual(rest, wantRest) {
+		t.Errorf("the report but its curves: %+v, want the pooled one's %+v", rest, wantRest)
+	}
 	for i, c := range w.Curves {
 		for j, p := range c.Points {
 			pa, pb, pp := a.Curves[i].Points[j], b.Curves[i].Points[j], pooled.Curves[i].Points[j]

@@ -38,7 +38,6 @@ type settingsSource struct {
 	// (worst-family), on worstRates.
 	pooled, worst bool
 	worstRates    *sim.Report
-	mode          string // the --choose-on value
 	// reports are the file's results by family name (sim.PooledFamily
 	// for its pooled one), as reports of curves.
 	reports  map[string]*sim.Report
@@ -96,7 +95,7 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 			return nil, fmt.Errorf("%s: swept the activation's %s; this run sweeps %s: give the same --knob", path, p.KnobName, knob)
 		}
 	}
-	src := &settingsSource{path: path, split: out.Split, budget: out.Budget, mode: mode, reports: map[string]*sim.Report{},
+	src := &settingsSource{path: path, split: out.Split, budget: out.Budget, reports: map[string]*sim.Report{},
 		pooled: mode == chooseOnPooled || mode == chooseOnWorstFamily, worst: mode == chooseOnWorstFamily}
 	results := append([]familyResult{out.familyResult}, out.Families...)
 	for i := range results {
@@ -127,7 +126,7 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 	}
 	for _, f := range families {
 		if src.reports[f] == nil {
-			return nil, fmt.Errorf("%s: replayed families %s, not %s: settings are chosen on the same family's series (--choose-on %s chooses every family's on the file's pooled series)", path, strings.Join(src.families, ", "), f, chooseOnPooled)
+			return nil, fmt.Errorf("%s: replayed families %s, not %s: settings are chosen on the same family's series (--choose-on %s or %s chooses every family's on the file's pooled series)", path, strings.Join(src.families, ", "), f, chooseOnPooled, chooseOnWorstFamily)
 		}
 	}
 	return src, nil
@@ -154,9 +153,9 @@ func (src *settingsSource) on(rep *sim.Report, families []string) *sim.Report {
 func (src *settingsSource) checkSweeps(policies []sim.Policy, families []string) error {
 	names := slices.Clone(families)
 	switch {
-	case src.worst:
-		names = append(slices.Clone(src.families), sim.PooledFamily)
 	case src.pooled:
+		// With worst-family too: sim.WorstFamilyRates has checked that
+		// the file's families swept as its pooled result did.
 		names = []string{sim.PooledFamily}
 	case src.poolsThese(families):
 		names = append(names, sim.PooledFamily)
@@ -267,9 +266,9 @@ type settingsFrom struct {
 	Split string `json:"split"`
 	// ChosenOn is the file's result the settings were chosen on: this
 	// family's, or "pooled" (its pooled series: the run's pooled result's
-	// settings, and with --choose-on pooled every family's, one setting
-	// for every family), ChosenOnFamilies the families it pools with
-	// --choose-on pooled.
+	// settings, and with --choose-on pooled or worst-family every
+	// family's, one setting for every family), ChosenOnFamilies the
+	// families it pools with either.
 	ChosenOn         string   `json:"chosen_on"`
 	ChosenOnFamilies []string `json:"chosen_on_families,omitempty"`
 	// EachFamilyWithin says (--choose-on worst-family) that each setting

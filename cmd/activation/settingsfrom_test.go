@@ -617,7 +617,7 @@ func TestSimulateSettingsFromPooled(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unseen family", []string{"--traces", gamma, "--settings-from", trainFile}, exitError, "train.json: replayed families alpha, beta, not gamma: settings are chosen on the same family's series (--choose-on pooled chooses every family's on the file's pooled series)"},
+		{"unseen family", []string{"--traces", gamma, "--settings-from", trainFile}, exitError, "train.json: replayed families alpha, beta, not gamma: settings are chosen on the same family's series (--choose-on pooled or worst-family chooses every family's on the file's pooled series)"},
 		{"one family", []string{"--traces", gamma, "--settings-from", oneFile, "--choose-on", "pooled"}, exitError, "one.json: replayed one family, alpha, and so has no pooled result to choose on: replay several families there, or leave out --choose-on pooled"},
 		{"no file", []string{"--traces", gamma, "--choose-on", "pooled"}, exitUsage, "--choose-on: settings are chosen only with --settings-from FILE"},
 		{"other value", []string{"--traces", gamma, "--settings-from", trainFile, "--choose-on", "all"}, exitUsage, `--choose-on: "all"; want family, pooled or worst-family`},
@@ -689,6 +689,14 @@ func TestSimulateSettingsFromWorstFamily(t *testing.T) {
 	}
 	if compared[sim.PolicyActivation] != 3*3 {
 		t.Errorf("activation compared %d times, want under 3 holdings in 3 results", compared[sim.PolicyActivation])
+	}
+	// The very series the file replayed: every one counts in overlap (the
+	// report chosen on keeps the pooled series' names).
+	same, _ := simulateDoc(t, append(append(slices.Clone(common), "--traces", alpha+","+beta, "--split", "train"), "--settings-from", trainFile, "--choose-on", "worst-family")...)
+	for _, fr := range same.results() {
+		if sf := fr.SettingsFrom; sf == nil || len(fr.Series) == 0 || sf.Overlap != len(fr.Series) {
+			t.Errorf("family %s, the file's own series: settings_from %+v, want all %d series in both", fr.Family, sf, len(fr.Series))
+		}
 	}
 	if !slices.ContainsFunc(doc.Notes, func(n string) bool {
 		return strings.HasPrefix(n, "--choose-on worst-family: each policy's settings chosen on the pooled series of "+trainFile+" (families alpha, beta,") &&

@@ -118,7 +118,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
 	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
 	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's")
-	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more; any families with --choose-on pooled), scenario, models, step settings and sweeps, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
+	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more; any families with --choose-on pooled or worst-family), scenario, models, step settings and sweeps, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
 	fs.StringVar(&f.chooseOn, "choose-on", chooseOnFamily, "with --settings-from, the file's results each setting is chosen on: "+chooseOnFamily+" (each family's on the same family's series there), "+chooseOnPooled+" (every family's, and the pooled result's, on the file's pooled series: one setting for every family, as a user sets it for series of a family, or a provider, the file never replayed) or "+chooseOnWorstFamily+" (as "+chooseOnPooled+", at the densest setting there that keeps each of the file's families within the budget: the worst family's rate is held, as a user who runs them all at one setting holds it)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	if err := parse(fs, args); err != nil {
@@ -464,8 +464,8 @@ func cmdSimulate(args []string, e env) error {
 			// A held-out replay sets the requests' factor on the training
 			// series, as the training side's replay does: the same factor
 			// unless other series set it there. A family the file lacks
-			// (--choose-on pooled) is read at its own factor against the
-			// file's families' own.
+			// (--choose-on pooled or worst-family) is read at its own
+			// factor against the file's families' own.
 			if there := chooser.reports[rep.Family]; there != nil {
 				if there.RequestFactor > 0 && math.Abs(there.RequestFactor/rep.RequestFactor-1) > 1e-9 {
 					out.Notes = append(out.Notes, fmt.Sprintf("family %s: requests x%.3f here, x%.3f where the settings were chosen (other series set the factor there): a setting carries over as another request size", rep.Family, rep.RequestFactor, there.RequestFactor))
