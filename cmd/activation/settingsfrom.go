@@ -34,10 +34,10 @@ type settingsSource struct {
 	budget float64 // the file's --budget (its own summaries'; not the one chosen at)
 	// pooled: every result's settings are chosen on the file's pooled
 	// result (--choose-on pooled or worst-family), not on its family's;
-	// worst: with each of the file's families held to the budget there
-	// (worst-family), on worstRates.
-	pooled, worst bool
-	worstRates    *sim.Report
+	// worstRates, set with worst-family, is that result with each of the
+	// file's families held to the budget (sim.WorstFamilyRates).
+	pooled     bool
+	worstRates *sim.Report
 	// reports are the file's results by family name (sim.PooledFamily
 	// for its pooled one), as reports of curves.
 	reports  map[string]*sim.Report
@@ -96,7 +96,7 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 		}
 	}
 	src := &settingsSource{path: path, split: out.Split, budget: out.Budget, reports: map[string]*sim.Report{},
-		pooled: mode == chooseOnPooled || mode == chooseOnWorstFamily, worst: mode == chooseOnWorstFamily}
+		pooled: mode == chooseOnPooled || mode == chooseOnWorstFamily}
 	results := append([]familyResult{out.familyResult}, out.Families...)
 	for i := range results {
 		fr := &results[i]
@@ -113,7 +113,7 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 		if src.reports[sim.PooledFamily] == nil {
 			return nil, fmt.Errorf("%s: replayed one family, %s, and so has no pooled result to choose on: replay several families there, or leave out --choose-on %s", path, strings.Join(src.families, ", "), mode)
 		}
-		if src.worst {
+		if mode == chooseOnWorstFamily {
 			fams := make([]*sim.Report, len(src.families))
 			for i, f := range src.families {
 				fams[i] = src.reports[f]
@@ -136,7 +136,7 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 // (nil when it has none: a pooled result over other families).
 func (src *settingsSource) on(rep *sim.Report, families []string) *sim.Report {
 	switch {
-	case src.worst:
+	case src.worstRates != nil:
 		return src.worstRates
 	case src.pooled:
 		return src.reports[sim.PooledFamily]
@@ -315,7 +315,7 @@ func (src *settingsSource) chooseOn(rep *sim.Report, families []string, budget f
 	}
 	sf := &settingsFrom{File: src.path, Split: src.split, ChosenOn: on.Family, Budget: budget, FileBudget: src.budget}
 	if src.pooled {
-		sf.ChosenOnFamilies, sf.EachFamilyWithin = src.families, src.worst
+		sf.ChosenOnFamilies, sf.EachFamilyWithin = src.families, src.worstRates != nil
 	}
 	there := map[string]bool{}
 	for _, s := range on.Series {

@@ -447,11 +447,12 @@ func cmdSimulate(args []string, e env) error {
 		for _, name := range append(slices.Clone(familyNames), chooser.families...) {
 			fitted[name] = fittedTo(name, adm.Model(), capy.Model())
 		}
-		switch {
-		case chooser.worst:
-			out.Notes = append(out.Notes, fmt.Sprintf("--choose-on %s: each policy's settings chosen on the pooled series of %s (families %s, each series weighing the same, each family's requests sized by its own factor there), the densest there of those that keep each of those families within the budget, one setting for every family here", chooseOnWorstFamily, f.settingsFrom, strings.Join(chooser.families, ", ")))
-		case chooser.pooled:
-			out.Notes = append(out.Notes, fmt.Sprintf("--choose-on %s: each policy's settings chosen on the pooled series of %s (families %s, each series weighing the same, each family's requests sized by its own factor there), one setting for every family here", chooseOnPooled, f.settingsFrom, strings.Join(chooser.families, ", ")))
+		if chooser.pooled {
+			held := ""
+			if chooser.worstRates != nil {
+				held = ", the densest there of those that keep each of those families within the budget"
+			}
+			out.Notes = append(out.Notes, fmt.Sprintf("--choose-on %s: each policy's settings chosen on the pooled series of %s (families %s, each series weighing the same, each family's requests sized by its own factor there)%s, one setting for every family here", f.chooseOn, f.settingsFrom, strings.Join(chooser.families, ", "), held))
 		}
 		read := func(fr *familyResult, rep *sim.Report) (err error) {
 			fr.SettingsFrom, err = chooser.chooseOn(rep, familyNames, f.budget, modelThr, fitted)
