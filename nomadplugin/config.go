@@ -49,7 +49,9 @@ const (
 	// KeyMaxScaleUp, KeyMaxScaleDown: the largest move of a host's count
 	// per evaluation, "4" (replicas) or "50%" (of the current count,
 	// rounded up, at least one: engine.Step);
-	// "none" is no limit. Defaults "100%" and "50%".
+	// "none" is no limit. Defaults "100%" and "none": a falling count is
+	// the host's safe move (its replicas no longer fit), so it is not
+	// limited unless a policy asks.
 	KeyMaxScaleUp   = "max_scale_up"
 	KeyMaxScaleDown = "max_scale_down"
 	// KeyHysteresis: a move smaller than this is not made. Default "10%";
@@ -169,7 +171,7 @@ const (
 	DefaultMaxAge       = 15 * time.Minute
 	DefaultWarmup       = 2 * time.Minute
 	DefaultMaxScaleUp   = "100%"
-	DefaultMaxScaleDown = "50%"
+	DefaultMaxScaleDown = StepNone
 	DefaultHysteresis   = "10%"
 	DefaultPlacement    = PlacementCap
 	DefaultReadTimeout  = 10 * time.Second

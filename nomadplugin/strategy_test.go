@@ -385,15 +385,17 @@ func TestStepLimits(t *testing.T) {
 	// holds data, and a quota max of 78 makes the engine's count 78.
 	first, second := flatPair(2, 10)
 	cases := []struct {
-		name       string
-		role       string
-		cfg        []string
-		desired    int
-		count      int64
-		wantFinal  int
-		wantInWhy  string
-		wantHeld   int
-		wantEngine int
+		name      string
+		role      string
+		cfg       []string
+		desired   int
+		count     int64
+		wantFinal int
+		wantInWhy string
+		// wantNotInWhy, when set, must not be in the reason.
+		wantNotInWhy string
+		wantHeld     int
+		wantEngine   int
 	}{
 		{name: "2 -> 78 under max_scale_up 4 gives 6", role: RoleSecond, desired: 2, count: 2,
 			cfg:       []string{KeyMaxScaleUp, "4", PrefixSecond + KeyMax, "78", KeyPlacement, PlacementReport, KeyHysteresis, StepNone},
@@ -413,6 +415,14 @@ func TestStepLimits(t *testing.T) {
 		{name: "max_scale_down 25% inside the quota", role: RoleSecond, desired: 40, count: 40,
 			cfg:       []string{KeyMaxScaleDown, "25%", PrefixSecond + KeyMax, "60", PrefixSecond + KeyPerBranch, "0.1", KeyPlacement, PlacementReport},
 			wantFinal: 30, wantInWhy: "max_scale_down 25%: at most -10 from 40 (held back 19)", wantHeld: -19, wantEngine: 11},
+		// A scale-down is not limited unless the policy asks: the host's
+		// safe move is made at once.
+		{name: "the default max_scale_down holds nothing back", role: RoleSecond, desired: 40, count: 40,
+			cfg:       []string{PrefixSecond + KeyMax, "60", PrefixSecond + KeyPerBranch, "0.1", KeyPlacement, PlacementReport},
+			wantFinal: 11, wantNotInWhy: "max_scale_down", wantEngine: 11},
+		{name: "max_scale_down 50% halves at most", role: RoleSecond, desired: 40, count: 40,
+			cfg:       []string{KeyMaxScaleDown, "50%", PrefixSecond + KeyMax, "60", PrefixSecond + KeyPerBranch, "0.1", KeyPlacement, PlacementReport},
+			wantFinal: 20, wantInWhy: "max_scale_down 50%: at most -20 from 40 (held back 9)", wantHeld: -9, wantEngine: 11},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -430,6 +440,9 @@ func TestStepLimits(t *testing.T) {
 			}
 			if !strings.Contains(a.Reason, tc.wantInWhy) {
 				t.Errorf("reason does not say %q: %s", tc.wantInWhy, a.Reason)
+			}
+			if tc.wantNotInWhy != "" && strings.Contains(a.Reason, tc.wantNotInWhy) {
+				t.Errorf("reason says %q: %s", tc.wantNotInWhy, a.Reason)
 			}
 			if got := a.Meta[HostMeta(RoleSecond, MetaHeld)]; got != tc.wantHeld {
 				t.Errorf("held meta %v, want %d", got, tc.wantHeld)

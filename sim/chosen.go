@@ -141,7 +141,7 @@ func (rep *Report) SummarizeChosenOn(on *Report, budget float64, h Holding) (Cho
 	if s.Activation == nil || !s.Activation.WithinBudget {
 		return s, nil
 	}
-	s.GainVsBestBaseline = gain(s.Activation.Density, s.BestBaselineDensity)
+	s.GainVsBestBaseline = Gain(s.Activation.Density, s.BestBaselineDensity)
 	if gap := s.OracleDensity - s.BestBaselineDensity; gap > 0 {
 		g := (s.Activation.Density - s.BestBaselineDensity) / gap
 		s.GapClosed = &g

@@ -518,8 +518,9 @@ func Trace(r *Replay, p Policy, knob float64) (times []int64, hosts []HostSeries
 	return r.apps[0].Times[w:T], hosts, nil
 }
 
-// gain returns a/b - 1, or nil when b is 0.
-func gain(a, b float64) *float64 {
+// Gain returns a/b - 1, the gain of a density a over b, or nil when b is
+// 0 (the reports' gain_vs_* fields).
+func Gain(a, b float64) *float64 {
 	if b == 0 {
 		return nil
 	}

@@ -691,8 +691,8 @@ func (rep *Report) SummarizeHeld(budget float64, h Holding) Summary {
 		c := best(PolicyAdmissionOracle)
 		s.AdmissionOracleDensity = &c
 	}
-	s.GainVsRequestSum = gain(s.ActivationDensity, s.RequestSumDensity)
-	s.GainVsBestBaseline = gain(s.ActivationDensity, s.BestBaselineDensity)
+	s.GainVsRequestSum = Gain(s.ActivationDensity, s.RequestSumDensity)
+	s.GainVsBestBaseline = Gain(s.ActivationDensity, s.BestBaselineDensity)
 	if gap := s.OracleDensity - s.BestBaselineDensity; gap > 0 {
 		g := (s.ActivationDensity - s.BestBaselineDensity) / gap
 		s.GapClosed = &g

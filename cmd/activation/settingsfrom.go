@@ -426,7 +426,7 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom, family string) {
 		default:
 			line = fmt.Sprintf("activation %.3f (%s %s), %s vs %s", a.Density, rateName(c.Holding), rate(a), optGain(c.GainVsBestBaseline), baseline)
 			if within := byName[c.BestWithinBudget]; within != nil && c.BestWithinBudget != c.BestBaseline {
-				line += fmt.Sprintf(", %s vs the best within the budget here, %s at %s: %.3f", optGain(gainOf(a.Density, within.Density)), within.Policy, knobText(within), within.Density)
+				line += fmt.Sprintf(", %s vs the best within the budget here, %s at %s: %.3f", optGain(sim.Gain(a.Density, within.Density)), within.Policy, knobText(within), within.Density)
 			}
 			gap := "undefined"
 			if c.GapClosed != nil {
@@ -496,15 +496,6 @@ func rateName(holding string) string {
 		return "violation rate"
 	}
 	return "worse host's violation rate"
-}
-
-// gainOf is a/b - 1, nil when b is 0.
-func gainOf(a, b float64) *float64 {
-	if b == 0 {
-		return nil
-	}
-	g := a/b - 1
-	return &g
 }
 
 func optGain(v *float64) string {
