@@ -69,6 +69,8 @@ job "web" {
             min_samples = 3
             warmup      = "2m"
 
+            # A limit down (max_scale_down) keeps replicas on a host whose usage
+            # bursts; unset, a scale-down is made at once (docs/nomad/activation-quota.md).
             max_scale_up   = 4
             max_scale_down = "25%"
             hysteresis     = 2

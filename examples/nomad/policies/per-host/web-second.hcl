@@ -19,6 +19,8 @@ scaling "web-second" {
         second_group     = "back"
         second_max       = "48"
 
+        # A limit down (max_scale_down) keeps replicas on a host whose usage
+        # bursts; unset, a scale-down is made at once (docs/nomad/activation-quota.md).
         max_scale_up   = "4"
         max_scale_down = "25%"
       }

@@ -36,7 +36,10 @@ scaling "web-split" {
         warmup      = "2m" # young replicas count at the warm ones' usage (when none is warm, at no less than their request) until then
 
         # At most 4 more or a quarter fewer per evaluation; hold a change
-        # of one replica (hysteresis).
+        # of one replica (hysteresis). A limit down keeps replicas running
+        # on a host whose usage bursts (unset, a scale-down is made at once):
+        # set one where stopping many replicas at once costs more than an
+        # overloaded host (docs/nomad/activation-quota.md).
         max_scale_up   = "4"
         max_scale_down = "25%"
         hysteresis     = "2"
