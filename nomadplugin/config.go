@@ -50,8 +50,8 @@ const (
 	// per evaluation, "4" (replicas) or "50%" (of the current count,
 	// rounded up, at least one: engine.Step);
 	// "none" is no limit. Defaults "100%" and "none": a falling count is
-	// the host's safe move (its replicas no longer fit), so it is not
-	// limited unless a policy asks.
+	// mostly the host's safe move (its running replicas no longer fit), so
+	// it is not limited unless a policy asks.
 	KeyMaxScaleUp   = "max_scale_up"
 	KeyMaxScaleDown = "max_scale_down"
 	// KeyHysteresis: a move smaller than this is not made. Default "10%";

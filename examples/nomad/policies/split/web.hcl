@@ -37,7 +37,7 @@ scaling "web-split" {
 
         # At most 4 more or a quarter fewer per evaluation; hold a change
         # of one replica (hysteresis). A limit down keeps replicas running
-        # on a host whose usage bursts (unset, a scale-down is made at once):
+        # on a host whose usage bursts (unset, a scale-down is not limited):
         # set one where stopping many replicas at once costs more than an
         # overloaded host (docs/nomad/activation-quota.md).
         max_scale_up   = "4"
