@@ -415,8 +415,8 @@ func TestStepLimits(t *testing.T) {
 		{name: "max_scale_down 25% inside the quota", role: RoleSecond, desired: 40, count: 40,
 			cfg:       []string{KeyMaxScaleDown, "25%", PrefixSecond + KeyMax, "60", PrefixSecond + KeyPerBranch, "0.1", KeyPlacement, PlacementReport},
 			wantFinal: 30, wantInWhy: "max_scale_down 25%: at most -10 from 40 (held back 19)", wantHeld: -19, wantEngine: 11},
-		// A scale-down is not limited unless the policy asks: the host's
-		// safe move is made at once.
+		// A scale-down is not limited unless the policy asks (mostly the
+		// host's safe move).
 		{name: "the default max_scale_down holds nothing back", role: RoleSecond, desired: 40, count: 40,
 			cfg:       []string{PrefixSecond + KeyMax, "60", PrefixSecond + KeyPerBranch, "0.1", KeyPlacement, PlacementReport},
 			wantFinal: 11, wantNotInWhy: "max_scale_down", wantEngine: 11},

@@ -142,10 +142,7 @@ func (rep *Report) SummarizeChosenOn(on *Report, budget float64, h Holding) (Cho
 		return s, nil
 	}
 	s.GainVsBestBaseline = Gain(s.Activation.Density, s.BestBaselineDensity)
-	if gap := s.OracleDensity - s.BestBaselineDensity; gap > 0 {
-		g := (s.Activation.Density - s.BestBaselineDensity) / gap
-		s.GapClosed = &g
-	}
+	s.GapClosed = gapClosed(s.Activation.Density, s.BestBaselineDensity, s.OracleDensity)
 	return s, nil
 }
 

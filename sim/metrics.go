@@ -527,3 +527,15 @@ func Gain(a, b float64) *float64 {
 	g := a/b - 1
 	return &g
 }
+
+// gapClosed returns (d - base) / (oracle - base), the share of the gap
+// from a baseline's density to the oracle's that a density d closes, or
+// nil when the baseline is not below the oracle.
+func gapClosed(d, base, oracle float64) *float64 {
+	gap := oracle - base
+	if gap <= 0 {
+		return nil
+	}
+	g := (d - base) / gap
+	return &g
+}

@@ -693,13 +693,9 @@ func (rep *Report) SummarizeHeld(budget float64, h Holding) Summary {
 	}
 	s.GainVsRequestSum = Gain(s.ActivationDensity, s.RequestSumDensity)
 	s.GainVsBestBaseline = Gain(s.ActivationDensity, s.BestBaselineDensity)
-	if gap := s.OracleDensity - s.BestBaselineDensity; gap > 0 {
-		g := (s.ActivationDensity - s.BestBaselineDensity) / gap
-		s.GapClosed = &g
-		if s.AdmissionOracleDensity != nil {
-			c := (*s.AdmissionOracleDensity - s.BestBaselineDensity) / gap
-			s.CeilingGapClosed = &c
-		}
+	s.GapClosed = gapClosed(s.ActivationDensity, s.BestBaselineDensity, s.OracleDensity)
+	if s.AdmissionOracleDensity != nil {
+		s.CeilingGapClosed = gapClosed(*s.AdmissionOracleDensity, s.BestBaselineDensity, s.OracleDensity)
 	}
 	return s
 }
