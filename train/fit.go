@@ -327,20 +327,20 @@ func fit(p *processor, train, val *dataset, s Settings, rng *rand.Rand, lossFn l
 // reach from 1.4 to 0 of the host).
 const QuantileAlpha = 10
 
-// quantileBandLow and quantileBandHigh are the range of usage, as shares
-// of the host, whose slots the quantile loss reads: the counts a threshold
-// can choose lie where the cost is near the host's capacity, and a slot
-// far below or above it (one replica of a light workload, a hundred of a
-// heavy one) would weigh in the fit without ever being the count. (The
-// validation loss is a mean over every slot, those outside the band
-// scoring 0.)
-const quantileBandLow, quantileBandHigh float64 = 0.25, 4
+// QuantileBandLow and QuantileBandHigh are the default range of usage, as
+// shares of the host, whose slots the quantile loss reads
+// (Settings.QuantileBand): the counts a threshold can choose lie where the
+// cost is near the host's capacity, and a slot far below or above it (one
+// replica of a light workload, a hundred of a heavy one) would weigh in the
+// fit without ever being the count. (The validation loss is a mean over
+// every slot, those outside the band scoring 0.)
+const QuantileBandLow, QuantileBandHigh float64 = 0.25, 4
 
 // pinball is one slot's quantile loss at quantile tau of log cost against
 // log used, and its derivative with respect to cost; 0, 0 for a slot
-// whose used lies outside [quantileBandLow, quantileBandHigh].
-func pinball(tau, cost, used float64) (loss, dCost float64) {
-	if !(used >= quantileBandLow && used <= quantileBandHigh) {
+// whose used lies outside band.
+func pinball(tau, cost, used float64, band [2]float64) (loss, dCost float64) {
+	if !(used >= band[0] && used <= band[1]) {
 		return 0, 0
 	}
 	// A cost of 0 (both heads closed) would make the log infinite: the
@@ -358,11 +358,12 @@ func pinball(tau, cost, used float64) (loss, dCost float64) {
 func capacityQuantileLoss(p *processor, d *dataset, r int, s Settings, c *trunkCache, grad []float64) float64 {
 	c.u = d.useRow(r)
 	a, b := p.tr.eval(c.u, c)
+	band := s.quantileBand()
 	var loss, da, db float64
 	for k := 0; k < s.Slots; k++ {
 		m := float64(k + 1)
 		sm := math.Sqrt(m)
-		l, g := pinball(s.capacityQuantile(), m*a+sm*b, d.peak(r, k+1))
+		l, g := pinball(s.capacityQuantile(), m*a+sm*b, d.peak(r, k+1), band)
 		loss += l
 		da += g * m
 		db += g * sm
@@ -380,11 +381,12 @@ func admissionQuantileLoss(p *processor, d *dataset, r int, s Settings, c *trunk
 	c.u = d.useRow(r)
 	a, b := p.tr.eval(c.u, c)
 	n := d.running[r]
+	band := s.quantileBand()
 	var loss, da, db float64
 	var q queueCost
 	for k := 0; k < s.Slots; k++ {
 		cost, dCostA, dCostB := q.add(k, n, a, b, d.demand[r])
-		l, g := pinball(s.Quantile, cost, d.admissionUsed(r, k))
+		l, g := pinball(s.Quantile, cost, d.admissionUsed(r, k), band)
 		loss += l
 		da += g * dCostA
 		db += g * dCostB

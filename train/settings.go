@@ -117,6 +117,12 @@ type Settings struct {
 	// validation preferred its cost at a higher quantile (tune's
 	// candidates 29 and 32 to 37).
 	CapacityQuantile float64
+	// QuantileBand is the range of usage, as shares of the host, whose
+	// slots the quantile loss reads: a slot whose usage lies outside it
+	// scores 0. The zero value is [QuantileBandLow, QuantileBandHigh], the
+	// built-in models'. A narrower band fits the cost nearer where a
+	// threshold cuts (a cost of 1 - l/QuantileAlpha of the host).
+	QuantileBand [2]float64
 	// Calibrate shifts the capacity processor's outputs by the logits that
 	// let one output threshold serve both processors best on the
 	// validation series (replayed in the simulator's shifted scenario,
@@ -216,6 +222,15 @@ func DefaultSettings() Settings {
 		Statistics: DefaultStatistics, Trunk: TrunkMLP, Hidden: []int{24, 12},
 		Multiplex: true, MaxShift: 30, ScaleJitter: 0.1, MaxRowsPerSeries: 400, Quantile: 0.9, CapacityQuantile: 0.95,
 	}
+}
+
+// quantileBand is the band the quantile loss reads: QuantileBand, or the
+// default one when it is zero.
+func (s Settings) quantileBand() [2]float64 {
+	if s.QuantileBand == ([2]float64{}) {
+		return [2]float64{QuantileBandLow, QuantileBandHigh}
+	}
+	return s.QuantileBand
 }
 
 func (s Settings) capacityQuantile() float64 {
@@ -398,6 +413,10 @@ func (s Settings) validate() error {
 		return fmt.Errorf("capacity quantile: %v, need 0 (the quantile's) or a share in (0, 1)", s.CapacityQuantile)
 	case s.CapacityQuantile > 0 && s.Quantile == 0:
 		return fmt.Errorf("capacity quantile: %v with quantile 0 (cross-entropy): a capacity quantile needs the quantile loss (a quantile above 0)", s.CapacityQuantile)
+	case s.QuantileBand != ([2]float64{}) && !(s.QuantileBand[0] > 0 && s.QuantileBand[0] < 1 && s.QuantileBand[1] > 1 && !math.IsInf(s.QuantileBand[1], 0)):
+		return fmt.Errorf("quantile band: [%v, %v], need a low share in (0, 1) and a finite high one above 1 (the band holds the host's capacity, where a threshold cuts)", s.QuantileBand[0], s.QuantileBand[1])
+	case s.QuantileBand != ([2]float64{}) && s.Quantile == 0:
+		return fmt.Errorf("quantile band: [%v, %v] with quantile 0 (cross-entropy): a band needs the quantile loss (a quantile above 0)", s.QuantileBand[0], s.QuantileBand[1])
 	case s.CalibrateOnTrained && !s.Calibrate:
 		return fmt.Errorf("calibrate on trained: set without calibrate")
 	case !(s.HeldOutShare >= 0 && s.HeldOutShare < 1):

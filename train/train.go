@@ -366,7 +366,8 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	admFitText := "Adam on binary cross-entropy against its own replay labels (the running replicas' summed future usage plus the new replicas' demand within capacity), early stopping on a validation split by identity"
 	if s.Quantile > 0 {
 		q := strconv.FormatFloat(s.Quantile, 'g', -1, 64)
-		band := fmt.Sprintf("[%g, %g]", quantileBandLow, quantileBandHigh)
+		qb := s.quantileBand()
+		band := fmt.Sprintf("[%g, %g]", qb[0], qb[1])
 		capFitText = "Adam on the quantile (pinball) loss at " + strconv.FormatFloat(s.capacityQuantile(), 'g', -1, 64) + " of the log cost against the log of the replay's peak (k+1 phase-shifted replicas' summed usage over the next horizon), over the slots whose peak lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
 		admFitText = "Adam on the quantile (pinball) loss at " + q + " of the log cost against the log of what the queue takes in its own replay (the running replicas' summed future usage plus the new replicas' demand), over the slots where that lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
 	}
@@ -433,6 +434,9 @@ func settingsMap(s Settings) map[string]string {
 	}
 	if s.Average > 1 {
 		m["average"] = strconv.Itoa(s.Average)
+	}
+	if s.QuantileBand != ([2]float64{}) { // the default band is written as before the band was a setting
+		m["quantile_band"] = f(s.QuantileBand[0]) + " " + f(s.QuantileBand[1])
 	}
 	return m
 }

@@ -1094,7 +1094,7 @@ func TestQuantileLossCoverage(t *testing.T) {
 			a, b := p.tr.eval(tr.useRow(r), &c)
 			for k := 0; k < s.Slots; k++ {
 				u := used(r, k)
-				if u < quantileBandLow || u > quantileBandHigh {
+				if band := s.quantileBand(); u < band[0] || u > band[1] {
 					continue
 				}
 				n++
@@ -1132,8 +1132,20 @@ func TestQuantileLossCoverage(t *testing.T) {
 	} {
 		// The capacity processor's own quantile, when set, is its
 		// (CapacityQuantile); the admission processor keeps Quantile.
-		for _, q := range []struct{ tau, capTau float64 }{{0.5, 0}, {0.9, 0}, {0.5, 0.95}} {
-			s.Quantile, s.CapacityQuantile = q.tau, q.capTau
+		// A narrower band (QuantileBand) reads fewer slots, and the
+		// capacity processor's cost is the quantile over those. (Not the
+		// admission processor's: a new replica costs at least its demand,
+		// whatever the trunk says, and in a band near the host those slots
+		// weigh enough that its coverage sits below tau: 0.83 at 0.9 on
+		// these series.)
+		for _, q := range []struct {
+			tau, capTau float64
+			band        [2]float64
+		}{{0.5, 0, [2]float64{}}, {0.9, 0, [2]float64{}}, {0.5, 0.95, [2]float64{}}, {0.9, 0, [2]float64{0.5, 2}}} {
+			if c.name == "admission" && q.band != ([2]float64{}) {
+				continue
+			}
+			s.Quantile, s.CapacityQuantile, s.QuantileBand = q.tau, q.capTau, q.band
 			tau := q.tau
 			if c.name == "capacity" && q.capTau > 0 {
 				tau = q.capTau
@@ -1147,7 +1159,7 @@ func TestQuantileLossCoverage(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := coverage(p, c.used, c.cost); math.Abs(got-tau) > 0.06 {
-				t.Errorf("%s at quantile %v (capacity quantile %v): the cost covers %.3f of the slots it reads, want %v +- 0.06", c.name, q.tau, q.capTau, got, tau)
+				t.Errorf("%s at quantile %v (capacity quantile %v, band %v): the cost covers %.3f of the slots it reads, want %v +- 0.06", c.name, q.tau, q.capTau, s.quantileBand(), got, tau)
 			}
 		}
 	}
@@ -1210,6 +1222,85 @@ func TestQuantileSettingsAndProvenance(t *testing.T) {
 	}
 	if pr := res.Capacity.Provenance; pr.Settings["quantile"] != "" || pr.Settings["capacity_quantile"] != "" || pr.Metrics["val_bce"] == "" || strings.Contains(pr.Method, "pinball") {
 		t.Errorf("cross-entropy: settings %v, metrics %v, method %q; want no quantile, val_bce", pr.Settings, pr.Metrics, pr.Method)
+	}
+}
+
+// TestQuantileBandSettings: a band that does not hold the host's capacity,
+// or is not finite, is refused naming the band, as is a band on
+// cross-entropy; a pair trained with a band names it in its settings and
+// its method, and one trained without it is written as before the band
+// was a setting (the built-in models' bytes do not move).
+func TestQuantileBandSettings(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		band [2]float64
+		q    float64
+		want string
+	}{
+		{"low at 0", [2]float64{0, 2}, 0.9, "quantile band: [0, 2], need a low share in (0, 1)"},
+		{"low above the host", [2]float64{1.2, 2}, 0.9, "quantile band: [1.2, 2]"},
+		{"high below the host", [2]float64{0.5, 0.9}, 0.9, "quantile band: [0.5, 0.9]"},
+		{"high infinite", [2]float64{0.5, math.Inf(1)}, 0.9, "quantile band: [0.5, +Inf]"},
+		{"NaN", [2]float64{math.NaN(), 2}, 0.9, "quantile band: [NaN, 2]"},
+		{"cross-entropy", [2]float64{0.5, 2}, 0, "quantile band: [0.5, 2] with quantile 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := smallSettings()
+			s.QuantileBand, s.Quantile = c.band, c.q
+			if err := s.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("band %v: %v, want an error containing %q", c.band, err, c.want)
+			}
+		})
+	}
+	all := syntheticSet()
+	s := smallSettings()
+	s.QuantileBand = [2]float64{0.5, 2}
+	if err := s.Check(); err != nil {
+		t.Fatalf("band [0.5, 2]: %v", err)
+	}
+	res, err := Train(all, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*engine.Model{res.Capacity, res.Admission} {
+		if pr := m.Provenance; pr.Settings["quantile_band"] != "0.5 2" || !strings.Contains(pr.Method, "within [0.5, 2] of capacity") {
+			t.Errorf("%s: settings %v, method %q; want quantile_band 0.5 2, named in the method", m.Name, pr.Settings, pr.Method)
+		}
+	}
+	res, err = Train(all, smallSettings(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*engine.Model{res.Capacity, res.Admission} {
+		if pr := m.Provenance; pr.Settings["quantile_band"] != "" || !strings.Contains(pr.Method, "within [0.25, 4] of capacity") {
+			t.Errorf("%s: settings %v, method %q; want no quantile_band, the default band in the method", m.Name, pr.Settings, pr.Method)
+		}
+	}
+}
+
+// TestPinballReadsOnlyTheBand: a slot whose usage lies outside the band
+// scores nothing and pulls the cost nowhere; one inside scores the
+// pinball loss of the log cost, pulling the cost up when usage is above it
+// (by tau) and down when below (by 1 - tau).
+func TestPinballReadsOnlyTheBand(t *testing.T) {
+	band := [2]float64{0.5, 2}
+	for _, c := range []struct {
+		name             string
+		cost, used       float64
+		wantLoss, wantDC float64
+	}{
+		{"below the band", 1, 0.49, 0, 0},
+		{"above the band", 1, 2.01, 0, 0},
+		{"at its low edge, cost above", 1, 0.5, 0.1 * math.Log(2), 0.1},
+		{"inside, cost below", 0.5, 1, 0.9 * math.Log(2), -0.9 / 0.5},
+		{"at its high edge, cost below", 1, 2, 0.9 * math.Log(2), -0.9},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, dc := pinball(0.9, c.cost, c.used, band)
+			if math.Abs(l-c.wantLoss) > 1e-12 || math.Abs(dc-c.wantDC) > 1e-12 {
+				t.Errorf("pinball(0.9, %v, %v, %v) = %v, %v; want %v, %v", c.cost, c.used, band, l, dc, c.wantLoss, c.wantDC)
+			}
+		})
 	}
 }
 

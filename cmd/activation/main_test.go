@@ -1738,9 +1738,9 @@ func isAblation(c tuneCandidate) bool {
 	return strings.HasPrefix(c.name, "the default")
 }
 
-// TestTuneAblationCandidates: each row of the default's ablation trains
-// as the default does (the built-in models' settings) but for the one
-// thing its name says.
+// TestTuneAblationCandidates: each row of the default's ablation, and of
+// its quantile bands, trains as the default does (the built-in models'
+// settings) but for the one thing its name says.
 func TestTuneAblationCandidates(t *testing.T) {
 	base := train.DefaultSettings()
 	var def train.Settings
@@ -1773,6 +1773,10 @@ func TestTuneAblationCandidates(t *testing.T) {
 			s.Statistics = drop("max_last5", "max_last20")
 		},
 	}
+	// The quantile loss's band, narrowed and widened (candidates 62 to 67).
+	for _, b := range [][2]float64{{0.5, 2}, {0.5, 1.25}, {0.7, 1.4}, {0.1, 4}, {0.25, 10}, {0.1, 10}} {
+		want[fmt.Sprintf("the default, quantile band [%g, %g]", b[0], b[1])] = func(s *train.Settings) { s.QuantileBand = b }
+	}
 	seen := 0
 	for i, c := range tuneCandidates() {
 		if !isAblation(c) {
@@ -1798,7 +1802,7 @@ func TestTuneAblationCandidates(t *testing.T) {
 		}
 	}
 	if seen != len(want) {
-		t.Errorf("%d ablation candidates, want %d", seen, len(want))
+		t.Errorf("%d candidates named for the default, want %d", seen, len(want))
 	}
 }
 
@@ -2303,6 +2307,7 @@ func TestTrainQuantileFlag(t *testing.T) {
 		{"cross-entropy", []string{"--quantile", "0"}, "", "", "val_bce", false},
 		{"one quantile", []string{"--capacity-quantile", "0"}, "0.9", "", "val_pinball", false},
 		{"calibrated", []string{"--calibrate"}, "0.9", "0.95", "val_pinball", true},
+		{"a quantile band", []string{"--quantile-band", "0.5,2"}, "0.9", "0.95", "val_pinball", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "models")
@@ -2319,6 +2324,13 @@ func TestTrainQuantileFlag(t *testing.T) {
 					t.Fatal(err)
 				}
 				set := m.Provenance.Settings
+				band := ""
+				if slices.Contains(tc.args, "--quantile-band") {
+					band = "0.5 2"
+				}
+				if set["quantile_band"] != band {
+					t.Errorf("%s: settings %v, want quantile_band %q", f, set, band)
+				}
 				if set["quantile"] != tc.want || set["capacity_quantile"] != tc.capQ || m.Provenance.Metrics[tc.loss] == "" {
 					t.Errorf("%s: settings %v, metrics %v; want quantile %q, capacity_quantile %q and %s", f, set, m.Provenance.Metrics, tc.want, tc.capQ, tc.loss)
 				}
@@ -2336,6 +2348,8 @@ func TestTrainQuantileFlag(t *testing.T) {
 		{"--quantile", "1"}, {"--quantile", "-0.5"}, {"--quantile", "NaN"},
 		{"--capacity-quantile", "1"}, {"--capacity-quantile", "-0.1"}, {"--capacity-quantile", "NaN"},
 		{"--quantile", "0", "--capacity-quantile", "0.95"},
+		{"--quantile-band", "0.5"}, {"--quantile-band", "0.5,x"}, {"--quantile-band", "0,2"}, {"--quantile-band", "0.5,1"},
+		{"--quantile-band", "0.5,Inf"}, {"--quantile", "0", "--quantile-band", "0.5,2"},
 	} {
 		flag := bad[len(bad)-2]
 		if code, _, stderr := runCmd(t, "", false, append([]string{"train", "--traces", dir, "--out", t.TempDir()}, bad...)...); code != exitUsage || !strings.Contains(stderr, flag+": ") {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -339,6 +340,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	average := fs.Int("average", d.Average, "train each processor from `N` random starts and keep their mean: one network whose hidden layers are N times --hidden wide (0 or 1: one start; at most "+strconv.Itoa(train.MaxRestarts)+"; the "+train.TrunkMLP+" trunk on the quantile loss only). 0 by default with --restarts above 1, --quantile 0 or another trunk")
 	quantile := fs.Float64("quantile", d.Quantile, "train the admission processor's cost (and the capacity processor's, with --capacity-quantile 0) as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)); 0: both on the fit labels' cross-entropy, the "+train.TrunkMonotone+" trunk's default")
 	capq := fs.Float64("capacity-quantile", d.CapacityQuantile, "the capacity processor's quantile `Q` under the quantile loss (--quantile stays the admission processor's); 0: --quantile's. Its default is 0 with --quantile 0 or the "+train.TrunkMonotone+" trunk")
+	qband := fs.String("quantile-band", "", "the quantile loss reads the slots whose usage lies within `LOW,HIGH` shares of the host (LOW in (0, 1), HIGH above 1; default "+strconv.FormatFloat(train.QuantileBandLow, 'g', -1, 64)+","+strconv.FormatFloat(train.QuantileBandHigh, 'g', -1, 64)+")")
 	calibrate := fs.Bool("calibrate", d.Calibrate, "shift the capacity processor's outputs by the logits that let one output threshold (a margin) serve both processors best on the validation series, replayed in the shifted scenario at budgets 1% and 0.1% (nested validation found it level with none)")
 	return func() (train.Settings, error) {
 		s := d
@@ -376,6 +378,25 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		}
 		if s.CapacityQuantile > 0 && s.Quantile == 0 {
 			return s, usagef("--capacity-quantile: %v needs the quantile loss; --quantile is 0 (cross-entropy)", *capq)
+		}
+		if flagSet(fs, "quantile-band") {
+			parts := strings.Split(*qband, ",")
+			if len(parts) != 2 {
+				return s, usagef("--quantile-band: %q; want LOW,HIGH, such as 0.5,2", *qband)
+			}
+			for i, p := range parts {
+				v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+				if err != nil {
+					return s, usagef("--quantile-band: %q is not a number", p)
+				}
+				s.QuantileBand[i] = v
+			}
+			if b := s.QuantileBand; !(b[0] > 0 && b[0] < 1 && b[1] > 1 && !math.IsInf(b[1], 0)) {
+				return s, usagef("--quantile-band: %q; want LOW in (0, 1) and a finite HIGH above 1 (the band holds the host's capacity)", *qband)
+			}
+			if s.Quantile == 0 {
+				return s, usagef("--quantile-band: %q needs the quantile loss; --quantile is 0 (cross-entropy)", *qband)
+			}
 		}
 		s.Average = *average
 		if !flagSet(fs, "average") && (*trunk != train.TrunkMLP || s.Quantile == 0 || *restarts > 1) {

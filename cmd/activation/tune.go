@@ -132,6 +132,16 @@ func tuneCandidates() []tuneCandidate {
 		{"the default without dispersion (mean_std2)", theDefault(without("mean_std2"))},
 		{"the default without tail (p95, max)", theDefault(without("p95", "max"))},
 		{"the default without recent peaks (max_last5, max_last20)", theDefault(without("max_last5", "max_last20"))},
+		// The quantile loss's band of usage (train.Settings.QuantileBand):
+		// the default reads the slots whose usage lies within [0.25, 4]
+		// of the host; the cuts the budgets choose lie within [0.5, 1]. Candidates
+		// 62 to 64 narrow it, 65 to 67 widen it.
+		{"the default, quantile band [0.5, 2]", theDefault(band(0.5, 2))},
+		{"the default, quantile band [0.5, 1.25]", theDefault(band(0.5, 1.25))},
+		{"the default, quantile band [0.7, 1.4]", theDefault(band(0.7, 1.4))},
+		{"the default, quantile band [0.1, 4]", theDefault(band(0.1, 4))},
+		{"the default, quantile band [0.25, 10]", theDefault(band(0.25, 10))},
+		{"the default, quantile band [0.1, 10]", theDefault(band(0.1, 10))},
 	}
 }
 
@@ -178,6 +188,11 @@ func longer(shape func(*train.Settings), more ...func(*train.Settings)) func(*tr
 			m(s)
 		}
 	}
+}
+
+// band is the quantile loss's band of usage [lo, hi].
+func band(lo, hi float64) func(*train.Settings) {
+	return func(s *train.Settings) { s.QuantileBand = [2]float64{lo, hi} }
 }
 
 // monotone is the monotone trunk of groups x units, with the statistics
