@@ -1738,8 +1738,8 @@ func isAblation(c tuneCandidate) bool {
 	return strings.HasPrefix(c.name, "the default")
 }
 
-// TestTuneAblationCandidates: each row of the default's ablation, and of
-// its quantile bands, trains as the default does (the built-in models'
+// TestTuneAblationCandidates: each row of the default's ablation, of its
+// quantile bands and the default with trend, trains as the default does (the built-in models'
 // settings) but for the one thing its name says.
 func TestTuneAblationCandidates(t *testing.T) {
 	base := train.DefaultSettings()
@@ -1772,6 +1772,9 @@ func TestTuneAblationCandidates(t *testing.T) {
 		"the default without recent peaks (max_last5, max_last20)": func(s *train.Settings) {
 			s.Statistics = drop("max_last5", "max_last20")
 		},
+	}
+	want["the default + trend (trend_up, trend_down)"] = func(s *train.Settings) {
+		s.Statistics = append(s.Statistics, "trend_up", "trend_down")
 	}
 	// The quantile loss's band, narrowed and widened (candidates 62 to 67).
 	for _, b := range [][2]float64{{0.5, 2}, {0.5, 1.25}, {0.7, 1.4}, {0.1, 4}, {0.25, 10}, {0.1, 10}} {

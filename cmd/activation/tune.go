@@ -142,6 +142,11 @@ func tuneCandidates() []tuneCandidate {
 		{"the default, quantile band [0.1, 4]", theDefault(band(0.1, 4))},
 		{"the default, quantile band [0.25, 10]", theDefault(band(0.25, 10))},
 		{"the default, quantile band [0.1, 10]", theDefault(band(0.1, 10))},
+		// Trend (issue 10 names it), measured before on cross-entropy
+		// only (candidates 3 and 6).
+		{"the default + trend (trend_up, trend_down)", theDefault(func(s *train.Settings) {
+			s.Statistics = append(slices.Clone(s.Statistics), "trend_up", "trend_down")
+		})},
 	}
 }
 
