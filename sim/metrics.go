@@ -110,6 +110,10 @@ type Point struct {
 	SecondDensity       float64 `json:"second_host_density"`
 	FirstViolationRate  float64 `json:"first_host_violation_rate"`
 	SecondViolationRate float64 `json:"second_host_violation_rate"`
+	// WorstSeriesViolationRate is the largest of the series' own violation
+	// rates (ViolationRate is their mean): a setting whose worst series is
+	// within a budget holds every series within it.
+	WorstSeriesViolationRate float64 `json:"worst_series_violation_rate"`
 }
 
 // accum sums tallies of one knob setting over series, so that a run holds
@@ -122,6 +126,7 @@ type accum struct {
 	Excess, MemExcess                         float64
 	CPUViolations, MemoryViolations           int64
 	RoleDensity, RoleViol                     [2]float64
+	WorstViol                                 float64 // the largest series' violation rate
 }
 
 func (a *accum) add(t Tally) {
@@ -129,6 +134,7 @@ func (a *accum) add(t Tally) {
 	a.Density += t.Density()
 	a.Replicas += t.ReplicasPerHost()
 	a.Viol += t.ViolationRate()
+	a.WorstViol = max(a.WorstViol, t.ViolationRate())
 	a.CPUViol += t.CPUViolationRate()
 	a.MemViol += t.MemoryViolationRate()
 	a.Changes += t.ChangesPerHour()
@@ -147,6 +153,7 @@ func (a *accum) merge(b accum) {
 	a.Density += b.Density
 	a.Replicas += b.Replicas
 	a.Viol += b.Viol
+	a.WorstViol = max(a.WorstViol, b.WorstViol)
 	a.CPUViol += b.CPUViol
 	a.MemViol += b.MemViol
 	a.Changes += b.Changes
@@ -176,6 +183,7 @@ func (a *accum) point(knob float64) Point {
 	p.MemorySeverity = ratio(a.MemExcess, float64(a.MemoryViolations))
 	p.FirstDensity, p.SecondDensity = a.RoleDensity[0]/n, a.RoleDensity[1]/n
 	p.FirstViolationRate, p.SecondViolationRate = a.RoleViol[0]/n, a.RoleViol[1]/n
+	p.WorstSeriesViolationRate = a.WorstViol
 	return p
 }
 

@@ -342,6 +342,7 @@ func TestPoolSumsFamilies(t *testing.T) {
 	if len(p.Skipped) != 1 || p.Skipped[0].Series != "beta/short" {
 		t.Errorf("pooled skipped %+v; want beta/short", p.Skipped)
 	}
+	sawWorst := false
 	for pi, pol := range pols {
 		for k, v := range pol.Knob().Values {
 			var per []Tally
@@ -353,7 +354,22 @@ func TestPoolSumsFamilies(t *testing.T) {
 			if math.Abs(got.Density-want.Density) > 1e-12 || math.Abs(got.ViolationRate-want.ViolationRate) > 1e-12 || got.Severity != want.Severity {
 				t.Fatalf("%s %v: pooled %+v, aggregate %+v", pol.Name(), v, got, want)
 			}
+			// The worst series is the largest of the five series' own
+			// rates, across the two families.
+			worst := 0.0
+			for _, tl := range per {
+				worst = max(worst, tl.ViolationRate())
+			}
+			if got.WorstSeriesViolationRate != worst || want.WorstSeriesViolationRate != worst {
+				t.Fatalf("%s %v: worst series' violation rate pooled %v, aggregate %v; want %v", pol.Name(), v, got.WorstSeriesViolationRate, want.WorstSeriesViolationRate, worst)
+			}
+			if worst > 0 {
+				sawWorst = true
+			}
 		}
+	}
+	if !sawWorst {
+		t.Error("no setting overloaded any series: the worst series' rate was never checked above 0")
 	}
 	if _, err := Pool(a, &Report{Scenario: Yardstick()}); err == nil {
 		t.Fatal("reports of two scenarios pooled")
