@@ -110,9 +110,10 @@ type Point struct {
 	SecondDensity       float64 `json:"second_host_density"`
 	FirstViolationRate  float64 `json:"first_host_violation_rate"`
 	SecondViolationRate float64 `json:"second_host_violation_rate"`
-	// WorstSeriesViolationRate is the largest of the series' own violation
-	// rates (ViolationRate is their mean): a setting whose worst series is
-	// within a budget holds every series within it.
+	// WorstSeriesViolationRate is the largest of the replay units' own
+	// violation rates (a unit is a series, or in the two-apps scenario a
+	// pair of them; ViolationRate is their mean): a setting whose worst
+	// unit is within a budget holds every one within it.
 	WorstSeriesViolationRate float64 `json:"worst_series_violation_rate"`
 }
 

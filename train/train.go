@@ -435,7 +435,7 @@ func settingsMap(s Settings) map[string]string {
 	if s.Average > 1 {
 		m["average"] = strconv.Itoa(s.Average)
 	}
-	if s.QuantileBand != ([2]float64{}) { // the default band is written as before the band was a setting
+	if s.quantileBand() != [2]float64{QuantileBandLow, QuantileBandHigh} { // the default band, set or not, is written as before the band was a setting
 		m["quantile_band"] = f(s.QuantileBand[0]) + " " + f(s.QuantileBand[1])
 	}
 	return m

@@ -1267,6 +1267,7 @@ func TestQuantileBandSettings(t *testing.T) {
 			t.Errorf("%s: settings %v, method %q; want quantile_band 0.5 2, named in the method", m.Name, pr.Settings, pr.Method)
 		}
 	}
+	// The default band, unset or set to itself, trains the same bytes.
 	res, err = Train(all, smallSettings(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -1274,6 +1275,59 @@ func TestQuantileBandSettings(t *testing.T) {
 	for _, m := range []*engine.Model{res.Capacity, res.Admission} {
 		if pr := m.Provenance; pr.Settings["quantile_band"] != "" || !strings.Contains(pr.Method, "within [0.25, 4] of capacity") {
 			t.Errorf("%s: settings %v, method %q; want no quantile_band, the default band in the method", m.Name, pr.Settings, pr.Method)
+		}
+	}
+	s = smallSettings()
+	s.QuantileBand = [2]float64{QuantileBandLow, QuantileBandHigh}
+	same, err := Train(all, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range digestPairs(res, same) {
+		if d.a != d.b {
+			t.Errorf("%s: the default band set explicitly gives %s, unset %s", d.name, d.b, d.a)
+		}
+	}
+}
+
+// TestQuantileLossesReadTheBand: both quantile losses score each slot
+// through the settings' band: the capacity loss of a row is the sum of
+// pinball over its slots in that band, and a narrower band changes both
+// losses' totals (so neither reads the default band whatever is set).
+func TestQuantileLossesReadTheBand(t *testing.T) {
+	s := smallSettings()
+	stats, rng, tr, _ := fitData(t, s)
+	p := newProcessor(newMLPTrunk(len(stats), s.Hidden, stats, rng))
+	var c trunkCache
+	total := func(s Settings, loss lossFunc) float64 {
+		var sum float64
+		for r := 0; r < tr.rows; r++ {
+			sum += loss(p, &tr, r, s, &c, nil)
+		}
+		return sum
+	}
+	narrow := s
+	narrow.QuantileBand = [2]float64{0.5, 2}
+	for _, b := range []Settings{s, narrow} {
+		for r := 0; r < tr.rows; r++ {
+			a, bb := p.tr.eval(tr.useRow(r), &c)
+			var want float64
+			for k := 0; k < b.Slots; k++ {
+				m := float64(k + 1)
+				l, _ := pinball(b.capacityQuantile(), m*a+math.Sqrt(m)*bb, tr.peak(r, k+1), b.quantileBand())
+				want += l
+			}
+			if got := capacityQuantileLoss(p, &tr, r, b, &c, nil); math.Abs(got-want) > 1e-9*max(1, want) {
+				t.Fatalf("band %v, row %d: capacity loss %v, the slots' pinball in the band %v", b.quantileBand(), r, got, want)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		loss lossFunc
+	}{{"capacity", capacityQuantileLoss}, {"admission", admissionQuantileLoss}} {
+		if d, n := total(s, c.loss), total(narrow, c.loss); d == n || n == 0 {
+			t.Errorf("%s: loss %v with the default band, %v with [0.5, 2]; want both read, and differ", c.name, d, n)
 		}
 	}
 }

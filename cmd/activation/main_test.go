@@ -124,10 +124,18 @@ func TestSimulateJSON(t *testing.T) {
 		t.Errorf("margin %v; the activation's threshold %v is %v logits over 0.5", doc["margin"], knob, want)
 	}
 	// With each host within the budget: the densest point of the curve
-	// whose hosts both are, never looser than the pair's.
+	// whose hosts both are, never looser than the pair's. Every point
+	// gives its worst series' violation rate: with one series replayed
+	// (the held-out split of four), that series' own, the mean.
+	if n := len(doc["series"].([]any)); n != 1 {
+		t.Fatalf("%d series replayed; the worst series' check below wants one", n)
+	}
 	bestKnob, bestDensity := -1.0, -1.0
 	for _, p := range act["curve"].([]any) {
 		pm := p.(map[string]any)
+		if worst, ok := pm["worst_series_violation_rate"].(float64); !ok || math.Abs(worst-pm["violation_rate"].(float64)) > 1e-15 {
+			t.Fatalf("point at %v: worst_series_violation_rate %v, want the one series' violation_rate %v", pm["knob"], pm["worst_series_violation_rate"], pm["violation_rate"])
+		}
 		if max(pm["first_host_violation_rate"].(float64), pm["second_host_violation_rate"].(float64)) <= 0.05 && pm["density"].(float64) > bestDensity {
 			bestKnob, bestDensity = pm["knob"].(float64), pm["density"].(float64)
 		}
