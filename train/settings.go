@@ -224,6 +224,13 @@ func DefaultSettings() Settings {
 	}
 }
 
+// ValidQuantileBand reports whether b can be a QuantileBand: a low share in
+// (0, 1) and a finite high one above 1, so that the band holds the host's
+// capacity, where a threshold cuts.
+func ValidQuantileBand(b [2]float64) bool {
+	return b[0] > 0 && b[0] < 1 && b[1] > 1 && !math.IsInf(b[1], 0)
+}
+
 // quantileBand is the band the quantile loss reads: QuantileBand, or the
 // default one when it is zero.
 func (s Settings) quantileBand() [2]float64 {
@@ -413,7 +420,7 @@ func (s Settings) validate() error {
 		return fmt.Errorf("capacity quantile: %v, need 0 (the quantile's) or a share in (0, 1)", s.CapacityQuantile)
 	case s.CapacityQuantile > 0 && s.Quantile == 0:
 		return fmt.Errorf("capacity quantile: %v with quantile 0 (cross-entropy): a capacity quantile needs the quantile loss (a quantile above 0)", s.CapacityQuantile)
-	case s.QuantileBand != ([2]float64{}) && !(s.QuantileBand[0] > 0 && s.QuantileBand[0] < 1 && s.QuantileBand[1] > 1 && !math.IsInf(s.QuantileBand[1], 0)):
+	case s.QuantileBand != ([2]float64{}) && !ValidQuantileBand(s.QuantileBand):
 		return fmt.Errorf("quantile band: [%v, %v], need a low share in (0, 1) and a finite high one above 1 (the band holds the host's capacity, where a threshold cuts)", s.QuantileBand[0], s.QuantileBand[1])
 	case s.QuantileBand != ([2]float64{}) && s.Quantile == 0:
 		return fmt.Errorf("quantile band: [%v, %v] with quantile 0 (cross-entropy): a band needs the quantile loss (a quantile above 0)", s.QuantileBand[0], s.QuantileBand[1])

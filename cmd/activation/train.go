@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -391,7 +390,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 				}
 				s.QuantileBand[i] = v
 			}
-			if b := s.QuantileBand; !(b[0] > 0 && b[0] < 1 && b[1] > 1 && !math.IsInf(b[1], 0)) {
+			if !train.ValidQuantileBand(s.QuantileBand) {
 				return s, usagef("--quantile-band: %q; want LOW in (0, 1) and a finite HIGH above 1 (the band holds the host's capacity)", *qband)
 			}
 			if s.Quantile == 0 {
