@@ -1788,6 +1788,18 @@ func TestTuneAblationCandidates(t *testing.T) {
 	for _, b := range [][2]float64{{0.5, 2}, {0.5, 1.25}, {0.7, 1.4}, {0.1, 4}, {0.25, 10}, {0.1, 10}} {
 		want[fmt.Sprintf("the default, quantile band [%g, %g]", b[0], b[1])] = func(s *train.Settings) { s.QuantileBand = b }
 	}
+	// Weight decay (candidates 69 to 71).
+	for _, l2 := range []string{"1e-5", "1e-4", "1e-3"} {
+		v, err := strconv.ParseFloat(l2, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want["the default, weight decay "+l2] = func(s *train.Settings) { s.L2 = v }
+	}
+	// The step sizes (candidates 72 to 74).
+	want["the default, learning rate 5e-3"] = func(s *train.Settings) { s.LearningRate = 5e-3 }
+	want["the default, learning rate 2e-2"] = func(s *train.Settings) { s.LearningRate = 2e-2 }
+	want["the default, batches of 128"] = func(s *train.Settings) { s.BatchSize = 128 }
 	seen := 0
 	for i, c := range tuneCandidates() {
 		if !isAblation(c) {
