@@ -936,7 +936,7 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 		if why != "" || h.query.QueuedReplicas != nil {
 			return o, why
 		}
-		return s.apmStopped(windowKey(check, c, h), c, o, now), ""
+		return s.apmStopped(windowKey(check, c, h), h.role, c, o, now), ""
 	}
 	if len(r.Observation.Samples) == 0 {
 		if r.NoUsage != "" {
@@ -1002,8 +1002,9 @@ func (s *Strategy) observe(check string, c *strategyConfig, h *hostConfig, r *no
 // the same replica demand, those stand for one replica (StoppedReplicas
 // 1), so that a group stopped for its usage is not started again at its
 // request. The APM's points carry no replica count: each is read over
-// the replicas running at the evaluation, as the engine reads them.
-func (s *Strategy) apmStopped(key string, c *strategyConfig, o engine.Observation, now time.Time) engine.Observation {
+// the replicas running at the evaluation, as the engine reads them. Points
+// the engine refuses (role's rules) are not kept.
+func (s *Strategy) apmStopped(key, role string, c *strategyConfig, o engine.Observation, now time.Time) engine.Observation {
 	e := s.window(key, c, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1012,6 +1013,12 @@ func (s *Strategy) apmStopped(key string, c *strategyConfig, o engine.Observatio
 	if o.RunningReplicas > 0 {
 		if len(o.Samples) < need {
 			return o // too few to decide on: what was kept stands
+		}
+		if err := o.Validate(role); err != nil {
+			// The engine refuses this observation (a NaN, an infinite
+			// or negative figure from the query): what was kept stands,
+			// so that it does not stand for the replicas once none run.
+			return o
 		}
 		e.apmRan = nomadusage.OneReplica(e.apmRan[:0], &o)
 		e.apmDemand, e.apmAt, e.apmNone = demand, now, false

@@ -2272,6 +2272,63 @@ func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 	}
 }
 
+// TestAPMRefusedPointsNotKept: with usage = "apm", points the engine
+// refuses (a NaN from a query's division by zero, an infinite or
+// impossible figure) are not kept to stand for the replicas once none run:
+// that evaluation is refused, naming the sample, and once the group is at
+// 0 and the query reads clean points it decides again (before, the refused
+// points came back at every evaluation with none running, and a group at
+// 0 was never started again). A refused evaluation after a clean one
+// leaves the clean one's points standing.
+func TestAPMRefusedPointsNotKept(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		bad       float64
+		goodFirst bool
+	}{
+		{"NaN", math.NaN(), false},
+		{"+Inf", math.Inf(1), false},
+		{"above the bound", 5e9, false},
+		{"NaN after a clean evaluation", math.NaN(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idle, second := flatPair(1, 500)
+			cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
+			rd, run := apmRig(t, idle, second, cfg)
+			t0 := idle.Samples[0].Time
+			if tc.goodFirst {
+				if a := run(t0+60, 20000, 1); a.Count != 0 {
+					t.Fatalf("the premise fails: a replica using the whole host is kept: %d (%s)", a.Count, a.Reason)
+				}
+			}
+			a := run(t0+120, tc.bad, 1)
+			if a.Count != 1 || !strings.Contains(a.Reason, "no scaling") || !strings.Contains(a.Reason, "usage_samples[0].cpu_mhz") {
+				t.Fatalf("evaluation on %v: count %d (%s); want it refused, naming the sample, the count kept", tc.bad, a.Count, a.Reason)
+			}
+			stopped := idle
+			stopped.RunningReplicas, stopped.RequestedCPUMHz, stopped.RequestedMemoryMB = 0, 0, 0
+			rd.mu.Lock()
+			rd.obs[engine.RoleFirst] = stopped
+			rd.mu.Unlock()
+			for i, at := range []int64{t0 + 600, t0 + 1200} {
+				a := run(at, 0, 0)
+				if strings.Contains(a.Reason, "no scaling") {
+					t.Fatalf("evaluation %d with none running, the query clean: %s; the refused points came back", i+1, a.Reason)
+				}
+				if tc.goodFirst {
+					// The clean evaluation's points stand: the replica
+					// that used the whole host is not started again.
+					if a.Count != 0 || !strings.Contains(a.Reason, "counted at what the replicas that stopped used") {
+						t.Errorf("evaluation %d with none running: count %d (%s); want 0, on what the stopped replica used", i+1, a.Count, a.Reason)
+					}
+				} else if a.Count == 0 {
+					t.Errorf("evaluation %d with none running, the query clean: still 0 (%s)", i+1, a.Reason)
+				}
+			}
+		})
+	}
+}
+
 // TestSplitLoweringNotAppliedThroughRun: through Run, a split at an
 // unchanged sum whose shrinking group is overloaded lowers the sum first;
 // evaluated again at the same counts (the agent did not apply it: a policy

@@ -1237,6 +1237,75 @@ func TestCoreMHz(t *testing.T) {
 	}
 }
 
+// TestReaderCoreMHzAcrossRefreshes: a host named by a filter is read by
+// ID while its resolution is fresh and listed again after ResolveTTL. A
+// node listing never carries cpu.numcores (Nomad's stubs hold os.name at
+// most), so on a node with cores withheld (reserved.cores: Nomad 1.7+
+// counts the usable ones in TotalCpuCores) a core's MHz read 2,000 by ID
+// and 4,000 at each refresh, and a replica's reservation for cores moved
+// with it once a minute. The refresh keeps the count the read by ID gave.
+func TestReaderCoreMHzAcrossRefreshes(t *testing.T) {
+	testsupport.StandinOnly(t, "a node with cores withheld, its answers rewritten")
+	p := newPair(t, 1)
+	// 16,000 MHz over 8 cores, 4 of them usable.
+	withheld := func(res map[string]any) {
+		if res == nil {
+			return
+		}
+		cpu, _ := res["Cpu"].(map[string]any)
+		cpu["CpuShares"], cpu["TotalCpuCores"] = 16000, 4
+	}
+	client := rewritingClient(t, p.s.URL(), func(path string) bool {
+		return path == "/v1/nodes" || path == "/v1/node/"+p.nodeA
+	}, func(path string, body []byte) ([]byte, error) {
+		if path == "/v1/nodes" {
+			var stubs []map[string]any
+			if err := json.Unmarshal(body, &stubs); err != nil {
+				return nil, err
+			}
+			for _, n := range stubs {
+				res, _ := n["NodeResources"].(map[string]any)
+				withheld(res)
+				if attrs, ok := n["Attributes"].(map[string]any); ok {
+					if _, has := attrs["cpu.numcores"]; has {
+						return nil, fmt.Errorf("the stand-in's listing carries cpu.numcores: Nomad's does not")
+					}
+				}
+			}
+			return json.Marshal(stubs)
+		}
+		var n map[string]any
+		if err := json.Unmarshal(body, &n); err != nil {
+			return nil, err
+		}
+		res, _ := n["NodeResources"].(map[string]any)
+		withheld(res)
+		n["Attributes"].(map[string]any)["cpu.numcores"] = "8"
+		return json.Marshal(n)
+	})
+	now := time.Unix(1_700_000_000, 0)
+	rd := &Reader{Client: client, Now: func() time.Time { return now }}
+	sel := HostSelector{Name: "host-a"}
+	var got []float64
+	for i := range 6 {
+		n, err := rd.node(context.Background(), sel)
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		if n.id != p.nodeA {
+			t.Fatalf("read %d: node %s, want %s", i, n.id, p.nodeA)
+		}
+		got = append(got, n.coreMHz())
+		now = now.Add(ResolveTTL / 2) // a listing every other read
+	}
+	// The first read lists the node before any read by ID: it cannot know
+	// every core yet. From the first read by ID on, every read agrees.
+	want := []float64{4000, 2000, 2000, 2000, 2000, 2000}
+	if !slices.Equal(got, want) {
+		t.Errorf("a core's MHz over the reads (listing, by ID, listing...): %v, want %v", got, want)
+	}
+}
+
 // statsEditingClient is a client for p's stand-in whose answers to the
 // stats reads of the allocations ids pass through edit (decoded as JSON
 // objects), the allocation's ID given.

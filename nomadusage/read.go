@@ -48,6 +48,11 @@ const ResolveTTL = time.Minute
 type resolvedNode struct {
 	id string
 	at time.Time
+	// numCores is the node's cpu.numcores from its last read by ID: a
+	// node listing never carries it (Nomad's stubs hold os.name at most),
+	// so a refresh by listing keeps it, and a replica's reservation for
+	// cores does not change with each refresh.
+	numCores int
 }
 
 func (r *Reader) now() time.Time {
@@ -68,8 +73,10 @@ func (r *Reader) node(ctx context.Context, sel HostSelector) (*node, error) {
 		return findNode(ctx, r.Client, sel)
 	}
 	key := sel.String()
+	var prev resolvedNode
 	if v, ok := r.resolved.Load(key); ok {
 		rn, _ := v.(resolvedNode)
+		prev = rn
 		if r.now().Sub(rn.at) < ResolveTTL {
 			n, _, err := r.Client.Nodes().Info(rn.id, (&api.QueryOptions{}).WithContext(ctx))
 			switch {
@@ -77,7 +84,12 @@ func (r *Reader) node(ctx context.Context, sel HostSelector) (*node, error) {
 				// A named node that went down may have been replaced under
 				// its name: the listing below finds the one that is not
 				// down, as findNode does.
-				return nodeFromInfo(n), nil
+				out := nodeFromInfo(n)
+				if out.numCores > 0 && out.numCores != rn.numCores {
+					rn.numCores = out.numCores
+					r.resolved.Store(key, rn)
+				}
+				return out, nil
 			case err != nil && !nomadconn.IsStatus(err, http.StatusNotFound):
 				return nil, fmt.Errorf("read node %s for host %s: %w", rn.id, sel, err)
 			}
@@ -88,7 +100,10 @@ func (r *Reader) node(ctx context.Context, sel HostSelector) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.resolved.Store(key, resolvedNode{id: n.id, at: r.now()})
+	if n.numCores == 0 && n.id == prev.id {
+		n.numCores = prev.numCores // the listing does not carry it
+	}
+	r.resolved.Store(key, resolvedNode{id: n.id, at: r.now(), numCores: n.numCores})
 	return n, nil
 }
 
