@@ -449,6 +449,13 @@ func TestExplainBadRequest(t *testing.T) {
 		{"a sample's memory null", edit(func(d map[string]any) { sample(d, "first", 1)["memory_mb"] = nil }), []string{"--request", "-"}, exitError, "field first.usage_samples[1].memory_mb: null"},
 		{"an empty host", edit(func(d map[string]any) { d["first"] = map[string]any{} }), []string{"--request", "-"}, exitError, "fields first.cpu_capacity_mhz, first.usage_samples, first.requested_cpu_mhz, first.running_replicas and first.replica_cpu_demand_mhz: missing (required)"},
 		{"a null host", edit(func(d map[string]any) { d["second"] = nil }), []string{"--request", "-"}, exitError, "field second: null"},
+		// An optional field null is refused too, not read as left out: a
+		// null queue offered every slot where [] offers none (a template
+		// that renders null for an empty queue got 14 containers for 4).
+		{"a null queue", edit(func(d map[string]any) { d["first"].(map[string]any)["queued_replicas"] = nil }), []string{"--request", "-"}, exitError, "field first.queued_replicas: null"},
+		{"a null quota", edit(func(d map[string]any) { d["first_quota"] = nil }), []string{"--request", "-"}, exitError, "field first_quota: null"},
+		{"a quota's min null", edit(func(d map[string]any) { d["second_quota"] = map[string]any{"min": nil} }), []string{"--request", "-"}, exitError, "field second_quota.min: null"},
+		{"a host's margin null", edit(func(d map[string]any) { d["first_margin"] = nil }), []string{"--request", "-"}, exitError, "field first_margin: null"},
 		{"running replicas left out", edit(func(d map[string]any) { delete(d["second"].(map[string]any), "running_replicas") }), []string{"--request", "-"}, exitError, "field second.running_replicas: missing (required)"},
 		{"a string for a sample's usage", edit(func(d map[string]any) { sample(d, "first", 4)["cpu_mhz"] = "12" }), []string{"--request", "-"}, exitError, `field first.usage_samples[4].cpu_mhz: the string "12": want a number`},
 		{"a fraction for a sample's time", edit(func(d map[string]any) { sample(d, "first", 1)["time"] = 1717200060.5 }), []string{"--request", "-"}, exitError, "field first.usage_samples[1].time: 1717200060.5: want a whole number"},

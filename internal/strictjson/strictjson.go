@@ -42,8 +42,9 @@ func CheckKnown(data []byte, v any) error {
 // ("first.usage_samples[3].cpu_mhz"), what Go's decoder would read as a
 // zero value without a word: a field of a struct that does not decode
 // itself left out although its tag has neither omitempty nor omitzero (a
-// required field), null given for a field that is not a pointer, slice,
-// map or interface, a value of the wrong JSON type for a number, string,
+// required field), null given for any field (an optional one is left
+// out: null and "left out" need not mean the same, as an empty list and no
+// list do not; a type that decodes itself reads its own null), a value of the wrong JSON type for a number, string,
 // boolean, object or array field, and a number its field cannot hold (a
 // fraction or 1e20 for an int64, 1e400 for a float64); the decoder's own
 // errors for the last two name the field without the index of the array
@@ -195,15 +196,12 @@ func (w *walker) walkObject(t reflect.Type, path string, self bool) error {
 	return fmt.Errorf("fields %s and %s: missing (required)", strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])
 }
 
-// scalarFits reports, naming path, a null for a type that cannot hold
-// one (Go's decoder leaves the zero value) and a JSON value of the wrong
-// kind for a number, string or boolean.
+// scalarFits reports, naming path, a null (Go's decoder leaves the zero
+// value, or no value: a nil list, which a field may read otherwise than
+// an empty one) and a JSON value of the wrong kind for a number, string or
+// boolean.
 func scalarFits(tok json.Token, t reflect.Type, path string) error {
 	if tok == nil {
-		switch t.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-			return nil
-		}
 		if t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler) {
 			return nil
 		}

@@ -123,7 +123,12 @@ func TestCheckComplete(t *testing.T) {
 	}{
 		{"complete", `{"shared":"s","samples":[{"time":1,"cpu":2},{"time":2,"cpu":0,"mem":1}]}`, ""},
 		{"optional fields given", `{"shared":"s","samples":[],"name":"a","on":true,"quota":{"min":1},"labels":{"x":"y"},"layer":{"mode":"m"}}`, ""},
-		{"optional nulls of pointers, maps", `{"shared":"s","samples":[],"quota":null,"labels":null,"deep":null}`, ""},
+		{"optional fields left out", `{"shared":"s","samples":[]}`, ""},
+		{"null for an optional object", `{"shared":"s","samples":[],"quota":null}`, "field quota: null"},
+		{"null for an optional map", `{"shared":"s","samples":[],"labels":null}`, "field labels: null"},
+		{"null for a field inside an optional object", `{"shared":"s","samples":[],"quota":{"min":null}}`, "field quota.min: null"},
+		{"null for a list", `{"shared":"s","samples":null}`, "field samples: null"},
+		{"null for a pointer field", `{"shared":"s","samples":[],"deep":null}`, "field deep: null"},
 		{"a required field left out", `{"shared":"s","samples":[{"time":1,"cpu":2},{"time":2}]}`, "field samples[1].cpu: missing (required)"},
 		{"a required list left out", `{"shared":"s"}`, "field samples: missing (required)"},
 		{"an embedded struct's required field", `{"samples":[]}`, "field shared: missing (required)"},
