@@ -292,17 +292,26 @@ func (h *HostDecision) Reason() string {
 		fmt.Fprintf(&b, " (%s refused: %s)", h.Refused.Name, h.Refused.Resource)
 	}
 	fmt.Fprintf(&b, "; %s activated branches", h.BranchTotal)
+	// The host bound the amount, and the count asks for more replicas
+	// than the models find it can run: a quota's min above it (a user
+	// trial read only "clamped"), or a per_branch above 1. The count is
+	// read in replicas, as the placement reads it; the amount is what the
+	// host fits.
+	over := 0
+	if h.Limit == LimitCPU || h.Limit == LimitMemory {
+		over = max(h.Containers-h.Amount, 0)
+	}
 	if h.Clamped {
 		bound := "max"
 		if h.Unclamped < h.Quota.Min {
 			bound = "min"
 		}
 		fmt.Fprintf(&b, "; clamped from %d to the quota's %s", h.Unclamped, bound)
-		if bound == "min" && (h.Limit == LimitCPU || h.Limit == LimitMemory) {
-			// The host bound the amount: the min asks for more than the
-			// models find it can run (a user trial read only "clamped").
-			fmt.Fprintf(&b, ", %d above what the host fits by its %s: expect it overloaded", h.Containers-h.Unclamped, h.Limit)
+		if over > 0 {
+			fmt.Fprintf(&b, ", %d above what the host fits by its %s: expect it overloaded", over, h.Limit)
 		}
+	} else if over > 0 {
+		fmt.Fprintf(&b, "; %d above what the host fits by its %s (per_branch %s): expect it overloaded", over, h.Limit, strconv.FormatFloat(h.Quota.PerBranch, 'g', -1, 64))
 	}
 	if h.Hold != nil {
 		fmt.Fprintf(&b, "; hold band %s: %d to %d", strconv.FormatFloat(h.Hold.Band, 'g', -1, 64), h.Hold.Low, h.Hold.High)

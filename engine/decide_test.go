@@ -568,3 +568,48 @@ func TestExplanationMinAboveSafe(t *testing.T) {
 		})
 	}
 }
+
+// With a per_branch other than 1 the overload is read against the
+// replicas the host fits (the amount), as the placement reads the count,
+// not against the scaled count: a min that lifts half the amount to less
+// than the amount does not overload the host; a per_branch of 2 asks for
+// twice what it fits, clamped or not (a review found the first warned
+// and the second did not).
+func TestExplanationOverloadPerBranch(t *testing.T) {
+	o := testsupport.Flat(8000, 4, 600, 600, 30) // about 12 replicas fit
+	for _, tc := range []struct {
+		name      string
+		min, max  int
+		perBranch float64
+		overload  bool
+	}{
+		{"half, lifted by a min below the amount", 8, 60, 0.5, false},
+		{"half, lifted by a min above the amount", 30, 60, 0.5, true},
+		{"twice, not clamped", 0, 100, 2, true},
+		{"twice, clamped by a max at the amount", 0, 5, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := Quota{Min: tc.min, Max: tc.max, PerBranch: tc.perBranch, Rounding: RoundNearest}.Spec()
+			d, err := Decide(HostInput{Observation: &o, Quota: q}, HostInput{Observation: &o, Quota: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, hd := range []HostDecision{d.First, d.Second} {
+				if hd.Limit != LimitCPU {
+					t.Fatalf("%s host: bound by %s, want cpu (the premise)", hd.Role, hd.Limit)
+				}
+				if tc.perBranch == 0.5 && hd.Containers != tc.min {
+					t.Fatalf("%s host: %d containers from %d, want the min %d (the premise)", hd.Role, hd.Containers, hd.Amount, tc.min)
+				}
+				if tc.max == 5 && hd.Amount < 5 {
+					t.Fatalf("%s host: amount %d, want at least 5 (the premise)", hd.Role, hd.Amount)
+				}
+				reason := hd.Reason()
+				want := fmt.Sprintf("%d above what the host fits by its cpu", hd.Containers-hd.Amount)
+				if got := strings.Contains(reason, "expect it overloaded"); got != tc.overload || (got && !strings.Contains(reason, want)) {
+					t.Errorf("%s host: %d containers, amount %d: reason %q; want overload %v (%q)", hd.Role, hd.Containers, hd.Amount, reason, tc.overload, want)
+				}
+			}
+		})
+	}
+}
