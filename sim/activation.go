@@ -85,7 +85,8 @@ const (
 	// quota stays one container per activated branch).
 	KnobOutputThreshold = "output_threshold"
 	// KnobPerBranch sweeps both quotas' per-branch scale with the models as
-	// they are.
+	// they are, rounded to the nearest count as the front ends' quotas are
+	// by default, so that a setting it reports is the quota that gives it.
 	KnobPerBranch = "per_branch"
 )
 
@@ -329,7 +330,7 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 			dec.quotas[j] = engine.Quota{Min: 0, Max: limit, PerBranch: 1, Rounding: engine.RoundNearest}
 			dec.thresholds[j] = v
 		} else {
-			dec.quotas[j] = engine.Quota{Min: 0, Max: limit, PerBranch: v, Rounding: engine.RoundFloor}
+			dec.quotas[j] = engine.Quota{Min: 0, Max: limit, PerBranch: v, Rounding: engine.RoundNearest}
 		}
 	}
 	dec.sweepers = [2]*engine.Sweeper{a.adm.NewSweeper(), a.capy.NewSweeper()}

@@ -167,7 +167,10 @@ func TestActivationConfigErrors(t *testing.T) {
 	}
 }
 
-// The per-branch knob scales the engine's amounts through its quota.
+// The per-branch knob scales the engine's amounts through its quota, the
+// front ends' default one with that per_branch: a setting the replay
+// reports is the quota a user writes (it rounded down, where the front
+// ends round to the nearest count: a review).
 func TestActivationPerBranch(t *testing.T) {
 	all := loadCrane(t)
 	r, err := Prepare(all[0], Shifted(), 1)
@@ -181,6 +184,7 @@ func TestActivationPerBranch(t *testing.T) {
 	half, _ := p.New(r, 0.5)
 	one, _ := p.New(r, 1)
 	a, b := make([]int, 2), make([]int, 2)
+	odd := 0
 	for d := 0; d < r.Decisions(); d += 503 {
 		prev := []int{10, 10}
 		if err := half.Decide(d, prev, a); err != nil {
@@ -189,11 +193,29 @@ func TestActivationPerBranch(t *testing.T) {
 		if err := one.Decide(d, prev, b); err != nil {
 			t.Fatal(err)
 		}
-		for h := range a {
-			if want := b[h] / 2; a[h] != want { // floor(amount x 0.5)
-				t.Fatalf("decision %d host %d: per_branch 0.5 gives %d, per_branch 1 gives %d", d, h, a[h], b[h])
+		var first, second engine.Observation
+		r.Observation(0, d, prev[0], engine.RoleFirst, "first", &first)
+		r.Observation(1, d, prev[1], engine.RoleSecond, "second", &second)
+		pb := 0.5
+		q := &engine.QuotaSpec{PerBranch: &pb} // what an HCL quota with per_branch alone gives
+		want, err := engine.Decide(engine.HostInput{Observation: &first, Quota: q}, engine.HostInput{Observation: &second, Quota: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for h, hd := range []engine.HostDecision{want.First, want.Second} {
+			if a[h] != hd.Containers {
+				t.Fatalf("decision %d host %d: per_branch 0.5 gives %d, the engine's quota with per_branch 0.5 %d", d, h, a[h], hd.Containers)
+			}
+			if b[h] != hd.Amount {
+				t.Fatalf("decision %d host %d: per_branch 1 gives %d, the engine's amount %d", d, h, b[h], hd.Amount)
+			}
+			if b[h]%2 == 1 {
+				odd++ // where rounding down and to the nearest differ
 			}
 		}
+	}
+	if odd == 0 {
+		t.Error("no odd amount among the decisions read: the rounding is not tested")
 	}
 }
 
