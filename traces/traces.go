@@ -42,6 +42,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
@@ -482,6 +483,9 @@ func Scan(dir string) ([]Ref, error) {
 		return nil, fmt.Errorf("traces: %s is not a directory", dir)
 	}
 	family := FamilyName(dir)
+	if !textName(family) {
+		return nil, fmt.Errorf("traces: %s: the directory's name, the family's, is not valid UTF-8 text or holds a control character (%q): rename it; reports and models name the family", dir, family)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)
@@ -766,11 +770,31 @@ func seriesName(file string) (string, bool) {
 // once records that series name is read from path, and refuses a second
 // file of the same series in one directory (a.csv and a.CSV).
 func once(seen map[string]string, name, path string) error {
+	if !textName(name) {
+		// JSON reports and the models' provenance would write U+FFFD in
+		// its place: two series under one name, and a held-out split
+		// that cannot match it against what a model was trained on.
+		return fmt.Errorf("traces: %q: the file's name, the series' identity, is not valid UTF-8 text or holds a control character: rename it", path)
+	}
 	if prev, ok := seen[name]; ok {
 		return fmt.Errorf("traces: %s and %s hold the same series %q: keep one", prev, path, name)
 	}
 	seen[name] = path
 	return nil
+}
+
+// textName reports whether a series or family name is valid UTF-8 text
+// without control characters, as reports and models write it.
+func textName(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // LoadDir reads every series of a trace directory (see Scan), sorted by

@@ -344,6 +344,11 @@ func TestScanErrors(t *testing.T) {
 		// the extension's case does not matter, so one series twice is refused
 		{"one series twice, flat", map[string]string{"vm.csv": "ts,value\n100,1\n200,2\n", "vm.CSV": "ts,value\n100,1\n200,2\n"}, `vm.csv hold the same series "vm"`},
 		{"one series twice, nested", map[string]string{"d1/vm.Csv": "ts,value\n100,1\n200,2\n", "d1/vm.csv": "ts,value\n300,1\n400,2\n"}, `d1/vm.csv hold the same series "vm"`},
+		// reports and models wrote U+FFFD for the invalid bytes: v\xff and
+		// v\xfe were two series under one name (a review)
+		{"a name not UTF-8, flat", map[string]string{"v\xff.csv": "ts,value\n100,1\n200,2\n", "v\xfe.csv": "ts,value\n100,1\n200,2\n"}, `v\xfe.csv": the file's name, the series' identity, is not valid UTF-8`},
+		{"a name not UTF-8, nested", map[string]string{"d1/v\xff.csv": "ts,value\n100,1\n200,2\n"}, `v\xff.csv": the file's name, the series' identity, is not valid UTF-8`},
+		{"a control character in a name", map[string]string{"v\nw.csv": "ts,value\n100,1\n200,2\n"}, `v\nw.csv": the file's name`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -356,6 +361,12 @@ func TestScanErrors(t *testing.T) {
 	}
 	if _, err := Scan(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Fatal("a missing directory scanned")
+	}
+	// The family is the directory's name.
+	fam := filepath.Join(t.TempDir(), "fam\xff")
+	writeFiles(t, fam, map[string]string{"vm.csv": "ts,value\n100,1\n200,2\n"})
+	if _, err := Scan(fam); err == nil || !strings.Contains(err.Error(), "the directory's name, the family's, is not valid UTF-8") {
+		t.Fatalf("a family not UTF-8: %v", err)
 	}
 }
 
