@@ -224,6 +224,11 @@ func (d *hostUsageDataSource) ValidateConfig(ctx context.Context, req datasource
 		resp.Diagnostics.AddAttributeError(path.Root(huReplicaCPU), "Replica demand needed",
 			"Attribute replica_cpu_demand_mhz must be set when no job is named: the demand of one replica is otherwise taken from the job's task group.")
 	}
+	// The values the observation takes, as far as they are known (the
+	// read checks them again).
+	var q nomadusage.Query
+	q.Label = m.Label.ValueString()
+	m.checkValues(&q, &resp.Diagnostics)
 	// (samples or sample_interval_seconds out of range: their validators
 	// say so, and the waits mean nothing)
 	if rp, diags, known := m.readPlan(ctx); known && rp.samples >= 1 && rp.samples <= maxHostUsageReads &&
@@ -274,36 +279,52 @@ func (m *hostUsageModel) query(defaultNamespace string, diags *diag.Diagnostics)
 	if q.Namespace == "" {
 		q.Namespace = defaultNamespace
 	}
+	ok := m.checkValues(&q, diags)
+	return q, ok && !diags.HasError()
+}
+
+// checkValues reads the values passed to the observation into q and
+// checks them against the engine's rules, naming the attribute: at
+// ValidateConfig for those known then (a read put off to apply, its node
+// known only then, would otherwise refuse them after other resources were
+// created), and again before a read asks Nomad anything. An unknown or
+// null value is not checked.
+func (m *hostUsageModel) checkValues(q *nomadusage.Query, diags *diag.Diagnostics) bool {
 	var why string
+	ok := true
 	if q.ReplicaCPUDemandMHz, why = figure(m.ReplicaCPUDemandMHz); why != "" {
 		diags.AddAttributeError(path.Root(huReplicaCPU), "Invalid value", attributeDetail(path.Root(huReplicaCPU), why))
+		ok = false
 	}
 	if q.ReplicaMemoryDemandMB, why = figure(m.ReplicaMemoryDemandMB); why != "" {
 		diags.AddAttributeError(path.Root(huReplicaMemory), "Invalid value", attributeDetail(path.Root(huReplicaMemory), why))
+		ok = false
 	}
 	if q.WantedReplicas, why = count(m.WantedReplicas); why != "" {
 		diags.AddAttributeError(path.Root(huWantedReplicas), "Invalid value", attributeDetail(path.Root(huWantedReplicas), why))
+		ok = false
 	}
-	if diags.HasError() {
-		return q, false
+	if !ok {
+		return false
 	}
-	// The values passed to the observation meet the engine's rules, checked
-	// before Nomad is asked anything: a probe observation with the largest
-	// capacity the engine accepts, so that only these values' own rules
-	// can fail.
+	// A probe observation with the largest capacity the engine accepts,
+	// so that only these values' own rules can fail.
 	probe := engine.Observation{
 		Host: q.Label, CPUCapacityMHz: engine.MaxResource, MemoryCapacityMB: engine.MaxResource,
 		Samples:             []engine.Sample{{}},
 		ReplicaCPUDemandMHz: q.ReplicaCPUDemandMHz, ReplicaMemoryDemandMB: q.ReplicaMemoryDemandMB, WantedReplicas: q.WantedReplicas,
 	}
-	if m.ReplicaCPUDemandMHz.IsNull() {
-		probe.ReplicaCPUDemandMHz = 1 // taken from the task group
+	if m.ReplicaCPUDemandMHz.IsNull() || m.ReplicaCPUDemandMHz.IsUnknown() {
+		probe.ReplicaCPUDemandMHz = 1 // taken from the task group, or not known yet
+	}
+	if m.Label.IsUnknown() {
+		probe.Host = ""
 	}
 	if err := probe.Validate("activation_host_usage"); err != nil {
 		addObservationError(diags, err)
-		return q, false
+		return false
 	}
-	return q, true
+	return true
 }
 
 // addObservationError reports each of an engine refusal's problems on the

@@ -1810,3 +1810,63 @@ func TestHostUsageMemoryUnmeasured(t *testing.T) {
 		t.Errorf("measured memory: diagnostics %q, sample %v MB; want none and %v", d, mem, 2*40)
 	}
 }
+
+// TestHostUsageValidateValues: validate refuses the values the observation
+// takes (the replica demands, wanted_replicas, the label) as soon as they
+// are known, naming the attribute, even while the node is unknown: OpenTofu
+// puts such a read off to apply, where the refusal came after other
+// resources were created (found by a review). Unknown values are not
+// judged.
+func TestHostUsageValidateValues(t *testing.T) {
+	ctx := context.Background()
+	num := func(f float64) types.Number { return types.NumberValue(big.NewFloat(f)) }
+	cases := []struct {
+		name     string
+		mutate   func(m *hostUsageModel)
+		wantPath string // "" for no diagnostic
+		want     string
+	}{
+		{"good values", func(m *hostUsageModel) {
+			m.ReplicaCPUDemandMHz, m.ReplicaMemoryDemandMB, m.WantedReplicas = num(500), num(256), num(3)
+		}, "", ""},
+		{"a negative CPU demand", func(m *hostUsageModel) { m.ReplicaCPUDemandMHz = num(-5) }, huReplicaCPU, "replica_cpu_demand_mhz"},
+		{"a zero CPU demand", func(m *hostUsageModel) { m.ReplicaCPUDemandMHz = num(0) }, huReplicaCPU, "replica_cpu_demand_mhz"},
+		{"a negative memory demand", func(m *hostUsageModel) { m.ReplicaMemoryDemandMB = num(-1) }, huReplicaMemory, "replica_memory_demand_mb"},
+		{"a fraction of a replica", func(m *hostUsageModel) { m.WantedReplicas = num(1.5) }, huWantedReplicas, "is 1.5; it must be a whole number"},
+		{"negative wanted replicas", func(m *hostUsageModel) { m.WantedReplicas = num(-1) }, huWantedReplicas, "wanted_replicas"},
+		{"a control character in the label", func(m *hostUsageModel) { m.Label = types.StringValue("a\nb") }, huLabel, "label"},
+		{"demand unknown", func(m *hostUsageModel) { m.ReplicaCPUDemandMHz = types.NumberUnknown() }, "", ""},
+		{"wanted unknown", func(m *hostUsageModel) { m.WantedReplicas = types.NumberUnknown() }, "", ""},
+		{"label unknown", func(m *hostUsageModel) { m.Label = types.StringUnknown() }, "", ""},
+	}
+	ds := &hostUsageDataSource{}
+	var sresp datasource.SchemaResponse
+	ds.Schema(ctx, datasource.SchemaRequest{}, &sresp)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := nullUsageModel()
+			// the node known only at apply: the read is put off
+			m.NodeID, m.Job = types.StringUnknown(), types.StringValue(usageJob)
+			c.mutate(&m)
+			st := tfsdk.State{Schema: sresp.Schema}
+			if diags := st.Set(ctx, &m); diags.HasError() {
+				t.Fatal(diags)
+			}
+			var resp datasource.ValidateConfigResponse
+			ds.ValidateConfig(ctx, datasource.ValidateConfigRequest{Config: tfsdk.Config{Schema: sresp.Schema, Raw: st.Raw}}, &resp)
+			if c.wantPath == "" {
+				if len(resp.Diagnostics) != 0 {
+					t.Fatalf("diagnostics %v, want none", resp.Diagnostics)
+				}
+				return
+			}
+			if len(resp.Diagnostics) != 1 {
+				t.Fatalf("diagnostics %v, want one", resp.Diagnostics)
+			}
+			d, ok := resp.Diagnostics[0].(diag.DiagnosticWithPath)
+			if !ok || d.Path().String() != c.wantPath || !strings.Contains(d.Detail(), c.want) {
+				t.Fatalf("diagnostic %v (%s), want at %s with %q", resp.Diagnostics[0], resp.Diagnostics[0].Detail(), c.wantPath, c.want)
+			}
+		})
+	}
+}

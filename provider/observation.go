@@ -338,7 +338,10 @@ func whole(v types.Number) (int64, string) {
 	}
 	b := v.ValueBigFloat()
 	if !b.IsInt() {
-		return 0, "is " + b.Text('g', 10) + "; it must be a whole number"
+		// 20 digits: a Unix time with a fraction (1700000000.123) or a
+		// number just off a whole one (2.0000000000000001) shows it,
+		// where 10 read "is 1700000000; it must be a whole number".
+		return 0, "is " + b.Text('g', 20) + "; it must be a whole number"
 	}
 	i, acc := b.Int64()
 	if acc != big.Exact {

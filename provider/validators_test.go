@@ -143,3 +143,27 @@ func TestQuotaErrorsAllAtOnce(t *testing.T) {
 		t.Fatalf("errors at %v (%v); want one at each of %v", got, errs, want)
 	}
 }
+
+// A number that is not whole is shown with its fraction: at 10 digits a
+// Unix time from a query_range (1700000000.123) read "is 1700000000; it
+// must be a whole number" (found by a review).
+func TestWholeShowsTheFraction(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{"1700000000.123", "is 1700000000.123; it must be a whole number"},
+		{"2.0000000000000001", "is 2.0000000000000001; it must be a whole number"},
+		{"120.5", "is 120.5; it must be a whole number"},
+	} {
+		f, _, err := big.ParseFloat(tc.in, 10, 512, big.ToNearestEven)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, why := whole(types.NumberValue(f)); why != tc.want {
+			t.Errorf("whole(%s): %q, want %q", tc.in, why, tc.want)
+		}
+	}
+	if _, why := whole(types.NumberValue(big.NewFloat(1700000000))); why != "" {
+		t.Errorf("a whole time refused: %s", why)
+	}
+}
