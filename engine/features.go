@@ -30,6 +30,8 @@ const (
 	FeatCPUReplicaMeanStd3  = "cpu_replica_mean_std3"
 	FeatCPUReplicaMaxLast5  = "cpu_replica_max_last5"
 	FeatCPUReplicaMaxLast20 = "cpu_replica_max_last20"
+	// The dispersion (std) of the last 20 samples: the recent spread.
+	FeatCPUReplicaStdLast20 = "cpu_replica_std_last20"
 	FeatCPUReplicaTrend     = "cpu_replica_trend"
 	// The trend's rising and falling parts, each >= 0 (for networks whose
 	// inputs must not be negative).
@@ -91,7 +93,7 @@ var FeatureNames = []string{
 	FeatCPUReplicaMean, FeatCPUReplicaStd, FeatCPUReplicaCV, FeatCPUReplicaP50, FeatCPUReplicaP90,
 	FeatCPUReplicaP95, FeatCPUReplicaP99, FeatCPUReplicaMax, FeatCPUReplicaLast,
 	FeatCPUReplicaMeanLast5, FeatCPUReplicaMeanStd2, FeatCPUReplicaMeanStd3, FeatCPUReplicaMaxLast5, FeatCPUReplicaMaxLast20,
-	FeatCPUReplicaTrend, FeatCPUReplicaTrendUp, FeatCPUReplicaTrendDown, FeatCPUReplicaRequest, FeatCPUReplicaDemand,
+	FeatCPUReplicaStdLast20, FeatCPUReplicaTrend, FeatCPUReplicaTrendUp, FeatCPUReplicaTrendDown, FeatCPUReplicaRequest, FeatCPUReplicaDemand,
 	FeatCPUHostMean, FeatCPUHostMax,
 	FeatCPUFitMean, FeatCPUFitMeanLast5, FeatCPUFitMeanStd2, FeatCPUFitMeanStd3,
 	FeatCPUFitP95, FeatCPUFitP99, FeatCPUFitMax, FeatCPUFitMaxLast5, FeatCPUFitMaxLast20, FeatCPUFitDemand,
@@ -130,6 +132,7 @@ const (
 	fCPUReplicaMeanStd3
 	fCPUReplicaMaxLast5
 	fCPUReplicaMaxLast20
+	fCPUReplicaStdLast20
 	fCPUReplicaTrend
 	fCPUReplicaTrendUp
 	fCPUReplicaTrendDown
@@ -366,6 +369,7 @@ func (fw *featureWork) compute(o *Observation) {
 	f[fCPUReplicaMeanStd3] = capShare(sum.Mean + 3*sum.Std)
 	f[fCPUReplicaMaxLast5] = capShare(sum.MaxLast5)
 	f[fCPUReplicaMaxLast20] = capShare(sum.MaxLast20)
+	f[fCPUReplicaStdLast20] = capShare(sum.StdLast20)
 	f[fCPUReplicaTrend] = max(min(sum.Trend, MaxShare), -MaxShare)
 	f[fCPUReplicaTrendUp] = max(f[fCPUReplicaTrend], 0)
 	f[fCPUReplicaTrendDown] = max(-f[fCPUReplicaTrend], 0)

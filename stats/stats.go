@@ -80,6 +80,9 @@ type Summary struct {
 	// last 20 (the whole window when shorter).
 	MeanLast5, MaxLast5 float64
 	MaxLast20           float64
+	// StdLast20 is the population standard deviation of the last 20
+	// values (the whole window when shorter): the recent dispersion.
+	StdLast20 float64
 	// Trend is the mean of the last quarter minus the mean of the first
 	// quarter (at least one value each).
 	Trend float64
@@ -92,7 +95,7 @@ func Summarize(w, scratch []float64) Summary {
 	n := len(w)
 	if n == 0 {
 		nan := math.NaN()
-		return Summary{nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan}
+		return Summary{nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan}
 	}
 	if cap(scratch) < n {
 		scratch = make([]float64, n)
@@ -112,6 +115,7 @@ func Summarize(w, scratch []float64) Summary {
 	out.MeanLast5 = stat.Mean(last5, nil)
 	out.MaxLast5 = floats.Max(last5)
 	out.MaxLast20 = floats.Max(w[max(0, n-20):])
+	_, out.StdLast20 = stat.PopMeanStdDev(w[max(0, n-20):], nil)
 	q := max(1, n/4)
 	out.Trend = stat.Mean(w[n-q:], nil) - stat.Mean(w[:q], nil)
 	return out

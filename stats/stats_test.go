@@ -65,7 +65,8 @@ func TestSummarize(t *testing.T) {
 		"maxLast5":  {s.MaxLast5, 8},
 		"maxLast20": {s.MaxLast20, 8},
 		"p50":       {s.P50, 4.5},
-		"trend":     {s.Trend, 7.5 - 1.5}, // last quarter {7,8}, first {1,2}
+		"trend":     {s.Trend, 7.5 - 1.5},           // last quarter {7,8}, first {1,2}
+		"stdLast20": {s.StdLast20, math.Sqrt(5.25)}, // the whole window: population variance of 1..8
 	}
 	for name, c := range checks {
 		if math.Abs(c[0]-c[1]) > 1e-12 {
@@ -77,5 +78,28 @@ func TestSummarize(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(100, func() { Summarize(w, scratch) }); allocs != 0 {
 		t.Fatalf("Summarize allocates %v times with a large enough scratch", allocs)
+	}
+}
+
+// StdLast20 reads the last 20 values only: a window calm before them and
+// jumpy within them has the jumps' spread, not the window's.
+func TestSummarizeStdLast20(t *testing.T) {
+	w := make([]float64, 120)
+	for i := range w {
+		w[i] = 10
+	}
+	for i := 100; i < 120; i++ {
+		w[i] = 10 + float64(2*(i%2)) // 10, 12, 10, 12...: std 1
+	}
+	s := Summarize(w, nil)
+	if math.Abs(s.StdLast20-1) > 1e-12 {
+		t.Errorf("std of the last 20 = %v, want 1", s.StdLast20)
+	}
+	if s.Std >= s.StdLast20 {
+		t.Errorf("the window's std = %v, not below the recent one: the premise (calm before) fails", s.Std)
+	}
+	w[50] = 100 // a spike before the last 20 moves the window's spread, not the recent one
+	if s2 := Summarize(w, nil); s2.StdLast20 != s.StdLast20 || s2.Std <= s.Std {
+		t.Errorf("a spike before the last 20: recent %v (was %v), window %v (was %v)", s2.StdLast20, s.StdLast20, s2.Std, s.Std)
 	}
 }

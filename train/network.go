@@ -27,6 +27,7 @@ var Statistics = []Statistic{
 	{"max", engine.FeatCPUReplicaMax},
 	{"max_last5", engine.FeatCPUReplicaMaxLast5},
 	{"max_last20", engine.FeatCPUReplicaMaxLast20},
+	{"std_last20", engine.FeatCPUReplicaStdLast20},
 	{"trend_up", engine.FeatCPUReplicaTrendUp},
 	{"trend_down", engine.FeatCPUReplicaTrendDown},
 	{"level_day_sin", engine.FeatCPULevelDaySin},
@@ -42,6 +43,7 @@ var canFall = map[string]string{
 	"trend_down": "a rise late in the window flattens the fall",
 	"mean_std2":  "a sample below the mean that rises narrows the spread",
 	"mean_std3":  "a sample below the mean that rises narrows the spread",
+	"std_last20": "a sample below the recent mean that rises narrows the spread",
 }
 
 // statisticsByName returns the named statistics, in the given order.
