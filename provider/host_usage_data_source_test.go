@@ -1435,18 +1435,12 @@ func TestAddNomadErrorNamesTheDefaultAddress(t *testing.T) {
 // `tofu validate` says it, not only the plan's read), and says nothing
 // while one of them is unknown or is a value its own validator refuses.
 func TestHostUsageValidateTimeout(t *testing.T) {
-	ctx := context.Background()
 	readType := map[string]attr.Type{"read": types.StringType}
 	read := func(v types.String) timeouts.Value {
 		return timeouts.Value{Object: types.ObjectValueMust(readType, map[string]attr.Value{"read": v})}
 	}
 	n := func(v int64) types.Number { return types.NumberValue(big.NewFloat(float64(v))) }
-	cases := []struct {
-		name     string
-		mutate   func(m *hostUsageModel)
-		wantPath string // "" for no diagnostic
-		want     string
-	}{
+	cases := []validateCase{
 		{"no timeouts block", func(*hostUsageModel) {}, "", ""},
 		{"a timeout long enough", func(m *hostUsageModel) { m.Timeouts = read(types.StringValue("3m")) }, "", ""},
 		{"zero", func(m *hostUsageModel) { m.Timeouts = read(types.StringValue("0s")) }, "timeouts.read", "Attribute timeouts.read is 0s: it must be a positive duration"},
@@ -1467,13 +1461,33 @@ func TestHostUsageValidateTimeout(t *testing.T) {
 		}, "", ""},
 		{"not a duration: the block's validator's", func(m *hostUsageModel) { m.Timeouts = read(types.StringValue("soon")) }, "", ""},
 	}
+	runValidateCases(t, func(m *hostUsageModel) {
+		m.NodeName, m.Job = types.StringValue("host-a"), types.StringValue(usageJob)
+	}, cases)
+}
+
+// validateCase is a configuration ValidateConfig judges: mutate edits a
+// base model; wantPath is where the one diagnostic is ("" for none), want
+// what its detail says.
+type validateCase struct {
+	name     string
+	mutate   func(m *hostUsageModel)
+	wantPath string
+	want     string
+}
+
+// runValidateCases runs activation_host_usage's ValidateConfig on each
+// case's model (a null model, base's edits, then the case's).
+func runValidateCases(t *testing.T, base func(m *hostUsageModel), cases []validateCase) {
+	t.Helper()
+	ctx := context.Background()
 	ds := &hostUsageDataSource{}
 	var sresp datasource.SchemaResponse
 	ds.Schema(ctx, datasource.SchemaRequest{}, &sresp)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := nullUsageModel()
-			m.NodeName, m.Job = types.StringValue("host-a"), types.StringValue(usageJob)
+			base(&m)
 			c.mutate(&m)
 			st := tfsdk.State{Schema: sresp.Schema}
 			if diags := st.Set(ctx, &m); diags.HasError() {
@@ -1492,7 +1506,7 @@ func TestHostUsageValidateTimeout(t *testing.T) {
 			}
 			d, ok := resp.Diagnostics[0].(diag.DiagnosticWithPath)
 			if !ok || d.Path().String() != c.wantPath || !strings.Contains(d.Detail(), c.want) {
-				t.Fatalf("diagnostic %v, want at %s with %q", resp.Diagnostics[0], c.wantPath, c.want)
+				t.Fatalf("diagnostic %v (%s), want at %s with %q", resp.Diagnostics[0], resp.Diagnostics[0].Detail(), c.wantPath, c.want)
 			}
 		})
 	}
@@ -1818,14 +1832,8 @@ func TestHostUsageMemoryUnmeasured(t *testing.T) {
 // resources were created (found by a review). Unknown values are not
 // judged.
 func TestHostUsageValidateValues(t *testing.T) {
-	ctx := context.Background()
 	num := func(f float64) types.Number { return types.NumberValue(big.NewFloat(f)) }
-	cases := []struct {
-		name     string
-		mutate   func(m *hostUsageModel)
-		wantPath string // "" for no diagnostic
-		want     string
-	}{
+	cases := []validateCase{
 		{"good values", func(m *hostUsageModel) {
 			m.ReplicaCPUDemandMHz, m.ReplicaMemoryDemandMB, m.WantedReplicas = num(500), num(256), num(3)
 		}, "", ""},
@@ -1839,34 +1847,8 @@ func TestHostUsageValidateValues(t *testing.T) {
 		{"wanted unknown", func(m *hostUsageModel) { m.WantedReplicas = types.NumberUnknown() }, "", ""},
 		{"label unknown", func(m *hostUsageModel) { m.Label = types.StringUnknown() }, "", ""},
 	}
-	ds := &hostUsageDataSource{}
-	var sresp datasource.SchemaResponse
-	ds.Schema(ctx, datasource.SchemaRequest{}, &sresp)
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			m := nullUsageModel()
-			// the node known only at apply: the read is put off
-			m.NodeID, m.Job = types.StringUnknown(), types.StringValue(usageJob)
-			c.mutate(&m)
-			st := tfsdk.State{Schema: sresp.Schema}
-			if diags := st.Set(ctx, &m); diags.HasError() {
-				t.Fatal(diags)
-			}
-			var resp datasource.ValidateConfigResponse
-			ds.ValidateConfig(ctx, datasource.ValidateConfigRequest{Config: tfsdk.Config{Schema: sresp.Schema, Raw: st.Raw}}, &resp)
-			if c.wantPath == "" {
-				if len(resp.Diagnostics) != 0 {
-					t.Fatalf("diagnostics %v, want none", resp.Diagnostics)
-				}
-				return
-			}
-			if len(resp.Diagnostics) != 1 {
-				t.Fatalf("diagnostics %v, want one", resp.Diagnostics)
-			}
-			d, ok := resp.Diagnostics[0].(diag.DiagnosticWithPath)
-			if !ok || d.Path().String() != c.wantPath || !strings.Contains(d.Detail(), c.want) {
-				t.Fatalf("diagnostic %v (%s), want at %s with %q", resp.Diagnostics[0], resp.Diagnostics[0].Detail(), c.wantPath, c.want)
-			}
-		})
-	}
+	// the node known only at apply: the read is put off
+	runValidateCases(t, func(m *hostUsageModel) {
+		m.NodeID, m.Job = types.StringUnknown(), types.StringValue(usageJob)
+	}, cases)
 }
