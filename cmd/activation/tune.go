@@ -122,11 +122,10 @@ func tuneCandidates() []tuneCandidate {
 		{"mlp 24-12, quantile loss 0.9, capacity 0.93, 30 epochs, patience 5", longer(capacityQuantile(0.9, 0.93))},
 		{"mlp 24-12, quantile loss 0.85, capacity 0.95, 30 epochs, patience 5", longer(capacityQuantile(0.85, 0.95))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 4 starts", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average = 4 })},
-		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts (the default until December 5, 2026)", theDefault()},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts (default)", theDefault()},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts, calibrated", longer(capacityQuantile(0.9, 0.95), func(s *train.Settings) { s.Average, s.Calibrate = 2, true })},
-		// The ablation of the default of December 4 (54): each row is
-		// that default with one thing changed. (Since December 5 the
-		// default is 75, 54 with the recent dispersion.)
+		// The ablation of the default (54): each row is the default with
+		// one thing changed.
 		{"the default, correlated labels", theDefault(func(s *train.Settings) { s.Multiplex = false })},
 		{"the default's training, max-of-predictors (one start: its starts cannot be averaged)", theDefault(func(s *train.Settings) { s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0 })},
 		{"the default without level (mean, mean_last5)", theDefault(without("mean", "mean_last5"))},
@@ -160,17 +159,16 @@ func tuneCandidates() []tuneCandidate {
 		{"the default, batches of 128", theDefault(func(s *train.Settings) { s.BatchSize = 128 })},
 		// The recent dispersion (the std of the last 20 samples): the
 		// window's std is over all of it, the recent peaks are levels.
-		{"the default + recent dispersion (std_last20) (default)", theDefault(func(s *train.Settings) {
+		{"the default + recent dispersion (std_last20)", theDefault(func(s *train.Settings) {
 			s.Statistics = append(slices.Clone(s.Statistics), "std_last20")
 		})},
 	}
 }
 
-// theDefault is the default models' training of December 4, 2026
-// (candidate 54: the quantile loss at 0.9, the capacity processor's at
-// 0.95, up to 30 epochs with a patience of 5, the mean of two starts, the
-// seven statistics measured until then), then edits more: a row of its
-// ablation. The default since December 5 is 75, this with std_last20.
+// theDefault is the default models' training (candidate 54: the quantile
+// loss at 0.9, the capacity processor's at 0.95, up to 30 epochs with a
+// patience of 5, the mean of two starts, the seven default statistics),
+// then edits more: a row of its ablation.
 func theDefault(more ...func(*train.Settings)) func(*train.Settings) {
 	return longer(capacityQuantile(0.9, 0.95), append([]func(*train.Settings){func(s *train.Settings) { s.Average = 2 }}, more...)...)
 }
@@ -190,9 +188,9 @@ func (c tuneCandidate) settings(base train.Settings) train.Settings {
 	return s
 }
 
-// measuredStatistics are the statistics every candidate up to 74 was
-// measured with (the default ones until December 5, 2026, before the
-// recent dispersion): a candidate that names no statistics reads them.
+// measuredStatistics are the statistics every candidate was measured with
+// (the default ones): a candidate that names no statistics reads them,
+// whatever train.DefaultStatistics becomes.
 var measuredStatistics = []string{"mean", "mean_last5", "mean_std2", "p95", "max", "max_last5", "max_last20"}
 
 // quantile is the default shape trained on the pinball loss at quantile q.
