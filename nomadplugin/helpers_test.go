@@ -67,6 +67,19 @@ func newMemReader(first, second engine.Observation) *memReader {
 	}
 }
 
+// setFirst replaces the first host's observation, as its usage changes.
+func (m *memReader) setFirst(o engine.Observation) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.obs[engine.RoleFirst] = o
+}
+
+// stoppedCopy is o with no replica running (and none requesting).
+func stoppedCopy(o engine.Observation) engine.Observation {
+	o.RunningReplicas, o.RequestedCPUMHz, o.RequestedMemoryMB = 0, 0, 0
+	return o
+}
+
 func (m *memReader) ReadHosts(_ context.Context, qs []nomadusage.Query, opts nomadusage.Options) ([]*nomadusage.Reading, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -2242,11 +2242,8 @@ func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 		t.Fatalf("the premise fails: the busy replica is kept: %d (%s)", a.Count, a.Reason)
 	}
 	// Stopped: none runs, the APM reads no usage.
-	stopped := busy
-	stopped.RunningReplicas, stopped.RequestedCPUMHz, stopped.RequestedMemoryMB = 0, 0, 0
-	rd.mu.Lock()
-	rd.obs[engine.RoleFirst] = stopped
-	rd.mu.Unlock()
+	stopped := stoppedCopy(busy)
+	rd.setFirst(stopped)
 	for i, at := range []int64{t0 + 600, t0 + 7200} {
 		a := run(at, 0, 0)
 		if a.Count != 0 || !strings.Contains(a.Reason, "counted at what the replicas that stopped used") {
@@ -2261,9 +2258,7 @@ func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 	}
 	// A job version with another request: the new replicas count at it.
 	stopped.ReplicaCPUDemandMHz = 1000
-	rd.mu.Lock()
-	rd.obs[engine.RoleFirst] = stopped
-	rd.mu.Unlock()
+	rd.setFirst(stopped)
 	if a := run(t0+7300, 0, 0); a.Count == 0 {
 		t.Errorf("a job version with a 1000 MHz request: still 0 (%s)", a.Reason)
 	}
@@ -2305,11 +2300,8 @@ func TestAPMRefusedPointsNotKept(t *testing.T) {
 			if a.Count != 1 || !strings.Contains(a.Reason, "no scaling") || !strings.Contains(a.Reason, "usage_samples[0].cpu_mhz") {
 				t.Fatalf("evaluation on %v: count %d (%s); want it refused, naming the sample, the count kept", tc.bad, a.Count, a.Reason)
 			}
-			stopped := idle
-			stopped.RunningReplicas, stopped.RequestedCPUMHz, stopped.RequestedMemoryMB = 0, 0, 0
-			rd.mu.Lock()
-			rd.obs[engine.RoleFirst] = stopped
-			rd.mu.Unlock()
+			stopped := stoppedCopy(idle)
+			rd.setFirst(stopped)
 			for i, at := range []int64{t0 + 600, t0 + 1200} {
 				a := run(at, 0, 0)
 				if strings.Contains(a.Reason, "no scaling") {
@@ -2381,8 +2373,7 @@ func TestSplitLoweringNotAppliedThroughRun(t *testing.T) {
 // hours); once taken, they stand past that.
 func TestAPMStoppedHorizon(t *testing.T) {
 	busy, second := flatPair(1, 20000)
-	stopped := busy
-	stopped.RunningReplicas, stopped.RequestedCPUMHz, stopped.RequestedMemoryMB = 0, 0, 0
+	stopped := stoppedCopy(busy)
 	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxAge, "5m",
 		KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
 	t0 := busy.Samples[0].Time
@@ -2400,9 +2391,7 @@ func TestAPMStoppedHorizon(t *testing.T) {
 			if a := run(busyAt, 20000, 1); a.Count != 0 {
 				t.Fatalf("the premise fails: the busy replica is kept: %d (%s)", a.Count, a.Reason)
 			}
-			rd.mu.Lock()
-			rd.obs[engine.RoleFirst] = stopped
-			rd.mu.Unlock()
+			rd.setFirst(stopped)
 			var a *sdk.ScalingAction
 			for _, d := range tc.stops {
 				a = run(busyAt+d, 0, 0)
@@ -2436,9 +2425,7 @@ func TestNoCooldownHintAfterScaleUpFromZero(t *testing.T) {
 	if a.Direction != sdk.ScaleDirectionUp {
 		t.Fatalf("the premise fails: no scale-up from 0: %s", a.Reason)
 	}
-	rd.mu.Lock()
-	rd.obs[engine.RoleFirst] = running
-	rd.mu.Unlock()
+	rd.setFirst(running)
 	clk.set(time.Unix(running.Samples[8].Time, 0))
 	ev, err := st.Run(newEval("from-zero", cfg), 2)
 	if err != nil {

@@ -226,9 +226,7 @@ func (d *hostUsageDataSource) ValidateConfig(ctx context.Context, req datasource
 	}
 	// The values the observation takes, as far as they are known (the
 	// read checks them again).
-	var q nomadusage.Query
-	q.Label = m.Label.ValueString()
-	m.checkValues(&q, &resp.Diagnostics)
+	m.checkValues(&nomadusage.Query{}, &resp.Diagnostics)
 	// (samples or sample_interval_seconds out of range: their validators
 	// say so, and the waits mean nothing)
 	if rp, diags, known := m.readPlan(ctx); known && rp.samples >= 1 && rp.samples <= maxHostUsageReads &&
@@ -310,15 +308,12 @@ func (m *hostUsageModel) checkValues(q *nomadusage.Query, diags *diag.Diagnostic
 	// A probe observation with the largest capacity the engine accepts,
 	// so that only these values' own rules can fail.
 	probe := engine.Observation{
-		Host: q.Label, CPUCapacityMHz: engine.MaxResource, MemoryCapacityMB: engine.MaxResource,
+		Host: m.Label.ValueString(), CPUCapacityMHz: engine.MaxResource, MemoryCapacityMB: engine.MaxResource,
 		Samples:             []engine.Sample{{}},
 		ReplicaCPUDemandMHz: q.ReplicaCPUDemandMHz, ReplicaMemoryDemandMB: q.ReplicaMemoryDemandMB, WantedReplicas: q.WantedReplicas,
 	}
 	if m.ReplicaCPUDemandMHz.IsNull() || m.ReplicaCPUDemandMHz.IsUnknown() {
 		probe.ReplicaCPUDemandMHz = 1 // taken from the task group, or not known yet
-	}
-	if m.Label.IsUnknown() {
-		probe.Host = ""
 	}
 	if err := probe.Validate("activation_host_usage"); err != nil {
 		addObservationError(diags, err)

@@ -183,15 +183,9 @@ func (c tuneCandidate) settings(base train.Settings) train.Settings {
 	s := base
 	s.NoHeldOut, s.HeldOutShare, s.Quantile, s.CapacityQuantile = true, 0, 0, 0
 	s.Epochs, s.Patience, s.Average = 12, 3, 0
-	s.Statistics = slices.Clone(measuredStatistics)
 	c.edit(&s)
 	return s
 }
-
-// measuredStatistics are the statistics every candidate was measured with
-// (the default ones): a candidate that names no statistics reads them,
-// whatever train.DefaultStatistics becomes.
-var measuredStatistics = []string{"mean", "mean_last5", "mean_std2", "p95", "max", "max_last5", "max_last20"}
 
 // quantile is the default shape trained on the pinball loss at quantile q.
 func quantile(q float64) func(*train.Settings) {
