@@ -290,6 +290,13 @@ func (p *processor) restore(v []float64) {
 	}
 }
 
+// peakBounded says whether the exported processors bound the running
+// replicas' cost by growth times the window's peak (Settings.PeakGrowth):
+// growth above 0 and the statistic max read.
+func peakBounded(stats []Statistic, growth float64) bool {
+	return growth > 0 && stats[carrierStat(stats)].Name == "max"
+}
+
 // carrierStat is the statistic whose chain carries the capacity
 // processor's branches: the window's maximum when read (it holds data
 // whenever the replicas used anything), else the first.
@@ -337,18 +344,23 @@ func trunkLayers(md *engine.Model, tr trunk, in []int, pass []int) (a, b int, ca
 // replica's level a and dispersion b; then, for output k with m = k+1
 // replicas,
 //
-//	A_k = alpha (1 - m a - sqrt(m) b)                 (CPU: soft, the threshold moves it)
+//	A_k = alpha (1 - min(m a + sqrt(m) b, m g max))   (CPU: soft, the threshold moves it)
 //	B_k = memKnee (1 - memHeadroom - m mem) - capKnee (memory: hard)
 //	d_k = relu(A_k - B_k)
 //	z_k = relu(capKnee + A_k - d_k + gateRead carrier) = relu(capKnee + min(A_k, B_k) + ...)
 //	safe_k = sigmoid(z_k - capKnee)
 //
+// (g is Settings.PeakGrowth and max the window's peak per replica: m
+// replicas cost at most m perfectly correlated ones at g times it; with g
+// 0, or without the statistic max, A_k = alpha (1 - m a - sqrt(m) b))
 // so safe_k is sigmoid(A_k) while memory fits, and z_k, on every branch
 // into safe_k, is dead as soon as m replicas' memory peaks do not fit with
 // room to spare: output k then ends no activated branch, whatever the
 // output threshold. Branches run from the window's maximum (the carrier:
-// evidence that the replicas use the host) through its chain and z_k.
-func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Provenance) *engine.Model {
+// evidence that the replicas use the host) through its chain and z_k, and,
+// where the peak bound binds (e_k > 0), from the statistics through the
+// trunk and e_k as well.
+func exportCapacity(p *processor, stats []Statistic, slots int, growth float64, prov engine.Provenance) *engine.Model {
 	F := len(stats)
 	var inputs []string
 	for _, s := range stats {
@@ -365,7 +377,29 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 	a, b, carried := trunkLayers(md, p.tr, in, []int{F, carrierStat(stats)})
 	mem, carrier := carried[0], carried[1]
 	alpha := p.alpha()
-	// Copies of a, b and the carrier, then d_k.
+	// The peak bound (Settings.PeakGrowth): e_k = relu(m a + sqrt(m) b -
+	// m growth max) is what it takes off m replicas' learned cost, a layer
+	// before A_k reads it (the carrier is the window's maximum).
+	var e []int
+	if peakBounded(stats, growth) {
+		pre := layerBuilder{act: engine.ActivationReLU}
+		pa, pb, pm, pc := pre.node(0), pre.node(0), pre.node(0), pre.node(0)
+		pre.edge(pa, a, 1)
+		pre.edge(pb, b, 1)
+		pre.edge(pm, mem, 1)
+		pre.edge(pc, carrier, 1)
+		e = make([]int, slots)
+		for k := range e {
+			m := float64(k + 1)
+			e[k] = pre.node(0)
+			pre.edge(e[k], a, m)
+			pre.edge(e[k], b, math.Sqrt(m))
+			pre.edge(e[k], carrier, -m*growth)
+		}
+		md.Layers = append(md.Layers, pre.layer())
+		a, b, mem, carrier = pa, pb, pm, pc
+	}
+	// Copies of a, b and the carrier, then d_k (and copies of e_k).
 	lb := layerBuilder{act: engine.ActivationReLU}
 	ca, cb, cc := lb.node(0), lb.node(0), lb.node(0)
 	lb.edge(ca, a, 1)
@@ -378,6 +412,14 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 		lb.edge(d[k], a, -alpha*m)
 		lb.edge(d[k], b, -alpha*math.Sqrt(m))
 		lb.edge(d[k], mem, memKnee*m)
+		if e != nil {
+			lb.edge(d[k], e[k], alpha)
+		}
+	}
+	ce := make([]int, len(e))
+	for k := range ce {
+		ce[k] = lb.node(0)
+		lb.edge(ce[k], e[k], 1)
 	}
 	md.Layers = append(md.Layers, lb.layer())
 	z := layerBuilder{act: engine.ActivationReLU}
@@ -388,6 +430,9 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 		z.edge(j, cb, -alpha*math.Sqrt(m))
 		z.edge(j, d[k], -1)
 		z.edge(j, cc, gateRead)
+		if e != nil {
+			z.edge(j, ce[k], alpha)
+		}
 	}
 	md.Layers = append(md.Layers, z.layer())
 	out := layerBuilder{act: engine.ActivationSigmoid}
@@ -405,6 +450,9 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 // estimate of a running replica, the network computes
 //
 //	run_k  = a + (sqrt(k+1) - sqrt(k)) b if slot k is a running replica, else 0
+//	         (the n running replicas together at most n g max, g
+//	         Settings.PeakGrowth and max the window's peak per replica: the
+//	         peak bound)
 //	new_k  = slot k's CPU demand if it is a new replica, else 0
 //	extra_k = relu(a + (sqrt(k+1) - sqrt(k)) b - new_k) if slot k is a new
 //	          replica of the workload (slot_k_own) and slot 0 runs, else 0
@@ -426,7 +474,7 @@ func exportCapacity(p *processor, stats []Statistic, slots int, prov engine.Prov
 // output threshold. Slots are a queue: a replica's own demand and the
 // demands of the replicas before it only lower its output, so raising any
 // demand never admits more.
-func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Provenance) *engine.Model {
+func exportAdmission(p *processor, stats []Statistic, slots int, growth float64, prov engine.Provenance) *engine.Model {
 	S, F := slots, len(stats)
 	var inputs []engine.Node
 	inputs = append(inputs, slotNodes(engine.SlotPrefix, S, true)...)
@@ -466,6 +514,10 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 		lb.edge(o, inOwn+k, 1)
 		pass = append(pass, c, n, m, r, o)
 	}
+	bounded := peakBounded(stats, growth)
+	if bounded { // the window's maximum, carried last
+		pass = append(pass, statIn[carrierStat(stats)])
+	}
 	md.Layers = append(md.Layers, lb.layer())
 	a, b, carried := trunkLayers(md, p.tr, statIn, pass)
 	chain := func(k int) int { return carried[5*k] }
@@ -476,8 +528,35 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 	// Costs and gates.
 	g := layerBuilder{act: engine.ActivationReLU}
 	runA, runB, cost, extra, gate := make([]int, S), make([]int, S), make([]int, S), make([]int, S), make([]int, S)
+	// The peak bound: with f(m) = m a + sqrt(m) b - m growth max, the m
+	// running replicas' cost is at most m growth max, so C_k gives back
+	// relu(f(min(k+1, n))) for n running replicas (a prefix of the queue).
+	// over[k] = relu(f(k+1)) and under[k] = relu(f(k)), both while slot k
+	// runs (else 0): slot k's cost gives back over[k] - under[k], and the
+	// sum over slots 0..k telescopes to relu(f(min(k+1, n))). Each slot's
+	// cost stays >= 0: relu is 1-Lipschitz, so over[k] - under[k] is at
+	// most f(k+1) - f(k) = a + step b - growth max when positive.
+	var over, under []int
+	if bounded {
+		over, under = make([]int, S), make([]int, S)
+	}
 	for k := 0; k < S; k++ {
 		step := math.Sqrt(float64(k+1)) - math.Sqrt(float64(k)) // b's weight in slot k
+		if bounded {
+			m := float64(k + 1)
+			over[k] = g.node(-bigM)
+			g.edge(over[k], a, m)
+			g.edge(over[k], b, math.Sqrt(m))
+			g.edge(over[k], carried[5*S], -m*growth)
+			g.edge(over[k], run(k), bigM)
+			if k > 0 {
+				under[k] = g.node(-bigM)
+				g.edge(under[k], a, m-1)
+				g.edge(under[k], b, math.Sqrt(m-1))
+				g.edge(under[k], carried[5*S], -(m-1)*growth)
+				g.edge(under[k], run(k), bigM)
+			}
+		}
 		// A new replica of the workload (own) while it runs (slot 0 is
 		// running) costs at least what it will once it runs: extra_k =
 		// relu(a + (sqrt(k+1) - sqrt(k)) b - demand_k) for such a slot; 0
@@ -518,6 +597,12 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 		h.edge(slotCost[k], cost[k], 1)
 		if k > 0 {
 			h.edge(slotCost[k], extra[k], 1)
+		}
+		if bounded {
+			h.edge(slotCost[k], over[k], -1)
+			if k > 0 {
+				h.edge(slotCost[k], under[k], 1)
+			}
 		}
 		gateIn[k] = h.node(0)
 		h.edge(gateIn[k], gate[k], 1)

@@ -140,7 +140,10 @@ func TestTrainedModelStructure(t *testing.T) {
 // The exported networks compute the trained estimates exactly: capacity
 // output k is sigmoid(alpha (1 - m a - sqrt(m) b)), m = k+1, while memory
 // fits; admission output k is sigmoid(alpha (1 - C_k)) with C_k the cost of
-// the queue up to slot k. Both trunks are checked.
+// the queue up to slot k. Every trunk is checked, without the peak bound
+// and with it (m running replicas cost at most m g max, max the window's
+// peak per replica: the statistic max, drawn below and above the others
+// so that the bound binds in some trials and not in others).
 func TestExportedNetworkIsTheEstimate(t *testing.T) {
 	const slots = 20
 	stats, err := statisticsByName(DefaultStatistics)
@@ -174,89 +177,110 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 		}
 		monos = append(monos, mo)
 	}
-	for _, tr := range append([]trunk{mlp, flat, mx}, monos...) {
-		p := newProcessor(tr)
-		p.logAlpha = math.Log(6)
-		prov := engine.Provenance{Method: "test"}
-		capy, err := engine.NewProcessor(exportCapacity(p, stats, slots, prov))
-		if err != nil {
-			t.Fatal(err)
-		}
-		adm, err := engine.NewProcessor(exportAdmission(p, stats, slots, prov))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cws, aws := engine.NewWorkspace(capy), engine.NewWorkspace(adm)
-		var c trunkCache
-		for trial := 0; trial < 300; trial++ {
-			use := make([]float64, len(stats))
-			for f := range use {
-				use[f] = math.Exp(-1 - rng.Float64()*4)
-			}
-			a, b := tr.eval(use, &c)
-			memShare := 1 / float64(1+rng.IntN(2*slots)) // memFit replicas fit by memory
-			cx := append(append([]float64(nil), use...), memShare)
-			an, err := capy.Analyze(cx, cws)
+	maxAt := carrierStat(stats)
+	if stats[maxAt].Name != "max" {
+		t.Fatalf("the default statistics %v do not read max", DefaultStatistics)
+	}
+	bounded := 0
+	for _, growth := range []float64{0, 1.5} {
+		for _, tr := range append([]trunk{mlp, flat, mx}, monos...) {
+			p := newProcessor(tr)
+			p.logAlpha = math.Log(6)
+			prov := engine.Provenance{Method: "test"}
+			capy, err := engine.NewProcessor(exportCapacity(p, stats, slots, growth, prov))
 			if err != nil {
 				t.Fatal(err)
 			}
-			held := 0
-			for k, out := range an.Outputs {
-				m := float64(k + 1)
-				want := sigmoid(p.alpha() * (1 - m*a - math.Sqrt(m)*b))
-				if m*memShare >= 1-memHeadroom-1e-12 {
-					want = 0 // memory must fit within 1 - memHeadroom: an exact fit is refused
-				}
-				if math.Abs(out-want) > 1e-6 {
-					t.Fatalf("%T trial %d: capacity output %d = %v, want %v (a %v, b %v, memory %v)", tr, trial, k, out, want, a, b, memShare)
-				}
-				if want >= engine.DefaultOutputThreshold {
-					held++
-				}
-			}
-			if an.OutputAmount != held {
-				t.Fatalf("%T trial %d: A_out %d, want the %d outputs at or above the threshold", tr, trial, an.OutputAmount, held)
-			}
-			// Admission: n running replicas, then new ones of random sizes,
-			// some of them the workload's own (at least a running one's
-			// estimate while one runs).
-			n := rng.IntN(slots)
-			ax := make([]float64, 4*slots+len(stats))
-			var cost, mem float64
-			admitted := 0
-			prefix := true
-			for k := 0; k < slots; k++ {
-				cpu, mm := 0.01+0.1*rng.Float64(), 0.08*rng.Float64()
-				run, own := 0.0, 0.0
-				asRunning := a + (math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))*b
-				switch {
-				case k < n:
-					run = 1
-					cost += asRunning
-				case n > 0 && rng.IntN(2) == 0:
-					own = 1
-					cost += math.Max(cpu, asRunning)
-				default:
-					cost += cpu
-				}
-				mem += mm
-				ax[k], ax[slots+k], ax[2*slots+k], ax[3*slots+k] = cpu, mm, run, own
-				want := sigmoid(p.alpha() * (1 - cost))
-				if prefix && mem < 1-memHeadroom && want >= engine.DefaultOutputThreshold {
-					admitted++
-				} else {
-					prefix = false
-				}
-			}
-			copy(ax[4*slots:], use)
-			aan, err := adm.Analyze(ax, aws)
+			adm, err := engine.NewProcessor(exportAdmission(p, stats, slots, growth, prov))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if aan.InputAmount != admitted {
-				t.Fatalf("%T trial %d: A_in %d, want the %d slots whose queue fits (a %v, b %v, n %d)", tr, trial, aan.InputAmount, admitted, a, b, n)
+			cws, aws := engine.NewWorkspace(capy), engine.NewWorkspace(adm)
+			var c trunkCache
+			for trial := 0; trial < 300; trial++ {
+				use := make([]float64, len(stats))
+				for f := range use {
+					use[f] = math.Exp(-1 - rng.Float64()*4)
+				}
+				use[maxAt] = math.Exp(-3 - rng.Float64()*4)
+				a, b := tr.eval(use, &c)
+				// runCost is what the exported networks read as m running
+				// replicas' CPU.
+				runCost := func(m float64) float64 {
+					v := m*a + math.Sqrt(m)*b
+					if growth > 0 && v > m*growth*use[maxAt] {
+						bounded++
+						return m * growth * use[maxAt]
+					}
+					return v
+				}
+				memShare := 1 / float64(1+rng.IntN(2*slots)) // memFit replicas fit by memory
+				cx := append(append([]float64(nil), use...), memShare)
+				an, err := capy.Analyze(cx, cws)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held := 0
+				for k, out := range an.Outputs {
+					m := float64(k + 1)
+					want := sigmoid(p.alpha() * (1 - runCost(m)))
+					if m*memShare >= 1-memHeadroom-1e-12 {
+						want = 0 // memory must fit within 1 - memHeadroom: an exact fit is refused
+					}
+					if math.Abs(out-want) > 1e-6 {
+						t.Fatalf("%T trial %d: capacity output %d = %v, want %v (a %v, b %v, memory %v)", tr, trial, k, out, want, a, b, memShare)
+					}
+					if want >= engine.DefaultOutputThreshold {
+						held++
+					}
+				}
+				if an.OutputAmount != held {
+					t.Fatalf("%T trial %d: A_out %d, want the %d outputs at or above the threshold", tr, trial, an.OutputAmount, held)
+				}
+				// Admission: n running replicas, then new ones of random sizes,
+				// some of them the workload's own (at least a running one's
+				// estimate while one runs).
+				n := rng.IntN(slots)
+				ax := make([]float64, 4*slots+len(stats))
+				var cost, mem float64
+				admitted := 0
+				prefix := true
+				for k := 0; k < slots; k++ {
+					cpu, mm := 0.01+0.1*rng.Float64(), 0.08*rng.Float64()
+					run, own := 0.0, 0.0
+					asRunning := a + (math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))*b
+					switch {
+					case k < n:
+						run = 1
+						cost += runCost(float64(k+1)) - runCost(float64(k))
+					case n > 0 && rng.IntN(2) == 0:
+						own = 1
+						cost += math.Max(cpu, asRunning)
+					default:
+						cost += cpu
+					}
+					mem += mm
+					ax[k], ax[slots+k], ax[2*slots+k], ax[3*slots+k] = cpu, mm, run, own
+					want := sigmoid(p.alpha() * (1 - cost))
+					if prefix && mem < 1-memHeadroom && want >= engine.DefaultOutputThreshold {
+						admitted++
+					} else {
+						prefix = false
+					}
+				}
+				copy(ax[4*slots:], use)
+				aan, err := adm.Analyze(ax, aws)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if aan.InputAmount != admitted {
+					t.Fatalf("%T, growth %v, trial %d: A_in %d, want the %d slots whose queue fits (a %v, b %v, n %d)", tr, growth, trial, aan.InputAmount, admitted, a, b, n)
+				}
 			}
 		}
+	}
+	if bounded == 0 {
+		t.Fatal("the peak bound never bound: the trials do not test it")
 	}
 }
 

@@ -1754,15 +1754,20 @@ func isAblation(c tuneCandidate) bool {
 }
 
 // TestTuneAblationCandidates: each row of the default's ablation, of its
-// quantile bands and the default with trend, trains as the default does (the built-in models'
-// settings) but for the one thing its name says.
+// quantile bands and the default with trend, trains as the default did
+// until December 5 (candidate 54, the settings every row was measured
+// against; the built-in models' since add a peak bound) but for the one
+// thing its name says.
 func TestTuneAblationCandidates(t *testing.T) {
 	base := train.DefaultSettings()
-	var def train.Settings
+	var def train.Settings // the ablation's base: the default as measured until December 5 (candidate 54)
 	for _, c := range tuneCandidates() {
-		if strings.HasSuffix(c.name, "(default)") {
+		if strings.HasSuffix(c.name, "(the default until December 5)") {
 			def = c.settings(base)
 		}
+	}
+	if want := base.PeakGrowth; def.PeakGrowth != 0 || want == 0 {
+		t.Fatalf("the ablation's base has peak growth %v, the default %v: want 0 and a bound", def.PeakGrowth, want)
 	}
 	drop := func(names ...string) []string {
 		var kept []string
@@ -1809,6 +1814,12 @@ func TestTuneAblationCandidates(t *testing.T) {
 	want["the default, batches of 128"] = func(s *train.Settings) { s.BatchSize = 128 }
 	want["the default + recent dispersion (std_last20)"] = func(s *train.Settings) {
 		s.Statistics = append(s.Statistics, "std_last20")
+	}
+	// The peak bound (candidates 76 and 78; 77, a bound of 3, is the
+	// default since December 5).
+	want["the default, peak bound 2"] = func(s *train.Settings) { s.PeakGrowth = 2 }
+	want["the default + recent dispersion (std_last20), peak bound 2"] = func(s *train.Settings) {
+		s.Statistics, s.PeakGrowth = append(s.Statistics, "std_last20"), 2
 	}
 	seen := 0
 	for i, c := range tuneCandidates() {
@@ -2341,6 +2352,8 @@ func TestTrainQuantileFlag(t *testing.T) {
 		{"one quantile", []string{"--capacity-quantile", "0"}, "0.9", "", "val_pinball", false},
 		{"calibrated", []string{"--calibrate"}, "0.9", "0.95", "val_pinball", true},
 		{"a quantile band", []string{"--quantile-band", "0.5,2"}, "0.9", "0.95", "val_pinball", false},
+		{"no peak bound", []string{"--peak-growth", "0"}, "0.9", "0.95", "val_pinball", false},
+		{"a peak bound of 2", []string{"--peak-growth", "2"}, "0.9", "0.95", "val_pinball", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "models")
@@ -2364,6 +2377,16 @@ func TestTrainQuantileFlag(t *testing.T) {
 				if set["quantile_band"] != band {
 					t.Errorf("%s: settings %v, want quantile_band %q", f, set, band)
 				}
+				growth := strconv.FormatFloat(train.DefaultPeakGrowth, 'g', -1, 64) // every trunk's default statistics read max
+				if i := slices.Index(tc.args, "--peak-growth"); i >= 0 {
+					growth = tc.args[i+1]
+				}
+				if growth == "0" {
+					growth = ""
+				}
+				if set["peak_growth"] != growth {
+					t.Errorf("%s: settings %v, want peak_growth %q", f, set, growth)
+				}
 				if set["quantile"] != tc.want || set["capacity_quantile"] != tc.capQ || m.Provenance.Metrics[tc.loss] == "" {
 					t.Errorf("%s: settings %v, metrics %v; want quantile %q, capacity_quantile %q and %s", f, set, m.Provenance.Metrics, tc.want, tc.capQ, tc.loss)
 				}
@@ -2383,6 +2406,8 @@ func TestTrainQuantileFlag(t *testing.T) {
 		{"--quantile", "0", "--capacity-quantile", "0.95"},
 		{"--quantile-band", "0.5"}, {"--quantile-band", "0.5,x"}, {"--quantile-band", "0,2"}, {"--quantile-band", "0.5,1"},
 		{"--quantile-band", "0.5,Inf"}, {"--quantile", "0", "--quantile-band", "0.5,2"},
+		{"--peak-growth", "-1"}, {"--peak-growth", "NaN"}, {"--peak-growth", "Inf"},
+		{"--statistics", "mean,p95", "--peak-growth", "2"},
 	} {
 		flag := bad[len(bad)-2]
 		if code, _, stderr := runCmd(t, "", false, append([]string{"train", "--traces", dir, "--out", t.TempDir()}, bad...)...); code != exitUsage || !strings.Contains(stderr, flag+": ") {
