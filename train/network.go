@@ -290,7 +290,7 @@ func (p *processor) restore(v []float64) {
 	}
 }
 
-// peakBounded says whether the exported processors bound the running
+// peakBounded says whether the exported capacity processor bounds the
 // replicas' cost by growth times the window's peak (Settings.PeakGrowth):
 // growth above 0 and the statistic max read.
 func peakBounded(stats []Statistic, growth float64) bool {
@@ -450,9 +450,10 @@ func exportCapacity(p *processor, stats []Statistic, slots int, growth float64, 
 // estimate of a running replica, the network computes
 //
 //	run_k  = a + (sqrt(k+1) - sqrt(k)) b if slot k is a running replica, else 0
-//	         (the n running replicas together at most n g max, g
-//	         Settings.PeakGrowth and max the window's peak per replica: the
-//	         peak bound)
+//	         (no peak bound, Settings.PeakGrowth: bounding the running
+//	         replicas' cost alone would charge a new replica of the workload
+//	         more than it costs once running, and a count admitted on
+//	         a stepped window could be refused at the next decision)
 //	new_k  = slot k's CPU demand if it is a new replica, else 0
 //	extra_k = relu(a + (sqrt(k+1) - sqrt(k)) b - new_k) if slot k is a new
 //	          replica of the workload (slot_k_own) and slot 0 runs, else 0
@@ -474,7 +475,7 @@ func exportCapacity(p *processor, stats []Statistic, slots int, growth float64, 
 // output threshold. Slots are a queue: a replica's own demand and the
 // demands of the replicas before it only lower its output, so raising any
 // demand never admits more.
-func exportAdmission(p *processor, stats []Statistic, slots int, growth float64, prov engine.Provenance) *engine.Model {
+func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Provenance) *engine.Model {
 	S, F := slots, len(stats)
 	var inputs []engine.Node
 	inputs = append(inputs, slotNodes(engine.SlotPrefix, S, true)...)
@@ -514,10 +515,6 @@ func exportAdmission(p *processor, stats []Statistic, slots int, growth float64,
 		lb.edge(o, inOwn+k, 1)
 		pass = append(pass, c, n, m, r, o)
 	}
-	bounded := peakBounded(stats, growth)
-	if bounded { // the window's maximum, carried last
-		pass = append(pass, statIn[carrierStat(stats)])
-	}
 	md.Layers = append(md.Layers, lb.layer())
 	a, b, carried := trunkLayers(md, p.tr, statIn, pass)
 	chain := func(k int) int { return carried[5*k] }
@@ -528,35 +525,8 @@ func exportAdmission(p *processor, stats []Statistic, slots int, growth float64,
 	// Costs and gates.
 	g := layerBuilder{act: engine.ActivationReLU}
 	runA, runB, cost, extra, gate := make([]int, S), make([]int, S), make([]int, S), make([]int, S), make([]int, S)
-	// The peak bound: with f(m) = m a + sqrt(m) b - m growth max, the m
-	// running replicas' cost is at most m growth max, so C_k gives back
-	// relu(f(min(k+1, n))) for n running replicas (a prefix of the queue).
-	// over[k] = relu(f(k+1)) and under[k] = relu(f(k)), both while slot k
-	// runs (else 0): slot k's cost gives back over[k] - under[k], and the
-	// sum over slots 0..k telescopes to relu(f(min(k+1, n))). Each slot's
-	// cost stays >= 0: relu is 1-Lipschitz, so over[k] - under[k] is at
-	// most f(k+1) - f(k) = a + step b - growth max when positive.
-	var over, under []int
-	if bounded {
-		over, under = make([]int, S), make([]int, S)
-	}
 	for k := 0; k < S; k++ {
 		step := math.Sqrt(float64(k+1)) - math.Sqrt(float64(k)) // b's weight in slot k
-		if bounded {
-			m := float64(k + 1)
-			over[k] = g.node(-bigM)
-			g.edge(over[k], a, m)
-			g.edge(over[k], b, math.Sqrt(m))
-			g.edge(over[k], carried[5*S], -m*growth)
-			g.edge(over[k], run(k), bigM)
-			if k > 0 {
-				under[k] = g.node(-bigM)
-				g.edge(under[k], a, m-1)
-				g.edge(under[k], b, math.Sqrt(m-1))
-				g.edge(under[k], carried[5*S], -(m-1)*growth)
-				g.edge(under[k], run(k), bigM)
-			}
-		}
 		// A new replica of the workload (own) while it runs (slot 0 is
 		// running) costs at least what it will once it runs: extra_k =
 		// relu(a + (sqrt(k+1) - sqrt(k)) b - demand_k) for such a slot; 0
@@ -597,12 +567,6 @@ func exportAdmission(p *processor, stats []Statistic, slots int, growth float64,
 		h.edge(slotCost[k], cost[k], 1)
 		if k > 0 {
 			h.edge(slotCost[k], extra[k], 1)
-		}
-		if bounded {
-			h.edge(slotCost[k], over[k], -1)
-			if k > 0 {
-				h.edge(slotCost[k], under[k], 1)
-			}
 		}
 		gateIn[k] = h.node(0)
 		h.edge(gateIn[k], gate[k], 1)

@@ -374,14 +374,15 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	if peakBounded(stats, s.PeakGrowth) {
 		g := strconv.FormatFloat(s.PeakGrowth, 'g', -1, 64)
 		capFitText += "; exported with the peak bound: the CPU cost of m replicas is at most m x " + g + " x the window's peak per replica (not in training)"
-		admFitText += "; exported with the peak bound: the CPU cost of the n running replicas is at most n x " + g + " x the window's peak per replica (not in training)"
 	}
 	res.Capacity = exportCapacity(capP, stats, s.Slots, s.PeakGrowth, prov(
 		"trained: a trunk over the window statistics gives a replica's level a and dispersion b; output k = sigmoid(alpha (1 - (k+1) a - sqrt(k+1) b)) gated by memory ((k+1) x the replica's memory peak must fit); "+capFitText,
 		metrics(capP, capFit)))
-	res.Admission = exportAdmission(admP, stats, s.Slots, s.PeakGrowth, prov(
+	admProv := prov(
 		"trained: queue admission network: running replicas cost j a + sqrt(j) b (a trunk over the window statistics), new replicas their demand; slot k is admitted when the costs of slots 0..k fit the host's CPU (output sigmoid(alpha (1 - cost))) and their memory peaks fit its memory (a hard gate); "+admFitText,
-		metrics(admP, admFit)))
+		metrics(admP, admFit))
+	delete(admProv.Settings, "peak_growth") // the bound is the capacity processor's (exportAdmission)
+	res.Admission = exportAdmission(admP, stats, s.Slots, admProv)
 	if s.Calibrate {
 		cal, err := calibrate(context.Background(), sides, res.Admission, res.Capacity)
 		if err != nil {
@@ -440,7 +441,7 @@ func settingsMap(s Settings) map[string]string {
 	if s.Average > 1 {
 		m["average"] = strconv.Itoa(s.Average)
 	}
-	if s.PeakGrowth > 0 && slices.Contains(s.Statistics, "max") { // the bound the exported networks hold (peakBounded)
+	if s.PeakGrowth > 0 && slices.Contains(s.Statistics, "max") { // the bound the capacity processor holds (peakBounded); Train drops it from the admission processor's
 		m["peak_growth"] = f(s.PeakGrowth)
 	}
 	if s.quantileBand() != [2]float64{QuantileBandLow, QuantileBandHigh} { // the default band, set or not, is written as before the band was a setting
