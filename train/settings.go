@@ -278,6 +278,10 @@ func (s Settings) capacityQuantile() float64 {
 	return s.Quantile
 }
 
+// StatisticsRead are the statistics a trunk trained with s reads: its
+// Statistics, or its trunk's default ones when they are nil.
+func (s Settings) StatisticsRead() []string { return s.withDefaults().Statistics }
+
 func (s Settings) withDefaults() Settings {
 	d := DefaultSettings()
 	setI := func(v *int, dv int) {

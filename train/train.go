@@ -371,18 +371,20 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		capFitText = "Adam on the quantile (pinball) loss at " + strconv.FormatFloat(s.capacityQuantile(), 'g', -1, 64) + " of the log cost against the log of the replay's peak (k+1 phase-shifted replicas' summed usage over the next horizon), over the slots whose peak lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
 		admFitText = "Adam on the quantile (pinball) loss at " + q + " of the log cost against the log of what the queue takes in its own replay (the running replicas' summed future usage plus the new replicas' demand), over the slots where that lies within " + band + " of capacity, alpha fixed at " + strconv.Itoa(QuantileAlpha) + ", early stopping on a validation split by identity"
 	}
-	if peakBounded(stats, s.PeakGrowth) {
-		g := strconv.FormatFloat(s.PeakGrowth, 'g', -1, 64)
-		capFitText += "; exported with the peak bound: the CPU cost of m replicas is at most m x " + g + " x the window's peak per replica (not in training)"
+	bounded := peakBounded(stats, s.PeakGrowth)
+	if bounded {
+		capFitText += "; exported with the peak bound: the CPU cost of m replicas is at most m x " + strconv.FormatFloat(s.PeakGrowth, 'g', -1, 64) + " x the window's peak per replica (not in training)"
 	}
-	res.Capacity = exportCapacity(capP, stats, s.Slots, s.PeakGrowth, prov(
+	capProv := prov(
 		"trained: a trunk over the window statistics gives a replica's level a and dispersion b; output k = sigmoid(alpha (1 - (k+1) a - sqrt(k+1) b)) gated by memory ((k+1) x the replica's memory peak must fit); "+capFitText,
-		metrics(capP, capFit)))
-	admProv := prov(
+		metrics(capP, capFit))
+	if bounded { // the capacity processor's alone (exportAdmission has none)
+		capProv.Settings["peak_growth"] = strconv.FormatFloat(s.PeakGrowth, 'g', -1, 64)
+	}
+	res.Capacity = exportCapacity(capP, stats, s.Slots, s.PeakGrowth, capProv)
+	res.Admission = exportAdmission(admP, stats, s.Slots, prov(
 		"trained: queue admission network: running replicas cost j a + sqrt(j) b (a trunk over the window statistics), new replicas their demand; slot k is admitted when the costs of slots 0..k fit the host's CPU (output sigmoid(alpha (1 - cost))) and their memory peaks fit its memory (a hard gate); "+admFitText,
-		metrics(admP, admFit))
-	delete(admProv.Settings, "peak_growth") // the bound is the capacity processor's (exportAdmission)
-	res.Admission = exportAdmission(admP, stats, s.Slots, admProv)
+		metrics(admP, admFit)))
 	if s.Calibrate {
 		cal, err := calibrate(context.Background(), sides, res.Admission, res.Capacity)
 		if err != nil {
@@ -440,9 +442,6 @@ func settingsMap(s Settings) map[string]string {
 	}
 	if s.Average > 1 {
 		m["average"] = strconv.Itoa(s.Average)
-	}
-	if s.PeakGrowth > 0 && slices.Contains(s.Statistics, "max") { // the bound the capacity processor holds (peakBounded); Train drops it from the admission processor's
-		m["peak_growth"] = f(s.PeakGrowth)
 	}
 	if s.quantileBand() != [2]float64{QuantileBandLow, QuantileBandHigh} { // the default band, set or not, is written as before the band was a setting
 		m["quantile_band"] = f(s.QuantileBand[0]) + " " + f(s.QuantileBand[1])

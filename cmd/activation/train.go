@@ -431,14 +431,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 			}
 		}
 		if flagSet(fs, "peak-growth") && s.PeakGrowth > 0 {
-			read := s.Statistics
-			if read == nil {
-				read = d.Statistics
-				if *trunk == train.TrunkMonotone {
-					read = train.DefaultMonotoneStatistics
-				}
-			}
-			if !slices.Contains(read, "max") {
+			if read := s.StatisticsRead(); !slices.Contains(read, "max") {
 				return s, usagef("--peak-growth: %v bounds the cost by the window's peak, the statistic max, which the trunk does not read (--statistics %s); add max, or --peak-growth 0", s.PeakGrowth, strings.Join(read, ","))
 			}
 		}
