@@ -334,13 +334,23 @@ func TestAdmissionAdmittedStaysAdmitted(t *testing.T) {
 		}
 		return o
 	}
-	grew := 0
-	for trial := 0; trial < 300; trial++ {
+	// The windows: steady with a wobble, or stepped, their last sample
+	// two to four times the others (where the peak bound, on the running
+	// replicas' cost, binds): 20 or 60 samples.
+	grew, grewStepped := 0, 0
+	for trial := 0; trial < 600; trial++ {
 		level := 0.01 + 0.1*r.Float64()
 		req := level * (0.3 + 1.5*r.Float64()) // from far below to above the usage
-		wobble := make([]float64, 60)
+		wobble := make([]float64, 20+40*r.IntN(2))
 		for i := range wobble {
 			wobble[i] = 0.7 + 0.6*r.Float64()
+		}
+		stepped := trial%2 == 1
+		if stepped {
+			for i := range wobble {
+				wobble[i] = 1
+			}
+			wobble[len(wobble)-1] = 2 + 2*r.Float64()
 		}
 		n := 1 + r.IntN(20)
 		m := admitted(t, steady(n, level, req, wobble)).Amount
@@ -348,13 +358,32 @@ func TestAdmissionAdmittedStaysAdmitted(t *testing.T) {
 			continue
 		}
 		grew++
+		if stepped {
+			grewStepped++
+		}
 		if again := admitted(t, steady(m, level, req, wobble)).Amount; again < m {
-			t.Fatalf("trial %d: usage %.3f, request %.3f of the host: %d running admitted %d, but %d running admit only %d",
-				trial, level, req, n, m, m, again)
+			t.Fatalf("trial %d (stepped %v, %d samples): usage %.3f, request %.3f of the host: %d running admitted %d, but %d running admit only %d",
+				trial, stepped, len(wobble), level, req, n, m, m, again)
 		}
 	}
-	if grew < 50 {
-		t.Fatalf("the premise fails: only %d of 300 hosts admitted a new replica", grew)
+	if grew < 100 || grewStepped < 20 {
+		t.Fatalf("the premise fails: only %d of 600 hosts admitted a new replica, %d of the 300 stepped ones", grew, grewStepped)
+	}
+	// A review's case: 20 samples at 9% of the host, the last at 18%, a
+	// demand of 9%. Bounding the running replicas' cost but not a new
+	// one's, 1 running admitted 2 and 2 running admitted 1 (1, 2, 1, 2).
+	step := make([]float64, 20)
+	for i := range step {
+		step[i] = 1
+	}
+	step[19] = 2
+	running := 1
+	for i := range 4 {
+		next := admitted(t, steady(running, 0.09, 0.09, step)).Amount
+		if next < running {
+			t.Fatalf("stepped window, evaluation %d: %d running admit %d", i, running, next)
+		}
+		running = next
 	}
 }
 

@@ -290,7 +290,7 @@ func (p *processor) restore(v []float64) {
 	}
 }
 
-// peakBounded says whether the exported capacity processor bounds the
+// peakBounded says whether the exported processors bound the workload's
 // replicas' cost by growth times the window's peak (Settings.PeakGrowth):
 // growth above 0 and the statistic max read.
 func peakBounded(stats []Statistic, growth float64) bool {
@@ -447,27 +447,33 @@ func exportCapacity(p *processor, stats []Statistic, slots int, growth float64, 
 // exportAdmission builds the first host's admission processor. Inputs: per
 // slot k, slot_k (its CPU demand share; countable), slot_k_memory,
 // slot_k_running and slot_k_own; then the usage statistics. With a and b the trunk's
-// estimate of a running replica, the network computes
+// estimate of a running replica, g Settings.PeakGrowth and max the window's
+// peak per replica, the m replicas of the workload cost
 //
-//	run_k  = a + (sqrt(k+1) - sqrt(k)) b if slot k is a running replica, else 0
-//	         (no peak bound, Settings.PeakGrowth: bounding the running
-//	         replicas' cost alone would charge a new replica of the workload
-//	         more than it costs once running, and a count admitted on
-//	         a stepped window could be refused at the next decision)
+//	R(m) = min(m a + sqrt(m) b, m g max) = m a + sqrt(m) b - e_m,  e_m = relu(m a + sqrt(m) b - m g max)
+//
+// (with g 0, or without the statistic max, e_m = 0 and R(m) = m a +
+// sqrt(m) b), and the network computes
+//
+//	run_k  = R(k+1) - R(k) if slot k is a running replica, else 0
+//	         (the running replicas, a prefix of the queue, sum to R(n))
 //	new_k  = slot k's CPU demand if it is a new replica, else 0
-//	extra_k = relu(a + (sqrt(k+1) - sqrt(k)) b - new_k) if slot k is a new
-//	          replica of the workload (slot_k_own) and slot 0 runs, else 0
+//	extra_k = relu(R(k+1) - R(k) - new_k) if slot k is a new replica of the
+//	          workload (slot_k_own) and slot 0 runs, else 0
 //	C_k    = sum over slots i <= k of run_i + new_i + extra_i
 //	         (a new replica of a workload that runs costs the larger of its
-//	         demand and what it will cost once running: admitting it never
-//	         makes a replica refused at the next decision on the same usage;
-//	         with nothing running yet, its demand)
+//	         demand and what it adds once running, so C_k is at least R(k+1)
+//	         when slots 0..k are the workload's: admitting it never makes a
+//	         replica refused at the next decision on the same usage; with
+//	         nothing running yet, its demand)
 //	M_k    = sum of memory_i over slots i <= k (the memory peak)
 //	gate_k = relu(chainWeight slot_k + gateScale (1 - memHeadroom - memMargin - M_k))
 //	admit_k = sigmoid(alpha (1 - C_k) + gateRead gate_k)
 //
-// (each slot's run_i + new_i + extra_i is summed into one node a layer
-// before the outputs, so that C_k takes one edge per slot)
+// R is increasing in m (the smaller of two increasing costs), so every
+// slot's cost is >= 0; each slot's run_i + new_i + extra_i is summed into
+// one node a layer before the outputs, so that C_k takes one edge per slot.
+// With the bound, a layer after the trunk computes e_1 .. e_S.
 //
 // Slot k starts an activated branch (slot_k -> its chain -> gate_k -> its
 // copy -> admit_k) exactly when it holds a replica, the memory of replicas 0..k
@@ -475,7 +481,7 @@ func exportCapacity(p *processor, stats []Statistic, slots int, growth float64, 
 // output threshold. Slots are a queue: a replica's own demand and the
 // demands of the replicas before it only lower its output, so raising any
 // demand never admits more.
-func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Provenance) *engine.Model {
+func exportAdmission(p *processor, stats []Statistic, slots int, growth float64, prov engine.Provenance) *engine.Model {
 	S, F := slots, len(stats)
 	var inputs []engine.Node
 	inputs = append(inputs, slotNodes(engine.SlotPrefix, S, true)...)
@@ -515,8 +521,36 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 		lb.edge(o, inOwn+k, 1)
 		pass = append(pass, c, n, m, r, o)
 	}
+	bounded := peakBounded(stats, growth)
+	if bounded { // the window's maximum, carried last
+		pass = append(pass, statIn[carrierStat(stats)])
+	}
 	md.Layers = append(md.Layers, lb.layer())
 	a, b, carried := trunkLayers(md, p.tr, statIn, pass)
+	// The peak bound: e[m] = relu(m a + sqrt(m) b - m growth max) for
+	// m = 1..S (e[0] = 0 is no node), a layer after the trunk, with a, b
+	// and the slots' nodes carried through it.
+	var e []int
+	if bounded {
+		pre := layerBuilder{act: engine.ActivationReLU}
+		pa, pb := pre.node(0), pre.node(0)
+		pre.edge(pa, a, 1)
+		pre.edge(pb, b, 1)
+		next := make([]int, 5*S)
+		for i := range next {
+			next[i] = pre.node(0)
+			pre.edge(next[i], carried[i], 1)
+		}
+		e = make([]int, S+1)
+		for m := 1; m <= S; m++ {
+			e[m] = pre.node(0)
+			pre.edge(e[m], a, float64(m))
+			pre.edge(e[m], b, math.Sqrt(float64(m)))
+			pre.edge(e[m], carried[5*S], -float64(m)*growth)
+		}
+		md.Layers = append(md.Layers, pre.layer())
+		a, b, carried = pa, pb, next
+	}
 	chain := func(k int) int { return carried[5*k] }
 	newCost := func(k int) int { return carried[5*k+1] }
 	mem := func(k int) int { return carried[5*k+2] }
@@ -525,20 +559,42 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 	// Costs and gates.
 	g := layerBuilder{act: engine.ActivationReLU}
 	runA, runB, cost, extra, gate := make([]int, S), make([]int, S), make([]int, S), make([]int, S), make([]int, S)
+	// over[k] = e[k+1] and under[k] = e[k] while slot k runs (else 0):
+	// a running slot's cost gives back over[k] - under[k], so that it is
+	// R(k+1) - R(k).
+	over, under := make([]int, S), make([]int, S)
 	for k := 0; k < S; k++ {
 		step := math.Sqrt(float64(k+1)) - math.Sqrt(float64(k)) // b's weight in slot k
+		// The gates' constant: bigM bounds a and b (as runA and runB
+		// assume), so e[m] <= m (a + b) <= 2 m bigM.
+		big := bigM
+		if bounded {
+			big = 2 * float64(k+1) * bigM
+			over[k] = g.node(-big)
+			g.edge(over[k], e[k+1], 1)
+			g.edge(over[k], run(k), big)
+			if k > 0 {
+				under[k] = g.node(-big)
+				g.edge(under[k], e[k], 1)
+				g.edge(under[k], run(k), big)
+			}
+		}
 		// A new replica of the workload (own) while it runs (slot 0 is
-		// running) costs at least what it will once it runs: extra_k =
-		// relu(a + (sqrt(k+1) - sqrt(k)) b - demand_k) for such a slot; 0
-		// for a running one, a queued replica of its own size, or when
-		// nothing runs yet (slot 0 is new only then).
+		// running) costs at least what it adds once it runs: extra_k =
+		// relu(R(k+1) - R(k) - demand_k) for such a slot; 0 for a running
+		// one, a queued replica of its own size, or when nothing runs yet
+		// (slot 0 is new only then).
 		if k > 0 {
-			extra[k] = g.node(-2 * bigM)
+			extra[k] = g.node(-2 * big)
 			g.edge(extra[k], a, 1)
 			g.edge(extra[k], b, step)
 			g.edge(extra[k], newCost(k), -1)
-			g.edge(extra[k], own(k), bigM)
-			g.edge(extra[k], run(0), bigM)
+			g.edge(extra[k], own(k), big)
+			g.edge(extra[k], run(0), big)
+			if bounded {
+				g.edge(extra[k], e[k+1], -1)
+				g.edge(extra[k], e[k], 1)
+			}
 		}
 		runA[k] = g.node(-bigM)
 		g.edge(runA[k], a, 1)
@@ -567,6 +623,12 @@ func exportAdmission(p *processor, stats []Statistic, slots int, prov engine.Pro
 		h.edge(slotCost[k], cost[k], 1)
 		if k > 0 {
 			h.edge(slotCost[k], extra[k], 1)
+		}
+		if bounded {
+			h.edge(slotCost[k], over[k], -1)
+			if k > 0 {
+				h.edge(slotCost[k], under[k], 1)
+			}
 		}
 		gateIn[k] = h.node(0)
 		h.edge(gateIn[k], gate[k], 1)

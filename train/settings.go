@@ -123,8 +123,8 @@ type Settings struct {
 	// built-in models'. A narrower band fits the cost nearer where a
 	// threshold cuts (a cost of 1 - l/QuantileAlpha of the host).
 	QuantileBand [2]float64
-	// PeakGrowth, above 0, bounds the CPU cost the exported capacity
-	// processor reads: the learned cost of m replicas, m a + sqrt(m) b, is
+	// PeakGrowth, above 0, bounds the CPU cost both exported processors
+	// read: the learned cost of m replicas of the workload, m a + sqrt(m) b, is
 	// taken at most as m x PeakGrowth x the window's peak per replica (m
 	// perfectly correlated replicas, each at PeakGrowth times the most one
 	// was seen to use), so that it binds at few replicas and not where
@@ -133,11 +133,13 @@ type Settings struct {
 	// or two replicas is read off its form, not off data: after a step it
 	// put one replica at 20% of a host at more than the host. 0: no bound.
 	// It needs the statistic max (without it there is no bound). The bound
-	// is in the exported network only: training does not see it. The
-	// admission processor has none: bounding its running replicas' cost
-	// alone charged a new replica of the workload more than it cost once
-	// running, and the count flapped (1, 2, 1, 2) on a stepped window;
-	// bounding the new ones too is not done.
+	// is in the exported networks only: training does not see it. In the
+	// admission processor it bounds the running replicas' cost, and a new
+	// replica of the workload is charged at least what it adds to the
+	// bounded cost once running, so that a count admitted
+	// is not refused at the next decision on the same usage (bounding the
+	// running replicas alone made counts flap 1, 2, 1, 2 on a stepped
+	// window).
 	// DefaultSettings has DefaultPeakGrowth.
 	PeakGrowth float64
 	// Calibrate shifts the capacity processor's outputs by the logits that
@@ -250,9 +252,9 @@ func DefaultSettings() Settings {
 // samples, the peak of a series passed three times the peak of the 120
 // before it at 0.06% (Crane) and 0.18% (PlanetLab) of the decision points
 // of the bundled series, twice it at 0.16% and 0.34%. Nested validation
-// found 3 level with no bound in every column of two seeds (2, on both
-// processors, behind on PlanetLab at 0.1%); held out it loses PlanetLab at
-// 0.1% (docs/benchmarks.md, "A bound on the cost of few replicas").
+// found 3 level with no bound in every column of two seeds (2 behind on
+// PlanetLab at 0.1%); held out it is level on every family at 1% and 0.1%
+// (docs/benchmarks.md, "A bound on the cost of few replicas").
 const DefaultPeakGrowth float64 = 3
 
 // ValidQuantileBand reports whether b can be a QuantileBand: a low share in
@@ -365,7 +367,7 @@ func (s Settings) exportable(stats []Statistic) error {
 	p := newProcessor(tr)
 	check := func(slots int) error {
 		prov := engine.Provenance{Method: "untrained, for the settings check"}
-		for _, m := range []*engine.Model{exportCapacity(p, stats, slots, s.PeakGrowth, prov), exportAdmission(p, stats, slots, prov)} {
+		for _, m := range []*engine.Model{exportCapacity(p, stats, slots, s.PeakGrowth, prov), exportAdmission(p, stats, slots, s.PeakGrowth, prov)} {
 			if err := m.Validate(); err != nil {
 				return fmt.Errorf("the %s model: %w", m.Name, err)
 			}

@@ -373,18 +373,23 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	}
 	bounded := peakBounded(stats, s.PeakGrowth)
 	if bounded {
-		capFitText += "; exported with the peak bound: the CPU cost of m replicas is at most m x " + strconv.FormatFloat(s.PeakGrowth, 'g', -1, 64) + " x the window's peak per replica (not in training)"
+		bound := "; exported with the peak bound: the CPU cost of m replicas is at most m x " + strconv.FormatFloat(s.PeakGrowth, 'g', -1, 64) + " x the window's peak per replica"
+		capFitText += bound + " (not in training)"
+		admFitText += bound + " (the workload's running replicas, and a new one of it at no less than what it adds once running; not in training)"
 	}
 	capProv := prov(
 		"trained: a trunk over the window statistics gives a replica's level a and dispersion b; output k = sigmoid(alpha (1 - (k+1) a - sqrt(k+1) b)) gated by memory ((k+1) x the replica's memory peak must fit); "+capFitText,
 		metrics(capP, capFit))
-	if bounded { // the capacity processor's alone (exportAdmission has none)
-		capProv.Settings["peak_growth"] = strconv.FormatFloat(s.PeakGrowth, 'g', -1, 64)
+	admProv := prov(
+		"trained: queue admission network: running replicas cost j a + sqrt(j) b (a trunk over the window statistics), new replicas their demand; slot k is admitted when the costs of slots 0..k fit the host's CPU (output sigmoid(alpha (1 - cost))) and their memory peaks fit its memory (a hard gate); "+admFitText,
+		metrics(admP, admFit))
+	if bounded {
+		for _, p := range []*engine.Provenance{&capProv, &admProv} {
+			p.Settings["peak_growth"] = strconv.FormatFloat(s.PeakGrowth, 'g', -1, 64)
+		}
 	}
 	res.Capacity = exportCapacity(capP, stats, s.Slots, s.PeakGrowth, capProv)
-	res.Admission = exportAdmission(admP, stats, s.Slots, prov(
-		"trained: queue admission network: running replicas cost j a + sqrt(j) b (a trunk over the window statistics), new replicas their demand; slot k is admitted when the costs of slots 0..k fit the host's CPU (output sigmoid(alpha (1 - cost))) and their memory peaks fit its memory (a hard gate); "+admFitText,
-		metrics(admP, admFit)))
+	res.Admission = exportAdmission(admP, stats, s.Slots, s.PeakGrowth, admProv)
 	if s.Calibrate {
 		cal, err := calibrate(context.Background(), sides, res.Admission, res.Capacity)
 		if err != nil {

@@ -182,7 +182,8 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 	if stats[maxAt].Name != "max" {
 		t.Fatalf("the default statistics %v do not read max", DefaultStatistics)
 	}
-	bounded, unbounded := 0, 0 // capacity outputs with the bound, where it binds and where not
+	bounded, unbounded := 0, 0     // capacity outputs with the bound, where it binds and where not
+	runBounded, ownBounded := 0, 0 // admission trials where it binds on the running replicas, new replicas of the workload whose charge it lowers
 	for _, growth := range []float64{0, 1.5} {
 		for _, tr := range append([]trunk{mlp, flat, mx}, monos...) {
 			p := newProcessor(tr)
@@ -192,7 +193,7 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			adm, err := engine.NewProcessor(exportAdmission(p, stats, slots, prov))
+			adm, err := engine.NewProcessor(exportAdmission(p, stats, slots, growth, prov))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,8 +246,8 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 					t.Fatalf("%T trial %d: A_out %d, want the %d outputs at or above the threshold", tr, trial, an.OutputAmount, held)
 				}
 				// Admission: n running replicas, then new ones of random sizes,
-				// some of them the workload's own (at least a running one's
-				// estimate while one runs).
+				// some of them the workload's own (at least what it adds to
+				// the workload's cost once running, while one runs).
 				n := rng.IntN(slots)
 				ax := make([]float64, 4*slots+len(stats))
 				var cost, mem float64
@@ -255,14 +256,20 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 				for k := 0; k < slots; k++ {
 					cpu, mm := 0.01+0.1*rng.Float64(), 0.08*rng.Float64()
 					run, own := 0.0, 0.0
-					asRunning := a + (math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))*b
+					asRunning := runCost(float64(k+1)) - runCost(float64(k))
 					switch {
 					case k < n:
 						run = 1
 						cost += asRunning
+						if growth > 0 && k == n-1 && runCost(float64(n)) < float64(n)*a+math.Sqrt(float64(n))*b {
+							runBounded++ // the bound lowers the running replicas' cost
+						}
 					case n > 0 && rng.IntN(2) == 0:
 						own = 1
 						cost += math.Max(cpu, asRunning)
+						if unboundedStep := a + (math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))*b; growth > 0 && asRunning < unboundedStep && cpu < unboundedStep {
+							ownBounded++ // the bound lowers this replica's charge
+						}
 					default:
 						cost += cpu
 					}
@@ -288,6 +295,9 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 	}
 	if bounded == 0 || unbounded == 0 {
 		t.Fatalf("with the peak bound, %d capacity outputs where it binds and %d where it does not: the trials test the bound only if both occur", bounded, unbounded)
+	}
+	if runBounded == 0 || ownBounded == 0 {
+		t.Fatalf("with the peak bound, %d admission trials where it binds on the running replicas and %d new replicas of the workload whose charge it lowers: the trials test the admission bound only if both occur", runBounded, ownBounded)
 	}
 
 }

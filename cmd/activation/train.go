@@ -341,7 +341,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	quantile := fs.Float64("quantile", d.Quantile, "train the admission processor's cost (and the capacity processor's, with --capacity-quantile 0) as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)); 0: both on the fit labels' cross-entropy, the "+train.TrunkMonotone+" trunk's default")
 	capq := fs.Float64("capacity-quantile", d.CapacityQuantile, "the capacity processor's quantile `Q` under the quantile loss (--quantile stays the admission processor's); 0: --quantile's. Its default is 0 with --quantile 0 or the "+train.TrunkMonotone+" trunk")
 	qband := fs.String("quantile-band", "", "the quantile loss reads the slots whose usage lies within `LOW,HIGH` shares of the host (LOW in (0, 1), HIGH above 1; default "+strconv.FormatFloat(train.QuantileBandLow, 'g', -1, 64)+","+strconv.FormatFloat(train.QuantileBandHigh, 'g', -1, 64)+")")
-	growth := fs.Float64("peak-growth", d.PeakGrowth, "bound the capacity processor's learned CPU cost: m replicas at most m x `G` x the window's peak per replica (needs the statistic max); 0: no bound")
+	growth := fs.Float64("peak-growth", d.PeakGrowth, "bound both processors' learned CPU cost: m replicas of the workload at most m x `G` x the window's peak per replica (needs the statistic max); 0: no bound")
 	calibrate := fs.Bool("calibrate", d.Calibrate, "shift the capacity processor's outputs by the logits that let one output threshold (a margin) serve both processors best on the validation series, replayed in the shifted scenario at budgets 1% and 0.1% (nested validation found it level with none)")
 	return func() (train.Settings, error) {
 		s := d

@@ -162,9 +162,9 @@ func tuneCandidates() []tuneCandidate {
 		{"the default + recent dispersion (std_last20)", theDefault(func(s *train.Settings) {
 			s.Statistics = append(slices.Clone(s.Statistics), "std_last20")
 		})},
-		// The peak bound (train.Settings.PeakGrowth): m replicas cost at
-		// most m x G x the window's peak each, in the exported capacity
-		// processor. 77 is the default since December 5.
+		// The peak bound (train.Settings.PeakGrowth): m replicas of the
+		// workload cost at most m x G x the window's peak each, in both
+		// exported processors. 77 is the default since December 5.
 		{"the default, peak bound 2", theDefault(peakGrowth(2))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts, peak bound 3 (default)", theDefault(peakGrowth(3))},
 		{"the default + recent dispersion (std_last20), peak bound 2", theDefault(peakGrowth(2), func(s *train.Settings) {
