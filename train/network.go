@@ -100,7 +100,8 @@ func bce(p, y float64) float64 {
 func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
 
 // Network constants. They make the exported networks compute the estimate
-// exactly in the engine's floating point, and keep the activated-branch
+// in the engine's floating point (to within about 1e-8 of the host in a
+// queue's cost, the peak bound's gates being the largest constants), and keep the activated-branch
 // semantics exact where they must be (memory is a hard limit).
 const (
 	// bigM gates costs by a slot's running flag: relu(x - bigM) = 0 for any
@@ -463,15 +464,17 @@ func exportCapacity(p *processor, stats []Statistic, slots int, growth float64, 
 //	C_k    = sum over slots i <= k of run_i + new_i + extra_i
 //	         (a new replica of a workload that runs costs the larger of its
 //	         demand and what it adds once running, so C_k is at least R(k+1)
-//	         when slots 0..k are the workload's: admitting it never makes a
-//	         replica refused at the next decision on the same usage; with
-//	         nothing running yet, its demand)
+//	         when slots 0..k are the workload's and slot 0 runs: admitting
+//	         it never makes a replica refused at the next decision on the
+//	         same usage. With nothing running, every new replica costs its
+//	         demand, and replicas admitted at a demand below what they then
+//	         use can be refused once they run)
 //	M_k    = sum of memory_i over slots i <= k (the memory peak)
 //	gate_k = relu(chainWeight slot_k + gateScale (1 - memHeadroom - memMargin - M_k))
 //	admit_k = sigmoid(alpha (1 - C_k) + gateRead gate_k)
 //
-// R is increasing in m (the smaller of two increasing costs), so every
-// slot's cost is >= 0; each slot's run_i + new_i + extra_i is summed into
+// R is non-decreasing in m (the smaller of two non-decreasing costs: a, b
+// and max are >= 0), so every slot's cost is >= 0; each slot's run_i + new_i + extra_i is summed into
 // one node a layer before the outputs, so that C_k takes one edge per slot.
 // With the bound, a layer after the trunk computes e_1 .. e_S.
 //
@@ -528,8 +531,9 @@ func exportAdmission(p *processor, stats []Statistic, slots int, growth float64,
 	md.Layers = append(md.Layers, lb.layer())
 	a, b, carried := trunkLayers(md, p.tr, statIn, pass)
 	// The peak bound: e[m] = relu(m a + sqrt(m) b - m growth max) for
-	// m = 1..S (e[0] = 0 is no node), a layer after the trunk, with a, b
-	// and the slots' nodes carried through it.
+	// m = 1..S, a layer after the trunk, with a, b and the slots' nodes
+	// carried through it. e_0 is 0 and has no node: e[0] is -1, never
+	// read (slot 0's cost takes no under term).
 	var e []int
 	if bounded {
 		pre := layerBuilder{act: engine.ActivationReLU}
@@ -542,6 +546,7 @@ func exportAdmission(p *processor, stats []Statistic, slots int, growth float64,
 			pre.edge(next[i], carried[i], 1)
 		}
 		e = make([]int, S+1)
+		e[0] = -1
 		for m := 1; m <= S; m++ {
 			e[m] = pre.node(0)
 			pre.edge(e[m], a, float64(m))

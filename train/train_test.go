@@ -247,7 +247,8 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 				}
 				// Admission: n running replicas, then new ones of random sizes,
 				// some of them the workload's own (at least what it adds to
-				// the workload's cost once running, while one runs).
+				// the workload's cost once running, while one runs; with none
+				// running, their demand).
 				n := rng.IntN(slots)
 				ax := make([]float64, 4*slots+len(stats))
 				var cost, mem float64
@@ -264,8 +265,12 @@ func TestExportedNetworkIsTheEstimate(t *testing.T) {
 						if growth > 0 && k == n-1 && runCost(float64(n)) < float64(n)*a+math.Sqrt(float64(n))*b {
 							runBounded++ // the bound lowers the running replicas' cost
 						}
-					case n > 0 && rng.IntN(2) == 0:
+					case rng.IntN(2) == 0:
 						own = 1
+						if n == 0 {
+							cost += cpu // nothing runs: its demand
+							break
+						}
 						cost += math.Max(cpu, asRunning)
 						if unboundedStep := a + (math.Sqrt(float64(k+1))-math.Sqrt(float64(k)))*b; growth > 0 && asRunning < unboundedStep && cpu < unboundedStep {
 							ownBounded++ // the bound lowers this replica's charge
