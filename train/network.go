@@ -340,6 +340,34 @@ func trunkLayers(md *engine.Model, tr trunk, in []int, pass []int) (a, b int, ca
 	return prevMap[0], prevMap[1], carried
 }
 
+// peakLayer emits the layer of the peak bound (Settings.PeakGrowth): e[m] =
+// relu(m a + sqrt(m) b - m growth max) for m = 1..slots, max the node
+// maxAt (the window's peak per replica), after copies of a, b and of the
+// nodes in carry, which later layers read. It returns the copies' indices
+// and e; e[0] is -1 (e_0 = 0 has no node).
+func peakLayer(md *engine.Model, a, b int, carry []int, maxAt, slots int, growth float64) (ca, cb int, carried, e []int) {
+	lb := layerBuilder{act: engine.ActivationReLU}
+	ca, cb = lb.node(0), lb.node(0)
+	lb.edge(ca, a, 1)
+	lb.edge(cb, b, 1)
+	carried = make([]int, len(carry))
+	for i, c := range carry {
+		carried[i] = lb.node(0)
+		lb.edge(carried[i], c, 1)
+	}
+	e = make([]int, slots+1)
+	e[0] = -1
+	for m := 1; m <= slots; m++ {
+		fm := float64(m)
+		e[m] = lb.node(0)
+		lb.edge(e[m], a, fm)
+		lb.edge(e[m], b, math.Sqrt(fm))
+		lb.edge(e[m], maxAt, -fm*growth)
+	}
+	md.Layers = append(md.Layers, lb.layer())
+	return ca, cb, carried, e
+}
+
 // exportCapacity builds the second host's capacity processor. Inputs: the
 // usage statistics, then mem_replica_max. A trunk computes a running
 // replica's level a and dispersion b; then, for output k with m = k+1
@@ -378,27 +406,14 @@ func exportCapacity(p *processor, stats []Statistic, slots int, growth float64, 
 	a, b, carried := trunkLayers(md, p.tr, in, []int{F, carrierStat(stats)})
 	mem, carrier := carried[0], carried[1]
 	alpha := p.alpha()
-	// The peak bound (Settings.PeakGrowth): e_k = relu(m a + sqrt(m) b -
-	// m growth max) is what it takes off m replicas' learned cost, a layer
-	// before A_k reads it (the carrier is the window's maximum).
+	// The peak bound (Settings.PeakGrowth): e_m is what it takes off m
+	// replicas' learned cost, a layer before A_k reads it (the carrier is
+	// the window's maximum).
 	var e []int
 	if peakBounded(stats, growth) {
-		pre := layerBuilder{act: engine.ActivationReLU}
-		pa, pb, pm, pc := pre.node(0), pre.node(0), pre.node(0), pre.node(0)
-		pre.edge(pa, a, 1)
-		pre.edge(pb, b, 1)
-		pre.edge(pm, mem, 1)
-		pre.edge(pc, carrier, 1)
-		e = make([]int, slots)
-		for k := range e {
-			m := float64(k + 1)
-			e[k] = pre.node(0)
-			pre.edge(e[k], a, m)
-			pre.edge(e[k], b, math.Sqrt(m))
-			pre.edge(e[k], carrier, -m*growth)
-		}
-		md.Layers = append(md.Layers, pre.layer())
-		a, b, mem, carrier = pa, pb, pm, pc
+		var kept []int
+		a, b, kept, e = peakLayer(md, a, b, []int{mem, carrier}, carrier, slots, growth)
+		mem, carrier = kept[0], kept[1]
 	}
 	// Copies of a, b and the carrier, then d_k (and copies of e_k).
 	lb := layerBuilder{act: engine.ActivationReLU}
@@ -414,13 +429,16 @@ func exportCapacity(p *processor, stats []Statistic, slots int, growth float64, 
 		lb.edge(d[k], b, -alpha*math.Sqrt(m))
 		lb.edge(d[k], mem, memKnee*m)
 		if e != nil {
-			lb.edge(d[k], e[k], alpha)
+			lb.edge(d[k], e[k+1], alpha)
 		}
 	}
-	ce := make([]int, len(e))
-	for k := range ce {
-		ce[k] = lb.node(0)
-		lb.edge(ce[k], e[k], 1)
+	var ce []int // ce[k] is e_(k+1)'s copy
+	if e != nil {
+		ce = make([]int, slots)
+		for k := range ce {
+			ce[k] = lb.node(0)
+			lb.edge(ce[k], e[k+1], 1)
+		}
 	}
 	md.Layers = append(md.Layers, lb.layer())
 	z := layerBuilder{act: engine.ActivationReLU}
@@ -530,31 +548,12 @@ func exportAdmission(p *processor, stats []Statistic, slots int, growth float64,
 	}
 	md.Layers = append(md.Layers, lb.layer())
 	a, b, carried := trunkLayers(md, p.tr, statIn, pass)
-	// The peak bound: e[m] = relu(m a + sqrt(m) b - m growth max) for
-	// m = 1..S, a layer after the trunk, with a, b and the slots' nodes
-	// carried through it. e_0 is 0 and has no node: e[0] is -1, never
-	// read (slot 0's cost takes no under term).
+	// The peak bound: e_1 .. e_S a layer after the trunk, the slots'
+	// nodes carried through it (e[0] is never read: slot 0's cost takes
+	// no under term).
 	var e []int
 	if bounded {
-		pre := layerBuilder{act: engine.ActivationReLU}
-		pa, pb := pre.node(0), pre.node(0)
-		pre.edge(pa, a, 1)
-		pre.edge(pb, b, 1)
-		next := make([]int, 5*S)
-		for i := range next {
-			next[i] = pre.node(0)
-			pre.edge(next[i], carried[i], 1)
-		}
-		e = make([]int, S+1)
-		e[0] = -1
-		for m := 1; m <= S; m++ {
-			e[m] = pre.node(0)
-			pre.edge(e[m], a, float64(m))
-			pre.edge(e[m], b, math.Sqrt(float64(m)))
-			pre.edge(e[m], carried[5*S], -float64(m)*growth)
-		}
-		md.Layers = append(md.Layers, pre.layer())
-		a, b, carried = pa, pb, next
+		a, b, carried, e = peakLayer(md, a, b, carried[:5*S], carried[5*S], S, growth)
 	}
 	chain := func(k int) int { return carried[5*k] }
 	newCost := func(k int) int { return carried[5*k+1] }
