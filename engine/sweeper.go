@@ -23,8 +23,19 @@ type Sweeper struct {
 	p  *Processor
 	ws *Workspace
 	// fwd: ws holds the forward pass of the last vector swept; back: and
-	// ws.score its backward pass (first host).
+	// the backward pass matches it (first host): reach and the countable
+	// inputs' ws.score, or, when reach is not kept, every ws.score.
 	fwd, back bool
+	// ow: the bitset words of a set of outputs; reach is kept when ow is at
+	// most maxReachWords. reach[l][v*ow:(v+1)*ow]: the outputs node v of
+	// layer l reaches along carrying edges through nodes that hold data
+	// (none when v holds none; at the inputs, kept for the countable ones
+	// only); an input's score is the largest value among its outputs. A sweep changes the outputs' values but seldom
+	// which outputs a node reaches, so the scores are read again from the
+	// sets instead of being carried back through every layer.
+	ow, maxReachWords int
+	reach             [][]uint64
+	reachChanged      [][]uint64 // per layer: the nodes whose set this sweep changed
 	// changed[l]: the nodes of layer l whose activation the last forward
 	// pass changed (bitsets).
 	changed [][]uint64
@@ -47,8 +58,10 @@ type SweeperWork struct {
 	// Nodes and FullNodes: hidden and output activations computed, and
 	// what full forward passes compute.
 	Nodes, FullNodes int64
-	// Scores and FullScores: backward values computed (first host only),
-	// and what full backward passes compute.
+	// Scores and FullScores: backward values computed (first host only:
+	// scores, or sets of reached outputs and the countable inputs' scores
+	// read from them), and what full backward passes compute (a score per
+	// hidden node and countable input).
 	Scores, FullScores int64
 	// FullForward and FullBackward: the sweeps that ran a whole pass (the
 	// first one, and any after Reset).
@@ -70,6 +83,13 @@ func (p *Processor) NewSweeper() *Sweeper {
 	s.countable = make([]uint64, len(s.changed[0]))
 	for _, i := range p.countableIn {
 		s.countable[i/64] |= 1 << (i % 64)
+	}
+	s.ow, s.maxReachWords = len(s.changed[len(s.changed)-1]), maxReachWords
+	if s.ow <= s.maxReachWords {
+		for l, a := range s.ws.act {
+			s.reach = append(s.reach, make([]uint64, len(a)*s.ow))
+			s.reachChanged = append(s.reachChanged, make([]uint64, len(s.changed[l])))
+		}
 	}
 	L := len(p.layers)
 	for l := 1; l <= L; l++ {
@@ -105,9 +125,12 @@ func (s *Sweeper) Sweep(x []float64, role string, thresholds []float64, amounts 
 	}
 	s.work.Sweeps++
 	s.forward(x)
-	if role == RoleFirst {
+	switch {
+	case role == RoleFirst && s.ow <= s.maxReachWords:
+		s.backwardReach()
+	case role == RoleFirst:
 		s.backward()
-	} else {
+	default:
 		s.back = false // the scores no longer match the activations
 	}
 	p.sweepAmounts(s.ws, role, thresholds, amounts)
@@ -186,6 +209,129 @@ func (s *Sweeper) forward(x []float64) {
 			}
 		}
 	}
+}
+
+// maxReachWords is the most bitset words of outputs (256 outputs) for which
+// a Sweeper keeps each node's set of reached outputs: the sets take that
+// many words per node, and a full backward pass ORs that many per edge.
+const maxReachWords = 4
+
+// backwardReach brings reach, and the countable inputs' ws.score, to the
+// forward pass. A node's set reads its own holds bit and activation (its
+// sign selects the live targets) and its live targets' sets: it is
+// computed again when its activation changed or a target's set did. An
+// input's score, the largest value among its set's outputs (-Inf for none),
+// is computed again when its set changed or one of those outputs' values
+// did. Each is bitwise what scoreAll gives: max does not depend on order.
+func (s *Sweeper) backwardReach() {
+	p, ws, ow := s.p, s.ws, s.ow
+	L := len(p.layers)
+	s.work.FullScores += s.fullScores
+	full := !s.back
+	if full {
+		s.work.FullBackward++
+	}
+	// An output reaches itself when it holds data.
+	outRC := s.reachChanged[L]
+	clear(outRC)
+	for o := range ws.act[L] {
+		if !full && !hasBit(s.changed[L], o) {
+			continue
+		}
+		set := s.reach[L][o*ow : (o+1)*ow]
+		if was, now := hasBit(set, o), hasBit(ws.holds[L], o); full || was != now {
+			clear(set)
+			setBit(set, o, now)
+			outRC[o/64] |= 1 << (o % 64)
+		}
+	}
+	var tmp [maxReachWords]uint64
+	for l := L - 1; l >= 0; l-- {
+		cl := &p.layers[l]
+		up, hl, act := s.reach[l+1], ws.holds[l], ws.act[l]
+		cand := s.mark[:len(s.changed[l])]
+		if full {
+			for wd := range cand {
+				cand[wd] = ^uint64(0)
+			}
+			if n := len(act) % 64; n != 0 {
+				cand[len(cand)-1] = 1<<n - 1
+			}
+		} else {
+			// Nodes whose activation changed, and the sources of the
+			// targets whose set changed.
+			copy(cand, s.changed[l])
+			eachBit(s.reachChanged[l+1], func(w int) {
+				for _, u := range cl.colIdx[cl.rowPtr[w]:cl.rowPtr[w+1]] {
+					cand[u/64] |= 1 << (u % 64)
+				}
+			})
+		}
+		if l == 0 {
+			for wd := range cand {
+				cand[wd] &= s.countable[wd]
+			}
+		}
+		rc := s.reachChanged[l]
+		clear(rc)
+		eachBit(cand, func(u int) {
+			s.work.Scores++
+			t := tmp[:ow]
+			clear(t)
+			if hasBit(hl, u) {
+				live, off := cl.liveWords(u, act[u])
+				for i, m := range live {
+					for m != 0 {
+						b := bits.TrailingZeros64(m)
+						m &= m - 1
+						v := (off+i)*64 + b
+						for k, w := range up[v*ow : (v+1)*ow] {
+							t[k] |= w
+						}
+					}
+				}
+			}
+			set := s.reach[l][u*ow : (u+1)*ow]
+			for k := range t {
+				if t[k] != set[k] {
+					copy(set, t)
+					rc[u/64] |= 1 << (u % 64)
+					break
+				}
+			}
+		})
+	}
+	// The countable inputs' scores (s.mark holds the inputs whose set was
+	// computed: each counts once in the work).
+	outs, sc, outChanged, setDone := ws.act[L], ws.score[0], s.changed[L], s.mark[:len(s.changed[0])]
+	for _, u := range p.countableIn {
+		set := s.reach[0][u*ow : (u+1)*ow]
+		if !full && !hasBit(s.reachChanged[0], u) {
+			touched := false
+			for k, w := range set {
+				if w&outChanged[k] != 0 {
+					touched = true
+					break
+				}
+			}
+			if !touched {
+				continue
+			}
+		}
+		if !hasBit(setDone, u) {
+			s.work.Scores++
+		}
+		best := math.Inf(-1)
+		for k, w := range set {
+			for w != 0 {
+				b := bits.TrailingZeros64(w)
+				w &= w - 1
+				best = max(best, outs[k*64+b])
+			}
+		}
+		sc[u] = best
+	}
+	s.back = true
 }
 
 // backward brings ws.score to the forward pass. A node's score reads its

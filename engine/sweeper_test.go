@@ -23,6 +23,9 @@ func wideModel(r *rand.Rand) *Model {
 	depth := 2 + r.IntN(4)
 	for l := 0; l < depth; l++ {
 		w := 10 + r.IntN(90)
+		if l == depth-1 && r.IntN(6) == 0 {
+			w = 129 + r.IntN(128) // three or four words of outputs
+		}
 		zero := 0.97
 		if r.IntN(4) == 0 {
 			zero = 0.3 // dense
@@ -53,6 +56,9 @@ func countObservation(u []float64, n int) *Observation {
 	return o
 }
 
+// randomInput sets x[i] to a missing value, a zero, a value below the
+// input epsilon, a normal one or, rarely, one so large that sums overflow
+// to ±Inf and NaN downstream (a NaN output holds no data).
 func randomInput(r *rand.Rand, x []float64, i int) {
 	switch r.IntN(8) {
 	case 0:
@@ -65,17 +71,24 @@ func randomInput(r *rand.Rand, x []float64, i int) {
 		x[i] = 0.01 // below the input epsilon: holds no data
 	default:
 		x[i] = 2 * r.NormFloat64()
+		if r.IntN(40) == 0 {
+			x[i] = math.Copysign(math.MaxFloat64, x[i])
+		}
 	}
 }
 
 // A Sweeper gives bitwise the amounts, activations and scores of a full
 // pass on every vector of a run, where each vector differs from the one
 // before in a few inputs, in many, or in none, for both roles in turn; on
-// small and on wide random networks.
+// small and on wide random networks. Half of the networks are swept with
+// the sets of reached outputs (every set as a fresh Sweeper's whole pass
+// computes it, and the countable inputs' scores), half with the scores
+// carried back through every layer (every score).
 func TestSweeperMatchesFullPass(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 9))
 	thresholds := []float64{-2, 0.01, 0.3, 0.5, 0.7, 0.99, 1.5}
-	var partial, compared int64
+	var partial, compared, reachPartial, nanOutputs int64
+	widest := 0
 	for n := 0; n < 600; n++ {
 		var m *Model
 		if n%2 == 0 {
@@ -88,6 +101,14 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := p.NewSweeper()
+		reach := n%4 < 2
+		if !reach {
+			s.maxReachWords = 0
+		} else if s.reach == nil {
+			t.Fatalf("model %d: %d words of outputs, more than the sets are kept for", n, s.ow)
+		} else {
+			widest = max(widest, s.ow)
+		}
 		full := NewWorkspace(p)
 		x := make([]float64, len(m.Inputs))
 		for i := range x {
@@ -113,6 +134,7 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 				continue
 			}
 			got, want := make([]int, len(thresholds)), make([]int, len(thresholds))
+			wholeBefore := s.Work().FullBackward
 			if err := s.Sweep(x, role, thresholds, got); err != nil {
 				t.Fatal(err)
 			}
@@ -122,15 +144,44 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("model %d step %d, %s host, x %v: sweeper %v, full pass %v", n, step, role, x, got, want)
 			}
+			for _, v := range full.act[len(full.act)-1] {
+				if math.IsNaN(v) {
+					nanOutputs++
+				}
+			}
 			for l := range full.act {
 				for i := range full.act[l] {
 					if math.Float64bits(s.ws.act[l][i]) != math.Float64bits(full.act[l][i]) || hasBit(s.ws.holds[l], i) != hasBit(full.holds[l], i) {
 						t.Fatalf("model %d step %d: layer %d node %d: sweeper %v (holds %v), full pass %v (holds %v)", n, step, l, i,
 							s.ws.act[l][i], hasBit(s.ws.holds[l], i), full.act[l][i], hasBit(full.holds[l], i))
 					}
-					if role == RoleFirst && (l > 0 || m.Inputs[i].Countable) && math.Float64bits(s.ws.score[l][i]) != math.Float64bits(full.score[l][i]) {
+					if role == RoleFirst && (l > 0 && !reach || l == 0 && m.Inputs[i].Countable) && math.Float64bits(s.ws.score[l][i]) != math.Float64bits(full.score[l][i]) {
 						t.Fatalf("model %d step %d: layer %d node %d: sweeper score %v, full pass %v", n, step, l, i, s.ws.score[l][i], full.score[l][i])
 					}
+				}
+			}
+			if role == RoleFirst && reach {
+				fresh := p.NewSweeper()
+				whole := make([]int, len(thresholds))
+				if err := fresh.Sweep(x, role, thresholds, whole); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(whole, want) {
+					t.Fatalf("model %d step %d: a fresh sweeper %v, full pass %v", n, step, whole, want)
+				}
+				for l := range fresh.reach {
+					for v := range full.act[l] {
+						if l == 0 && !m.Inputs[v].Countable {
+							continue
+						}
+						got, want := s.reach[l][v*s.ow:(v+1)*s.ow], fresh.reach[l][v*s.ow:(v+1)*s.ow]
+						if !slices.Equal(got, want) {
+							t.Fatalf("model %d step %d: layer %d node %d reaches %x, a whole pass %x", n, step, l, v, got, want)
+						}
+					}
+				}
+				if s.Work().FullBackward == wholeBefore {
+					reachPartial++
 				}
 			}
 			compared++
@@ -146,6 +197,14 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 	// The runs must exercise the partial passes, not only whole ones.
 	if partial < 200 {
 		t.Fatalf("only %d of 600 networks computed fewer nodes than full passes", partial)
+	}
+	t.Logf("%d vectors compared; %d first-host sweeps with the sets were not whole backward passes; %d NaN outputs", compared, reachPartial, nanOutputs)
+	// Sets of four words, and outputs that hold no data (NaN), are met.
+	if widest != maxReachWords || nanOutputs == 0 {
+		t.Fatalf("the widest sets kept are %d words (want %d); %d NaN outputs", widest, maxReachWords, nanOutputs)
+	}
+	if reachPartial < 1000 {
+		t.Fatalf("only %d first-host sweeps with the sets were not whole backward passes", reachPartial)
 	}
 }
 
