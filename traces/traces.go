@@ -233,11 +233,14 @@ func read(r io.Reader, name string) (Series, error) {
 	s := Series{Name: name}
 	number := func(line int, col, field string) (float64, error) {
 		v, err := strconv.ParseFloat(strings.TrimSpace(col), 64)
-		if errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0) {
-			return 0, fmt.Errorf("series %s: line %d: %s: %q is beyond a 64-bit floating point number: check the units", name, line, field, col)
-		}
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return 0, fmt.Errorf("series %s: line %d: %s: %q is not a number", name, line, field, col)
+		}
+		if !decimal(col) {
+			return 0, fmt.Errorf("series %s: line %d: %s: %q is not a decimal number (hexadecimal and digits separated by _ are refused)", name, line, field, col)
+		}
+		if errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0) {
+			return 0, fmt.Errorf("series %s: line %d: %s: %q is beyond a 64-bit floating point number: check the units", name, line, field, col)
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return 0, fmt.Errorf("series %s: line %d: %s: %v is not a finite non-negative figure", name, line, field, v)
@@ -361,10 +364,21 @@ func checkLength(s Series) error {
 // engine reads an observation.
 const MaxTime = engine.MaxSampleTime
 
+// decimal reports whether s, a number strconv.ParseFloat read, is written
+// in decimal: ParseFloat takes Go's literals, hexadecimal (0x1p-2) and
+// digits separated by underscores (1_000) too, which no monitoring export
+// writes and a typo can make.
+func decimal(s string) bool {
+	return !strings.ContainsAny(s, "_xX")
+}
+
 func parseTime(s string) (int64, error) {
 	i, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr == nil && !decimal(s) {
+			return 0, fmt.Errorf("%q is not a decimal Unix time in seconds (hexadecimal and digits separated by _ are refused)", s)
+		}
 		// int64 holds every time below 2^63; a float at or past it (or
 		// NaN) would convert to an implementation-defined value.
 		if ferr != nil || !(f > -(1<<63) && f < 1<<63) {
