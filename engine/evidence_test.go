@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -408,6 +409,8 @@ func TestEvidenceNotes(t *testing.T) {
 		{"observed", obs(3, 0, 600, 8192, 900), "observed: 3 replica(s) running"},
 		{"some warming", obs(5, 2, 600, 8192, 900), "observed: 3 of 5 replica(s) warm, the 2 warming count at the warm ones' usage"},
 		{"no usage yet", obs(2, 0, 0, 8192, 900), "no usage reported yet: 2 replica(s) count at their requested resources"},
+		{"no usage yet, samples at -0", obs(2, 0, math.Copysign(0, -1), 8192, 900), "no usage reported yet: 2 replica(s) count at their requested resources"},
+		{"memory sampled at -0", obs(3, 0, 600, 8192, math.Copysign(0, -1)), "observed: 3 replica(s) running; memory not in the samples: replicas count at their requested memory"},
 		{"all warming", obs(4, 4, 600, 8192, 900), "all 4 replica(s) warming: each counts at the larger of its peak usage and its request"},
 		{"as many warming as warm", obs(6, 3, 600, 8192, 900), "observed: 3 of 6 replica(s) warm, the 3 warming count at the warm ones' usage"},
 		{"more warming than warm", obs(5, 3, 600, 8192, 900), "observed: 2 of 5 replica(s) warm, the 3 warming count at the warm ones' usage"},

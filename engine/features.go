@@ -272,16 +272,17 @@ func (fw *featureWork) compute(o *Observation) {
 	demand := o.ReplicaCPUDemandMHz / capCPU
 	running := o.RunningReplicas
 	warm := running - o.WarmingReplicas
-	allZero := true
-	var hostSum, hostMax float64
+	// (The samples are valid: finite and >= 0. The largest share is the
+	// share of the largest sample, as a correctly rounded division by
+	// capCPU > 0 keeps the order.)
+	var hostSum, peakMHz float64
 	for _, s := range o.Samples {
-		h := s.CPUMHz / capCPU
-		hostSum += h
-		hostMax = max(hostMax, h)
-		if s.CPUMHz != 0 {
-			allZero = false
+		hostSum += s.CPUMHz / capCPU
+		if s.CPUMHz > peakMHz {
+			peakMHz = s.CPUMHz
 		}
 	}
+	allZero, hostMax := peakMHz == 0, peakMHz/capCPU
 	if allZero {
 		warm = 0
 	}
@@ -394,14 +395,13 @@ func (fw *featureWork) compute(o *Observation) {
 	f[fMemReplicaDemand], f[fMemReplicaMax], f[fMemHostMax], f[fMemFit] = 0, 0, 0, MaxFit
 	if ev.MemoryJudged {
 		memDemand := newReplicaMemoryMB(o.ReplicaMemoryDemandMB) / capMem
-		var peak float64
-		measured := false
+		var peakMB float64
 		for _, s := range o.Samples {
-			if s.MemoryMB > 0 {
-				measured = true
+			if s.MemoryMB > peakMB {
+				peakMB = s.MemoryMB
 			}
-			peak = max(peak, s.MemoryMB/capMem)
 		}
+		measured, peak := peakMB > 0, peakMB/capMem
 		memReq := memDemand
 		if running > 0 && o.RequestedMemoryMB > 0 {
 			memReq = o.RequestedMemoryMB / capMem / float64(running)

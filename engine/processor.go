@@ -183,24 +183,48 @@ func (cl *compiledLayer) product(x, y []float64) {
 		}
 		return
 	}
-	copy(y, cl.b)
-	for _, xu := range x {
-		if math.IsInf(xu, 0) || math.IsNaN(xu) {
-			// A zero weight is no edge, but a BLAS product adds its
-			// 0 × ±Inf or 0 × NaN, NaN (a node at +Inf, or at NaN from
-			// +Inf − Inf): sum the nonzero weights' terms, in input
-			// order, as the sparse layout does.
-			for v := range cl.out {
-				for u, w := range cl.w.Data[v*cl.w.Stride : v*cl.w.Stride+cl.in] {
-					if w != 0 && x[u] != 0 {
-						y[v] += w * x[u]
-					}
-				}
-			}
-			return
+	cl.denseRows(x, y, 0, cl.out, !finite(x))
+}
+
+// finite reports whether every x is finite.
+func finite(x []float64) bool {
+	for _, v := range x {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return false
 		}
 	}
-	blas64.Gemv(blas.NoTrans, 1, cl.w, blas64.Vector{N: cl.in, Inc: 1, Data: x}, 1, blas64.Vector{N: cl.out, Inc: 1, Data: y})
+	return true
+}
+
+// denseRows sets y = W x + b, for a dense layer, in at least rows r0 to r1
+// (inf: x holds ±Inf or NaN), each row bitwise what the whole product
+// gives it, and returns the rows it set.
+//
+// A BLAS product computes the rows in blocks of four, then two, then one,
+// each kind of block with its own kernel: a row's sum is its own, but the
+// order of its terms is its kernel's. The rows set are widened to start at
+// a multiple of four and end at one or at the layer's end, which puts each
+// in the kind of block the whole product puts it in. For an input at ±Inf
+// or NaN the BLAS product's 0 × ±Inf or 0 × NaN would be NaN (a node at
+// +Inf, or at NaN from +Inf − Inf): each row sums its nonzero weights'
+// terms in input order, as the sparse layout does.
+func (cl *compiledLayer) denseRows(x, y []float64, r0, r1 int, inf bool) (int, int) {
+	if inf {
+		copy(y[r0:r1], cl.b[r0:r1])
+		for v := r0; v < r1; v++ {
+			for u, w := range cl.w.Data[v*cl.w.Stride : v*cl.w.Stride+cl.in] {
+				if w != 0 && x[u] != 0 {
+					y[v] += w * x[u]
+				}
+			}
+		}
+		return r0, r1
+	}
+	r0, r1 = r0&^3, min((r1+3)&^3, cl.out)
+	copy(y[r0:r1], cl.b[r0:r1])
+	w := blas64.General{Rows: r1 - r0, Cols: cl.in, Stride: cl.w.Stride, Data: cl.w.Data[r0*cl.w.Stride:]}
+	blas64.Gemv(blas.NoTrans, 1, w, blas64.Vector{N: cl.in, Inc: 1, Data: x}, 1, blas64.Vector{N: r1 - r0, Inc: 1, Data: y[r0:r1]})
+	return r0, r1
 }
 
 // NewProcessor validates m and compiles it.

@@ -423,6 +423,23 @@ func TestAnalyzeRejectsBadInput(t *testing.T) {
 	}
 }
 
+// randomLayer is a layer of in inputs and out nodes whose biases are
+// normal and whose weights are nonzero with probability density, each a
+// normal figure times 10^-4 to 10^4.
+func randomLayer(r *rand.Rand, in, out int, density float64) compiledLayer {
+	cl := compiledLayer{in: in, out: out, b: make([]float64, out),
+		w: blas64.General{Rows: out, Cols: in, Stride: in, Data: make([]float64, out*in)}}
+	for v := range cl.b {
+		cl.b[v] = r.NormFloat64()
+	}
+	for i := range cl.w.Data {
+		if r.Float64() < density {
+			cl.w.Data[i] = r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
+		}
+	}
+	return cl
+}
+
 // A sparse layer's column-wise product with zero inputs skipped gives,
 // bit for bit, the row-by-row sum bias + w0 x0 + w1 x1 + ... in input
 // order, signed zeros aside (a bias of -0 reads as +0).
@@ -430,16 +447,7 @@ func TestSparseProductMatchesRowOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
 	for n := 0; n < 500; n++ {
 		in, out := 1+r.IntN(300), 1+r.IntN(120)
-		cl := compiledLayer{in: in, out: out, b: make([]float64, out),
-			w: blas64.General{Rows: out, Cols: in, Stride: in, Data: make([]float64, out*in)}}
-		for v := range cl.b {
-			cl.b[v] = r.NormFloat64()
-		}
-		for i := range cl.w.Data {
-			if r.Float64() < 0.05 {
-				cl.w.Data[i] = r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
-			}
-		}
+		cl := randomLayer(r, in, out, 0.05)
 		cl.compress()
 		if !cl.sparse {
 			continue
@@ -461,6 +469,53 @@ func TestSparseProductMatchesRowOrder(t *testing.T) {
 			}
 			if math.Float64bits(y[v]) != math.Float64bits(sum) && !(y[v] == 0 && sum == 0) {
 				t.Fatalf("layer %d, node %d: %v, row order gives %v", n, v, y[v], sum)
+			}
+		}
+	}
+}
+
+// A dense layer's rows computed over a range are each, bit for bit, what
+// the whole product gives them, with an input at ±Inf or NaN or without;
+// the range set covers the one asked for (widened to BLAS blocks of four
+// for a finite input) and no other row is written.
+func TestDenseRowsMatchTheWholeProduct(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 9))
+	for n := 0; n < 300; n++ {
+		in, out := 1+r.IntN(40), 1+r.IntN(23)
+		if n%10 == 0 {
+			in, out = 220, 110 // the built-in admission processor's output layer
+		}
+		cl := randomLayer(r, in, out, 0.6)
+		x := make([]float64, in)
+		for i := range x {
+			if r.IntN(4) > 0 {
+				x[i] = r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
+			}
+		}
+		inf := n%3 == 0
+		if inf {
+			x[r.IntN(in)] = []float64{math.Inf(1), math.Inf(-1), math.NaN()}[r.IntN(3)]
+		}
+		whole := make([]float64, out)
+		cl.product(x, whole)
+		y := make([]float64, out)
+		for r0 := 0; r0 < out; r0++ {
+			for r1 := r0 + 1; r1 <= out; r1++ {
+				for v := range y {
+					y[v] = -7 // a value no row holds
+				}
+				lo, hi := cl.denseRows(x, y, r0, r1, inf)
+				if lo > r0 || hi < r1 || (!inf && (lo%4 != 0 || (hi%4 != 0 && hi != out))) {
+					t.Fatalf("layer %d (%dx%d, inf %v): rows %d to %d set as %d to %d", n, in, out, inf, r0, r1, lo, hi)
+				}
+				for v := range y {
+					switch {
+					case v >= lo && v < hi && math.Float64bits(y[v]) != math.Float64bits(whole[v]):
+						t.Fatalf("layer %d (%dx%d, inf %v), rows %d to %d: node %d is %v, the whole product gives %v", n, in, out, inf, r0, r1, v, y[v], whole[v])
+					case (v < lo || v >= hi) && y[v] != -7:
+						t.Fatalf("layer %d, rows %d to %d (set %d to %d): node %d written", n, r0, r1, lo, hi, v)
+					}
+				}
 			}
 		}
 	}

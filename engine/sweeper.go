@@ -44,7 +44,10 @@ type Sweeper struct {
 	scored, scoredNext, mark, reads []uint64
 	countable                       []uint64 // the countable inputs
 	old                             []float64
-	work                            SweeperWork
+	// inf[l]: whether dense layer l's rows were all last computed from an
+	// input holding ±Inf or NaN (the product sums those otherwise).
+	inf  []bool
+	work SweeperWork
 	// what a full forward pass computes (hidden and output nodes) and a
 	// full backward pass (hidden nodes and countable inputs)
 	fullNodes, fullScores int64
@@ -79,6 +82,7 @@ func (p *Processor) NewSweeper() *Sweeper {
 	words := (widest + 63) / 64
 	s.scored, s.scoredNext, s.mark, s.reads = make([]uint64, words), make([]uint64, words), make([]uint64, words), make([]uint64, words)
 	s.old = make([]float64, widest)
+	s.inf = make([]bool, len(p.layers))
 	p.ensureScore(s.ws)
 	s.countable = make([]uint64, len(s.changed[0]))
 	for _, i := range p.countableIn {
@@ -145,6 +149,9 @@ func (s *Sweeper) forward(x []float64) {
 	if !s.fwd {
 		p.forwardAt(x, ws, math.Inf(-1))
 		s.fwd, s.back = true, false
+		for l := range p.layers {
+			s.inf[l] = !finite(ws.act[l])
+		}
 		s.work.Nodes += s.fullNodes
 		s.work.FullForward++
 		return
@@ -196,19 +203,60 @@ func (s *Sweeper) forward(x []float64) {
 				continue
 			}
 		}
-		// Most of the layer: compute it whole, as the full pass does.
-		s.work.Nodes += int64(cl.out)
+		// Most of a sparse layer, or the rows of a dense one that read a
+		// changed node (widened to BLAS blocks by denseRows) when its
+		// product sums as it did (the whole layer when it does not):
+		// computed as the full pass computes them.
 		old := s.old[:cl.out]
 		copy(old, y)
-		cl.product(a, y)
-		applyActivation(cl.act, y)
-		for v := range y {
+		lo, hi := 0, cl.out
+		if cl.sparse {
+			cl.product(a, y)
+		} else {
+			inf := !finite(a)
+			if inf == s.inf[l] {
+				lo, hi = s.readers(cl, s.changed[l])
+			}
+			s.inf[l] = inf
+			if lo < hi {
+				lo, hi = cl.denseRows(a, y, lo, hi, inf)
+			}
+		}
+		s.work.Nodes += int64(hi - lo)
+		applyActivation(cl.act, y[lo:hi])
+		for v := lo; v < hi; v++ {
 			if math.Float64bits(y[v]) != math.Float64bits(old[v]) {
 				setBit(hb, v, holds(v))
 				next[v/64] |= 1 << (v % 64)
 			}
 		}
 	}
+}
+
+// readers returns the range of cl's nodes from the first to the last that
+// reads a node of changed along a nonzero weight (lo == hi: none).
+func (s *Sweeper) readers(cl *compiledLayer, changed []uint64) (lo, hi int) {
+	mark, words := s.mark[:cl.words], cl.words
+	clear(mark)
+	eachBit(changed, func(u int) {
+		pos, neg := cl.pos[u*words:(u+1)*words], cl.neg[u*words:(u+1)*words]
+		for i := range mark {
+			mark[i] |= pos[i] | neg[i]
+		}
+	})
+	first, last := -1, -1
+	for i, w := range mark {
+		if w != 0 {
+			if first < 0 {
+				first = i*64 + bits.TrailingZeros64(w)
+			}
+			last = i*64 + 63 - bits.LeadingZeros64(w)
+		}
+	}
+	if first < 0 {
+		return 0, 0
+	}
+	return first, last + 1
 }
 
 // maxReachWords is the most bitset words of outputs (256 outputs) for which

@@ -48,18 +48,23 @@ func (r *Replay) Observation(h, d, n int, role, host string, o *engine.Observati
 	if role != engine.RoleFirst {
 		n = max(n, 1)
 	}
-	times, u := r.Window(h, d)
-	mem := r.MemoryWindow(h, d)
+	times, _ := r.Window(h, d)
 	a := r.App(h)
+	at := r.At(d)
+	u := a.gridMHz[at-len(times) : at]
+	var mem []float64
+	if a.gridMB != nil {
+		mem = a.gridMB[at-len(times) : at]
+	}
 	if cap(o.Samples) < len(u) {
 		o.Samples = make([]engine.Sample, len(u))
 	}
 	o.Samples = o.Samples[:len(u)]
 	fn := float64(n)
 	for i, v := range u {
-		o.Samples[i] = engine.Sample{Time: times[i], CPUMHz: fn * onGrid(v*HostMHz)}
+		o.Samples[i] = engine.Sample{Time: times[i], CPUMHz: fn * v}
 		if mem != nil {
-			o.Samples[i].MemoryMB = fn * onGrid(mem[i]*HostMemoryMB)
+			o.Samples[i].MemoryMB = fn * mem[i]
 		}
 	}
 	req := onGrid(a.Request * HostMHz)

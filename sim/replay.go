@@ -44,7 +44,11 @@ type App struct {
 	// series must not be judged by the series' present). With correlated
 	// replicas it is Usage (Memory).
 	observed, observedMem []float64
-	stats, memStats       []WindowStats
+	// gridMHz[t] (gridMB[t]) is observed[t] (observedMem[t]) in the
+	// engine's units on the grid of its observations (onGrid), computed
+	// once for every count an observation multiplies it by.
+	gridMHz, gridMB []float64
+	stats, memStats []WindowStats
 }
 
 // Replay is one replay unit prepared under a scenario: the hosts, the
@@ -369,6 +373,7 @@ func typicalPeriod(times []int64) float64 {
 
 func (r *Replay) build() {
 	r.buildHosts()
+	r.buildGrid()
 	r.buildStats()
 	r.buildOracle()
 }
@@ -451,6 +456,22 @@ func (r *Replay) buildHosts() {
 					a.observedMem[t] += float64(v) / div
 				}
 			}
+		}
+	}
+}
+
+func (r *Replay) buildGrid() {
+	for _, a := range r.apps {
+		a.gridMHz = make([]float64, len(a.observed))
+		for t, v := range a.observed {
+			a.gridMHz[t] = onGrid(v * HostMHz)
+		}
+		if a.observedMem == nil {
+			continue
+		}
+		a.gridMB = make([]float64, len(a.observedMem))
+		for t, v := range a.observedMem {
+			a.gridMB[t] = onGrid(v * HostMemoryMB)
 		}
 	}
 }
