@@ -330,6 +330,23 @@ func TestFeatureVector(t *testing.T) {
 	if x, err := FeatureVector(&o, "first", []string{FeatCPUReplicaMax}); err != nil || x[0] != 0.2 {
 		t.Fatalf("max with a -0 sample: %v, %v; want 0.2", x, err)
 	}
+	// A window that starts at no usage and peaks between other samples: the
+	// largest CPU and memory samples are read wherever they are, and some
+	// usage is usage (the mean is the samples', not the request's level).
+	peaked := Observation{CPUCapacityMHz: 1000, MemoryCapacityMB: 4000, RunningReplicas: 2, ReplicaCPUDemandMHz: 100, RequestedCPUMHz: 300}
+	for i, u := range []float64{0, 400, 100} {
+		peaked.Samples = append(peaked.Samples, Sample{Time: int64(60 * i), CPUMHz: u, MemoryMB: 2 * u})
+	}
+	peakNames := []string{FeatCPUHostMax, FeatCPUReplicaMean, FeatMemHostMax, FeatMemReplicaMax}
+	if x, err := FeatureVector(&peaked, "first", peakNames); err != nil {
+		t.Fatal(err)
+	} else {
+		for i, want := range []float64{0.4, 500.0 / 3 / 2 / 1000, 0.2, 0.1} {
+			if math.Abs(x[i]-want) > 1e-12 {
+				t.Errorf("peak between samples: %s = %v, want %v", peakNames[i], x[i], want)
+			}
+		}
+	}
 	for _, bad := range []string{"cpu_replica_bogus", "slot_x", "slot_01", "slot_1_disk", "slot_-1"} {
 		if _, err := FeatureVector(&o, "first", []string{bad}); err == nil {
 			t.Errorf("unknown feature %q accepted", bad)

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
 )
 
 type activationKind uint8
@@ -70,7 +71,8 @@ type compiledLayer struct {
 	trimmed bool
 	// A layer with few edges also keeps them in compressed sparse columns
 	// and its forward pass reads only the columns of nonzero inputs (a
-	// dense BLAS product otherwise). sb is the bias with -0 read as +0.
+	// dense BLAS product otherwise). sb is the bias with -0 read as +0,
+	// which both products start from.
 	sparse bool
 	colPtr []int32 // edges from node u: colPtr[u]..colPtr[u+1]
 	rowIdx []int32
@@ -94,6 +96,10 @@ type wordRange struct{ lo, hi int32 }
 const sparseDensity = 0.15
 
 func (cl *compiledLayer) compress() {
+	cl.sb = make([]float64, cl.out)
+	for v, b := range cl.b {
+		cl.sb[v] = b + 0 // -0 + 0 = +0
+	}
 	nz := 0
 	for _, w := range cl.w.Data {
 		if w != 0 {
@@ -115,10 +121,6 @@ func (cl *compiledLayer) compress() {
 			}
 		}
 		cl.colPtr[u+1] = int32(len(cl.rowIdx))
-	}
-	cl.sb = make([]float64, cl.out)
-	for v, b := range cl.b {
-		cl.sb[v] = b + 0 // -0 + 0 = +0
 	}
 }
 
@@ -162,14 +164,14 @@ func (cl *compiledLayer) row(x []float64, v int) float64 {
 	return y
 }
 
-// product sets y = W x + b, a zero weight adding nothing (no edge). A
-// sparse layer adds each nonzero input's column in input order, so every
-// y[v] sums the same terms in the same order as a row-by-row product
-// would: the same value (a zero input's terms are zeros, and adding a zero
-// to a sum that starts at +0 changes nothing; a bias of -0 reads as +0).
-// A dense layer is a BLAS product, but for an input that overflowed to
-// ±Inf or is NaN, where the BLAS product's 0 × Inf or 0 × NaN would be
-// NaN.
+// product sets y = W x + b, a zero weight adding nothing (no edge), a bias
+// of -0 read as +0. A sparse layer adds each nonzero input's column in
+// input order, so every y[v] sums the same terms in the same order as a
+// row-by-row product would: the same value (a zero input's terms are
+// zeros, and adding a zero to a sum that starts at +0 changes nothing). A
+// dense layer is a BLAS product (denseRows), but for an input that
+// overflowed to ±Inf or is NaN, where the BLAS product's 0 × Inf or 0 × NaN
+// would be NaN.
 func (cl *compiledLayer) product(x, y []float64) {
 	if cl.sparse {
 		copy(y, cl.sb)
@@ -198,19 +200,25 @@ func finite(x []float64) bool {
 
 // denseRows sets y = W x + b, for a dense layer, in at least rows r0 to r1
 // (inf: x holds ±Inf or NaN), each row bitwise what the whole product
-// gives it, and returns the rows it set.
+// gives it, and returns the rows it set. The product is gonum's own, not
+// the BLAS registered with blas64, whose blocks are what the rows are
+// widened to.
 //
-// A BLAS product computes the rows in blocks of four, then two, then one,
-// each kind of block with its own kernel: a row's sum is its own, but the
-// order of its terms is its kernel's. The rows set are widened to start at
-// a multiple of four and end at one or at the layer's end, which puts each
-// in the kind of block the whole product puts it in. For an input at ±Inf
-// or NaN the BLAS product's 0 × ±Inf or 0 × NaN would be NaN (a node at
-// +Inf, or at NaN from +Inf − Inf): each row sums its nonzero weights'
-// terms in input order, as the sparse layout does.
+// gonum's product computes the rows in blocks of four, then two, then
+// one, with a kernel for each kind of block; a row's sum is its own, but
+// the order of its terms is its kernel's (on amd64 the one-row kernel adds
+// the last term at another point when the inputs are odd in number). The
+// rows set are widened to start at a multiple of four and end at one or at
+// the layer's end, which puts each in the kind of block the whole product
+// puts it in. Each row starts from its bias with -0 read as +0, so that a
+// row whose terms are all zeros is +0 whatever their signs (where the
+// compiler fuses a multiply and an add, a sum can round to -0). For an
+// input at ±Inf or NaN the product's 0 × ±Inf or 0 × NaN would be NaN (a
+// node at +Inf, or at NaN from +Inf − Inf): each row sums its nonzero
+// weights' terms in input order, as the sparse layout does.
 func (cl *compiledLayer) denseRows(x, y []float64, r0, r1 int, inf bool) (int, int) {
 	if inf {
-		copy(y[r0:r1], cl.b[r0:r1])
+		copy(y[r0:r1], cl.sb[r0:r1])
 		for v := r0; v < r1; v++ {
 			for u, w := range cl.w.Data[v*cl.w.Stride : v*cl.w.Stride+cl.in] {
 				if w != 0 && x[u] != 0 {
@@ -221,9 +229,8 @@ func (cl *compiledLayer) denseRows(x, y []float64, r0, r1 int, inf bool) (int, i
 		return r0, r1
 	}
 	r0, r1 = r0&^3, min((r1+3)&^3, cl.out)
-	copy(y[r0:r1], cl.b[r0:r1])
-	w := blas64.General{Rows: r1 - r0, Cols: cl.in, Stride: cl.w.Stride, Data: cl.w.Data[r0*cl.w.Stride:]}
-	blas64.Gemv(blas.NoTrans, 1, w, blas64.Vector{N: cl.in, Inc: 1, Data: x}, 1, blas64.Vector{N: r1 - r0, Inc: 1, Data: y[r0:r1]})
+	copy(y[r0:r1], cl.sb[r0:r1])
+	gonum.Implementation{}.Dgemv(blas.NoTrans, r1-r0, cl.in, 1, cl.w.Data[r0*cl.w.Stride:], cl.w.Stride, x, 1, 1, y[r0:r1], 1)
 	return r0, r1
 }
 

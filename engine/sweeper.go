@@ -14,8 +14,13 @@ import (
 //
 // Every amount is bitwise the one SweepInputs gives: a node computed again
 // sums the same terms in the same order as the full pass, and a node that
-// is not computed again reads exactly what it read before. A layer where
-// most nodes must be computed again is computed whole.
+// is not computed again reads along its nonzero weights exactly what it
+// read before (in a dense layer it may read changed nodes along zero
+// weights, whose terms, ±0 on finite inputs, leave its sum as it was). A
+// sparse layer where most nodes must be computed again is computed whole;
+// a dense one from the first node to the last that reads a changed node,
+// in the product's blocks of rows (compiledLayer.denseRows), and whole
+// when its input gains or loses a ±Inf or NaN.
 //
 // A Sweeper belongs to one goroutine. Its zero value is not usable; call
 // Processor.NewSweeper.

@@ -208,6 +208,50 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 	}
 }
 
+// A dense layer whose input held +Inf at the full pass summed each row's
+// nonzero terms in input order; when the next vector makes that input
+// finite, rows that do not read it must be computed again too, as the BLAS
+// product sums them in another order. Here rows 1 to 7 read 1 and two
+// terms of 2^-53 (in input order 1; in the product's two lanes
+// 1 + 2^-52), and only row 0 reads the node at +Inf.
+func TestSweeperDenseLayerLeavingInf(t *testing.T) {
+	tiny := math.Ldexp(1, -53)
+	hidden := Layer{Activation: ActivationReLU, Biases: make([]float64, 4),
+		Weights: [][]float64{{0, tiny}, {0, 1}, {0, tiny}, {2, 0}}}
+	out := Layer{Activation: ActivationIdentity, Biases: make([]float64, 8)}
+	out.Weights = append(out.Weights, []float64{0, 0, 0, 1})
+	for range 7 {
+		out.Weights = append(out.Weights, []float64{1, 1, 1, 0})
+	}
+	m := testModel(nodes("x", 2), nodes("o", 8), 1e-300, 0.5, hidden, out)
+	p, err := NewProcessor(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.layers[1].sparse {
+		t.Fatal("the output layer is sparse; the test needs a dense one")
+	}
+	s, full := p.NewSweeper(), NewWorkspace(p)
+	thresholds := []float64{0.5}
+	got, want := make([]int, 1), make([]int, 1)
+	for step, x := range [][]float64{{math.MaxFloat64, 1}, {1, 1}} {
+		if err := s.Sweep(x, RoleFirst, thresholds, got); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.sweepInput(x, full, RoleFirst, thresholds, want); err != nil {
+			t.Fatal(err)
+		}
+		for v, a := range full.act[2] {
+			if math.Float64bits(s.ws.act[2][v]) != math.Float64bits(a) {
+				t.Fatalf("step %d, output %d: sweeper %v, full pass %v", step, v, s.ws.act[2][v], a)
+			}
+		}
+	}
+	if a := full.act[2][7]; a != 1+2*tiny {
+		t.Fatalf("output 7 is %v; the test needs the product's 1 + 2^-52", a)
+	}
+}
+
 // On the built-in admission processor, the observations of one window for
 // different counts in force (what the simulator sweeps at a decision
 // point) cost a fraction of full passes and give the same amounts.
