@@ -68,6 +68,10 @@ type ChosenSummary struct {
 // same knob values in the same order); the two reports may hold other
 // series (that is the point) but should share the scenario and models.
 func (rep *Report) SummarizeChosenOn(on *Report, budget float64, h Holding) (ChosenSummary, error) {
+	if h == HoldEverySeries {
+		// A series' own rate is not in the figures read at a setting.
+		return ChosenSummary{}, fmt.Errorf("%s: a setting chosen on one replay is read on another for the pair's or each host's budget only", h)
+	}
 	s := ChosenSummary{Budget: budget, Holding: h.String()}
 	oneHost := rep.Scenario.Hosts == 1
 	for i := range rep.Curves {

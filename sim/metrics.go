@@ -248,6 +248,9 @@ func (c *Curve) EdgeHeld(budget float64, h Holding, hosts int) []string {
 			_, i, ok = c.bestOf(budget, func(p Point) float64 { return p.SecondViolationRate }, func(p Point) float64 { return p.SecondDensity })
 			add(i, ok, " for the second host at its own setting")
 		}
+	case HoldEverySeries:
+		_, i, ok := c.BestEverySeries(budget)
+		add(i, ok, " with every series within it")
 	default:
 		_, i, ok := c.Best(budget)
 		add(i, ok, "")
@@ -280,6 +283,13 @@ func (c *Curve) edge(budget float64, i int, ok bool, what string) string {
 // more often than the budget.
 func (c *Curve) BestEachHost(budget float64) (Point, int, bool) {
 	return c.best(budget, func(p Point) float64 { return max(p.FirstViolationRate, p.SecondViolationRate) })
+}
+
+// BestEverySeries is Best with every replay unit's own violation rate
+// within budget (WorstSeriesViolationRate), not their mean: the setting at
+// which no series of the family overloads more often than the budget.
+func (c *Curve) BestEverySeries(budget float64) (Point, int, bool) {
+	return c.best(budget, func(p Point) float64 { return p.WorstSeriesViolationRate })
 }
 
 // BestPerHost is each host role at its own setting: the point of highest

@@ -613,9 +613,17 @@ const (
 	// and second_margin): the density is the mean of the two host roles'
 	// (the first role's alone in a scenario of one host per series).
 	HoldPerHost
+	// HoldEverySeries holds every replay unit's own violation rate (a
+	// series', or a pair of series' in the two-apps scenario: the pair's
+	// rate, Point.WorstSeriesViolationRate) within the budget, one setting
+	// for the whole family (Curve.BestEverySeries).
+	HoldEverySeries
 )
 
-// Holdings are every holding, in the order the reports give them.
+// Holdings are the holdings of a pair's two hosts, in the order the
+// reports give them. HoldEverySeries, which holds the series instead, is
+// read from one replay's curves (Report.SummarizeHeld); reports that
+// choose a setting on one replay and read it on another leave it out.
 func Holdings() []Holding { return []Holding{HoldPair, HoldEachHost, HoldPerHost} }
 
 // String names the holding.
@@ -627,6 +635,8 @@ func (h Holding) String() string {
 		return "each host within the budget, one setting"
 	case HoldPerHost:
 		return "each host within the budget, a setting per host"
+	case HoldEverySeries:
+		return "every series within the budget"
 	}
 	return fmt.Sprintf("Holding(%d)", int(h))
 }
@@ -651,6 +661,12 @@ func (rep *Report) BestDensity(name string, budget float64, h Holding) float64 {
 		return (first.FirstDensity + second.SecondDensity) / 2
 	case HoldEachHost:
 		p, _, ok := c.BestEachHost(budget)
+		if !ok {
+			return 0
+		}
+		return p.Density
+	case HoldEverySeries:
+		p, _, ok := c.BestEverySeries(budget)
 		if !ok {
 			return 0
 		}

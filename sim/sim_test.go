@@ -492,9 +492,16 @@ func TestHoldings(t *testing.T) {
 	if _, _, ok := act.BestPerHost(0.001); ok {
 		t.Errorf("BestPerHost(0.001): the second host has no setting within 0.1%%, want none")
 	}
+	// The worst series' own rate, at least the mean: within 1% up to
+	// knob 2 (knob 3's pair is within it, one of its series is not).
+	for i, worst := range []float64{0.002, 0.008, 0.015, 0.06, 0.3, 0.3, 0.5} {
+		act.Points[i].WorstSeriesViolationRate = worst
+	}
+	usage := Curve{Policy: PolicyUsageThreshold, Points: []Point{pt(0.1, 0.6, 0.005, 0.6, 0.005), pt(0.2, 0.75, 0.012, 0.72, 0.006)}}
+	usage.Points[0].WorstSeriesViolationRate, usage.Points[1].WorstSeriesViolationRate = 0.009, 0.02
 	rep := &Report{Curves: []Curve{
 		act,
-		{Policy: PolicyUsageThreshold, Points: []Point{pt(0.1, 0.6, 0.005, 0.6, 0.005), pt(0.2, 0.75, 0.012, 0.72, 0.006)}},
+		usage,
 		{Policy: PolicyOracle, Points: []Point{pt(0, 1, 0, 0.98, 0)}},
 	}}
 	cases := []struct {
@@ -504,6 +511,7 @@ func TestHoldings(t *testing.T) {
 		{HoldPair, (0.90 + 0.95) / 2, (0.75 + 0.72) / 2, 0.99}, // usage-threshold's pair rate 0.009
 		{HoldEachHost, 0.75, 0.6, 0.99},
 		{HoldPerHost, (0.90 + 0.80) / 2, (0.6 + 0.72) / 2, 0.99},
+		{HoldEverySeries, 0.75, 0.6, 0.99},
 	}
 	for _, tc := range cases {
 		got := func(name string) float64 { return rep.BestDensity(name, 0.01, tc.h) }
@@ -519,6 +527,14 @@ func TestHoldings(t *testing.T) {
 	}
 	if s, want := rep.Summarize(0.01), rep.SummarizeHeld(0.01, HoldPair); s.ActivationDensity != want.ActivationDensity || s.BestBaselineDensity != want.BestBaselineDensity {
 		t.Errorf("Summarize %+v, want the pair's holding %+v", s, want)
+	}
+	if e := act.EdgeHeld(0.001, HoldEverySeries, 2); len(e) != 1 || !strings.Contains(e[0], "with every series within it") {
+		t.Errorf("EdgeHeld(0.001, every series) = %q, want no setting with every series within it", e)
+	}
+	// A series' own rate is not among the figures a setting chosen on
+	// another replay reads.
+	if _, err := rep.SummarizeChosenOn(rep, 0.01, HoldEverySeries); err == nil {
+		t.Error("SummarizeChosenOn took every series within the budget")
 	}
 	// One host per series: no second host to average in.
 	one := &Report{Scenario: Scenario{Hosts: 1}, Curves: []Curve{{Policy: PolicyActivation, Points: []Point{

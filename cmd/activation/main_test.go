@@ -172,7 +172,7 @@ func TestSimulateJSON(t *testing.T) {
 	// The summaries held on each host: one setting for both never beats
 	// the pair's mean, and each host at its own never loses to one for both.
 	held := map[string]float64{}
-	for _, k := range []string{"summary", "summary_each_host", "summary_per_host"} {
+	for _, k := range []string{"summary", "summary_each_host", "summary_per_host", "summary_every_series"} {
 		sm, ok := doc[k].(map[string]any)
 		if !ok {
 			t.Fatalf("no %s: %v", k, doc[k])
@@ -187,6 +187,18 @@ func TestSimulateJSON(t *testing.T) {
 	}
 	if want := bestDensity; math.Abs(held["summary_each_host"]-want) > 1e-9 {
 		t.Errorf("summary_each_host's activation density %v; the densest point with both hosts within 5%% is %v", held["summary_each_host"], want)
+	}
+	// Every series within the budget: the densest point whose worst series
+	// is (with the one series here, the pair's summary).
+	everyDensity := -1.0
+	for _, p := range act["curve"].([]any) {
+		pm := p.(map[string]any)
+		if pm["worst_series_violation_rate"].(float64) <= 0.05 && pm["density"].(float64) > everyDensity {
+			everyDensity = pm["density"].(float64)
+		}
+	}
+	if math.Abs(held["summary_every_series"]-everyDensity) > 1e-9 || math.Abs(held["summary_every_series"]-held["summary"]) > 1e-9 {
+		t.Errorf("summary_every_series's activation density %v; the densest point with every series within 5%% is %v (the summary's %v)", held["summary_every_series"], everyDensity, held["summary"])
 	}
 	sum, ok := doc["summary"].(map[string]any)
 	if !ok {
@@ -245,7 +257,7 @@ func TestSimulateTable(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"scenario yardstick, all split", "policy", "violation rate", "activation", "per_branch", "n-sigma", "activation by host: first", "ceiling: the admission oracle"} {
+	for _, want := range []string{"scenario yardstick, all split", "policy", "violation rate", "activation", "per_branch", "n-sigma", "activation by host: first", "ceiling: the admission oracle", "every series within the budget, one setting (every policy): activation "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}

@@ -62,7 +62,9 @@ violation; a reference, not a bound). Each policy's one knob is swept; a policy'
 its best density whose violation rate (a pair of hosts' mean) is within it;
 the figures with each host within the budget, at one setting and at a
 setting per host, follow, with the margins the front ends take (margin, or
-first_margin and second_margin) that meet it. Each --traces directory
+first_margin and second_margin) that meet it, and the figures with every
+series' own violation rate within the budget at one setting (a setting
+that holds a family's mean may overload one of its series). Each --traces directory
 is a family (flat DIR/<series>.csv, or PlanetLab's DIR/<day>/<vm>.csv where
 a VM's days are one series), split by series name (--split test leaves
 out, naming them, held-out series the models' provenance lists as trained
@@ -623,6 +625,10 @@ type familyResult struct {
 	// two hosts set apart, densities the mean of the two hosts').
 	SummaryEachHost sim.Summary `json:"summary_each_host"`
 	SummaryPerHost  sim.Summary `json:"summary_per_host"`
+	// SummaryEverySeries is the summary with every series' own violation
+	// rate within the budget, one setting for the family
+	// (sim.HoldEverySeries).
+	SummaryEverySeries sim.Summary `json:"summary_every_series"`
 	// SettingsFrom is every policy read at the settings chosen on another
 	// replay (--settings-from), under each holding of the budget.
 	SettingsFrom *settingsFrom `json:"settings_from,omitempty"`
@@ -737,6 +743,7 @@ func buildFamily(rep *sim.Report, budget float64, modelThr *float64) familyResul
 		RequestFactor: rep.RequestFactor, MedianSlack: rep.MedianSlack, MeanSlack: rep.MeanSlack,
 		CalibratedOn: rep.CalibratedOn, Decisions: rep.Decisions, Summary: rep.Summarize(budget),
 		SummaryEachHost: rep.SummarizeHeld(budget, sim.HoldEachHost), SummaryPerHost: rep.SummarizeHeld(budget, sim.HoldPerHost),
+		SummaryEverySeries: rep.SummarizeHeld(budget, sim.HoldEverySeries),
 	}
 	for _, c := range rep.Curves {
 		pr := policyResult{Name: c.Policy, KnobName: c.KnobName, Curve: c.Points}
@@ -890,6 +897,7 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 	}
 	held("each host within the budget, one setting for both", fr.SummaryEachHost)
 	held("each host within the budget at its own setting (every policy)", fr.SummaryPerHost)
+	held("every series within the budget, one setting (every policy)", fr.SummaryEverySeries)
 	for _, pr := range fr.Policies {
 		if pr.Name == sim.PolicyActivation && pr.WithinBudget {
 			fmt.Fprintf(w, "activation by host: first %.3f of the oracle (violation rate %.4f), second %.3f (%.4f)\n",
