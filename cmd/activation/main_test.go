@@ -293,7 +293,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--budget", "150%"}, exitUsage, `invalid value "150%" for flag -budget: "150%" is not a share in (0, 1): give a fraction such as 0.01 or a percentage such as 1%`},
 		{[]string{"--traces", dir, "--max-scale-up", " "}, exitUsage, "--max-scale-up: empty"},
 		{[]string{"--traces", dir, "--max-shift", "-1"}, exitUsage, "--max-shift: -1; want 0 to 120 samples"},
-		{[]string{"--traces", dir, "--scenario", "memory"}, exitError, "--scenario memory: family " + traces.FamilyName(dir) + " has no memory"},
+		{[]string{"--traces", dir, "--scenario", "memory"}, exitError, "--scenario memory: family " + traces.FamilyName(dir) + ": series "},
 		{[]string{"--traces", dir, "--scenario", "yardstick", "--max-shift", "3"}, exitUsage, "--max-shift: scenario yardstick runs every replica exactly as the series"},
 		{[]string{"--traces", dir, "--format", "xml"}, exitUsage, "--format"},
 		{[]string{"--traces", dir, "--split", "half"}, exitUsage, "--split"},
@@ -322,7 +322,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--hold-band", "1", "--knob", "per_branch"}, exitUsage, "--hold-band"},
 		{[]string{"--traces", dir, "--max-scale-up", "lots"}, exitUsage, "--max-scale-up"},
 		{[]string{"--traces", dir, "--max-scale-down", "0%"}, exitUsage, "--max-scale-down"},
-		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "has no memory figures: no memory columns (mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb), or a provisioned memory of 0 in every row): the memory scenario replays series with memory"},
+		{[]string{"--traces", dir, "--scenario", "memory", "--split", "all"}, exitError, "has no memory figures: no memory columns (mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb), or a provisioned memory of 0 in every row; the memory scenario replays series with memory"},
 		{[]string{"--traces", oneRowDir(t), "--split", "all"}, exitError, "syn1: 1 sample; a series needs at least 2"},
 	} {
 		code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate"}, c.args...)...)
@@ -1214,6 +1214,23 @@ func TestSimulateMemoryScenario(t *testing.T) {
 	code, stdout, _ = runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--scenario", "memory", "--budget", "0.05")
 	if code != exitOK || !strings.Contains(stdout, "memory violations") || !strings.Contains(stdout, "cpu violations") {
 		t.Errorf("table without the violations per resource:\n%s", stdout)
+	}
+	// A series without memory columns that sorts after the others is named,
+	// with its file, before anything is replayed (the linear fit's error
+	// named it without its file; sorted first, the whole family was said to
+	// have no memory).
+	plain := filepath.Join(dir, "vm009.csv")
+	var b strings.Builder
+	b.WriteString("ts,value\n")
+	for s := 0; s < 600; s++ {
+		fmt.Fprintf(&b, "%d,%d\n", 1372629804+300*s, 100+s%7)
+	}
+	if err := os.WriteFile(plain, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--scenario", "memory")
+	if want := "--scenario memory: family " + traces.FamilyName(dir) + ": series vm009 (" + plain + ") has no memory figures"; code != exitError || stdout != "" || !strings.Contains(stderr, want) {
+		t.Errorf("a series without memory: exit %d, stdout %q, stderr %q; want exit %d naming %q", code, stdout, stderr, exitError, want)
 	}
 }
 

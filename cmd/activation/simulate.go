@@ -93,6 +93,32 @@ Scenarios: ` + strings.Join(sim.ScenarioNames(), ", ") + `.`,
 	},
 }
 
+// checkMemory says, before anything is replayed, the first series of a
+// family that has no memory figures for a memory scenario, among every
+// series replayed and every training series (the request calibration and
+// the linear fit read them). The replay would say it of the first such
+// series it met, as a fault of the linear fit or of the whole family.
+func checkMemory(scenario, family string, sides ...[]traces.Ref) error {
+	seen := map[string]bool{}
+	for _, refs := range sides {
+		for _, r := range refs {
+			if seen[r.Name] {
+				continue
+			}
+			seen[r.Name] = true
+			s, err := r.Load()
+			if err != nil {
+				return fmt.Errorf("--traces: %w", err)
+			}
+			if !s.HasMemory() {
+				return fmt.Errorf("--scenario %s: family %s: series %s (%s) has no memory figures: no memory columns (mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb), or a provisioned memory of 0 in every row; the memory scenario replays series with memory, such as Bitbrains'",
+					scenario, family, s.Name, r.Paths[0])
+			}
+		}
+	}
+	return nil
+}
+
 // maxWorkers bounds --workers (each worker replays one series at a time).
 const maxWorkers = 1024
 
@@ -252,14 +278,8 @@ func cmdSimulate(args []string, e env) error {
 			return fmt.Errorf("--split %s: family %s has no series on that side of the split of %d series (a family of one series trains on it and holds none out; otherwise a series' side is set by a hash of its name; use --split all)", f.split, d.family, len(refs))
 		}
 		if sc.Memory {
-			// Said now, for the family (the first series replayed, or
-			// the linear fit, would say it of one series).
-			s, err := fm.replay[0].Load()
-			if err != nil {
-				return fmt.Errorf("--traces: %w", err)
-			}
-			if !s.HasMemory() {
-				return fmt.Errorf("--scenario %s: family %s has no memory (series %s has no memory figures: no memory columns (mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb), or a provisioned memory of 0 in every row): the memory scenario replays series with memory, such as Bitbrains'", sc.Name, d.family, s.Name)
+			if err := checkMemory(sc.Name, d.family, fm.replay, fm.train); err != nil {
+				return err
 			}
 		}
 		trainAll = append(trainAll, fm.train...)
