@@ -35,9 +35,10 @@ type Sweeper struct {
 	// most maxReachWords. reach[l][v*ow:(v+1)*ow]: the outputs node v of
 	// layer l reaches along carrying edges through nodes that hold data
 	// (none when v holds none; at the inputs, kept for the countable ones
-	// only); an input's score is the largest value among its outputs. A sweep changes the outputs' values but seldom
-	// which outputs a node reaches, so the scores are read again from the
-	// sets instead of being carried back through every layer.
+	// only); an input's score is the largest value among its outputs. A
+	// sweep changes the outputs' values but seldom which outputs a node
+	// reaches, so the scores are read again from the sets instead of being
+	// carried back through every layer.
 	ow, maxReachWords int
 	reach             [][]uint64
 	reachChanged      [][]uint64 // per layer: the nodes whose set this sweep changed

@@ -48,14 +48,8 @@ func (r *Replay) Observation(h, d, n int, role, host string, o *engine.Observati
 	if role != engine.RoleFirst {
 		n = max(n, 1)
 	}
-	times, _ := r.Window(h, d)
+	times, u, mem := r.gridWindow(h, d)
 	a := r.App(h)
-	at := r.At(d)
-	u := a.gridMHz[at-len(times) : at]
-	var mem []float64
-	if a.gridMB != nil {
-		mem = a.gridMB[at-len(times) : at]
-	}
 	if cap(o.Samples) < len(u) {
 		o.Samples = make([]engine.Sample, len(u))
 	}

@@ -139,14 +139,15 @@ func (r *Replay) Window(h, d int) ([]int64, []float64) {
 	return a.Times[at-r.Scenario.Window : at], a.observed[at-r.Scenario.Window : at]
 }
 
-// MemoryWindow is Window for memory (nil without memory).
-func (r *Replay) MemoryWindow(h, d int) []float64 {
-	a := r.hosts[h].app
-	if a.observedMem == nil {
-		return nil
+// gridWindow is Window on the engine's grid (gridMHz) with its memory
+// (gridMB; nil without memory).
+func (r *Replay) gridWindow(h, d int) (times []int64, cpu, mem []float64) {
+	at, a := r.At(d), r.hosts[h].app
+	lo := at - r.Scenario.Window
+	if a.gridMB != nil {
+		mem = a.gridMB[lo:at]
 	}
-	at := r.At(d)
-	return a.observedMem[at-r.Scenario.Window : at]
+	return a.Times[lo:at], a.gridMHz[lo:at], mem
 }
 
 // Stats returns the CPU window statistics of host h's application at
