@@ -756,6 +756,22 @@ func parseSlot(name string) (k, source int, ok bool) {
 	return k, source, true
 }
 
+// perReplica reports whether every input is a feature of one replica:
+// none is summed over the running replicas (cpu_host_mean, cpu_host_max,
+// mem_host_max), counts them (running_replicas) or is a slot.
+func (fm *featureMap) perReplica() bool {
+	if fm.slots > 0 {
+		return false
+	}
+	for _, src := range fm.feature {
+		switch src {
+		case fCPUHostMean, fCPUHostMax, fMemHostMax, fRunning:
+			return false
+		}
+	}
+	return true
+}
+
 // fill writes the model's input vector into x from the computed features
 // (and the slots, which it lays out first).
 func (fm *featureMap) fill(fw *featureWork, o *Observation, x []float64) {

@@ -425,6 +425,24 @@ func (p *Processor) withoutMemory(x, cf []float64) {
 	}
 }
 
+// PerReplicaInputs reports whether every input of the model is a feature
+// of one replica (the cpu_replica_*, cpu_fit_*, mem_replica_* and mem_fit
+// features, the day's and the level's by day): none is summed over the
+// running replicas (cpu_host_mean, cpu_host_max, mem_host_max), counts
+// them (running_replicas) or is a slot. Such a processor reads the count
+// in force only through each replica's share of the usage and requests:
+// observations that differ only in the count running n >= 1 (no replica
+// warming), with the samples and requests n times one replica's, give it
+// the same input vector whenever those shares come out the same, which
+// they do bitwise when every product and quotient involved is exact (a
+// replica's usage on a grid of a power of two, over capacities that are
+// powers of two, as the simulator builds its observations). A simulator
+// can then compute one vector for every such count. False for a model
+// whose inputs cannot be read from an observation.
+func (p *Processor) PerReplicaInputs() bool {
+	return p.featuresErr == nil && p.features.perReplica()
+}
+
 // Model returns the model the processor was compiled from. Callers must not
 // change it.
 func (p *Processor) Model() *Model { return p.model }

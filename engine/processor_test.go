@@ -585,3 +585,117 @@ func TestZeroWeightIsNoEdgeAtInf(t *testing.T) {
 		})
 	}
 }
+
+// A processor reads the count in force only through per-replica shares
+// exactly when PerReplicaInputs says so: for each feature alone, the
+// input vector of n replicas of one workload on a grid of 2^-20 (power-of-
+// two capacities, as the simulator builds them) is the same bits at every n
+// when it says true, and differs at some n when it says false, so that a
+// feature added to the engine and not classified fails here.
+func TestPerReplicaInputs(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	grid := func(v float64) float64 { return math.Round(v*(1<<20)) / (1 << 20) }
+	u, mem := make([]float64, 60), make([]float64, 60)
+	for i := range u {
+		u[i] = grid(5 + 40*r.Float64())
+		mem[i] = grid(100 + 900*r.Float64())
+	}
+	// at builds the observation of n replicas: with memory or not, with
+	// usage or a window of zeros (read at the replicas' requests).
+	at := func(n int, withMem, zero bool) *Observation {
+		fn := float64(n)
+		o := &Observation{Host: "h", CPUCapacityMHz: 1024, RunningReplicas: n, ReplicaCPUDemandMHz: grid(61.3), RequestedCPUMHz: fn * grid(61.3)}
+		if withMem {
+			o.MemoryCapacityMB, o.ReplicaMemoryDemandMB, o.RequestedMemoryMB = 65536, grid(700.1), fn*grid(700.1)
+		}
+		for i := range u {
+			s := Sample{Time: int64(1_700_000_000 + 60*i), CPUMHz: fn * u[i]}
+			if zero {
+				s.CPUMHz = 0
+			}
+			if withMem {
+				s.MemoryMB = fn * mem[i]
+			}
+			o.Samples = append(o.Samples, s)
+		}
+		return o
+	}
+	model := func(names []string) *Processor {
+		in := make([]Node, len(names))
+		ones := make([]float64, len(names))
+		for i, n := range names {
+			in[i], ones[i] = Node{Name: n}, 1
+		}
+		m := testModel(in, []Node{{Name: "o", Countable: true}}, 1e-6, 0.5,
+			Layer{Activation: ActivationReLU, Weights: [][]float64{ones}, Biases: []float64{0}},
+			Layer{Activation: ActivationReLU, Weights: [][]float64{{1}}, Biases: []float64{0}})
+		p, err := NewProcessor(m)
+		if err != nil {
+			t.Fatalf("%v: %v", names, err)
+		}
+		return p
+	}
+	var cases [][]string
+	for _, name := range FeatureNames {
+		cases = append(cases, []string{name})
+	}
+	// Slots: the second is a running replica from two replicas on.
+	cases = append(cases, []string{SlotPrefix + "0", SlotPrefix + "1" + SlotRunningSuffix})
+	perReplica := 0
+	for _, names := range cases {
+		p := model(names)
+		varies := false
+		for _, kind := range []struct{ mem, zero bool }{{true, false}, {false, false}, {true, true}} {
+			ref, err := p.Features(at(1, kind.mem, kind.zero), RoleSecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := 2; n <= 40; n++ {
+				x, err := p.Features(at(n, kind.mem, kind.zero), RoleSecond)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range x {
+					if math.Float64bits(x[i]) != math.Float64bits(ref[i]) {
+						varies = true
+						if p.PerReplicaInputs() {
+							t.Errorf("%v: per-replica, but %d replicas (memory %v, zero usage %v) give %v, one gives %v", names, n, kind.mem, kind.zero, x, ref)
+						}
+					}
+				}
+			}
+		}
+		if !p.PerReplicaInputs() && !varies {
+			t.Errorf("%v: not per-replica, but every count gives the same input", names)
+		}
+		if p.PerReplicaInputs() {
+			perReplica++
+		}
+	}
+	if want := len(FeatureNames) - 4; perReplica != want {
+		t.Errorf("%d features per-replica, want %d (all but cpu_host_mean, cpu_host_max, mem_host_max, running_replicas)", perReplica, want)
+	}
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{{BuiltinCapacity, true}, {BuiltinAdmission, false}} {
+		p, err := Builtin(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.PerReplicaInputs(); got != tc.want {
+			t.Errorf("built-in %s: PerReplicaInputs %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// A model whose inputs cannot be read from an observation.
+	m := testModel([]Node{{Name: "no_such_feature"}}, []Node{{Name: "o", Countable: true}}, 1e-6, 0.5,
+		Layer{Activation: ActivationReLU, Weights: [][]float64{{1}}, Biases: []float64{0}},
+		Layer{Activation: ActivationReLU, Weights: [][]float64{{1}}, Biases: []float64{0}})
+	p, err := NewProcessor(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PerReplicaInputs() {
+		t.Error("a model with an unknown feature: PerReplicaInputs true")
+	}
+}

@@ -78,6 +78,30 @@ func (r *Replay) Observation(h, d, n int, role, host string, o *engine.Observati
 	}
 }
 
+// exactCount is the largest count n at which every product Observation
+// forms, n times a replica's gridded usage, memory or request, is exact:
+// each is a whole number of quanta, and n times it must not pass 2^53
+// quanta.
+func (r *Replay) exactCount() int {
+	var most float64
+	for _, a := range r.apps {
+		for _, v := range a.gridMHz {
+			most = max(most, v)
+		}
+		for _, v := range a.gridMB {
+			most = max(most, v)
+		}
+		most = max(most, onGrid(a.Request*HostMHz))
+		if a.gridMB != nil {
+			most = max(most, onGrid(a.MemoryRequest*HostMemoryMB))
+		}
+	}
+	if most < quantum {
+		return math.MaxInt32
+	}
+	return int(min((1<<53)/(most/quantum), math.MaxInt32))
+}
+
 // Knobs of the activation policy.
 const (
 	// KnobOutputThreshold sweeps the output threshold of both models (the
@@ -333,6 +357,8 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 		}
 	}
 	dec.sweepers = [2]*engine.Sweeper{a.adm.NewSweeper(), a.capy.NewSweeper()}
+	dec.perReplica = [2]bool{a.adm.PerReplicaInputs(), a.capy.PerReplicaInputs()}
+	dec.exactCount = r.exactCount()
 	return dec, nil
 }
 
@@ -346,6 +372,11 @@ type activationDecider struct {
 	thresholds []float64
 	stepped    bool
 	dedupe     [2]dedupeStat
+	// perReplica[side]: the host's processor reads only per-replica
+	// inputs (engine.Processor.PerReplicaInputs), so that every count
+	// from 1 to exactCount gives it one input vector (see DecideAll)
+	perReplica [2]bool
+	exactCount int
 	// metered: time a bare engine call at every decision (sweeps only)
 	metered bool
 	// scratch
@@ -402,8 +433,9 @@ func (ad *activationDecider) observation(i int) *engine.Observation {
 	return ad.obsPool[i]
 }
 
-// find returns the bucket whose input vector is bitwise x, or nil.
-func (ad *activationDecider) find(x []float64) *bucket {
+// find returns the index of the bucket whose input vector is bitwise x, or
+// -1.
+func (ad *activationDecider) find(x []float64) int {
 next:
 	for i := range ad.buckets {
 		y := ad.buckets[i].x
@@ -412,9 +444,9 @@ next:
 				continue next
 			}
 		}
-		return &ad.buckets[i]
+		return i
 	}
-	return nil
+	return -1
 }
 
 var roles = [2]string{engine.RoleFirst, engine.RoleSecond}
@@ -436,6 +468,19 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 			// Groups of knob values by the count in force; groups whose
 			// observations give the model the same input vector share one
 			// sweep (the sweep depends on that vector only).
+			//
+			// A processor reading only per-replica inputs gives every
+			// count from 1 to exactCount the same vector, bitwise: the
+			// observation at n holds n times a replica's usage, memory
+			// and requests, each a whole number of quanta (a power of
+			// two) so that n times it is exact, over capacities that
+			// are powers of two (HostMHz, HostMemoryMB), so that its
+			// share of the room is exact too and dividing that by the n
+			// warm replicas gives back one replica's share exactly; the
+			// evidence basis is the same at every such n. Those groups
+			// join the first one's bucket (shared) without computing
+			// their vectors.
+			shared := -1
 			ad.buckets = ad.buckets[:0]
 			for lo := 0; lo < len(ad.order); {
 				n := prev[ad.order[lo]][h]
@@ -445,6 +490,11 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				}
 				group := ad.order[lo:hi]
 				lo = hi
+				blind := ad.perReplica[side] && n >= 1 && n <= ad.exactCount
+				if blind && shared >= 0 {
+					ad.buckets[shared].knobs = append(ad.buckets[shared].knobs, group...)
+					continue
+				}
 				o := ad.observation(len(ad.buckets))
 				ad.r.Observation(h, d, n, role, role, o)
 				// The vector goes in the bucket's own storage: a vector
@@ -458,21 +508,23 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					return err
 				}
 				ad.xPool[len(ad.buckets)] = x
-				var b *bucket
+				bi := -1
 				if ad.dedupe[side].on() {
-					b = ad.find(x)
+					bi = ad.find(x)
 				}
-				if b == nil {
-					i := len(ad.buckets)
-					if i < cap(ad.buckets) { // reuse the knob list's storage
-						ad.buckets = ad.buckets[:i+1]
-						ad.buckets[i] = bucket{x: x, knobs: ad.buckets[i].knobs[:0]}
+				if bi < 0 {
+					bi = len(ad.buckets)
+					if bi < cap(ad.buckets) { // reuse the knob list's storage
+						ad.buckets = ad.buckets[:bi+1]
+						ad.buckets[bi] = bucket{x: x, knobs: ad.buckets[bi].knobs[:0]}
 					} else {
 						ad.buckets = append(ad.buckets, bucket{x: x})
 					}
-					b = &ad.buckets[i]
 				}
-				b.knobs = append(b.knobs, group...)
+				ad.buckets[bi].knobs = append(ad.buckets[bi].knobs, group...)
+				if blind {
+					shared = bi
+				}
 			}
 			if groups := lenGroups(ad.order, prev, h); groups > 1 {
 				ad.dedupe[side].saw(groups - len(ad.buckets))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
+	"github.com/activation-scheduler/terraform-provider-activation/traces"
 )
 
 // Every count the activation policy sets is what the engine's one entry point
@@ -430,4 +431,121 @@ func (c *endsAfter) Err() error {
 		return context.Canceled
 	}
 	return nil
+}
+
+// The second host's processor reads only per-replica inputs, so every count
+// from 1 up gives it one input vector and DecideAll computes it once per
+// decision point (TestPerReplicaInputs checks the engine's side): the counts
+// are those of computing each count's vector, at every knob value and
+// decision, on CPU and on memory, with windows of zero usage (read at the
+// requests), and with two applications.
+func TestPerReplicaCountsShareOneVector(t *testing.T) {
+	all := loadCrane(t)
+	zeroed := all[1]
+	zeroed.Values = slices.Clone(zeroed.Values)
+	for i := 3000; i < 3400; i++ { // longer than a window
+		zeroed.Values[i] = 0
+	}
+	withMem := all[2]
+	withMem.MemoryProvisionedMB = 4096
+	withMem.Memory = make([]float64, len(withMem.Values))
+	for i := range withMem.Memory {
+		withMem.Memory[i] = 1000 + float64(i%977)*2.3 + withMem.Values[i]
+	}
+	for _, tc := range []struct {
+		name   string
+		series []traces.Series
+		sc     Scenario
+	}{
+		{"cpu", []traces.Series{all[0]}, Shifted()},
+		{"zero usage", []traces.Series{zeroed}, Shifted()},
+		{"memory", []traces.Series{withMem}, MemoryScenario()},
+		{"two applications", []traces.Series{all[3], all[4]}, TwoApps()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := PrepareApps(tc.series, tc.sc, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Activation(ActivationConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sweep := func() *activationDecider {
+				d, err := p.(*activation).NewSweep(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d.(*activationDecider)
+			}
+			fast, slow := sweep(), sweep()
+			if !fast.perReplica[1] || fast.perReplica[0] {
+				t.Fatalf("per-replica processors %v: want the second host's only", fast.perReplica)
+			}
+			slow.perReplica = [2]bool{}
+			knobs, hosts := len(fast.knobs), r.Hosts()
+			grid := func() [][]int {
+				g := make([][]int, knobs)
+				for j := range g {
+					g[j] = make([]int, hosts)
+					for h := range g[j] {
+						g[j][h] = (j*7 + h) % 40 // many counts in force, some 0
+					}
+				}
+				return g
+			}
+			prevF, prevS, outF, outS := grid(), grid(), grid(), grid()
+			shared := 0
+			for d := 0; d < r.Decisions(); d += 11 {
+				if err := fast.DecideAll(d, prevF, outF); err != nil {
+					t.Fatal(err)
+				}
+				if len(fast.buckets) == 1 && lenGroups(fast.order, prevF, hosts-1) > 1 {
+					shared++
+				}
+				if err := slow.DecideAll(d, prevS, outS); err != nil {
+					t.Fatal(err)
+				}
+				for j := range outF {
+					if !slices.Equal(outF[j], outS[j]) {
+						t.Fatalf("decision %d, knob value %d: %v with one vector for the counts, %v with each count's", d, j, outF[j], outS[j])
+					}
+				}
+				prevF, outF = outF, prevF
+				prevS, outS = outS, prevS
+			}
+			if shared == 0 {
+				t.Fatal("no decision point shared one vector between counts")
+			}
+		})
+	}
+}
+
+func TestExactCount(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		usage float64 // a replica's largest usage, in MHz
+		mem   float64 // and memory, in MB
+		want  int
+	}{
+		{"a host's worth", HostMHz, 0, 1 << 23}, // 2^53 / 2^30 quanta
+		{"3,000 MHz", 3000, 0, 2863311},         // 2^33 / 3,000
+		{"3 * 2^30 MHz", 3 * (1 << 30), 0, 2},   // 2^53 / (3 * 2^50)
+		{"2^33 MHz", 1 << 33, 0, 1},             // 2^53 quanta is exact once
+		{"no usage", 0, 0, 1 << 23},             // the request, 1,024 MHz, bounds it
+		{"one quantum", quantum, 0, 1 << 23},    // likewise
+		{"memory 2^31 MB", 1, 1 << 31, 4},       // 2^53 / 2^51 quanta
+		{"memory past 2^33 MB", 1, 1 << 34, 0},  // not even one replica
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &App{Request: 1, gridMHz: []float64{0, tc.usage, 1}}
+			if tc.mem > 0 {
+				a.MemoryRequest, a.gridMB = 1.0/16, []float64{tc.mem, 0}
+			}
+			r := &Replay{apps: []*App{a}}
+			if got := r.exactCount(); got != tc.want {
+				t.Fatalf("exactCount %d, want %d", got, tc.want)
+			}
+		})
+	}
 }
