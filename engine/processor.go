@@ -503,6 +503,8 @@ type Workspace struct {
 	// strongest-branch search (allocated on first use)
 	score [][]float64
 	from  [][]int32
+	// values: a sweep's countable scores or outputs (sweepAmounts)
+	values []float64
 }
 
 // NewWorkspace returns a workspace sized for p.
@@ -521,6 +523,7 @@ func NewWorkspace(p *Processor) *Workspace {
 	}
 	ws.an.ActivatedInputs = make([]int, 0, len(p.countableIn))
 	ws.an.ActivatedOutputs = make([]int, 0, len(p.countableOut))
+	ws.values = make([]float64, 0, max(len(p.countableIn), len(p.countableOut)))
 	return ws
 }
 

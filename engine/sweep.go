@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
+	"sort"
 )
 
 // Sweep reads one observation at many output thresholds with one forward
@@ -150,15 +152,11 @@ func (p *Processor) score(ws *Workspace, l, u int) float64 {
 func (p *Processor) sweepAmounts(ws *Workspace, role string, thresholds []float64, amounts []int) {
 	L := len(p.layers)
 	if role == RoleFirst {
-		for i, t := range thresholds {
-			n := 0
-			for _, in := range p.countableIn {
-				if ws.score[0][in] >= t {
-					n++
-				}
-			}
-			amounts[i] = n
+		vals := ws.values[:0]
+		for _, in := range p.countableIn {
+			vals = append(vals, ws.score[0][in])
 		}
+		countAtLeast(vals, thresholds, amounts)
 		return
 	}
 	// Forward reach: nodes on a carrying path from an input holding data
@@ -181,13 +179,48 @@ func (p *Processor) sweepAmounts(ws *Workspace, role string, thresholds []float6
 			}
 		}
 	}
-	for i, t := range thresholds {
-		n := 0
-		for _, o := range p.countableOut {
-			if hasBit(ws.back[L], o) && outs[o] >= t {
-				n++
-			}
+	vals := ws.values[:0]
+	for _, o := range p.countableOut {
+		if hasBit(ws.back[L], o) {
+			vals = append(vals, outs[o])
 		}
-		amounts[i] = n
+	}
+	countAtLeast(vals, thresholds, amounts)
+}
+
+// countAtLeast sets amounts[i] to the number of vals >= thresholds[i] (a
+// NaN is never counted, nor counts against a NaN threshold). With many
+// thresholds it sorts vals (which it may reorder) and finds each count by
+// binary search: a sweep of the simulator's 113 thresholds over 110
+// outputs compares about 1,600 values instead of 12,400. The counts are
+// the same: vals >= t is false then true along values sorted in ascending
+// order (-0 and +0 compare alike against any t).
+func countAtLeast(vals, thresholds []float64, amounts []int) {
+	if len(thresholds) < sortedCountsFrom {
+		for i, t := range thresholds {
+			n := 0
+			for _, v := range vals {
+				if v >= t {
+					n++
+				}
+			}
+			amounts[i] = n
+		}
+		return
+	}
+	kept := vals[:0]
+	for _, v := range vals {
+		if !math.IsNaN(v) {
+			kept = append(kept, v)
+		}
+	}
+	slices.Sort(kept)
+	for i, t := range thresholds {
+		amounts[i] = len(kept) - sort.Search(len(kept), func(k int) bool { return kept[k] >= t })
 	}
 }
+
+// sortedCountsFrom is the number of thresholds from which countAtLeast
+// sorts the values (the first host's sweeps in the simulator read about
+// three thresholds each, the second host's 113).
+const sortedCountsFrom = 8

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -56,5 +58,41 @@ func TestSweepMatchesAnalysisAtEachThreshold(t *testing.T) {
 	}
 	if compared < 5000 {
 		t.Fatalf("only %d comparisons", compared)
+	}
+}
+
+// countAtLeast counts as a comparison of every value with every threshold
+// does, sorted or not: values and thresholds with NaN, ±Inf, ±0 and ties.
+func TestCountAtLeast(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	special := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 0.5, 1}
+	pick := func() float64 {
+		if r.IntN(3) == 0 {
+			return special[r.IntN(len(special))]
+		}
+		return math.Round(r.NormFloat64()*8) / 8 // ties
+	}
+	for n := 0; n < 3000; n++ {
+		vals := make([]float64, r.IntN(40))
+		for i := range vals {
+			vals[i] = pick()
+		}
+		thresholds := make([]float64, 1+r.IntN(2*sortedCountsFrom))
+		for i := range thresholds {
+			thresholds[i] = pick()
+		}
+		want := make([]int, len(thresholds))
+		for i, th := range thresholds {
+			for _, v := range vals {
+				if v >= th {
+					want[i]++
+				}
+			}
+		}
+		got := make([]int, len(thresholds))
+		countAtLeast(slices.Clone(vals), thresholds, got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("values %v, thresholds %v: counted %v, want %v", vals, thresholds, got, want)
+		}
 	}
 }

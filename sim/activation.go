@@ -45,9 +45,7 @@ func onGrid(x float64) float64 { return math.Round(x/quantum) * quantum }
 // runs, and the capacity processor must see the same information. The
 // samples reuse o's slice.
 func (r *Replay) Observation(h, d, n int, role, host string, o *engine.Observation) {
-	if role != engine.RoleFirst {
-		n = max(n, 1)
-	}
+	n = observedCount(role, n)
 	times, u, mem := r.gridWindow(h, d)
 	a := r.App(h)
 	if cap(o.Samples) < len(u) {
@@ -76,6 +74,15 @@ func (r *Replay) Observation(h, d, n int, role, host string, o *engine.Observati
 		o.RequestedMemoryMB = fn * memReq
 		o.ReplicaMemoryDemandMB = memReq
 	}
+}
+
+// observedCount is the count of running replicas in the observation
+// Observation builds for n replicas in force on a host of role.
+func observedCount(role string, n int) int {
+	if role != engine.RoleFirst {
+		return max(n, 1)
+	}
+	return n
 }
 
 // exactCount is the largest count n at which every product Observation
@@ -377,6 +384,7 @@ type activationDecider struct {
 	// from 1 to exactCount gives it one input vector (see DecideAll)
 	perReplica [2]bool
 	exactCount int
+	vectors    [2]int64 // input vectors computed, per host of a pair
 	// metered: time a bare engine call at every decision (sweeps only)
 	metered bool
 	// scratch
@@ -479,8 +487,20 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 			// warm replicas gives back one replica's share exactly; the
 			// evidence basis is the same at every such n. Those groups
 			// join the first one's bucket (shared) without computing
-			// their vectors.
-			shared := -1
+			// their vectors, up to the largest count whose observation
+			// is valid (top): every figure Validate bounds is n times
+			// one replica's, or n itself, so an observation valid at
+			// the first such count (validated with its features) and at
+			// top is valid at every count between.
+			shared, top := -1, 0
+			if ad.perReplica[side] {
+				top = min(observedCount(role, prev[ad.order[len(ad.order)-1]][h]), ad.exactCount)
+				o := ad.observation(0) // the first group's, once checked
+				ad.r.Observation(h, d, top, role, role, o)
+				if o.Validate(role) != nil {
+					top = 0 // each count computed, and refused, as it comes
+				}
+			}
 			ad.buckets = ad.buckets[:0]
 			for lo := 0; lo < len(ad.order); {
 				n := prev[ad.order[lo]][h]
@@ -490,7 +510,8 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				}
 				group := ad.order[lo:hi]
 				lo = hi
-				blind := ad.perReplica[side] && n >= 1 && n <= ad.exactCount
+				on := observedCount(role, n)
+				blind := on >= 1 && on <= top
 				if blind && shared >= 0 {
 					ad.buckets[shared].knobs = append(ad.buckets[shared].knobs, group...)
 					continue
@@ -507,6 +528,7 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				if err != nil {
 					return err
 				}
+				ad.vectors[side]++
 				ad.xPool[len(ad.buckets)] = x
 				bi := -1
 				if ad.dedupe[side].on() {

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -433,13 +434,11 @@ func (c *endsAfter) Err() error {
 	return nil
 }
 
-// The second host's processor reads only per-replica inputs, so every count
-// from 1 up gives it one input vector and DecideAll computes it once per
-// decision point (TestPerReplicaInputs checks the engine's side): the counts
-// are those of computing each count's vector, at every knob value and
-// decision, on CPU and on memory, with windows of zero usage (read at the
-// requests), and with two applications.
-func TestPerReplicaCountsShareOneVector(t *testing.T) {
+// perReplicaReplays are replays of every kind the simulator builds: CPU,
+// a window of zeros (read at the requests), memory, two applications and
+// the yardstick's setup (correlated replicas, no replica cap).
+func perReplicaReplays(t *testing.T) map[string]*Replay {
+	t.Helper()
 	all := loadCrane(t)
 	zeroed := all[1]
 	zeroed.Values = slices.Clone(zeroed.Values)
@@ -452,60 +451,121 @@ func TestPerReplicaCountsShareOneVector(t *testing.T) {
 	for i := range withMem.Memory {
 		withMem.Memory[i] = 1000 + float64(i%977)*2.3 + withMem.Values[i]
 	}
-	for _, tc := range []struct {
-		name   string
+	out := map[string]*Replay{}
+	for name, tc := range map[string]struct {
 		series []traces.Series
 		sc     Scenario
 	}{
-		{"cpu", []traces.Series{all[0]}, Shifted()},
-		{"zero usage", []traces.Series{zeroed}, Shifted()},
-		{"memory", []traces.Series{withMem}, MemoryScenario()},
-		{"two applications", []traces.Series{all[3], all[4]}, TwoApps()},
+		"cpu":              {[]traces.Series{all[0]}, Shifted()},
+		"zero usage":       {[]traces.Series{zeroed}, Shifted()},
+		"memory":           {[]traces.Series{withMem}, MemoryScenario()},
+		"two applications": {[]traces.Series{all[3], all[4]}, TwoApps()},
+		"yardstick":        {[]traces.Series{all[5]}, Yardstick()},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := PrepareApps(tc.series, tc.sc, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Activation(ActivationConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sweep := func() *activationDecider {
-				d, err := p.(*activation).NewSweep(r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return d.(*activationDecider)
-			}
-			fast, slow := sweep(), sweep()
-			if !fast.perReplica[1] || fast.perReplica[0] {
-				t.Fatalf("per-replica processors %v: want the second host's only", fast.perReplica)
-			}
-			slow.perReplica = [2]bool{}
-			knobs, hosts := len(fast.knobs), r.Hosts()
-			grid := func() [][]int {
-				g := make([][]int, knobs)
-				for j := range g {
-					g[j] = make([]int, hosts)
-					for h := range g[j] {
-						g[j][h] = (j*7 + h) % 40 // many counts in force, some 0
+		r, err := PrepareApps(tc.series, tc.sc, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out[name] = r
+	}
+	return out
+}
+
+// What the sweep's shortcut rests on: the built-in capacity processor's
+// vector of the replay's observation of n replicas is the same bits at
+// every n from 1 up to the replay's exactCount, wherever the observation
+// is valid (TestPerReplicaInputs checks the engine's side, feature by
+// feature, on an observation made by hand).
+func TestReplayCountsGiveOneVector(t *testing.T) {
+	capy, err := engine.Models.LoadFor(engine.RoleSecond, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := []int{0, 2, 3, 7, 40, 109, 110, 111, 1000, 1 << 20}
+	for name, r := range perReplicaReplays(t) {
+		t.Run(name, func(t *testing.T) {
+			var o engine.Observation
+			checked := 0
+			for h := 0; h < r.Hosts(); h++ {
+				for d := 0; d < r.Decisions(); d += 97 {
+					r.Observation(h, d, 1, engine.RoleSecond, "second", &o)
+					ref, err := capy.Features(&o, engine.RoleSecond)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, n := range counts {
+						if n > r.exactCount() {
+							continue
+						}
+						r.Observation(h, d, n, engine.RoleSecond, "second", &o)
+						if o.Validate(engine.RoleSecond) != nil {
+							continue
+						}
+						x, err := capy.Features(&o, engine.RoleSecond)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for i := range x {
+							if math.Float64bits(x[i]) != math.Float64bits(ref[i]) {
+								t.Fatalf("host %d, decision %d, %d replicas: input %s is %v, with one replica %v",
+									h, d, n, capy.Model().Inputs[i].Name, x[i], ref[i])
+							}
+						}
+						checked++
 					}
 				}
-				return g
 			}
+			if checked == 0 {
+				t.Fatal("no count checked")
+			}
+		})
+	}
+}
+
+// The second host's processor reads only per-replica inputs, so DecideAll
+// computes its vector once per decision point and gives it to every count
+// in force: the counts are those of computing each count's vector (a
+// decider told its processors read the count), at every knob value and
+// decision, on every kind of replay; above the replay's exactCount each
+// count is computed again; and an observation that is not valid at the
+// largest count is refused as before.
+func TestPerReplicaCountsShareOneVector(t *testing.T) {
+	p, err := Activation(ActivationConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range perReplicaReplays(t) {
+		sweep := func() *activationDecider {
+			d, err := p.(*activation).NewSweep(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.(*activationDecider)
+		}
+		knobs, hosts, pairs := len(p.(*activation).values), r.Hosts(), r.Hosts()/2
+		grid := func() [][]int {
+			g := make([][]int, knobs)
+			for j := range g {
+				g[j] = make([]int, hosts)
+				for h := range g[j] {
+					g[j][h] = (j*7 + h) % 40 // many counts in force, some 0
+				}
+			}
+			return g
+		}
+		// replay runs both deciders side by side and returns the
+		// decision points decided.
+		replay := func(t *testing.T, fast, slow *activationDecider) int64 {
 			prevF, prevS, outF, outS := grid(), grid(), grid(), grid()
-			shared := 0
+			var decided int64
 			for d := 0; d < r.Decisions(); d += 11 {
 				if err := fast.DecideAll(d, prevF, outF); err != nil {
 					t.Fatal(err)
 				}
-				if len(fast.buckets) == 1 && lenGroups(fast.order, prevF, hosts-1) > 1 {
-					shared++
-				}
 				if err := slow.DecideAll(d, prevS, outS); err != nil {
 					t.Fatal(err)
 				}
+				decided++
 				for j := range outF {
 					if !slices.Equal(outF[j], outS[j]) {
 						t.Fatalf("decision %d, knob value %d: %v with one vector for the counts, %v with each count's", d, j, outF[j], outS[j])
@@ -514,11 +574,63 @@ func TestPerReplicaCountsShareOneVector(t *testing.T) {
 				prevF, outF = outF, prevF
 				prevS, outS = outS, prevS
 			}
-			if shared == 0 {
-				t.Fatal("no decision point shared one vector between counts")
+			return decided
+		}
+		t.Run(name, func(t *testing.T) {
+			fast, slow := sweep(), sweep()
+			if !fast.perReplica[1] || fast.perReplica[0] {
+				t.Fatalf("per-replica processors %v: want the second host's only", fast.perReplica)
+			}
+			slow.perReplica = [2]bool{}
+			decided := replay(t, fast, slow)
+			if want := decided * int64(pairs); fast.vectors[1] != want {
+				t.Errorf("second host: %d vectors computed, want one per decision point (%d)", fast.vectors[1], want)
+			}
+			if slow.vectors[1] <= 2*decided*int64(pairs) {
+				t.Errorf("second host, each count's vector: %d computed over %d decision points; the test needs many counts in force", slow.vectors[1], decided)
+			}
+			if fast.vectors[0] != slow.vectors[0] {
+				t.Errorf("first host: %d vectors computed, and %d computing each count's", fast.vectors[0], slow.vectors[0])
+			}
+		})
+		t.Run(name+", exact up to 5 replicas", func(t *testing.T) {
+			fast, slow := sweep(), sweep()
+			fast.exactCount, slow.perReplica = 5, [2]bool{}
+			decided := replay(t, fast, slow)
+			if fast.vectors[1] <= 2*decided*int64(pairs) {
+				t.Errorf("second host: %d vectors over %d decision points with counts up to 39 and exactCount 5", fast.vectors[1], decided)
 			}
 		})
 	}
+	t.Run("a count past the engine's limit", func(t *testing.T) {
+		r := perReplicaReplays(t)["cpu"]
+		var errs []string
+		for _, perReplica := range []bool{true, false} {
+			d, err := p.(*activation).NewSweep(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ad := d.(*activationDecider)
+			ad.perReplica[1] = perReplica
+			prev := make([][]int, len(ad.knobs))
+			for j := range prev {
+				prev[j] = []int{3, 2 + j%5}
+			}
+			prev[len(prev)-1][1] = engine.MaxReplicas + 1
+			out := make([][]int, len(prev))
+			for j := range out {
+				out[j] = make([]int, 2)
+			}
+			err = ad.DecideAll(0, prev, out)
+			if err == nil {
+				t.Fatalf("per-replica %v: a host running %d replicas decided", perReplica, engine.MaxReplicas+1)
+			}
+			errs = append(errs, err.Error())
+		}
+		if errs[0] != errs[1] {
+			t.Errorf("errors differ: %q with one vector, %q with each count's", errs[0], errs[1])
+		}
+	})
 }
 
 func TestExactCount(t *testing.T) {
