@@ -365,7 +365,7 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 	}
 	dec.sweepers = [2]*engine.Sweeper{a.adm.NewSweeper(), a.capy.NewSweeper()}
 	dec.perReplica = [2]bool{a.adm.PerReplicaInputs(), a.capy.PerReplicaInputs()}
-	dec.exactCount = r.exactCount()
+	dec.exactCount = r.exact
 	return dec, nil
 }
 

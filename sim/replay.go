@@ -63,6 +63,10 @@ type Replay struct {
 	samples int
 	period  float64 // typical seconds between samples
 	maxRepl int     // effective cap (scenario cap or a large bound)
+	// exact is exactCount, set with the grid: the largest count at which
+	// an observation's products of the count and the gridded figures are
+	// exact
+	exact int
 }
 
 // hostTrace is how a host's usage follows from its replica count.
@@ -475,6 +479,7 @@ func (r *Replay) buildGrid() {
 			a.gridMB[t] = onGrid(v * HostMemoryMB)
 		}
 	}
+	r.exact = r.exactCount()
 }
 
 func (r *Replay) buildStats() {
