@@ -224,6 +224,7 @@ type featureWork struct {
 	slotCPUMHz, slotMemMB []float64
 	slotsFilled           int     // slots holding a replica
 	memPerMB              float64 // one running replica's memory (memShare, uncapped, in MB)
+	memReplica            float64 // the same as a share of the room, uncapped
 	// what the evidence note says (formatted only when a decision is
 	// returned: a sweep reads none)
 	note    noteKind
@@ -391,7 +392,7 @@ func (fw *featureWork) compute(o *Observation) {
 	fw.reqShare = reqPer
 
 	// Memory.
-	fw.memShare, fw.memPerMB = 0, 0
+	fw.memShare, fw.memPerMB, fw.memReplica = 0, 0, 0
 	f[fMemReplicaDemand], f[fMemReplicaMax], f[fMemHostMax], f[fMemFit] = 0, 0, 0, MaxFit
 	if ev.MemoryJudged {
 		memDemand := newReplicaMemoryMB(o.ReplicaMemoryDemandMB) / capMem
@@ -422,6 +423,7 @@ func (fw *featureWork) compute(o *Observation) {
 		}
 		fw.memShare = capShare(mr)
 		fw.memPerMB = mr * capMem
+		fw.memReplica = mr
 		f[fMemReplicaDemand] = capShare(memDemand)
 		f[fMemReplicaMax] = capShare(mr)
 		f[fMemHostMax] = capShare(mr * float64(running))
@@ -603,44 +605,55 @@ func (fw *featureWork) fillSlots(o *Observation, k int) {
 		fw.slotCPU, fw.slotMem, fw.slotRun, fw.slotOwn = make([]float64, k), make([]float64, k), make([]float64, k), make([]float64, k)
 		fw.slotCPUMHz, fw.slotMemMB = make([]float64, k), make([]float64, k)
 	}
-	cpu, mem, run, own := fw.slotCPU[:k], fw.slotMem[:k], fw.slotRun[:k], fw.slotOwn[:k]
-	cpuMHz, memMB := fw.slotCPUMHz[:k], fw.slotMemMB[:k]
-	capCPU, capMem := o.room()
-	// newMem is a new replica's memory in MB: never below Nomad's
-	// smallest reservation when memory is judged (a demand not given, 0,
-	// is no evidence that it needs none).
-	newMem := func(mb float64) float64 {
-		if o.MemoryCapacityMB <= 0 {
-			return 0
-		}
-		return newReplicaMemoryMB(mb)
-	}
-	wanted := k
+	fw.slotCPU, fw.slotMem, fw.slotRun, fw.slotOwn = fw.slotCPU[:k], fw.slotMem[:k], fw.slotRun[:k], fw.slotOwn[:k]
+	fw.slotCPUMHz, fw.slotMemMB = fw.slotCPUMHz[:k], fw.slotMemMB[:k]
+	lay := newSlotLayout(o, k)
+	fw.slotsFilled = fw.layoutSlots(o, &lay, 0, k)
+}
+
+// slotLayout is what laying out one slot reads of an observation for k
+// slots, besides the slot's number.
+type slotLayout struct {
+	capCPU, capMem       float64
+	wanted, runningSlots int
+}
+
+func newSlotLayout(o *Observation, k int) slotLayout {
+	l := slotLayout{wanted: k}
+	l.capCPU, l.capMem = o.room()
 	if o.WantedReplicas > 0 {
-		wanted = min(o.WantedReplicas, k)
+		l.wanted = min(o.WantedReplicas, k)
 	}
-	runningSlots := min(o.RunningReplicas, wanted)
-	filled := 0
-	for i := range cpu {
+	l.runningSlots = min(o.RunningReplicas, l.wanted)
+	return l
+}
+
+// layoutSlots lays out slots from to to (see fillSlots; the slot slices
+// hold at least to values) and returns how many of them hold a replica.
+func (fw *featureWork) layoutSlots(o *Observation, l *slotLayout, from, to int) (filled int) {
+	cpu, mem, run, own := fw.slotCPU[:to], fw.slotMem[:to], fw.slotRun[:to], fw.slotOwn[:to]
+	cpuMHz, memMB := fw.slotCPUMHz[:to], fw.slotMemMB[:to]
+	capCPU, capMem := l.capCPU, l.capMem
+	for i := from; i < to; i++ {
 		switch {
-		case i < runningSlots:
+		case i < l.runningSlots:
 			cpuMHz[i], memMB[i] = fw.reqShare*capCPU, fw.memPerMB
 			cpu[i], mem[i], run[i], own[i] = capShare(fw.reqShare), fw.memShare, 1, 0
 		case o.QueuedReplicas != nil:
-			q := i - runningSlots
+			q := i - l.runningSlots
 			if q >= len(o.QueuedReplicas) {
 				cpu[i], mem[i], run[i], own[i] = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 				continue
 			}
 			r := o.QueuedReplicas[q]
-			cpuMHz[i], memMB[i] = r.CPUMHz, newMem(r.MemoryMB)
+			cpuMHz[i], memMB[i] = r.CPUMHz, newSlotMemory(o, r.MemoryMB)
 			cpu[i], mem[i], run[i], own[i] = capShare(r.CPUMHz/capCPU), memShare(memMB[i], capMem), 0, 0
-		case i < wanted:
+		case i < l.wanted:
 			// A new replica of the workload itself needs, by memory, at
 			// least what a running one peaks at (fw.memPerMB; 0 when
 			// memory is not judged): admitted at a smaller demand, it
 			// would be refused once it runs, and the count would flap.
-			mb := newMem(o.ReplicaMemoryDemandMB)
+			mb := newSlotMemory(o, o.ReplicaMemoryDemandMB)
 			m := memShare(mb, capMem)
 			if o.RunningReplicas > 0 || fw.ev.Basis == BasisStopped {
 				m, mb = max(m, fw.memShare), max(mb, fw.memPerMB)
@@ -664,7 +677,17 @@ func (fw *featureWork) fillSlots(o *Observation, k int) {
 		}
 		filled++
 	}
-	fw.slotsFilled = filled
+	return filled
+}
+
+// newSlotMemory is a new replica's memory in MB: never below Nomad's
+// smallest reservation when memory is judged (a demand not given, 0, is no
+// evidence that it needs none).
+func newSlotMemory(o *Observation, mb float64) float64 {
+	if o.MemoryCapacityMB <= 0 {
+		return 0
+	}
+	return newReplicaMemoryMB(mb)
 }
 
 // memShare is mb as a share of the memory room capMem (0 when memory is
@@ -692,6 +715,12 @@ type featureMap struct {
 	// more usage gave (a user trial: 0.00004 MHz on a 20,000 MHz host
 	// gave 0 containers, 0.0001 MHz gave 110). Zero stays zero.
 	filledCPU float64
+	// slotInputs[k]: the inputs that read slot k; countInputs: the
+	// features read that depend on the count running other than through
+	// a replica's share (running_replicas, mem_host_max; see Recounter)
+	slotInputs  [][]int
+	countInputs []int
+	all         []int // every input, in order
 }
 
 const (
@@ -709,9 +738,13 @@ func newFeatureMap(m *Model) (featureMap, error) {
 		index[n] = i
 	}
 	for i, in := range m.Inputs {
+		fm.all = append(fm.all, i)
 		fm.slot[i] = -1
 		if f, ok := index[in.Name]; ok {
 			fm.feature[i] = f
+			if f == fRunning || f == fMemHostMax {
+				fm.countInputs = append(fm.countInputs, i)
+			}
 			continue
 		}
 		if k, src, ok := parseSlot(in.Name); ok {
@@ -726,6 +759,10 @@ func newFeatureMap(m *Model) (featureMap, error) {
 			}
 			fm.feature[i], fm.slot[i] = src, k
 			fm.slots = max(fm.slots, k+1)
+			for len(fm.slotInputs) <= k {
+				fm.slotInputs = append(fm.slotInputs, nil)
+			}
+			fm.slotInputs[k] = append(fm.slotInputs[k], i)
 			continue
 		}
 		return featureMap{}, modelErr(fmt.Sprintf("inputs[%d].name", i), "unknown feature %q: the engine derives %s, and %s<k>, %s<k>%s, %s<k>%s, %s<k>%s demand slots",
@@ -778,25 +815,34 @@ func (fm *featureMap) fill(fw *featureWork, o *Observation, x []float64) {
 	if fm.slots > 0 {
 		fw.fillSlots(o, fm.slots)
 	}
-	for i, src := range fm.feature {
-		switch src {
+	fm.fillInputs(fw, x, fm.all)
+}
+
+// fillInputs writes the inputs of index into x from the computed features
+// and slots.
+func (fm *featureMap) fillInputs(fw *featureWork, x []float64, index []int) {
+	feature, slot, filled := fm.feature, fm.slot, fm.filledCPU
+	for _, i := range index {
+		var v float64
+		switch src := feature[i]; src {
 		case slotCPUSource:
-			x[i] = fw.slotCPU[fm.slot[i]]
-			if x[i] < fm.filledCPU { // NaN (an empty slot) stays
-				x[i] = fm.filledCPU
+			v = fw.slotCPU[slot[i]]
+			if v < filled { // NaN (an empty slot) stays
+				v = filled
 			}
 		case slotMemSource:
-			x[i] = fw.slotMem[fm.slot[i]]
+			v = fw.slotMem[slot[i]]
 		case slotRunSource:
-			x[i] = fw.slotRun[fm.slot[i]]
+			v = fw.slotRun[slot[i]]
 		case slotOwnSource:
-			x[i] = fw.slotOwn[fm.slot[i]]
+			v = fw.slotOwn[slot[i]]
 		default:
-			x[i] = fw.feats[src]
-			if levelShare[src] && x[i] > 0 && x[i] < fm.filledCPU {
-				x[i] = fm.filledCPU
+			v = fw.feats[src]
+			if levelShare[src] && v > 0 && v < filled {
+				v = filled
 			}
 		}
+		x[i] = v
 	}
 }
 

@@ -365,6 +365,13 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 	}
 	dec.sweepers = [2]*engine.Sweeper{a.adm.NewSweeper(), a.capy.NewSweeper()}
 	dec.perReplica = [2]bool{a.adm.PerReplicaInputs(), a.capy.PerReplicaInputs()}
+	for side, p := range [2]*engine.Processor{a.adm, a.capy} {
+		if !dec.perReplica[side] {
+			// nil when the model sums the host's usage (each count
+			// computed then)
+			dec.recounters[side], _ = p.NewRecounter()
+		}
+	}
 	dec.exactCount = r.exact
 	return dec, nil
 }
@@ -383,8 +390,14 @@ type activationDecider struct {
 	// inputs (engine.Processor.PerReplicaInputs), so that every count
 	// from 1 to exactCount gives it one input vector (see DecideAll)
 	perReplica [2]bool
+	// recounters[side]: for a host whose processor reads the count (the
+	// first host's slots), the vectors of the counts from 1 to
+	// exactCount, laid out from one computation of the window's
+	// per-replica features (see DecideAll)
+	recounters [2]*engine.Recounter
 	exactCount int
 	vectors    [2]int64 // input vectors computed, per host of a pair
+	recounted  [2]int64 // of those, laid out by a recounter
 	// metered: time a bare engine call at every decision (sweeps only)
 	metered bool
 	// scratch
@@ -492,12 +505,20 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 			// one replica's, or n itself, so an observation valid at
 			// the first such count (validated with its features) and at
 			// top is valid at every count between.
-			shared, top := -1, 0
-			if ad.perReplica[side] {
+			//
+			// A processor that reads the count (the first host's slots)
+			// gets, at those counts, the same per-replica features
+			// with only what reads the count laid out again: a
+			// Recounter computes the window's features at the first
+			// such count (validating its observation) and lays out the
+			// others' vectors from them, up to top likewise.
+			rc := ad.recounters[side]
+			shared, top, read := -1, 0, false
+			if ad.perReplica[side] || rc != nil {
 				top = min(observedCount(role, prev[ad.order[len(ad.order)-1]][h]), ad.exactCount)
 				o := ad.observation(0) // the first group's, once checked
 				ad.r.Observation(h, d, top, role, role, o)
-				if o.Validate(role) != nil {
+				if top < 1 || o.Validate(role) != nil {
 					top = 0 // each count computed, and refused, as it comes
 				}
 			}
@@ -516,15 +537,30 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					ad.buckets[shared].knobs = append(ad.buckets[shared].knobs, group...)
 					continue
 				}
-				o := ad.observation(len(ad.buckets))
-				ad.r.Observation(h, d, n, role, role, o)
 				// The vector goes in the bucket's own storage: a vector
 				// matching an earlier bucket is dropped and its storage
 				// used again by the next group.
 				for len(ad.xPool) <= len(ad.buckets) {
 					ad.xPool = append(ad.xPool, nil)
 				}
-				x, err := p.FeaturesInto(ad.xPool[len(ad.buckets)], o, role) // validates o
+				var x []float64
+				var err error
+				if blind && rc != nil {
+					if !read {
+						o := ad.observation(len(ad.buckets))
+						ad.r.Observation(h, d, n, role, role, o)
+						if err := rc.Reset(o, role); err != nil { // validates o
+							return err
+						}
+						read = true
+					}
+					x, err = rc.Into(ad.xPool[len(ad.buckets)], on)
+					ad.recounted[side]++
+				} else {
+					o := ad.observation(len(ad.buckets))
+					ad.r.Observation(h, d, n, role, role, o)
+					x, err = p.FeaturesInto(ad.xPool[len(ad.buckets)], o, role) // validates o
+				}
 				if err != nil {
 					return err
 				}
@@ -544,7 +580,7 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					}
 				}
 				ad.buckets[bi].knobs = append(ad.buckets[bi].knobs, group...)
-				if blind {
+				if blind && ad.perReplica[side] {
 					shared = bi
 				}
 			}

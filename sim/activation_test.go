@@ -481,34 +481,81 @@ func TestReplayCountsGiveOneVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts := []int{0, 2, 3, 7, 40, 109, 110, 111, 1000, 1 << 20}
+	var ref []float64
+	checkReplayCounts(t, capy, engine.RoleSecond, []int{0, 2, 3, 7, 40, 109, 110, 111, 1000, 1 << 20},
+		func(r *Replay, h, d int) {
+			var o engine.Observation
+			r.Observation(h, d, 1, engine.RoleSecond, "second", &o)
+			if ref, err = capy.Features(&o, engine.RoleSecond); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func(int) []float64 { return ref })
+}
+
+// What the first host's recounting rests on: a Recounter that read the
+// replay's observation of the window at one count gives, at every count up
+// to the replay's exactCount where the observation is valid, the same bits
+// as the built-in admission processor's vector of the replay's own
+// observation at that count (TestRecounterMatchesFeatures checks the
+// engine's side on observations made by hand).
+func TestReplayRecountsGiveEachVector(t *testing.T) {
+	adm, err := engine.Models.LoadFor(engine.RoleFirst, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := adm.NewRecounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReplayCounts(t, adm, engine.RoleFirst, []int{2, 3, 7, 40, 1, 109, 110, 111, 1000, 1 << 20},
+		func(r *Replay, h, d int) {
+			var o engine.Observation
+			r.Observation(h, d, 1+d%5, engine.RoleFirst, "first", &o)
+			if err := rc.Reset(&o, engine.RoleFirst); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func(n int) []float64 {
+			x, err := rc.Into(nil, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return x
+		})
+}
+
+// checkReplayCounts compares, on each of perReplicaReplays' hosts at every
+// 97th decision point (after start), the vector got gives for each count up
+// to the replay's exactCount with p's vector of the replay's own
+// observation at that count, wherever that observation is valid, bit for
+// bit.
+func checkReplayCounts(t *testing.T, p *engine.Processor, role string, counts []int, start func(r *Replay, h, d int), got func(n int) []float64) {
+	t.Helper()
 	for name, r := range perReplicaReplays(t) {
 		t.Run(name, func(t *testing.T) {
 			var o engine.Observation
 			checked := 0
 			for h := 0; h < r.Hosts(); h++ {
 				for d := 0; d < r.Decisions(); d += 97 {
-					r.Observation(h, d, 1, engine.RoleSecond, "second", &o)
-					ref, err := capy.Features(&o, engine.RoleSecond)
-					if err != nil {
-						t.Fatal(err)
-					}
+					start(r, h, d)
 					for _, n := range counts {
 						if n > r.exactCount() {
 							continue
 						}
-						r.Observation(h, d, n, engine.RoleSecond, "second", &o)
-						if o.Validate(engine.RoleSecond) != nil {
+						r.Observation(h, d, n, role, role, &o)
+						if o.Validate(role) != nil {
 							continue
 						}
-						x, err := capy.Features(&o, engine.RoleSecond)
+						want, err := p.Features(&o, role)
 						if err != nil {
 							t.Fatal(err)
 						}
-						for i := range x {
-							if math.Float64bits(x[i]) != math.Float64bits(ref[i]) {
-								t.Fatalf("host %d, decision %d, %d replicas: input %s is %v, with one replica %v",
-									h, d, n, capy.Model().Inputs[i].Name, x[i], ref[i])
+						x := got(n)
+						for i := range want {
+							if math.Float64bits(x[i]) != math.Float64bits(want[i]) {
+								t.Fatalf("host %d, decision %d, %d replicas: input %s is %v, the observation's %v",
+									h, d, n, p.Model().Inputs[i].Name, x[i], want[i])
 							}
 						}
 						checked++
@@ -524,11 +571,13 @@ func TestReplayCountsGiveOneVector(t *testing.T) {
 
 // The second host's processor reads only per-replica inputs, so DecideAll
 // computes its vector once per decision point and gives it to every count
-// in force: the counts are those of computing each count's vector (a
-// decider told its processors read the count), at every knob value and
+// in force; the first host's reads the count, and a Recounter lays out its
+// counts' vectors from one computation of the window's features. The
+// counts are those of computing each count's vector (a decider told its
+// processors read the count, without recounters), at every knob value and
 // decision, on every kind of replay; above the replay's exactCount each
 // count is computed again; and an observation that is not valid at the
-// largest count is refused as before.
+// largest count is refused as before, on either host.
 func TestPerReplicaCountsShareOneVector(t *testing.T) {
 	p, err := Activation(ActivationConfig{})
 	if err != nil {
@@ -581,7 +630,10 @@ func TestPerReplicaCountsShareOneVector(t *testing.T) {
 			if !fast.perReplica[1] || fast.perReplica[0] {
 				t.Fatalf("per-replica processors %v: want the second host's only", fast.perReplica)
 			}
-			slow.perReplica = [2]bool{}
+			if fast.recounters[0] == nil || fast.recounters[1] != nil {
+				t.Fatalf("recounters %v: want the first host's only", fast.recounters)
+			}
+			slow.perReplica, slow.recounters = [2]bool{}, [2]*engine.Recounter{}
 			decided := replay(t, fast, slow)
 			if want := decided * int64(pairs); fast.vectors[1] != want {
 				t.Errorf("second host: %d vectors computed, want one per decision point (%d)", fast.vectors[1], want)
@@ -592,48 +644,60 @@ func TestPerReplicaCountsShareOneVector(t *testing.T) {
 			if fast.vectors[0] != slow.vectors[0] {
 				t.Errorf("first host: %d vectors computed, and %d computing each count's", fast.vectors[0], slow.vectors[0])
 			}
+			// Every count from 1 is recounted (the first of them read
+			// by the recounter); 0 is computed.
+			if fast.recounted[0] == 0 || fast.recounted[0] >= fast.vectors[0] || slow.recounted != [2]int64{} {
+				t.Errorf("first host: %d of %d vectors recounted (%v computing each count's)", fast.recounted[0], fast.vectors[0], slow.recounted)
+			}
 		})
 		if name != "cpu" && name != "memory" {
 			continue
 		}
 		t.Run(name+", exact up to 5 replicas", func(t *testing.T) {
 			fast, slow := sweep(), sweep()
-			fast.exactCount, slow.perReplica = 5, [2]bool{}
+			fast.exactCount, slow.perReplica, slow.recounters = 5, [2]bool{}, [2]*engine.Recounter{}
 			decided := replay(t, fast, slow)
 			if fast.vectors[1] <= 2*decided*int64(pairs) {
 				t.Errorf("second host: %d vectors over %d decision points with counts up to 39 and exactCount 5", fast.vectors[1], decided)
 			}
+			if fast.recounted[0] == 0 || fast.recounted[0] > 5*decided*int64(pairs) {
+				t.Errorf("first host: %d vectors recounted over %d decision points with exactCount 5, want some and at most 5 a point", fast.recounted[0], decided)
+			}
 		})
 	}
-	t.Run("a count past the engine's limit", func(t *testing.T) {
-		r := perReplicaReplays(t)["cpu"]
-		var errs []string
-		for _, perReplica := range []bool{true, false} {
-			d, err := p.(*activation).NewSweep(r)
-			if err != nil {
-				t.Fatal(err)
+	for side := range 2 {
+		t.Run("a count past the engine's limit, host "+strconv.Itoa(side+1), func(t *testing.T) {
+			r := perReplicaReplays(t)["cpu"]
+			var errs []string
+			for _, shortcut := range []bool{true, false} {
+				d, err := p.(*activation).NewSweep(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ad := d.(*activationDecider)
+				if !shortcut {
+					ad.perReplica, ad.recounters = [2]bool{}, [2]*engine.Recounter{}
+				}
+				prev := make([][]int, len(ad.knobs))
+				for j := range prev {
+					prev[j] = []int{3 + j%4, 2 + j%5}
+				}
+				prev[len(prev)-1][side] = engine.MaxReplicas + 1
+				out := make([][]int, len(prev))
+				for j := range out {
+					out[j] = make([]int, 2)
+				}
+				err = ad.DecideAll(0, prev, out)
+				if err == nil {
+					t.Fatalf("shortcut %v: a host running %d replicas decided", shortcut, engine.MaxReplicas+1)
+				}
+				errs = append(errs, err.Error())
 			}
-			ad := d.(*activationDecider)
-			ad.perReplica[1] = perReplica
-			prev := make([][]int, len(ad.knobs))
-			for j := range prev {
-				prev[j] = []int{3, 2 + j%5}
+			if errs[0] != errs[1] {
+				t.Errorf("errors differ: %q with the shortcuts, %q computing each count's", errs[0], errs[1])
 			}
-			prev[len(prev)-1][1] = engine.MaxReplicas + 1
-			out := make([][]int, len(prev))
-			for j := range out {
-				out[j] = make([]int, 2)
-			}
-			err = ad.DecideAll(0, prev, out)
-			if err == nil {
-				t.Fatalf("per-replica %v: a host running %d replicas decided", perReplica, engine.MaxReplicas+1)
-			}
-			errs = append(errs, err.Error())
-		}
-		if errs[0] != errs[1] {
-			t.Errorf("errors differ: %q with one vector, %q with each count's", errs[0], errs[1])
-		}
-	})
+		})
+	}
 }
 
 func TestExactCount(t *testing.T) {
