@@ -224,7 +224,6 @@ type featureWork struct {
 	slotCPUMHz, slotMemMB []float64
 	slotsFilled           int     // slots holding a replica
 	memPerMB              float64 // one running replica's memory (memShare, uncapped, in MB)
-	memReplica            float64 // the same as a share of the room, uncapped
 	// what the evidence note says (formatted only when a decision is
 	// returned: a sweep reads none)
 	note    noteKind
@@ -392,7 +391,7 @@ func (fw *featureWork) compute(o *Observation) {
 	fw.reqShare = reqPer
 
 	// Memory.
-	fw.memShare, fw.memPerMB, fw.memReplica = 0, 0, 0
+	fw.memShare, fw.memPerMB = 0, 0
 	f[fMemReplicaDemand], f[fMemReplicaMax], f[fMemHostMax], f[fMemFit] = 0, 0, 0, MaxFit
 	if ev.MemoryJudged {
 		memDemand := newReplicaMemoryMB(o.ReplicaMemoryDemandMB) / capMem
@@ -423,7 +422,6 @@ func (fw *featureWork) compute(o *Observation) {
 		}
 		fw.memShare = capShare(mr)
 		fw.memPerMB = mr * capMem
-		fw.memReplica = mr
 		f[fMemReplicaDemand] = capShare(memDemand)
 		f[fMemReplicaMax] = capShare(mr)
 		f[fMemHostMax] = capShare(mr * float64(running))
@@ -720,7 +718,6 @@ type featureMap struct {
 	// a replica's share (running_replicas, mem_host_max; see Recounter)
 	slotInputs  [][]int
 	countInputs []int
-	all         []int // every input, in order
 }
 
 const (
@@ -738,7 +735,6 @@ func newFeatureMap(m *Model) (featureMap, error) {
 		index[n] = i
 	}
 	for i, in := range m.Inputs {
-		fm.all = append(fm.all, i)
 		fm.slot[i] = -1
 		if f, ok := index[in.Name]; ok {
 			fm.feature[i] = f
@@ -815,34 +811,32 @@ func (fm *featureMap) fill(fw *featureWork, o *Observation, x []float64) {
 	if fm.slots > 0 {
 		fw.fillSlots(o, fm.slots)
 	}
-	fm.fillInputs(fw, x, fm.all)
+	fm.fillInputs(fw, x, 0, len(fm.feature))
 }
 
-// fillInputs writes the inputs of index into x from the computed features
-// and slots.
-func (fm *featureMap) fillInputs(fw *featureWork, x []float64, index []int) {
-	feature, slot, filled := fm.feature, fm.slot, fm.filledCPU
-	for _, i := range index {
-		var v float64
-		switch src := feature[i]; src {
+// fillInputs writes inputs lo to hi of x from the computed features and
+// slots.
+func (fm *featureMap) fillInputs(fw *featureWork, x []float64, lo, hi int) {
+	x = x[lo:hi]
+	for k, src := range fm.feature[lo:hi] {
+		switch src {
 		case slotCPUSource:
-			v = fw.slotCPU[slot[i]]
-			if v < filled { // NaN (an empty slot) stays
-				v = filled
+			x[k] = fw.slotCPU[fm.slot[lo+k]]
+			if x[k] < fm.filledCPU { // NaN (an empty slot) stays
+				x[k] = fm.filledCPU
 			}
 		case slotMemSource:
-			v = fw.slotMem[slot[i]]
+			x[k] = fw.slotMem[fm.slot[lo+k]]
 		case slotRunSource:
-			v = fw.slotRun[slot[i]]
+			x[k] = fw.slotRun[fm.slot[lo+k]]
 		case slotOwnSource:
-			v = fw.slotOwn[slot[i]]
+			x[k] = fw.slotOwn[fm.slot[lo+k]]
 		default:
-			v = fw.feats[src]
-			if levelShare[src] && v > 0 && v < filled {
-				v = filled
+			x[k] = fw.feats[src]
+			if levelShare[src] && x[k] > 0 && x[k] < fm.filledCPU {
+				x[k] = fm.filledCPU
 			}
 		}
-		x[i] = v
 	}
 }
 

@@ -20,22 +20,27 @@ import "fmt"
 // at every decision point, where the first host's observations for the
 // different counts in force differ only in the count.
 //
-// A model that reads cpu_host_mean or cpu_host_max (sums over the samples,
-// which n-fold samples do not give exactly n times) cannot be recounted.
+// A model that reads cpu_host_mean or cpu_host_max cannot be recounted: a
+// Recounter does not read the samples again, and the mean's sum and
+// division over them need not round alike at every count.
 //
 // The caller answers for the observations at the other counts being valid
-// (Validate): every figure Validate bounds is n times one replica's, or n
-// itself, so one valid at the lowest and at the highest count is valid at
-// every count between.
+// (Validate): every figure Validate bounds either grows with the count or
+// does not depend on it, and no lower bound depends on it, so an
+// observation valid at the highest count is valid at every count from 1.
 //
 // A Recounter belongs to one goroutine. Its zero value is not usable; call
 // Processor.NewRecounter.
 type Recounter struct {
 	p  *Processor
 	fw featureWork
-	o  Observation // the window's observation at count n, without its samples
-	x  []float64   // the input vector at count n
-	n  int         // 0 before Reset
+	// o is the observation given to Reset, without its samples, its
+	// RunningReplicas set to n: what laying out the slots reads of it (its
+	// queue in queue, a copy)
+	o     Observation
+	queue []Replica
+	x     []float64 // the input vector at count n
+	n     int       // 0 before Reset
 	// patched counts the slots and count inputs laid out again
 	patched int64
 }
@@ -48,16 +53,17 @@ func (p *Processor) NewRecounter() (*Recounter, error) {
 	}
 	for i, src := range p.features.feature {
 		if src == fCPUHostMean || src == fCPUHostMax {
-			return nil, fmt.Errorf("model %s cannot be recounted: input %d (%s) sums the host's usage over the samples, which n replicas do not give exactly n times", p.model.Name, i, p.model.Inputs[i].Name)
+			return nil, fmt.Errorf("model %s cannot be recounted: input %d (%s) reads the host's usage summed over its replicas, which a recount does not read again from the samples", p.model.Name, i, p.model.Inputs[i].Name)
 		}
 	}
 	return &Recounter{p: p, x: make([]float64, len(p.model.Inputs))}, nil
 }
 
-// Reset reads the window of o, which must be valid for a host of role and
-// run at least one replica, none warming (a warming replica is read at the
-// warm ones' usage, which n-fold samples over n-w warm replicas do not
-// give per replica).
+// Reset reads the window of o. It validates o for a host of role, as
+// FeaturesInto does, and refuses one that runs no replica or has replicas
+// warming (a warming replica is read at the warm ones' usage, which n-fold
+// samples over n-w warm replicas do not give per replica). On an error
+// there is no window to read until the next Reset.
 func (r *Recounter) Reset(o *Observation, role string) error {
 	r.n = 0
 	if err := o.Validate(role); err != nil {
@@ -72,7 +78,14 @@ func (r *Recounter) Reset(o *Observation, role string) error {
 	r.fw.compute(o)
 	r.p.features.fill(&r.fw, o, r.x)
 	r.o = *o
-	r.o.Samples = nil // the slots read none
+	r.o.Samples = nil            // the slots read none
+	if o.QueuedReplicas != nil { // (a queue the caller changes later stays as it was read)
+		r.queue = append(r.queue[:0], o.QueuedReplicas...)
+		if r.queue == nil {
+			r.queue = []Replica{} // an empty queue (no new replica) is not none (every slot)
+		}
+		r.o.QueuedReplicas = r.queue
+	}
 	r.n = o.RunningReplicas
 	return nil
 }
@@ -97,12 +110,13 @@ func (r *Recounter) Into(dst []float64, n int) ([]float64, error) {
 	return dst, nil
 }
 
-// recount brings r.x from r.n to n replicas.
+// recount brings r.x from r.n to n replicas: the slots and the count
+// features; the rest of r.fw (the evidence, the warm replicas, the slots
+// filled) stays as Reset read it, and nothing reads it.
 func (r *Recounter) recount(n int) {
 	fm, fw, x := &r.p.features, &r.fw, r.x
 	lo, hi := min(r.n, n), max(r.n, n)
 	r.o.RunningReplicas = n
-	fw.ev.Running = n
 	if fm.slots > 0 {
 		// Slot i is a running replica's when i < min(n, wanted), and
 		// otherwise depends on i and, with a queue, on the running
@@ -115,15 +129,21 @@ func (r *Recounter) recount(n int) {
 		}
 		fw.layoutSlots(&r.o, &lay, lo, end)
 		for i := lo; i < end; i++ {
-			fm.fillInputs(fw, x, fm.slotInputs[i])
+			for _, in := range fm.slotInputs[i] {
+				fm.fillInputs(fw, x, in, in+1)
+			}
 			r.patched++
 		}
 	}
 	if fw.ev.MemoryJudged {
-		fw.feats[fMemHostMax] = capShare(fw.memReplica * float64(n))
+		// compute's capShare(mr * n): memShare is capShare(mr), and
+		// both are MaxShare when mr is above it
+		fw.feats[fMemHostMax] = capShare(fw.memShare * float64(n))
 	}
 	fw.feats[fRunning] = float64(n)
-	fm.fillInputs(fw, x, fm.countInputs)
+	for _, in := range fm.countInputs {
+		fm.fillInputs(fw, x, in, in+1)
+	}
 	r.patched += int64(len(fm.countInputs))
 	r.n = n
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,6 +104,7 @@ func TestRecounterMatchesFeatures(t *testing.T) {
 	}{
 		{"usage and memory", func(*recountWindow) {}},
 		{"no memory", func(w *recountWindow) { w.withMem = false }},
+		{"memory not measured", func(w *recountWindow) { clear(w.mem) }},
 		{"zero usage", func(w *recountWindow) { w.zero = true }},
 		{"wanted 4", func(w *recountWindow) { w.wanted = 4 }},
 		{"queue", func(w *recountWindow) {
@@ -128,7 +130,8 @@ func TestRecounterMatchesFeatures(t *testing.T) {
 					for range 40 {
 						counts = append(counts, 1+r.IntN(130))
 					}
-					var x []float64
+					var x, kept []float64
+					keptAt := 0
 					for _, n := range counts {
 						before := rc.patched
 						x, err = rc.Into(x, n)
@@ -143,6 +146,23 @@ func TestRecounterMatchesFeatures(t *testing.T) {
 							if math.Float64bits(x[i]) != math.Float64bits(want[i]) {
 								t.Fatalf("from %d, count %d after %d: input %d (%s) is %v, want %v", first, n, prev, i, pc.p.Model().Inputs[i].Name, x[i], want[i])
 							}
+						}
+						// A vector returned is the caller's: the next
+						// count does not change it.
+						if kept != nil {
+							want, err := pc.p.Features(w.at(keptAt), pc.role)
+							if err != nil {
+								t.Fatal(err)
+							}
+							for i := range want {
+								if math.Float64bits(kept[i]) != math.Float64bits(want[i]) {
+									t.Fatalf("the vector for count %d changed after Into(%d)", keptAt, n)
+								}
+							}
+						}
+						kept, keptAt = slices.Clone(x), n
+						if n%2 == 0 { // sometimes the returned storage itself
+							kept, x = x, nil
 						}
 						// What was laid out again.
 						fm := &pc.p.features

@@ -13,8 +13,9 @@ import (
 // the second) when the model's output threshold is thresholds[i]. It is
 // what a threshold sweep (the simulator's knob) costs: one Decide's forward
 // pass and two linear passes over the edges, not one analysis per
-// threshold. The model's own output threshold is not used. o must satisfy
-// Validate; minSamples is not checked.
+// threshold. The model's own output threshold is not used. o is validated
+// first (an invalid one is refused, naming the field, and nothing is
+// computed); minSamples is not checked.
 //
 // It rests on two facts of the analysis: whether a hidden node holds data,
 // and whether an edge between hidden nodes carries it, do not depend on the
@@ -28,6 +29,9 @@ func (p *Processor) Sweep(o *Observation, role string, thresholds []float64, amo
 		return fmt.Errorf("sweep: %d thresholds but %d amounts", len(thresholds), len(amounts))
 	}
 	if err := p.canServe(role); err != nil {
+		return err
+	}
+	if err := o.Validate(role); err != nil {
 		return err
 	}
 	w := p.getWork()

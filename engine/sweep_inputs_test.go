@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +63,22 @@ func TestSweepInputsIsSweep(t *testing.T) {
 		}
 		if err := p.SweepInputs(x, other, thresholds, got); err == nil {
 			t.Errorf("%s: served the %s role", c.name, other)
+		}
+		// Sweep validates its observation: the fields Validate names.
+		for _, bad := range []struct {
+			field string
+			edit  func(o *engine.Observation)
+		}{
+			{"samples[7].cpu_mhz", func(o *engine.Observation) { o.Samples[7].CPUMHz = -1 }},
+			{"running_replicas", func(o *engine.Observation) { o.RunningReplicas = -2 }},
+			{"cpu_capacity_mhz", func(o *engine.Observation) { o.CPUCapacityMHz = 0 }},
+		} {
+			o := obs
+			o.Samples = slices.Clone(obs.Samples)
+			bad.edit(&o)
+			if err := p.Sweep(&o, c.role, thresholds, got); err == nil || !strings.Contains(err.Error(), bad.field) {
+				t.Errorf("%s: Sweep on an observation with a bad %s: error %v", c.name, bad.field, err)
+			}
 		}
 	}
 }

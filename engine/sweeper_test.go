@@ -340,6 +340,62 @@ func TestSweeperErrors(t *testing.T) {
 			}
 		})
 	}
+	// After a pass, an infinite input (anywhere, after inputs that
+	// changed) is refused with the same error, and the next sweeps read
+	// the pass before it: their amounts and every activation are a full
+	// pass's (the admission processor: 447 inputs, sparse layers).
+	t.Run("infinite input after a pass", func(t *testing.T) {
+		p, err := Builtin("admission")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := p.NewSweeper()
+		r := rand.New(rand.NewPCG(5, 8))
+		a := make([]float64, p.NumInputs())
+		for i := range a {
+			a[i] = r.Float64()
+		}
+		b := slices.Clone(a) // a few inputs changed, as between two counts
+		for range 20 {
+			b[r.IntN(len(b))] = r.Float64()
+		}
+		thresholds := []float64{0.2, 0.5, 0.8}
+		got, want := make([]int, 3), make([]int, 3)
+		if err := s.Sweep(a, RoleFirst, thresholds, got); err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range []int{0, len(a) / 2, len(a) - 1} {
+			bad := slices.Clone(b)
+			bad[at] = math.Inf(-1)
+			err := s.Sweep(bad, RoleFirst, thresholds, got)
+			// (a new Sweeper's first sweep checks every input first)
+			if want := p.NewSweeper().Sweep(bad, RoleFirst, thresholds, want); err == nil || want == nil || err.Error() != want.Error() {
+				t.Fatalf("input %d at -Inf: error %v, want %v", at, err, want)
+			}
+		}
+		if n := s.Work().Sweeps; n != 1 {
+			t.Fatalf("%d sweeps counted, want the one", n)
+		}
+		for _, v := range [][]float64{b, a} {
+			if err := s.Sweep(v, RoleFirst, thresholds, got); err != nil {
+				t.Fatal(err)
+			}
+			full := p.NewSweeper()
+			if err := full.Sweep(v, RoleFirst, thresholds, want); err != nil { // a full pass
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("after the refusals: amounts %v, a full pass %v", got, want)
+			}
+			for l := range full.ws.act {
+				for i, w := range full.ws.act[l] {
+					if g := s.ws.act[l][i]; math.Float64bits(g) != math.Float64bits(w) || hasBit(s.ws.holds[l], i) != hasBit(full.ws.holds[l], i) {
+						t.Fatalf("after the refusals: layer %d node %d is %v, a full pass's %v", l, i, g, w)
+					}
+				}
+			}
+		}
+	})
 }
 
 // BenchmarkSweepCounts is one decision point of the simulator's threshold

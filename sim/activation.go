@@ -367,8 +367,9 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 	dec.perReplica = [2]bool{a.adm.PerReplicaInputs(), a.capy.PerReplicaInputs()}
 	for side, p := range [2]*engine.Processor{a.adm, a.capy} {
 		if !dec.perReplica[side] {
-			// nil when the model sums the host's usage (each count
-			// computed then)
+			// nil when the model cannot be recounted (it reads the
+			// host's summed usage, or no observation): each count is
+			// computed then
 			dec.recounters[side], _ = p.NewRecounter()
 		}
 	}
@@ -393,7 +394,8 @@ type activationDecider struct {
 	// recounters[side]: for a host whose processor reads the count (the
 	// first host's slots), the vectors of the counts from 1 to
 	// exactCount, laid out from one computation of the window's
-	// per-replica features (see DecideAll)
+	// per-replica features (see DecideAll); nil for a per-replica
+	// processor and one that cannot be recounted
 	recounters [2]*engine.Recounter
 	exactCount int
 	vectors    [2]int64 // input vectors computed, per host of a pair
@@ -500,11 +502,13 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 			// warm replicas gives back one replica's share exactly; the
 			// evidence basis is the same at every such n. Those groups
 			// join the first one's bucket (shared) without computing
-			// their vectors, up to the largest count whose observation
-			// is valid (top): every figure Validate bounds is n times
-			// one replica's, or n itself, so an observation valid at
-			// the first such count (validated with its features) and at
-			// top is valid at every count between.
+			// their vectors, up to the largest count in force when its
+			// observation is valid (top): every figure Validate bounds
+			// either grows with n (n times one replica's, or n itself)
+			// or does not depend on it, and no lower bound depends on
+			// it, so an observation valid at top is valid at every
+			// count from 1 (the first such group's is validated with
+			// its features too).
 			//
 			// A processor that reads the count (the first host's slots)
 			// gets, at those counts, the same per-replica features
@@ -549,7 +553,7 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					if !read {
 						o := ad.observation(len(ad.buckets))
 						ad.r.Observation(h, d, n, role, role, o)
-						if err := rc.Reset(o, role); err != nil { // validates o
+						if err = rc.Reset(o, role); err != nil { // validates o
 							return err
 						}
 						read = true
