@@ -53,7 +53,7 @@ func (w *recountWindow) at(n int) *Observation {
 
 // everyCountInput is a model reading every feature a Recounter takes and
 // six slots with each of their sources.
-func everyCountInput(t *testing.T) *Processor {
+func everyCountInput(t testing.TB) *Processor {
 	t.Helper()
 	var names []string
 	for _, n := range FeatureNames {
@@ -292,6 +292,69 @@ func BenchmarkRecountCounts(b *testing.B) {
 			for n := 1; n <= len(obs); n++ {
 				if x, err = rc.Into(x, n); err != nil {
 					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+// FuzzRecounter: on any window of the simulator's kind (usage, memory and
+// demands on the 2^-20 grid at any scale, with or without memory, a wanted
+// count or a queue), the vector a Recounter gives at each count, after
+// reading the window at another, is bitwise FeaturesInto's on the
+// observation at that count, wherever that observation is valid.
+func FuzzRecounter(f *testing.F) {
+	f.Add(uint64(1), uint16(1), uint16(7), uint16(3), uint8(0), uint8(0), uint8(2), true, false)
+	f.Add(uint64(2), uint16(40), uint16(2), uint16(200), uint8(4), uint8(0), uint8(9), false, false)
+	f.Add(uint64(3), uint16(5), uint16(110), uint16(6), uint8(0), uint8(3), uint8(20), true, true)
+	f.Add(uint64(4), uint16(120), uint16(1), uint16(111), uint8(0), uint8(0), uint8(30), true, false)
+	p := everyCountInput(f)
+	adm, err := Builtin("admission")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, first, n, m uint16, wanted, queued, scale uint8, withMem, zero bool) {
+		w := newRecountWindow(seed)
+		// usage up to 2^(scale%24) MHz a replica (past the room: the
+		// shares cap), memory likewise
+		grid := func(v float64) float64 { return math.Round(v*(1<<20)) / (1 << 20) }
+		r := rand.New(rand.NewPCG(seed, uint64(scale)))
+		top := math.Ldexp(1, int(scale%24))
+		for i := range w.u {
+			w.u[i], w.mem[i] = grid(top*r.Float64()), grid(64*top*r.Float64())
+		}
+		w.cpuDemand, w.memDemd = grid(top*r.Float64()), grid(64*top*r.Float64())
+		w.withMem, w.zero, w.wanted = withMem, zero, int(wanted%8)
+		if w.wanted == 0 && queued%4 != 0 {
+			for range queued % 4 {
+				w.queue = append(w.queue, Replica{CPUMHz: grid(top * r.Float64()), MemoryMB: grid(64 * top * r.Float64())})
+			}
+		}
+		for _, proc := range []*Processor{p, adm} {
+			rc, err := proc.NewRecounter()
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := w.at(1 + int(first)%300)
+			if o.Validate(RoleFirst) != nil {
+				return
+			}
+			if err := rc.Reset(o, RoleFirst); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []int{1 + int(n)%300, 1 + int(m)%300, 1 + int(first)%300} {
+				want, err := proc.Features(w.at(c), RoleFirst)
+				if err != nil {
+					continue // not valid at this count
+				}
+				x, err := rc.Into(nil, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range want {
+					if math.Float64bits(x[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("%s at %d replicas: input %s is %v, FeaturesInto %v", proc.Model().Name, c, proc.Model().Inputs[i].Name, x[i], want[i])
+					}
 				}
 			}
 		}
