@@ -513,16 +513,23 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 			// A processor that reads the count (the first host's slots)
 			// gets, at those counts, the same per-replica features
 			// with only what reads the count laid out again: a
-			// Recounter computes the window's features at the first
-			// such count (validating its observation) and lays out the
-			// others' vectors from them, up to top likewise.
+			// Recounter reads the window at top (validating its
+			// observation) and lays out every such count's vector.
 			rc := ad.recounters[side]
-			shared, top, read := -1, 0, false
+			shared, top := -1, 0
 			if ad.perReplica[side] || rc != nil {
 				top = min(observedCount(role, prev[ad.order[len(ad.order)-1]][h]), ad.exactCount)
-				o := ad.observation(0) // the first group's, once checked
+			}
+			if top >= 1 {
+				o := ad.observation(0) // scratch: the groups' use it again
 				ad.r.Observation(h, d, top, role, role, o)
-				if top < 1 || o.Validate(role) != nil {
+				var err error
+				if rc != nil {
+					err = rc.Reset(o, role) // validates o
+				} else {
+					err = o.Validate(role)
+				}
+				if err != nil {
 					top = 0 // each count computed, and refused, as it comes
 				}
 			}
@@ -550,14 +557,6 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				var x []float64
 				var err error
 				if blind && rc != nil {
-					if !read {
-						o := ad.observation(len(ad.buckets))
-						ad.r.Observation(h, d, n, role, role, o)
-						if err = rc.Reset(o, role); err != nil { // validates o
-							return err
-						}
-						read = true
-					}
 					x, err = rc.Into(ad.xPool[len(ad.buckets)], on)
 					ad.recounted[side]++
 				} else {
