@@ -370,8 +370,27 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 			// The error names the call still under way, as each call
 			// on the caller's own context did.
 			var jr jobRead
+			listing := false
 			v, _ := ev.r.jobProgress.Load(key)
-			if p, _ := v.(*jobProgress); p != nil && p.job.Load() && !p.list.Load() {
+			if p, _ := v.(*jobProgress); p != nil {
+				listing = p.job.Load() && !p.list.Load()
+			} else {
+				// The shared read has ended (its progress is dropped
+				// just before its result is sent), most often on
+				// this caller's own deadline, which it shares: its
+				// result says which call did not finish. (A read not
+				// yet under way has no progress either; it is not
+				// waited for past jobResultWait.)
+				t := time.NewTimer(jobResultWait)
+				select {
+				case res := <-ch:
+					done, _ := res.Val.(jobRead)
+					listing = done.jobErr == nil && done.listErr != nil
+				case <-t.C:
+				}
+				t.Stop()
+			}
+			if listing {
 				jr.listErr = ctx.Err()
 			} else {
 				jr.jobErr = ctx.Err()
@@ -392,6 +411,10 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 		}
 	}
 }
+
+// jobResultWait bounds how long a caller whose context ended waits for a
+// shared job read that has no progress to show (see readJob).
+const jobResultWait = 250 * time.Millisecond
 
 // sharedContext is the context of a read that callers share: no caller's
 // cancellation ends it, the deadline of the caller that starts it does.
