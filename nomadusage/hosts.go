@@ -345,7 +345,12 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 		ch := ev.r.jobs.DoChan(key, func() (any, error) {
 			prog := &jobProgress{}
 			ev.r.jobProgress.Store(key, prog)
-			defer ev.r.jobProgress.CompareAndDelete(key, prog)
+			defer func() {
+				ev.r.jobProgress.CompareAndDelete(key, prog)
+				if h := ev.r.hooks.jobReadEnding; h != nil {
+					h(true)
+				}
+			}()
 			shared, cancel := sharedContext(ctx)
 			defer cancel()
 			var jr jobRead
@@ -362,6 +367,9 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 				prog.list.Store(true)
 			}()
 			wg.Wait()
+			if h := ev.r.hooks.jobReadEnding; h != nil {
+				h(false)
+			}
 			jr.expired = shared.Err() != nil && (jr.jobErr != nil || jr.listErr != nil)
 			return jr, nil
 		})
@@ -369,18 +377,25 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 		case <-ctx.Done():
 			// The error names the call still under way, as each call
 			// on the caller's own context did.
+			if h := ev.r.hooks.jobWaitEnded; h != nil {
+				h()
+			}
 			var jr jobRead
 			listing := false
 			v, _ := ev.r.jobProgress.Load(key)
-			if p, _ := v.(*jobProgress); p != nil {
-				listing = p.job.Load() && !p.list.Load()
-			} else {
-				// The shared read has ended (its progress is dropped
-				// just before its result is sent), most often on
-				// this caller's own deadline, which it shares: its
-				// result says which call did not finish. (A read not
-				// yet under way has no progress either; it is not
-				// waited for past jobResultWait.)
+			switch p, _ := v.(*jobProgress); {
+			case p != nil && !p.job.Load():
+				// the job's read is under way
+			case p != nil && !p.list.Load():
+				listing = true
+			default:
+				// Both calls have ended, and the shared read with
+				// them, most often on this caller's own deadline,
+				// which it shares (its progress is dropped just
+				// before its result is sent): its result says which
+				// call did not finish. (A read not yet under way has
+				// no progress either; it is not waited for past
+				// jobResultWait.)
 				t := time.NewTimer(jobResultWait)
 				select {
 				case res := <-ch:

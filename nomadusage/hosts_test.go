@@ -1764,3 +1764,44 @@ func TestReadHostsSharedReadUnanswered(t *testing.T) {
 		})
 	}
 }
+
+// TestReadHostsTimeoutNamesTheUnfinishedCall: a read whose deadline ends
+// while its job's allocations are listed names that listing, also when the
+// shared read ended with it, on the same deadline, before the caller looked
+// at its progress: with both calls ended and the progress not yet dropped,
+// and with it dropped (the job's read was named in CI once). The hooks hold
+// the caller until the shared read is in the window.
+func TestReadHostsTimeoutNamesTheUnfinishedCall(t *testing.T) {
+	for _, dropped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("progress dropped %v", dropped), func(t *testing.T) {
+			p := newPair(t, 3)
+			p.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/" + jobID + "/allocations", Hang: true})
+			rd := &Reader{Client: p.client, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+			inWindow := make(chan struct{})
+			held := false
+			rd.hooks.jobWaitEnded = func() {
+				select {
+				case <-inWindow:
+					held = true
+				case <-time.After(10 * time.Second):
+				}
+			}
+			rd.hooks.jobReadEnding = func(d bool) {
+				if d == dropped {
+					close(inWindow)
+					time.Sleep(100 * time.Millisecond) // the caller looks at the progress
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			q := []Query{{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA, Label: "first", NoStats: true}}
+			_, err := rd.ReadHosts(ctx, q, Options{})
+			if !held {
+				t.Fatal("the caller was not held until the shared read had ended")
+			}
+			if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "list allocations of job") {
+				t.Fatalf("error %v, want the deadline, naming the allocations' list", err)
+			}
+		})
+	}
+}

@@ -39,6 +39,18 @@ type Reader struct {
 	jobs     singleflight.Group // namespace and job: one job read at a time
 	// jobProgress holds the *jobProgress of each job read in flight.
 	jobProgress sync.Map
+	hooks       readHooks
+}
+
+// readHooks, for tests, open the windows of a shared job read (readJob)
+// in which a caller whose context ends finds no call under way.
+type readHooks struct {
+	// jobReadEnding runs in a shared job read once both its calls have
+	// ended, before its progress is dropped (dropped false) and after.
+	jobReadEnding func(dropped bool)
+	// jobWaitEnded runs when a caller's context ends as it waits for a
+	// shared job read, before it looks at the read's progress.
+	jobWaitEnded func()
 }
 
 // ResolveTTL is how long a Reader trusts a selector's resolution before it
