@@ -78,6 +78,11 @@ type compiledLayer struct {
 	rowIdx []int32
 	vals   []float64
 	sb     []float64
+	// blocks: for a dense layer, the columns each block of four rows
+	// reads (the rows 4i to 4i+4, the last block the rows left) and the
+	// end of the run of blocks from it that read the same columns (see
+	// denseRows).
+	blocks []denseBlock
 	// The same edges by target (compressed sparse rows, sources in
 	// ascending order; the weights for sparse layers only), for a Sweeper
 	// that computes a few nodes again; scanWords is the bitset words a
@@ -90,6 +95,11 @@ type compiledLayer struct {
 
 // wordRange is a half-open range of bitset words.
 type wordRange struct{ lo, hi int32 }
+
+// denseBlock is what a block of a dense layer's rows reads: its product
+// reads the columns lo to hi (none when lo == hi), and the blocks up to
+// the row end read the same.
+type denseBlock struct{ lo, hi, end int32 }
 
 // sparseDensity is the share of nonzero weights below which a layer's
 // forward pass uses its sparse columns instead of a dense product.
@@ -107,6 +117,7 @@ func (cl *compiledLayer) compress() {
 		}
 	}
 	if float64(nz) >= sparseDensity*float64(len(cl.w.Data)) {
+		cl.indexBlocks()
 		return
 	}
 	cl.sparse = true
@@ -121,6 +132,35 @@ func (cl *compiledLayer) compress() {
 			}
 		}
 		cl.colPtr[u+1] = int32(len(cl.rowIdx))
+	}
+}
+
+// indexBlocks finds the columns each block of four rows of a dense layer
+// reads: from the first that holds a nonzero weight in the block, rounded
+// down to an even column, to the last, rounded up to an even end unless
+// that passes the layer's end.
+func (cl *compiledLayer) indexBlocks() {
+	cl.blocks = make([]denseBlock, (cl.out+3)/4)
+	for i := range cl.blocks {
+		lo, hi := cl.in, 0
+		for v := 4 * i; v < min(4*i+4, cl.out); v++ {
+			for u, w := range cl.w.Data[v*cl.in : (v+1)*cl.in] {
+				if w != 0 {
+					lo, hi = min(lo, u), max(hi, u+1)
+				}
+			}
+		}
+		if hi == 0 {
+			lo = 0
+		}
+		cl.blocks[i] = denseBlock{lo: int32(lo &^ 1), hi: int32(min((hi+1)&^1, cl.in))}
+	}
+	end := int32(cl.out)
+	for i := len(cl.blocks) - 1; i >= 0; i-- {
+		if i+1 < len(cl.blocks) && (cl.blocks[i].lo != cl.blocks[i+1].lo || cl.blocks[i].hi != cl.blocks[i+1].hi) {
+			end = int32(4 * (i + 1))
+		}
+		cl.blocks[i].end = end
 	}
 }
 
@@ -216,6 +256,18 @@ func finite(x []float64) bool {
 // input at ±Inf or NaN the product's 0 × ±Inf or 0 × NaN would be NaN (a
 // node at +Inf, or at NaN from +Inf − Inf): each row sums its nonzero
 // weights' terms in input order, as the sparse layout does.
+//
+// Each block of four rows is computed over the columns it reads
+// (cl.blocks), a run of blocks that read the same columns by one product.
+// A row's kernel sums its terms in two lanes, the even columns' and the
+// odd ones', each in column order, then adds the lanes (and, when the
+// columns are odd in number, the last one). A column left out would add a
+// term ±0 (its weights in the block are zero and the input finite) to its
+// lane: a lane summed from +0 is never -0, so such a term changes nothing
+// in amd64's kernels, and at most the sign of a zero where a multiply and
+// an add are fused, which the row's bias, never -0, takes away. Starting
+// at an even column keeps each column read in its lane, and ending at an
+// even one or at the layer's end keeps the odd last column's place.
 func (cl *compiledLayer) denseRows(x, y []float64, r0, r1 int, inf bool) (int, int) {
 	if inf {
 		copy(y[r0:r1], cl.sb[r0:r1])
@@ -230,7 +282,14 @@ func (cl *compiledLayer) denseRows(x, y []float64, r0, r1 int, inf bool) (int, i
 	}
 	r0, r1 = r0&^3, min((r1+3)&^3, cl.out)
 	copy(y[r0:r1], cl.sb[r0:r1])
-	gonum.Implementation{}.Dgemv(blas.NoTrans, r1-r0, cl.in, 1, cl.w.Data[r0*cl.w.Stride:], cl.w.Stride, x, 1, 1, y[r0:r1], 1)
+	for b := r0; b < r1; {
+		blk := cl.blocks[b/4]
+		e := min(int(blk.end), r1)
+		if lo, hi := int(blk.lo), int(blk.hi); lo < hi {
+			gonum.Implementation{}.Dgemv(blas.NoTrans, e-b, hi-lo, 1, cl.w.Data[b*cl.w.Stride+lo:], cl.w.Stride, x[lo:hi], 1, 1, y[b:e], 1)
+		}
+		b = e
+	}
 	return r0, r1
 }
 

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // The hand-worked network of these tests:
@@ -521,6 +523,99 @@ func TestDenseRowsMatchTheWholeProduct(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A dense layer's product reads, in each block of four rows, only the
+// columns from the first holding a nonzero weight in the block to the last
+// (from an even column, to an even one or the layer's end), and gives each
+// row, bit for bit, what gonum's product over every column gives it: on
+// rows whose weights start and end anywhere (the built-in admission
+// processor's output layer is triangular), with inputs at any scale, of
+// either sign or zero, and terms that underflow to ±0 or overflow to ±Inf.
+func TestDenseBlocksReadTheirColumns(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 2))
+	scales := []float64{0, 1e-320, 1e-300, 1e-8, 1, 1e3, 1e300}
+	tried := 0
+	for n := 0; n < 3000; n++ {
+		in, out := 1+r.IntN(24), 1+r.IntN(13)
+		if n%20 == 0 {
+			in, out = 220, 110 // the built-in admission processor's output layer
+		}
+		cl := compiledLayer{in: in, out: out, b: make([]float64, out),
+			w: blas64.General{Rows: out, Cols: in, Stride: in, Data: make([]float64, out*in)}}
+		for v := range cl.b {
+			cl.b[v] = r.NormFloat64()
+		}
+		// Each row's weights from a first to a last column, some zero
+		// columns among them; some rows all zero; some layers
+		// triangular.
+		tri := r.IntN(3) == 0
+		for v := 0; v < out; v++ {
+			first := r.IntN(in)
+			last := first + r.IntN(in-first)
+			if tri {
+				first, last = 0, min(in-1, 2*v+1)
+			}
+			if r.IntN(8) == 0 {
+				continue
+			}
+			for u := first; u <= last; u++ {
+				if u == first || u == last || r.IntN(4) > 0 {
+					cl.w.Data[v*in+u] = r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
+				}
+			}
+		}
+		cl.compress()
+		if cl.sparse {
+			continue
+		}
+		tried++
+		for i, blk := range cl.blocks {
+			lo, hi := in, 0
+			for v := 4 * i; v < min(4*i+4, out); v++ {
+				for u := 0; u < in; u++ {
+					if cl.w.Data[v*in+u] != 0 {
+						lo, hi = min(lo, u), max(hi, u+1)
+					}
+				}
+			}
+			want := denseBlock{lo: int32(lo &^ 1), hi: int32(min((hi+1)&^1, in))}
+			if hi == 0 {
+				want = denseBlock{}
+			}
+			if blk.lo != want.lo || blk.hi != want.hi || blk.end%4 != 0 && int(blk.end) != out || int(blk.end) <= 4*i {
+				t.Fatalf("layer %d (%dx%d), block %d: %+v, want columns %d to %d", n, in, out, i, blk, want.lo, want.hi)
+			}
+			if next := cl.blocks[min(i+1, len(cl.blocks)-1)]; i+1 < len(cl.blocks) && (next.lo == blk.lo && next.hi == blk.hi) != (next.end == blk.end) {
+				t.Fatalf("layer %d (%dx%d), blocks %d and %d: %+v and %+v: a run ends where its columns do not change, or goes on where they do", n, in, out, i, i+1, blk, next)
+			}
+		}
+		x := make([]float64, in)
+		for i := range x {
+			x[i] = r.NormFloat64() * scales[r.IntN(len(scales))]
+		}
+		want := append([]float64(nil), cl.sb...)
+		gonum.Implementation{}.Dgemv(blas.NoTrans, out, in, 1, cl.w.Data, in, x, 1, 1, want, 1)
+		got := make([]float64, out)
+		cl.product(x, got)
+		for v := range got {
+			if math.Float64bits(got[v]) != math.Float64bits(want[v]) {
+				t.Fatalf("layer %d (%dx%d), node %d: %v, the product over every column gives %v", n, in, out, v, got[v], want[v])
+			}
+		}
+		r0 := r.IntN(out)
+		r1 := r0 + 1 + r.IntN(out-r0)
+		clear(got)
+		lo, hi := cl.denseRows(x, got, r0, r1, false)
+		for v := lo; v < hi; v++ {
+			if math.Float64bits(got[v]) != math.Float64bits(want[v]) {
+				t.Fatalf("layer %d (%dx%d), rows %d to %d, node %d: %v, the product over every column gives %v", n, in, out, r0, r1, v, got[v], want[v])
+			}
+		}
+	}
+	if tried < 1000 {
+		t.Fatalf("only %d dense layers drawn", tried)
 	}
 }
 

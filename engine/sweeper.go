@@ -43,8 +43,10 @@ type Sweeper struct {
 	reach             [][]uint64
 	reachChanged      [][]uint64 // per layer: the nodes whose set this sweep changed
 	// changed[l]: the nodes of layer l whose activation the last forward
-	// pass changed (bitsets).
-	changed [][]uint64
+	// pass changed (bitsets); flipped[l], of those, the ones whose holds
+	// bit changed, or an input's sign: what a node's set of reached
+	// outputs reads of its own activation (its live targets).
+	changed, flipped [][]uint64
 	// scratch bitsets: scored (nodes whose score changed, layer above and
 	// this layer) and mark (nodes to compute again)
 	scored, scoredNext, mark, reads []uint64
@@ -83,6 +85,7 @@ func (p *Processor) NewSweeper() *Sweeper {
 	widest := 0
 	for _, a := range s.ws.act {
 		s.changed = append(s.changed, make([]uint64, (len(a)+63)/64))
+		s.flipped = append(s.flipped, make([]uint64, (len(a)+63)/64))
 		widest = max(widest, len(a))
 	}
 	words := (widest + 63) / 64
@@ -162,8 +165,9 @@ func (s *Sweeper) forward(x []float64) {
 		s.work.FullForward++
 		return
 	}
-	in, h, ch := ws.act[0], ws.holds[0], s.changed[0]
+	in, h, ch, fl := ws.act[0], ws.holds[0], s.changed[0], s.flipped[0]
 	clear(ch)
+	clear(fl)
 	for i, v := range x {
 		if math.IsNaN(v) {
 			v = 0 // a missing value feeds 0 forward and holds no data
@@ -171,21 +175,37 @@ func (s *Sweeper) forward(x []float64) {
 		if math.Float64bits(v) == math.Float64bits(in[i]) {
 			continue
 		}
+		holds := math.Abs(v) > p.eps
+		if holds != hasBit(h, i) || (v > 0) != (in[i] > 0) {
+			fl[i/64] |= 1 << (i % 64)
+		}
 		in[i] = v
-		setBit(h, i, math.Abs(v) > p.eps)
+		setBit(h, i, holds)
 		ch[i/64] |= 1 << (i % 64)
 	}
 	last := len(p.layers) - 1
 	for l := range p.layers {
 		cl := &p.layers[l]
-		a, y, hb, next := ws.act[l], ws.act[l+1], ws.holds[l+1], s.changed[l+1]
+		a, y, hb, next, fl := ws.act[l], ws.act[l+1], ws.holds[l+1], s.changed[l+1], s.flipped[l+1]
 		clear(next)
+		clear(fl)
 		if countBits(s.changed[l]) == 0 {
 			continue
 		}
-		holds := func(v int) bool { return y[v] > 0 }
-		if l == last {
-			holds = func(v int) bool { return y[v] >= math.Inf(-1) }
+		// update records node v's new activation: its holds bit, and
+		// whether it changed (a hidden node holds data when positive,
+		// so that its live targets are its positive ones: the bit is
+		// all its set reads of it).
+		update := func(v int) {
+			now := y[v] > 0
+			if l == last {
+				now = y[v] >= math.Inf(-1)
+			}
+			if now != hasBit(hb, v) {
+				fl[v/64] |= 1 << (v % 64)
+			}
+			setBit(hb, v, now)
+			next[v/64] |= 1 << (v % 64)
 		}
 		if cl.sparse {
 			mark := s.mark[:cl.words]
@@ -202,8 +222,7 @@ func (s *Sweeper) forward(x []float64) {
 					nv := activate(cl.act, cl.row(a, v))
 					if math.Float64bits(nv) != math.Float64bits(y[v]) {
 						y[v] = nv
-						setBit(hb, v, holds(v))
-						next[v/64] |= 1 << (v % 64)
+						update(v)
 					}
 				})
 				continue
@@ -219,7 +238,17 @@ func (s *Sweeper) forward(x []float64) {
 		if cl.sparse {
 			cl.product(a, y)
 		} else {
-			inf := !finite(a)
+			// Since the layer's last product only the changed nodes
+			// of a moved: a finite input stays finite unless one of
+			// them is not.
+			inf := false
+			if s.inf[l] {
+				inf = !finite(a)
+			} else {
+				eachBit(s.changed[l], func(u int) {
+					inf = inf || math.IsInf(a[u], 0) || math.IsNaN(a[u])
+				})
+			}
 			if inf == s.inf[l] {
 				lo, hi = s.readers(cl, s.changed[l])
 			}
@@ -232,8 +261,7 @@ func (s *Sweeper) forward(x []float64) {
 		applyActivation(cl.act, y[lo:hi])
 		for v := lo; v < hi; v++ {
 			if math.Float64bits(y[v]) != math.Float64bits(old[v]) {
-				setBit(hb, v, holds(v))
-				next[v/64] |= 1 << (v % 64)
+				update(v)
 			}
 		}
 	}
@@ -272,8 +300,9 @@ const maxReachWords = 4
 
 // backwardReach brings reach, and the countable inputs' ws.score, to the
 // forward pass. A node's set reads its own holds bit and activation (its
-// sign selects the live targets) and its live targets' sets: it is
-// computed again when its activation changed or a target's set did. An
+// sign selects the live targets; a hidden node holds data only when
+// positive) and its live targets' sets: it is computed again when its
+// holds bit or sign changed (s.flipped) or a target's set did. An
 // input's score, the largest value among its set's outputs (-Inf for none),
 // is computed again when its set changed or one of those outputs' values
 // did. Each is bitwise what scoreAll gives: max does not depend on order.
@@ -285,19 +314,22 @@ func (s *Sweeper) backwardReach() {
 	if full {
 		s.work.FullBackward++
 	}
-	// An output reaches itself when it holds data.
+	// An output reaches itself when it holds data: its set changes when
+	// its holds bit does.
 	outRC := s.reachChanged[L]
 	clear(outRC)
-	for o := range ws.act[L] {
-		if !full && !hasBit(s.changed[L], o) {
-			continue
-		}
+	reachSelf := func(o int) {
 		set := s.reach[L][o*ow : (o+1)*ow]
-		if was, now := hasBit(set, o), hasBit(ws.holds[L], o); full || was != now {
-			clear(set)
-			setBit(set, o, now)
-			outRC[o/64] |= 1 << (o % 64)
+		clear(set)
+		setBit(set, o, hasBit(ws.holds[L], o))
+		outRC[o/64] |= 1 << (o % 64)
+	}
+	if full {
+		for o := range ws.act[L] {
+			reachSelf(o)
 		}
+	} else {
+		eachBit(s.flipped[L], reachSelf)
 	}
 	var tmp [maxReachWords]uint64
 	for l := L - 1; l >= 0; l-- {
@@ -312,9 +344,9 @@ func (s *Sweeper) backwardReach() {
 				cand[len(cand)-1] = 1<<n - 1
 			}
 		} else {
-			// Nodes whose activation changed, and the sources of the
-			// targets whose set changed.
-			copy(cand, s.changed[l])
+			// Nodes whose live targets changed, and the sources of
+			// the targets whose set changed.
+			copy(cand, s.flipped[l])
 			eachBit(s.reachChanged[l+1], func(w int) {
 				for _, u := range cl.colIdx[cl.rowPtr[w]:cl.rowPtr[w+1]] {
 					cand[u/64] |= 1 << (u % 64)
