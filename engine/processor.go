@@ -259,15 +259,18 @@ func finite(x []float64) bool {
 //
 // Each block of four rows is computed over the columns it reads
 // (cl.blocks), a run of blocks that read the same columns by one product.
-// A row's kernel sums its terms in two lanes, the even columns' and the
-// odd ones', each in column order, then adds the lanes (and, when the
-// columns are odd in number, the last one). A column left out would add a
-// term ±0 (its weights in the block are zero and the input finite) to its
-// lane: a lane summed from +0 is never -0, so such a term changes nothing
-// in amd64's kernels, and at most the sign of a zero where a multiply and
-// an add are fused, which the row's bias, never -0, takes away. Starting
-// at an even column keeps each column read in its lane, and ending at an
-// even one or at the layer's end keeps the odd last column's place.
+// On amd64 a row's kernel sums its terms in two lanes, the even columns'
+// and the odd ones', each in column order from +0, and adds the lanes;
+// when the columns are odd in number the last one is added apart (after
+// the lanes, or at the end of the even lane in the one-row kernel). A
+// column left out would add a term ±0 (its weights in the block are zero
+// and the input finite): a sum from +0 without fused multiply-adds is never
+// -0, so such a term changes nothing. Starting at an even column keeps
+// each column read in its lane, and ending at an even one or at the
+// layer's end keeps the odd last column's place. Elsewhere gonum's product
+// is one sum per row in column order, which a fused multiply-add can round
+// to -0: a term left out then changes at most the sign of a zero, which
+// the row's bias, never -0, takes away.
 func (cl *compiledLayer) denseRows(x, y []float64, r0, r1 int, inf bool) (int, int) {
 	if inf {
 		copy(y[r0:r1], cl.sb[r0:r1])

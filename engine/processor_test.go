@@ -545,7 +545,12 @@ func TestDenseBlocksReadTheirColumns(t *testing.T) {
 		cl := compiledLayer{in: in, out: out, b: make([]float64, out),
 			w: blas64.General{Rows: out, Cols: in, Stride: in, Data: make([]float64, out*in)}}
 		for v := range cl.b {
-			cl.b[v] = r.NormFloat64()
+			switch r.IntN(4) {
+			case 0: // a bias of ±0: a row of zero terms is +0
+				cl.b[v] = math.Copysign(0, float64(r.IntN(2)*2-1))
+			default:
+				cl.b[v] = r.NormFloat64()
+			}
 		}
 		// Each row's weights from a first to a last column, some zero
 		// columns among them; some rows all zero; some layers

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
@@ -345,6 +346,9 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 		ch := ev.r.jobs.DoChan(key, func() (any, error) {
 			prog := &jobProgress{}
 			ev.r.jobProgress.Store(key, prog)
+			if h := ev.r.hooks.jobReadStarted; h != nil {
+				h()
+			}
 			defer func() {
 				ev.r.jobProgress.CompareAndDelete(key, prog)
 				if h := ev.r.hooks.jobReadEnding; h != nil {
@@ -383,27 +387,37 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 			var jr jobRead
 			listing := false
 			v, _ := ev.r.jobProgress.Load(key)
-			switch p, _ := v.(*jobProgress); {
-			case p != nil && !p.job.Load():
-				// the job's read is under way
-			case p != nil && !p.list.Load():
-				listing = true
+			select {
+			case res := <-ch:
+				// The read has ended: its result says which call did
+				// not finish. The progress found may be a later read's
+				// of the same job, which a caller with time left
+				// started again, and is not this read's; it was read
+				// first, and singleflight sends a read's result before
+				// a later read can start, so this read's is here then.
+				listing = listFailed(res)
 			default:
-				// Both calls have ended, and the shared read with
-				// them, most often on this caller's own deadline,
-				// which it shares (its progress is dropped just
-				// before its result is sent): its result says which
-				// call did not finish. (A read not yet under way has
-				// no progress either; it is not waited for past
-				// jobResultWait.)
-				t := time.NewTimer(jobResultWait)
-				select {
-				case res := <-ch:
-					done, _ := res.Val.(jobRead)
-					listing = done.jobErr == nil && done.listErr != nil
-				case <-t.C:
+				switch p, _ := v.(*jobProgress); {
+				case p != nil && !p.job.Load():
+					// the job's read is under way
+				case p != nil && !p.list.Load():
+					listing = true
+				default:
+					// Both calls have ended, and the shared read with
+					// them, most often on this caller's own deadline,
+					// which it shares (its progress is dropped just
+					// before its result is sent): its result says
+					// which call did not finish. (A read not yet under
+					// way has no progress either; it is not waited for
+					// past jobResultWait.)
+					t := time.NewTimer(jobResultWait)
+					select {
+					case res := <-ch:
+						listing = listFailed(res)
+					case <-t.C:
+					}
+					t.Stop()
 				}
-				t.Stop()
 			}
 			if listing {
 				jr.listErr = ctx.Err()
@@ -430,6 +444,13 @@ func (ev *evaluation) readJob(ctx context.Context, ns, jobID string) jobRead {
 // jobResultWait bounds how long a caller whose context ended waits for a
 // shared job read that has no progress to show (see readJob).
 const jobResultWait = 250 * time.Millisecond
+
+// listFailed says whether a shared job read's result is the allocations'
+// list failing after the job was read.
+func listFailed(res singleflight.Result) bool {
+	done, _ := res.Val.(jobRead)
+	return done.jobErr == nil && done.listErr != nil
+}
 
 // sharedContext is the context of a read that callers share: no caller's
 // cancellation ends it, the deadline of the caller that starts it does.

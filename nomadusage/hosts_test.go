@@ -1766,41 +1766,98 @@ func TestReadHostsSharedReadUnanswered(t *testing.T) {
 }
 
 // TestReadHostsTimeoutNamesTheUnfinishedCall: a read whose deadline ends
-// while its job's allocations are listed names that listing, also when the
-// shared read ended with it, on the same deadline, before the caller looked
-// at its progress: with both calls ended and the progress not yet dropped,
-// and with it dropped (the job's read was named in CI once). The hooks hold
+// while its job's allocations are listed names that listing, also when it
+// looks at the shared read's progress only after the read ended with it,
+// on the same deadline: with both calls ended and the progress not yet
+// dropped, with it dropped (the job's read was named in CI once), and with
+// a later read of the job under way, which another caller of the read,
+// with time left, started again (its job read not yet done). The hooks
+// hold the read's result until the caller has seen its context end, and
 // the caller until the shared read is in the window.
 func TestReadHostsTimeoutNamesTheUnfinishedCall(t *testing.T) {
-	for _, dropped := range []bool{false, true} {
-		t.Run(fmt.Sprintf("progress dropped %v", dropped), func(t *testing.T) {
+	const (
+		bothEnded = "both calls ended"
+		dropped   = "progress dropped"
+		later     = "a later read under way"
+	)
+	for _, window := range []string{bothEnded, dropped, later} {
+		t.Run(window, func(t *testing.T) {
 			p := newPair(t, 3)
 			p.s.InjectFault(nomadstandin.Fault{Path: "/v1/job/" + jobID + "/allocations", Hang: true})
 			rd := &Reader{Client: p.client, Now: func() time.Time { return time.Now().Add(time.Hour) }}
-			inWindow := make(chan struct{})
-			held := false
-			rd.hooks.jobWaitEnded = func() {
+			wait := func(c <-chan struct{}) bool {
 				select {
-				case <-inWindow:
-					held = true
+				case <-c:
+					return true
 				case <-time.After(10 * time.Second):
+					return false
 				}
 			}
+			entered, inWindow, firstStarted := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			var waits, starts atomic.Int32
+			var held atomic.Bool
+			rd.hooks.jobWaitEnded = func() {
+				if waits.Add(1) > 1 {
+					return // the second caller's
+				}
+				close(entered)
+				held.Store(wait(inWindow))
+			}
 			rd.hooks.jobReadEnding = func(d bool) {
-				if d == dropped {
+				if (window == bothEnded && !d || window == dropped && d) && starts.Load() == 1 {
+					wait(entered)
 					close(inWindow)
 					time.Sleep(100 * time.Millisecond) // the caller looks at the progress
 				}
+				if window == later && !d && starts.Load() == 1 {
+					wait(entered) // the result only once the caller saw its deadline
+				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			defer cancel()
+			rd.hooks.jobReadStarted = func() {
+				switch starts.Add(1) {
+				case 1:
+					close(firstStarted)
+				case 2:
+					if window == later {
+						close(inWindow)
+						time.Sleep(100 * time.Millisecond) // the caller looks at the progress
+					}
+				}
+			}
 			q := []Query{{Host: HostSelector{Name: "host-a"}, Job: jobID, Group: groupA, Label: "first", NoStats: true}}
-			_, err := rd.ReadHosts(ctx, q, Options{})
-			if !held {
-				t.Fatal("the caller was not held until the shared read had ended")
+			read := func(timeout time.Duration) error {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				_, err := rd.ReadHosts(ctx, q, Options{})
+				return err
+			}
+			other := make(chan error, 1)
+			if window == later {
+				// A second caller with time left joins the read, and
+				// starts it again when it runs out of the first's
+				// deadline.
+				go func() {
+					if !wait(firstStarted) {
+						other <- errors.New("the first read never started")
+						return
+					}
+					other <- read(2 * time.Second)
+				}()
+			}
+			err := read(500 * time.Millisecond)
+			if !held.Load() {
+				t.Fatal("the caller was not held until the shared read was in the window")
 			}
 			if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "list allocations of job") {
 				t.Fatalf("error %v, want the deadline, naming the allocations' list", err)
+			}
+			if window == later {
+				if n := starts.Load(); n != 2 {
+					t.Fatalf("the job was read %d times, want 2: the second caller did not start it again", n)
+				}
+				if err := <-other; err == nil {
+					t.Fatal("the second caller read the job, whose allocations' list hangs")
+				}
 			}
 		})
 	}

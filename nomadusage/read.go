@@ -43,8 +43,12 @@ type Reader struct {
 }
 
 // readHooks, for tests, open the windows of a shared job read (readJob)
-// in which a caller whose context ends finds no call under way.
+// in which a caller whose context ends finds no call of its read under
+// way.
 type readHooks struct {
+	// jobReadStarted runs in a shared job read once its progress is
+	// stored, before its calls start.
+	jobReadStarted func()
 	// jobReadEnding runs in a shared job read once both its calls have
 	// ended, before its progress is dropped (dropped false) and after.
 	jobReadEnding func(dropped bool)
