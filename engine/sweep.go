@@ -87,10 +87,15 @@ func (p *Processor) sweepInput(x []float64, ws *Workspace, role string, threshol
 func (p *Processor) finiteInputs(op string, x []float64) error {
 	for i, v := range x {
 		if math.IsInf(v, 0) {
-			return fmt.Errorf("%s %s: input %q is %v", op, p.model.Name, p.model.Inputs[i].Name, v)
+			return p.infiniteInput(op, i, v)
 		}
 	}
 	return nil
+}
+
+// infiniteInput is the error for input i at v, infinite.
+func (p *Processor) infiniteInput(op string, i int, v float64) error {
+	return fmt.Errorf("%s %s: input %q is %v", op, p.model.Name, p.model.Inputs[i].Name, v)
 }
 
 // ensureScore allocates ws's score buffers on first use.

@@ -133,7 +133,11 @@ func (s *Sweeper) Sweep(x []float64, role string, thresholds []float64, amounts 
 	if err := p.canCount(role); err != nil {
 		return err
 	}
-	if err := p.finiteInputs("sweep", x); err != nil {
+	if !s.fwd {
+		if err := p.finiteInputs("sweep", x); err != nil {
+			return err
+		}
+	} else if err := s.changedInputs(x); err != nil {
 		return err
 	}
 	s.work.Sweeps++
@@ -150,8 +154,51 @@ func (s *Sweeper) Sweep(x []float64, role string, thresholds []float64, amounts 
 	return nil
 }
 
+// changedInputs records in s.changed[0] the inputs of x that differ from
+// the last vector swept (a NaN reads as 0, as forward feeds it), and
+// refuses an infinite one as finiteInputs does: the inputs that did not
+// change are the last vector's, which was finite. It compares four inputs
+// at a time, as most do not change.
+func (s *Sweeper) changedInputs(x []float64) error {
+	in, ch := s.ws.act[0], s.changed[0]
+	clear(ch)
+	check := func(i int) error {
+		v := x[i]
+		if math.IsNaN(v) {
+			v = 0
+		}
+		if math.Float64bits(v) == math.Float64bits(in[i]) {
+			return nil
+		}
+		if math.IsInf(v, 0) {
+			return s.p.infiniteInput("sweep", i, v)
+		}
+		ch[i/64] |= 1 << (i % 64)
+		return nil
+	}
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		if (math.Float64bits(x[i])^math.Float64bits(in[i]))|(math.Float64bits(x[i+1])^math.Float64bits(in[i+1]))|
+			(math.Float64bits(x[i+2])^math.Float64bits(in[i+2]))|(math.Float64bits(x[i+3])^math.Float64bits(in[i+3])) == 0 {
+			continue
+		}
+		for j := i; j < i+4; j++ {
+			if err := check(j); err != nil {
+				return err
+			}
+		}
+	}
+	for ; i < len(x); i++ {
+		if err := check(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // forward brings ws's forward pass (threshold -Inf) to x and records in
-// s.changed which activations changed.
+// s.changed which activations changed (after a first pass, s.changed[0]
+// holds the inputs changedInputs found).
 func (s *Sweeper) forward(x []float64) {
 	p, ws := s.p, s.ws
 	s.work.FullNodes += s.fullNodes
@@ -165,23 +212,23 @@ func (s *Sweeper) forward(x []float64) {
 		s.work.FullForward++
 		return
 	}
-	in, h, ch, fl := ws.act[0], ws.holds[0], s.changed[0], s.flipped[0]
-	clear(ch)
+	in, h, fl := ws.act[0], ws.holds[0], s.flipped[0]
 	clear(fl)
-	for i, v := range x {
-		if math.IsNaN(v) {
-			v = 0 // a missing value feeds 0 forward and holds no data
+	for wd, w := range s.changed[0] {
+		for w != 0 {
+			i := wd*64 + bits.TrailingZeros64(w)
+			w &= w - 1
+			v := x[i]
+			if math.IsNaN(v) {
+				v = 0 // a missing value feeds 0 forward and holds no data
+			}
+			holds := math.Abs(v) > p.eps
+			if holds != hasBit(h, i) || (v > 0) != (in[i] > 0) {
+				fl[i/64] |= 1 << (i % 64)
+			}
+			in[i] = v
+			setBit(h, i, holds)
 		}
-		if math.Float64bits(v) == math.Float64bits(in[i]) {
-			continue
-		}
-		holds := math.Abs(v) > p.eps
-		if holds != hasBit(h, i) || (v > 0) != (in[i] > 0) {
-			fl[i/64] |= 1 << (i % 64)
-		}
-		in[i] = v
-		setBit(h, i, holds)
-		ch[i/64] |= 1 << (i % 64)
 	}
 	last := len(p.layers) - 1
 	for l := range p.layers {
