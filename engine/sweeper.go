@@ -158,9 +158,11 @@ func (s *Sweeper) Sweep(x []float64, role string, thresholds []float64, amounts 
 // the last vector swept (a NaN reads as 0, as forward feeds it), and
 // refuses an infinite one as finiteInputs does: the inputs that did not
 // change are the last vector's, which was finite. It compares four inputs
-// at a time, as most do not change.
+// at a time, as most do not change (by their bits: a block holding a NaN
+// input, stored as 0, is always checked one input at a time; the
+// simulator's vectors hold none).
 func (s *Sweeper) changedInputs(x []float64) error {
-	in, ch := s.ws.act[0], s.changed[0]
+	in, ch := s.ws.act[0][:len(x)], s.changed[0]
 	clear(ch)
 	check := func(i int) error {
 		v := x[i]
@@ -178,8 +180,9 @@ func (s *Sweeper) changedInputs(x []float64) error {
 	}
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
-		if (math.Float64bits(x[i])^math.Float64bits(in[i]))|(math.Float64bits(x[i+1])^math.Float64bits(in[i+1]))|
-			(math.Float64bits(x[i+2])^math.Float64bits(in[i+2]))|(math.Float64bits(x[i+3])^math.Float64bits(in[i+3])) == 0 {
+		differ := (math.Float64bits(x[i]) ^ math.Float64bits(in[i])) | (math.Float64bits(x[i+1]) ^ math.Float64bits(in[i+1])) |
+			(math.Float64bits(x[i+2]) ^ math.Float64bits(in[i+2])) | (math.Float64bits(x[i+3]) ^ math.Float64bits(in[i+3]))
+		if differ == 0 {
 			continue
 		}
 		for j := i; j < i+4; j++ {

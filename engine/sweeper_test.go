@@ -213,7 +213,9 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 // finite, rows that do not read it must be computed again too, as the BLAS
 // product sums them in another order. Here rows 1 to 7 read 1 and two
 // terms of 2^-53 (in input order 1; in the product's two lanes
-// 1 + 2^-52), and only row 0 reads the node at +Inf.
+// 1 + 2^-52), and only row 0 reads the node at +Inf. gonum's pure-Go
+// kernel sums in input order too (1 for rows 1 to 7), so there the test
+// checks only that the sweeper and the full pass agree.
 func TestSweeperDenseLayerLeavingInf(t *testing.T) {
 	tiny := math.Ldexp(1, -53)
 	hidden := Layer{Activation: ActivationReLU, Biases: make([]float64, 4),
@@ -247,8 +249,12 @@ func TestSweeperDenseLayerLeavingInf(t *testing.T) {
 			}
 		}
 	}
-	if a := full.act[2][7]; a != 1+2*tiny {
-		t.Fatalf("output 7 is %v; the test needs the product's 1 + 2^-52", a)
+	want7 := 1.0 // the pure-Go kernel's sum in input order
+	if laneKernel {
+		want7 = 1 + 2*tiny // the two lanes' sums added
+	}
+	if a := full.act[2][7]; a != want7 {
+		t.Fatalf("output 7 is %v; with laneKernel %v the test needs the product's %v", a, laneKernel, want7)
 	}
 }
 
@@ -364,13 +370,25 @@ func TestSweeperErrors(t *testing.T) {
 		if err := s.Sweep(a, RoleFirst, thresholds, got); err != nil {
 			t.Fatal(err)
 		}
-		for _, at := range []int{0, len(a) / 2, len(a) - 1} {
+		// One infinite input, or several: the error names the first,
+		// wherever they lie among the blocks of four inputs the Sweeper
+		// compares at once and the tail after them (447 inputs: 444 to
+		// 446).
+		n := len(a)
+		for _, at := range [][]int{{0}, {n / 2}, {n - 1}, {3, n - 1}, {221, 222}, {220, 223}, {n - 3, n - 1}, {0, 1, 2, 3}, {2, 1}} {
 			bad := slices.Clone(b)
-			bad[at] = math.Inf(-1)
+			for k, i := range at {
+				bad[i] = math.Inf(2*(k%2) - 1) // -Inf, +Inf, -Inf, ...
+			}
 			err := s.Sweep(bad, RoleFirst, thresholds, got)
 			// (a new Sweeper's first sweep checks every input first)
-			if want := p.NewSweeper().Sweep(bad, RoleFirst, thresholds, want); err == nil || want == nil || err.Error() != want.Error() {
-				t.Fatalf("input %d at -Inf: error %v, want %v", at, err, want)
+			want := p.NewSweeper().Sweep(bad, RoleFirst, thresholds, want)
+			if err == nil || want == nil || err.Error() != want.Error() {
+				t.Fatalf("inputs %v infinite: error %v, want %v", at, err, want)
+			}
+			first := slices.Min(at)
+			if name := fmt.Sprintf("input %q is %v", p.Model().Inputs[first].Name, bad[first]); !strings.HasSuffix(err.Error(), name) {
+				t.Fatalf("inputs %v infinite: error %v, want it to end with %s", at, err, name)
 			}
 		}
 		if n := s.Work().Sweeps; n != 1 {
@@ -396,6 +414,67 @@ func TestSweeperErrors(t *testing.T) {
 			}
 		}
 	})
+}
+
+// After its first pass a Sweeper marks as changed exactly the inputs whose
+// value, a NaN read as 0, differs in its bits from the last vector's:
+// -0 against +0 is a change, a NaN against a stored 0 is not, and inputs
+// that did not change are never marked (what forward then walks).
+func TestSweeperChangedInputs(t *testing.T) {
+	p, err := Builtin("admission")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := []float64{math.NaN(), 0, math.Copysign(0, -1), 5e-324, 0.25, -0.25, 3}
+	r := rand.New(rand.NewPCG(7, 11))
+	x := make([]float64, p.NumInputs())
+	for i := range x {
+		x[i] = values[r.IntN(len(values))]
+	}
+	s := p.NewSweeper()
+	thresholds := []float64{0.5}
+	amounts := make([]int, 1)
+	if err := s.Sweep(x, RoleFirst, thresholds, amounts); err != nil {
+		t.Fatal(err)
+	}
+	asFed := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return 0
+		}
+		return v
+	}
+	var marked, nanKept, signs int
+	for step := range 40 {
+		prev := slices.Clone(s.ws.act[0])
+		for range 1 + r.IntN(12) {
+			x[r.IntN(len(x))] = values[r.IntN(len(values))]
+		}
+		if err := s.Sweep(x, RoleFirst, thresholds, amounts); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range x {
+			want := math.Float64bits(asFed(v)) != math.Float64bits(prev[i])
+			if got := hasBit(s.changed[0], i); got != want {
+				t.Fatalf("step %d, input %d: %v after %v: marked %v, want %v", step, i, v, prev[i], got, want)
+			}
+			if math.Float64bits(s.ws.act[0][i]) != math.Float64bits(asFed(v)) {
+				t.Fatalf("step %d, input %d: %v stored as %v", step, i, v, s.ws.act[0][i])
+			}
+			switch {
+			case want:
+				marked++
+				if asFed(v) == 0 && prev[i] == 0 {
+					signs++
+				}
+			case math.IsNaN(v):
+				nanKept++
+			}
+		}
+	}
+	// The draws must meet each case.
+	if marked < 100 || nanKept == 0 || signs == 0 {
+		t.Fatalf("%d inputs marked, %d NaN inputs kept, %d changes of a zero's sign", marked, nanKept, signs)
+	}
 }
 
 // BenchmarkSweepCounts is one decision point of the simulator's threshold
