@@ -442,6 +442,11 @@ func parseStrategyConfig(m map[string]string, defaultNamespace string) (*strateg
 			return nil, err
 		}
 	}
+	if g := c.second.query.Group; c.role == RoleSplit && g == c.first.query.Group {
+		// (the host-quota target refuses it as well, in its own block:
+		// this names the mistake where it was made)
+		return nil, cfgErr(PrefixSecond+KeyGroup, "is %q, the same as %s: a split check scales two groups, one on each host", g, PrefixFirst+KeyGroup)
+	}
 	if c.first.usage == UsageAPM && c.second.usage == UsageAPM && c.role == RoleSplit {
 		return nil, cfgErr(PrefixSecond+KeyUsage, "both hosts use %q, but a check has one query: read one host from Nomad", UsageAPM)
 	}

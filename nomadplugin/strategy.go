@@ -1047,6 +1047,20 @@ func apmObservation(h *hostConfig, c *strategyConfig, r *nomadusage.Reading, met
 	if len(metrics) == 0 {
 		return engine.Observation{}, fmt.Sprintf("%s host: the check's query returned no usage metrics", h.role)
 	}
+	// Points stamped far ahead of the agent's clock (an APM's clock set
+	// ahead, or times in another unit) would pass max_age for as long as
+	// they are ahead, and go on deciding after the APM's data stopped: as
+	// with Nomad's stats, they are not used.
+	ahead := metrics[0].Timestamp
+	for _, m := range metrics[1:] {
+		if m.Timestamp.After(ahead) {
+			ahead = m.Timestamp
+		}
+	}
+	if ahead.Sub(now) >= nomadusage.StatsLag {
+		return engine.Observation{}, fmt.Sprintf("%s host: usage is stamped ahead of this agent's clock: the check's query gave a metric at %s, %s ahead of %s (%s or more): the APM's clock set ahead, or its times in another unit? The metrics are not used",
+			h.role, ahead.UTC().Format(time.RFC3339), ahead.Sub(now).Round(time.Second), now.UTC().Format(time.RFC3339), nomadusage.StatsLag)
+	}
 	for _, m := range metrics {
 		if now.Sub(m.Timestamp) > c.maxAge {
 			continue

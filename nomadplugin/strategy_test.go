@@ -1633,6 +1633,7 @@ func TestConfigErrors(t *testing.T) {
 		{"a pool no filter can express", []string{PrefixSecond + KeyNodePool, "a\"b`c"}, "", PrefixSecond + KeyNodePool, "cannot express"},
 		{"split without group", []string{PrefixSecond + KeyGroup, ""}, "", PrefixSecond + KeyGroup, "required"},
 		{"split without job", []string{KeyJob, ""}, "", KeyJob, "required"},
+		{"split with one group twice", []string{PrefixSecond + KeyGroup, "front"}, "", PrefixSecond + KeyGroup, `is "front", the same as first_group: a split check scales two groups`},
 		{"demand not a number", []string{PrefixFirst + KeyReplicaCPU, "lots"}, "", PrefixFirst + KeyReplicaCPU, "a number"},
 		{"negative demand: the engine's rule", []string{PrefixFirst + KeyReplicaCPU, "-1"}, "", PrefixFirst + KeyReplicaCPU, "finite number > 0"},
 		{"NaN demand: the engine's rule", []string{PrefixFirst + KeyReplicaCPU, "NaN"}, "", PrefixFirst + KeyReplicaCPU, "finite"},
@@ -2364,6 +2365,54 @@ func TestSplitLoweringNotAppliedThroughRun(t *testing.T) {
 	}
 	if again.Count != int64(4+7-f) || again.Meta[MetaStep] != stepFirstOfTwo {
 		t.Errorf("at the same counts again: count %d (%v), want 4 + %d = %d, raising (%s)", again.Count, again.Meta[MetaStep], 7-f, 4+7-f, again.Reason)
+	}
+}
+
+// TestAPMStampedAhead: the check's metrics stamped StatsLag or more ahead
+// of the agent's clock (an APM's clock set ahead, or times in another
+// unit) are not used, the reason naming both times; they passed max_age
+// for as long as they were ahead. A little ahead, they are used.
+func TestAPMStampedAhead(t *testing.T) {
+	busy, second := flatPair(1, 20000) // one replica using all 20,000 MHz of its host
+	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
+	now := time.Unix(busy.Samples[0].Time+120, 0)
+	for _, tc := range []struct {
+		name  string
+		ahead time.Duration
+		used  bool
+	}{
+		{"a minute ahead", time.Minute, true},
+		{"just under the lag", nomadusage.StatsLag - time.Second, true},
+		{"at the lag", nomadusage.StatsLag, false},
+		{"an hour ahead", time.Hour, false},
+		{"a year ahead", 365 * 24 * time.Hour, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &clock{}
+			clk.set(now)
+			st := newStrategy(hclog.NewNullLogger(), withReader(newMemReader(busy, second)), withClock(clk.now))
+			ev := newEval("apm", cfg)
+			newest := now.Add(tc.ahead)
+			for _, back := range []time.Duration{2 * time.Minute, time.Minute, 0} { // oldest first, as the agent sorts them
+				ev.Metrics = append(ev.Metrics, sdk.TimestampedMetric{Timestamp: newest.Add(-back), Value: 20000})
+			}
+			out, err := st.Run(ev, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := out.Action
+			if tc.used {
+				if a.Count != 0 || strings.HasPrefix(a.Reason, noScalingPrefix) {
+					t.Fatalf("count %d (%s); want the busy replica refused on the metrics", a.Count, a.Reason)
+				}
+				return
+			}
+			want := fmt.Sprintf("usage is stamped ahead of this agent's clock: the check's query gave a metric at %s, %s ahead of %s",
+				newest.UTC().Format(time.RFC3339), tc.ahead, now.UTC().Format(time.RFC3339))
+			if a.Count != 1 || !strings.HasPrefix(a.Reason, noScalingPrefix) || !strings.Contains(a.Reason, want) {
+				t.Fatalf("count %d (%s); want the count kept, no scaling: %s", a.Count, a.Reason, want)
+			}
+		})
 	}
 }
 
