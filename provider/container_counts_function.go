@@ -165,10 +165,12 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 		}
 		decoded[i] = true
 	}
-	if len(errs) > 0 || !known {
+	{
 		// As the data source at validate: what is known, by the read's
-		// rules, beside the arguments that did not decode (every
-		// problem at once, not one argument's a plan).
+		// rules, beside the arguments that did not decode: every
+		// problem at once, not one argument's a plan (the engine's
+		// call below stops at a host's first, and hostInputs at the
+		// first figure it cannot convert).
 		var obs [2]*observationModel
 		var qs [2]*quotaModel
 		null := types.NumberNull()
@@ -183,10 +185,12 @@ func (f *containerCountsFunction) Run(ctx context.Context, req function.RunReque
 			qs, s = [2]*quotaModel{qm.First, qm.Second}, qm.settings()
 		}
 		errs = append(errs, knownErrors(ctx, obs, qs, s, fnRoots)...)
-		if len(errs) > 0 {
-			resp.Error = funcError(errs)
-			return
-		}
+	}
+	if len(errs) > 0 {
+		resp.Error = funcError(errs)
+		return
+	}
+	if !known {
 		resp.Error = resp.Result.Set(ctx, types.ObjectUnknown(countsResultAttrTypes))
 		return
 	}

@@ -400,6 +400,43 @@ func TestContainerCountsFunctionBothHostsWrong(t *testing.T) {
 	if ferr == nil || ferr.FunctionArgument != nil || !strings.Contains(ferr.Text, `Attribute first: has an attribute "warmng_replicas"`) || !strings.Contains(ferr.Text, "Attribute quotas.first.min: is 5.5") {
 		t.Errorf("error %+v, want the misspelt attribute and the quota's min, on no one argument", ferr)
 	}
+	// Every argument known and decoded: every problem too, not the first
+	// the engine or a conversion meets (a user trial saw one a plan).
+	for _, c := range []struct {
+		name   string
+		first  map[string]any // edits to the first observation
+		quotas map[string]any
+		want   []string
+		oneArg bool
+	}{
+		{"two settings", nil, map[string]any{"margin": 11, "hold_band": -1},
+			[]string{"Attribute quotas.hold_band: is -1", "Attribute quotas.margin: is 11"}, true},
+		{"an observation's figure and a quota's", map[string]any{"running_replicas": -1}, map[string]any{"second": map[string]any{"max": 1.5}},
+			[]string{"Attribute first.running_replicas: ", "Attribute quotas.second.max: is 1.5"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := map[string]any{}
+			data, _ := json.Marshal(testFirst(t))
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range c.first {
+				m[k] = v
+			}
+			_, ferr := runFunction(t, jsonValue(t, m), engineValue(t, testSecond(t)), jsonValue(t, c.quotas))
+			if ferr == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(ferr.Text, w) {
+					t.Errorf("error %q, want it to hold %q", ferr.Text, w)
+				}
+			}
+			if one := ferr.FunctionArgument != nil; one != c.oneArg {
+				t.Errorf("error on argument %v, want on one argument: %v", ferr.FunctionArgument, c.oneArg)
+			}
+		})
+	}
 }
 
 func TestContainerCountsFunctionErrors(t *testing.T) {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -87,7 +88,7 @@ func (d *modelDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 		return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: desc}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Loads a processor model, built in or from a file, validates it and describes it, so a " +
+		MarkdownDescription: "Loads a processor model, built in or from a file, validates it (a model no host can decide with is refused) and describes it, so a " +
 			"configuration can pin a model's digest (for example with a `precondition`) or show what it reads.",
 		Attributes: map[string]schema.Attribute{
 			attrSource: schema.StringAttribute{Required: true,
@@ -137,6 +138,11 @@ func (d *modelDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		resp.Diagnostics.AddAttributeError(path.Root(attrSource), "Cannot load the model", attributeDetail(path.Root(attrSource), err.Error()))
 		return
 	}
+	// A digest pinned here must be of a model some host can decide with.
+	if err := servesAHost(proc); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root(attrSource), "No host can use the model", attributeDetail(path.Root(attrSource), fmt.Sprintf("%s: %v", src, err)))
+		return
+	}
 	tflog.Trace(ctx, "activation_model: loaded", map[string]any{"source": src, "digest": proc.Digest()})
 	var diags diag.Diagnostics
 	fillModel(&m, proc, &diags)
@@ -145,6 +151,19 @@ func (d *modelDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// servesAHost returns nil when a first or a second host can decide with
+// proc, or why neither can.
+func servesAHost(proc *engine.Processor) error {
+	first, second := proc.Serves(engine.RoleFirst), proc.Serves(engine.RoleSecond)
+	switch {
+	case first == nil || second == nil:
+		return nil
+	case first.Error() == second.Error():
+		return first // the inputs are no features of an observation
+	}
+	return fmt.Errorf("as the first host: %w; as the second host: %w", first, second)
 }
 
 func fillModel(m *modelModel, proc *engine.Processor, diags *diag.Diagnostics) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -143,5 +144,21 @@ func TestAccModel_errors(t *testing.T) {
 			p := writeFile(t, t.TempDir(), "m.json", []byte(`{"format": "activation-model", "version": 1, "name": "x", "weights": []}`))
 			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(p)})
 		}, `Attribute source: .*unknown field "weights"`},
+		// A valid network, but no host can decide with it: a digest
+		// pinned on it would pin a model every plan refuses.
+		{"inputs no observation gives", func(t *testing.T) string {
+			m := *builtinModel(t, engine.BuiltinCapacity)
+			m.Inputs = slices.Clone(m.Inputs)
+			m.Inputs[0].Name = "bogus_feature"
+			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(writeModel(t, t.TempDir(), "m.json", &m))})
+		}, `(?s)No host can use the model.*Attribute source: .*m\.json: model capacity cannot read an observation: .*bogus_feature`},
+		{"countable nodes on neither layer", func(t *testing.T) string {
+			m := *builtinModel(t, engine.BuiltinCapacity)
+			m.Outputs = slices.Clone(m.Outputs)
+			for i := range m.Outputs {
+				m.Outputs[i].Countable = false
+			}
+			return dataConfig("activation_model", "test", map[string]string{attrSource: hclString(writeModel(t, t.TempDir(), "m.json", &m))})
+		}, `(?s)as the first host: model capacity has no countable inputs .*; as the second host: model capacity has no countable outputs`},
 	})
 }
