@@ -326,26 +326,31 @@ func shortDigest(d string) string {
 	return d
 }
 
-// Explain is a readable, multi-line account of the decision.
+// Explain is a readable, multi-line account of the decision: each host's
+// (HostDecision.Explain), the first host's first.
 func (d *Decision) Explain() string {
+	return d.First.Explain() + d.Second.Explain()
+}
+
+// Explain is a readable, multi-line account of the host's decision, each
+// line ending in a newline.
+func (h *HostDecision) Explain() string {
 	var b strings.Builder
-	for _, h := range []*HostDecision{&d.First, &d.Second} {
-		b.WriteString(h.Reason())
-		b.WriteString("\n")
-		fmt.Fprintf(&b, "  usage: %s\n", h.Evidence.Note)
-		what := "admitted demand slots"
-		if h.Layer == LayerOutput {
-			what = "safe-count outputs"
-		}
-		fmt.Fprintf(&b, "  %s (%d): %s\n", what, len(h.Activated), strings.Join(h.Activated, " "))
-		if r := h.Refused; r != nil {
-			fmt.Fprintf(&b, "  first refused: %s\n", r.Reason)
-		}
-		for i, br := range h.Strongest {
-			fmt.Fprintf(&b, "  strongest branch %d: %s (log strength %.3f)\n", i+1, strings.Join(br.Nodes, " -> "), br.LogStrength)
-		}
-		fmt.Fprintf(&b, "  placement: %s\n", h.Placement.Summary(h.Containers))
+	b.WriteString(h.Reason())
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "  usage: %s\n", h.Evidence.Note)
+	what := "admitted demand slots"
+	if h.Layer == LayerOutput {
+		what = "safe-count outputs"
 	}
+	fmt.Fprintf(&b, "  %s (%d): %s\n", what, len(h.Activated), strings.Join(h.Activated, " "))
+	if r := h.Refused; r != nil {
+		fmt.Fprintf(&b, "  first refused: %s\n", r.Reason)
+	}
+	for i, br := range h.Strongest {
+		fmt.Fprintf(&b, "  strongest branch %d: %s (log strength %.3f)\n", i+1, strings.Join(br.Nodes, " -> "), br.LogStrength)
+	}
+	fmt.Fprintf(&b, "  placement: %s\n", h.Placement.Summary(h.Containers))
 	return b.String()
 }
 

@@ -2416,6 +2416,63 @@ func TestAPMStampedAhead(t *testing.T) {
 	}
 }
 
+// TestTraceExplainsTheChecksHosts: the trace-level account of a decision
+// explains the hosts the check scales: a per-host check's its own host
+// alone (the other slot's decision is discarded, and read as another
+// host's), a split check's both.
+func TestTraceExplainsTheChecksHosts(t *testing.T) {
+	busy, second := flatPair(1, 500)
+	for _, tc := range []struct {
+		role string
+		want []string // the hosts explained, in order
+	}{
+		{RoleFirst, []string{"first"}},
+		{RoleSecond, []string{"second"}},
+		{RoleSplit, []string{"first", "second"}},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			var logs testsupport.SyncBuffer
+			usage := PrefixFirst + KeyUsage
+			if tc.role == RoleSecond {
+				usage = PrefixSecond + KeyUsage
+			}
+			cfg := withKeys(flatConfig(tc.role), usage, UsageAPM)
+			_, run := apmRigLogged(t, busy, second, cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, JSONFormat: true, Output: &logs}))
+			// (a split's other host is read from Nomad: its window fills
+			// over evaluations)
+			for i := int64(0); ; i++ {
+				a := run(busy.Samples[0].Time+120+60*i, 500, 1)
+				if !strings.HasPrefix(a.Reason, noScalingPrefix) {
+					break
+				}
+				if i == 5 {
+					t.Fatalf("the premise fails: no decision (%s)", a.Reason)
+				}
+			}
+			var explains []string
+			for _, line := range strings.Split(logs.String(), "\n") {
+				var rec map[string]any
+				if json.Unmarshal([]byte(line), &rec) == nil && rec["@message"] == "decision" {
+					e, _ := rec["explain"].(string)
+					explains = append(explains, e)
+				}
+			}
+			if len(explains) != 1 {
+				t.Fatalf("%d decision lines, want 1:\n%s", len(explains), logs.String())
+			}
+			var hosts []string
+			for _, l := range strings.Split(explains[0], "\n") {
+				if role, _, ok := strings.Cut(l, " host "); ok && !strings.HasPrefix(l, " ") {
+					hosts = append(hosts, role)
+				}
+			}
+			if !slices.Equal(hosts, tc.want) {
+				t.Errorf("the account explains hosts %q, want %q:\n%s", hosts, tc.want, explains[0])
+			}
+		})
+	}
+}
+
 // TestAPMStoppedHorizon: the APM's points stand for a stopped replica
 // only when the first evaluation with none running comes within ten max
 // ages of the last with replicas running (not after a policy paused for
