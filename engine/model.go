@@ -321,6 +321,8 @@ func parseModel(data []byte, strict bool) (*Model, error) {
 			return nil, modelErr("", "not a valid model document: not valid JSON at byte %d: %v", se.Offset, se)
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, modelErr("", "not a valid model document: it ends early (a truncated file?)")
+		case errors.Is(err, io.EOF):
+			return nil, modelErr("", "not a valid model document: it is empty (nothing but white space)")
 		}
 		// A layer decodes on its own (Layer.UnmarshalJSON): its errors
 		// know neither the layer nor the byte in the file. Find the layer.

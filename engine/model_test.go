@@ -71,6 +71,8 @@ func TestParseModelErrorsNameTheField(t *testing.T) {
 		{name: "a layer's misspelt field", edit: func(d map[string]any) { layer(d, 1)["biasses"] = []any{0.0} }, field: "layers[1]", reason: `unknown field "biasses"`}, //nolint:misspell // the misspelling is the test
 		{name: "layers not a list", edit: func(d map[string]any) { d["layers"] = "a" }, field: "layers", reason: "string is not a list (at byte"},
 		{name: "truncated", raw: func(s string) string { return s[:len(s)/2] }, field: "", reason: "ends early"},
+		{name: "empty", raw: func(string) string { return "" }, field: "", reason: "it is empty (nothing but white space)"},
+		{name: "white space", raw: func(string) string { return " \n\t" }, field: "", reason: "it is empty"},
 		{name: "a stray closing brace", raw: func(s string) string { return s + "}" }, field: "", reason: "trailing data"},
 		{name: "unknown activation", edit: func(d map[string]any) { layer(d, 0)["activation"] = "gelu" }, field: "layers[0].activation", reason: `unknown activation "gelu"`},
 		{name: "empty layer", edit: func(d map[string]any) {

@@ -1168,7 +1168,11 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		{"provider empty token", cfg(nomad(`    token = ""`), ok), `Attribute nomad\.token is empty \(an unset variable\?\): leave it unset`},
 		{"provider empty http_auth", cfg(nomad(`    http_auth = ""`), ok), `Attribute nomad\.http_auth string length must be at least 1`},
 		{"provider unknown variable to ignore", cfg(nomad(`    ignore_env_vars = { NOMAD_NAMSPACE = true }`), ok), `nomad\.ignore_env_vars.*value must be one of`},
-		{"provider bad header name", cfg(nomad(`    headers = { "X Bad" = "v" }`), ok), `Nomad headers: "X Bad" is not a valid header name`},
+		{"provider bad header name", cfg(nomad(`    headers = { "X Bad" = "v" }`), ok), `Attribute nomad\.headers\["X Bad"\]: "X Bad" is not a valid header name`},
+		// every bad header at validate, each on its key (three errors,
+		// each met once, in the order OpenTofu prints them)
+		{"provider bad headers", cfg(nomad(`    headers = { "" = "v", "X:Y" = "v", "X-Token" = "s3cr3t\n" }`), ok),
+			`(?s)(?:.*?Attribute nomad\.headers\[(?:""\]: "" is not a valid header name|"X:Y"\]: "X:Y" is not a valid header name|"X-Token"\]: the value of header "X-Token" holds a\s+control character)){3}`},
 		{"provider cert without key", cfg(nomad(`    cert_file = "/etc/nomad/cli.pem"`), ok), `Client certificate without a key`},
 		{"provider key without cert", cfg(nomad(`    key_file = "/etc/nomad/cli-key.pem"`), ok), `Client key without a certificate`},
 		{"provider ca file and pem", cfg(nomad("    ca_file = \"/etc/nomad/ca.pem\"\n    ca_pem = \"-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\""), ok),

@@ -124,8 +124,10 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
 			nomadHeaders: schema.MapAttribute{Optional: true, Sensitive: true, ElementType: types.StringType,
 				MarkdownDescription: "Headers sent with every request, name to value (a proxy's own credentials, for example): a map, " +
-					"where terraform-provider-nomad takes repeated `headers { name, value }` blocks. Their values are treated as secrets.",
-				Validators: []validator.Map{mapvalidator.SizeAtLeast(1)}},
+					"where terraform-provider-nomad takes repeated `headers { name, value }` blocks. Their values are treated as secrets. " +
+					"A name that is not an HTTP header name (letters, digits and ``!#$%&'*+-.^_`|~``), or a value holding a control character " +
+					"other than a tab, is refused at validate, naming the header.",
+				Validators: []validator.Map{mapvalidator.SizeAtLeast(1), headerMap{}}},
 			nomadRegion: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Nomad region to query." + env(nomadconn.EnvRegion) + ", then the agent's own region.",
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 128)}},

@@ -3,11 +3,14 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
@@ -145,6 +148,36 @@ func (tokenString) ValidateString(_ context.Context, req validator.StringRequest
 	case n > 1024:
 		resp.Diagnostics.AddAttributeError(req.Path, "Token too long",
 			fmt.Sprintf("Attribute %s is %d bytes long; a Nomad ACL token's secret ID is 36 (at most 1024 are accepted).", req.Path, n))
+	}
+}
+
+// headerMap accepts the nomad block's headers: each name an HTTP token
+// and each value free of control characters (nomadconn.CheckHeader), every
+// bad header reported at validate, on its own key; a value is a secret
+// and never shown.
+type headerMap struct{}
+
+func (headerMap) Description(context.Context) string {
+	return "each name must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~), and each value free of control characters other than a tab"
+}
+
+func (v headerMap) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (headerMap) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	elems := req.ConfigValue.Elements()
+	names := slices.Sorted(maps.Keys(elems))
+	for _, name := range names {
+		value := ""
+		if sv, ok := elems[name].(types.String); ok && !sv.IsNull() && !sv.IsUnknown() {
+			value = sv.ValueString()
+		}
+		if err := nomadconn.CheckHeader(name, value); err != nil {
+			p := req.Path.AtMapKey(name)
+			resp.Diagnostics.AddAttributeError(p, "Invalid header", fmt.Sprintf("Attribute %s: %v.", p, err))
+		}
 	}
 }
 

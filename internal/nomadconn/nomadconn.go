@@ -142,15 +142,45 @@ func (s Settings) Resolve(getenv Getenv) (Settings, error) {
 	if (s.ClientCert != "" || s.ClientCertPEM != "") != (s.ClientKey != "" || s.ClientKeyPEM != "") {
 		return s, &SettingsError{"client certificate", "a client certificate needs its key and a key its certificate"}
 	}
-	for name := range s.Headers {
-		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
-			return s, &SettingsError{"headers", fmt.Sprintf("%q is not a valid header name", name)}
+	var bad []string
+	for name, value := range s.Headers {
+		if err := CheckHeader(name, value); err != nil {
+			bad = append(bad, err.Error())
 		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad) // every bad header at once, in an order that repeats
+		return s, &SettingsError{"headers", strings.Join(bad, "; ")}
 	}
 	if s.RequestTimeout < 0 || s.BlockWait < 0 {
 		return s, &SettingsError{"timeout", "must not be negative"}
 	}
 	return s, nil
+}
+
+// CheckHeader refuses a header Go's HTTP client would refuse at every
+// request: a name that is not an HTTP token (RFC 9110: letters, digits
+// and !#$%&'*+-.^_`|~), or a value holding a control character other than
+// a tab (a newline, most likely). The value is a secret: the error names
+// the header, never the value.
+func CheckHeader(name, value string) error {
+	if name == "" {
+		return errors.New(`"" is not a valid header name`)
+	}
+	token := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+	}
+	for _, r := range name {
+		if !token(r) {
+			return fmt.Errorf("%q is not a valid header name: %q is not allowed in one (letters, digits and !#$%%&'*+-.^_`|~ are)", name, r)
+		}
+	}
+	for _, c := range []byte(value) {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return fmt.Errorf("the value of header %q holds a control character (a newline?), which no request can carry", name)
+		}
+	}
+	return nil
 }
 
 // Conn is a connection to Nomad: an API client whose error answers have

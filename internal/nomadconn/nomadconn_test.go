@@ -94,6 +94,41 @@ func TestResolveRefusesBadSettings(t *testing.T) {
 	}
 }
 
+// A header Go's HTTP client would refuse at every request is refused by
+// name, every one at once, and a header's value is never shown.
+func TestCheckHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want        string // "" for accepted
+	}{
+		{"X-Proxy-Token", "s3cr3t", ""},
+		{"x_a.b~!#$%&'*+^`|", "a\tb", ""},
+		{"", "v", `"" is not a valid header name`},
+		{"X Bad", "v", `"X Bad" is not a valid header name: ' ' is not allowed`},
+		{"X:Y", "v", `"X:Y" is not a valid header name: ':'`},
+		{"Ä", "v", `"Ä" is not a valid header name`},
+		{"X-Token", "s3cr3t\n", `the value of header "X-Token" holds a control character`},
+		{"X-Token", "s3cr3t\x7f", `the value of header "X-Token" holds a control character`},
+	} {
+		err := CheckHeader(tc.name, tc.value)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %q refused: %v", tc.name, tc.value, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: %q: error %v, want one holding %s", tc.name, tc.value, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "s3cr3t"):
+			t.Errorf("%q: the error shows the value: %v", tc.name, err)
+		}
+	}
+	_, err := Settings{Headers: map[string]string{"X Bad": "v", "": "v", "X-Ok": "v", "X-Token": "s3cr3t\r\n"}}.Resolve(MapEnv(nil))
+	want := `headers: "" is not a valid header name; "X Bad" is not a valid header name: ' ' is not allowed in one (letters, digits and !#$%&'*+-.^_` + "`|~ are); " +
+		`the value of header "X-Token" holds a control character (a newline?), which no request can carry`
+	var se *SettingsError
+	if !errors.As(err, &se) || se.Setting != "headers" || !strings.Contains(err.Error(), want) {
+		t.Errorf("Resolve: %v, want every bad header, sorted: %s", err, want)
+	}
+}
+
 // Secrets never come out of the connection: Nomad (or a proxy) echoing the
 // token, the basic-auth password, a header value, or their URL-encoded
 // forms in an error answer is redacted before any caller sees it.
