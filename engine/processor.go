@@ -391,11 +391,12 @@ func (p *Processor) canServe(role string) error {
 	return p.canCount(role)
 }
 
-// Serves returns nil when a host of role can decide with p, or why not:
-// its inputs must be features the engine derives from an observation
-// (a model trained on raw vectors is for SweepInputs alone), and it must
-// have countable nodes where role reads its amount (the input layer for
-// RoleFirst, the output layer for RoleSecond).
+// Serves returns nil when a host of role (RoleFirst or RoleSecond) can
+// decide with p, or why not: its inputs must be features the engine
+// derives from an observation (a model trained on raw vectors is for
+// SweepInputs alone), and it must have countable nodes where role reads
+// its amount (the input layer for RoleFirst, the output layer for
+// RoleSecond).
 func (p *Processor) Serves(role string) error { return p.canServe(role) }
 
 // canCount says whether the model has countable nodes where a host of role

@@ -780,11 +780,13 @@ func (e *checkRun) decide(hosts []*hostConfig, obs []engine.Observation) (*decis
 	if e.s.logger.IsTrace() {
 		// The job and the request's digest tell apart two policies
 		// whose checks share a name, as on the request's line.
-		explain := d.Explain()
-		if e.c.role != RoleSplit {
-			// a per-host check: the other slot's decision is
-			// discarded, and its account would read as another host's
-			explain = [2]*engine.HostDecision{&d.First, &d.Second}[roleIndex(e.c.role)].Explain()
+		// A per-host check's other slot is discarded: its account would
+		// read as another host's.
+		var explain string
+		if e.c.role == RoleSplit {
+			explain = d.Explain()
+		} else {
+			explain = decision{d}.of(e.c.role).Explain()
 		}
 		e.s.logger.Trace("decision", "check", e.eval.Check.Name, "job", e.c.job(), "digest", e.eval.Action.Meta[MetaRequestDigest], "explain", explain)
 	}

@@ -1570,6 +1570,15 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := parseStrategyConfig(ok(), ""); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
+	// A per-host check scales one group: the other host's group key may
+	// name the same one (a split's may not, below).
+	for _, role := range []string{RoleFirst, RoleSecond} {
+		m := ok()
+		m[KeyRole], m[PrefixSecond+KeyGroup] = role, m[PrefixFirst+KeyGroup]
+		if _, err := parseStrategyConfig(m, ""); err != nil {
+			t.Errorf("role %s with one group named twice refused: %v", role, err)
+		}
+	}
 	cases := []struct {
 		name    string
 		kv      []string

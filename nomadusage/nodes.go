@@ -125,6 +125,11 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 		n, _, err := c.Nodes().Info(sel.NodeID, qo)
 		if err != nil {
 			if nomadconn.IsStatus(err, http.StatusNotFound) {
+				if n := len(sel.NodeID); n != len("00000000-0000-0000-0000-000000000000") {
+					// Nomad's CLI takes a prefix; this endpoint, the whole ID.
+					return nil, fmt.Errorf("host %s: %w: node %s: %w (a node ID is given whole, the 36 characters of its UUID, not a prefix: this one has %d)",
+						sel, ErrNodeNotFound, sel.NodeID, err, n)
+				}
 				return nil, fmt.Errorf("host %s: %w: node %s: %w", sel, ErrNodeNotFound, sel.NodeID, err)
 			}
 			return nil, fmt.Errorf("read node %s for host %s: %w", sel.NodeID, sel, err)

@@ -237,6 +237,7 @@ type readCase struct {
 	query       func(c *cluster) Query
 	prepare     func(t *testing.T, c *cluster) *api.Client
 	wantErr     error
+	wantText    string // with wantErr: a part of the error's text
 	check       func(t *testing.T, c *cluster, r *Reading)
 }
 
@@ -261,8 +262,8 @@ func runReadCases(t *testing.T, cases []readCase) {
 				if err == nil {
 					t.Fatalf("no error, want %v; got %+v", tc.wantErr, r)
 				}
-				if !matchErr(err, tc.wantErr) {
-					t.Fatalf("error %q, want %v", err, tc.wantErr)
+				if !matchErr(err, tc.wantErr) || !strings.Contains(err.Error(), tc.wantText) {
+					t.Fatalf("error %q, want %v (%q)", err, tc.wantErr, tc.wantText)
 				}
 				if strings.Contains(err.Error(), taskToken) {
 					t.Fatalf("the error shows the token: %q", err)
@@ -398,6 +399,18 @@ func TestReadErrors(t *testing.T) {
 				return Query{Host: HostSelector{NodeID: "00000000-dead-beef-0000-000000000000"}, ReplicaCPUDemandMHz: 1}
 			},
 			wantErr: ErrNodeNotFound,
+		},
+		{
+			// Nomad's CLI takes a prefix of an ID; the node endpoint
+			// takes it whole, and the error says so
+			name: "a node ID prefix",
+			query: func(c *cluster) Query {
+				q := c.anyNode()
+				q.Host.NodeID = q.Host.NodeID[:8]
+				return q
+			},
+			wantErr:  ErrNodeNotFound,
+			wantText: "(a node ID is given whole, the 36 characters of its UUID, not a prefix: this one has 8)",
 		},
 		{
 			// the name is a condition on the node the ID reads, not a

@@ -343,8 +343,9 @@ func asValueError(err error, p path.Path) *valueError {
 // or null) as the read would check it, before every value is known: the
 // settings (knownSettingsErrors), then the observations
 // (knownObservationErrors). roots say where each input lives. The
-// function runs it at plan when an argument holds an unknown value; the
-// data source runs its two parts at validate.
+// function runs it on every call (at plan with unknown values, and before
+// the engine when all are known); the data source runs its two parts at
+// validate.
 func knownErrors(ctx context.Context, obs [2]*observationModel, quotas [2]*quotaModel, s settings, roots inputRoots) []*valueError {
 	return append(knownSettingsErrors(quotas, s, roots), knownObservationErrors(ctx, obs, roots)...)
 }

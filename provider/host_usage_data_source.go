@@ -144,7 +144,7 @@ func (d *hostUsageDataSource) Schema(ctx context.Context, _ datasource.SchemaReq
 			"`warmup` value), so a `for_each` over many nodes makes one client, not one per node.",
 		Attributes: map[string]schema.Attribute{
 			huNodeID: schema.StringAttribute{Optional: true, Computed: true,
-				MarkdownDescription: "ID of the node to read (a UUID). When unset, the ID of the node the other selectors found. With an ID, the other selectors set are conditions the node must meet.",
+				MarkdownDescription: "ID of the node to read: its whole UUID, 36 characters (Nomad's CLI takes a prefix; the API reads the whole ID). When unset, the ID of the node the other selectors found. With an ID, the other selectors set are conditions the node must meet.",
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 256), nodeID{}}},
 			huNodeName: schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "Name of the node to read. When unset, the name of the node found.",

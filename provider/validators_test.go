@@ -167,3 +167,35 @@ func TestWholeShowsTheFraction(t *testing.T) {
 		t.Errorf("a whole time refused: %s", why)
 	}
 }
+
+// The headers' validator names each bad header on its key, checks a value
+// only when it is known (an unknown or null value is no value yet), and
+// skips a map not yet known.
+func TestHeaderMap(t *testing.T) {
+	at := path.Root("nomad").AtName("headers")
+	run := func(m types.Map) []string {
+		var resp validator.MapResponse
+		headerMap{}.ValidateMap(context.Background(), validator.MapRequest{Path: at, ConfigValue: m}, &resp)
+		var got []string
+		for _, d := range resp.Diagnostics.Errors() {
+			got = append(got, d.Detail())
+		}
+		return got
+	}
+	got := run(types.MapValueMust(types.StringType, map[string]attr.Value{
+		"X-Unknown": types.StringUnknown(), "X-Null": types.StringNull(), "X Bad": types.StringUnknown(),
+		"X-Newline": types.StringValue("s3cr3t\n"), "X-Ok": types.StringValue("s3cr3t"),
+	}))
+	want := []string{`Attribute nomad.headers["X Bad"]: "X Bad" is not a valid header name`, `Attribute nomad.headers["X-Newline"]: the value of header "X-Newline" holds a control character`}
+	if len(got) != len(want) {
+		t.Fatalf("errors %q, want %d", got, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) || strings.Contains(got[i], "s3cr3t") {
+			t.Errorf("error %d: %q, want it to start %q and show no value", i, got[i], w)
+		}
+	}
+	if got := run(types.MapUnknown(types.StringType)); len(got) != 0 {
+		t.Errorf("an unknown map: %q", got)
+	}
+}

@@ -1,6 +1,7 @@
 # Counts from two host observations. Each observation has the engine's JSON
-# shape, so it can come from a file, from activation_host_usage, or be
-# written inline as here.
+# shape (but stopped_replicas, which the strategy alone keeps: a plan's
+# reads last seconds), so it can come from a file, from
+# activation_host_usage, or be written inline as here.
 data "activation_container_counts" "pools" {
   first = {
     host                   = "pool-a-1"
