@@ -310,6 +310,10 @@ func parseModel(data []byte, strict bool) (*Model, error) {
 	if len(data) > MaxModelBytes {
 		return nil, modelErr("", "file is %d bytes, more than the limit of %d", len(data), MaxModelBytes)
 	}
+	// A UTF-8 byte order mark, as editors may write, is no part of the
+	// document (the digest is of the model, not of its bytes; byte
+	// offsets in errors count from after it).
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var m Model

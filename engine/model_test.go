@@ -173,6 +173,15 @@ func TestDigestIsCanonical(t *testing.T) {
 	if da != db || !strings.HasPrefix(da, "sha256:") || len(da) != len("sha256:")+64 {
 		t.Fatalf("digests %s and %s of the same model differ or are malformed", da, db)
 	}
+	// A UTF-8 byte order mark, as editors may write, is read past: the
+	// same model, the same digest (it was refused: "invalid character 'ï'").
+	mm, err := ParseModel(append([]byte("\xef\xbb\xbf"), b...))
+	if err != nil {
+		t.Fatalf("a model file with a byte order mark: %v", err)
+	}
+	if dm, _ := mm.Digest(); dm != da {
+		t.Fatalf("a byte order mark changed the digest: %s vs %s", dm, da)
+	}
 	// Leaving a threshold at its default gives the same digest as writing
 	// the default out.
 	delete(doc, "output_threshold")

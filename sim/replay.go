@@ -242,12 +242,17 @@ type UnusableError struct {
 
 func (e *UnusableError) Error() string { return fmt.Sprintf("series %s: %s", e.Series, e.Reason) }
 
+// MinSamples is the fewest samples a series needs to be replayed under sc:
+// a window and one interval after it (a shorter one is left out of a run,
+// as an *UnusableError).
+func (sc Scenario) MinSamples() int { return sc.Window + sc.Interval }
+
 // normalise makes a series an application under sc, with its base request
 // (before calibration); an *UnusableError when the series cannot be
 // replayed.
 func normalise(s traces.Series, sc Scenario) (*App, error) {
-	if len(s.Values) < sc.Window+sc.Interval {
-		return nil, &UnusableError{s.Name, fmt.Sprintf("%d samples, need at least window+interval = %d", len(s.Values), sc.Window+sc.Interval)}
+	if len(s.Values) < sc.MinSamples() {
+		return nil, &UnusableError{s.Name, fmt.Sprintf("%d samples, need at least window+interval = %d", len(s.Values), sc.MinSamples())}
 	}
 	if sc.Memory && !s.HasMemory() {
 		if s.Memory != nil {

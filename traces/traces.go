@@ -178,7 +178,7 @@ func read(r io.Reader, name string) (Series, error) {
 	if b, _ := br.Peek(6); len(b) > 0 {
 		for _, m := range compressed {
 			if strings.HasPrefix(string(b), m.magic) {
-				return Series{}, fmt.Errorf("series %s: not a text CSV file: a %s-compressed one (decompress it first: %s)", name, m.name, m.how)
+				return Series{}, fmt.Errorf("series %s: not a text CSV file: it is %s-compressed (decompress it first: %s)", name, m.name, m.how)
 			}
 		}
 	}

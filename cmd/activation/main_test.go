@@ -1545,6 +1545,7 @@ func TestFlagGivenTwice(t *testing.T) {
 		{[]string{"explain", "--request", "-", "--request", "-"}, "flag -request given 2 times"},
 		// a value naming one thing twice
 		{[]string{"tune", "--traces", dir, "--candidates", "2, 3,2"}, "--candidates: 2 named twice"},
+		{[]string{"tune", "--traces", dir, "--budgets", "1%, 0.01"}, `--budgets: "0.01" is a budget given before (0.01)`},
 	} {
 		code, stdout, stderr := runCmd(t, "", false, c.args...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) || stdout != "" {
@@ -2163,6 +2164,41 @@ func TestTuneRefusesTooSmallFamilies(t *testing.T) {
 		if strings.Contains(stderr, "done,") || stdout != "" {
 			t.Errorf("%d series: a candidate ran: %q %q", n, stdout, stderr)
 		}
+	}
+}
+
+// TestTuneRefusesShortValidationSeries: a fold whose inner validation
+// series are all too short to replay fails before any training, naming
+// them (it trained the candidate, then failed in the replay).
+func TestTuneRefusesShortValidationSeries(t *testing.T) {
+	dir := seriesDir(t, 8, 900)
+	// The fold's validation side, as tune draws it, cut to 100 samples.
+	var series []traces.Series
+	for i := 0; i < 8; i++ {
+		series = append(series, traces.Series{Name: fmt.Sprintf("syn%d", i)})
+	}
+	_, val := tuneFold([]train.Family{{Name: "syn", Series: series}}, train.DefaultSettings(), 0)
+	if len(val[0]) == 0 {
+		t.Fatal("the premise fails: no inner validation series")
+	}
+	for _, s := range val[0] {
+		p := filepath.Join(dir, s.Name+".csv")
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfter(string(data), "\n")
+		if err := os.WriteFile(p, []byte(strings.Join(lines[:101], "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runCmd(t, "", false, "tune", "--traces", dir, "--candidates", "1", "--folds", "1")
+	want := fmt.Sprintf("fold 1: no inner validation series is long enough to replay (%d samples, a window and an interval): %s (100 samples)", sim.Shifted().MinSamples(), val[0][0].Name)
+	if code != exitError || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want refused: %s", code, stderr, want)
+	}
+	if strings.Contains(stderr, "done,") || stdout != "" {
+		t.Errorf("a candidate ran: %q %q", stdout, stderr)
 	}
 }
 

@@ -399,7 +399,9 @@ func writeSettingsFrom(w io.Writer, sf *settingsFrom, family string) {
 	fmt.Fprintln(w, ":")
 	for _, c := range sf.Holdings {
 		rate := func(p *sim.Chosen) string {
-			r := fmt.Sprintf("%#.3g%%", 100*p.ViolationRate)
+			// three digits, trailing zeros kept ("0.500%"), but no
+			// bare point ("100.%")
+			r := strings.TrimSuffix(fmt.Sprintf("%#.3g", 100*p.ViolationRate), ".") + "%"
 			if !p.WithinBudget {
 				r += ", over the budget"
 			}

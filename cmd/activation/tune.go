@@ -278,6 +278,11 @@ func cmdTune(args []string, e env) error {
 		if err != nil {
 			return usagef("--budgets: %v", err)
 		}
+		if slices.Contains(bs, v) {
+			// (its column would count twice in the geometric mean that
+			// picks the candidate)
+			return usagef("--budgets: %q is a budget given before (%g)", strings.TrimSpace(b), v)
+		}
 		bs = append(bs, v)
 	}
 	var (
@@ -329,8 +334,11 @@ func cmdTune(args []string, e env) error {
 	}
 	ratio := held[0]
 	// Every fold needs inner training and validation series in every
-	// family: checked before any training, so that a small family fails
-	// at once and says why.
+	// family, and a validation series long enough to replay: checked
+	// before any training, so that a small family fails at once and says
+	// why (the replay leaves a short series out, and fails when none is
+	// left).
+	need := sim.Shifted().MinSamples()
 	type foldSides struct {
 		inner []train.Family
 		val   [][]traces.Series
@@ -344,6 +352,14 @@ func cmdTune(args []string, e env) error {
 				outer, held := traces.SplitByName(fam.Series, base.HeldOutShare, base.SplitSeed)
 				return fmt.Errorf("family %s, fold %d: %d inner training and %d inner validation series: the family's %d series leave %d after the held-out split (%d held out), and tune splits those again, a quarter to validate; give the family at least 2 series outside the held-out split",
 					fam.Name, fold+1, len(inner[f].Series), len(val[f]), len(fam.Series), len(outer), len(held))
+			}
+			if !slices.ContainsFunc(val[f], func(s traces.Series) bool { return len(s.Values) >= need }) {
+				names := make([]string, len(val[f]))
+				for i, s := range val[f] {
+					names[i] = fmt.Sprintf("%s (%d samples)", s.Name, len(s.Values))
+				}
+				return fmt.Errorf("family %s, fold %d: no inner validation series is long enough to replay (%d samples, a window and an interval): %s; give the family longer series, or leave the short ones out",
+					fam.Name, fold+1, need, strings.Join(names, ", "))
 			}
 		}
 	}
