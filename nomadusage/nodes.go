@@ -125,10 +125,17 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 		n, _, err := c.Nodes().Info(sel.NodeID, qo)
 		if err != nil {
 			if nomadconn.IsStatus(err, http.StatusNotFound) {
-				if n := len(sel.NodeID); n != len("00000000-0000-0000-0000-000000000000") {
-					// Nomad's CLI takes a prefix; this endpoint, the whole ID.
+				// Nomad's CLI takes a prefix; this endpoint, the whole ID.
+				switch l, whole := len(sel.NodeID), len("00000000-0000-0000-0000-000000000000"); {
+				case l == 32 && !strings.Contains(sel.NodeID, "-"):
+					return nil, fmt.Errorf("host %s: %w: node %s: %w (a node ID is its whole UUID with its dashes, 36 characters: this one has 32, without dashes)",
+						sel, ErrNodeNotFound, sel.NodeID, err)
+				case l < whole:
 					return nil, fmt.Errorf("host %s: %w: node %s: %w (a node ID is given whole, the 36 characters of its UUID, not a prefix: this one has %d)",
-						sel, ErrNodeNotFound, sel.NodeID, err, n)
+						sel, ErrNodeNotFound, sel.NodeID, err, l)
+				case l > whole:
+					return nil, fmt.Errorf("host %s: %w: node %s: %w (a node ID is its whole UUID, 36 characters with its dashes: this one has %d)",
+						sel, ErrNodeNotFound, sel.NodeID, err, l)
 				}
 				return nil, fmt.Errorf("host %s: %w: node %s: %w", sel, ErrNodeNotFound, sel.NodeID, err)
 			}

@@ -413,6 +413,26 @@ func TestReadErrors(t *testing.T) {
 			wantText: "(a node ID is given whole, the 36 characters of its UUID, not a prefix: this one has 8)",
 		},
 		{
+			name: "a node ID without its dashes",
+			query: func(c *cluster) Query {
+				q := c.anyNode()
+				q.Host.NodeID = strings.ReplaceAll(q.Host.NodeID, "-", "")
+				return q
+			},
+			wantErr:  ErrNodeNotFound,
+			wantText: "(a node ID is its whole UUID with its dashes, 36 characters: this one has 32, without dashes)",
+		},
+		{
+			name: "a node ID too long",
+			query: func(c *cluster) Query {
+				q := c.anyNode()
+				q.Host.NodeID += "-0"
+				return q
+			},
+			wantErr:  ErrNodeNotFound,
+			wantText: "(a node ID is its whole UUID, 36 characters with its dashes: this one has 38)",
+		},
+		{
 			// the name is a condition on the node the ID reads, not a
 			// selector left unread
 			name: "a node ID with a name the node does not have",

@@ -455,6 +455,15 @@ func TestWriteSettingsFrom(t *testing.T) {
 	if got := b.String(); strings.Contains(got, "to set") || !strings.Contains(got, "gap to the oracle closed from n-sigma: -0.50; activation at output_threshold 0.7 / 0.6\n") {
 		t.Errorf("pooled, no margins:\n%s", got)
 	}
+	// A rate of 100%, or one that rounds to it, has no bare point.
+	for _, r := range []float64{1, 0.99996} {
+		b.Reset()
+		sf.Holdings[0].Activation.ViolationRate = r
+		writeSettingsFrom(&b, sf, "crane")
+		if got := b.String(); !strings.Contains(got, "activation 0.900 (violation rate 100%, over the budget)") {
+			t.Errorf("rate %v:\n%s", r, got)
+		}
+	}
 }
 
 // Settings chosen on series the models were trained or validated on are

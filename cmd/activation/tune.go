@@ -354,9 +354,13 @@ func cmdTune(args []string, e env) error {
 					fam.Name, fold+1, len(inner[f].Series), len(val[f]), len(fam.Series), len(outer), len(held))
 			}
 			if !slices.ContainsFunc(val[f], func(s traces.Series) bool { return len(s.Values) >= need }) {
-				names := make([]string, len(val[f]))
+				var names []string
 				for i, s := range val[f] {
-					names[i] = fmt.Sprintf("%s (%d samples)", s.Name, len(s.Values))
+					if i == 10 {
+						names = append(names, fmt.Sprintf("and %d more", len(val[f])-i))
+						break
+					}
+					names = append(names, fmt.Sprintf("%s (%d samples)", s.Name, len(s.Values)))
 				}
 				return fmt.Errorf("family %s, fold %d: no inner validation series is long enough to replay (%d samples, a window and an interval): %s; give the family longer series, or leave the short ones out",
 					fam.Name, fold+1, need, strings.Join(names, ", "))
