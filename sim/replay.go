@@ -247,6 +247,14 @@ func (e *UnusableError) Error() string { return fmt.Sprintf("series %s: %s", e.S
 // as an *UnusableError).
 func (sc Scenario) MinSamples() int { return sc.Window + sc.Interval }
 
+// Usable returns nil when s can be replayed under sc, or why not (an
+// *UnusableError for a series a run leaves out, as too short, without
+// usage or with an outlier).
+func (sc Scenario) Usable(s traces.Series) error {
+	_, err := normalise(s, sc)
+	return err
+}
+
 // normalise makes a series an application under sc, with its base request
 // (before calibration); an *UnusableError when the series cannot be
 // replayed.

@@ -295,6 +295,10 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--max-shift", "-1"}, exitUsage, "--max-shift: -1; want 0 to 120 samples"},
 		{[]string{"--traces", dir, "--scenario", "memory"}, exitError, "--scenario memory: family " + traces.FamilyName(dir) + ": series "},
 		{[]string{"--traces", dir, "--scenario", "yardstick", "--max-shift", "3"}, exitUsage, "--max-shift: scenario yardstick runs every replica exactly as the series"},
+		{[]string{"--traces", dir, "--scenario", "yardstick", "--seed", "5"}, exitUsage, "--seed: scenario yardstick runs every replica exactly as the series: there is no shift or scale to draw"},
+		{[]string{"--traces", dir, "--plot", " "}, exitUsage, "--plot: empty (an unset variable?); name a *.png file"},
+		{[]string{"--traces", dir, "--budget", "0x1p-7"}, exitUsage, `"0x1p-7" is not a share in (0, 1): give a decimal fraction such as 0.01 or a percentage such as 1% (hexadecimal and digits separated by _ are refused)`},
+		{[]string{"--traces", dir, "--budget", "1_0%"}, exitUsage, `"1_0%" is not a share in (0, 1)`},
 		{[]string{"--traces", dir, "--format", "xml"}, exitUsage, "--format"},
 		{[]string{"--traces", dir, "--split", "half"}, exitUsage, "--split"},
 		{[]string{"--traces", dir, "--scenario", "nope"}, exitUsage, "--scenario"},
@@ -2168,37 +2172,57 @@ func TestTuneRefusesTooSmallFamilies(t *testing.T) {
 }
 
 // TestTuneRefusesShortValidationSeries: a fold whose inner validation
-// series are all too short to replay fails before any training, naming
-// them (it trained the candidate, then failed in the replay).
+// series the replay cannot use (too short, or no usage) fails before any
+// training, naming them and why (it trained the candidate, then failed in
+// the replay).
 func TestTuneRefusesShortValidationSeries(t *testing.T) {
-	dir := seriesDir(t, 8, 900)
-	// The fold's validation side, as tune draws it, cut to 100 samples.
 	var series []traces.Series
 	for i := 0; i < 8; i++ {
 		series = append(series, traces.Series{Name: fmt.Sprintf("syn%d", i)})
 	}
+	// The fold's validation side, as tune draws it.
 	_, val := tuneFold([]train.Family{{Name: "syn", Series: series}}, train.DefaultSettings(), 0)
 	if len(val[0]) == 0 {
 		t.Fatal("the premise fails: no inner validation series")
 	}
-	for _, s := range val[0] {
-		p := filepath.Join(dir, s.Name+".csv")
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.SplitAfter(string(data), "\n")
-		if err := os.WriteFile(p, []byte(strings.Join(lines[:101], "")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	code, stdout, stderr := runCmd(t, "", false, "tune", "--traces", dir, "--candidates", "1", "--folds", "1")
-	want := fmt.Sprintf("fold 1: no inner validation series is long enough to replay (%d samples, a window and an interval): %s (100 samples)", sim.Shifted().MinSamples(), val[0][0].Name)
-	if code != exitError || !strings.Contains(stderr, want) {
-		t.Errorf("exit %d, stderr %q; want refused: %s", code, stderr, want)
-	}
-	if strings.Contains(stderr, "done,") || stdout != "" {
-		t.Errorf("a candidate ran: %q %q", stdout, stderr)
+	for _, tc := range []struct {
+		name string
+		edit func(lines []string) []string // the CSV's lines, header first
+		why  string
+	}{
+		{"too short", func(lines []string) []string { return lines[:101] },
+			fmt.Sprintf("100 samples, need at least window+interval = %d", sim.Shifted().MinSamples())},
+		{"no usage", func(lines []string) []string {
+			for i := 1; i < len(lines); i++ {
+				if ts, _, ok := strings.Cut(lines[i], ","); ok {
+					lines[i] = ts + ",0\n"
+				}
+			}
+			return lines
+		}, "no usage to normalise"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := seriesDir(t, 8, 900)
+			for _, s := range val[0] {
+				p := filepath.Join(dir, s.Name+".csv")
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines := tc.edit(strings.SplitAfter(string(data), "\n"))
+				if err := os.WriteFile(p, []byte(strings.Join(lines, "")), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, stdout, stderr := runCmd(t, "", false, "tune", "--traces", dir, "--candidates", "1", "--folds", "1")
+			want := fmt.Sprintf("fold 1: none of the %d inner validation series can be replayed (series %s: %s", len(val[0]), val[0][0].Name, tc.why)
+			if code != exitError || !strings.Contains(stderr, want) {
+				t.Errorf("exit %d, stderr %q; want refused: %s", code, stderr, want)
+			}
+			if strings.Contains(stderr, "done,") || stdout != "" {
+				t.Errorf("a candidate ran: %q %q", stdout, stderr)
+			}
+		})
 	}
 }
 

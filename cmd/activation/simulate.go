@@ -145,7 +145,7 @@ func cmdSimulate(args []string, e env) error {
 	fs.Float64Var(&f.holdBand, "hold-band", 0, "hold band of activation-steps: a host keeps its count while it lies between the counts at output thresholds `B` logits stricter and looser (the strategy's hold_band)")
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
 	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
-	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's")
+	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's; not with the yardstick scenario, which draws nothing")
 	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more; any families with --choose-on pooled or worst-family), scenario, models, step settings and sweeps, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
 	fs.StringVar(&f.chooseOn, "choose-on", chooseOnFamily, "with --settings-from, the file's results each setting is chosen on: "+chooseOnFamily+" (each family's on the same family's series there), "+chooseOnPooled+" (every family's, and the pooled result's, on the file's pooled series: one setting for every family, as a user sets it for series of a family, or a provider, the file never replayed) or "+chooseOnWorstFamily+" (as "+chooseOnPooled+", at the densest setting there that keeps each of the file's families within the budget: the worst family's rate is held, as a user who runs them all at one setting holds it)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
@@ -190,6 +190,11 @@ func cmdSimulate(args []string, e env) error {
 	if err != nil {
 		return usagef("--scenario: %v", err)
 	}
+	if flagSet(fs, "seed") && sc.Correlated {
+		// (it draws the replicas' shifts and scales, which such a
+		// scenario has none of: the replay would be the same)
+		return usagef("--seed: scenario %s runs every replica exactly as the series: there is no shift or scale to draw", sc.Name)
+	}
 	if f.seed != 0 {
 		sc.Seed = f.seed
 	}
@@ -207,6 +212,9 @@ func cmdSimulate(args []string, e env) error {
 		if err := sc.Validate(); err != nil {
 			return usagef("--max-shift: %v", err)
 		}
+	}
+	if flagSet(fs, "plot") && strings.TrimSpace(f.plot) == "" {
+		return usagef("--plot: empty (an unset variable?); name a *.png file, or leave --plot out for no plot")
 	}
 	if f.plot != "" && !strings.HasSuffix(strings.ToLower(f.plot), ".png") {
 		return usagef("--plot: %q; the plot is a PNG file, name it *.png", f.plot)
@@ -961,6 +969,10 @@ func parseShare(s string) (float64, error) {
 	scale := 1.0
 	if p, ok := strings.CutSuffix(t, "%"); ok {
 		t, scale = strings.TrimSpace(p), 0.01
+	}
+	if strings.ContainsAny(t, "_xX") {
+		// ParseFloat takes Go's literals: 0x1p-7, 1_0%
+		return 0, fmt.Errorf("%q is not a share in (0, 1): give a decimal fraction such as 0.01 or a percentage such as 1%% (hexadecimal and digits separated by _ are refused)", s)
 	}
 	v, err := strconv.ParseFloat(t, 64)
 	if scale != 1 {

@@ -334,11 +334,11 @@ func cmdTune(args []string, e env) error {
 	}
 	ratio := held[0]
 	// Every fold needs inner training and validation series in every
-	// family, and a validation series long enough to replay: checked
-	// before any training, so that a small family fails at once and says
-	// why (the replay leaves a short series out, and fails when none is
+	// family, and a validation series the replay can use: checked before
+	// any training, so that a small family fails at once and says why (the
+	// replay leaves a series it cannot use out, and fails when none is
 	// left).
-	need := sim.Shifted().MinSamples()
+	replay := sim.Shifted()
 	type foldSides struct {
 		inner []train.Family
 		val   [][]traces.Series
@@ -353,17 +353,20 @@ func cmdTune(args []string, e env) error {
 				return fmt.Errorf("family %s, fold %d: %d inner training and %d inner validation series: the family's %d series leave %d after the held-out split (%d held out), and tune splits those again, a quarter to validate; give the family at least 2 series outside the held-out split",
 					fam.Name, fold+1, len(inner[f].Series), len(val[f]), len(fam.Series), len(outer), len(held))
 			}
-			if !slices.ContainsFunc(val[f], func(s traces.Series) bool { return len(s.Values) >= need }) {
-				var names []string
-				for i, s := range val[f] {
-					if i == 10 {
-						names = append(names, fmt.Sprintf("and %d more", len(val[f])-i))
-						break
-					}
-					names = append(names, fmt.Sprintf("%s (%d samples)", s.Name, len(s.Values)))
+			var why []string
+			usable := slices.ContainsFunc(val[f], func(s traces.Series) bool {
+				err := replay.Usable(s)
+				if err != nil && len(why) < 10 {
+					why = append(why, err.Error())
 				}
-				return fmt.Errorf("family %s, fold %d: no inner validation series is long enough to replay (%d samples, a window and an interval): %s; give the family longer series, or leave the short ones out",
-					fam.Name, fold+1, need, strings.Join(names, ", "))
+				return err == nil
+			})
+			if !usable {
+				if more := len(val[f]) - len(why); more > 0 {
+					why = append(why, fmt.Sprintf("and %d more", more))
+				}
+				return fmt.Errorf("family %s, fold %d: none of the %d inner validation series can be replayed (%s); give the family series the replay can use, or leave these out",
+					fam.Name, fold+1, len(val[f]), strings.Join(why, "; "))
 			}
 		}
 	}
