@@ -296,6 +296,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--scenario", "memory"}, exitError, "--scenario memory: family " + traces.FamilyName(dir) + ": series "},
 		{[]string{"--traces", dir, "--scenario", "yardstick", "--max-shift", "3"}, exitUsage, "--max-shift: scenario yardstick runs every replica exactly as the series"},
 		{[]string{"--traces", dir, "--scenario", "yardstick", "--seed", "5"}, exitUsage, "--seed: scenario yardstick runs every replica exactly as the series: there is no shift or scale to draw"},
+		{[]string{"--traces", dir, "--plot", ""}, exitUsage, "--plot: empty (an unset variable?); name a *.png file"},
 		{[]string{"--traces", dir, "--plot", " "}, exitUsage, "--plot: empty (an unset variable?); name a *.png file"},
 		{[]string{"--traces", dir, "--budget", "0x1p-7"}, exitUsage, `"0x1p-7" is not a share in (0, 1): give a decimal fraction such as 0.01 or a percentage such as 1% (hexadecimal and digits separated by _ are refused)`},
 		{[]string{"--traces", dir, "--budget", "1_0%"}, exitUsage, `"1_0%" is not a share in (0, 1)`},

@@ -337,8 +337,11 @@ func cmdTune(args []string, e env) error {
 	// family, and a validation series the replay can use: checked before
 	// any training, so that a small family fails at once and says why (the
 	// replay leaves a series it cannot use out, and fails when none is
-	// left).
+	// left). replay is the scenario every fold's replay runs.
 	replay := sim.Shifted()
+	if *seed != 0 {
+		replay.Seed = *seed
+	}
 	type foldSides struct {
 		inner []train.Family
 		val   [][]traces.Series
@@ -403,11 +406,7 @@ func cmdTune(args []string, e env) error {
 				// The requests' factor from the inner training series, as
 				// simulate's held-out replay sets it.
 				opt := sim.Options{CalibrateOn: sim.FromSeries(inner[f].Series)}
-				sc := sim.Shifted()
-				if *seed != 0 {
-					sc.Seed = *seed
-				}
-				rep, err := sim.Run(e.context(), val[f], sc, append(sim.Baselines(), act), opt)
+				rep, err := sim.Run(e.context(), val[f], replay, append(sim.Baselines(), act), opt)
 				if err != nil {
 					return fmt.Errorf("candidate %q fold %d family %s: %w", cand.name, fold+1, fams[f].Name, err)
 				}
