@@ -125,19 +125,7 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 		n, _, err := c.Nodes().Info(sel.NodeID, qo)
 		if err != nil {
 			if nomadconn.IsStatus(err, http.StatusNotFound) {
-				// Nomad's CLI takes a prefix; this endpoint, the whole ID.
-				switch l, whole := len(sel.NodeID), len("00000000-0000-0000-0000-000000000000"); {
-				case l == 32 && !strings.Contains(sel.NodeID, "-"):
-					return nil, fmt.Errorf("host %s: %w: node %s: %w (a node ID is its whole UUID with its dashes, 36 characters: this one has 32, without dashes)",
-						sel, ErrNodeNotFound, sel.NodeID, err)
-				case l < whole:
-					return nil, fmt.Errorf("host %s: %w: node %s: %w (a node ID is given whole, the 36 characters of its UUID, not a prefix: this one has %d)",
-						sel, ErrNodeNotFound, sel.NodeID, err, l)
-				case l > whole:
-					return nil, fmt.Errorf("host %s: %w: node %s: %w (a node ID is its whole UUID, 36 characters with its dashes: this one has %d)",
-						sel, ErrNodeNotFound, sel.NodeID, err, l)
-				}
-				return nil, fmt.Errorf("host %s: %w: node %s: %w", sel, ErrNodeNotFound, sel.NodeID, err)
+				return nil, fmt.Errorf("host %s: %w: node %s: %w%s", sel, ErrNodeNotFound, sel.NodeID, err, nodeIDHint(sel.NodeID))
 			}
 			return nil, fmt.Errorf("read node %s for host %s: %w", sel.NodeID, sel, err)
 		}
@@ -198,4 +186,19 @@ func findNode(ctx context.Context, c *api.Client, sel HostSelector) (*node, erro
 		names = append(names, fmt.Sprintf("%s (%s)", n.Name, n.ID))
 	}
 	return nil, fmt.Errorf("host %s: %w: %s; narrow the selector or give a node ID", sel, ErrAmbiguous, strings.Join(names, ", "))
+}
+
+// nodeIDHint says, for a node ID Nomad does not know, what is wrong with
+// its form when it is not a whole UUID ("" when it is): Nomad's CLI takes
+// a prefix, its node endpoint the whole ID.
+func nodeIDHint(id string) string {
+	switch l, whole := len(id), len("00000000-0000-0000-0000-000000000000"); {
+	case l == 32 && !strings.Contains(id, "-"):
+		return " (a node ID is its whole UUID with its dashes, 36 characters: this one has 32, without dashes)"
+	case l < whole:
+		return fmt.Sprintf(" (a node ID is given whole, the 36 characters of its UUID, not a prefix: this one has %d)", l)
+	case l > whole:
+		return fmt.Sprintf(" (a node ID is its whole UUID, 36 characters with its dashes: this one has %d)", l)
+	}
+	return ""
 }

@@ -241,6 +241,21 @@ type readCase struct {
 	check       func(t *testing.T, c *cluster, r *Reading)
 }
 
+// idForm is a read of a node by its ID put in another form by edit, which
+// Nomad does not find; want is what the error says of the form.
+func idForm(name string, edit func(id string) string, want string) readCase {
+	return readCase{
+		name: name,
+		query: func(c *cluster) Query {
+			q := c.anyNode()
+			q.Host.NodeID = edit(q.Host.NodeID)
+			return q
+		},
+		wantErr:  ErrNodeNotFound,
+		wantText: want,
+	}
+}
+
 func runReadCases(t *testing.T, cases []readCase) {
 	t.Helper()
 	for _, tc := range cases {
@@ -400,38 +415,14 @@ func TestReadErrors(t *testing.T) {
 			},
 			wantErr: ErrNodeNotFound,
 		},
-		{
-			// Nomad's CLI takes a prefix of an ID; the node endpoint
-			// takes it whole, and the error says so
-			name: "a node ID prefix",
-			query: func(c *cluster) Query {
-				q := c.anyNode()
-				q.Host.NodeID = q.Host.NodeID[:8]
-				return q
-			},
-			wantErr:  ErrNodeNotFound,
-			wantText: "(a node ID is given whole, the 36 characters of its UUID, not a prefix: this one has 8)",
-		},
-		{
-			name: "a node ID without its dashes",
-			query: func(c *cluster) Query {
-				q := c.anyNode()
-				q.Host.NodeID = strings.ReplaceAll(q.Host.NodeID, "-", "")
-				return q
-			},
-			wantErr:  ErrNodeNotFound,
-			wantText: "(a node ID is its whole UUID with its dashes, 36 characters: this one has 32, without dashes)",
-		},
-		{
-			name: "a node ID too long",
-			query: func(c *cluster) Query {
-				q := c.anyNode()
-				q.Host.NodeID += "-0"
-				return q
-			},
-			wantErr:  ErrNodeNotFound,
-			wantText: "(a node ID is its whole UUID, 36 characters with its dashes: this one has 38)",
-		},
+		// Nomad's CLI takes a prefix of an ID; the node endpoint takes it
+		// whole, and the error says what is wrong with its form
+		idForm("a node ID prefix", func(id string) string { return id[:8] },
+			"(a node ID is given whole, the 36 characters of its UUID, not a prefix: this one has 8)"),
+		idForm("a node ID without its dashes", func(id string) string { return strings.ReplaceAll(id, "-", "") },
+			"(a node ID is its whole UUID with its dashes, 36 characters: this one has 32, without dashes)"),
+		idForm("a node ID too long", func(id string) string { return id + "-0" },
+			"(a node ID is its whole UUID, 36 characters with its dashes: this one has 38)"),
 		{
 			// the name is a condition on the node the ID reads, not a
 			// selector left unread

@@ -236,7 +236,7 @@ func read(r io.Reader, name string) (Series, error) {
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return 0, fmt.Errorf("series %s: line %d: %s: %q is not a number", name, line, field, col)
 		}
-		if !decimal(col) {
+		if !Decimal(col) {
 			return 0, fmt.Errorf("series %s: line %d: %s: %q is not a decimal number (hexadecimal and digits separated by _ are refused)", name, line, field, col)
 		}
 		if errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0) {
@@ -364,11 +364,11 @@ func checkLength(s Series) error {
 // engine reads an observation.
 const MaxTime = engine.MaxSampleTime
 
-// decimal reports whether s, a number strconv.ParseFloat read, is written
+// Decimal reports whether s, a number strconv.ParseFloat read, is written
 // in decimal: ParseFloat takes Go's literals, hexadecimal (0x1p-2) and
 // digits separated by underscores (1_000) too, which no monitoring export
 // writes and a typo can make.
-func decimal(s string) bool {
+func Decimal(s string) bool {
 	return !strings.ContainsAny(s, "_xX")
 }
 
@@ -376,7 +376,7 @@ func parseTime(s string) (int64, error) {
 	i, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(s, 64)
-		if ferr == nil && !decimal(s) {
+		if ferr == nil && !Decimal(s) {
 			return 0, fmt.Errorf("%q is not a decimal Unix time in seconds (hexadecimal and digits separated by _ are refused)", s)
 		}
 		// int64 holds every time below 2^63; a float at or past it (or

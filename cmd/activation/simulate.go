@@ -970,8 +970,7 @@ func parseShare(s string) (float64, error) {
 	if p, ok := strings.CutSuffix(t, "%"); ok {
 		t, scale = strings.TrimSpace(p), 0.01
 	}
-	if strings.ContainsAny(t, "_xX") {
-		// ParseFloat takes Go's literals: 0x1p-7, 1_0%
+	if !traces.Decimal(t) {
 		return 0, fmt.Errorf("%q is not a share in (0, 1): give a decimal fraction such as 0.01 or a percentage such as 1%% (hexadecimal and digits separated by _ are refused)", s)
 	}
 	v, err := strconv.ParseFloat(t, 64)
