@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -665,6 +666,54 @@ func TestLoadModelFileNotAFile(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "loading model "+c.path+": "+c.want) {
 			t.Errorf("%s: %v, want %q", c.path, err, c.want)
 		}
+	}
+}
+
+// TestModelSourceErrorNamesTheSourceOnce: a host's model that does not load
+// names its source once, then why (not "first host model m.json: loading
+// model m.json: model: ..."); the load error read alone keeps the path, and
+// the cause is still there to errors.As and errors.Is.
+func TestModelSourceErrorNamesTheSourceOnce(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	missing := filepath.Join(dir, "missing.json")
+	for _, c := range []struct {
+		name, source, want string
+		is                 error
+	}{
+		{"missing", missing, "first host model " + missing + ": no such file or directory", fs.ErrNotExist},
+		{"directory", dir, "first host model " + dir + ": is a directory, not a file", nil},
+		{"wrong format", write("format.json", `{}`), `first host model ` + filepath.Join(dir, "format.json") + `: format: is "", want "activation-model"`, nil},
+		{"empty", write("empty.json", ""), "first host model " + filepath.Join(dir, "empty.json") + ": not a valid model document: it is empty", nil},
+		{"no such built-in", "builtin:nope", `first host model builtin:nope: no built-in model "nope"`, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Models.LoadFor(RoleFirst, c.source)
+			var se *ModelSourceError
+			if !errors.As(err, &se) {
+				t.Fatalf("%v: not a *ModelSourceError", err)
+			}
+			if got := err.Error(); !strings.HasPrefix(got, c.want) || strings.Count(got, c.source) != 1 {
+				t.Errorf("got  %q\nwant %q..., the source once", got, c.want)
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("%v: not %v", err, c.is)
+			}
+			if strings.HasPrefix(c.source, BuiltinPrefix) {
+				return
+			}
+			// Alone, as the provider shows it beside the attribute, the
+			// load error keeps the path.
+			if got := Reason(err); !strings.HasPrefix(got, "loading model "+c.source+": ") {
+				t.Errorf("Reason: %q, want it to start with loading model %s", got, c.source)
+			}
+		})
 	}
 }
 

@@ -139,15 +139,15 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 	}
 	f, st, err := openRegular(source)
 	if err != nil {
-		return nil, fmt.Errorf("loading model %s: %w", source, err)
+		return nil, &loadError{source: source, err: err}
 	}
 	defer f.Close()
 	if st.Size() > MaxModelBytes {
-		return nil, fmt.Errorf("loading model %s: %w", source, modelErr("", "file is %d bytes, more than the limit of %d", st.Size(), MaxModelBytes))
+		return nil, &loadError{source: source, err: modelErr("", "file is %d bytes, more than the limit of %d", st.Size(), MaxModelBytes)}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxModelBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("loading model %s: %w", source, err)
+		return nil, &loadError{source: source, err: err}
 	}
 	sum := sha256.Sum256(data)
 	c.mu.Lock()
@@ -160,13 +160,25 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 	if err != nil {
 		// Remembered, so that a plugin deciding every few seconds does not
 		// parse a bad file (up to MaxModelBytes) again at every decision.
-		err = fmt.Errorf("loading model %s: %w", source, err)
+		err = &loadError{source: source, err: err}
 		c.store(source, &cachedModel{sum: sum, err: err})
 		return nil, err
 	}
 	c.store(source, &cachedModel{sum: sum, proc: p})
 	return p, nil
 }
+
+// loadError is why a model file does not load: "loading model <path>: ..."
+// on its own, and only the cause inside a *ModelSourceError, which names
+// the source already.
+type loadError struct {
+	source string
+	err    error
+}
+
+func (e *loadError) Error() string { return "loading model " + e.source + ": " + e.err.Error() }
+
+func (e *loadError) Unwrap() error { return e.err }
 
 // compile parses and compiles a model file's bytes.
 func compile(data []byte) (*Processor, error) {
