@@ -115,6 +115,20 @@ const (
 	deploymentStatusInitializing = "initializing"
 )
 
+// registerRefusals are other answers (500s) Job.Register gives before
+// it commits anything, lower case: the job-submitter's legacy Consul
+// token refused, the legacy Vault token workflow's checks (the
+// register carries no token: GET /v1/job/:job never returns one) and
+// the namespace check. Each is a setup the next evaluation meets again,
+// not a write whose outcome is unknown.
+var registerRefusals = []string{
+	"job-submitter consul token denied",
+	"vault used in the job but missing vault token",
+	"vault not enabled but used in the job",
+	"failed to lookup vault token",
+	"mismatched request namespace in request",
+}
+
 var _ target.Target = (*Target)(nil)
 
 // Target is the host-quota target plugin: in split mode it applies a split

@@ -296,6 +296,28 @@ func TestTargetWriteOutcome(t *testing.T) {
 			t.Fatalf("err = %v, want Nomad's refusal and neither group changed", err)
 		}
 	})
+	// Job.Register's other refusals before it commits, each a 500 in
+	// Nomad's words (nomad/job_endpoint.go, job_endpoint_hook_vault.go).
+	for _, c := range []struct{ name, msg string }{
+		{"legacy Consul token", "job-submitter consul token denied: missing consul token"},
+		{"no Vault token", "1 error occurred:\n\t* Vault used in the job but missing Vault token\n\n"},
+		{"no Vault", "1 error occurred:\n\t* Vault not enabled but used in the job\n\n"},
+		{"Vault token not found", "1 error occurred:\n\t* failed to lookup Vault token: permission denied\n\n"},
+		{"namespace", `mismatched request namespace in request: "prod", "default"`},
+	} {
+		t.Run("Nomad refuses the register: "+c.name, func(t *testing.T) {
+			w := newWorld(t, 2, 2)
+			tg := w.target(t)
+			w.s.InjectFault(nomadstandin.Fault{Method: http.MethodPut, Path: wJobPath, Status: http.StatusInternalServerError, Message: c.msg})
+			err := tg.Scale(sdk.ScalingAction{Count: 6, Meta: quotaMeta(4, 2, 0, 10, 0, 10)}, tcfg)
+			if err == nil || !strings.Contains(err.Error(), outcomeRefused+": neither group was changed") || strings.Contains(err.Error(), outcomeUnknown) {
+				t.Fatalf("err = %v, want Nomad's refusal and neither group changed", err)
+			}
+			if got := w.counts(t); got != [2]int{2, 2} {
+				t.Errorf("counts %v after a refused register", got)
+			}
+		})
+	}
 	t.Run("a server error may have been applied: the outcome is unknown", func(t *testing.T) {
 		w := newWorld(t, 2, 2)
 		tg := w.target(t)

@@ -57,7 +57,7 @@ func (w *scaleCall) writeErr(what, unchanged string, err error) error {
 // Nomad did not apply it: a 4xx, or a 500 carrying one of Nomad's own
 // refusals (a check-and-set index the job is no longer at, a deployment in
 // progress, a job that fails validation: Nomad answers its validation
-// errors with 500). Any other 5xx (a leadership change while committing, a
+// errors with 500; registerRefusals). Any other 5xx (a leadership change while committing, a
 // forwarding failure, a gateway's or a load balancer's error) may have
 // been applied behind it: its outcome is unknown.
 func refusedByNomad(err error) bool {
@@ -69,9 +69,14 @@ func refusedByNomad(err error) bool {
 	if code >= 400 && code < 500 {
 		return true
 	}
+	if code != http.StatusInternalServerError {
+		return false
+	}
 	msg := strings.ToLower(err.Error())
-	return code == http.StatusInternalServerError &&
-		(strings.Contains(msg, enforceIndexRefused) || strings.Contains(msg, strings.ToLower(deploymentBlocked)) || strings.Contains(msg, validationFailed))
+	if strings.Contains(msg, enforceIndexRefused) || strings.Contains(msg, strings.ToLower(deploymentBlocked)) || strings.Contains(msg, validationFailed) {
+		return true
+	}
+	return slices.ContainsFunc(registerRefusals, func(r string) bool { return strings.Contains(msg, r) })
 }
 
 // readJob reads the job as Nomad answers it and refuses one the target
