@@ -122,7 +122,7 @@ func (m *memReader) ReadHosts(_ context.Context, qs []nomadusage.Query, opts nom
 			desired = o.RunningReplicas
 		}
 		r := &nomadusage.Reading{NodeID: "node-" + q.Label, NodeName: "node-" + q.Label, Node: state, Time: at,
-			Observation: o, Job: q.Job, Group: q.Group, JobModifyIndex: m.jobIndex, DesiredCount: desired}
+			Observation: o, Job: q.Job, Group: q.Group, JobModifyIndex: m.jobIndex, Region: "eu-west", DesiredCount: desired}
 		// As the real reader: the label, wanted and queued replicas and a
 		// configured demand come from the query (a template's own host
 		// label, if any, is kept: a fake may serve anything).

@@ -27,6 +27,7 @@ type rawJob struct {
 // jobHead is what the target reads of a job.
 type jobHead struct {
 	ID               *string
+	Region           *string
 	Type             *string
 	Periodic         json.RawMessage
 	ParameterizedJob json.RawMessage

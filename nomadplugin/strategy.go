@@ -66,6 +66,11 @@ const (
 	// the agent's nomad_namespace, else Nomad's "default"); the host-quota
 	// target refuses an action decided for a job of another namespace.
 	MetaNamespace = "activation.namespace"
+	// MetaRegion is the region of the job the strategy read (the job's own
+	// Region); the host-quota target refuses an action decided for a job
+	// of the same ID in another region (the plugins' Nomad settings
+	// differing in nomad_region or address).
+	MetaRegion = "activation.region"
 	// MetaPlacement is the check's placement mode ("cap" or "report").
 	MetaPlacement = "activation.placement"
 	// MetaRequestDigest is set when the plugin logs at trace level (as an
@@ -690,6 +695,9 @@ func (e *checkRun) run(reader usageReader) (outcome, error) {
 	e.claim(hosts, rds, plans, d)
 	if hosts[0].query.Job != "" {
 		e.eval.Action.Meta[MetaJobModifyIndex] = rds[0].JobModifyIndex
+		if r := rds[0].Region; r != "" {
+			e.eval.Action.Meta[MetaRegion] = r
+		}
 	}
 	return outcomeDecided, nil
 }

@@ -149,6 +149,9 @@ func TestRunMatchesDecide(t *testing.T) {
 	if ev.Action.Meta[MetaJobModifyIndex] != uint64(42) {
 		t.Errorf("the action does not carry the job's modify index the reader saw: %v", ev.Action.Meta[MetaJobModifyIndex])
 	}
+	if ev.Action.Meta[MetaRegion] != "eu-west" {
+		t.Errorf("the action does not carry the region of the job the reader saw: %v", ev.Action.Meta[MetaRegion])
+	}
 }
 
 // TestSplitAction: the split's sum, the two-step split at an unchanged sum

@@ -92,6 +92,10 @@ func (w *scaleCall) readJob() (*rawJob, error) {
 	if err := job.scalable(); err != nil {
 		return nil, fmt.Errorf("%s: %w; no group was changed", TargetName, err)
 	}
+	if want, _ := w.action.Meta[MetaRegion].(string); want != "" && job.head.Region != nil && *job.head.Region != want {
+		return nil, fmt.Errorf("%s: the action was decided for job %q in region %q (the job the strategy read), and the target reads it in region %q: "+
+			"give both plugins the same Nomad region and address (nomad_region, nomad_address); no group was changed", TargetName, w.c.job, want, *job.head.Region)
+	}
 	return job, nil
 }
 

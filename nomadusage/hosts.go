@@ -541,6 +541,9 @@ func (rd *Reading) fromJob(job *api.Job, group *api.TaskGroup, ns string, coreMH
 	if job.JobModifyIndex != nil {
 		rd.JobModifyIndex = *job.JobModifyIndex
 	}
+	if job.Region != nil {
+		rd.Region = *job.Region
+	}
 	if group.Count != nil {
 		rd.DesiredCount = *group.Count
 	}

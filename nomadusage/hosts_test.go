@@ -462,7 +462,7 @@ func testReadHostsReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
-		if r.Observation.RunningReplicas < 1 || r.JobModifyIndex == 0 || r.Node.Status == "" {
+		if r.Observation.RunningReplicas < 1 || r.JobModifyIndex == 0 || r.Region == "" || r.Node.Status == "" {
 			t.Errorf("reading %+v", r)
 		}
 		if err := r.Observation.Validate("test"); err != nil {

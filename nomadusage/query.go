@@ -293,8 +293,10 @@ type Reading struct {
 	// Job readings only. JobModifyIndex is the job's modify index as read
 	// (what a check-and-set write must name); DesiredCount the group's
 	// count in the job; ReplicaCPUMHz and ReplicaMemoryMB what one of the
-	// group's replicas reserves (its tasks' resources, summed).
+	// group's replicas reserves (its tasks' resources, summed); Region
+	// the job's region (its Region field: the region that answered).
 	JobModifyIndex  uint64
+	Region          string
 	DesiredCount    int
 	ReplicaCPUMHz   float64
 	ReplicaMemoryMB float64

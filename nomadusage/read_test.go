@@ -340,8 +340,8 @@ func TestReadJobGroup(t *testing.T) {
 					RequestedCPUMHz: 1500, RequestedMemoryMB: 768, RunningReplicas: 3,
 					ReplicaCPUDemandMHz: 500, ReplicaMemoryDemandMB: 256, WantedReplicas: 5}
 				equalObs(t, r.Observation, want)
-				if r.Group != groupA || r.Namespace != "default" || r.DesiredCount != 3 || r.ReplicaCPUMHz != 500 || r.ReplicaMemoryMB != 256 || r.JobModifyIndex == 0 {
-					t.Errorf("reading covers %s/%s, desired %d, replica %v MHz %v MB, job index %d", r.Namespace, r.Group, r.DesiredCount, r.ReplicaCPUMHz, r.ReplicaMemoryMB, r.JobModifyIndex)
+				if r.Group != groupA || r.Namespace != "default" || r.DesiredCount != 3 || r.ReplicaCPUMHz != 500 || r.ReplicaMemoryMB != 256 || r.JobModifyIndex == 0 || r.Region != "global" {
+					t.Errorf("reading covers %s/%s, desired %d, replica %v MHz %v MB, job index %d, region %q", r.Namespace, r.Group, r.DesiredCount, r.ReplicaCPUMHz, r.ReplicaMemoryMB, r.JobModifyIndex, r.Region)
 				}
 				if r.StatsAsked != 3 || r.StatsAnswered != 3 {
 					t.Errorf("stats %d of %d answered, want 3 of 3", r.StatsAnswered, r.StatsAsked)
