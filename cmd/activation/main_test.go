@@ -1271,6 +1271,14 @@ func TestSimulateSeed(t *testing.T) {
 	if curves[1] == "" || curves[1] == curves[7] {
 		t.Errorf("seeds 1 and 7 gave the same max-window curve")
 	}
+	// The table's first line names a seed other than the scenario's own
+	// (its figures are another draw's), and not the scenario's own.
+	for seed, want := range map[string]string{"7": "scenario shifted, seed 7, all split", "1": "scenario shifted, all split"} {
+		code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--seed", seed)
+		if first, _, _ := strings.Cut(stdout, "\n"); code != exitOK || !strings.HasPrefix(first, want) {
+			t.Errorf("--seed %s: exit %d, first line %q; want it to start %q (%s)", seed, code, first, want, stderr)
+		}
+	}
 }
 
 // A plot that cannot be written is refused before the replay, whose
@@ -1563,36 +1571,48 @@ func TestFlagGivenTwice(t *testing.T) {
 	}
 }
 
-// TestSimulateNotesTrainedFamilies: replaying every series of a family the
-// default models were trained on says it is no held-out result; a family
-// they never saw gets no such note.
+// TestSimulateNotesTrainedFamilies: replaying series of a family the
+// default models were trained on says which of them they were fitted to
+// (their provenance lists the series by name), or that they were fitted to
+// none; a family they never saw gets no such note.
 func TestSimulateNotesTrainedFamilies(t *testing.T) {
 	src := seriesDir(t, 2, 400)
 	for _, c := range []struct {
-		family string
-		noted  bool
-	}{{"crane", true}, {"mine", false}} {
-		dir := filepath.Join(t.TempDir(), c.family)
-		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
-			t.Fatal(err)
-		}
-		code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--format", "json")
-		if code != exitOK {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
-		var doc struct {
-			Notes []string `json:"notes"`
-		}
-		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-			t.Fatal(err)
-		}
-		noted := false
-		for _, n := range doc.Notes {
-			noted = noted || strings.Contains(n, "families the models were trained on") && strings.Contains(n, c.family)
-		}
-		if noted != c.noted {
-			t.Errorf("family %s: notes %q; want the trained-on note %v", c.family, doc.Notes, c.noted)
-		}
+		name, family string
+		rename       map[string]string // a file renamed in the copy
+		want         string            // the note, "" for none
+	}{
+		{"a trained family: other series", "crane", nil, "family crane: the models were trained on this family, on none of the series replayed"},
+		{"a trained family: one series fitted", "crane", map[string]string{"syn0.csv": "series0.csv"},
+			"family crane: 1 of the 2 series replayed are ones the models were trained or validated on (their provenance lists them: series0): not a held-out result"},
+		{"a trained family: every series fitted", "crane", map[string]string{"syn0.csv": "series0.csv", "syn1.csv": "series1.csv"},
+			"family crane: every series replayed (2) is one the models were trained or validated on"},
+		{"a family never seen", "mine", nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), c.family)
+			if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+				t.Fatal(err)
+			}
+			for from, to := range c.rename {
+				if err := os.Rename(filepath.Join(dir, from), filepath.Join(dir, to)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			doc, _ := simulateDoc(t, "--traces", dir, "--split", "all")
+			var got []string
+			for _, n := range doc.Notes {
+				if strings.Contains(n, "trained") {
+					got = append(got, n)
+				}
+			}
+			switch {
+			case c.want == "" && len(got) > 0:
+				t.Errorf("notes %q; want none on training", got)
+			case c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want)):
+				t.Errorf("notes %q; want one saying %q", got, c.want)
+			}
+		})
 	}
 	// A model whose provenance names no families: the note, for any family.
 	p, err := engine.Models.LoadFor(engine.RoleSecond, "")

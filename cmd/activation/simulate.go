@@ -389,10 +389,32 @@ func cmdSimulate(args []string, e env) error {
 	if f.split != splitTest {
 		// The models' provenance names the families they were trained on
 		// ("crane: 7 series (...)"); a family it does not name is unseen.
+		// Where it lists the series too (engine.Provenance.Series), the
+		// note counts the replayed ones it lists.
 		var seen []string
 		for _, fm := range fams {
-			if trainedOn(adm.Model(), fm.dir.family) || trainedOn(capy.Model(), fm.dir.family) {
+			if !trainedOn(adm.Model(), fm.dir.family) && !trainedOn(capy.Model(), fm.dir.family) {
+				continue
+			}
+			fit := fittedTo(fm.dir.family, adm.Model(), capy.Model())
+			if len(fit) == 0 {
 				seen = append(seen, fm.dir.family)
+				continue
+			}
+			var fitted []string
+			for _, r := range fm.replay {
+				if fit[r.Name] {
+					fitted = append(fitted, r.Name)
+				}
+			}
+			switch {
+			case len(fitted) == 0:
+				notes = append(notes, fmt.Sprintf("family %s: the models were trained on this family, on none of the series replayed (their provenance lists which, by name): held out by series, not by family", fm.dir.family))
+			case len(fitted) == len(fm.replay):
+				notes = append(notes, fmt.Sprintf("family %s: every series replayed (%d) is one the models were trained or validated on (their provenance lists them): not a held-out result", fm.dir.family, len(fitted)))
+			default:
+				notes = append(notes, fmt.Sprintf("family %s: %d of the %d series replayed are ones the models were trained or validated on (their provenance lists them: %s): not a held-out result",
+					fm.dir.family, len(fitted), len(fm.replay), listNames(fitted, 5)))
 			}
 		}
 		switch {
@@ -825,6 +847,10 @@ func writeTables(w io.Writer, out *output) error {
 	shift := ""
 	if out.ShiftSet {
 		shift = fmt.Sprintf(", replicas shifted by up to %d samples (--max-shift)", out.Scenario.MaxShift)
+	}
+	if def, err := sim.ScenarioByName(out.Scenario.Name); err == nil && out.Scenario.Seed != def.Seed {
+		// A replay of another draw: its figures differ by the draw's share.
+		shift += fmt.Sprintf(", seed %d", out.Scenario.Seed)
 	}
 	fmt.Fprintf(w, "scenario %s%s, %s split, budget %g violations\n", out.Scenario.Name, shift, out.Split, out.Budget)
 	if s := out.Steps; s != nil {
