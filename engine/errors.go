@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 )
 
 // The engine is the one rule book: every range and consistency rule on an
@@ -64,20 +63,13 @@ func (e *ModelSourceError) Error() string {
 	// The source is named once: not again by the file's load error, and
 	// a field of the model file without the "model: " of a model error
 	// read alone.
-	why := e.Err
-	if le, ok := why.(*loadError); ok && le.source == e.Source {
-		why = le.err
-		if pe, ok := why.(*fs.PathError); ok && pe.Path == e.Source {
-			why = pe.Err
-		}
+	if le, ok := e.Err.(*loadError); ok && le.source == e.Source {
+		return fmt.Sprintf("%s host model %s: %s", e.Host, e.Source, le.cause())
 	}
-	if me, ok := why.(*ModelError); ok {
-		if me.Field == "" {
-			return fmt.Sprintf("%s host model %s: %s", e.Host, e.Source, me.Reason)
-		}
-		return fmt.Sprintf("%s host model %s: %s: %s", e.Host, e.Source, me.Field, me.Reason)
+	if me, ok := e.Err.(*ModelError); ok {
+		return fmt.Sprintf("%s host model %s: %s", e.Host, e.Source, me.fieldReason())
 	}
-	return fmt.Sprintf("%s host model %s: %v", e.Host, e.Source, why)
+	return fmt.Sprintf("%s host model %s: %v", e.Host, e.Source, e.Err)
 }
 
 // Unwrap returns the cause.

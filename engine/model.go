@@ -246,11 +246,14 @@ type ModelError struct {
 	Reason string
 }
 
-func (e *ModelError) Error() string {
+func (e *ModelError) Error() string { return "model: " + e.fieldReason() }
+
+// fieldReason is the field and the reason, or the reason alone.
+func (e *ModelError) fieldReason() string {
 	if e.Field == "" {
-		return "model: " + e.Reason
+		return e.Reason
 	}
-	return fmt.Sprintf("model: %s: %s", e.Field, e.Reason)
+	return e.Field + ": " + e.Reason
 }
 
 func modelErr(field, format string, args ...any) error {

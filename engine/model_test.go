@@ -710,8 +710,9 @@ func TestModelSourceErrorNamesTheSourceOnce(t *testing.T) {
 			}
 			// Alone, as the provider shows it beside the attribute, the
 			// load error keeps the path.
-			if got := Reason(err); !strings.HasPrefix(got, "loading model "+c.source+": ") {
-				t.Errorf("Reason: %q, want it to start with loading model %s", got, c.source)
+			// without the source's host, and again naming the source once.
+			if got := Reason(err); !strings.HasPrefix(got, "loading model "+c.source+": ") || strings.Count(got, c.source) != 1 || strings.Contains(got, "model: ") {
+				t.Errorf("Reason: %q, want it to start with loading model %s, the source once", got, c.source)
 			}
 		})
 	}

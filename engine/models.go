@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -176,7 +177,20 @@ type loadError struct {
 	err    error
 }
 
-func (e *loadError) Error() string { return "loading model " + e.source + ": " + e.err.Error() }
+func (e *loadError) Error() string { return "loading model " + e.source + ": " + e.cause() }
+
+// cause is why, naming the source no more: a file system error on the
+// source is its reason alone, and a model file's field its name and
+// reason, without the "model: " a model error read alone starts with.
+func (e *loadError) cause() string {
+	if pe, ok := e.err.(*fs.PathError); ok && pe.Path == e.source {
+		return pe.Err.Error()
+	}
+	if me, ok := e.err.(*ModelError); ok {
+		return me.fieldReason()
+	}
+	return e.err.Error()
+}
 
 func (e *loadError) Unwrap() error { return e.err }
 

@@ -51,6 +51,7 @@ type memReader struct {
 	// elsewhere: a host's group also runs on other nodes
 	elsewhere map[string][]nomadusage.NodeCount
 	jobIndex  uint64
+	region    string // the job's region in a job reading
 	calls     int
 	queries   [][]nomadusage.Query
 	opts      []nomadusage.Options
@@ -64,6 +65,7 @@ func newMemReader(first, second engine.Observation) *memReader {
 		node:     map[string]nomadusage.NodeState{},
 		desired:  map[string]int{},
 		jobIndex: 42,
+		region:   "eu-west",
 	}
 }
 
@@ -122,7 +124,7 @@ func (m *memReader) ReadHosts(_ context.Context, qs []nomadusage.Query, opts nom
 			desired = o.RunningReplicas
 		}
 		r := &nomadusage.Reading{NodeID: "node-" + q.Label, NodeName: "node-" + q.Label, Node: state, Time: at,
-			Observation: o, Job: q.Job, Group: q.Group, JobModifyIndex: m.jobIndex, Region: "eu-west", DesiredCount: desired}
+			Observation: o, Job: q.Job, Group: q.Group, JobModifyIndex: m.jobIndex, Region: m.region, DesiredCount: desired}
 		// As the real reader: the label, wanted and queued replicas and a
 		// configured demand come from the query (a template's own host
 		// label, if any, is kept: a fake may serve anything).

@@ -167,3 +167,32 @@ func TestWithCounts(t *testing.T) {
 		t.Errorf("withCounts of a tagged version =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestCheckRegion: an action decided in another region than the job's is
+// refused naming both; one naming no region, or a job with none, is not
+// compared.
+func TestCheckRegion(t *testing.T) {
+	region := func(r string) *rawJob { return &rawJob{head: jobHead{Region: &r}} }
+	for _, c := range []struct {
+		name   string
+		meta   map[string]any
+		job    *rawJob
+		errHas string
+	}{
+		{"the same region", map[string]any{MetaRegion: "eu-west"}, region("eu-west"), ""},
+		{"another region", map[string]any{MetaRegion: "eu-west"}, region("us-east"),
+			`decided for job "web" in region "eu-west" (the job the strategy read), and the target reads it in region "us-east"`},
+		{"the agent's own action", map[string]any{}, region("us-east"), ""},
+		{"a job without a region", map[string]any{MetaRegion: "eu-west"}, &rawJob{}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkRegion(c.meta, "web", c.job)
+			switch {
+			case c.errHas == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.errHas != "" && (err == nil || !strings.Contains(err.Error(), c.errHas)):
+				t.Errorf("err = %v, want %q", err, c.errHas)
+			}
+		})
+	}
+}

@@ -1114,6 +1114,22 @@ func TestPlacementQuotaWins(t *testing.T) {
 	}
 }
 
+// TestActionRegion: an action names the region of the job the strategy
+// read, which the target compares with its own read; a reading without one
+// (a Nomad that gives none) names none, so the target does not compare.
+func TestActionRegion(t *testing.T) {
+	first, second := flatPair(2, 100)
+	for _, region := range []string{"eu-west", ""} {
+		rd := newMemReader(first, second)
+		rd.region = region
+		a := runFlat(t, rd, flatConfig(RoleSplit), 4)
+		got, ok := a.Meta[MetaRegion]
+		if want := region != ""; ok != want || ok && got != region {
+			t.Errorf("region %q read: meta %s = %v (set %v)", region, MetaRegion, got, ok)
+		}
+	}
+}
+
 // TestPerHostReadsItsHost (issue S4): a per-host check reads and decides
 // its own host only: the other host's failure does not stop it, and the
 // other host costs no Nomad read. An error in its observation names its
@@ -1652,7 +1668,7 @@ func TestConfigErrors(t *testing.T) {
 		{"wanted not a number", []string{PrefixFirst + KeyWantedReplicas, "x"}, "", PrefixFirst + KeyWantedReplicas, "whole number"},
 		{"queued malformed", []string{PrefixFirst + KeyQueued, "500:256,big"}, "", PrefixFirst + KeyQueued, "item 2 is \"big\""},
 		{"queued without CPU: the engine's rule", []string{PrefixFirst + KeyQueued, "500:256,0:128"}, "", PrefixFirst + KeyQueued, "> 0"},
-		{"missing model file", []string{PrefixFirst + KeyModel, "/nonexistent/model.json"}, "", PrefixFirst + KeyModel, "no such file"},
+		{"missing model file", []string{PrefixFirst + KeyModel, "/nonexistent/model.json"}, "", PrefixFirst + KeyModel, "loading model /nonexistent/model.json: no such file or directory"},
 		{"unknown builtin", []string{PrefixSecond + KeyModel, "builtin:nope"}, "", PrefixSecond + KeyModel, "no built-in model"},
 		{"min above the default max: the engine's rule", []string{PrefixFirst + KeyMin, "999"}, "", PrefixFirst + KeyMin, "set max as well"},
 		{"min above max: the engine's rule", []string{PrefixFirst + KeyMin, "9", PrefixFirst + KeyMax, "3"}, "", PrefixFirst + KeyMax, "below min"},

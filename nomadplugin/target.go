@@ -116,16 +116,21 @@ const (
 )
 
 // registerRefusals are other answers (500s) Job.Register gives before
-// it commits anything, lower case: the job-submitter's legacy Consul
-// token refused, the legacy Vault token workflow's checks (the
-// register carries no token: GET /v1/job/:job never returns one) and
-// the namespace check. Each is a setup the next evaluation meets again,
-// not a write whose outcome is unknown.
+// it commits anything (in a single-region job), lower case: the
+// job-submitter's legacy Consul token refused, the legacy Vault token
+// workflow's checks (the register carries no token: GET /v1/job/:job
+// never returns one), in the words of Nomad 1.6 to 1.9 ("Vault not
+// enabled ..." before 1.7, "Vault \"default\" not enabled ..." since; "Vault
+// token doesn't allow ...", "Passed Vault Token doesn't allow ..." in
+// older releases), and the namespace check. Nothing was applied; most are a
+// setup the next evaluation meets again (a Vault lookup may also fail
+// while Vault is unreachable).
 var registerRefusals = []string{
 	"job-submitter consul token denied",
 	"vault used in the job but missing vault token",
-	"vault not enabled but used in the job",
+	"not enabled but used in the job",
 	"failed to lookup vault token",
+	"token doesn't allow access to the following policies",
 	"mismatched request namespace in request",
 }
 

@@ -301,7 +301,10 @@ func TestTargetWriteOutcome(t *testing.T) {
 	for _, c := range []struct{ name, msg string }{
 		{"legacy Consul token", "job-submitter consul token denied: missing consul token"},
 		{"no Vault token", "1 error occurred:\n\t* Vault used in the job but missing Vault token\n\n"},
-		{"no Vault", "1 error occurred:\n\t* Vault not enabled but used in the job\n\n"},
+		{"no Vault (Nomad 1.6)", "1 error occurred:\n\t* Vault not enabled but used in the job\n\n"},
+		{"no Vault (Nomad 1.7 to 1.9)", "1 error occurred:\n\t* Vault \"default\" not enabled but used in the job\n\n"},
+		{"Vault policies (older Nomad)", "Passed Vault Token doesn't allow access to the following policies: db"},
+		{"Vault policies", "1 error occurred:\n\t* Vault token doesn't allow access to the following policies: db\n\n"},
 		{"Vault token not found", "1 error occurred:\n\t* failed to lookup Vault token: permission denied\n\n"},
 		{"namespace", `mismatched request namespace in request: "prod", "default"`},
 	} {

@@ -57,9 +57,10 @@ func (w *scaleCall) writeErr(what, unchanged string, err error) error {
 // Nomad did not apply it: a 4xx, or a 500 carrying one of Nomad's own
 // refusals (a check-and-set index the job is no longer at, a deployment in
 // progress, a job that fails validation: Nomad answers its validation
-// errors with 500; registerRefusals). Any other 5xx (a leadership change while committing, a
-// forwarding failure, a gateway's or a load balancer's error) may have
-// been applied behind it: its outcome is unknown.
+// errors with 500; registerRefusals). Any other 5xx (a leadership
+// change while committing, a forwarding failure, a gateway's or a load
+// balancer's error) may have been applied behind it: its outcome is
+// unknown.
 func refusedByNomad(err error) bool {
 	var ue api.UnexpectedResponseError
 	if !errors.As(err, &ue) || !ue.HasStatusCode() {
@@ -92,11 +93,23 @@ func (w *scaleCall) readJob() (*rawJob, error) {
 	if err := job.scalable(); err != nil {
 		return nil, fmt.Errorf("%s: %w; no group was changed", TargetName, err)
 	}
-	if want, _ := w.action.Meta[MetaRegion].(string); want != "" && job.head.Region != nil && *job.head.Region != want {
-		return nil, fmt.Errorf("%s: the action was decided for job %q in region %q (the job the strategy read), and the target reads it in region %q: "+
-			"give both plugins the same Nomad region and address (nomad_region, nomad_address); no group was changed", TargetName, w.c.job, want, *job.head.Region)
+	if err := checkRegion(w.action.Meta, w.c.job, job); err != nil {
+		return nil, err
 	}
 	return job, nil
+}
+
+// checkRegion refuses an action decided for the job in another region
+// than the one the target read it in. An action naming no region (the
+// agent's own) and a job Nomad gives no region are not compared.
+func checkRegion(meta map[string]any, id string, job *rawJob) error {
+	want, _ := meta[MetaRegion].(string)
+	if want == "" || job.head.Region == nil || *job.head.Region == want {
+		return nil
+	}
+	return fmt.Errorf("%s: the action was decided for job %q in region %q (the job the strategy read), and the target reads it in region %q: "+
+		"give both plugins the same Nomad region and address (nomad_region and nomad_address, or NOMAD_REGION and NOMAD_ADDR in their environment); no group was changed",
+		TargetName, id, want, *job.head.Region)
 }
 
 // currentCounts are the groups' counts in the job.

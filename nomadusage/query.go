@@ -294,7 +294,8 @@ type Reading struct {
 	// (what a check-and-set write must name); DesiredCount the group's
 	// count in the job; ReplicaCPUMHz and ReplicaMemoryMB what one of the
 	// group's replicas reserves (its tasks' resources, summed); Region
-	// the job's region (its Region field: the region that answered).
+	// the job's region (its Region field: the region it was registered
+	// in, as Nomad stores it).
 	JobModifyIndex  uint64
 	Region          string
 	DesiredCount    int

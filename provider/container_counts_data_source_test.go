@@ -1818,7 +1818,7 @@ func TestAccContainerCounts_configurationErrors(t *testing.T) {
 		{"model builtin unknown", top(attrFirstModel, `"builtin:nope"`), `Attribute first_model names built-in model "nope", which does not exist`},
 		{"model empty", top(attrSecondModel, `""`), `Attribute second_model is empty: want builtin:<name> or the path of a model`},
 		{"model file missing", top(attrSecondModel, hclString("/nonexistent/activation/model.json")),
-			literal("Attribute second_model: loading model /nonexistent/activation/model.json")},
+			literal("Attribute second_model: loading model /nonexistent/activation/model.json: no such file or directory")},
 		{"model file invalid", modelFile(attrSecondModel, func(t *testing.T) *engine.Model {
 			m := *builtinModel(t, engine.BuiltinCapacity)
 			m.Layers = append([]engine.Layer(nil), m.Layers...)

@@ -126,7 +126,7 @@ func TestAccModel_errors(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{"unknown built-in", src(`"builtin:nope"`), `Attribute source names built-in model "nope", which does not exist`},
 		{"empty source", src(`""`), `Attribute source is empty: want builtin:<name> or the path of a model file`},
-		{"missing file", src(hclString("/nonexistent/activation/model.json")), `Attribute source: loading model /nonexistent/activation/model\.json`},
+		{"missing file", src(hclString("/nonexistent/activation/model.json")), `Attribute source: loading model /nonexistent/activation/model\.json: no such file or directory`},
 		{"invalid file", func(t *testing.T) string {
 			m := *builtinModel(t, engine.BuiltinAdmission)
 			m.Version = 99
