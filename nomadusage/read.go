@@ -200,6 +200,7 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 	if err != nil {
 		return nil, fmt.Errorf("list allocations of node %s (%s): %w", n.name, n.id, err)
 	}
+	groups := map[string]bool{} // RunningGroups as a set: a node may list thousands of allocations
 	for _, a := range allocs {
 		cpu, mem := requested(a.AllocatedResources, a.Resources, allocGroup(a)) //nolint:staticcheck // Nomads before 0.9 report only Resources
 		switch {
@@ -207,7 +208,8 @@ func (r *Reader) readNodeUsage(ctx context.Context, n *node, q *Query) (*Reading
 			o.RequestedCPUMHz += cpu
 			o.RequestedMemoryMB += mem
 			o.RunningReplicas++
-			if g := a.Namespace + "/" + a.JobID + "/" + a.TaskGroup; !slices.Contains(rd.RunningGroups, g) {
+			if g := a.Namespace + "/" + a.JobID + "/" + a.TaskGroup; !groups[g] {
+				groups[g] = true
 				rd.RunningGroups = append(rd.RunningGroups, g)
 			}
 		case reserves(a.ClientStatus): // placed, not running yet, or being stopped

@@ -1177,6 +1177,8 @@ func TestAccHostUsage_validationErrors(t *testing.T) {
 		{"provider key without cert", cfg(nomad(`    key_file = "/etc/nomad/cli-key.pem"`), ok), `Client key without a certificate`},
 		{"provider ca file and pem", cfg(nomad("    ca_file = \"/etc/nomad/ca.pem\"\n    ca_pem = \"-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\""), ok),
 			`Attribute "nomad\.ca_pem" cannot be specified when "nomad\.ca_file" is specified`},
+		{"provider ca file and path", cfg(nomad("    ca_file = \"/etc/nomad/ca.pem\"\n    ca_path = \"/etc/nomad/cas\""), ok),
+			`Attribute "nomad\.ca_path" cannot be specified when "nomad\.ca_file" is specified`},
 		{"provider pem not pem", cfg(nomad(`    cert_pem = "not a certificate"`+"\n"+`    key_file = "/k.pem"`), ok), `Attribute nomad\.cert_pem does not hold PEM text`},
 		{"provider token and secret_id", cfg(nomad("    token = \"a-token\"\n    secret_id = \"a-token\""), ok),
 			`Attribute "nomad\.(token|secret_id)" cannot be specified when "nomad\.(token|secret_id)" is specified`},

@@ -74,12 +74,20 @@ type nomadModel struct {
 
 func nomadBlockSchema() schema.SingleNestedBlock {
 	blockPath := func(name string) path.Expression { return path.MatchRelative().AtParent().AtName(name) }
-	pemValidators := func(other string) []validator.String {
-		return []validator.String{stringvalidator.LengthAtLeast(1), pemValidator(), stringvalidator.ConflictsWith(blockPath(other))}
+	paths := func(names []string) []path.Expression {
+		var out []path.Expression
+		for _, n := range names {
+			out = append(out, blockPath(n))
+		}
+		return out
 	}
-	fileValidators := func(other string) []validator.String {
-		return []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.ConflictsWith(blockPath(other))}
+	pemValidators := func(others ...string) []validator.String {
+		return []validator.String{stringvalidator.LengthAtLeast(1), pemValidator(), stringvalidator.ConflictsWith(paths(others)...)}
 	}
+	fileValidators := func(others ...string) []validator.String {
+		return []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.ConflictsWith(paths(others)...)}
+	}
+	const caEnv = " when no CA is set (in any of `ca_file`, `ca_pem`, `ca_path`): a CA set here takes none from the environment"
 	env := func(name string) string { return " Falls back to `" + name + "`" }
 	const mix = ": the Nomad API client takes a certificate and its key both as files or both as PEM text, never one of each."
 	return schema.SingleNestedBlock{
@@ -135,14 +143,14 @@ func nomadBlockSchema() schema.SingleNestedBlock {
 				MarkdownDescription: "Nomad namespace for job and allocation reads." + env(nomadconn.EnvNamespace) + ", then `default`.",
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 128)}},
 			nomadCAFile: schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Path of a PEM CA certificate to verify the agent's TLS certificate." + env(nomadconn.EnvCACert) + ". Conflicts with `ca_pem`.",
-				Validators:          fileValidators(nomadCAPEM)},
+				MarkdownDescription: "Path of a PEM CA certificate to verify the agent's TLS certificate." + env(nomadconn.EnvCACert) + caEnv + ". Conflicts with `ca_pem` and `ca_path`.",
+				Validators:          fileValidators(nomadCAPEM, nomadCAPath)},
 			nomadCAPath: schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Path of a directory of PEM CA certificates to verify the agent's TLS certificate." + env(nomadconn.EnvCAPath) + ".",
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)}},
+				MarkdownDescription: "Path of a directory of PEM CA certificates to verify the agent's TLS certificate." + env(nomadconn.EnvCAPath) + caEnv + ". Conflicts with `ca_file` and `ca_pem`.",
+				Validators:          fileValidators(nomadCAFile, nomadCAPEM)},
 			nomadCAPEM: schema.StringAttribute{Optional: true,
-				MarkdownDescription: "PEM CA certificate to verify the agent's TLS certificate. Conflicts with `ca_file`.",
-				Validators:          pemValidators(nomadCAFile)},
+				MarkdownDescription: "PEM CA certificate to verify the agent's TLS certificate. Conflicts with `ca_file` and `ca_path`.",
+				Validators:          pemValidators(nomadCAFile, nomadCAPath)},
 			nomadCertFile: schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Path of a PEM client certificate for mutual TLS." + env(nomadconn.EnvClientCert) + ". Conflicts with `cert_pem`. " +
 					"Needs its key as a file: `key_file` (or `" + nomadconn.EnvClientKey + "`)" + mix,

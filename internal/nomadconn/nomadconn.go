@@ -66,7 +66,9 @@ type Settings struct {
 	// Headers are sent with every request (a proxy's own authentication,
 	// for example); their values are treated as secrets.
 	Headers map[string]string
-	// TLS: files, or PEM text (the PEM wins over the file).
+	// TLS: files, or PEM text. Of the CA's forms a file is taken first,
+	// then PEM, then a directory; the environment fills none of them when
+	// one is set.
 	CACert, CAPath              string
 	ClientCert, ClientKey       string
 	CACertPEM, ClientCertPEM    string
@@ -113,10 +115,15 @@ func (s Settings) Resolve(getenv Getenv) (Settings, error) {
 	fill(&s.Namespace, EnvNamespace)
 	fill(&s.Token, EnvToken)
 	fill(&s.HTTPAuth, EnvHTTPAuth)
-	if s.CACertPEM == "" {
+	// The CA is one setting in three forms (a file, PEM text, a
+	// directory): one configured, the environment gives none of them, or
+	// its file would win over the configured PEM or directory (the TLS
+	// library takes a file first, then PEM, then a directory) and trust a
+	// CA the configuration never named.
+	if s.CACert == "" && s.CACertPEM == "" && s.CAPath == "" {
 		fill(&s.CACert, EnvCACert)
+		fill(&s.CAPath, EnvCAPath)
 	}
-	fill(&s.CAPath, EnvCAPath)
 	if s.ClientCertPEM == "" {
 		fill(&s.ClientCert, EnvClientCert)
 	}
@@ -193,7 +200,17 @@ type Conn struct {
 	address   string
 	secrets   []string
 	longest   int // the longest secret's length
+	// maxAnswer bounds a successful answer, unzipped (MaxAnswerBytes).
+	maxAnswer int64
 }
+
+// MaxAnswerBytes bounds a successful answer from Nomad, unzipped: the
+// largest a client of the plugins and the provider reads (a node's
+// allocations, each with its job; a job's allocation list) is far below
+// it on clusters of thousands of nodes, and an endpoint that is not
+// Nomad, or a proxy, cannot make the reader hold more than this (a
+// compressed answer of a few megabytes could unzip to gigabytes).
+const MaxAnswerBytes = 128 << 20
 
 // New resolves s (see Resolve) and connects. Its errors never hold a
 // secret.
@@ -202,7 +219,7 @@ func New(s Settings, getenv Getenv) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{namespace: s.Namespace, address: RedactURL(s.Address), secrets: secrets(s)}
+	c := &Conn{namespace: s.Namespace, address: RedactURL(s.Address), secrets: secrets(s), maxAnswer: MaxAnswerBytes}
 	for _, v := range c.secrets {
 		c.longest = max(c.longest, len(v))
 	}
@@ -504,7 +521,7 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return nil, t.conn.Redact(t.notNomad(req, resp))
 	}
 	if resp.StatusCode == http.StatusOK {
-		return resp, nil
+		return t.capped(req, resp)
 	}
 	// The answer keeps its status whatever its body: a body that cannot
 	// be read becomes what was read, and why not.
@@ -542,6 +559,59 @@ func (t *redactingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	resp.Header.Del("Content-Length")
 	return resp, nil
 }
+
+// capped bounds a successful answer's body to the Conn's maxAnswer
+// bytes, unzipped: a gzip answer is unzipped here (the API client unzips
+// only what says it is compressed) and its reader then fails past the
+// bound, as a plain one does, so that nothing decodes more.
+func (t *redactingTransport) capped(req *http.Request, resp *http.Response) (*http.Response, error) {
+	var r io.Reader = resp.Body
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		zr, err := gzip.NewReader(resp.Body)
+		switch {
+		case errors.Is(err, io.EOF): // an empty body, as the API client takes it
+			r = strings.NewReader("")
+		case err != nil:
+			resp.Body.Close()
+			return nil, t.conn.Redact(fmt.Errorf("%s %s: the answer says it is gzip-compressed and is not: %w", req.Method, req.URL.Path, err))
+		default:
+			r = zr
+		}
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+		resp.Uncompressed = true
+	}
+	resp.Body = &cappedBody{r: r, body: resp.Body, left: t.conn.maxAnswer, limit: t.conn.maxAnswer, what: req.Method + " " + req.URL.Path}
+	return resp, nil
+}
+
+// cappedBody reads an answer's body and fails once it has given limit
+// bytes and more are left.
+type cappedBody struct {
+	r           io.Reader
+	body        io.Closer
+	left, limit int64
+	what        string
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, err := io.ReadFull(b.r, one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%s: the answer is larger than %d bytes (unzipped), more than any Nomad answer the reader needs: refused (is the address Nomad's, and no proxy in between altering it?)", b.what, b.limit)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.body.Close() }
 
 // cutAt keeps body's first n bytes, and the rest of any secret that starts
 // before n (so that the secret is whole, and redacted, not cut into a part

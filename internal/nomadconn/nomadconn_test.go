@@ -61,8 +61,16 @@ func TestResolveEnvironment(t *testing.T) {
 	}
 	no := false
 	explicit := get(Settings{Address: "http://set:1", Namespace: "set-ns", Token: "set-token", SkipVerify: &no, CACertPEM: "-----BEGIN CERT"})
-	if explicit.Address != "http://set:1" || explicit.Namespace != "set-ns" || explicit.Token != "set-token" || *explicit.SkipVerify || explicit.CACert != "" {
+	if explicit.Address != "http://set:1" || explicit.Namespace != "set-ns" || explicit.Token != "set-token" || *explicit.SkipVerify || explicit.CACert != "" || explicit.CAPath != "" {
 		t.Errorf("explicit settings lost: %+v", explicit)
+	}
+	// A CA configured in any form takes none from the environment: the
+	// environment's file would otherwise be the CA trusted (a file wins).
+	for _, s := range []Settings{{CAPath: "/set/cas"}, {CACert: "/set/ca.pem"}, {CACertPEM: "-----BEGIN CERT"}} {
+		r := get(s)
+		if r.CACert != s.CACert || r.CAPath != s.CAPath || r.CACertPEM != s.CACertPEM {
+			t.Errorf("CA configured as %+v resolved to file %q, directory %q, PEM %q", s, r.CACert, r.CAPath, r.CACertPEM)
+		}
 	}
 	ignored := get(Settings{IgnoreEnv: true})
 	if ignored.Address != DefaultAddress || ignored.Namespace != "" || ignored.Token != "" || ignored.SkipVerify != nil {
@@ -568,5 +576,66 @@ func TestTLSErrorsNamePart(t *testing.T) {
 				t.Errorf("error %v, want it to start %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAnswersAreBounded: a successful answer is read up to the Conn's
+// bound, unzipped: a larger one (a compressed answer that unzips to far
+// more than it weighs, or a plain one) is an error naming the path and
+// the bound, and nothing past it is decoded; one at the bound, zipped or
+// not, is read whole; a body that says it is gzip and is not is named.
+func TestAnswersAreBounded(t *testing.T) {
+	const limit = 1 << 20
+	nodes := func(nameLen int) []byte { // a node list whose JSON is 31+nameLen bytes
+		return []byte(`[{"ID":"n1","Name":"` + strings.Repeat("a", nameLen) + `"}]`)
+	}
+	zip := func(b []byte) []byte {
+		var out bytes.Buffer
+		zw := gzip.NewWriter(&out)
+		_, _ = zw.Write(b)
+		zw.Close()
+		return out.Bytes()
+	}
+	atLimit := limit - len(nodes(0))
+	for _, tc := range []struct {
+		name    string
+		body    []byte
+		gzipped bool
+		want    string // "" for a node list read whole
+	}{
+		{"plain, at the bound", nodes(atLimit), false, ""},
+		{"gzip, at the bound", zip(nodes(atLimit)), true, ""},
+		{"plain, a byte past it", nodes(atLimit + 1), false, "GET /v1/nodes: the answer is larger than 1048576 bytes (unzipped)"},
+		{"gzip, unzipping to 64 times the bound", zip(nodes(64 * limit)), true, "GET /v1/nodes: the answer is larger than 1048576 bytes (unzipped)"},
+		{"not gzip", []byte("plain text"), true, "GET /v1/nodes: the answer says it is gzip-compressed and is not"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Nomad-Index", "7")
+				if tc.gzipped {
+					w.Header().Set("Content-Encoding", "gzip")
+				}
+				_, _ = w.Write(tc.body)
+			}))
+			defer srv.Close()
+			c, err := New(Settings{Address: srv.URL}, MapEnv(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.maxAnswer = limit
+			got, _, err := c.Client().Nodes().List(nil)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want == "" && (len(got) != 1 || len(got[0].Name) != atLimit):
+				t.Fatalf("read %d nodes, want the one, whole", len(got))
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// The bound a Conn starts with.
+	if c, err := New(Settings{Address: "http://127.0.0.1:4646"}, MapEnv(nil)); err != nil || c.maxAnswer != MaxAnswerBytes {
+		t.Errorf("a new Conn's bound: %v %v", c, err)
 	}
 }
