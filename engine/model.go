@@ -11,10 +11,12 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/strictjson"
@@ -809,6 +811,23 @@ func SyncDir(dir string) {
 	}
 }
 
+// CreateTemp creates a temporary file beside path, named
+// ".<base>.tmp-<random>", for a write renamed over path once whole. Its
+// mode is 0666 less the process's umask, as a file created in place would
+// have (os.CreateTemp's 0600 would make a model file or a plot unreadable
+// to the others a umask lets read it; a forced 0644, readable to those a
+// umask of 077 keeps out).
+func CreateTemp(path string) (*os.File, error) {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".tmp-"
+	for try := 0; ; try++ {
+		f, err := os.OpenFile(filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 36)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) && try < 10000 {
+			continue
+		}
+		return f, err
+	}
+}
+
 // EncodeModel is a model file's text: indented JSON in which each weight
 // row, each edge and each bias list takes one line, so that a model file is
 // readable and diffs well however large its layers are.
@@ -917,7 +936,7 @@ func EncodeModel(m *Model) ([]byte, error) {
 // writeTemp writes data to a synced temporary file in path's directory and
 // returns its name.
 func writeTemp(path string, data []byte) (name string, err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	tmp, err := CreateTemp(path)
 	if err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -927,9 +946,6 @@ func writeTemp(path string, data []byte) (name string, err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err = tmp.Chmod(0o644); err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
-	}
 	if _, err = tmp.Write(data); err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}

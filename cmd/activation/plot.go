@@ -133,7 +133,7 @@ func renderPlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget 
 	traceLegend.Draw(right(bottom))
 	// Into a temporary file, renamed over path by the caller: a failed or
 	// killed write leaves no truncated plot.
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := engine.CreateTemp(path)
 	if err != nil {
 		return "", err
 	}
@@ -146,9 +146,6 @@ func renderPlot(path string, rep, traceFrom *sim.Report, act sim.Policy, budget 
 		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
 		return fail(err)
 	}
 	if err := f.Close(); err != nil {

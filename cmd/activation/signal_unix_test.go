@@ -90,3 +90,33 @@ func TestAfterSignal(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesFollowTheUmask: a plot and a trained model file are as readable
+// as a file made in place under the process's umask (0600 under 077), not
+// a fixed 0644. (The umask is the process's: not in parallel.)
+func TestFilesFollowTheUmask(t *testing.T) {
+	dir := seriesDir(t, 3, 2500)
+	out := t.TempDir()
+	plot := filepath.Join(out, "p.png")
+	models := filepath.Join(out, "models")
+	old := syscall.Umask(0o077)
+	code, _, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--plot", plot)
+	code2, _, stderr2 := runCmd(t, "", false, "train", "--traces", dir, "--out", models, "--epochs", "1", "--patience", "1", "--quiet")
+	syscall.Umask(old)
+	if code != exitOK || code2 != exitOK {
+		t.Fatalf("simulate exit %d: %s; train exit %d: %s", code, stderr, code2, stderr2)
+	}
+	files, _ := filepath.Glob(filepath.Join(models, "*.json"))
+	if len(files) == 0 {
+		t.Fatal("train wrote no model file")
+	}
+	for _, p := range append([]string{plot}, files...) {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v under umask 077, want -rw-------", filepath.Base(p), st.Mode().Perm())
+		}
+	}
+}
