@@ -813,10 +813,11 @@ func SyncDir(dir string) {
 
 // CreateTemp creates a temporary file beside path, named
 // ".<base>.tmp-<random>", for a write renamed over path once whole. Its
-// mode is 0666 less the process's umask, as a file created in place would
-// have (os.CreateTemp's 0600 would make a model file or a plot unreadable
-// to the others a umask lets read it; a forced 0644, readable to those a
-// umask of 077 keeps out).
+// mode is that of the file at path, which it replaces, else 0666 less the
+// process's umask, as a file written in place would keep or get
+// (os.CreateTemp's 0600 would make a model file or a plot unreadable to
+// the others a umask lets read it; a forced 0644, readable to those a
+// umask of 077 or the file's own mode keeps out).
 func CreateTemp(path string) (*os.File, error) {
 	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".tmp-"
 	for try := 0; ; try++ {
@@ -824,7 +825,17 @@ func CreateTemp(path string) (*os.File, error) {
 		if errors.Is(err, fs.ErrExist) && try < 10000 {
 			continue
 		}
-		return f, err
+		if err != nil {
+			return nil, err
+		}
+		if st, serr := os.Stat(path); serr == nil && st.Mode().IsRegular() {
+			if err := f.Chmod(st.Mode().Perm()); err != nil {
+				f.Close()
+				os.Remove(f.Name())
+				return nil, err
+			}
+		}
+		return f, nil
 	}
 }
 

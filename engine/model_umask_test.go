@@ -20,9 +20,11 @@ func TestModelFilesFollowTheUmask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mask := range []int{0o022, 0o077, 0o027, 0o002} {
+	// write writes the model to path under umask mask and gives the
+	// file's mode.
+	write := func(path string, mask int) os.FileMode {
+		t.Helper()
 		old := syscall.Umask(mask)
-		path := filepath.Join(t.TempDir(), "m.json")
 		err := WriteModelFiles(map[string]*Model{path: m})
 		syscall.Umask(old)
 		if err != nil {
@@ -32,8 +34,23 @@ func TestModelFilesFollowTheUmask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := st.Mode().Perm(), os.FileMode(0o666&^mask); got != want {
+		return st.Mode().Perm()
+	}
+	for _, mask := range []int{0o022, 0o077, 0o027, 0o002} {
+		if got, want := write(filepath.Join(t.TempDir(), "m.json"), mask), os.FileMode(0o666&^mask); got != want {
 			t.Errorf("umask %03o: mode %v, want %v", mask, got, want)
 		}
+	}
+	// A file written again keeps its own mode, as one written in place
+	// would: a model kept private stays so under a looser umask.
+	path := filepath.Join(t.TempDir(), "m.json")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if got := write(path, 0o002); got != 0o640 {
+		t.Errorf("a model file of mode 0640 written again: %v", got)
 	}
 }

@@ -410,13 +410,11 @@ func TestNomadCAs(t *testing.T) {
 		{"another server's CA", block(func(n *nomadModel) { n.CAPEM = types.StringValue(otherCAPEM(t)) }), nil, false},
 		// A CA configured takes none from the environment: NOMAD_CACERT
 		// (a file, which the TLS library takes first) naming this
-		// server's CA beside a ca_path or ca_pem of another's does not
-		// make the connection verified.
+		// server's CA beside a ca_path of another's does not make the
+		// connection verified.
 		{"ca_path of another server's CA, NOMAD_CACERT of this one's", block(func(n *nomadModel) {
 			n.CAPath = types.StringValue(writeDir(t, "other", otherCAPEM(t)))
 		}), map[string]string{nomadconn.EnvCACert: caFile}, false},
-		{"ca_pem of another server's CA, NOMAD_CAPATH of this one's", block(func(n *nomadModel) { n.CAPEM = types.StringValue(otherCAPEM(t)) }),
-			map[string]string{nomadconn.EnvCAPath: caDir}, false},
 		{"no CA", block(func(*nomadModel) {}), nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

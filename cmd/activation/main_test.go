@@ -1633,6 +1633,22 @@ func TestSimulateNotesTrainedFamilies(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "a model whose provenance names no families may have been trained on: not a held-out result") {
 		t.Errorf("a model naming no families: exit %d, %s%s; want the generic note", code, stdout, stderr)
 	}
+	// A model naming the family without listing its series (an older
+	// train's), beside one that lists others: it may have trained on
+	// these, so the note does not call them held out.
+	m = *p.Model()
+	m.Provenance.Series = nil
+	if err := engine.WriteModelFiles(map[string]*engine.Model{file: &m}); err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(t.TempDir(), "crane")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--capacity-model", file)
+	if code != exitOK || !strings.Contains(stdout, "replaying series of crane, families the models were trained on, some of them maybe these very series") || strings.Contains(stdout, "held out by series") {
+		t.Errorf("a model listing no series of its family: exit %d, %s%s; want the note that they may be trained on", code, stdout, stderr)
+	}
 }
 
 // TestTuneFoldsNest: each fold of tune's nested validation trains and

@@ -391,16 +391,22 @@ func cmdSimulate(args []string, e env) error {
 		// ("crane: 7 series (...)"); a family it does not name is unseen.
 		// Where it lists the series too (engine.Provenance.Series), the
 		// note counts the replayed ones it lists.
+		// A model that names the family and lists none of its series
+		// (an older train's) may have trained on any of them.
 		var seen []string
 		for _, fm := range fams {
 			if !trainedOn(adm.Model(), fm.dir.family) && !trainedOn(capy.Model(), fm.dir.family) {
 				continue
 			}
-			fit := fittedTo(fm.dir.family, adm.Model(), capy.Model())
-			if len(fit) == 0 {
+			unlisted := false
+			for _, m := range []*engine.Model{adm.Model(), capy.Model()} {
+				unlisted = unlisted || trainedOn(m, fm.dir.family) && len(m.Provenance.Series[fm.dir.family]) == 0
+			}
+			if unlisted {
 				seen = append(seen, fm.dir.family)
 				continue
 			}
+			fit := fittedTo(fm.dir.family, adm.Model(), capy.Model())
 			var fitted []string
 			for _, r := range fm.replay {
 				if fit[r.Name] {

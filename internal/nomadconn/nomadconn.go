@@ -210,7 +210,7 @@ type Conn struct {
 // it on clusters of thousands of nodes, and an endpoint that is not
 // Nomad, or a proxy, cannot make the reader hold more than this (a
 // compressed answer of a few megabytes could unzip to gigabytes).
-const MaxAnswerBytes = 128 << 20
+const MaxAnswerBytes = 256 << 20
 
 // New resolves s (see Resolve) and connects. Its errors never hold a
 // secret.
@@ -571,15 +571,16 @@ func (t *redactingTransport) capped(req *http.Request, resp *http.Response) (*ht
 		switch {
 		case errors.Is(err, io.EOF): // an empty body, as the API client takes it
 			r = strings.NewReader("")
+			resp.ContentLength = 0
 		case err != nil:
 			resp.Body.Close()
 			return nil, t.conn.Redact(fmt.Errorf("%s %s: the answer says it is gzip-compressed and is not: %w", req.Method, req.URL.Path, err))
 		default:
 			r = zr
+			resp.ContentLength = -1
 		}
 		resp.Header.Del("Content-Encoding")
 		resp.Header.Del("Content-Length")
-		resp.ContentLength = -1
 		resp.Uncompressed = true
 	}
 	resp.Body = &cappedBody{r: r, body: resp.Body, left: t.conn.maxAnswer, limit: t.conn.maxAnswer, what: req.Method + " " + req.URL.Path}
@@ -601,7 +602,7 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		if n, err := io.ReadFull(b.r, one[:]); n == 0 {
 			return 0, err
 		}
-		return 0, fmt.Errorf("%s: the answer is larger than %d bytes (unzipped), more than any Nomad answer the reader needs: refused (is the address Nomad's, and no proxy in between altering it?)", b.what, b.limit)
+		return 0, fmt.Errorf("%s: the answer is larger than %d bytes (unzipped), the most the reader takes: refused (an answer this large is an endpoint that is not Nomad, a proxy altering it, or a node holding an unusual number of allocations with large jobs)", b.what, b.limit)
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -608,12 +609,15 @@ func TestAnswersAreBounded(t *testing.T) {
 		{"plain, a byte past it", nodes(atLimit + 1), false, "GET /v1/nodes: the answer is larger than 1048576 bytes (unzipped)"},
 		{"gzip, unzipping to 64 times the bound", zip(nodes(64 * limit)), true, "GET /v1/nodes: the answer is larger than 1048576 bytes (unzipped)"},
 		{"not gzip", []byte("plain text"), true, "GET /v1/nodes: the answer says it is gzip-compressed and is not"},
+		// An empty gzip body reads as the empty answer it is (the API
+		// client's own message for it, not a failed unzip).
+		{"an empty gzip body", nil, true, "Got 0 byte response"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("X-Nomad-Index", "7")
 				if tc.gzipped {
-					w.Header().Set("Content-Encoding", "gzip")
+					w.Header().Set("Content-Encoding", "GZIP") // compared without case, as the error path does
 				}
 				_, _ = w.Write(tc.body)
 			}))
@@ -633,6 +637,15 @@ func TestAnswersAreBounded(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+	// A body of exactly the bound read to its end is whole; a byte more
+	// fails at the bound.
+	for _, n := range []int{limit, limit + 1} {
+		b := &cappedBody{r: strings.NewReader(strings.Repeat("x", n)), body: io.NopCloser(nil), left: limit, limit: limit, what: "GET /x"}
+		got, err := io.ReadAll(b)
+		if want := n == limit; (err == nil) != want || len(got) != limit {
+			t.Errorf("a body of %d bytes under a bound of %d: read %d, err %v", n, limit, len(got), err)
+		}
 	}
 	// The bound a Conn starts with.
 	if c, err := New(Settings{Address: "http://127.0.0.1:4646"}, MapEnv(nil)); err != nil || c.maxAnswer != MaxAnswerBytes {
