@@ -134,6 +134,10 @@ var registerRefusals = []string{
 	"mismatched request namespace in request",
 }
 
+// refusals500 are all the 500s that refusedByNomad reads as Nomad's
+// refusals, lower case.
+var refusals500 = append([]string{enforceIndexRefused, strings.ToLower(deploymentBlocked), validationFailed}, registerRefusals...)
+
 var _ target.Target = (*Target)(nil)
 
 // Target is the host-quota target plugin: in split mode it applies a split

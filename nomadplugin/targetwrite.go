@@ -74,10 +74,7 @@ func refusedByNomad(err error) bool {
 		return false
 	}
 	msg := strings.ToLower(err.Error())
-	if strings.Contains(msg, enforceIndexRefused) || strings.Contains(msg, strings.ToLower(deploymentBlocked)) || strings.Contains(msg, validationFailed) {
-		return true
-	}
-	return slices.ContainsFunc(registerRefusals, func(r string) bool { return strings.Contains(msg, r) })
+	return slices.ContainsFunc(refusals500, func(r string) bool { return strings.Contains(msg, r) })
 }
 
 // readJob reads the job as Nomad answers it and refuses one the target

@@ -329,16 +329,7 @@ func cmdSimulate(args []string, e env) error {
 		// trained on can hold out a series the models were fitted to.
 		// Their provenance names those (engine.Provenance.Series).
 		for _, fm := range fams {
-			fit := fittedTo(fm.dir.family, adm.Model(), capy.Model())
-			var kept []traces.Ref
-			var fitted []string
-			for _, r := range fm.replay {
-				if fit[r.Name] {
-					fitted = append(fitted, r.Name)
-					continue
-				}
-				kept = append(kept, r)
-			}
+			fitted, kept := splitFitted(fm.replay, fittedTo(fm.dir.family, adm.Model(), capy.Model()))
 			if len(fitted) == 0 {
 				continue
 			}
@@ -395,24 +386,20 @@ func cmdSimulate(args []string, e env) error {
 		// (an older train's) may have trained on any of them.
 		var seen []string
 		for _, fm := range fams {
-			if !trainedOn(adm.Model(), fm.dir.family) && !trainedOn(capy.Model(), fm.dir.family) {
-				continue
-			}
-			unlisted := false
+			named, unlisted := false, false
 			for _, m := range []*engine.Model{adm.Model(), capy.Model()} {
-				unlisted = unlisted || trainedOn(m, fm.dir.family) && len(m.Provenance.Series[fm.dir.family]) == 0
+				on := trainedOn(m, fm.dir.family)
+				named = named || on
+				unlisted = unlisted || on && len(m.Provenance.Series[fm.dir.family]) == 0
+			}
+			if !named {
+				continue
 			}
 			if unlisted {
 				seen = append(seen, fm.dir.family)
 				continue
 			}
-			fit := fittedTo(fm.dir.family, adm.Model(), capy.Model())
-			var fitted []string
-			for _, r := range fm.replay {
-				if fit[r.Name] {
-					fitted = append(fitted, r.Name)
-				}
-			}
+			fitted, _ := splitFitted(fm.replay, fittedTo(fm.dir.family, adm.Model(), capy.Model()))
 			switch {
 			case len(fitted) == 0:
 				notes = append(notes, fmt.Sprintf("family %s: the models were trained on this family, on none of the series replayed (their provenance lists which, by name): held out by series, not by family", fm.dir.family))
@@ -1044,6 +1031,19 @@ func fittedTo(family string, models ...*engine.Model) map[string]bool {
 		}
 	}
 	return set
+}
+
+// splitFitted splits replay into the names of the series in fit (the
+// models' provenance lists them as fitted to) and the others.
+func splitFitted(replay []traces.Ref, fit map[string]bool) (fitted []string, kept []traces.Ref) {
+	for _, r := range replay {
+		if fit[r.Name] {
+			fitted = append(fitted, r.Name)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return fitted, kept
 }
 
 // familyLine is a provenance line naming a family trained on.
