@@ -20,7 +20,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -169,8 +168,8 @@ func startAgent(t testing.TB, dir, configHCL string, extra ...string) *agent {
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	a.cmd.Dir = dir
 	// Its own process group (the plugins it starts join it), killed as a
-	// whole on stop, and SIGKILL if the test binary dies first.
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// whole on stop, and (on Linux) SIGKILL if the test binary dies first.
+	inOwnGroup(t, a.cmd)
 	// The agent and its plugins get no NOMAD_* from the test's environment.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NOMAD_") {
@@ -219,20 +218,20 @@ func (a *agent) stop(t testing.TB) {
 	if a.cmd.Process == nil {
 		return
 	}
-	pgid := a.cmd.Process.Pid
-	defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }()
+	p := a.cmd.Process
+	defer func() { _ = killGroup(p) }()
 	select {
 	case err := <-a.done:
 		a.done <- err
 		return
 	default:
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGINT)
+	_ = interruptGroup(p)
 	select {
 	case err := <-a.done:
 		a.done <- err
 	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = killGroup(p)
 		err := <-a.done
 		a.done <- err
 		t.Logf("the agent did not stop on SIGINT within 15s; killed its process group")

@@ -59,8 +59,10 @@ leaf_passes() {
 
 step "gofmt"
 make -s fmtcheck
-step "go vet"
+step "go vet (linux, and darwin and windows for the files only they build)"
 go vet ./...
+GOOS=darwin go vet ./...
+GOOS=windows go vet ./...
 
 step "OpenTofu (real CLI for the acceptance tests)"
 tofu=$(tools/build-tofu.sh)
