@@ -100,6 +100,13 @@ type Gapped struct {
 	UsualSeconds   int64  `json:"usual_seconds"`
 }
 
+// Sparse is a replayed series whose samples are usually more than
+// traces.SparseSpacing apart.
+type Sparse struct {
+	Series       string `json:"series"`
+	UsualSeconds int64  `json:"usual_seconds"`
+}
+
 // GappedOf is the series' entry in Report.Gaps, and false when its
 // spacing has no gap.
 func GappedOf(series string, sp traces.Spacing) (Gapped, bool) {
@@ -124,6 +131,9 @@ type Report struct {
 	// Gaps are the replayed series with gaps between samples, in the
 	// order of the sources.
 	Gaps []Gapped `json:"gaps,omitempty"`
+	// Sparse are the replayed series whose samples are usually more than
+	// traces.SparseSpacing apart, in the order of the sources.
+	Sparse []Sparse `json:"sparse,omitempty"`
 	// RequestFactor is the calibration factor applied to every request;
 	// MedianSlack (pooled over all samples) and MeanSlack (the mean over
 	// series of each series' median) are the slack the replay then shows,
@@ -252,6 +262,9 @@ func RunSources(ctx context.Context, src []Source, sc Scenario, policies []Polic
 			usable = append(usable, i)
 			if g, ok := GappedOf(src[i].Name, s.spacing); ok {
 				rep.Gaps = append(rep.Gaps, g)
+			}
+			if s.spacing.Sparse() {
+				rep.Sparse = append(rep.Sparse, Sparse{Series: src[i].Name, UsualSeconds: s.spacing.Usual})
 			}
 		} else {
 			rep.Skipped = append(rep.Skipped, Skipped{Series: s.skipped.Series, Reason: s.skipped.Reason})
@@ -465,24 +478,39 @@ func countRemaining(order []int, p int) int {
 	return 0
 }
 
-// parallel calls f(0..n-1) on up to workers goroutines and returns the
-// first error; after an error or cancellation no new calls start.
+// parallel calls f(0..n-1) on up to workers goroutines; after an error or
+// cancellation no new calls start. Of the errors, it returns the one of
+// the lowest i, so that a run whose inputs hold several faults names the
+// same one (the first) however the goroutines were scheduled: every call
+// of a lower i than a failed one had started, so it ends and is counted.
+// A cancellation the first error caused (a call that returns ctx's error)
+// gives way to any other error.
 func parallel(ctx context.Context, workers, n int, f func(i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	next := make(chan int)
 	var (
-		wg       sync.WaitGroup
-		once     sync.Once
-		firstErr error
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		at    int
 	)
+	record := func(i int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped := func(e error) bool { return errors.Is(e, context.Canceled) || errors.Is(e, context.DeadlineExceeded) }
+		if first == nil || (stopped(first) && !stopped(err)) || (stopped(first) == stopped(err) && i < at) {
+			first, at = err, i
+		}
+		cancel()
+	}
 	for w := 0; w < min(workers, n); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
 				if err := f(i); err != nil {
-					once.Do(func() { firstErr = err; cancel() })
+					record(i, err)
 				}
 			}
 		}()
@@ -497,8 +525,8 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+	if first != nil {
+		return first
 	}
 	return ctx.Err()
 }
@@ -541,6 +569,10 @@ func Pool(reps ...*Report) (*Report, error) {
 		for _, g := range r.Gaps {
 			g.Series = familyName(r.Family, g.Series)
 			out.Gaps = append(out.Gaps, g)
+		}
+		for _, sp := range r.Sparse {
+			sp.Series = familyName(r.Family, sp.Series)
+			out.Sparse = append(out.Sparse, sp)
 		}
 		out.Decisions += r.Decisions
 		out.Samples += r.Samples

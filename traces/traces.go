@@ -15,7 +15,9 @@
 // Hidden files (.x.csv: macOS's ._x.csv, an editor's lock) are no series,
 // and hidden directories (.snapshot, .ipynb_checkpoints) no parts. A
 // compressed series (<series>.csv.gz, .bz2, .xz, .zst, .zip) is refused,
-// not left out: the files are read as text CSV only.
+// not left out: the files are read as text CSV only. Other files are not
+// read; LeftOut names those that may hold data (an export's archive, a
+// .tsv), for a note.
 // The layouts do not mix: a directory with both <series>.csv files and
 // subdirectories of them is refused, not read in part.
 //
@@ -39,6 +41,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,6 +85,20 @@ func (s Series) HasMemory() bool { return s.Memory != nil && s.MemoryProvisioned
 type columns struct {
 	ts, value, mem, memCap int
 	memScale, capScale     float64 // to MB
+}
+
+// otherDiffers returns the first column of header that the series does
+// not read whose field in rec differs from first's, or -1.
+func (c columns) otherDiffers(header, first, rec []string) int {
+	for i := range header {
+		if i == c.ts || i == c.value || i == c.mem || i == c.memCap || i >= len(first) || i >= len(rec) || strings.TrimSpace(header[i]) == "" {
+			continue
+		}
+		if strings.TrimSpace(rec[i]) != strings.TrimSpace(first[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // findColumns finds the columns of a header; a column named twice (under
@@ -231,6 +248,7 @@ func read(r io.Reader, name string) (Series, error) {
 		named--
 	}
 	s := Series{Name: name}
+	var first []string // the first sample's fields
 	number := func(line int, col, field string) (float64, error) {
 		v, err := strconv.ParseFloat(strings.TrimSpace(col), 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
@@ -257,6 +275,11 @@ func read(r io.Reader, name string) (Series, error) {
 		}
 		// The record's line in the file (blank lines are skipped).
 		line, _ := cr.FieldPos(0)
+		if !slices.ContainsFunc(rec, func(f string) bool { return strings.TrimSpace(f) != "" }) {
+			// A line of spaces (an editor's last line) or of empty
+			// fields (a spreadsheet's empty row, ",,"): no sample.
+			return Series{}, fmt.Errorf("series %s: line %d: no sample, only blanks or empty fields: remove the line", name, line)
+		}
 		if len(rec) < need {
 			return Series{}, fmt.Errorf("series %s: line %d: expected at least %d columns, got %d", name, line, need, len(rec))
 		}
@@ -278,9 +301,16 @@ func read(r io.Reader, name string) (Series, error) {
 		if err != nil {
 			return Series{}, err
 		}
+		if len(s.Times) == 0 {
+			first = append(first[:0], rec...) // records are reused
+		}
 		if n := len(s.Times); n > 0 && ts <= s.Times[n-1] {
 			text, hint := strings.TrimSpace(rec[c.ts]), ""
-			switch {
+			switch col := c.otherDiffers(header[:named], first, rec); {
+			case col >= 0:
+				// A "long" export (Prometheus', Datadog's): one row per
+				// sample of every instance, the times starting over.
+				hint = fmt.Sprintf(" (several series in one file, one per %s? It is %q here and %q on the first sample's line: a series is a file of its own)", strings.TrimSpace(header[col]), strings.TrimSpace(rec[col]), strings.TrimSpace(first[col]))
 			case strings.ContainsAny(text, "eE"):
 				hint = " (a time in scientific notation keeps few digits: write whole seconds)"
 			case n == 1 && ts < s.Times[0]:
@@ -311,6 +341,13 @@ func read(r io.Reader, name string) (Series, error) {
 // engine's decision notes a gap in a window).
 const GapRatio = 4
 
+// SparseSpacing is the usual spacing, in seconds, past which a series'
+// samples are sparse for the replay (more than an hour apart): the
+// engine reads a window of samples whatever their spacing, and changes
+// per hour read the times as seconds, which relative times in
+// milliseconds (0, 60000, ...) are not; a replay notes such series.
+const SparseSpacing = 3600
+
 // Spacing describes the intervals between a series' samples. A replay
 // reads samples, not time: a window across a gap reads the usage before
 // it as recent, and a series whose sampling rate changes is replayed at
@@ -324,6 +361,9 @@ type Spacing struct {
 	Gaps    int
 	Largest int64
 }
+
+// Sparse reports whether the usual spacing is longer than SparseSpacing.
+func (sp Spacing) Sparse() bool { return sp.Usual > SparseSpacing }
 
 // SpacingOf returns the spacing of strictly increasing times.
 func SpacingOf(times []int64) Spacing {
@@ -413,6 +453,7 @@ func ReadFile(path string) (Series, error) {
 }
 
 // readFile is ReadFile without the series' minimum length (a part's).
+// Its errors name path once (os's name it, and read's are given it).
 func readFile(path string) (Series, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -426,7 +467,11 @@ func readFile(path string) (Series, error) {
 		return Series{}, err
 	}
 	defer f.Close()
-	return read(f, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	s, err := read(f, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	if err != nil {
+		return Series{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
 }
 
 // Ref is one series of a trace directory, found but not read: Load reads
@@ -454,10 +499,10 @@ func (r Ref) Load() (Series, error) {
 	for i, p := range r.Paths {
 		s, err := readFile(p)
 		if err == nil && len(s.Values) == 0 {
-			err = fmt.Errorf("series %s: no samples", s.Name)
+			err = fmt.Errorf("%s: series %s: no samples", p, s.Name)
 		}
 		if err != nil {
-			return Series{}, fmt.Errorf("traces: %s: %w", p, err)
+			return Series{}, fmt.Errorf("traces: %w", err)
 		}
 		if i == 0 {
 			out = s
@@ -662,12 +707,7 @@ var compressedExts = []struct{ ext, name, how string }{
 // nothing out: left alone, as are other names (crane.tar.gz, README.md.gz)
 // and hidden files.
 func compressedSeries(dir string, entries []os.DirEntry) error {
-	plain := map[string]bool{}
-	for _, e := range entries {
-		if name, ok := seriesName(e.Name()); ok {
-			plain[name] = true
-		}
-	}
+	plain := plainSeries(entries)
 	for _, e := range entries {
 		file := e.Name()
 		if strings.HasPrefix(file, ".") || isDir(dir, e) {
@@ -688,6 +728,96 @@ func compressedSeries(dir string, entries []os.DirEntry) error {
 		}
 	}
 	return nil
+}
+
+// docStems and docExts name a trace directory's documentation (README.md,
+// LICENSE, NOTICE.txt, a paper's PDF), which LeftOut does not count as
+// data left out.
+var (
+	docStems = []string{"readme", "license", "licence", "notice", "copying", "changelog", "authors", "citation"}
+	docExts  = []string{".md", ".markdown", ".rst", ".html", ".htm", ".pdf"}
+)
+
+// LeftOut lists the files beside refs' series that Scan does not read and
+// that may hold data: regular files in dir, or in the directories of refs'
+// parts, that are not *.csv, not hidden, not documentation (README,
+// LICENSE and the like, *.md, *.pdf) and not a compressed copy of a
+// series the directory holds (a.csv.gz beside a.csv). An export's
+// archive (export.zip), a tab-separated file or a name with a space after
+// .csv would otherwise leave its series out of a replay without a word.
+// The paths are sorted, relative to dir.
+func LeftOut(dir string, refs []Ref) ([]string, error) {
+	dirs := map[string]bool{filepath.Clean(dir): true}
+	for _, r := range refs {
+		for _, p := range r.Paths {
+			dirs[filepath.Dir(p)] = true
+		}
+	}
+	var out []string
+	for d := range dirs {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return nil, fmt.Errorf("traces: %w", err)
+		}
+		plain := plainSeries(entries)
+		for _, e := range entries {
+			file := e.Name()
+			if _, ok := seriesName(file); ok || strings.HasPrefix(file, ".") || documentation(file) || compressedCopy(file, plain) {
+				continue
+			}
+			p := filepath.Join(d, file)
+			if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+				continue // a directory, a device; a broken link Scan refused where it mattered
+			}
+			if rel, err := filepath.Rel(dir, p); err == nil {
+				p = rel
+			}
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// documentation reports whether file is a trace directory's documentation.
+func documentation(file string) bool {
+	lower := strings.ToLower(file)
+	for _, ext := range docExts {
+		if strings.HasSuffix(lower, ext) {
+			return true
+		}
+	}
+	stem := strings.TrimSuffix(lower, filepath.Ext(lower))
+	for _, d := range docStems {
+		if stem == d || strings.HasPrefix(stem, d+"-") || strings.HasPrefix(stem, d+"_") {
+			return true
+		}
+	}
+	return false
+}
+
+// plainSeries is the set of series entries holds as *.csv files.
+func plainSeries(entries []os.DirEntry) map[string]bool {
+	plain := map[string]bool{}
+	for _, e := range entries {
+		if name, ok := seriesName(e.Name()); ok {
+			plain[name] = true
+		}
+	}
+	return plain
+}
+
+// compressedCopy reports whether file is a compressed copy of a series
+// of plain (<series>.csv.gz beside <series>.csv).
+func compressedCopy(file string, plain map[string]bool) bool {
+	ext := filepath.Ext(file)
+	for _, c := range compressedExts {
+		if strings.EqualFold(ext, c.ext) {
+			name, ok := seriesName(strings.TrimSuffix(file, ext))
+			return ok && plain[name]
+		}
+	}
+	return false
 }
 
 // Disjoint refuses a CSV file that is part of two series (a day's
@@ -871,14 +1001,19 @@ func LooksCumulative(s Series) bool {
 }
 
 // Normalize returns a copy of s scaled so that its p99 over the whole series
-// equals target (a share of a host's capacity). A series whose p99 is zero
-// cannot be normalised. Memory is not scaled.
+// equals target (a share of a host's capacity). A series whose p99 is zero,
+// or so small that scaling it overflows, cannot be normalised. Memory is not scaled.
 func Normalize(s Series, target float64) (Series, error) {
 	p99 := stats.Quantile(s.Values, 0.99)
 	if !(p99 > 0) {
 		return Series{}, fmt.Errorf("series %s: p99 is %v, cannot normalise", s.Name, p99)
 	}
 	k := target / p99
+	if math.IsInf(k, 0) {
+		// Subnormal values (below about 1e-308): scaling them overflows,
+		// and every sample would read as an outlier of infinite size.
+		return Series{}, fmt.Errorf("series %s: p99 is %g, too small to scale (so small a figure is no usage in any unit)", s.Name, p99)
+	}
 	out := s
 	out.Values = make([]float64, len(s.Values))
 	for i, v := range s.Values {

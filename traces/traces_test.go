@@ -54,6 +54,8 @@ func TestRead(t *testing.T) {
 		{name: "a hexadecimal memory figure", csv: "ts,value,memory_mb,memory_capacity_mb\n1,1,0X10p0,10\n2,1,1,10\n", err: `line 2: memory_mb: "0X10p0" is not a decimal number`},
 		{name: "a hexadecimal time", csv: "ts,value\n0x1p4,1\n32,1\n", err: `line 2: ts: "0x1p4" is not a decimal Unix time in seconds`},
 		{name: "a time with digits separated by _", csv: "ts,value\n1_600_000_000,1\n1600000060,1\n", err: `line 2: ts: "1_600_000_000" is not a decimal Unix time`},
+		{name: "a long export, one row per instance", csv: "ts,instance,value\n1,a,1\n2,a,1\n1,b,2\n", err: `line 4: ts: "1" (1) does not come after 2 (several series in one file, one per instance? It is "b" here and "a" on the first sample's line: a series is a file of its own)`},
+		{name: "a column that does not change is no instance", csv: "ts,host,value\n3,a,1\n1,a,1\n", err: `line 3: ts: "1" (1) does not come after 3 (newest first?`},
 		{name: "out of order", csv: "ts,value\n2,1\n1,1\n", err: "line 3: ts"},
 		{name: "out of order later", csv: "ts,value\n1,1\n3,1\n2,1\n", err: `line 4: ts: "2" (2) does not come after 3`},
 		{name: "repeated time", csv: "ts,value\n1,1\n1,2\n", err: "line 3: ts"},
@@ -61,7 +63,10 @@ func TestRead(t *testing.T) {
 		// the engine refuses them: a replay failed mid-way, on the activation policy alone
 		{name: "a time before 1970", csv: "ts,value\n-300,1\n0,2\n", err: `line 2: ts: "-300" is before 1970`},
 		{name: "time 0", csv: "ts,value\n0,1\n300,2\n", want: []float64{1, 2}},
-		{name: "short row", csv: "ts,value\n1\n", err: "line 2"},
+		{name: "short row", csv: "ts,value\n1\n", err: "line 2: expected at least 2 columns, got 1"},
+		{name: "a line of spaces", csv: "ts,value\n1,1\n2,1\n   \n", err: "line 4: no sample, only blanks or empty fields: remove the line"},
+		{name: "a spreadsheet's empty row", csv: "ts,value\n1,1\n,\n2,1\n", err: "line 3: no sample, only blanks or empty fields"},
+		{name: "empty fields past the header's", csv: "ts,value\n1,1\n , , \n", err: "line 3: no sample"},
 		{name: "trailing commas", csv: "ts,value\n1,0.5,\n2,1.5,,\n", want: []float64{0.5, 1.5}},
 		{name: "a number split by a comma under a header's trailing comma", csv: "ts,value,\n1,1,397.5\n2,2,\n", err: `line 2: "397.5" under an unnamed column`},
 		{name: "a number split by a comma", csv: "ts,value\n1,1,397.5\n2,2\n", err: "line 2: 3 fields, the header names 2: a number written with a comma"},
@@ -441,6 +446,11 @@ func TestNormalize(t *testing.T) {
 	if _, err := Normalize(Series{Name: "flat", Times: []int64{1, 2}, Values: []float64{0, 0}}, 0.1); err == nil {
 		t.Fatal("a series of zeros was normalised")
 	}
+	// Subnormal values: target/p99 overflows; refused, not scaled to +Inf.
+	_, err = Normalize(Series{Name: "tiny", Times: []int64{1, 2, 3}, Values: []float64{5e-311, 5e-311, 5e-311}}, 0.1)
+	if err == nil || !strings.Contains(err.Error(), "series tiny: p99 is 5e-311, too small to scale") {
+		t.Fatalf("subnormal values: %v; want the series refused as too small to scale", err)
+	}
 }
 
 func TestSplitByName(t *testing.T) {
@@ -518,8 +528,8 @@ func TestReadRefusesNonRegularFiles(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "b.csv") || !strings.Contains(err.Error(), "not a regular file") {
-			t.Fatalf("LoadDir with a FIFO: %v, want an error naming b.csv as not a regular file", err)
+		if err == nil || strings.Count(err.Error(), fifo) != 1 || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("LoadDir with a FIFO: %v, want an error naming %s once as not a regular file", err, fifo)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("LoadDir blocked on a FIFO named b.csv")

@@ -70,6 +70,58 @@ func gapNote(family string, gaps []sim.Gapped, series int) string {
 		family, len(gaps), series, traces.GapRatio, strings.Join(shown, ", "), more)
 }
 
+// sparseNote says which series of a family have samples usually more than
+// an hour apart, or "" when none has: relative times in milliseconds read
+// as seconds so, and the changes per hour are then wrong.
+func sparseNote(family string, sparse []sim.Sparse, series int) string {
+	if len(sparse) == 0 {
+		return ""
+	}
+	shown := make([]string, 0, min(len(sparse), 3))
+	for _, s := range sparse[:min(len(sparse), 3)] {
+		shown = append(shown, fmt.Sprintf("%s (%s)", s.Series, time.Duration(s.UsualSeconds)*time.Second))
+	}
+	more := ""
+	if len(sparse) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(sparse)-len(shown))
+	}
+	return fmt.Sprintf("family %s: %d of %d series have samples usually more than %s apart: %s%s; the engine reads a window of samples whatever their spacing, and changes per hour read the times as Unix seconds: if they are not (milliseconds since the start?), those figures are wrong",
+		family, len(sparse), series, time.Duration(traces.SparseSpacing)*time.Second, strings.Join(shown, ", "), more)
+}
+
+// leftOutNote names the files beside a family's series that hold no series
+// the replay reads and may hold data (traces.LeftOut), or "" when there
+// are none.
+func leftOutNote(family, dir string, refs []traces.Ref) (string, error) {
+	files, err := traces.LeftOut(dir, refs)
+	if err != nil || len(files) == 0 {
+		return "", err
+	}
+	shown := files[:min(len(files), 3)]
+	more := ""
+	if len(files) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(files)-len(shown))
+	}
+	verb := "files beside its series are"
+	if len(files) == 1 {
+		verb = "file beside its series is"
+	}
+	return fmt.Sprintf("family %s: %d %s not read, a series being a <name>.csv file: %s%s (an export's archive? unpack its CSV files into %s)",
+		family, len(files), verb, strings.Join(shown, ", "), more, dir), nil
+}
+
+// seriesSparse lists the series among ss whose samples are usually more
+// than traces.SparseSpacing apart, as a replay reports them.
+func seriesSparse(ss []traces.Series) []sim.Sparse {
+	var out []sim.Sparse
+	for _, s := range ss {
+		if sp := traces.SpacingOf(s.Times); sp.Sparse() {
+			out = append(out, sim.Sparse{Series: s.Name, UsualSeconds: sp.Usual})
+		}
+	}
+	return out
+}
+
 // seriesGaps lists the series with gaps among ss, as a replay reports them.
 func seriesGaps(ss []traces.Series) []sim.Gapped {
 	var out []sim.Gapped

@@ -263,8 +263,14 @@ func cmdSimulate(args []string, e env) error {
 			return fmt.Errorf("--traces: %w", err)
 		}
 		scanned[i] = refs
-		if n := layoutNote(d.family, d.path, refs); n != "" {
-			notes = append(notes, n)
+		left, err := leftOutNote(d.family, d.path, refs)
+		if err != nil {
+			return fmt.Errorf("--traces: %w", err)
+		}
+		for _, n := range []string{layoutNote(d.family, d.path, refs), left} {
+			if n != "" {
+				notes = append(notes, n)
+			}
 		}
 	}
 	if err := traces.Disjoint(scanned...); err != nil {
@@ -634,6 +640,7 @@ type familyResult struct {
 	Series        []string      `json:"series"`
 	Skipped       []sim.Skipped `json:"skipped,omitempty"`
 	Gaps          []sim.Gapped  `json:"gaps,omitempty"`
+	Sparse        []sim.Sparse  `json:"sparse,omitempty"`
 	RequestFactor float64       `json:"request_factor,omitempty"`
 	MedianSlack   float64       `json:"median_slack,omitempty"`
 	MeanSlack     float64       `json:"mean_slack,omitempty"`
@@ -782,7 +789,7 @@ type churnPoint struct {
 
 func buildFamily(rep *sim.Report, budget float64, modelThr *float64) familyResult {
 	fr := familyResult{
-		Family: rep.Family, Series: rep.Series, Skipped: rep.Skipped, Gaps: rep.Gaps,
+		Family: rep.Family, Series: rep.Series, Skipped: rep.Skipped, Gaps: rep.Gaps, Sparse: rep.Sparse,
 		RequestFactor: rep.RequestFactor, MedianSlack: rep.MedianSlack, MeanSlack: rep.MeanSlack,
 		CalibratedOn: rep.CalibratedOn, Decisions: rep.Decisions, Summary: rep.Summarize(budget),
 		SummaryEachHost: rep.SummarizeHeld(budget, sim.HoldEachHost), SummaryPerHost: rep.SummarizeHeld(budget, sim.HoldPerHost),
@@ -882,8 +889,12 @@ func writeTable(w io.Writer, fr *familyResult, memory bool) error {
 		}
 		fmt.Fprintf(w, "left out %d series that cannot be replayed: %s\n", len(fr.Skipped), listNames(why, 3))
 	}
-	if n := gapNote(fr.Family, fr.Gaps, len(fr.Series)); n != "" && fr.Family != sim.PooledFamily {
-		fmt.Fprintln(w, n)
+	if fr.Family != sim.PooledFamily {
+		for _, n := range []string{gapNote(fr.Family, fr.Gaps, len(fr.Series)), sparseNote(fr.Family, fr.Sparse, len(fr.Series))} {
+			if n != "" {
+				fmt.Fprintln(w, n)
+			}
+		}
 	}
 	if fr.RequestFactor > 0 {
 		from := "the replayed series"

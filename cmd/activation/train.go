@@ -318,7 +318,11 @@ func loadFamilies(dirs []traceDir) (fams []train.Family, notes []string, err err
 				counters = append(counters, s.Name)
 			}
 		}
-		for _, n := range []string{layoutNote(d.family, d.path, all[i]), gapNote(d.family, seriesGaps(ss), len(ss)), counterNote(d.family, counters, len(ss))} {
+		left, err := leftOutNote(d.family, d.path, all[i])
+		if err != nil {
+			return nil, nil, fmt.Errorf("--traces: %w", err)
+		}
+		for _, n := range []string{layoutNote(d.family, d.path, all[i]), left, gapNote(d.family, seriesGaps(ss), len(ss)), sparseNote(d.family, seriesSparse(ss), len(ss)), counterNote(d.family, counters, len(ss))} {
 			if n != "" {
 				notes = append(notes, n)
 			}
