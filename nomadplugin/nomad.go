@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	sdknomad "github.com/hashicorp/nomad-autoscaler/sdk/helper/nomad"
 
+	"github.com/activation-scheduler/terraform-provider-activation/internal/editdist"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 )
 
@@ -26,6 +28,16 @@ const (
 	AgentKeyNomadSkipVerify = "nomad_skip-verify"
 	AgentKeyNomadBlockWait  = "nomad_block-query-wait-time"
 )
+
+// agentSettings are the nomad_* keys the agent (v0.4.6, and its SDK to
+// this day) puts into a plugin's config, or lets its plugin block set:
+// the twelve its sdk/helper/nomad reads, and nomad_config_inherit, which
+// says whether the plugin inherits them.
+var agentSettings = []string{
+	AgentKeyNomadAddress, "nomad_region", AgentKeyNomadNamespace, AgentKeyNomadToken,
+	"nomad_http-auth", "nomad_ca-cert", "nomad_ca-path", "nomad_client-cert", "nomad_client-key",
+	"nomad_tls-server-name", AgentKeyNomadSkipVerify, AgentKeyNomadBlockWait, "nomad_config_inherit",
+}
 
 // Prefixes of the keys the agent itself puts into a plugin's config: its
 // Nomad settings, and internal keys such as
@@ -75,10 +87,12 @@ func isAgentKey(k string) bool {
 }
 
 // pluginConfig is what SetConfig reads: the Nomad connection and the
-// plugin's own durations.
+// plugin's own durations; unread are the nomad_* keys that are no agent
+// setting the plugin knows, for SetConfig to log.
 type pluginConfig struct {
 	conn      *nomadconn.Conn
 	durations map[string]time.Duration
+	unread    []string
 }
 
 // connect reads SetConfig's map: the agent's nomad_* keys, read by the
@@ -91,7 +105,11 @@ func connect(m map[string]string, own map[string]time.Duration) (*pluginConfig, 
 	if err := checkPluginKeys(m, own); err != nil {
 		return nil, err
 	}
-	pc := &pluginConfig{durations: map[string]time.Duration{}}
+	unread, err := checkAgentSettings(m)
+	if err != nil {
+		return nil, err
+	}
+	pc := &pluginConfig{durations: map[string]time.Duration{}, unread: unread}
 	for k, def := range own {
 		pc.durations[k] = def
 		if v, ok := m[k]; ok {
@@ -131,8 +149,52 @@ func checkPluginKeys(m map[string]string, own map[string]time.Duration) error {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	hint := didYouMean(unknown[0], names)
+	if near := nearAgentSetting(unknown[0]); near != "" {
+		hint = fmt.Sprintf(": did you mean the agent setting %q?", near) // NOMAD_ADDRESS
+	}
 	return cfgErr(unknown[0], "unknown plugin config key%s (the plugin accepts %s and the agent's nomad_* settings)",
-		didYouMean(unknown[0], names), strings.Join(names, ", "))
+		hint, strings.Join(names, ", "))
+}
+
+// checkAgentSettings refuses a nomad_* key that is a misspelt agent
+// setting (nomad_ca_path for nomad_ca-path, nomad_addresss), which the SDK
+// would ignore without a word: the plugin would reach Nomad with the
+// agent's setting or none. Another nomad_* key, too far from every agent
+// setting to be one misspelt (perhaps a later agent's), is returned to be
+// logged, not refused, so that a newer agent does not stop the plugin.
+func checkAgentSettings(m map[string]string) (unread []string, err error) {
+	var keys []string
+	for k := range m {
+		if strings.HasPrefix(k, agentSettingPrefix) && !slices.Contains(agentSettings, k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if near := nearAgentSetting(k); near != "" {
+			return nil, cfgErr(k, "is no agent setting: did you mean %q? (the agent's Nomad settings are %s; a misspelt one is ignored by the agent, so the plugin would reach Nomad without it)", near, strings.Join(agentSettings, ", "))
+		}
+		unread = append(unread, k)
+	}
+	return unread, nil
+}
+
+// nearAgentSetting is the agent setting k misspells, or "": one that
+// differs from it in case or in _ for - alone (nomad_block_query_wait_time),
+// else by at most two edits.
+func nearAgentSetting(k string) string {
+	fold := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
+	best, bestD := "", 3
+	for _, a := range agentSettings {
+		if fold(a) == fold(k) {
+			return a
+		}
+		if d := editdist.Levenshtein(fold(k), fold(a)); d < bestD {
+			best, bestD = a, d
+		}
+	}
+	return best
 }
 
 // settings turns the config map into nomadconn.Settings: the agent's

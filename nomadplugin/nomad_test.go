@@ -1,6 +1,7 @@
 package nomadplugin
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadconn"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/nomadstandin"
+	"github.com/hashicorp/go-hclog"
 )
 
 // TestSetConfig: both plugins connect through nomadconn from the agent's
@@ -60,6 +62,14 @@ func TestSetConfig(t *testing.T) {
 				{name: "bad request timeout", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyRequestTimeout: "soon"}, wantErr: PluginKeyRequestTimeout},
 				{name: "unknown plugin key", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "request_timout": "1s"}, wantErr: `config "request_timout": unknown plugin config key: did you mean "request_timeout"?`},
 				{name: "bad address", cfg: map[string]string{AgentKeyNomadAddress: "ftp://nomad"}, wantErr: "scheme"},
+				// A misspelt agent setting: the SDK ignored it without a word.
+				{name: "_ for - in an agent setting", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "nomad_ca_path": "/etc/nomad/ca"}, wantErr: `config "nomad_ca_path": is no agent setting: did you mean "nomad_ca-path"?`},
+				{name: "three _ for -", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "nomad_block_query_wait_time": "5m"}, wantErr: `did you mean "nomad_block-query-wait-time"?`},
+				{name: "a letter short", cfg: map[string]string{"nomad_addresss": w.s.URL()}, wantErr: `config "nomad_addresss": is no agent setting: did you mean "nomad_address"?`},
+				{name: "in capitals", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "NOMAD_TOKEN": token}, wantErr: `config "NOMAD_TOKEN": unknown plugin config key: did you mean the agent setting "nomad_token"?`},
+				{name: "the agent's inherit switch", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), AgentKeyNomadToken: token, "nomad_config_inherit": "false"}},
+				// Far from every agent setting (a later agent's?): logged, not refused.
+				{name: "another nomad_ key", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), AgentKeyNomadToken: token, "nomad_telemetry_prefix": "x"}},
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
@@ -201,6 +211,40 @@ func TestSetConfigAgainClosesIdleConnections(t *testing.T) {
 			case <-closed:
 			case <-time.After(5 * time.Second):
 				t.Fatal("configured again, the old connection's idle keep-alive connection is still open after 5 s")
+			}
+		})
+	}
+}
+
+// TestSetConfigLogsUnreadSettings: a nomad_* key far from every agent
+// setting is named in a warning at SetConfig, by both plugins, and the
+// warning carries no value (a token misplaced under it stays out of the
+// log).
+func TestSetConfigLogsUnreadSettings(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	const secret = "tok-unread-0123456789"
+	for _, name := range []string{"strategy", "target"} {
+		t.Run(name, func(t *testing.T) {
+			var logs bytes.Buffer
+			logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+			set := NewStrategy(logger).SetConfig
+			if name == "target" {
+				set = NewTarget(logger).SetConfig
+			}
+			cfg := map[string]string{AgentKeyNomadAddress: w.s.URL(), "nomad_telemetry_prefix": secret, "nomad_zz_later": "1"}
+			if err := set(cfg); err != nil {
+				t.Fatal(err)
+			}
+			out := logs.String()
+			if !strings.Contains(out, "[WARN]") || !strings.Contains(out, "no agent setting the plugin reads; ignored") || !strings.Contains(out, `keys=["nomad_telemetry_prefix", "nomad_zz_later"]`) {
+				t.Fatalf("no warning naming both keys:\n%s", out)
+			}
+			if strings.Contains(out, secret) {
+				t.Fatalf("the warning shows a value:\n%s", out)
+			}
+			logs.Reset()
+			if err := set(map[string]string{AgentKeyNomadAddress: w.s.URL()}); err != nil || strings.Contains(logs.String(), "ignored") {
+				t.Fatalf("SetConfig without such a key: %v, logs:\n%s", err, logs.String())
 			}
 		})
 	}
