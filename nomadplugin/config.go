@@ -587,6 +587,14 @@ func (c *strategyConfig) checkWindow() error {
 func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 	p := h.prefix
 	get := func(k string) string { v, _ := r.get(p + k); return v }
+	// A key given empty (a template that rendered nothing) is not a key
+	// left out: an empty group read as the job's only group, an empty
+	// node name as no condition on it.
+	for _, k := range []string{KeyGroup, KeyNodeID, KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter} {
+		if v, ok := r.get(p + k); ok && v == "" {
+			return cfgErr(p+k, "is empty; give a value, or leave the key out")
+		}
+	}
 	q := &h.query
 	q.Namespace, q.Job, q.Label = ns, job, h.role
 	q.Host = nomadusage.HostSelector{NodeID: get(KeyNodeID), Name: get(KeyNodeName), Pool: get(KeyNodePool),

@@ -1633,6 +1633,12 @@ func TestConfigErrors(t *testing.T) {
 		{"empty hysteresis", []string{KeyHysteresis, "\t"}, "", KeyHysteresis, "is empty"},
 		{"min_samples 0", []string{KeyMinSamples, "0"}, "", KeyMinSamples, "is 0; it must be a whole number from 1 to 10080 (unset: 3)"},
 		{"empty model", []string{PrefixSecond + KeyModel, " "}, "", PrefixSecond + KeyModel, "is empty; name a model"},
+		// An empty group read as the job's only group, an empty node name
+		// as no condition.
+		{"empty group", []string{KeyRole, RoleFirst, PrefixFirst + KeyGroup, " "}, "", PrefixFirst + KeyGroup, "is empty; give a value, or leave the key out"},
+		{"empty node name", []string{PrefixSecond + KeyNodeName, " "}, "", PrefixSecond + KeyNodeName, "is empty"},
+		{"empty node pool beside a name", []string{PrefixFirst + KeyNodePool, " "}, "", PrefixFirst + KeyNodePool, "is empty"},
+		{"empty node id", []string{PrefixFirst + KeyNodeID, " "}, "", PrefixFirst + KeyNodeID, "is empty"},
 		{"bad placement", []string{KeyPlacement, "maybe"}, "", KeyPlacement, `"cap" or "report"`},
 		{"negative hold band", []string{KeyHoldBand, "-1"}, "", KeyHoldBand, "from 0 (off)"},
 		{"hold band past the engine's", []string{KeyHoldBand, "11"}, "", KeyHoldBand, "from 0 (off) to 10"},
