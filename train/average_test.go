@@ -3,6 +3,7 @@ package train
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,4 +161,53 @@ func sum(xs []int) int {
 		n += x
 	}
 	return n
+}
+
+// TestAveragedWidthsBeforeBuilding: an average too wide for the engine is
+// refused by arithmetic, before the untrained pair is built (256-wide
+// layers averaged over 32 starts allocated 4 GB to find it out, 64 ran out
+// of memory), and only where building it would refuse it too.
+func TestAveragedWidthsBeforeBuilding(t *testing.T) {
+	stats, err := statisticsByName(DefaultStatistics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		hidden  []int
+		average int
+		want    string // "" = not refused by arithmetic
+	}{
+		{[]int{48, 24}, 2, ""},
+		{[]int{64, 64}, 16, ""}, // refused by building (the slots), not here
+		{[]int{64, 64}, 32, "average: 32 starts of hidden layers [64 64] make a trunk of 4212736 parameters or more, past the engine's limit of 4194304"},
+		{[]int{256, 256}, 8, "a trunk of 4212736 parameters or more"},
+		{[]int{256}, 33, "a trunk of a layer 8448 nodes wide, past the engine's limit of 8192"},
+		{[]int{256, 256}, 64, "a layer 16384 nodes wide"},
+	}
+	for _, tc := range cases {
+		s := DefaultSettings()
+		s.Hidden, s.Average = tc.hidden, tc.average
+		s = s.withDefaults()
+		err := s.averagedWidths(stats)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v x %d: %v, want no refusal by arithmetic", tc.hidden, tc.average, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v x %d: %v, want %q", tc.hidden, tc.average, err, tc.want)
+			continue
+		}
+		// The bound holds: what it refuses, the export refuses (built only
+		// where that takes little memory).
+		if w := tc.average * slices.Max(tc.hidden); w <= 2048 {
+			if err := s.exportModels(stats); err == nil {
+				t.Errorf("%v x %d: refused by arithmetic, yet its models export and load", tc.hidden, tc.average)
+			}
+		}
+		if err := s.Check(); err == nil || !strings.HasPrefix(err.Error(), "train settings: average: ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v x %d: Check() = %v", tc.hidden, tc.average, err)
+		}
+	}
 }

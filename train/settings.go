@@ -353,6 +353,46 @@ func (s Settings) Check() error {
 // training is spent on it. When they cannot, the error says how many slots
 // can be with these hidden layers.
 func (s Settings) exportable(stats []Statistic) error {
+	if err := s.averagedWidths(stats); err != nil {
+		return err
+	}
+	return s.exportModels(stats)
+}
+
+// averagedWidths refuses, by arithmetic alone, an averaged MLP trunk
+// (Settings.Average) the engine cannot load: its hidden layers are each
+// Average times as wide, and both models carry them as dense layers at
+// least that wide (trunkLayers), so a layer wider than the engine's limit,
+// or more parameters between the trunk's layers than it allows, makes
+// models no engine loads. Building the untrained pair to find that out
+// took gigabytes (256-wide layers averaged over 32 starts: 4 GB, and 64
+// starts ran out of memory).
+func (s Settings) averagedWidths(stats []Statistic) error {
+	if s.Trunk != TrunkMLP || s.Average <= 1 {
+		return nil
+	}
+	prev, params := int64(len(stats)), int64(0)
+	for _, h := range s.Hidden {
+		w := int64(s.Average) * int64(h)
+		params += prev*w + w
+		prev = w
+		var past string
+		switch {
+		case w > engine.MaxLayerWidth:
+			past = fmt.Sprintf("a layer %d nodes wide, past the engine's limit of %d", w, engine.MaxLayerWidth)
+		case params > engine.MaxParameters:
+			past = fmt.Sprintf("%d parameters or more, past the engine's limit of %d", params, engine.MaxParameters)
+		default:
+			continue
+		}
+		return fmt.Errorf("average: %d starts of hidden layers %v make a trunk of %s; use fewer starts or narrower layers", s.Average, s.Hidden, past)
+	}
+	return nil
+}
+
+// exportModels is exportable's check by export: an untrained pair of the
+// settings' shape, exported and validated.
+func (s Settings) exportModels(stats []Statistic) error {
 	tr := s.newTrunk(stats, rand.New(rand.NewPCG(s.Seed, 0)))
 	if s.Average > 1 {
 		ts := make([]trunk, s.Average)

@@ -592,8 +592,17 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "mean, mean"}, exitUsage, `statistic "mean" named twice`},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--max-rows", "-5"}, exitUsage, "--max-rows: -5; want 0 (every example) or more"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--statistics", "mean,mean"}, exitUsage, `statistic "mean" named twice`},
-		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "foo"}, exitUsage, `trunk: "foo"`},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", "foo"}, exitUsage, `--trunk: "foo"; want mlp, monotone or max`},
+		// An empty trunk trained the default trunk without the default's
+		// average (another digest); a blank --out made a directory " ".
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--peak-growth", "1e308"}, exitUsage, "--peak-growth: 1e+308; want at most 1000"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--trunk", ""}, exitUsage, `--trunk: ""; want mlp, monotone or max`},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", " "}, exitUsage, `--out: required: the directory to write the models into (" " names none)`},
+		// An average too wide for the engine is refused before anything is
+		// built (it took gigabytes).
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "256,256", "--average", "64"}, exitUsage, "average: 64 starts of hidden layers [256 256] make a trunk of a layer 16384 nodes wide"},
 		{[]string{"--traces", t.TempDir(), "--out", t.TempDir()}, exitError, "no *.csv"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir()}, exitError, "activation train: --traces: stat " + filepath.Join(dir, "missing")}, // not "--traces: traces: stat"
 		{[]string{"--traces", oneRowDir(t), "--out", t.TempDir()}, exitError, "syn1: 1 sample; a series needs at least 2"},
 		{[]string{"--traces", dir + ",", "--out", t.TempDir()}, exitUsage, "empty directory name"},
 	} {
@@ -1559,6 +1568,10 @@ func TestFlagGivenTwice(t *testing.T) {
 		// a value naming one thing twice
 		{[]string{"tune", "--traces", dir, "--candidates", "2, 3,2"}, "--candidates: 2 named twice"},
 		{[]string{"tune", "--traces", dir, "--budgets", "1%, 0.01"}, `--budgets: "0.01" is a budget given before (0.01)`},
+		// tune's flags are checked before the traces are read: a bad
+		// --candidates beside a missing directory names the flag.
+		{[]string{"tune", "--traces", filepath.Join(dir, "missing"), "--candidates", "1,1"}, "--candidates: 1 named twice"},
+		{[]string{"tune", "--traces", filepath.Join(dir, "missing"), "--candidates", "0"}, `--candidates: "0" is not one of 1..`},
 	} {
 		code, stdout, stderr := runCmd(t, "", false, c.args...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) || stdout != "" {

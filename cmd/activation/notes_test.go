@@ -86,3 +86,46 @@ func TestLeftOutAndSparseNotes(t *testing.T) {
 		t.Fatalf("exit %d (%s); a note on a plain family:\n%s", code, stderr, stdout)
 	}
 }
+
+// Step flags that limit nothing (--max-scale-up none alone) replayed no
+// activation-steps row and said nothing; a note says why there is none.
+func TestSimulateNotesStepsThatLimitNothing(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	for _, c := range []struct {
+		args  []string
+		note  string
+		steps bool
+	}{
+		{[]string{"--max-scale-up", "none"}, "note: --max-scale-up set no limit, band or hold: activation-steps would be the activation policy itself, so it is not replayed\n", false},
+		{[]string{"--hysteresis", "none", "--hold-band", "0"}, "note: --hysteresis, --hold-band set no limit", false},
+		{[]string{"--max-scale-up", "none", "--max-scale-down", "1"}, "", true}, // and the table says "none" for the flag left out
+		{nil, "", false},
+	} {
+		code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate", "--traces", dir, "--split", "all"}, c.args...)...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
+		}
+		if c.note != "" && !strings.Contains(stdout, c.note) || c.note == "" && strings.Contains(stdout, "set no limit") {
+			t.Errorf("%v: want note %q:\n%s", c.args, c.note, stdout)
+		}
+		if c.steps && !strings.Contains(stdout, `activation-steps: the activation policy with max_scale_up "none", max_scale_down "1", hysteresis "none", hold band 0`) {
+			t.Errorf("%v: the steps line does not say none for the flags left out:\n%s", c.args, stdout)
+		}
+		if got := strings.Contains(stdout, "\nactivation-steps: the activation policy with"); got != c.steps {
+			t.Errorf("%v: activation-steps replayed %v, want %v:\n%s", c.args, got, c.steps, stdout)
+		}
+	}
+}
+
+// tune's --budgets 0.5 (half of every host-sample) gets simulate's note
+// on --budget 0.5; 1% and 0.001 get none.
+func TestTuneNotesABudgetWithoutPercent(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing") // the note comes before the traces are read
+	_, _, stderr := runCmd(t, "", false, "tune", "--traces", missing, "--budgets", "0.5,1%,0.001")
+	if want := "activation tune: budget 0.5 is 50% of host-samples over capacity; for 0.5% write 0.5%\n"; !strings.Contains(stderr, want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, stderr)
+	}
+	if strings.Count(stderr, "host-samples over capacity") != 1 {
+		t.Fatalf("a note for a budget written as a share or with %%:\n%s", stderr)
+	}
+}

@@ -206,3 +206,16 @@ func (b *simBar) clear() {
 		b.lastLen = 0
 	}
 }
+
+// tracesErr puts err, from reading the trace directories, under --traces,
+// naming the package once: the traces package's own "traces: " prefix is
+// dropped ("--traces: traces: stat ..." said it twice).
+func tracesErr(err error) error { return tracesError{err} }
+
+type tracesError struct{ err error }
+
+func (e tracesError) Error() string {
+	return "--traces: " + strings.TrimPrefix(e.err.Error(), "traces: ")
+}
+
+func (e tracesError) Unwrap() error { return e.err }

@@ -108,7 +108,7 @@ func checkMemory(scenario, family string, sides ...[]traces.Ref) error {
 			seen[r.Name] = true
 			s, err := r.Load()
 			if err != nil {
-				return fmt.Errorf("--traces: %w", err)
+				return tracesErr(err)
 			}
 			if !s.HasMemory() {
 				return fmt.Errorf("--scenario %s: family %s: series %s (%s) has no memory figures: no memory columns (mem_kb or memory_mb, with mem_capacity_kb or memory_capacity_mb), or a provisioned memory of 0 in every row; the memory scenario replays series with memory, such as Bitbrains'",
@@ -251,6 +251,19 @@ func cmdSimulate(args []string, e env) error {
 	var fams []*family
 	var trainAll []traces.Ref
 	var notes []string
+	if !withSteps {
+		var given []string
+		for _, name := range []string{"max-scale-up", "max-scale-down", "hysteresis", "hold-band"} {
+			if flagSet(fs, name) {
+				given = append(given, "--"+name)
+			}
+		}
+		if len(given) > 0 {
+			// "none" everywhere (or a zero band): the steps row would be
+			// the activation row again.
+			notes = append(notes, fmt.Sprintf("%s set no limit, band or hold: activation-steps would be the activation policy itself, so it is not replayed", strings.Join(given, ", ")))
+		}
+	}
 	if f.budget >= 0.1 && !strings.HasSuffix(strings.TrimSpace(f.budgetText), "%") {
 		// "--budget 0.5" is half of every host-sample over capacity; a
 		// user who meant half a percent writes 0.5%.
@@ -260,12 +273,12 @@ func cmdSimulate(args []string, e env) error {
 	for i, d := range dirs {
 		refs, err := traces.Scan(d.path)
 		if err != nil {
-			return fmt.Errorf("--traces: %w", err)
+			return tracesErr(err)
 		}
 		scanned[i] = refs
 		left, err := leftOutNote(d.family, d.path, refs)
 		if err != nil {
-			return fmt.Errorf("--traces: %w", err)
+			return tracesErr(err)
 		}
 		for _, n := range []string{layoutNote(d.family, d.path, refs), left} {
 			if n != "" {
@@ -274,7 +287,7 @@ func cmdSimulate(args []string, e env) error {
 		}
 	}
 	if err := traces.Disjoint(scanned...); err != nil {
-		return fmt.Errorf("--traces: %w", err)
+		return tracesErr(err)
 	}
 	for i, d := range dirs {
 		refs := scanned[i]
@@ -854,7 +867,13 @@ func writeTables(w io.Writer, out *output) error {
 	}
 	fmt.Fprintf(w, "scenario %s%s, %s split, budget %g violations\n", out.Scenario.Name, shift, out.Split, out.Budget)
 	if s := out.Steps; s != nil {
-		fmt.Fprintf(w, "%s: the activation policy with max_scale_up %q, max_scale_down %q, hysteresis %q, hold band %g\n", stepsPolicy, s.MaxScaleUp, s.MaxScaleDown, s.Hysteresis, s.HoldBand)
+		none := func(v string) string { // a flag left out limits nothing
+			if v == "" {
+				return engine.StepNone
+			}
+			return v
+		}
+		fmt.Fprintf(w, "%s: the activation policy with max_scale_up %q, max_scale_down %q, hysteresis %q, hold band %g\n", stepsPolicy, none(s.MaxScaleUp), none(s.MaxScaleDown), none(s.Hysteresis), s.HoldBand)
 	}
 	for _, fr := range out.Families {
 		fmt.Fprintln(w)

@@ -72,8 +72,8 @@ func cmdTrain(args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		return usagef("--out: required: the directory to write the models into")
+	if strings.TrimSpace(*out) == "" {
+		return usagef("--out: required: the directory to write the models into (%q names none)", *out)
 	}
 	if *epochs < 0 {
 		return usagef("--epochs: %d; it must be >= 1 (or 0 for the default)", *epochs)
@@ -299,17 +299,17 @@ func loadFamilies(dirs []traceDir) (fams []train.Family, notes []string, err err
 	for i, d := range dirs {
 		refs, err := traces.Scan(d.path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--traces: %w", err)
+			return nil, nil, tracesErr(err)
 		}
 		all[i] = refs
 	}
 	if err := traces.Disjoint(all...); err != nil {
-		return nil, nil, fmt.Errorf("--traces: %w", err)
+		return nil, nil, tracesErr(err)
 	}
 	for i, d := range dirs {
 		ss, err := traces.LoadRefs(all[i])
 		if err != nil {
-			return nil, nil, fmt.Errorf("--traces: %w", err)
+			return nil, nil, tracesErr(err)
 		}
 		fams = append(fams, train.Family{Name: d.family, Series: ss})
 		var counters []string
@@ -320,7 +320,7 @@ func loadFamilies(dirs []traceDir) (fams []train.Family, notes []string, err err
 		}
 		left, err := leftOutNote(d.family, d.path, all[i])
 		if err != nil {
-			return nil, nil, fmt.Errorf("--traces: %w", err)
+			return nil, nil, tracesErr(err)
 		}
 		for _, n := range []string{layoutNote(d.family, d.path, all[i]), left, gapNote(d.family, seriesGaps(ss), len(ss)), sparseNote(d.family, seriesSparse(ss), len(ss)), counterNote(d.family, counters, len(ss))} {
 			if n != "" {
@@ -330,6 +330,10 @@ func loadFamilies(dirs []traceDir) (fams []train.Family, notes []string, err err
 	}
 	return fams, notes, nil
 }
+
+// maxPeakGrowth is the largest --peak-growth: a bound of m x G x the
+// window's peak per replica past it never binds.
+const maxPeakGrowth = 1000
 
 // addSettingsFlags adds the model-shape settings of train and tune; the
 // returned function reads them over train.DefaultSettings.
@@ -345,12 +349,17 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	quantile := fs.Float64("quantile", d.Quantile, "train the admission processor's cost (and the capacity processor's, with --capacity-quantile 0) as the `Q` quantile of what the replicas take of the host (the pinball loss, a share in (0, 1)); 0: both on the fit labels' cross-entropy, the "+train.TrunkMonotone+" trunk's default")
 	capq := fs.Float64("capacity-quantile", d.CapacityQuantile, "the capacity processor's quantile `Q` under the quantile loss (--quantile stays the admission processor's); 0: --quantile's. Its default is 0 with --quantile 0 or the "+train.TrunkMonotone+" trunk")
 	qband := fs.String("quantile-band", "", "the quantile loss reads the slots whose usage lies within `LOW,HIGH` shares of the host (LOW in (0, 1), HIGH above 1; default "+strconv.FormatFloat(train.QuantileBandLow, 'g', -1, 64)+","+strconv.FormatFloat(train.QuantileBandHigh, 'g', -1, 64)+")")
-	growth := fs.Float64("peak-growth", d.PeakGrowth, "bound both processors' learned CPU cost: m replicas of the workload at most m x `G` x the window's peak per replica (needs the statistic max: --statistics that leave it out train with no bound unless G is given, which is then refused); 0: no bound")
+	growth := fs.Float64("peak-growth", d.PeakGrowth, "bound both processors' learned CPU cost: m replicas of the workload at most m x `G` x the window's peak per replica, G up to 1000 (needs the statistic max: --statistics that leave it out train with no bound unless G is given, which is then refused); 0: no bound")
 	calibrate := fs.Bool("calibrate", d.Calibrate, "shift the capacity processor's outputs by the logits that let one output threshold (a margin) serve both processors best on the validation series, replayed in the shifted scenario at budgets 1% and 0.1% (nested validation found it level with none)")
 	return func() (train.Settings, error) {
 		s := d
 		if *restarts < 1 || *restarts > train.MaxRestarts {
 			return s, usagef("--restarts: %d; want 1 to %d", *restarts, train.MaxRestarts)
+		}
+		if *trunk != train.TrunkMLP && *trunk != train.TrunkMonotone && *trunk != train.TrunkMax {
+			// Train's settings read an empty trunk as the default one, and
+			// this function's defaults (the average) as another trunk's.
+			return s, usagef("--trunk: %q; want %s, %s or %s", *trunk, train.TrunkMLP, train.TrunkMonotone, train.TrunkMax)
 		}
 		hiddenSet := flagSet(fs, "hidden")
 		if *trunk == train.TrunkMax {
@@ -374,6 +383,11 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		s.Calibrate = *calibrate
 		if !(*growth >= 0) || math.IsInf(*growth, 0) {
 			return s, usagef("--peak-growth: %v; want 0 (no bound) or a finite number above 0, such as %g", *growth, train.DefaultPeakGrowth)
+		}
+		if *growth > maxPeakGrowth {
+			// Near the float's range the exported weights overflow, and
+			// the settings check named no flag.
+			return s, usagef("--peak-growth: %v; want at most %g: a replica at %g times the window's peak never comes, so such a bound never binds (0: no bound)", *growth, float64(maxPeakGrowth), float64(maxPeakGrowth))
 		}
 		s.PeakGrowth = *growth
 		s.CapacityQuantile = *capq

@@ -284,20 +284,10 @@ func cmdTune(args []string, e env) error {
 			return usagef("--budgets: %q is a budget given before (%g)", strings.TrimSpace(b), v)
 		}
 		bs = append(bs, v)
-	}
-	var (
-		fams      []train.Family
-		loadNotes []string
-	)
-	err = interruptible(e.context(), func() (err error) {
-		fams, loadNotes, err = loadFamilies(dirs)
-		return err
-	})
-	for _, n := range loadNotes {
-		fmt.Fprintf(e.stderr, "activation tune: %s\n", n)
-	}
-	if err != nil {
-		return err
+		if v >= 0.1 && !strings.HasSuffix(strings.TrimSpace(b), "%") {
+			// as simulate's --budget: "0.5" is half of every host-sample
+			fmt.Fprintf(e.stderr, "activation tune: budget %g is %g%% of host-samples over capacity; for %g%% write %g%%\n", v, 100*v, v, v)
+		}
 	}
 	cands := tuneCandidates()
 	if *only != "" {
@@ -315,6 +305,20 @@ func cmdTune(args []string, e env) error {
 			picked = append(picked, cands[i-1])
 		}
 		cands = picked
+	}
+	var (
+		fams      []train.Family
+		loadNotes []string
+	)
+	err = interruptible(e.context(), func() (err error) {
+		fams, loadNotes, err = loadFamilies(dirs)
+		return err
+	})
+	for _, n := range loadNotes {
+		fmt.Fprintf(e.stderr, "activation tune: %s\n", n)
+	}
+	if err != nil {
+		return err
 	}
 	base := train.DefaultSettings()
 	// held[h][c][f][b] is the ratio summed over folds, held as the
