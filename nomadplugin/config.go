@@ -426,6 +426,12 @@ func parseStrategyConfig(m map[string]string, defaultNamespace string) (*strateg
 	if err != nil {
 		return nil, err
 	}
+	for _, k := range []string{KeyJob, KeyNamespace} {
+		// as the hosts' keys (parseHost): given empty is not left out
+		if v, ok := r.get(k); ok && v == "" {
+			return nil, cfgErr(k, "is empty; give a value, or leave the key out")
+		}
+	}
 	ns, err := namespaceOf(r, defaultNamespace)
 	if err != nil {
 		return nil, err

@@ -180,11 +180,29 @@ func checkAgentSettings(m map[string]string) (unread []string, err error) {
 	return unread, nil
 }
 
+// agentSettingAliases are other names of the agent's settings, as
+// Nomad's environment variables (NOMAD_ADDR) and terraform-provider-nomad
+// (secret_id, ca_file) spell them, after nomad_ and in lower case: further
+// than two edits from the setting, and the likeliest to be written.
+var agentSettingAliases = map[string]string{
+	"nomad_addr":            AgentKeyNomadAddress,
+	"nomad_secret_id":       AgentKeyNomadToken,
+	"nomad_ca_file":         "nomad_ca-cert",
+	"nomad_cert_file":       "nomad_client-cert",
+	"nomad_key_file":        "nomad_client-key",
+	"nomad_tls_skip_verify": AgentKeyNomadSkipVerify,
+	"nomad_insecure":        AgentKeyNomadSkipVerify,
+}
+
 // nearAgentSetting is the agent setting k misspells, or "": one that
 // differs from it in case or in _ for - alone (nomad_block_query_wait_time),
-// else by at most two edits.
+// another name of it (agentSettingAliases), else one at most two edits
+// away.
 func nearAgentSetting(k string) string {
 	fold := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
+	if a, ok := agentSettingAliases[fold(k)]; ok {
+		return a
+	}
 	best, bestD := "", 3
 	for _, a := range agentSettings {
 		if fold(a) == fold(k) {

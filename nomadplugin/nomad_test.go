@@ -65,7 +65,12 @@ func TestSetConfig(t *testing.T) {
 				// A misspelt agent setting: the SDK ignored it without a word.
 				{name: "_ for - in an agent setting", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "nomad_ca_path": "/etc/nomad/ca"}, wantErr: `config "nomad_ca_path": is no agent setting: did you mean "nomad_ca-path"?`},
 				{name: "three _ for -", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "nomad_block_query_wait_time": "5m"}, wantErr: `did you mean "nomad_block-query-wait-time"?`},
-				{name: "a letter short", cfg: map[string]string{"nomad_addresss": w.s.URL()}, wantErr: `config "nomad_addresss": is no agent setting: did you mean "nomad_address"?`},
+				{name: "a letter doubled", cfg: map[string]string{"nomad_addresss": w.s.URL()}, wantErr: `config "nomad_addresss": is no agent setting: did you mean "nomad_address"?`},
+				// Further than two edits: the names of Nomad's environment
+				// and of terraform-provider-nomad.
+				{name: "NOMAD_ADDR's name", cfg: map[string]string{"nomad_addr": w.s.URL()}, wantErr: `config "nomad_addr": is no agent setting: did you mean "nomad_address"?`},
+				{name: "the Nomad provider's name", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "nomad_secret_id": token}, wantErr: `did you mean "nomad_token"?`},
+				{name: "tls_skip_verify", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "nomad_tls_skip_verify": "true"}, wantErr: `did you mean "nomad_skip-verify"?`},
 				{name: "in capitals", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), "NOMAD_TOKEN": token}, wantErr: `config "NOMAD_TOKEN": unknown plugin config key: did you mean the agent setting "nomad_token"?`},
 				{name: "the agent's inherit switch", cfg: map[string]string{AgentKeyNomadAddress: w.s.URL(), AgentKeyNomadToken: token, "nomad_config_inherit": "false"}},
 				// Far from every agent setting (a later agent's?): logged, not refused.

@@ -1639,6 +1639,8 @@ func TestConfigErrors(t *testing.T) {
 		{"empty node name", []string{PrefixSecond + KeyNodeName, " "}, "", PrefixSecond + KeyNodeName, "is empty"},
 		{"empty node pool beside a name", []string{PrefixFirst + KeyNodePool, " "}, "", PrefixFirst + KeyNodePool, "is empty"},
 		{"empty node id", []string{PrefixFirst + KeyNodeID, " "}, "", PrefixFirst + KeyNodeID, "is empty"},
+		{"empty job on a per-host check", []string{KeyRole, RoleFirst, PrefixFirst + KeyGroup, "", PrefixSecond + KeyGroup, "", KeyJob, " "}, "", KeyJob, "is empty; give a value, or leave the key out"},
+		{"empty namespace", []string{KeyNamespace, "\t"}, "", KeyNamespace, "is empty"},
 		{"bad placement", []string{KeyPlacement, "maybe"}, "", KeyPlacement, `"cap" or "report"`},
 		{"negative hold band", []string{KeyHoldBand, "-1"}, "", KeyHoldBand, "from 0 (off)"},
 		{"hold band past the engine's", []string{KeyHoldBand, "11"}, "", KeyHoldBand, "from 0 (off) to 10"},

@@ -24,6 +24,10 @@ func TestLeftOut(t *testing.T) {
 		{"other text", map[string]string{"a.csv": series, "b.tsv": "", "c.txt": "", "d.json": "", "e.csv ": "", "f.csv~": ""}, []string{"b.tsv", "c.txt", "d.json", "e.csv ", "f.csv~"}},
 		{"nested parts", map[string]string{"day1/vm.csv": series, "day2/vm.csv": series, "day2/vm2.tsv": "", "day2/README": "", "notes.txt": ""}, []string{filepath.Join("day2", "vm2.tsv"), "notes.txt"}},
 		{"a flat family's other directory is not read", map[string]string{"a.csv": series, "plots/a.png": ""}, nil},
+		{"plots, scripts, checksums, clutter", map[string]string{"a.csv": series, "plot.png": "", "analyse.py": "", "run.ipynb": "", "SHA256SUMS": "", "a.csv.sha256": "", "MANIFEST": "", "Thumbs.db": "", "desktop.ini": "", "README.md.gz": ""}, nil},
+		{"backups of a series", map[string]string{"a.csv": series, "a.csv~": "", "a.csv.bak": "", "a.CSV.orig": ""}, nil},
+		{"backups of no series", map[string]string{"a.csv": series, "b.csv~": "", "b.csv.bak": ""}, []string{"b.csv.bak", "b.csv~"}},
+		{"a part's directory without a series", map[string]string{"day1/vm.csv": series, "day2/vm.csv": series, "day3/vm.tsv": ""}, []string{filepath.Join("day3", "vm.tsv")}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -87,11 +87,13 @@ type columns struct {
 	memScale, capScale     float64 // to MB
 }
 
-// otherDiffers returns the first column of header that the series does
-// not read whose field in rec differs from first's, or -1.
-func (c columns) otherDiffers(header, first, rec []string) int {
+// instanceColumn returns a column of header that the series does not
+// read, whose field held one value over every sample before rec (same
+// marks them) and holds another in rec, or -1: the column that names the
+// instance of a "long" export (one row per sample of every instance).
+func (c columns) instanceColumn(header, first, rec []string, same []bool) int {
 	for i := range header {
-		if i == c.ts || i == c.value || i == c.mem || i == c.memCap || i >= len(first) || i >= len(rec) || strings.TrimSpace(header[i]) == "" {
+		if i == c.ts || i == c.value || i == c.mem || i == c.memCap || i >= len(first) || i >= len(rec) || !same[i] || strings.TrimSpace(header[i]) == "" {
 			continue
 		}
 		if strings.TrimSpace(rec[i]) != strings.TrimSpace(first[i]) {
@@ -221,6 +223,11 @@ func read(r io.Reader, name string) (Series, error) {
 		// end in a lone CR (old Mac OS) reads as one long header.
 		return Series{}, fmt.Errorf("series %s: header %s holds a carriage return: the file's lines end in a lone CR (old Mac OS line endings); convert them to LF or CRLF", name, shown)
 	}
+	if len(header) <= 2 && strings.HasPrefix(strings.ToLower(strings.TrimSpace(header[0])), "sep=") {
+		// Excel's hint line ("sep=," read as one or two fields) before the
+		// header.
+		return Series{}, fmt.Errorf("series %s: the first line %s is Excel's separator hint, not a header: remove it (the header naming `ts` and `value` comes first)", name, shown)
+	}
 	c, err := findColumns(header)
 	if err != nil {
 		return Series{}, fmt.Errorf("series %s: header %s: %w", name, shown, err)
@@ -248,7 +255,11 @@ func read(r io.Reader, name string) (Series, error) {
 		named--
 	}
 	s := Series{Name: name}
-	var first []string // the first sample's fields
+	var (
+		blank int      // the first line of blanks or empty fields, 0 if none
+		first []string // the first sample's fields
+		same  []bool   // the columns whose fields were first's on every sample so far
+	)
 	number := func(line int, col, field string) (float64, error) {
 		v, err := strconv.ParseFloat(strings.TrimSpace(col), 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
@@ -277,8 +288,16 @@ func read(r io.Reader, name string) (Series, error) {
 		line, _ := cr.FieldPos(0)
 		if !slices.ContainsFunc(rec, func(f string) bool { return strings.TrimSpace(f) != "" }) {
 			// A line of spaces (an editor's last line) or of empty
-			// fields (a spreadsheet's empty row, ",,"): no sample.
-			return Series{}, fmt.Errorf("series %s: line %d: no sample, only blanks or empty fields: remove the line", name, line)
+			// fields (a spreadsheet's empty rows, ",,"): no sample. At
+			// the end of the file they are read as the blank lines they
+			// are; before a sample, a sample may be missing.
+			if blank == 0 {
+				blank = line
+			}
+			continue
+		}
+		if blank != 0 {
+			return Series{}, fmt.Errorf("series %s: line %d: no sample, only blanks or empty fields, before the samples that follow: a missing sample? remove the line", name, blank)
 		}
 		if len(rec) < need {
 			return Series{}, fmt.Errorf("series %s: line %d: expected at least %d columns, got %d", name, line, need, len(rec))
@@ -303,18 +322,26 @@ func read(r io.Reader, name string) (Series, error) {
 		}
 		if len(s.Times) == 0 {
 			first = append(first[:0], rec...) // records are reused
+			same = make([]bool, len(rec))
+			for i := range same {
+				same[i] = true
+			}
 		}
 		if n := len(s.Times); n > 0 && ts <= s.Times[n-1] {
 			text, hint := strings.TrimSpace(rec[c.ts]), ""
-			switch col := c.otherDiffers(header[:named], first, rec); {
-			case col >= 0:
-				// A "long" export (Prometheus', Datadog's): one row per
-				// sample of every instance, the times starting over.
-				hint = fmt.Sprintf(" (several series in one file, one per %s? It is %q here and %q on the first sample's line: a series is a file of its own)", strings.TrimSpace(header[col]), strings.TrimSpace(rec[col]), strings.TrimSpace(first[col]))
+			col := -1
+			if ts <= s.Times[0] {
+				// The times start over: a "long" export (Prometheus',
+				// Datadog's), one row per sample of every instance?
+				col = c.instanceColumn(header[:named], first, rec, same)
+			}
+			switch {
 			case strings.ContainsAny(text, "eE"):
 				hint = " (a time in scientific notation keeps few digits: write whole seconds)"
 			case n == 1 && ts < s.Times[0]:
 				hint = " (newest first? Samples must be oldest first)"
+			case col >= 0:
+				hint = fmt.Sprintf(" (several series in one file, one per %s? It was %q on every line before and is %q here: a series is a file of its own)", strings.TrimSpace(header[col]), strings.TrimSpace(first[col]), strings.TrimSpace(rec[col]))
 			}
 			return Series{}, fmt.Errorf("series %s: line %d: %s: %q (%d) does not come after %d%s", name, line, header[c.ts], text, ts, s.Times[n-1], hint)
 		}
@@ -329,6 +356,11 @@ func read(r io.Reader, name string) (Series, error) {
 			}
 			s.Memory = append(s.Memory, m*c.memScale)
 			s.MemoryProvisionedMB = max(s.MemoryProvisionedMB, mc*c.capScale)
+		}
+		for i := range same {
+			if i < len(rec) && strings.TrimSpace(rec[i]) != strings.TrimSpace(first[i]) {
+				same[i] = false
+			}
 		}
 		s.Times = append(s.Times, ts)
 		s.Values = append(s.Values, v)
@@ -730,13 +762,22 @@ func compressedSeries(dir string, entries []os.DirEntry) error {
 	return nil
 }
 
-// docStems and docExts name a trace directory's documentation (README.md,
-// LICENSE, NOTICE.txt, a paper's PDF), which LeftOut does not count as
-// data left out.
+// docStems, docExts and notDataNames name what a trace directory may hold
+// beside its series that is no data: documentation (README.md, LICENSE,
+// NOTICE.txt, a paper's PDF), plots, scripts and notebooks, checksums and
+// a desktop's clutter. LeftOut does not name them.
 var (
-	docStems = []string{"readme", "license", "licence", "notice", "copying", "changelog", "authors", "citation"}
-	docExts  = []string{".md", ".markdown", ".rst", ".html", ".htm", ".pdf"}
+	docStems = []string{"readme", "license", "licence", "notice", "copying", "changelog", "authors", "citation", "manifest", "sha256sums", "sha1sums", "md5sums"}
+	docExts  = []string{".md", ".markdown", ".rst", ".html", ".htm", ".pdf",
+		".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp",
+		".py", ".ipynb", ".r", ".sh", ".go", ".js",
+		".sha256", ".sha1", ".md5", ".sig", ".asc"}
+	notDataNames = []string{"thumbs.db", "desktop.ini"}
 )
+
+// backupExts are the extensions of a backup of a series (a.csv~,
+// a.csv.bak beside a.csv): LeftOut does not name them either.
+var backupExts = []string{"~", ".bak", ".orig", ".old", ".swp"}
 
 // LeftOut lists the files beside refs' series that Scan does not read and
 // that may hold data: regular files in dir, or in the directories of refs'
@@ -747,10 +788,26 @@ var (
 // .csv would otherwise leave its series out of a replay without a word.
 // The paths are sorted, relative to dir.
 func LeftOut(dir string, refs []Ref) ([]string, error) {
-	dirs := map[string]bool{filepath.Clean(dir): true}
+	dir = filepath.Clean(dir)
+	dirs := map[string]bool{dir: true}
+	nested := false
 	for _, r := range refs {
 		for _, p := range r.Paths {
 			dirs[filepath.Dir(p)] = true
+			nested = nested || filepath.Dir(p) != dir
+		}
+	}
+	if nested {
+		// Every part's directory, one without a *.csv file too (a day
+		// exported as .tsv).
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("traces: %w", err)
+		}
+		for _, e := range entries {
+			if isPart(dir, e) {
+				dirs[filepath.Join(dir, e.Name())] = true
+			}
 		}
 	}
 	var out []string
@@ -762,7 +819,7 @@ func LeftOut(dir string, refs []Ref) ([]string, error) {
 		plain := plainSeries(entries)
 		for _, e := range entries {
 			file := e.Name()
-			if _, ok := seriesName(file); ok || strings.HasPrefix(file, ".") || documentation(file) || compressedCopy(file, plain) {
+			if _, ok := seriesName(file); ok || strings.HasPrefix(file, ".") || documentation(file) || compressedCopy(file, plain) || backupCopy(file, plain) {
 				continue
 			}
 			p := filepath.Join(d, file)
@@ -779,9 +836,17 @@ func LeftOut(dir string, refs []Ref) ([]string, error) {
 	return out, nil
 }
 
-// documentation reports whether file is a trace directory's documentation.
+// documentation reports whether file is no data by its name (docStems):
+// a trace directory's documentation, a plot, a script, a checksum, a
+// desktop's clutter, or one of those compressed (README.md.gz).
 func documentation(file string) bool {
 	lower := strings.ToLower(file)
+	for _, c := range compressedExts {
+		lower = strings.TrimSuffix(lower, c.ext)
+	}
+	if slices.Contains(notDataNames, lower) {
+		return true
+	}
 	for _, ext := range docExts {
 		if strings.HasSuffix(lower, ext) {
 			return true
@@ -805,6 +870,18 @@ func plainSeries(entries []os.DirEntry) map[string]bool {
 		}
 	}
 	return plain
+}
+
+// backupCopy reports whether file is a backup of a series of plain
+// (a.csv~, a.csv.bak beside a.csv).
+func backupCopy(file string, plain map[string]bool) bool {
+	for _, ext := range backupExts {
+		if len(file) > len(ext) && strings.EqualFold(file[len(file)-len(ext):], ext) {
+			name, ok := seriesName(file[:len(file)-len(ext)])
+			return ok && plain[name]
+		}
+	}
+	return false
 }
 
 // compressedCopy reports whether file is a compressed copy of a series

@@ -38,6 +38,8 @@ func TestRead(t *testing.T) {
 		{name: "a gzip file", csv: "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03+)\xd6)K", err: "series s: not a text CSV file: it is gzip-compressed (decompress it first: gunzip)"},
 		{name: "a zip file", csv: "PK\x03\x04\x14\x00", err: "it is zip-compressed"},
 		{name: "semicolons", csv: "ts;value\n1;2\n2;3\n", err: `header "ts;value" must name a ` + "`ts`" + ` column and a ` + "`value`" + ` (or ` + "`cpu_mhz`" + `) column: its fields are separated by semicolons, and a trace file's by commas`},
+		{name: "Excel's separator hint", csv: "sep=,\nts,value\n1,2\n2,3\n", err: `the first line "sep=," is Excel's separator hint, not a header: remove it`},
+		{name: "Excel's hint for semicolons", csv: "sep=;\nts;value\n1;2\n", err: "is Excel's separator hint"},
 		{name: "tabs", csv: "ts\tvalue\n1\t2\n", err: "separated by tabs"},
 		{name: "newest first", csv: "ts,value\n600,1\n300,1\n0,1\n", err: `line 3: ts: "300" (300) does not come after 600 (newest first? Samples must be oldest first)`},
 		{name: "a time in scientific notation names its text", csv: "ts,value\n1633478400,1\n1.633478e+09,1\n", err: `line 3: ts: "1.633478e+09" (1633478000) does not come after 1633478400 (a time in scientific notation keeps few digits: write whole seconds)`},
@@ -54,8 +56,12 @@ func TestRead(t *testing.T) {
 		{name: "a hexadecimal memory figure", csv: "ts,value,memory_mb,memory_capacity_mb\n1,1,0X10p0,10\n2,1,1,10\n", err: `line 2: memory_mb: "0X10p0" is not a decimal number`},
 		{name: "a hexadecimal time", csv: "ts,value\n0x1p4,1\n32,1\n", err: `line 2: ts: "0x1p4" is not a decimal Unix time in seconds`},
 		{name: "a time with digits separated by _", csv: "ts,value\n1_600_000_000,1\n1600000060,1\n", err: `line 2: ts: "1_600_000_000" is not a decimal Unix time`},
-		{name: "a long export, one row per instance", csv: "ts,instance,value\n1,a,1\n2,a,1\n1,b,2\n", err: `line 4: ts: "1" (1) does not come after 2 (several series in one file, one per instance? It is "b" here and "a" on the first sample's line: a series is a file of its own)`},
+		{name: "a long export, one row per instance", csv: "ts,instance,value\n1,a,1\n2,a,1\n1,b,2\n", err: `line 4: ts: "1" (1) does not come after 2 (several series in one file, one per instance? It was "a" on every line before and is "b" here: a series is a file of its own)`},
+		{name: "a long export, one sample per instance", csv: "ts,instance,value\n1,a,1\n1,b,2\n", err: `line 3: ts: "1" (1) does not come after 1 (several series in one file, one per instance?`},
 		{name: "a column that does not change is no instance", csv: "ts,host,value\n3,a,1\n1,a,1\n", err: `line 3: ts: "1" (1) does not come after 3 (newest first?`},
+		{name: "newest first, a column changing every line", csv: "ts,date,value\n300,d5,1\n200,d3,1\n", err: `line 3: ts: "200" (200) does not come after 300 (newest first?`},
+		{name: "a repeated time, a column changing every line", csv: "ts,value,requests\n1,1,5\n2,1,7\n2,1,9\n", err: `line 4: ts: "2" (2) does not come after 2`},
+		{name: "the times start over, a column that changed before", csv: "ts,value,requests\n1,1,5\n2,1,7\n1,1,9\n", err: `line 4: ts: "1" (1) does not come after 2`},
 		{name: "out of order", csv: "ts,value\n2,1\n1,1\n", err: "line 3: ts"},
 		{name: "out of order later", csv: "ts,value\n1,1\n3,1\n2,1\n", err: `line 4: ts: "2" (2) does not come after 3`},
 		{name: "repeated time", csv: "ts,value\n1,1\n1,2\n", err: "line 3: ts"},
@@ -64,9 +70,11 @@ func TestRead(t *testing.T) {
 		{name: "a time before 1970", csv: "ts,value\n-300,1\n0,2\n", err: `line 2: ts: "-300" is before 1970`},
 		{name: "time 0", csv: "ts,value\n0,1\n300,2\n", want: []float64{1, 2}},
 		{name: "short row", csv: "ts,value\n1\n", err: "line 2: expected at least 2 columns, got 1"},
-		{name: "a line of spaces", csv: "ts,value\n1,1\n2,1\n   \n", err: "line 4: no sample, only blanks or empty fields: remove the line"},
-		{name: "a spreadsheet's empty row", csv: "ts,value\n1,1\n,\n2,1\n", err: "line 3: no sample, only blanks or empty fields"},
-		{name: "empty fields past the header's", csv: "ts,value\n1,1\n , , \n", err: "line 3: no sample"},
+		{name: "a line of spaces at the end", csv: "ts,value\n1,1\n2,1\n   \n", want: []float64{1, 1}},
+		{name: "a spreadsheet's empty rows at the end", csv: "ts,value\n1,1\n2,3\n,\n,\n , \n", want: []float64{1, 3}},
+		{name: "a spreadsheet's empty row before a sample", csv: "ts,value\n1,1\n,\n2,1\n", err: "line 3: no sample, only blanks or empty fields, before the samples that follow: a missing sample? remove the line"},
+		{name: "lines of spaces before a sample: the first named", csv: "ts,value\n1,1\n  \n , , \n2,1\n", err: "line 3: no sample"},
+		{name: "empty rows alone", csv: "ts,value\n,\n,\n", err: "no samples"},
 		{name: "trailing commas", csv: "ts,value\n1,0.5,\n2,1.5,,\n", want: []float64{0.5, 1.5}},
 		{name: "a number split by a comma under a header's trailing comma", csv: "ts,value,\n1,1,397.5\n2,2,\n", err: `line 2: "397.5" under an unnamed column`},
 		{name: "a number split by a comma", csv: "ts,value\n1,1,397.5\n2,2\n", err: "line 2: 3 fields, the header names 2: a number written with a comma"},
@@ -706,5 +714,24 @@ func TestLooksCumulative(t *testing.T) {
 				t.Fatalf("LooksCumulative(%v) = %v, want %v", c.values, got, c.want)
 			}
 		})
+	}
+}
+
+// TestLongExportHintOnlyForAnInstanceColumn: the hint that a file holds
+// several series comes only when the times start over and a column that
+// held one value on every line before changes; a column that changes
+// every line (a date, a count) is no instance.
+func TestLongExportHintOnlyForAnInstanceColumn(t *testing.T) {
+	for _, csv := range []string{
+		"ts,date,value\n300,d5,1\n200,d3,1\n",             // newest first
+		"ts,value,requests\n1,1,5\n2,1,7\n2,1,9\n",        // a repeated time
+		"ts,value,requests\n1,1,5\n2,1,7\n1,1,9\n",        // the times start over; requests changed before
+		"ts,host,value\n1,a,1\n2,a,1\n3,a,1\n2,b,1\n",     // back, but not to the start
+		"ts,date,value\n1,d1,1\n2,d2,1\n3,d3,1\n1,d1,1\n", // start over, the date changed every line
+	} {
+		_, err := Read(strings.NewReader(csv), "s")
+		if err == nil || strings.Contains(err.Error(), "several series") {
+			t.Errorf("%q: %v; want refused without the several-series hint", csv, err)
+		}
 	}
 }

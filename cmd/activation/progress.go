@@ -85,8 +85,8 @@ func sparseNote(family string, sparse []sim.Sparse, series int) string {
 	if len(sparse) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(sparse)-len(shown))
 	}
-	return fmt.Sprintf("family %s: %d of %d series have samples usually more than %s apart: %s%s; the engine reads a window of samples whatever their spacing, and changes per hour read the times as Unix seconds: if they are not (milliseconds since the start?), those figures are wrong",
-		family, len(sparse), series, time.Duration(traces.SparseSpacing)*time.Second, strings.Join(shown, ", "), more)
+	return fmt.Sprintf("family %s: %d of %d series have samples usually more than an hour apart: %s%s; the engine reads a window of samples whatever their spacing, and changes per hour read the times as Unix seconds: if they are not (milliseconds since the start?), those figures are wrong",
+		family, len(sparse), series, strings.Join(shown, ", "), more)
 }
 
 // leftOutNote names the files beside a family's series that hold no series
@@ -106,8 +106,8 @@ func leftOutNote(family, dir string, refs []traces.Ref) (string, error) {
 	if len(files) == 1 {
 		verb = "file beside its series is"
 	}
-	return fmt.Sprintf("family %s: %d %s not read, a series being a <name>.csv file: %s%s (an export's archive? unpack its CSV files into %s)",
-		family, len(files), verb, strings.Join(shown, ", "), more, dir), nil
+	return fmt.Sprintf("family %s: %d %s not read, a series being a <name>.csv file: %s%s (an archive, or another format? Unpack or convert its series to CSV files)",
+		family, len(files), verb, strings.Join(shown, ", "), more), nil
 }
 
 // seriesSparse lists the series among ss whose samples are usually more

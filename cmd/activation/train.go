@@ -96,7 +96,7 @@ func cmdTrain(args []string, e env) error {
 		s.Patience = *patience
 	}
 	if err := s.Check(); err != nil {
-		return usagef("%v", err)
+		return usagef("%s", settingsFlagErr(fs, err))
 	}
 	// --out is made now, so that a directory that cannot be made fails
 	// before the training; a failed or interrupted run removes again every
@@ -331,8 +331,27 @@ func loadFamilies(dirs []traceDir) (fams []train.Family, notes []string, err err
 	return fams, notes, nil
 }
 
-// maxPeakGrowth is the largest --peak-growth: a bound of m x G x the
-// window's peak per replica past it never binds.
+// settingsFlagErr is a train.Settings error under the flag it is about:
+// "train settings: average: ..." reads "--average: ..." when the field is
+// a flag of fs (peak_growth is --peak-growth); other errors are as they
+// are.
+func settingsFlagErr(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "train settings: ")
+	if !ok {
+		return msg
+	}
+	field, detail, ok := strings.Cut(rest, ": ")
+	name := strings.ReplaceAll(field, "_", "-")
+	if !ok || strings.ContainsAny(field, " ,") || fs.Lookup(name) == nil {
+		return msg
+	}
+	return "--" + name + ": " + detail
+}
+
+// maxPeakGrowth is the largest --peak-growth: a cost bound of a thousand
+// times the window's peak per replica, where the default is 3 (factors
+// near the float's range make the exported weights overflow).
 const maxPeakGrowth = 1000
 
 // addSettingsFlags adds the model-shape settings of train and tune; the
@@ -387,7 +406,7 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 		if *growth > maxPeakGrowth {
 			// Near the float's range the exported weights overflow, and
 			// the settings check named no flag.
-			return s, usagef("--peak-growth: %v; want at most %g: a replica at %g times the window's peak never comes, so such a bound never binds (0: no bound)", *growth, float64(maxPeakGrowth), float64(maxPeakGrowth))
+			return s, usagef("--peak-growth: %v; want at most %g (the default is %g; 0: no bound): the bound is m x G x the window's peak per replica, and far larger factors make the exported weights overflow", *growth, float64(maxPeakGrowth), train.DefaultPeakGrowth)
 		}
 		s.PeakGrowth = *growth
 		s.CapacityQuantile = *capq
