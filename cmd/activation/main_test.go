@@ -318,6 +318,9 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", filepath.Join(dir, "missing")}, exitError, "--traces"},
 		{[]string{"--traces", dir, "--capacity-model", filepath.Join(dir, "none.json")}, exitError, "--capacity-model"},
 		{[]string{"--traces", dir, "--admission-model", "builtin:nope"}, exitError, "--admission-model"},
+		// the models are read before the traces: a missing directory
+		// beside a bad model names the model
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--capacity-model", "builtin:nope"}, exitError, `--capacity-model: second host model builtin:nope: no built-in model "nope"`},
 		{[]string{"--traces", dir, "--admission-model", ""}, exitUsage, "--admission-model: empty"},
 		{[]string{"--traces", dir, "--capacity-model", " "}, exitUsage, "--capacity-model: empty"},
 		{[]string{"--traces", dir + ",," + dir}, exitUsage, "empty directory name"},

@@ -143,8 +143,8 @@ func cmdSimulate(args []string, e env) error {
 	fs.StringVar(&f.maxDown, "max-scale-down", "", "step limit of activation-steps: at most `N` replicas (or N%, or none) down per decision")
 	fs.StringVar(&f.hysteresis, "hysteresis", "", "hysteresis band of activation-steps: a change of fewer than `N` replicas (or N%; none: no band) is not made")
 	fs.Float64Var(&f.holdBand, "hold-band", 0, "hold band of activation-steps: a host keeps its count while it lies between the counts at output thresholds `B` logits stricter and looser (the strategy's hold_band)")
-	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers (0: GOMAXPROCS)")
-	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted and two-apps): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
+	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers, each replaying one series at a time (0: GOMAXPROCS; at most 1024)")
+	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted, two-apps and memory; yardstick shifts none): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
 	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's; not with the yardstick scenario, which draws nothing")
 	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more; any families with --choose-on pooled or worst-family), scenario, models, step settings and sweeps, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
 	fs.StringVar(&f.chooseOn, "choose-on", chooseOnFamily, "with --settings-from, the file's results each setting is chosen on: "+chooseOnFamily+" (each family's on the same family's series there), "+chooseOnPooled+" (every family's, and the pooled result's, on the file's pooled series: one setting for every family, as a user sets it for series of a family, or a provider, the file never replayed) or "+chooseOnWorstFamily+" (as "+chooseOnPooled+", at the densest setting there that keeps each of the file's families within the budget: the worst family's rate is held, as a user who runs them all at one setting holds it)")
@@ -269,6 +269,15 @@ func cmdSimulate(args []string, e env) error {
 		// user who meant half a percent writes 0.5%.
 		notes = append(notes, fmt.Sprintf("budget %g is %.6g%% of host-samples over capacity; for %g%% write --budget %g%%", f.budget, 100*f.budget, f.budget, f.budget))
 	}
+	// The models are flags too: read before any trace.
+	adm, err := engine.Models.LoadFor(engine.RoleFirst, f.admission)
+	if err != nil {
+		return fmt.Errorf("--admission-model: %w", err)
+	}
+	capy, err := engine.Models.LoadFor(engine.RoleSecond, f.capacity)
+	if err != nil {
+		return fmt.Errorf("--capacity-model: %w", err)
+	}
 	scanned := make([][]traces.Ref, len(dirs))
 	for i, d := range dirs {
 		refs, err := traces.Scan(d.path)
@@ -311,14 +320,6 @@ func cmdSimulate(args []string, e env) error {
 		}
 		trainAll = append(trainAll, fm.train...)
 		fams = append(fams, fm)
-	}
-	adm, err := engine.Models.LoadFor(engine.RoleFirst, f.admission)
-	if err != nil {
-		return fmt.Errorf("--admission-model: %w", err)
-	}
-	capy, err := engine.Models.LoadFor(engine.RoleSecond, f.capacity)
-	if err != nil {
-		return fmt.Errorf("--capacity-model: %w", err)
 	}
 	models := []modelInfo{
 		{Role: engine.RoleFirst, Name: adm.Model().Name, Digest: adm.Digest()},

@@ -257,7 +257,7 @@ func without(drop ...string) func(*train.Settings) {
 func cmdTune(args []string, e env) error {
 	fs := newFlags("tune", tuneHelp)
 	dir := fs.String("traces", "", "comma-separated trace `DIR[,DIR...]`, each a family (required)")
-	folds := fs.Int("folds", 3, "inner validation folds")
+	folds := fs.Int("folds", 3, "inner validation folds (1 to 10)")
 	budgets := fs.String("budgets", "0.01,0.001", "violation budgets, comma-separated, each a fraction (0.01) or a percentage (1%)")
 	quiet := fs.Bool("quiet", false, "no progress lines (one per candidate and fold, on standard error)")
 	seed := fs.Uint64("seed", 0, "the inner replays' scenario seed `S` (replica shifts and scales, as simulate's --seed; 0: the scenario's own, 1): nested validation over several seeds shows how much of a difference between candidates is the draw's (a calibrated candidate's calibration, inside training, replays with seed 1)")
