@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	sdknomad "github.com/hashicorp/nomad-autoscaler/sdk/helper/nomad"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/editdist"
@@ -88,11 +89,27 @@ func isAgentKey(k string) bool {
 
 // pluginConfig is what SetConfig reads: the Nomad connection and the
 // plugin's own durations; unread are the nomad_* keys that are no agent
-// setting the plugin knows, for SetConfig to log.
+// setting the plugin knows, and caOverPath the CA file given beside a CA
+// directory (the file wins), for SetConfig to log (warn).
 type pluginConfig struct {
-	conn      *nomadconn.Conn
-	durations map[string]time.Duration
-	unread    []string
+	conn       *nomadconn.Conn
+	durations  map[string]time.Duration
+	unread     []string
+	caOverPath string
+}
+
+// warn logs what SetConfig accepted but will not read.
+func (pc *pluginConfig) warn(logger hclog.Logger) {
+	if len(pc.unread) > 0 {
+		logger.Warn("plugin config keys that are no agent setting the plugin reads; ignored", "keys", pc.unread)
+	}
+	if pc.caOverPath != "" {
+		// The agent fills nomad_ca-cert from its own NOMAD_CACERT (or its
+		// ca_cert) when the plugin block sets none, so a block's
+		// nomad_ca-path can lose to the agent's environment.
+		logger.Warn("nomad_ca-cert and nomad_ca-path are both set: the CA file is used and the directory is not; the agent gives its plugins its own CA file (ca_cert, or NOMAD_CACERT in its environment) unless the plugin block sets nomad_ca-cert",
+			"ca_cert", pc.caOverPath)
+	}
 }
 
 // connect reads SetConfig's map: the agent's nomad_* keys, read by the
@@ -125,6 +142,9 @@ func connect(m map[string]string, own map[string]time.Duration) (*pluginConfig, 
 		return nil, err
 	}
 	s.RequestTimeout = pc.durations[PluginKeyRequestTimeout]
+	if s.CACert != "" && s.CAPath != "" {
+		pc.caOverPath = s.CACert
+	}
 	if pc.conn, err = nomadconn.New(s, nil); err != nil {
 		return nil, err
 	}

@@ -2,11 +2,14 @@ package nomadplugin
 
 import (
 	"bytes"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -252,5 +255,50 @@ func TestSetConfigLogsUnreadSettings(t *testing.T) {
 				t.Fatalf("SetConfig without such a key: %v, logs:\n%s", err, logs.String())
 			}
 		})
+	}
+}
+
+// TestSetConfigWarnsOfTwoCAs: nomad_ca-cert beside nomad_ca-path (which
+// the agent makes of its own NOMAD_CACERT and a plugin block's
+// nomad_ca-path) uses the file, not the directory: both plugins say so at
+// SetConfig; the directory alone, or the file alone, gets no warning.
+func TestSetConfigWarnsOfTwoCAs(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		cfg  map[string]string
+		warn bool
+	}{
+		{"both", map[string]string{"nomad_ca-cert": caFile, "nomad_ca-path": dir}, true},
+		{"the directory alone", map[string]string{"nomad_ca-path": dir}, false},
+		{"the file alone", map[string]string{"nomad_ca-cert": caFile}, false},
+	} {
+		for _, plugin := range []string{"strategy", "target"} {
+			t.Run(c.name+"/"+plugin, func(t *testing.T) {
+				var logs bytes.Buffer
+				logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+				set := NewStrategy(logger).SetConfig
+				if plugin == "target" {
+					set = NewTarget(logger).SetConfig
+				}
+				cfg := map[string]string{AgentKeyNomadAddress: srv.URL, PluginKeyIgnoreEnvVars: "true"}
+				for k, v := range c.cfg {
+					cfg[k] = v
+				}
+				if err := set(cfg); err != nil {
+					t.Fatal(err)
+				}
+				got := strings.Contains(logs.String(), "nomad_ca-cert and nomad_ca-path are both set: the CA file is used and the directory is not")
+				if got != c.warn || c.warn && !strings.Contains(logs.String(), "ca_cert="+caFile) {
+					t.Fatalf("warned %v, want %v:\n%s", got, c.warn, logs.String())
+				}
+			})
+		}
 	}
 }

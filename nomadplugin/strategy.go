@@ -306,9 +306,7 @@ func (s *Strategy) SetConfig(config map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", StrategyName, err)
 	}
-	if len(pc.unread) > 0 {
-		s.logger.Warn("plugin config keys that are no agent setting the plugin reads; ignored", "keys", pc.unread)
-	}
+	pc.warn(s.logger)
 	s.mu.Lock()
 	old := s.conn
 	s.conn = pc.conn

@@ -186,9 +186,7 @@ func (t *Target) SetConfig(config map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", TargetName, err)
 	}
-	if len(pc.unread) > 0 {
-		t.logger.Warn("plugin config keys that are no agent setting the plugin reads; ignored", "keys", pc.unread)
-	}
+	pc.warn(t.logger)
 	t.mu.Lock()
 	old := t.conn
 	t.conn, t.budget = pc.conn, pc.durations
