@@ -46,3 +46,38 @@ func TestE2EModelPin(t *testing.T) {
 		t.Errorf("groups at %v, want both unmoved at 10", got)
 	}
 }
+
+// TestE2EModelDir: the strategy's model_dir, set in the agent's plugin
+// block, reaches the plugin through the real agent and confines a
+// policy's model file: a model outside it is refused at every evaluation,
+// naming the key, and no group moves.
+func TestE2EModelDir(t *testing.T) {
+	testsupport.StandinOnly(t, "a model file written by the test")
+	autoscalerPath(t)
+	path, _, _ := testsupport.BuiltinModelFile(t, engine.BuiltinCapacity, engine.RoleSecond)
+	dir := t.TempDir()
+	c := startSplitCase(t, splitSetup{start: [2]int{10, 10}, reqCPU: 1000, usage: 1000,
+		policy:   noLimits + fmt.Sprintf("        second_model        = %q\n", path),
+		strategy: fmt.Sprintf("    model_dir = %q", dir), cooldown: "200ms"})
+	var refusals []string
+	eventually(t, 40*time.Second, "three refusals naming the model outside model_dir", func() (bool, string) {
+		refusals = refusals[:0]
+		for _, e := range c.a.entries(t) {
+			if line := fmt.Sprint(e); strings.Contains(line, "outside the plugin's model_dir") {
+				refusals = append(refusals, line)
+			}
+		}
+		return len(refusals) >= 3, fmt.Sprintf("%d so far", len(refusals))
+	})
+	for _, r := range refusals {
+		if !strings.Contains(r, `second_model`) || !strings.Contains(r, path) {
+			t.Errorf("a refusal does not name the key and the file: %s", r)
+		}
+	}
+	if len(c.logged(t, 0, "decided", "")) != 0 {
+		t.Error("the strategy decided with a model outside model_dir")
+	}
+	if got := c.counts(t); got != [2]int{10, 10} {
+		t.Errorf("groups at %v, want both unmoved at 10", got)
+	}
+}

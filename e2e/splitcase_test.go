@@ -114,6 +114,7 @@ type splitSetup struct {
 	usage        float64 // MHz each allocation uses
 	policy       string  // the check's keys beside its hosts and window
 	target       string  // the host-quota plugin block's config lines
+	strategy     string  // the activation-quota plugin block's config lines
 	cooldown     string
 	// ghost adds a second policy, alike but for a job Nomad does not know
 	// (ghostJob), to the same plugins.
@@ -191,17 +192,20 @@ func startSplitCase(t *testing.T, ss splitSetup) *splitCase {
 		level = "TRACE"
 	}
 	cfg := agentConfig(level, pdir, s.URL(), pol)
-	if ss.target != "" {
-		cfg = strings.Replace(cfg, `target "host-quota" { driver = "host-quota" }`,
-			`target "host-quota" {
-  driver = "host-quota"
-  config = {
-`+ss.target+`
-  }
-}`, 1)
-	}
+	cfg = withPluginConfig(cfg, "target", "host-quota", ss.target)
+	cfg = withPluginConfig(cfg, "strategy", "activation-quota", ss.strategy)
 	c.a = startAgent(t, dir, cfg)
 	return c
+}
+
+// withPluginConfig gives the plugin block kind "name" of an agent config
+// these config lines ("" leaves it as it is).
+func withPluginConfig(cfg, kind, name, lines string) string {
+	if lines == "" {
+		return cfg
+	}
+	return strings.Replace(cfg, fmt.Sprintf("%s %q { driver = %q }", kind, name, name),
+		fmt.Sprintf("%s %q {\n  driver = %q\n  config = {\n%s\n  }\n}", kind, name, name, lines), 1)
 }
 
 func (c *splitCase) setUsage(t testing.TB, front, back float64) {

@@ -225,6 +225,7 @@ type hostConfig struct {
 }
 
 type strategyConfig struct {
+	modelDir      string // the plugin's model_dir ("": a model file may be anywhere)
 	role          string
 	first, second hostConfig
 	window        int
@@ -417,7 +418,7 @@ func quoteList(vs []string) string {
 // parseStrategyConfig reads a check's strategy config. defaultNamespace is
 // the agent's nomad_namespace. The engine judges every value it has a rule
 // for (probe); errors are *ConfigError naming the key.
-func parseStrategyConfig(m map[string]string, defaultNamespace string) (*strategyConfig, error) {
+func parseStrategyConfig(m map[string]string, defaultNamespace, modelDir string) (*strategyConfig, error) {
 	if err := checkStrategyKeys(m); err != nil {
 		return nil, err
 	}
@@ -426,6 +427,7 @@ func parseStrategyConfig(m map[string]string, defaultNamespace string) (*strateg
 	if err != nil {
 		return nil, err
 	}
+	c.modelDir = modelDir
 	for _, k := range []string{KeyJob, KeyNamespace} {
 		// as the hosts' keys (parseHost): given empty is not left out
 		if v, ok := r.get(k); ok && v == "" {
@@ -798,9 +800,9 @@ func (c *strategyConfig) probe() error {
 	var procs [2]*engine.Processor
 	var modelErrs []error
 	for i, h := range c.hosts() {
-		p, err := engine.Models.LoadFor(h.role, h.model)
+		p, err := c.loadModel(h, h.model)
 		if err != nil {
-			modelErrs = append(modelErrs, c.configError(err))
+			modelErrs = append(modelErrs, err)
 			continue
 		}
 		if err := h.checkPin(p); err != nil {

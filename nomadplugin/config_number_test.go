@@ -40,7 +40,7 @@ func TestWholeNumberFromJobspec(t *testing.T) {
 	// Through the strategy's and the target's config readers.
 	m := map[string]string{KeyRole: RoleSplit, KeyJob: "web", PrefixFirst + KeyNodeName: "a", PrefixSecond + KeyNodeName: "b",
 		PrefixFirst + KeyGroup: "front", PrefixSecond + KeyGroup: "back", KeyStatsSample: fmt.Sprintf("%v", 1e6)}
-	c, err := parseStrategyConfig(m, "")
+	c, err := parseStrategyConfig(m, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,12 @@ const (
 	// only the agent's settings and the plugin's keys apply. Default
 	// "false".
 	PluginKeyIgnoreEnvVars = "ignore_env_vars"
+	// PluginKeyModelDir (strategy): the directory every check's model
+	// file must be in, symbolic links resolved; a relative model path is
+	// taken in it. Unset: a model path may name any file the agent can
+	// read (a policy in a jobspec is written by whoever may submit the
+	// job).
+	PluginKeyModelDir = "model_dir"
 	// PluginKeyHeaderPrefix + a header name: a header sent with every
 	// request to Nomad, such as a proxy's own authentication
 	// ("header.X-Proxy-Auth"); its value is a secret, redacted like the
@@ -118,8 +124,8 @@ func (pc *pluginConfig) warn(logger hclog.Logger) {
 // ignore_env_vars), with the plugin's headers; own lists the plugin-level
 // duration keys the plugin accepts with their defaults. Unknown keys are
 // refused.
-func connect(m map[string]string, own map[string]time.Duration) (*pluginConfig, error) {
-	if err := checkPluginKeys(m, own); err != nil {
+func connect(m map[string]string, own map[string]time.Duration, text ...string) (*pluginConfig, error) {
+	if err := checkPluginKeys(m, own, text); err != nil {
 		return nil, err
 	}
 	unread, err := checkAgentSettings(m)
@@ -151,12 +157,12 @@ func connect(m map[string]string, own map[string]time.Duration) (*pluginConfig, 
 	return pc, nil
 }
 
-// checkPluginKeys refuses a key that is neither the plugin's, a header,
-// nor the agent's.
-func checkPluginKeys(m map[string]string, own map[string]time.Duration) error {
+// checkPluginKeys refuses a key that is neither the plugin's (own, its
+// durations, and text, its other keys), a header, nor the agent's.
+func checkPluginKeys(m map[string]string, own map[string]time.Duration, text []string) error {
 	var unknown []string
 	for k := range m {
-		if _, ok := own[k]; !ok && k != PluginKeyIgnoreEnvVars && !strings.HasPrefix(k, PluginKeyHeaderPrefix) && !isAgentKey(k) {
+		if _, ok := own[k]; !ok && !slices.Contains(text, k) && k != PluginKeyIgnoreEnvVars && !strings.HasPrefix(k, PluginKeyHeaderPrefix) && !isAgentKey(k) {
 			unknown = append(unknown, k)
 		}
 	}
@@ -164,7 +170,7 @@ func checkPluginKeys(m map[string]string, own map[string]time.Duration) error {
 		return nil
 	}
 	sort.Strings(unknown)
-	names := []string{PluginKeyIgnoreEnvVars, PluginKeyHeaderPrefix + "<name>"}
+	names := append([]string{PluginKeyIgnoreEnvVars, PluginKeyHeaderPrefix + "<name>"}, text...)
 	for k := range own {
 		names = append(names, k)
 	}

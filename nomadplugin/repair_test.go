@@ -809,9 +809,9 @@ func TestQueuedHostNotReadAsStopped(t *testing.T) {
 // not applied at the same counts is not preferred again.
 func TestCheckMemo(t *testing.T) {
 	st := NewStrategy(hclog.NewNullLogger())
-	a, err := parseStrategyConfig(splitConfig(), "")
+	a, err := parseStrategyConfig(splitConfig(), "", "")
 	must(t, err)
-	b, err := parseStrategyConfig(withKeys(splitConfig(), PrefixSecond+KeyGroup, "other"), "")
+	b, err := parseStrategyConfig(withKeys(splitConfig(), PrefixSecond+KeyGroup, "other"), "", "")
 	must(t, err)
 	ka, kb := decisionKey("activation", a), decisionKey("activation", b)
 	if ka == kb {

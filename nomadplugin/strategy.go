@@ -152,7 +152,8 @@ type Strategy struct {
 	mu        sync.Mutex
 	reader    usageReader
 	conn      *nomadconn.Conn
-	fixedRead bool // the reader came from withReader
+	modelDir  string // model_dir: where every check's model file must be ("": anywhere)
+	fixedRead bool   // the reader came from withReader
 	configs   map[string]*strategyConfig
 	configGen uint64 // SetConfig calls: a config parsed before one is not cached after it
 	// afterParse, when set (tests), runs between parsing a check's config
@@ -302,14 +303,18 @@ var strategyPluginKeys = map[string]time.Duration{PluginKeyRequestTimeout: Defau
 // config, and connects through nomadconn.
 func (s *Strategy) SetConfig(config map[string]string) error {
 	s.logger.Debug("set config", "keys", safeKeys(config))
-	pc, err := connect(config, strategyPluginKeys)
+	pc, err := connect(config, strategyPluginKeys, PluginKeyModelDir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", StrategyName, err)
+	}
+	modelDir, err := parseModelDir(config)
 	if err != nil {
 		return fmt.Errorf("%s: %w", StrategyName, err)
 	}
 	pc.warn(s.logger)
 	s.mu.Lock()
 	old := s.conn
-	s.conn = pc.conn
+	s.conn, s.modelDir = pc.conn, modelDir
 	if !s.fixedRead {
 		s.reader = &nomadusage.Reader{Client: pc.conn.Client(), Now: s.now}
 	}
@@ -332,14 +337,14 @@ func (s *Strategy) config(m map[string]string) (*strategyConfig, usageReader, er
 	c, ok := s.configs[key]
 	reader := s.reader
 	gen := s.configGen
-	ns := ""
+	ns, modelDir := "", s.modelDir
 	if s.conn != nil {
 		ns = s.conn.Namespace()
 	}
 	s.mu.Unlock()
 	if !ok {
 		var err error
-		if c, err = parseStrategyConfig(m, ns); err != nil {
+		if c, err = parseStrategyConfig(m, ns, modelDir); err != nil {
 			return nil, nil, err
 		}
 		if s.afterParse != nil {
@@ -811,9 +816,9 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 		if source == "" {
 			source = engine.DefaultModelFor(h.role)
 		}
-		p, err := engine.Models.LoadFor(h.role, source)
+		p, err := e.c.loadModel(h, source)
 		if err != nil {
-			return in, nil, e.c.configError(err)
+			return in, nil, err
 		}
 		if err := h.checkPin(p); err != nil {
 			return in, nil, err

@@ -590,7 +590,7 @@ func TestHostMarginConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, role := range []string{RoleSplit, RoleFirst, RoleSecond} {
 				cfg := withKeys(flatConfig(role), tc.kv...)
-				c, err := parseStrategyConfig(cfg, "")
+				c, err := parseStrategyConfig(cfg, "", "")
 				if err != nil {
 					t.Fatalf("%s: %v", role, err)
 				}
@@ -626,7 +626,7 @@ func TestHostMarginConfig(t *testing.T) {
 		{"first_margin only: the second host at 0", []string{fm, "1"}, ""},
 		{"second_margin 0 replaces margin", []string{KeyMargin, "1", sm, "0"}, ""},
 	} {
-		_, err := parseStrategyConfig(withKeys(flatConfig(RoleSplit), append([]string{PrefixSecond + KeyModel, path}, tc.kv...)...), "")
+		_, err := parseStrategyConfig(withKeys(flatConfig(RoleSplit), append([]string{PrefixSecond + KeyModel, path}, tc.kv...)...), "", "")
 		var ce *ConfigError
 		switch {
 		case tc.wantKey == "" && err != nil:
@@ -658,7 +658,7 @@ func TestHostMarginRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := withKeys(flatConfig(tc.role), tc.kv...)
-			_, err := parseStrategyConfig(cfg, "")
+			_, err := parseStrategyConfig(cfg, "", "")
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Key != tc.key || !strings.Contains(ce.Reason, tc.want) {
 				t.Fatalf("err = %v; want key %q saying %q", err, tc.key, tc.want)
@@ -806,7 +806,7 @@ func TestHostMarginRun(t *testing.T) {
 // the config is read, each with its reason, not the first alone.
 func TestBothModelKeysWrong(t *testing.T) {
 	cfg := withKeys(flatConfig(RoleSplit), PrefixFirst+KeyModel, "builtin:"+engine.BuiltinCapacity, PrefixSecond+KeyModel, "builtin:"+engine.BuiltinAdmission)
-	_, err := parseStrategyConfig(cfg, "")
+	_, err := parseStrategyConfig(cfg, "", "")
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want ConfigErrors", err)
@@ -818,7 +818,7 @@ func TestBothModelKeysWrong(t *testing.T) {
 	}
 	// A wrong model and a pin the other model fails: both.
 	cfg = withKeys(flatConfig(RoleSplit), PrefixFirst+KeyModel, "builtin:"+engine.BuiltinCapacity, PrefixSecond+KeyModelDigest, "sha256:"+strings.Repeat("0", 64))
-	if _, err := parseStrategyConfig(cfg, ""); err == nil || !strings.Contains(err.Error(), PrefixFirst+KeyModel) || !strings.Contains(err.Error(), PrefixSecond+KeyModelDigest) {
+	if _, err := parseStrategyConfig(cfg, "", ""); err == nil || !strings.Contains(err.Error(), PrefixFirst+KeyModel) || !strings.Contains(err.Error(), PrefixSecond+KeyModelDigest) {
 		t.Errorf("a wrong model and a wrong pin: %v, want both named", err)
 	}
 }
@@ -919,7 +919,7 @@ func TestModelPin(t *testing.T) {
 
 	// A pin that is no digest is refused when the config is read.
 	for _, bad := range []string{"9d3c5315", "sha256:" + strings.ToUpper(pinned[7:]), "md5:" + pinned[7:], pinned + "0"} {
-		_, err := parseStrategyConfig(withKeys(base, PrefixSecond+KeyModelDigest, bad), "")
+		_, err := parseStrategyConfig(withKeys(base, PrefixSecond+KeyModelDigest, bad), "", "")
 		if !errors.As(err, &ce) || ce.Key != PrefixSecond+KeyModelDigest || !strings.Contains(ce.Reason, "64 lower-case hex digits") {
 			t.Errorf("pin %q: %v, want an error naming %s%s", bad, err, PrefixSecond, KeyModelDigest)
 		}
@@ -1586,7 +1586,7 @@ func TestConfigErrors(t *testing.T) {
 		return map[string]string{KeyRole: RoleSplit, KeyJob: "web", PrefixFirst + KeyNodeName: "a", PrefixSecond + KeyNodeName: "b",
 			PrefixFirst + KeyGroup: "front", PrefixSecond + KeyGroup: "back"}
 	}
-	if _, err := parseStrategyConfig(ok(), ""); err != nil {
+	if _, err := parseStrategyConfig(ok(), "", ""); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
 	// A per-host check scales one group: the other host's group key may
@@ -1594,7 +1594,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, role := range []string{RoleFirst, RoleSecond} {
 		m := ok()
 		m[KeyRole], m[PrefixSecond+KeyGroup] = role, m[PrefixFirst+KeyGroup]
-		if _, err := parseStrategyConfig(m, ""); err != nil {
+		if _, err := parseStrategyConfig(m, "", ""); err != nil {
 			t.Errorf("role %s with one group named twice refused: %v", role, err)
 		}
 	}
@@ -1688,12 +1688,12 @@ func TestConfigErrors(t *testing.T) {
 	// and the empty string itself, as a template writes it
 	empty := ok()
 	empty[KeyMaxScaleUp] = ""
-	if _, err := parseStrategyConfig(empty, ""); err == nil || !strings.Contains(err.Error(), `config "max_scale_up": is empty`) {
+	if _, err := parseStrategyConfig(empty, "", ""); err == nil || !strings.Contains(err.Error(), `config "max_scale_up": is empty`) {
 		t.Errorf("max_scale_up \"\": %v, want it refused", err)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := parseStrategyConfig(withKeys(ok(), c.kv...), c.agentNS)
+			_, err := parseStrategyConfig(withKeys(ok(), c.kv...), c.agentNS, "")
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a ConfigError", err)
@@ -1706,15 +1706,15 @@ func TestConfigErrors(t *testing.T) {
 	// A hold band needs sigmoid outputs: a model without them is refused
 	// when the config is read, naming hold_band.
 	path := identityOutputsModel(t)
-	_, err := parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path, KeyHoldBand, "1"), "")
+	_, err := parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path, KeyHoldBand, "1"), "", "")
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Key != KeyHoldBand || !strings.Contains(ce.Reason, "sigmoid") {
 		t.Errorf("identity outputs with hold_band: %v, want an error naming %s", err, KeyHoldBand)
 	}
-	if _, err := parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path), ""); err != nil {
+	if _, err := parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path), "", ""); err != nil {
 		t.Errorf("identity outputs without a hold band: %v", err)
 	}
-	_, err = parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path, KeyMargin, "-1"), "")
+	_, err = parseStrategyConfig(withKeys(ok(), PrefixSecond+KeyModel, path, KeyMargin, "-1"), "", "")
 	if !errors.As(err, &ce) || ce.Key != KeyMargin || !strings.Contains(ce.Reason, "sigmoid") {
 		t.Errorf("identity outputs with a margin: %v, want an error naming %s", err, KeyMargin)
 	}
@@ -1870,7 +1870,7 @@ func TestNoScalingLogLevels(t *testing.T) {
 // from Nomad without a job either (no client stats read to throw away).
 func TestAPMWithoutJob(t *testing.T) {
 	c, err := parseStrategyConfig(map[string]string{KeyRole: RoleFirst, PrefixFirst + KeyNodeName: "host-a",
-		PrefixFirst + KeyUsage: UsageAPM, PrefixFirst + KeyReplicaCPU: "500"}, "")
+		PrefixFirst + KeyUsage: UsageAPM, PrefixFirst + KeyReplicaCPU: "500"}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2629,7 +2629,7 @@ func TestDecidedLineNamesItsHosts(t *testing.T) {
 					keys[p+KeyNodeName], keys[p+KeyGroup] = "host", "g"+p
 				}
 			}
-			c, err := parseStrategyConfig(keys, "")
+			c, err := parseStrategyConfig(keys, "", "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,143 @@
+package nomadplugin
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/activation-scheduler/terraform-provider-activation/engine"
+)
+
+// writeModel writes the built-in capacity model to path.
+func writeModel(t *testing.T, path string) {
+	t.Helper()
+	p, err := engine.Builtin(engine.BuiltinCapacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.WriteModelFile(path, p.Model()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConfine: with a model_dir, a check's model file must resolve inside
+// it (a relative path is taken in it); a path or a link leading out is
+// refused naming the key; built-in models pass.
+func TestConfine(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir()) // the paths as the messages resolve them
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "models")
+	outside := filepath.Join(root, "elsewhere")
+	for _, d := range []string{dir, outside, filepath.Join(dir, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeModel(t, filepath.Join(dir, "m.json"))
+	writeModel(t, filepath.Join(dir, "sub", "n.json"))
+	writeModel(t, filepath.Join(outside, "x.json"))
+	if err := os.Symlink(filepath.Join(outside, "x.json"), filepath.Join(dir, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "m.json"), filepath.Join(outside, "in.json")); err != nil {
+		t.Fatal(err)
+	}
+	linkedDir := filepath.Join(root, "linked-models")
+	if err := os.Symlink(dir, linkedDir); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, source, dir string
+		want              string // the path returned, or with err the error's text
+		err               bool
+	}{
+		{"no model_dir: anything", "/etc/passwd", "", "/etc/passwd", false},
+		{"built-in", "builtin:capacity", dir, "builtin:capacity", false},
+		{"the default", "", dir, "", false},
+		{"inside", filepath.Join(dir, "m.json"), dir, filepath.Join(dir, "m.json"), false},
+		{"relative: taken in model_dir", "sub/n.json", dir, filepath.Join(dir, "sub", "n.json"), false},
+		{"a link from outside to inside", filepath.Join(outside, "in.json"), dir, filepath.Join(dir, "m.json"), false},
+		{"model_dir itself a link", "m.json", linkedDir, filepath.Join(dir, "m.json"), false},
+		{"outside", filepath.Join(outside, "x.json"), dir, `config "first_model": is "` + filepath.Join(outside, "x.json") + `" outside the plugin's model_dir ` + dir + `: a check's model file must be in that directory`, true},
+		{"relative, climbing out", "../elsewhere/x.json", dir, "outside the plugin's model_dir", true},
+		{"a link inside leading out", "link.json", dir, `is "link.json", which is ` + filepath.Join(outside, "x.json") + ", outside", true},
+		{"model_dir itself", dir, dir, "", false},
+		{"missing", "gone.json", dir, `config "first_model": is "gone.json": lstat: no such file or directory`, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := confine(PrefixFirst+KeyModel, c.source, c.dir)
+			switch {
+			case c.err && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("confine = %q, %v; want an error containing %q", got, err, c.want)
+			case !c.err && err != nil:
+				t.Fatalf("confine: %v", err)
+			case !c.err && c.want != "" && got != c.want:
+				t.Fatalf("confine = %q, want %q", got, c.want)
+			}
+			var ce *ConfigError
+			if c.err && (!errors.As(err, &ce) || ce.Key != PrefixFirst+KeyModel) {
+				t.Fatalf("error %v does not name %s", err, PrefixFirst+KeyModel)
+			}
+		})
+	}
+}
+
+// TestModelDir: the strategy's model_dir, set by the agent's plugin block,
+// confines every check's model file: a check whose model is outside fails
+// naming its key, at every evaluation, and one inside decides; the key
+// itself must name a directory.
+func TestModelDir(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	writeModel(t, filepath.Join(dir, "capacity.json"))
+	writeModel(t, filepath.Join(outside, "capacity.json"))
+	file := filepath.Join(dir, "capacity.json")
+	for _, c := range []struct {
+		name, value, want string
+	}{
+		{"empty", " ", `config "model_dir": is empty`},
+		{"missing", filepath.Join(dir, "gone"), `config "model_dir": is "` + filepath.Join(dir, "gone") + `": stat`},
+		{"a file", file, `config "model_dir": is "` + file + `", not a directory`},
+	} {
+		if err := NewStrategy(nil).SetConfig(map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyModelDir: c.value}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: SetConfig: %v, want %q", c.name, err, c.want)
+		}
+	}
+	st := NewStrategy(nil)
+	if err := st.SetConfig(map[string]string{AgentKeyNomadAddress: w.s.URL(), PluginKeyModelDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		model string
+		err   string
+	}{
+		{"capacity.json", ""},
+		{filepath.Join(dir, "capacity.json"), ""},
+		{filepath.Join(outside, "capacity.json"), `config "second_model": is "` + filepath.Join(outside, "capacity.json") + `"`},
+	} {
+		_, err := st.Run(newEval("modeldir", withKeys(splitConfig(), PrefixSecond+KeyModel, c.model)), 2)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.model, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "outside the plugin's model_dir")):
+			t.Errorf("%s: %v, want %q", c.model, err, c.err)
+		}
+	}
+	// Without model_dir, the file outside is read as before.
+	free := NewStrategy(nil)
+	if err := free.SetConfig(map[string]string{AgentKeyNomadAddress: w.s.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := free.Run(newEval("free", withKeys(splitConfig(), PrefixSecond+KeyModel, filepath.Join(outside, "capacity.json"))), 2); err != nil {
+		t.Errorf("no model_dir: %v", err)
+	}
+}
