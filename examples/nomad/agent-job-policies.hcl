@@ -28,6 +28,12 @@ policy {
 
 strategy "activation-quota" {
   driver = "activation-quota"
+  # With policies in jobspecs, whoever may submit a job writes its checks'
+  # model paths, read with the agent's rights: to use model files, keep
+  # them in one directory and confine the checks to it.
+  # config = {
+  #   model_dir = "/etc/nomad-autoscaler/models"
+  # }
 }
 
 target "host-quota" {
