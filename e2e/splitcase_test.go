@@ -192,20 +192,24 @@ func startSplitCase(t *testing.T, ss splitSetup) *splitCase {
 		level = "TRACE"
 	}
 	cfg := agentConfig(level, pdir, s.URL(), pol)
-	cfg = withPluginConfig(cfg, "target", "host-quota", ss.target)
-	cfg = withPluginConfig(cfg, "strategy", "activation-quota", ss.strategy)
+	cfg = withPluginConfig(t, cfg, "target", "host-quota", ss.target)
+	cfg = withPluginConfig(t, cfg, "strategy", "activation-quota", ss.strategy)
 	c.a = startAgent(t, dir, cfg)
 	return c
 }
 
 // withPluginConfig gives the plugin block kind "name" of an agent config
 // these config lines ("" leaves it as it is).
-func withPluginConfig(cfg, kind, name, lines string) string {
+func withPluginConfig(t testing.TB, cfg, kind, name, lines string) string {
+	t.Helper()
 	if lines == "" {
 		return cfg
 	}
-	return strings.Replace(cfg, fmt.Sprintf("%s %q { driver = %q }", kind, name, name),
-		fmt.Sprintf("%s %q {\n  driver = %q\n  config = {\n%s\n  }\n}", kind, name, name, lines), 1)
+	block := fmt.Sprintf("%s %q { driver = %q }", kind, name, name)
+	if !strings.Contains(cfg, block) {
+		t.Fatalf("the agent config has no %s to give config lines to:\n%s", block, cfg)
+	}
+	return strings.Replace(cfg, block, fmt.Sprintf("%s %q {\n  driver = %q\n  config = {\n%s\n  }\n}", kind, name, name, lines), 1)
 }
 
 func (c *splitCase) setUsage(t testing.TB, front, back float64) {

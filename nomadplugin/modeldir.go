@@ -20,6 +20,11 @@ func parseModelDir(m map[string]string) (string, error) {
 	if dir == "" {
 		return "", cfgErr(PluginKeyModelDir, "is empty; name the directory the checks' model files are in, or leave the key out")
 	}
+	if !filepath.IsAbs(dir) {
+		// It would be read from the agent's working directory, wherever
+		// the agent was started.
+		return "", cfgErr(PluginKeyModelDir, "is %q, a relative path: give the directory's absolute path", dir)
+	}
 	st, err := os.Stat(dir)
 	if err != nil {
 		return "", cfgErr(PluginKeyModelDir, "is %q: %v", dir, err)
@@ -49,41 +54,61 @@ func (c *strategyConfig) loadModel(h *hostConfig, source string) (*engine.Proces
 // links resolved, or an error naming key when it is outside: the source
 // of a check's model is written by whoever writes the policy (a jobspec's
 // scaling block included), and the agent reads it with its own rights. A
-// relative path is taken in dir. Built-in models, and any source when dir
-// is "", pass as they are. It is checked at every load, as the file is
-// read at every evaluation: a link changed since the check was parsed is
-// seen.
+// relative path is taken in dir. The path must be inside dir as written
+// (checked before the file system is asked anything, so that an error
+// says nothing of files outside) and once its links are resolved.
+// Built-in models, and any source when dir is "", pass as they are. It is
+// checked at every load, as the file is read at every evaluation: a link
+// changed since the check was parsed is seen.
 func confine(key, source, dir string) (string, error) {
 	if dir == "" || source == "" || strings.HasPrefix(source, engine.BuiltinPrefix) {
 		return source, nil
 	}
-	path := source
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
+	path := modelPath(source, dir)
+	outside := func(resolved string) error {
+		which := ""
+		if resolved != "" && resolved != source {
+			which = ", which is " + resolved + ","
+		}
+		return cfgErr(key, "is %q%s outside the plugin's %s %s: a check's model file must be in that directory", source, which, PluginKeyModelDir, dir)
+	}
+	if !within(dir, path) {
+		return "", outside("")
 	}
 	resolved, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", cfgErr(key, "is %q: %v", source, unwrapPath(err))
+		return "", cfgErr(key, "is %q: %v", source, unwrapPath(err, path))
 	}
 	realDir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", cfgErr(PluginKeyModelDir, "is %q: %v", dir, unwrapPath(err))
+		return "", cfgErr(PluginKeyModelDir, "is %q: %v", dir, unwrapPath(err, dir))
 	}
-	rel, err := filepath.Rel(realDir, resolved)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		which := ""
-		if resolved != source {
-			which = ", which is " + resolved + ","
-		}
-		return "", cfgErr(key, "is %q%s outside the plugin's %s %s: a check's model file must be in that directory", source, which, PluginKeyModelDir, realDir)
+	if !within(realDir, resolved) {
+		return "", outside(resolved)
 	}
 	return resolved, nil
 }
 
-// unwrapPath is err without the path an *fs.PathError repeats (the
-// message quotes the source already).
-func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
+// modelPath is the file a model source names: a relative one is taken in
+// dir when there is one.
+func modelPath(source, dir string) string {
+	if dir == "" || source == "" || strings.HasPrefix(source, engine.BuiltinPrefix) || filepath.IsAbs(source) {
+		return source
+	}
+	return filepath.Join(dir, source)
+}
+
+// within says whether path, absolute and clean, is dir or inside it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, filepath.Clean(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// unwrapPath is err without the path an *fs.PathError repeats when it is
+// the one the message quotes (path); another (a link's missing target)
+// is kept.
+func unwrapPath(err error, path string) error {
+	if pe, ok := err.(*os.PathError); ok && pe.Path == path {
 		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
 	return err

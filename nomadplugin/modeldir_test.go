@@ -46,6 +46,9 @@ func TestConfine(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "m.json"), filepath.Join(outside, "in.json")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(filepath.Join(dir, "nowhere.json"), filepath.Join(dir, "dangling.json")); err != nil {
+		t.Fatal(err)
+	}
 	linkedDir := filepath.Join(root, "linked-models")
 	if err := os.Symlink(dir, linkedDir); err != nil {
 		t.Fatal(err)
@@ -60,7 +63,9 @@ func TestConfine(t *testing.T) {
 		{"the default", "", dir, "", false},
 		{"inside", filepath.Join(dir, "m.json"), dir, filepath.Join(dir, "m.json"), false},
 		{"relative: taken in model_dir", "sub/n.json", dir, filepath.Join(dir, "sub", "n.json"), false},
-		{"a link from outside to inside", filepath.Join(outside, "in.json"), dir, filepath.Join(dir, "m.json"), false},
+		{"a link from outside to inside: outside as written", filepath.Join(outside, "in.json"), dir, `config "first_model": is "` + filepath.Join(outside, "in.json") + `" outside the plugin's model_dir`, true},
+		{"a missing file outside: no word of its existence", filepath.Join(outside, "gone.json"), dir, `config "first_model": is "` + filepath.Join(outside, "gone.json") + `" outside the plugin's model_dir`, true},
+		{"a link inside to a missing file: its target named", "dangling.json", dir, filepath.Join(dir, "nowhere.json"), true},
 		{"model_dir itself a link", "m.json", linkedDir, filepath.Join(dir, "m.json"), false},
 		{"outside", filepath.Join(outside, "x.json"), dir, `config "first_model": is "` + filepath.Join(outside, "x.json") + `" outside the plugin's model_dir ` + dir + `: a check's model file must be in that directory`, true},
 		{"relative, climbing out", "../elsewhere/x.json", dir, "outside the plugin's model_dir", true},
@@ -105,6 +110,7 @@ func TestModelDir(t *testing.T) {
 		name, value, want string
 	}{
 		{"empty", " ", `config "model_dir": is empty`},
+		{"relative", "models", `config "model_dir": is "models", a relative path: give the directory's absolute path`},
 		{"missing", filepath.Join(dir, "gone"), `config "model_dir": is "` + filepath.Join(dir, "gone") + `": stat`},
 		{"a file", file, `config "model_dir": is "` + file + `", not a directory`},
 	} {
@@ -131,6 +137,26 @@ func TestModelDir(t *testing.T) {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "outside the plugin's model_dir")):
 			t.Errorf("%s: %v, want %q", c.model, err, c.err)
 		}
+	}
+	// A link checked at the check's first run and retargeted after it is
+	// checked again at the next run (the config is cached, the model is
+	// not).
+	link := filepath.Join(dir, "current.json")
+	if err := os.Symlink(filepath.Join(dir, "capacity.json"), link); err != nil {
+		t.Fatal(err)
+	}
+	cfg := withKeys(splitConfig(), PrefixSecond+KeyModel, "current.json")
+	if _, err := st.Run(newEval("relinked", cfg), 2); err != nil {
+		t.Fatalf("the link inside: %v", err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "capacity.json"), link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Run(newEval("relinked", cfg), 2); err == nil || !strings.Contains(err.Error(), `is "current.json", which is `+filepath.Join(outside, "capacity.json")+`, outside the plugin's model_dir`) {
+		t.Fatalf("the link retargeted outside: %v", err)
 	}
 	// Without model_dir, the file outside is read as before.
 	free := NewStrategy(nil)

@@ -303,11 +303,11 @@ var strategyPluginKeys = map[string]time.Duration{PluginKeyRequestTimeout: Defau
 // config, and connects through nomadconn.
 func (s *Strategy) SetConfig(config map[string]string) error {
 	s.logger.Debug("set config", "keys", safeKeys(config))
-	pc, err := connect(config, strategyPluginKeys, PluginKeyModelDir)
+	modelDir, err := parseModelDir(config)
 	if err != nil {
 		return fmt.Errorf("%s: %w", StrategyName, err)
 	}
-	modelDir, err := parseModelDir(config)
+	pc, err := connect(config, strategyPluginKeys, PluginKeyModelDir)
 	if err != nil {
 		return fmt.Errorf("%s: %w", StrategyName, err)
 	}
@@ -826,7 +826,9 @@ func (e *checkRun) inputs(hosts []*hostConfig, obs []engine.Observation) ([2]eng
 		e.s.modelSeen(decisionKey(e.eval.Check.Name, e.c), e.eval.Check.Name, e.c.job(), h.role, source, p.Digest())
 		slot := roleIndex(h.role)
 		in[slot] = engine.HostInput{Observation: &obs[i], Model: p, Quota: h.quota, MinSamples: e.c.minSamples, HoldBand: e.c.holdBand, Margin: e.c.marginOf(h)}
-		setRequestHost(req, h.role, obs[i], source, h.quota, h.margin)
+		// (a relative model path as the strategy read it: in model_dir,
+		// for explain wherever it runs)
+		setRequestHost(req, h.role, obs[i], modelPath(source, e.c.modelDir), h.quota, h.margin)
 	}
 	if len(hosts) == 1 {
 		// The other slot: the same observation, the other role's built-in

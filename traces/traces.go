@@ -296,9 +296,6 @@ func read(r io.Reader, name string) (Series, error) {
 			}
 			continue
 		}
-		if blank != 0 {
-			return Series{}, fmt.Errorf("series %s: line %d: no sample, only blanks or empty fields, before the samples that follow: a missing sample? remove the line", name, blank)
-		}
 		if len(rec) < need {
 			return Series{}, fmt.Errorf("series %s: line %d: expected at least %d columns, got %d", name, line, need, len(rec))
 		}
@@ -357,8 +354,13 @@ func read(r io.Reader, name string) (Series, error) {
 			s.Memory = append(s.Memory, m*c.memScale)
 			s.MemoryProvisionedMB = max(s.MemoryProvisionedMB, mc*c.capScale)
 		}
+		if blank != 0 {
+			// (checked once the line after is a sample: a footer is
+			// refused as what it is)
+			return Series{}, fmt.Errorf("series %s: line %d: no sample, only blanks or empty fields, before the samples that follow: a missing sample? remove the line", name, blank)
+		}
 		for i := range same {
-			if i < len(rec) && strings.TrimSpace(rec[i]) != strings.TrimSpace(first[i]) {
+			if i >= len(rec) || strings.TrimSpace(rec[i]) != strings.TrimSpace(first[i]) {
 				same[i] = false
 			}
 		}

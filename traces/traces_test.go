@@ -74,6 +74,7 @@ func TestRead(t *testing.T) {
 		{name: "a spreadsheet's empty rows at the end", csv: "ts,value\n1,1\n2,3\n,\n,\n , \n", want: []float64{1, 3}},
 		{name: "a spreadsheet's empty row before a sample", csv: "ts,value\n1,1\n,\n2,1\n", err: "line 3: no sample, only blanks or empty fields, before the samples that follow: a missing sample? remove the line"},
 		{name: "lines of spaces before a sample: the first named", csv: "ts,value\n1,1\n  \n , , \n2,1\n", err: "line 3: no sample"},
+		{name: "empty rows, then a footer: the footer refused", csv: "ts,value\n1,1\n2,1\n,\nTotal,2\n", err: `line 5: ts: "Total" is not a Unix time`},
 		{name: "empty rows alone", csv: "ts,value\n,\n,\n", err: "no samples"},
 		{name: "trailing commas", csv: "ts,value\n1,0.5,\n2,1.5,,\n", want: []float64{0.5, 1.5}},
 		{name: "a number split by a comma under a header's trailing comma", csv: "ts,value,\n1,1,397.5\n2,2,\n", err: `line 2: "397.5" under an unnamed column`},

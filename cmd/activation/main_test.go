@@ -603,7 +603,8 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", " "}, exitUsage, `--out: required: the directory to write the models into (" " names none)`},
 		// An average too wide for the engine is refused before anything is
 		// built (it took gigabytes).
-		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "256,256", "--average", "64"}, exitUsage, "average: 64 starts of hidden layers [256 256] make a trunk of a layer 16384 nodes wide"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "256,256", "--average", "64"}, exitUsage, "activation train: --average: 64 starts of hidden layers [256 256] make a trunk of a layer 16384 nodes wide"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "256,256,256", "--average", "8"}, exitUsage, "activation train: --average: 8 starts of hidden layers [256 256 256] make a trunk of 4212736 parameters or more"},
 		{[]string{"--traces", t.TempDir(), "--out", t.TempDir()}, exitError, "no *.csv"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir()}, exitError, "activation train: --traces: stat " + filepath.Join(dir, "missing")}, // not "--traces: traces: stat"
 		{[]string{"--traces", oneRowDir(t), "--out", t.TempDir()}, exitError, "syn1: 1 sample; a series needs at least 2"},
@@ -2372,12 +2373,15 @@ func TestSimulateLargeBudgetNoted(t *testing.T) {
 	for _, tc := range []struct {
 		budget string
 		note   bool
-	}{{"0.5", true}, {"50%", false}, {"0.01", false}} {
+	}{{"0.5", true}, {"50%", false}, {"0.01", false}, {"0.57", true}} {
 		code, stdout, stderr := runCmd(t, "", false, "simulate", "--traces", dir, "--split", "all", "--budget", tc.budget)
 		if code != exitOK {
 			t.Fatalf("--budget %s: exit %d: %s", tc.budget, code, stderr)
 		}
-		const want = "note: budget 0.5 is 50% of host-samples over capacity; for 0.5% write --budget 0.5%"
+		want := "note: budget 0.5 is 50% of host-samples over capacity; for 0.5% write --budget 0.5%"
+		if tc.budget == "0.57" {
+			want = "note: budget 0.57 is 57% of host-samples" // not 56.99999999999999%
+		}
 		if got := strings.Contains(stdout, want); got != tc.note {
 			t.Errorf("--budget %s: note %v, want %v:\n%s", tc.budget, got, tc.note, stdout)
 		}

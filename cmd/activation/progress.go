@@ -85,8 +85,12 @@ func sparseNote(family string, sparse []sim.Sparse, series int) string {
 	if len(sparse) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(sparse)-len(shown))
 	}
-	return fmt.Sprintf("family %s: %d of %d series have samples usually more than an hour apart: %s%s; the engine reads a window of samples whatever their spacing, and changes per hour read the times as Unix seconds: if they are not (milliseconds since the start?), those figures are wrong",
-		family, len(sparse), series, strings.Join(shown, ", "), more)
+	apart := (time.Duration(traces.SparseSpacing) * time.Second).String()
+	if traces.SparseSpacing == 3600 {
+		apart = "an hour"
+	}
+	return fmt.Sprintf("family %s: %d of %d series have samples usually more than %s apart: %s%s; the engine reads a window of samples whatever their spacing, and changes per hour read the times as Unix seconds: if they are not (milliseconds since the start?), those figures are wrong",
+		family, len(sparse), series, apart, strings.Join(shown, ", "), more)
 }
 
 // leftOutNote names the files beside a family's series that hold no series

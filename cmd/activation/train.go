@@ -333,8 +333,7 @@ func loadFamilies(dirs []traceDir) (fams []train.Family, notes []string, err err
 
 // settingsFlagErr is a train.Settings error under the flag it is about:
 // "train settings: average: ..." reads "--average: ..." when the field is
-// a flag of fs (peak_growth is --peak-growth); other errors are as they
-// are.
+// a flag of fs; other errors (several fields, none) are as they are.
 func settingsFlagErr(fs *flag.FlagSet, err error) string {
 	msg := err.Error()
 	rest, ok := strings.CutPrefix(msg, "train settings: ")
