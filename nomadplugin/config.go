@@ -288,6 +288,17 @@ func (r *configReader) get(key string) (string, bool) {
 	return strings.TrimSpace(v), ok
 }
 
+// refuseEmpty refuses the first of keys given empty: a template that
+// rendered nothing is not a key left out.
+func (r *configReader) refuseEmpty(keys ...string) error {
+	for _, k := range keys {
+		if v, ok := r.get(k); ok && v == "" {
+			return cfgErr(k, "is empty; give a value, or leave the key out")
+		}
+	}
+	return nil
+}
+
 func (r *configReader) fail(err error) {
 	if r.err == nil {
 		r.err = err
@@ -428,11 +439,8 @@ func parseStrategyConfig(m map[string]string, defaultNamespace, modelDir string)
 		return nil, err
 	}
 	c.modelDir = modelDir
-	for _, k := range []string{KeyJob, KeyNamespace} {
-		// as the hosts' keys (parseHost): given empty is not left out
-		if v, ok := r.get(k); ok && v == "" {
-			return nil, cfgErr(k, "is empty; give a value, or leave the key out")
-		}
+	if err := r.refuseEmpty(KeyJob, KeyNamespace); err != nil {
+		return nil, err
 	}
 	ns, err := namespaceOf(r, defaultNamespace)
 	if err != nil {
@@ -595,13 +603,10 @@ func (c *strategyConfig) checkWindow() error {
 func parseHost(r *configReader, h *hostConfig, ns, job, mode string) error {
 	p := h.prefix
 	get := func(k string) string { v, _ := r.get(p + k); return v }
-	// A key given empty (a template that rendered nothing) is not a key
-	// left out: an empty group read as the job's only group, an empty
-	// node name as no condition on it.
-	for _, k := range []string{KeyGroup, KeyNodeID, KeyNodeName, KeyNodePool, KeyNodeClass, KeyNodeDatacenter} {
-		if v, ok := r.get(p + k); ok && v == "" {
-			return cfgErr(p+k, "is empty; give a value, or leave the key out")
-		}
+	// (an empty group read as the job's only group, an empty node name
+	// as no condition on it)
+	if err := r.refuseEmpty(p+KeyGroup, p+KeyNodeID, p+KeyNodeName, p+KeyNodePool, p+KeyNodeClass, p+KeyNodeDatacenter); err != nil {
+		return err
 	}
 	q := &h.query
 	q.Namespace, q.Job, q.Label = ns, job, h.role

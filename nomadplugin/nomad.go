@@ -226,15 +226,17 @@ var agentSettingAliases = map[string]string{
 // away.
 func nearAgentSetting(k string) string {
 	fold := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
-	if a, ok := agentSettingAliases[fold(k)]; ok {
+	fk := fold(k)
+	if a, ok := agentSettingAliases[fk]; ok {
 		return a
 	}
 	best, bestD := "", 3
 	for _, a := range agentSettings {
-		if fold(a) == fold(k) {
+		fa := fold(a)
+		if fa == fk {
 			return a
 		}
-		if d := editdist.Levenshtein(fold(k), fold(a)); d < bestD {
+		if d := editdist.Levenshtein(fk, fa); d < bestD {
 			best, bestD = a, d
 		}
 	}

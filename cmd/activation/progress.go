@@ -31,6 +31,26 @@ func listNames(names []string, limit int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:limit], " "), len(names)-limit)
 }
 
+// firstOf lists the first limit of n items, item(i) each, comma-separated,
+// and how many more there are ("a, b, c and 4 more").
+func firstOf(n, limit int, item func(i int) string) string {
+	shown := make([]string, 0, min(n, limit))
+	for i := range min(n, limit) {
+		shown = append(shown, item(i))
+	}
+	if n > limit {
+		return fmt.Sprintf("%s and %d more", strings.Join(shown, ", "), n-limit)
+	}
+	return strings.Join(shown, ", ")
+}
+
+// budgetNote says what a budget written as a share of 0.1 or more is, and
+// how to write the percentage perhaps meant ("write --budget 0.5%": flag
+// is what comes before it).
+func budgetNote(v float64, flag string) string {
+	return fmt.Sprintf("budget %g is %.6g%% of host-samples over capacity; for %g%% write %s%g%%", v, 100*v, v, flag, v)
+}
+
 // layoutNote says how a nested family's series were made (files of one
 // name across its subdirectories, joined), or "" for a flat family: a user
 // whose subdirectories are hosts, not days, learns that their files were
@@ -58,16 +78,12 @@ func gapNote(family string, gaps []sim.Gapped, series int) string {
 	if len(gaps) == 0 {
 		return ""
 	}
-	shown := make([]string, 0, min(len(gaps), 3))
-	for _, g := range gaps[:min(len(gaps), 3)] {
-		shown = append(shown, fmt.Sprintf("%s (%d, the largest %s; usually %s)", g.Series, g.Gaps, time.Duration(g.LargestSeconds)*time.Second, time.Duration(g.UsualSeconds)*time.Second))
-	}
-	more := ""
-	if len(gaps) > len(shown) {
-		more = fmt.Sprintf(" and %d more", len(gaps)-len(shown))
-	}
-	return fmt.Sprintf("family %s: %d of %d series have gaps of %d or more times their usual spacing between samples, joined as if the samples were consecutive (a window across a gap reads the usage before it as recent; changes per hour count the samples at the usual spacing): %s%s",
-		family, len(gaps), series, traces.GapRatio, strings.Join(shown, ", "), more)
+	shown := firstOf(len(gaps), 3, func(i int) string {
+		g := gaps[i]
+		return fmt.Sprintf("%s (%d, the largest %s; usually %s)", g.Series, g.Gaps, time.Duration(g.LargestSeconds)*time.Second, time.Duration(g.UsualSeconds)*time.Second)
+	})
+	return fmt.Sprintf("family %s: %d of %d series have gaps of %d or more times their usual spacing between samples, joined as if the samples were consecutive (a window across a gap reads the usage before it as recent; changes per hour count the samples at the usual spacing): %s",
+		family, len(gaps), series, traces.GapRatio, shown)
 }
 
 // sparseNote says which series of a family have samples usually more than
@@ -77,20 +93,15 @@ func sparseNote(family string, sparse []sim.Sparse, series int) string {
 	if len(sparse) == 0 {
 		return ""
 	}
-	shown := make([]string, 0, min(len(sparse), 3))
-	for _, s := range sparse[:min(len(sparse), 3)] {
-		shown = append(shown, fmt.Sprintf("%s (%s)", s.Series, time.Duration(s.UsualSeconds)*time.Second))
-	}
-	more := ""
-	if len(sparse) > len(shown) {
-		more = fmt.Sprintf(" and %d more", len(sparse)-len(shown))
-	}
+	shown := firstOf(len(sparse), 3, func(i int) string {
+		return fmt.Sprintf("%s (%s)", sparse[i].Series, time.Duration(sparse[i].UsualSeconds)*time.Second)
+	})
 	apart := (time.Duration(traces.SparseSpacing) * time.Second).String()
 	if traces.SparseSpacing == 3600 {
 		apart = "an hour"
 	}
-	return fmt.Sprintf("family %s: %d of %d series have samples usually more than %s apart: %s%s; the engine reads a window of samples whatever their spacing, and changes per hour read the times as Unix seconds: if they are not (milliseconds since the start?), those figures are wrong",
-		family, len(sparse), series, apart, strings.Join(shown, ", "), more)
+	return fmt.Sprintf("family %s: %d of %d series have samples usually more than %s apart: %s; the engine reads a window of samples whatever their spacing, and changes per hour read the times as Unix seconds: if they are not (milliseconds since the start?), those figures are wrong",
+		family, len(sparse), series, apart, shown)
 }
 
 // leftOutNote names the files beside a family's series that hold no series
@@ -101,17 +112,12 @@ func leftOutNote(family, dir string, refs []traces.Ref) (string, error) {
 	if err != nil || len(files) == 0 {
 		return "", err
 	}
-	shown := files[:min(len(files), 3)]
-	more := ""
-	if len(files) > len(shown) {
-		more = fmt.Sprintf(" and %d more", len(files)-len(shown))
-	}
 	verb := "files beside its series are"
 	if len(files) == 1 {
 		verb = "file beside its series is"
 	}
-	return fmt.Sprintf("family %s: %d %s not read, a series being a <name>.csv file: %s%s (an archive, or another format? Unpack or convert its series to CSV files)",
-		family, len(files), verb, strings.Join(shown, ", "), more), nil
+	return fmt.Sprintf("family %s: %d %s not read, a series being a <name>.csv file: %s (an archive, or another format? Unpack or convert its series to CSV files)",
+		family, len(files), verb, firstOf(len(files), 3, func(i int) string { return files[i] })), nil
 }
 
 // seriesSparse lists the series among ss whose samples are usually more

@@ -267,7 +267,7 @@ func cmdSimulate(args []string, e env) error {
 	if f.budget >= 0.1 && !strings.HasSuffix(strings.TrimSpace(f.budgetText), "%") {
 		// "--budget 0.5" is half of every host-sample over capacity; a
 		// user who meant half a percent writes 0.5%.
-		notes = append(notes, fmt.Sprintf("budget %g is %.6g%% of host-samples over capacity; for %g%% write --budget %g%%", f.budget, 100*f.budget, f.budget, f.budget))
+		notes = append(notes, budgetNote(f.budget, "--budget "))
 	}
 	// The models are flags too: read before any trace.
 	adm, err := engine.Models.LoadFor(engine.RoleFirst, f.admission)

@@ -286,7 +286,7 @@ func cmdTune(args []string, e env) error {
 		bs = append(bs, v)
 		if v >= 0.1 && !strings.HasSuffix(strings.TrimSpace(b), "%") {
 			// as simulate's --budget: "0.5" is half of every host-sample
-			fmt.Fprintf(e.stderr, "activation tune: budget %g is %.6g%% of host-samples over capacity; for %g%% write %g%%\n", v, 100*v, v, v)
+			fmt.Fprintf(e.stderr, "activation tune: %s\n", budgetNote(v, ""))
 		}
 	}
 	cands := tuneCandidates()
