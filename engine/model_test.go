@@ -625,6 +625,59 @@ func TestModelCacheRemembersAFailure(t *testing.T) {
 	}
 }
 
+// TestLoadForIn: a model file read through a root loads when it is inside
+// the root's directory, and is refused when ".." or a symbolic link takes
+// it outside (not read: the outside file is a valid model); errors name
+// the source the caller gives, once, not the name relative to the root.
+func TestLoadForIn(t *testing.T) {
+	base := t.TempDir()
+	dir, outside := filepath.Join(base, "models"), filepath.Join(base, "elsewhere")
+	for _, d := range []string{dir, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{filepath.Join(dir, "m.json"), filepath.Join(outside, "x.json")} {
+		if err := WriteModelFile(p, validModel(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(outside, "x.json"), filepath.Join(dir, "out.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("m.json", filepath.Join(dir, "in.json")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, c := range []struct {
+		name, file, want string // want "": it loads
+	}{
+		{"inside", "m.json", ""},
+		{"a link inside to inside", "in.json", ""},
+		{"a link leading out", "out.json", "escapes"},
+		{"dot-dot", "../elsewhere/x.json", "escapes"},
+		{"missing", "gone.json", "second host model /srv/gone.json: no such file or directory"},
+		{"the directory", ".", "second host model /srv/.: is a directory, not a file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			source := "/srv/" + c.file // what the caller calls it
+			p, err := (&ModelCache{}).LoadForIn(RoleSecond, root, c.file, source)
+			switch {
+			case c.want == "" && (err != nil || p == nil):
+				t.Fatalf("LoadForIn: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("LoadForIn = %v, %v; want an error containing %q", p, err, c.want)
+			case c.want != "" && strings.Count(err.Error(), c.file) != 1:
+				t.Fatalf("error %q names %s other than once", err, c.file)
+			}
+		})
+	}
+}
+
 // TestBuiltinModelNamesExact: the built-in models, parsed without the
 // check of names (ParseModel's strict part), pass it.
 func TestBuiltinModelNamesExact(t *testing.T) {

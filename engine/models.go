@@ -138,8 +138,19 @@ func (c *ModelCache) Load(source string) (*Processor, error) {
 	if name, ok := strings.CutPrefix(source, BuiltinPrefix); ok {
 		return Builtin(name)
 	}
-	f, st, err := openRegular(source)
+	return c.loadFile(nil, source, source)
+}
+
+// loadFile reads, hashes and compiles the model file name, opened through
+// root when root is not nil (name is then relative to it), and keeps it
+// under source, which errors name.
+func (c *ModelCache) loadFile(root *os.Root, name, source string) (*Processor, error) {
+	f, st, err := openRegular(root, name)
 	if err != nil {
+		if pe, ok := err.(*fs.PathError); ok && pe.Path == name {
+			// The root's error names the file relative to it.
+			err = &fs.PathError{Op: pe.Op, Path: source, Err: pe.Err}
+		}
 		return nil, &loadError{source: source, err: err}
 	}
 	defer f.Close()
@@ -222,6 +233,21 @@ func (c *ModelCache) LoadFor(role, source string) (*Processor, error) {
 		source = DefaultModelFor(role)
 	}
 	p, err := c.Load(source)
+	return servingRole(role, source, p, err)
+}
+
+// LoadForIn is LoadFor of the model file name inside root's directory,
+// opened through root: neither ".." nor a symbolic link takes the read
+// outside the directory, whatever changes in it between a caller's own
+// checks and the read. source names the file in errors and in the cache.
+func (c *ModelCache) LoadForIn(role string, root *os.Root, name, source string) (*Processor, error) {
+	p, err := c.loadFile(root, name, source)
+	return servingRole(role, source, p, err)
+}
+
+// servingRole is a loaded model, or a *ModelSourceError when it did not
+// load or cannot serve role.
+func servingRole(role, source string, p *Processor, err error) (*Processor, error) {
 	if err != nil {
 		return nil, &ModelSourceError{Host: role, Source: source, Err: err}
 	}
@@ -233,7 +259,7 @@ func (c *ModelCache) LoadFor(role, source string) (*Processor, error) {
 
 // LoadModelFile reads and validates a model file (uncached).
 func LoadModelFile(path string) (*Model, error) {
-	f, _, err := openRegular(path)
+	f, _, err := openRegular(nil, path)
 	if err != nil {
 		return nil, fmt.Errorf("loading model %s: %w", path, err)
 	}
@@ -251,9 +277,17 @@ func LoadModelFile(path string) (*Model, error) {
 
 // openRegular opens path for reading only if it is a regular file: it is
 // opened without blocking (a FIFO would otherwise wait for a writer
-// forever) and checked before anything is read.
-func openRegular(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// forever) and checked before anything is read. With a root, path is
+// opened through it.
+func openRegular(root *os.Root, path string) (*os.File, os.FileInfo, error) {
+	const flags = os.O_RDONLY | syscall.O_NONBLOCK
+	var f *os.File
+	var err error
+	if root != nil {
+		f, err = root.OpenFile(path, flags, 0)
+	} else {
+		f, err = os.OpenFile(path, flags, 0)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

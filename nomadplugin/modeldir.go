@@ -39,19 +39,50 @@ func parseModelDir(m map[string]string) (string, error) {
 // model) for the check, a model file confined to the plugin's model_dir
 // when it has one.
 func (c *strategyConfig) loadModel(h *hostConfig, source string) (*engine.Processor, error) {
-	path, err := confine(h.prefix+KeyModel, source, c.modelDir)
+	key := h.prefix + KeyModel
+	path, root, err := confine(key, source, c.modelDir)
 	if err != nil {
 		return nil, err
 	}
-	p, err := engine.Models.LoadFor(h.role, path)
+	var p *engine.Processor
+	if root == "" {
+		p, err = engine.Models.LoadFor(h.role, path)
+	} else {
+		p, err = loadConfined(h.role, root, path)
+		if err != nil {
+			// A file changed into a link leading out since confine looked
+			// is refused by the read; say so as confine would now.
+			if _, _, now := confine(key, source, c.modelDir); now != nil {
+				return nil, now
+			}
+		}
+	}
 	if err != nil {
 		return nil, c.configError(err)
 	}
 	return p, nil
 }
 
-// confine returns the file a model source names inside dir, its symbolic
-// links resolved, or an error naming key when it is outside: the source
+// loadConfined loads the model file path, inside the directory root (both
+// with their links resolved, as confine gives them), through an *os.Root
+// on root: a file or directory replaced by a link leading out between
+// confine's look and the read is refused by the read itself.
+func loadConfined(role, root, path string) (*engine.Processor, error) {
+	name, err := filepath.Rel(root, path)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", path, err)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("model_dir %s: %w", root, err)
+	}
+	defer r.Close()
+	return engine.Models.LoadForIn(role, r, name, path)
+}
+
+// confine returns the file a model source names inside dir and dir, both
+// with their symbolic links resolved (root is "" when the source is not
+// confined), or an error naming key when it is outside: the source
 // of a check's model is written by whoever writes the policy (a jobspec's
 // scaling block included), and the agent reads it with its own rights. A
 // relative path is taken in dir. The path must be inside dir as written
@@ -59,12 +90,13 @@ func (c *strategyConfig) loadModel(h *hostConfig, source string) (*engine.Proces
 // says nothing of files outside) and once its links are resolved.
 // Built-in models, and any source when dir is "", pass as they are. It is
 // checked at every load, as the file is read at every evaluation: a link
-// changed since the check was parsed is seen.
-func confine(key, source, dir string) (string, error) {
+// changed since the check was parsed is seen (and loadConfined reads
+// through root, so that one changed after this look is refused too).
+func confine(key, source, dir string) (path, root string, err error) {
 	if dir == "" || source == "" || strings.HasPrefix(source, engine.BuiltinPrefix) {
-		return source, nil
+		return source, "", nil
 	}
-	path := modelPath(source, dir)
+	path = modelPath(source, dir)
 	outside := func(resolved string) error {
 		which := ""
 		if resolved != "" && resolved != source {
@@ -73,20 +105,20 @@ func confine(key, source, dir string) (string, error) {
 		return cfgErr(key, "is %q%s outside the plugin's %s %s: a check's model file must be in that directory", source, which, PluginKeyModelDir, dir)
 	}
 	if !within(dir, path) {
-		return "", outside("")
+		return "", "", outside("")
 	}
 	resolved, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", cfgErr(key, "is %q: %v", source, unwrapPath(err, path))
+		return "", "", cfgErr(key, "is %q: %v", source, unwrapPath(err, path))
 	}
 	realDir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", cfgErr(PluginKeyModelDir, "is %q: %v", dir, unwrapPath(err, dir))
+		return "", "", cfgErr(PluginKeyModelDir, "is %q: %v", dir, unwrapPath(err, dir))
 	}
 	if !within(realDir, resolved) {
-		return "", outside(resolved)
+		return "", "", outside(resolved)
 	}
-	return resolved, nil
+	return resolved, realDir, nil
 }
 
 // modelPath is the file a model source names: a relative one is taken in

@@ -75,7 +75,7 @@ func TestConfine(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := confine(PrefixFirst+KeyModel, c.source, c.dir)
+			got, _, err := confine(PrefixFirst+KeyModel, c.source, c.dir)
 			switch {
 			case c.err && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Fatalf("confine = %q, %v; want an error containing %q", got, err, c.want)
@@ -87,6 +87,59 @@ func TestConfine(t *testing.T) {
 			var ce *ConfigError
 			if c.err && (!errors.As(err, &ce) || ce.Key != PrefixFirst+KeyModel) {
 				t.Fatalf("error %v does not name %s", err, PrefixFirst+KeyModel)
+			}
+		})
+	}
+}
+
+// TestConfinedReadRefusesASwap: a file, or a directory on its path, that
+// confine found inside model_dir and that is replaced by a link leading out
+// before the read is refused by the read itself (the read goes through an
+// *os.Root on model_dir), and the check's error names its key as confine
+// would now; the model outside is never loaded.
+func TestConfinedReadRefusesASwap(t *testing.T) {
+	for _, swap := range []struct{ name, replaced, target string }{
+		{"the file", "sub/m.json", "x.json"},
+		{"a directory on its path", "sub", ""},
+	} {
+		t.Run(swap.name, func(t *testing.T) {
+			base, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir, outside := filepath.Join(base, "models"), filepath.Join(base, "elsewhere")
+			for _, d := range []string{filepath.Join(dir, "sub"), outside} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeModel(t, filepath.Join(dir, "sub", "m.json"))
+			writeModel(t, filepath.Join(outside, "m.json"))
+			writeModel(t, filepath.Join(outside, "x.json"))
+			key := PrefixSecond + KeyModel
+			path, root, err := confine(key, "sub/m.json", dir)
+			if err != nil || root != dir || path != filepath.Join(dir, "sub", "m.json") {
+				t.Fatalf("confine = %q, %q, %v; want the file inside and the directory", path, root, err)
+			}
+			// The swap, after confine looked.
+			replaced := filepath.Join(dir, filepath.FromSlash(swap.replaced))
+			if err := os.RemoveAll(replaced); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(outside, swap.target), replaced); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := loadConfined(engine.RoleSecond, root, path); err == nil {
+				t.Fatal("the read followed a link out of model_dir")
+			}
+			// Through the check: refused, naming the key and the file
+			// outside as confine now sees it.
+			c := &strategyConfig{modelDir: dir}
+			h := &hostConfig{role: engine.RoleSecond, prefix: PrefixSecond}
+			_, err = c.loadModel(h, "sub/m.json")
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Key != key || !strings.Contains(err.Error(), "outside the plugin's model_dir") {
+				t.Fatalf("loadModel after the swap: %v; want an error on %s saying the file is outside", err, key)
 			}
 		})
 	}
