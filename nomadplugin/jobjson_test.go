@@ -137,8 +137,49 @@ func TestTargetRefusesJobs(t *testing.T) {
 				if n := len(w.puts(from)); n != 0 {
 					t.Errorf("%d writes for a job the target refuses", n)
 				}
+				// Status says so too, before any strategy decides.
+				if st, err := tg.Status(mode.cfg); !errors.Is(err, errNotScalable) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Status = %+v, %v; want a refusal naming %s", st, err, tc.want)
+				}
 			})
 		}
+	}
+}
+
+// TestStatusReadsTheJobOncePerIndex: Status reads the job for its kind
+// once per JobModifyIndex, again once the index moved, and answers for a
+// service job as before.
+func TestStatusReadsTheJobOncePerIndex(t *testing.T) {
+	testsupport.StandinOnly(t, "the stand-in's request log, a job changed from Go")
+	w := newWorld(t, 2, 2)
+	tg := w.target(t)
+	jobReads := func(from int) int {
+		n := 0
+		for _, r := range w.s.Requests()[from:] {
+			if r.Method == http.MethodGet && r.Path == wJobPath {
+				n++
+			}
+		}
+		return n
+	}
+	from := len(w.s.Requests())
+	for range 3 {
+		if st, err := tg.Status(tcfg); err != nil || !st.Ready || st.Count != 4 {
+			t.Fatalf("Status = %+v, %v; want ready at 4", st, err)
+		}
+	}
+	if n := jobReads(from); n != 1 {
+		t.Errorf("three Status calls at one index read the job %d times, want 1", n)
+	}
+	must(t, w.s.SetGroupCount("", wJob, wSecond, 3))
+	from = len(w.s.Requests())
+	for range 2 {
+		if st, err := tg.Status(tcfg); err != nil || st.Count != 5 {
+			t.Fatalf("Status after the change = %+v, %v; want 5", st, err)
+		}
+	}
+	if n := jobReads(from); n != 1 {
+		t.Errorf("after the index moved the job was read %d times, want 1", n)
 	}
 }
 

@@ -110,14 +110,21 @@ const (
 	// that fails validation ("Task group front validation failed: ...",
 	// structs.Job.Validate), lower case.
 	validationFailed = "validation failed"
+	// jobMaxCountRefused is in Nomad's answer (a 500) to a scale or a
+	// register whose groups' counts add up to more than the servers'
+	// job_max_count (Nomad 1.11 and later, default 50000): "total count
+	// was greater than configured job_max_count: N > M", checked before
+	// anything is written (Job.Scale; the register's admission validator).
+	jobMaxCountRefused = "greater than configured job_max_count"
 	// deploymentStatusInitializing is a deployment Nomad is creating (the
 	// api module has no constant for it).
 	deploymentStatusInitializing = "initializing"
 )
 
 // registerRefusals are other answers (500s) Job.Register gives before
-// it commits anything (in a single-region job), lower case: the
-// job-submitter's legacy Consul token refused, the legacy Vault token
+// it commits anything (in a single-region job), lower case: a priority
+// outside the servers' job_max_priority (lowered since the job was
+// registered), the job-submitter's legacy Consul token refused, the legacy Vault token
 // workflow's checks (the register carries no token: GET /v1/job/:job
 // never returns one), in the words of Nomad 1.6 to 1.9 ("Vault not
 // enabled ..." before 1.7, "Vault \"default\" not enabled ..." since; "Vault
@@ -126,6 +133,7 @@ const (
 // setup the next evaluation meets again (a Vault lookup may also fail
 // while Vault is unreachable).
 var registerRefusals = []string{
+	"job priority must be between",
 	"job-submitter consul token denied",
 	"vault used in the job but missing vault token",
 	"not enabled but used in the job",
@@ -136,7 +144,7 @@ var registerRefusals = []string{
 
 // refusals500 are all the 500s that refusedByNomad reads as Nomad's
 // refusals, lower case.
-var refusals500 = append([]string{enforceIndexRefused, strings.ToLower(deploymentBlocked), validationFailed}, registerRefusals...)
+var refusals500 = append([]string{enforceIndexRefused, strings.ToLower(deploymentBlocked), validationFailed, jobMaxCountRefused}, registerRefusals...)
 
 var _ target.Target = (*Target)(nil)
 
@@ -157,6 +165,16 @@ type Target struct {
 	// events show policies of both modes at work, so that it is logged
 	// once when it starts and once when it ends.
 	fights map[string]string
+	// kinds is, per job, whether the target scales it (scalable's
+	// error) as read at a JobModifyIndex: Status reads the job again only
+	// when its index moved.
+	kinds map[string]jobKind
+}
+
+// jobKind is a job's scalable verdict at the JobModifyIndex it was read at.
+type jobKind struct {
+	index uint64
+	err   error
 }
 
 // NewTarget returns the target; logger is the one the plugin SDK gives.
@@ -488,6 +506,12 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	if err != nil {
 		return nil, deadlineErr(ctx, budgetKey, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), err)
 	}
+	if err := t.checkKind(ctx, client, c, st.JobModifyIndex); err != nil {
+		if errors.Is(err, errNotScalable) || errors.Is(err, ErrJobNotFound) {
+			return nil, err
+		}
+		return nil, deadlineErr(ctx, budgetKey, budget, fmt.Sprintf("%s: read job %q", TargetName, c.job), err)
+	}
 	dep, _, err := client.Jobs().LatestDeployment(c.job, q)
 	if err != nil {
 		return nil, deadlineErr(ctx, budgetKey, budget, fmt.Sprintf("%s: read latest deployment of job %q", TargetName, c.job), err)
@@ -505,6 +529,39 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 		t.logFight(namespaceName(c.namespace)+"/"+c.job+"/"+g, modeSwitches(st.TaskGroups[g].Events, since))
 	}
 	return out, nil
+}
+
+// checkKind refuses, in Status, a job every Scale would refuse for its
+// kind (batch, system, periodic, parameterized, multiregion: scalable), so
+// that a policy pointed at one fails at every evaluation from the first,
+// not only once its strategy decides a change. The job is read again only
+// when its JobModifyIndex (index, from the scale status) moved since.
+func (t *Target) checkKind(ctx context.Context, client *api.Client, c *targetConfig, index uint64) error {
+	key := namespaceName(c.namespace) + "/" + c.job
+	t.mu.Lock()
+	k, ok := t.kinds[key]
+	t.mu.Unlock()
+	if ok && k.index == index {
+		return k.err
+	}
+	job, err := readRawJob(ctx, client, c.namespace, c.job)
+	if nomadconn.IsStatus(err, http.StatusNotFound) {
+		// Purged between the two reads.
+		return fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404): nothing to scale", TargetName, ErrJobNotFound, c.job, namespaceName(c.namespace))
+	}
+	if err != nil {
+		return err
+	}
+	if err = job.scalable(); err != nil {
+		err = fmt.Errorf("%s: %w; every scaling action would be refused: point the policy at a service job's groups", TargetName, err)
+	}
+	t.mu.Lock()
+	if t.kinds == nil {
+		t.kinds = map[string]jobKind{}
+	}
+	t.kinds[key] = jobKind{index: index, err: err}
+	t.mu.Unlock()
+	return err
 }
 
 // holdReason is why a job is not ready to scale: stopped, or a deployment
@@ -537,6 +594,7 @@ func (t *Target) forgetHold(job string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.held, job)
+	delete(t.kinds, job)
 	for g := range t.fights {
 		if strings.HasPrefix(g, job+"/") {
 			delete(t.fights, g)

@@ -307,6 +307,7 @@ func TestTargetWriteOutcome(t *testing.T) {
 		{"Vault policies", "1 error occurred:\n\t* Vault token doesn't allow access to the following policies: db\n\n"},
 		{"Vault token not found", "1 error occurred:\n\t* failed to lookup Vault token: permission denied\n\n"},
 		{"namespace", `mismatched request namespace in request: "prod", "default"`},
+		{"job priority (job_max_priority lowered)", "1 error occurred:\n\t* job priority must be between [1, 50]\n\n"},
 	} {
 		t.Run("Nomad refuses the register: "+c.name, func(t *testing.T) {
 			w := newWorld(t, 2, 2)
@@ -318,6 +319,31 @@ func TestTargetWriteOutcome(t *testing.T) {
 			}
 			if got := w.counts(t); got != [2]int{2, 2} {
 				t.Errorf("counts %v after a refused register", got)
+			}
+		})
+	}
+	// Nomad 1.11's job_max_count, as the stand-in answers it (not a fault:
+	// Nomad's text for a scale, and its register's multierror).
+	for _, c := range []struct {
+		name      string
+		cfg       map[string]string
+		action    sdk.ScalingAction
+		unchanged string
+	}{
+		{"split: the register past job_max_count", tcfg, sdk.ScalingAction{Count: 9, Meta: quotaMeta(5, 4, 0, 10, 0, 10)}, "neither group was changed"},
+		{"single group: the scale past job_max_count", gcfg, sdk.ScalingAction{Count: 7}, "the group was not changed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, 2, 2)
+			if err := w.s.SetJobMaxCount(8); err != nil {
+				t.Fatal(err)
+			}
+			err := w.target(t).Scale(c.action, c.cfg)
+			if err == nil || !strings.Contains(err.Error(), "job_max_count") || !strings.Contains(err.Error(), outcomeRefused+": "+c.unchanged) || strings.Contains(err.Error(), outcomeUnknown) {
+				t.Fatalf("err = %v, want Nomad's job_max_count refusal and %s", err, c.unchanged)
+			}
+			if got := w.counts(t); got != [2]int{2, 2} {
+				t.Errorf("counts %v after a refused write", got)
 			}
 		})
 	}
@@ -706,6 +732,17 @@ func TestTargetCheckAndSet(t *testing.T) {
 			}
 			if got := w.counts(t); got != [2]int{2, 7} {
 				t.Errorf("counts %v, want the person's [2 7]", got)
+			}
+		})
+		t.Run(mode.name+": an index of 0 is no reading, not a change", func(t *testing.T) {
+			w := newWorld(t, 2, 2)
+			from := len(w.s.Requests())
+			err := w.target(t).Scale(sdk.ScalingAction{Count: mode.action.Count, Meta: withMeta(mode.action.Meta, MetaJobModifyIndex, float64(0))}, mode.cfg)
+			if err == nil || errors.Is(err, ErrJobChanged) || !strings.Contains(err.Error(), MetaJobModifyIndex+" is 0") || !strings.Contains(err.Error(), "nothing was written") {
+				t.Fatalf("err = %v, want the index of 0 named, not ErrJobChanged", err)
+			}
+			if n := len(w.puts(from)); n != 0 {
+				t.Errorf("%d writes for an action with index 0", n)
 			}
 		})
 		t.Run(mode.name+": changed between the target's read and its write", func(t *testing.T) {

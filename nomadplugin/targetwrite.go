@@ -57,7 +57,7 @@ func (w *scaleCall) writeErr(what, unchanged string, err error) error {
 // Nomad did not apply it: a 4xx, or a 500 carrying one of Nomad's own
 // refusals (a check-and-set index the job is no longer at, a deployment in
 // progress, a job that fails validation: Nomad answers its validation
-// errors with 500; registerRefusals). Any other 5xx (a leadership
+// errors with 500; job_max_count; registerRefusals). Any other 5xx (a leadership
 // change while committing, a forwarding failure, a gateway's or a load
 // balancer's error) may have been applied behind it: its outcome is
 // unknown.
@@ -149,6 +149,11 @@ func (w *scaleCall) index(job *rawJob) (uint64, error) {
 	n, ok, err := metaInt(w.action.Meta, MetaJobModifyIndex)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", TargetName, err)
+	}
+	if ok && n == 0 {
+		// Nomad gives no job index 0: not a reading of the job, and not
+		// a change since one.
+		return 0, fmt.Errorf("%s: action meta %s is 0, which no job Nomad has is at: the action was not decided on a reading of job %q; nothing was written", TargetName, MetaJobModifyIndex, w.c.job)
 	}
 	if ok && uint64(n) != read {
 		return 0, fmt.Errorf("%s: job %q: %w (the strategy read JobModifyIndex %d, the job is now at %d)", TargetName, w.c.job, ErrJobChanged, n, read)

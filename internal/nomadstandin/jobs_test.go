@@ -154,6 +154,79 @@ func TestNewerVersionCancelsDeployment(t *testing.T) {
 	}
 }
 
+// TestJobMaxCount: a scale or a registration whose groups' counts add up
+// to more than the server's job_max_count is refused with Nomad's text
+// (500), before anything changes; at the limit it passes; 0 is no limit.
+// A registration is refused for it before its index is enforced, as
+// Nomad's admission controllers run first.
+func TestJobMaxCount(t *testing.T) {
+	s, cl := newStandin(t)
+	n := must[string](t)(s.AddNode(NodeSpec{Name: "n", CPUMHz: 64000, MemoryMB: 65536}))
+	if err := s.AddJob(JobSpec{ID: "web", Groups: []GroupSpec{{Name: "a", Count: 2, CPUMHz: 100, NodeID: n}, {Name: "b", Count: 3, CPUMHz: 100, NodeID: n}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetJobMaxCount(10); err != nil {
+		t.Fatal(err)
+	}
+	scale := func(count int64) error {
+		_, _, err := cl.Jobs().Scale("web", "a", new(int(count)), "", false, nil, nil)
+		return err
+	}
+	register := func(a int, enforce bool) error {
+		j, _, err := cl.Jobs().Info("web", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range j.TaskGroups {
+			if *g.Name == "a" {
+				g.Count = new(a)
+			}
+		}
+		if enforce {
+			_, _, err = cl.Jobs().EnforceRegister(j, *j.JobModifyIndex-1, nil) // a stale index
+		} else {
+			_, _, err = cl.Jobs().Register(j, nil)
+		}
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		do   func() error
+		want string // "" passes
+	}{
+		{"a scale past the limit", func() error { return scale(8) }, "total count was greater than configured job_max_count: 11 > 10"},
+		{"a scale to the limit", func() error { return scale(7) }, ""},
+		{"a registration past it", func() error { return register(9, false) }, "1 error occurred:\n\t* total count was greater than configured job_max_count: 12 > 10"},
+		{"past it at a stale index: the limit is named first", func() error { return register(9, true) }, "job_max_count: 12 > 10"},
+		{"a registration at the limit", func() error { return register(7, false) }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := s.Index()
+			err := c.do()
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (statusOf(err) != 500 || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("%v; want a 500 containing %q", err, c.want)
+			case c.want != "" && s.Index() != before:
+				t.Fatalf("the refusal moved the index from %d to %d", before, s.Index())
+			}
+		})
+	}
+	if g, err := s.Group("", "web", "a"); err != nil || g.Count != 7 {
+		t.Errorf("group a: %+v, %v; want count 7", g, err)
+	}
+	if err := s.SetJobMaxCount(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := scale(100); err != nil {
+		t.Errorf("with no limit: %v", err)
+	}
+	if err := s.SetJobMaxCount(-1); err == nil {
+		t.Error("SetJobMaxCount(-1) accepted")
+	}
+}
+
 func TestScaleCheckAndSet(t *testing.T) {
 	s, cl := newStandin(t)
 	n := must[string](t)(s.AddNode(NodeSpec{Name: "n", CPUMHz: 8000, MemoryMB: 8192}))
@@ -492,9 +565,15 @@ func TestJobDeregister(t *testing.T) {
 		t.Errorf("jobs after purge: %d, want only keep", len(stubs))
 	}
 
-	// Unknown job: no error, as Nomad. A malformed purge: 400 naming it.
-	if _, _, err := cl.Jobs().Deregister("never", true, nil); err != nil {
-		t.Errorf("deregister of an unknown job: %v", err)
+	// Unknown job: no error and no evaluation, nothing changed (Nomad's
+	// Job.Deregister returns before it creates anything). A malformed
+	// purge: 400 naming it.
+	indexBefore := s.Index()
+	if evalID, _, err := cl.Jobs().Deregister("never", true, nil); err != nil || evalID != "" {
+		t.Errorf("deregister of an unknown job: eval %q, %v; want no evaluation and no error", evalID, err)
+	}
+	if s.Index() != indexBefore {
+		t.Errorf("deregister of an unknown job moved the index from %d to %d", indexBefore, s.Index())
 	}
 	req, _ := http.NewRequest(http.MethodDelete, s.URL()+"/v1/job/keep?purge=maybe", nil)
 	r, err := http.DefaultClient.Do(req)

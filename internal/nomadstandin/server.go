@@ -164,6 +164,7 @@ type Server struct {
 	nodesIndex, allocsIndex, evalsIndex, jobsIndex, deploymentsIndex uint64
 	policiesIndex                                                    uint64 // the scaling_policy table's
 	algorithm                                                        api.SchedulerAlgorithm
+	jobMaxCount                                                      int // SetJobMaxCount
 	tokens                                                           map[string]TokenPolicy
 	faults                                                           []*Fault
 	latencies                                                        []Latency
@@ -218,6 +219,7 @@ func newServer() *Server {
 		deployments: map[string]*deploy{},
 		blockedJobs: map[jobKey]*job{},
 		algorithm:   api.SchedulerAlgorithmSpread,
+		jobMaxCount: DefaultJobMaxCount,
 		tokens:      map[string]TokenPolicy{},
 		counts:      RequestCounts{ByRoute: map[string]int{}, ByPath: map[string]int{}},
 	}

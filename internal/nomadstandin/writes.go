@@ -165,6 +165,33 @@ func parseConstraints(in []*api.Constraint) ([]constraint, error) {
 	return out, nil
 }
 
+// DefaultJobMaxCount is Nomad's default job_max_count (server config,
+// since Nomad 1.11): the most allocations a job's groups may ask for in
+// all.
+const DefaultJobMaxCount = 50000
+
+// SetJobMaxCount sets the server's job_max_count (0: no limit, as Nomad
+// before 1.11): a registration or a scale whose groups' counts add up to
+// more is refused with Nomad's text, a 500 (see README, Scaling).
+func (s *Server) SetJobMaxCount(n int) error {
+	if n < 0 {
+		return fmt.Errorf("nomadstandin: job_max_count %d < 0", n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobMaxCount = n
+	return nil
+}
+
+// checkMaxCountLocked refuses a job whose groups' counts add up to total,
+// as Nomad's Job.Scale and its register's admission validator do.
+func (s *Server) checkMaxCountLocked(total int) error {
+	if s.jobMaxCount > 0 && total > s.jobMaxCount {
+		return errorf(http.StatusInternalServerError, "total count was greater than configured job_max_count: %d > %d", total, s.jobMaxCount)
+	}
+	return nil
+}
+
 // validationError is how Nomad answers a job that fails validation: a
 // multierror, status 500.
 func validationError(format string, args ...any) error {
@@ -392,7 +419,8 @@ func (s *Server) jobRegister(w http.ResponseWriter, r *http.Request, urlID strin
 // jobDeregister answers DELETE /v1/job/:id as Nomad's Job.Deregister: the
 // job stops (its allocations stop, a new version, an evaluation); with
 // ?purge=true it is then removed with its allocations. An unknown job is no
-// error (Nomad's answer is an evaluation for a job it does not have).
+// error: Nomad's Job.Deregister returns before it creates anything, so its
+// answer is all zero (no evaluation), and nothing changes.
 func (s *Server) jobDeregister(w http.ResponseWriter, r *http.Request, ns, id string) {
 	purge, err := queryBool(r, "purge")
 	if err != nil {
@@ -403,8 +431,7 @@ func (s *Server) jobDeregister(w http.ResponseWriter, r *http.Request, ns, id st
 	defer s.mu.Unlock()
 	j, ok := s.jobs[jobKey{ns, id}]
 	if !ok {
-		idx := s.bump()
-		writeJSON(w, idx, &api.JobDeregisterResponse{JobModifyIndex: idx, EvalCreateIndex: idx})
+		writeJSON(w, 0, &api.JobDeregisterResponse{})
 		return
 	}
 	j.stopped = true
@@ -483,14 +510,23 @@ func (s *Server) register(ns string, req *api.JobRegisterRequest) (*api.JobRegis
 	defer s.mu.Unlock()
 	key := jobKey{ns, *req.Job.ID}
 	existing := s.jobs[key]
+	// Nomad's admission controllers (the job's validation, job_max_count)
+	// run before the index is enforced.
+	conf, groups, stopped, err := parseJob(req.Job, existing)
+	if err != nil {
+		return nil, 0, err
+	}
+	total := 0
+	for _, g := range groups {
+		total += g.count
+	}
+	if err := s.checkMaxCountLocked(total); err != nil {
+		return nil, 0, validationError("%v", err)
+	}
 	if req.EnforceIndex {
 		if err := enforceIndex(existing, req.JobModifyIndex); err != nil {
 			return nil, 0, err
 		}
-	}
-	conf, groups, stopped, err := parseJob(req.Job, existing)
-	if err != nil {
-		return nil, 0, err
 	}
 	resp := &api.JobRegisterResponse{}
 	if existing == nil {
@@ -668,6 +704,15 @@ func (s *Server) scaleLocked(ns, id, groupName string, req *api.ScalingRequest) 
 			if g.conf.ScalingMax != nil && *req.Count > *g.conf.ScalingMax {
 				return nil, 0, errorf(http.StatusBadRequest, "group count was greater than scaling policy maximum: %d > %d", *req.Count, *g.conf.ScalingMax)
 			}
+		}
+		total := int(*req.Count)
+		for _, og := range j.groups {
+			if og != g {
+				total += og.count
+			}
+		}
+		if err := s.checkMaxCountLocked(total); err != nil {
+			return nil, 0, err // a plain error: Nomad's HTTP agent answers it 500
 		}
 		if j.deployment != nil && j.deployment.active() && j.deployment.d.JobCreateIndex == j.createIndex {
 			return nil, 0, errorf(http.StatusBadRequest, "job scaling blocked due to active deployment")
