@@ -162,6 +162,10 @@ func TestParseJobspec(t *testing.T) {
 	}
 }
 
+// requiredProvidersBlock finds a required_providers block (not a comment
+// that names one).
+var requiredProvidersBlock = regexp.MustCompile(`(?m)^\s*required_providers\s*\{`)
+
 // TestAccExamplesValidate runs `tofu validate` on every example directory
 // against the provider built from this tree (dev_overrides), so the
 // examples the docs show are valid configurations.
@@ -201,7 +205,7 @@ func TestAccExamplesValidate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				hasTerraformBlock = hasTerraformBlock || strings.Contains(string(data), "required_providers")
+				hasTerraformBlock = hasTerraformBlock || requiredProvidersBlock.Match(data) // not a comment naming it
 				writeFile(t, dst, e.Name(), data)
 			}
 			if !hasTerraformBlock {

@@ -125,7 +125,7 @@ const maxWorkers = 1024
 func cmdSimulate(args []string, e env) error {
 	fs := newFlags("simulate", simulateHelp)
 	var f simulateFlags
-	fs.StringVar(&f.traces, "traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required): DIR/<series>.csv or DIR/<day>/<series>.csv, each file with a header naming `ts` (whole Unix seconds, oldest first) and `value` (usage, any unit); see the README")
+	fs.StringVar(&f.traces, "traces", "", "comma-separated trace `DIR[,DIR...]`, each a family of CSV usage series (required): DIR/<series>.csv or DIR/<day>/<series>.csv, each file with a header naming `ts` (or timestamp, or time: whole Unix seconds, oldest first) and `value` (or usage, or cpu_mhz: usage, any unit); see the README")
 	f.budget = 0.01
 	fs.Func("budget", "violation budget: the largest `share` of host-samples over capacity a policy may cause, as 0.01 or 1% (default 0.01)", func(s string) (err error) {
 		f.budget, err = parseShare(s)

@@ -1,3 +1,5 @@
+# The root module names the provider's source in required_providers (see the
+# provider's page): without it OpenTofu looks for hashicorp/activation.
 # Counts from two host observations. Each observation has the engine's JSON
 # shape (but stopped_replicas, which the strategy alone keeps: a plan's
 # reads last seconds), so it can come from a file, from

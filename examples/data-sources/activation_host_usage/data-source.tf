@@ -1,3 +1,5 @@
+# The root module names the provider's source in required_providers (see the
+# provider's page): without it OpenTofu looks for hashicorp/activation.
 # Read the real usage of the "web" job's task groups on two Nomad nodes
 # (the provider's nomad block, or NOMAD_ADDR/NOMAD_TOKEN, says where Nomad is),
 # and feed the observations straight into activation_container_counts.

@@ -1,3 +1,5 @@
+# The root module names the provider's source in required_providers (see the
+# provider's page): without it OpenTofu looks for hashicorp/activation.
 data "activation_model" "capacity" {
   source = "builtin:capacity" # or the path of a model file
 }

@@ -1,3 +1,13 @@
+# A provider function is called only through a provider the module names in
+# required_providers (OpenTofu: "Unknown function provider" otherwise).
+terraform {
+  required_providers {
+    activation = {
+      source = "activation-scheduler/activation"
+    }
+  }
+}
+
 # The two counts in locals, without a data source (OpenTofu 1.7+, Terraform
 # 1.8+). The observations have the data source's attributes: here JSON files
 # as the engine writes them, or activation_host_usage's observation.
