@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/nomad-autoscaler/sdk"
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
 )
@@ -180,6 +181,31 @@ func TestStatusReadsTheJobOncePerIndex(t *testing.T) {
 	}
 	if n := jobReads(from); n != 1 {
 		t.Errorf("after the index moved the job was read %d times, want 1", n)
+	}
+}
+
+// TestStatusJobPurgedBetweenReads: a job purged after Status read its
+// scale status and before it read the job is the same ErrJobNotFound as a
+// job missing from the first read, with the same wording.
+func TestStatusJobPurgedBetweenReads(t *testing.T) {
+	testsupport.StandinOnly(t, "a purge timed between two reads by the stand-in's hook")
+	w := newWorld(t, 2, 2)
+	tg := w.target(t)
+	cl, err := api.NewClient(&api.Config{Address: w.s.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.s.SetHook(func(method, path string) {
+		if method == http.MethodGet && path == wJobPath {
+			w.s.SetHook(nil)
+			if _, _, err := cl.Jobs().Deregister(wJob, true, nil); err != nil {
+				t.Errorf("purge: %v", err)
+			}
+		}
+	})
+	_, err = tg.Status(tcfg)
+	if !errors.Is(err, ErrJobNotFound) || !strings.Contains(err.Error(), "resumes once the job is registered") {
+		t.Fatalf("Status = %v; want ErrJobNotFound saying the policy resumes once the job is registered", err)
 	}
 }
 

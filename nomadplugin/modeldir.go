@@ -44,29 +44,38 @@ func (c *strategyConfig) loadModel(h *hostConfig, source string) (*engine.Proces
 	if err != nil {
 		return nil, err
 	}
-	var p *engine.Processor
-	if root == "" {
-		p, err = engine.Models.LoadFor(h.role, path)
-	} else {
-		p, err = loadConfined(h.role, root, path)
-		if err != nil {
-			// A file changed into a link leading out since confine looked
-			// is refused by the read; say so as confine would now.
-			if _, _, now := confine(key, source, c.modelDir); now != nil {
-				return nil, now
-			}
-		}
+	if root != "" {
+		return c.readConfined(key, source, h.role, path, root)
 	}
+	p, err := engine.Models.LoadFor(h.role, path)
 	if err != nil {
 		return nil, c.configError(err)
 	}
 	return p, nil
 }
 
+// readConfined loads the model file confine found at path inside root
+// (loadConfined); when the read fails because the file or a directory on
+// its path became a link leading out since confine looked, the error is
+// confine's now, naming the key and the file outside.
+func (c *strategyConfig) readConfined(key, source, role, path, root string) (*engine.Processor, error) {
+	p, err := loadConfined(role, root, path)
+	if err == nil {
+		return p, nil
+	}
+	if _, _, now := confine(key, source, c.modelDir); now != nil {
+		return nil, now
+	}
+	return nil, c.configError(err)
+}
+
 // loadConfined loads the model file path, inside the directory root (both
 // with their links resolved, as confine gives them), through an *os.Root
-// on root: a file or directory replaced by a link leading out between
-// confine's look and the read is refused by the read itself.
+// on root: a file or directory below root replaced by a link leading out
+// between confine's look and the read is refused by the read itself. The
+// root is opened by its path: root itself, or a directory above it,
+// replaced in that window is not caught (that takes write access outside
+// model_dir).
 func loadConfined(role, root, path string) (*engine.Processor, error) {
 	name, err := filepath.Rel(root, path)
 	if err != nil {
@@ -74,7 +83,7 @@ func loadConfined(role, root, path string) (*engine.Processor, error) {
 	}
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return nil, fmt.Errorf("model_dir %s: %w", root, err)
+		return nil, cfgErr(PluginKeyModelDir, "is %q: %v", root, unwrapPath(err, root))
 	}
 	defer r.Close()
 	return engine.Models.LoadForIn(role, r, name, path)

@@ -132,13 +132,18 @@ func TestConfinedReadRefusesASwap(t *testing.T) {
 			if _, err := loadConfined(engine.RoleSecond, root, path); err == nil {
 				t.Fatal("the read followed a link out of model_dir")
 			}
-			// Through the check: refused, naming the key and the file
-			// outside as confine now sees it.
+			// The check's read, with what confine gave before the swap:
+			// refused, naming the key and the file outside as confine
+			// now sees it (not the root's "path escapes from parent").
 			c := &strategyConfig{modelDir: dir}
-			h := &hostConfig{role: engine.RoleSecond, prefix: PrefixSecond}
-			_, err = c.loadModel(h, "sub/m.json")
+			_, err = c.readConfined(key, "sub/m.json", engine.RoleSecond, path, root)
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Key != key || !strings.Contains(err.Error(), "outside the plugin's model_dir") {
+				t.Fatalf("readConfined after the swap: %v; want an error on %s saying the file is outside", err, key)
+			}
+			// And a check loaded after it: confine refuses it first.
+			h := &hostConfig{role: engine.RoleSecond, prefix: PrefixSecond}
+			if _, err = c.loadModel(h, "sub/m.json"); !errors.As(err, &ce) || ce.Key != key || !strings.Contains(err.Error(), "outside the plugin's model_dir") {
 				t.Fatalf("loadModel after the swap: %v; want an error on %s saying the file is outside", err, key)
 			}
 		})

@@ -166,8 +166,8 @@ type Target struct {
 	// once when it starts and once when it ends.
 	fights map[string]string
 	// kinds is, per job, whether the target scales it (scalable's
-	// error) as read at a JobModifyIndex: Status reads the job again only
-	// when its index moved.
+	// error) as read at a modify index: Status reads the job again only
+	// when its index moved (checkKind).
 	kinds map[string]jobKind
 }
 
@@ -470,7 +470,8 @@ func activeDeployment(d *api.Deployment, jobCreateIndex uint64) bool {
 	return false
 }
 
-// Status implements target.Target: ready unless the job is stopped or a
+// Status implements target.Target: an error for a job every Scale refuses
+// for its kind (checkKind); ready unless the job is stopped or a
 // deployment is in progress; the count is the groups' desired counts (the
 // count the strategy plans from and the agent compares its action with;
 // queued allocations included), each group's running count in meta; the
@@ -500,8 +501,7 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	q := (&api.QueryOptions{Namespace: c.namespace}).WithContext(ctx)
 	st, _, err := client.Jobs().ScaleStatus(c.job, q)
 	if nomadconn.IsStatus(err, http.StatusNotFound) {
-		t.forgetHold(namespaceName(c.namespace) + "/" + c.job)
-		return nil, fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404): nothing to scale; the policy is read again on its next evaluation, so it resumes once the job is registered", TargetName, ErrJobNotFound, c.job, namespaceName(c.namespace))
+		return nil, t.statusNotFound(c)
 	}
 	if err != nil {
 		return nil, deadlineErr(ctx, budgetKey, budget, fmt.Sprintf("%s: read scale status of job %q", TargetName, c.job), err)
@@ -531,11 +531,21 @@ func (t *Target) Status(config map[string]string) (*sdk.TargetStatus, error) {
 	return out, nil
 }
 
+// statusNotFound is Status's error for a job Nomad answers 404 for; the
+// job's hold and fights are forgotten.
+func (t *Target) statusNotFound(c *targetConfig) error {
+	t.forgetHold(namespaceName(c.namespace) + "/" + c.job)
+	return fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404): nothing to scale; the policy is read again on its next evaluation, so it resumes once the job is registered", TargetName, ErrJobNotFound, c.job, namespaceName(c.namespace))
+}
+
 // checkKind refuses, in Status, a job every Scale would refuse for its
 // kind (batch, system, periodic, parameterized, multiregion: scalable), so
 // that a policy pointed at one fails at every evaluation from the first,
 // not only once its strategy decides a change. The job is read again only
-// when its JobModifyIndex (index, from the scale status) moved since.
+// when its modify index moved since (index: the scale status's
+// JobModifyIndex, which Nomad fills with the job's ModifyIndex, so a
+// change of the job's status moves it too: an extra read, never a stale
+// verdict).
 func (t *Target) checkKind(ctx context.Context, client *api.Client, c *targetConfig, index uint64) error {
 	key := namespaceName(c.namespace) + "/" + c.job
 	t.mu.Lock()
@@ -546,8 +556,7 @@ func (t *Target) checkKind(ctx context.Context, client *api.Client, c *targetCon
 	}
 	job, err := readRawJob(ctx, client, c.namespace, c.job)
 	if nomadconn.IsStatus(err, http.StatusNotFound) {
-		// Purged between the two reads.
-		return fmt.Errorf("%s: %w: %q in namespace %q (Nomad answered 404): nothing to scale", TargetName, ErrJobNotFound, c.job, namespaceName(c.namespace))
+		return t.statusNotFound(c) // purged between the two reads
 	}
 	if err != nil {
 		return err

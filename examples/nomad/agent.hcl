@@ -2,9 +2,9 @@
 # this directory: the agent reads plugin_dir and the policy dir below from
 # its working directory, not from this file's.
 #
+#   make build        # at the repository's root: bin/activation-quota, bin/host-quota
 #   cd examples/nomad
-#   go build -o plugins/activation-quota ../../cmd/activation-quota
-#   go build -o plugins/host-quota       ../../cmd/host-quota
+#   mkdir -p plugins && cp ../../bin/activation-quota ../../bin/host-quota plugins/
 #   nomad-autoscaler agent -config agent.hcl
 #
 # The token is best given as NOMAD_TOKEN in the agent's environment (or
