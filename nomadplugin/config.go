@@ -447,6 +447,9 @@ func parseStrategyConfig(m map[string]string, defaultNamespace, modelDir string)
 		return nil, err
 	}
 	job, _ := r.get(KeyJob)
+	if job == "*" {
+		return nil, cfgErr(KeyJob, "is \"*\": the key names one job, not a pattern (a policy per job)")
+	}
 	if c.role == RoleSplit && job == "" {
 		return nil, cfgErr(KeyJob, "is required with role %q: the strategy reads each group's running replicas", RoleSplit)
 	}
@@ -489,9 +492,23 @@ func checkStrategyKeys(m map[string]string) error {
 	return cfgErr(unknown[0], "unknown key%s (the strategy accepts %s)", didYouMean(unknown[0], known), strings.Join(known, ", "))
 }
 
-// didYouMean is `: did you mean "x"?` for the known key nearest k, when
-// one is within two edits of it (a typo), else "".
+// didYouMean is `: did you mean "x"?` for the known keys k starts (up to
+// five: "first_node" for the five first_node_* keys, where the nearest key
+// is first_model), else for the known key nearest k, when one is
+// within two edits of it (a typo), else "".
 func didYouMean(k string, known []string) string {
+	var longer []string
+	for _, c := range known {
+		if strings.HasPrefix(c, k+"_") {
+			longer = append(longer, strconv.Quote(c))
+		}
+	}
+	switch n := len(longer); {
+	case n == 1:
+		return ": did you mean " + longer[0] + "?"
+	case n > 1 && n <= 5:
+		return ": did you mean " + strings.Join(longer[:n-1], ", ") + " or " + longer[n-1] + "?"
+	}
 	best, bestD := "", 3
 	for _, c := range known {
 		if d := editdist.Levenshtein(k, c); d < bestD {

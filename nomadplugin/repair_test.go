@@ -805,8 +805,10 @@ func TestQueuedHostNotReadAsStopped(t *testing.T) {
 
 // TestCheckMemo: a check's decisions are remembered by its hosts as well
 // as its name (two policies whose checks share a name, reading other
-// groups, do not take turns at info level), and a split's lowering step
-// not applied at the same counts is not preferred again.
+// groups, do not take turns at info level), a decision the agent did not
+// apply is said at info level once when it is decided again, and a
+// split's lowering step not applied at the same counts is not preferred
+// again.
 func TestCheckMemo(t *testing.T) {
 	st := NewStrategy(hclog.NewNullLogger())
 	a, err := parseStrategyConfig(splitConfig(), "", "")
@@ -823,21 +825,27 @@ func TestCheckMemo(t *testing.T) {
 	}
 	var up, none sdk.ScaleDirection = sdk.ScaleDirectionUp, sdk.ScaleDirectionNone
 	for i, c := range []struct {
-		key     string
-		count   int64
-		dir     sdk.ScaleDirection
-		refused string
-		changed bool
+		key                string
+		count              int64
+		dir                sdk.ScaleDirection
+		refused            string
+		changed, unapplied bool
 	}{
-		{ka, 2, up, "slot_0 (running replica): cpu", true}, {kb, 3, up, "", true},
-		{ka, 2, none, "slot_0 (running replica): cpu", false}, // applied: the same decision
-		{kb, 3, none, "", false},
-		{ka, 2, none, "slot_0 (new replica): cpu", true},  // held, now for a new replica
-		{ka, 2, none, "slot_3 (new replica): cpu", false}, // the slot moved under a clamp
-		{ka, 4, up, "slot_3 (new replica): cpu", true},
+		{ka, 2, up, "slot_0 (running replica): cpu", true, false}, {kb, 3, up, "", true, false},
+		{ka, 2, none, "slot_0 (running replica): cpu", false, false}, // applied: the same decision
+		{kb, 3, none, "", false, false},
+		{ka, 2, none, "slot_0 (new replica): cpu", true, false},  // held, now for a new replica
+		{ka, 2, none, "slot_3 (new replica): cpu", false, false}, // the slot moved under a clamp
+		{ka, 4, up, "slot_3 (new replica): cpu", true, false},
+		{ka, 4, up, "slot_3 (new replica): cpu", false, true},  // decided again: not applied, said once
+		{ka, 4, up, "slot_3 (new replica): cpu", false, false}, // and not again
+		{ka, 4, none, "slot_3 (new replica): cpu", false, false},
+		{ka, 4, up, "slot_3 (new replica): cpu", false, true}, // applied, then not again: said again
+		{kb, 3, none, "", false, false},
 	} {
-		if got := st.decisionChanged(c.key, act(c.count, c.dir, c.refused)); got != c.changed {
-			t.Errorf("decision %d: changed %v, want %v", i+1, got, c.changed)
+		changed, unapplied := st.decisionChanged(c.key, act(c.count, c.dir, c.refused))
+		if changed != c.changed || unapplied != c.unapplied {
+			t.Errorf("decision %d: changed %v, unapplied %v; want %v, %v", i+1, changed, unapplied, c.changed, c.unapplied)
 		}
 	}
 	if st.loweredBefore(ka, []int{4, 3}) {

@@ -394,6 +394,9 @@ func (s *Strategy) window(key string, c *strategyConfig, now time.Time) *windowE
 type checkMemo struct {
 	// short is the decision in short (see decisionChanged).
 	short string
+	// unappliedSaid: the decision in short was logged at info level as
+	// decided again, not applied (see decisionChanged).
+	unappliedSaid bool
 	// models are the digests of the models the last decision used, by
 	// host role (see modelSeen).
 	models map[string]string
@@ -432,8 +435,11 @@ func (s *Strategy) memo(key string) *checkMemo {
 }
 
 // decisionChanged records a's decision in short as key's last, and says
-// whether it differs from the one recorded before (or none was).
-func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) bool {
+// whether it differs from the one recorded before (or none was), and
+// whether it is that decision again with a direction, once per decision:
+// the agent did not apply it (an applied action is decided again with
+// direction none), as when another check of the policy outvoted it.
+func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) (changed, unapplied bool) {
 	// Not the direction (an action the agent applied is the same
 	// decision at the next evaluation, direction none; the agent logs
 	// its scaling), nor the first refused slot's number (it moves with
@@ -450,9 +456,15 @@ func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.memo(key)
-	changed := m.short != short
+	changed = m.short != short
 	m.short = short
-	return changed
+	if changed || a.Direction == sdk.ScaleDirectionNone {
+		m.unappliedSaid = false
+		return changed, false
+	}
+	unapplied = !m.unappliedSaid
+	m.unappliedSaid = true
+	return false, unapplied
 }
 
 // modelSeen logs at INFO level when a check's host decides with another
@@ -560,18 +572,18 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 	eval.Action.Canonicalize()
 	c, reader, err := s.config(eval.Check.Strategy.Config)
 	if err != nil {
-		return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
+		return nil, checkErr(eval.Check, err)
 	}
 	if count < 0 {
 		// The agent passes the target's count (its dry-run marker, -1, is
 		// set on the action it applies, never passed here).
-		return nil, fmt.Errorf("%s check %q: the target's current count is %d; a count is >= 0", StrategyName, eval.Check.Name, count)
+		return nil, checkErr(eval.Check, fmt.Errorf("the target's current count is %d; a count is >= 0", count))
 	}
 	for _, h := range c.readHosts() {
 		if h.usage == UsageAPM && strings.TrimSpace(eval.Check.Query) == "" {
 			// Every evaluation would find no metrics, a warning each time.
 			err := &ConfigError{Key: h.role + "_" + KeyUsage, Reason: fmt.Sprintf("is %q, but the check has no query: give the check a query for the host's CPU (MHz summed over its replicas), or read the host from Nomad", UsageAPM)}
-			return nil, fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err)
+			return nil, checkErr(eval.Check, err)
 		}
 	}
 	e := &checkRun{s: s, c: c, eval: eval, count: count, now: s.now()}
@@ -582,13 +594,27 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 	conn := s.conn
 	s.mu.Unlock()
 	if err != nil {
-		return nil, conn.Redact(fmt.Errorf("%s check %q: %w", StrategyName, eval.Check.Name, err))
+		return nil, conn.Redact(checkErr(eval.Check, err))
 	}
 	if conn != nil {
 		redactAction(conn, eval.Action)
 	}
 	s.log(eval, c, how)
 	return eval, nil
+}
+
+// checkErr is Run's error for the check. Unless the check's on_error is
+// "fail", it says what the agent does with it: the agent leaves an erring
+// check out of the policy's merge (on_check_error "ignore", its default),
+// so the policy's other checks decide alone and may scale down, where a
+// check that cannot see its hosts votes none and holds them. The policy's
+// on_check_error is not in the evaluation, so the note names both keys.
+func checkErr(check *sdk.ScalingPolicyCheck, err error) error {
+	note := ""
+	if check.OnError != sdk.ScalingPolicyOnErrorFail {
+		note = fmt.Sprintf(" (unless this check's on_error or the policy's on_check_error is %q, the agent leaves the check out and the policy's other checks decide alone, scale-downs included)", sdk.ScalingPolicyOnErrorFail)
+	}
+	return fmt.Errorf("%s check %q: %w%s", StrategyName, check.Name, err, note)
 }
 
 // log writes the evaluation's outcome: a decision at info level when it
@@ -604,10 +630,14 @@ func (s *Strategy) log(eval *sdk.ScalingCheckEvaluation, c *strategyConfig, how 
 	switch how {
 	case outcomeDecided:
 		level := hclog.Debug
-		if s.decisionChanged(decisionKey(eval.Check.Name, c), a) {
+		changed, unapplied := s.decisionChanged(decisionKey(eval.Check.Name, c), a)
+		if changed || unapplied {
 			level = hclog.Info
 		}
 		args := []any{"check", eval.Check.Name, "job", job, "count", a.Count, "direction", a.Direction.String()}
+		if unapplied {
+			args = append(args, "again", "the last evaluation decided this too and the agent did not apply it: another check of the policy outvoted it (in split mode the direction is the sum's), the policy's min or max clamped it, or the target failed")
+		}
 		// (a per-host role decides one host: the other has no count)
 		for _, h := range []struct{ key, meta string }{{"first", MetaFirstCount}, {"second", MetaSecondCount}} {
 			if v, ok := a.Meta[h.meta]; ok {

@@ -406,6 +406,8 @@ func TestTargetConfigErrors(t *testing.T) {
 		{"an agent setting in a policy", withKeys(tcfg, "nomad_namespace", "prod"), "nomad_namespace"},
 		{"the agent's dry-run, not exactly true", withKeys(tcfg, agentKeyDryRun, "True"), agentKeyDryRun},
 		{"the agent's dry-run as a number", withKeys(gcfg, agentKeyDryRun, "1"), agentKeyDryRun},
+		{"job *", withKeys(tcfg, TargetKeyJob, "*"), TargetKeyJob},
+		{"agent job *", withKeys(map[string]string{agentKeyJob: "*", TargetKeyFirstGroup: wFirst, TargetKeySecondGroup: wSecond}), TargetKeyJob},
 		{"namespace *", withKeys(tcfg, TargetKeyNamespace, "*"), TargetKeyNamespace},
 		{"agent namespace *", withKeys(tcfg, agentKeyNamespace, "*"), TargetKeyNamespace},
 		{"quota not a number", withKeys(tcfg, TargetKeyFirstMax, "lots"), TargetKeyFirstMax},
