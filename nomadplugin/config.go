@@ -492,14 +492,15 @@ func checkStrategyKeys(m map[string]string) error {
 	return cfgErr(unknown[0], "unknown key%s (the strategy accepts %s)", didYouMean(unknown[0], known), strings.Join(known, ", "))
 }
 
-// didYouMean is `: did you mean "x"?` for the known keys k starts (up to
-// five: "first_node" for the five first_node_* keys, where the nearest key
-// is first_model), else for the known key nearest k, when one is
+// didYouMean is `: did you mean "x"?` for the known keys k (three
+// characters or more) starts, up to five ("first_node" for the five
+// first_node_* keys, where the nearest key is first_model; "max_scale_d"
+// for max_scale_down), else for the known key nearest k, when one is
 // within two edits of it (a typo), else "".
 func didYouMean(k string, known []string) string {
 	var longer []string
 	for _, c := range known {
-		if strings.HasPrefix(c, k+"_") {
+		if len(k) >= 3 && c != k && strings.HasPrefix(c, k) {
 			longer = append(longer, strconv.Quote(c))
 		}
 	}

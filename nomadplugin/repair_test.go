@@ -840,8 +840,10 @@ func TestCheckMemo(t *testing.T) {
 		{ka, 4, up, "slot_3 (new replica): cpu", false, true},  // decided again: not applied, said once
 		{ka, 4, up, "slot_3 (new replica): cpu", false, false}, // and not again
 		{ka, 4, none, "slot_3 (new replica): cpu", false, false},
-		{ka, 4, up, "slot_3 (new replica): cpu", false, true}, // applied, then not again: said again
+		{ka, 4, up, "slot_3 (new replica): cpu", false, false}, // after none: the count moved away, not unapplied
+		{ka, 4, up, "slot_3 (new replica): cpu", false, true},  // then left unapplied: said again
 		{kb, 3, none, "", false, false},
+		{kb, 3, up, "", false, false}, // the first after none, as after a restart
 	} {
 		changed, unapplied := st.decisionChanged(c.key, act(c.count, c.dir, c.refused))
 		if changed != c.changed || unapplied != c.unapplied {

@@ -397,6 +397,8 @@ type checkMemo struct {
 	// unappliedSaid: the decision in short was logged at info level as
 	// decided again, not applied (see decisionChanged).
 	unappliedSaid bool
+	// moved: the last decision had a direction (up or down).
+	moved bool
 	// models are the digests of the models the last decision used, by
 	// host role (see modelSeen).
 	models map[string]string
@@ -436,9 +438,12 @@ func (s *Strategy) memo(key string) *checkMemo {
 
 // decisionChanged records a's decision in short as key's last, and says
 // whether it differs from the one recorded before (or none was), and
-// whether it is that decision again with a direction, once per decision:
-// the agent did not apply it (an applied action is decided again with
-// direction none), as when another check of the policy outvoted it.
+// whether it is that decision again with a direction after one with a
+// direction, once per decision: the count has not moved to it (an applied
+// action is decided again with direction none), as when another check of
+// the policy outvoted it. After a decision with direction none, the same
+// decision with a direction is the count moved away (an operator's edit),
+// not a decision left unapplied.
 func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) (changed, unapplied bool) {
 	// Not the direction (an action the agent applied is the same
 	// decision at the next evaluation, direction none; the agent logs
@@ -457,8 +462,10 @@ func (s *Strategy) decisionChanged(key string, a *sdk.ScalingAction) (changed, u
 	defer s.mu.Unlock()
 	m := s.memo(key)
 	changed = m.short != short
-	m.short = short
-	if changed || a.Direction == sdk.ScaleDirectionNone {
+	moved := a.Direction != sdk.ScaleDirectionNone
+	movedBefore := m.moved
+	m.short, m.moved = short, moved
+	if changed || !moved || !movedBefore {
 		m.unappliedSaid = false
 		return changed, false
 	}
@@ -603,18 +610,17 @@ func (s *Strategy) Run(eval *sdk.ScalingCheckEvaluation, count int64) (*sdk.Scal
 	return eval, nil
 }
 
-// checkErr is Run's error for the check. Unless the check's on_error is
-// "fail", it says what the agent does with it: the agent leaves an erring
-// check out of the policy's merge (on_check_error "ignore", its default),
-// so the policy's other checks decide alone and may scale down, where a
-// check that cannot see its hosts votes none and holds them. The policy's
-// on_check_error is not in the evaluation, so the note names both keys.
+// checkErr is Run's error for the check, saying what the agent (v0.4.6,
+// policyeval's base worker) does with it: it leaves an erring check out of
+// the policy's merge, so that the other checks decide alone and may scale
+// down (where a check that cannot see its hosts votes none and holds
+// them), unless the check's on_error is "fail", or it is unset and the
+// policy's on_check_error is "fail". Neither key crosses the plugin's gRPC
+// boundary (the agent sends a check's name, source, query, window and
+// strategy only), so the note is always given.
 func checkErr(check *sdk.ScalingPolicyCheck, err error) error {
-	note := ""
-	if check.OnError != sdk.ScalingPolicyOnErrorFail {
-		note = fmt.Sprintf(" (unless this check's on_error or the policy's on_check_error is %q, the agent leaves the check out and the policy's other checks decide alone, scale-downs included)", sdk.ScalingPolicyOnErrorFail)
-	}
-	return fmt.Errorf("%s check %q: %w%s", StrategyName, check.Name, err, note)
+	return fmt.Errorf("%s check %q: %w (the agent leaves an erring check out and the policy's other checks decide alone, scale-downs included, unless the check's on_error is %q, or it is unset and the policy's on_check_error is %q)",
+		StrategyName, check.Name, err, sdk.ScalingPolicyOnErrorFail, sdk.ScalingPolicyOnErrorFail)
 }
 
 // log writes the evaluation's outcome: a decision at info level when it
@@ -636,7 +642,7 @@ func (s *Strategy) log(eval *sdk.ScalingCheckEvaluation, c *strategyConfig, how 
 		}
 		args := []any{"check", eval.Check.Name, "job", job, "count", a.Count, "direction", a.Direction.String()}
 		if unapplied {
-			args = append(args, "again", "the last evaluation decided this too and the agent did not apply it: another check of the policy outvoted it (in split mode the direction is the sum's), the policy's min or max clamped it, or the target failed")
+			args = append(args, "again", "the last evaluation decided this too and the count has not moved to it: another check of the policy may have outvoted it (in split mode the direction is the sum's), the policy's min or max clamped it, the target skipped or failed it, the agent runs dry, or the target's count lags (the built-in nomad-target reports running allocations)")
 		}
 		// (a per-host role decides one host: the other has no count)
 		for _, h := range []struct{ key, meta string }{{"first", MetaFirstCount}, {"second", MetaSecondCount}} {

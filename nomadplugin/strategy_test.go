@@ -1583,24 +1583,18 @@ func TestAPMUsage(t *testing.T) {
 
 // TestRunErrorSaysWhatTheAgentDoes: a check's error says that the agent
 // leaves the check out and lets the policy's other checks decide alone
-// (scale-downs included) unless on_error or on_check_error is "fail"; a
-// check whose own on_error is "fail" is told nothing more.
+// (scale-downs included) unless on_error, or on_check_error with on_error
+// unset, is "fail" (the agent sends neither key to a plugin: the check as
+// the plugin receives it carries no on_error); the configuration error
+// stays what errors.As finds.
 func TestRunErrorSaysWhatTheAgentDoes(t *testing.T) {
-	s := NewStrategy(nil)
-	bad := map[string]string{KeyRole: "both"}
-	for _, c := range []struct {
-		onError string
-		note    bool
-	}{{"", true}, {sdk.ScalingPolicyOnErrorIgnore, true}, {sdk.ScalingPolicyOnErrorFail, false}} {
-		eval := newEval("activation", bad)
-		eval.Check.OnError = c.onError
-		_, err := s.Run(eval, 2)
-		if err == nil || !strings.Contains(err.Error(), `config "role": is "both"`) {
-			t.Fatalf("on_error %q: %v; want the configuration error", c.onError, err)
-		}
-		if got := strings.Contains(err.Error(), `on_check_error is "fail", the agent leaves the check out and the policy's other checks decide alone, scale-downs included`); got != c.note {
-			t.Errorf("on_error %q: %v; the agent's handling said: %v, want %v", c.onError, err, got, c.note)
-		}
+	_, err := NewStrategy(nil).Run(newEval("activation", map[string]string{KeyRole: "both"}), 2)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != KeyRole || !strings.Contains(err.Error(), `config "role": is "both"`) {
+		t.Fatalf("%v; want the configuration error on %s", err, KeyRole)
+	}
+	if !strings.Contains(err.Error(), `the agent leaves an erring check out and the policy's other checks decide alone, scale-downs included, unless the check's on_error is "fail", or it is unset and the policy's on_check_error is "fail"`) {
+		t.Errorf("%v; want what the agent does with an erring check", err)
 	}
 }
 
@@ -1631,7 +1625,9 @@ func TestConfigErrors(t *testing.T) {
 		{"no role", []string{KeyRole, ""}, "", KeyRole, "is required"},
 		{"bad role", []string{KeyRole, "both"}, "", KeyRole, `is "both"`},
 		{"unknown key", []string{"first_nodename", "a"}, "", "first_nodename", `unknown key: did you mean "first_node_name"?`},
-		{"the start of two keys", []string{"first_node", "a"}, "", "first_node", `unknown key: did you mean "first_node_id", "first_node_name", "first_node_pool", "first_node_class" or "first_node_datacenter"?`},
+		{"the start of five keys", []string{"first_node", "a"}, "", "first_node", `unknown key: did you mean "first_node_id", "first_node_name", "first_node_pool", "first_node_class" or "first_node_datacenter"?`},
+		{"the start of a key, not at a _", []string{"max_scale_d", "1"}, "", "max_scale_d", `unknown key: did you mean "max_scale_down"?`},
+		{"the start of a key, with its _", []string{"first_model_dig", "x"}, "", "first_model_dig", `unknown key: did you mean "first_model_digest"?`},
 		{"a job pattern", []string{KeyJob, "*"}, "", KeyJob, `is "*": the key names one job, not a pattern`},
 		{"a typo", []string{"max_scale_dwon", "1"}, "", "max_scale_dwon", `unknown key: did you mean "max_scale_down"?`},
 		{"nothing near", []string{"zzzz_unrelated", "1"}, "", "zzzz_unrelated", "unknown key (the strategy accepts"},
