@@ -447,8 +447,8 @@ func parseStrategyConfig(m map[string]string, defaultNamespace, modelDir string)
 		return nil, err
 	}
 	job, _ := r.get(KeyJob)
-	if job == "*" {
-		return nil, cfgErr(KeyJob, "is \"*\": the key names one job, not a pattern (a policy per job)")
+	if err := refuseJobPattern(KeyJob, job); err != nil {
+		return nil, err
 	}
 	if c.role == RoleSplit && job == "" {
 		return nil, cfgErr(KeyJob, "is required with role %q: the strategy reads each group's running replicas", RoleSplit)
@@ -602,6 +602,15 @@ func namespaceOf(r *configReader, defaultNamespace string) (string, error) {
 		return "", cfgErr(KeyNamespace, "is \"*\" (from %s): that names every namespace, and a job lives in one: set %s to the job's namespace", nsKey, KeyNamespace)
 	}
 	return ns, nil
+}
+
+// refuseJobPattern refuses "*" as a job (key): a wildcard, as the
+// namespace's "*" is, where a check reads and a policy scales one job.
+func refuseJobPattern(key, job string) error {
+	if job == "*" {
+		return cfgErr(key, "is \"*\": the key names one job, not a pattern (a policy per job)")
+	}
+	return nil
 }
 
 // checkWindow refuses a window no evaluation could decide on.

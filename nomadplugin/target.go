@@ -305,8 +305,8 @@ func (s *targetSession) readConfig(m map[string]string) (*targetConfig, error) {
 	if c.job, _ = configValue(m, TargetKeyJob, agentKeyJob); c.job == "" {
 		return nil, cfgErr(TargetKeyJob, "is required")
 	}
-	if c.job == "*" {
-		return nil, cfgErr(TargetKeyJob, "is \"*\": the key names one job, not a pattern (a policy per job)")
+	if err := refuseJobPattern(TargetKeyJob, c.job); err != nil {
+		return nil, err
 	}
 	ns, from := configValue(m, TargetKeyNamespace, agentKeyNamespace)
 	if ns == "" {
