@@ -83,6 +83,14 @@ type compiledLayer struct {
 	// end of the run of blocks from it that read the same columns (see
 	// denseRows).
 	blocks []denseBlock
+	// chain: for a dense layer whose rows mostly extend the row before
+	// (indexChain), each row's lanes as the lane kernel sums them: lane
+	// 2v+k of row v (k 0 for the even columns, 1 for the odd ones) starts
+	// from the same lane of row v-1 or from +0 and adds the terms
+	// chainCol, chainW[run.lo:run.hi] in column order. Nil elsewhere.
+	chain    []laneRun
+	chainCol []int32
+	chainW   []float64
 	// The same edges by target (compressed sparse rows, sources in
 	// ascending order; the weights for sparse layers only), for a Sweeper
 	// that computes a few nodes again; scanWords is the bitset words a
@@ -101,6 +109,18 @@ type wordRange struct{ lo, hi int32 }
 // the row end read the same.
 type denseBlock struct{ lo, hi, end int32 }
 
+// laneRun is one lane of a row of a chained dense layer: from the row
+// before's lane (prev) or from +0, then the terms lo to hi.
+type laneRun struct {
+	prev   bool
+	lo, hi int32
+}
+
+// chainShare is the most terms a chained dense layer's rows may add, as a
+// share of its nonzero weights, for a Sweeper to compute its rows by
+// extending each row's lanes from the row before's (indexChain).
+const chainShare = 0.25
+
 // sparseDensity is the share of nonzero weights below which a layer's
 // forward pass uses its sparse columns instead of a dense product.
 const sparseDensity = 0.15
@@ -118,6 +138,7 @@ func (cl *compiledLayer) compress() {
 	}
 	if float64(nz) >= sparseDensity*float64(len(cl.w.Data)) {
 		cl.indexBlocks()
+		cl.indexChain(chainShare)
 		return
 	}
 	cl.sparse = true
@@ -161,6 +182,105 @@ func (cl *compiledLayer) indexBlocks() {
 			end = int32(4 * (i + 1))
 		}
 		cl.blocks[i].end = end
+	}
+}
+
+// indexChain lays out a dense layer's rows as chains of lanes, when the
+// lane kernel sums its product (laneKernel) and the terms its rows add to
+// the row before's lanes are at most maxShare of its nonzero weights
+// (chain stays nil otherwise).
+//
+// The lane kernel sums a row's even columns in one lane and its odd ones
+// in another, each in column order from +0, and its value is its bias
+// plus the sum of the two lanes (with the inputs even in number: an odd
+// last column is added at another point). A term of a zero weight, ±0 on
+// a finite input, leaves a sum from +0 as it was (denseRows), so a lane is
+// the sum of its nonzero weights' terms alone; and when the nonzero
+// weights of a row's lane are those of the row before's, the same values
+// in the same columns, then others past them, the lane is the row
+// before's plus those others' terms, bit for bit. A Sweeper keeps each
+// row's lanes and computes a run of rows from the lanes of the row before
+// it (chainRows): in a layer whose rows read a growing prefix of its
+// inputs, as the admission processor's output layer does, a row then
+// costs a term or two instead of a dot product over its prefix.
+func (cl *compiledLayer) indexChain(maxShare float64) {
+	cl.chain, cl.chainCol, cl.chainW = nil, nil, nil
+	if !laneKernel || cl.sparse || cl.in%2 != 0 {
+		return
+	}
+	nz := 0
+	for _, w := range cl.w.Data {
+		if w != 0 {
+			nz++
+		}
+	}
+	chain := make([]laneRun, 2*cl.out)
+	var cols []int32
+	var ws []float64
+	// prevCols, prevW: the nonzero weights of the row before, by lane
+	var prevCols, curCols [2][]int32
+	var prevW, curW [2][]float64
+	for v := 0; v < cl.out; v++ {
+		for k := range 2 {
+			curCols[k], curW[k] = curCols[k][:0], curW[k][:0]
+		}
+		for u, w := range cl.w.Data[v*cl.in : (v+1)*cl.in] {
+			if w != 0 {
+				curCols[u%2] = append(curCols[u%2], int32(u))
+				curW[u%2] = append(curW[u%2], w)
+			}
+		}
+		for k := range 2 {
+			from := 0
+			if n := len(prevCols[k]); v > 0 && n > 0 && n <= len(curCols[k]) && extends(prevCols[k], prevW[k], curCols[k][:n], curW[k][:n]) {
+				from = n
+			}
+			run := laneRun{prev: from > 0, lo: int32(len(cols))}
+			cols = append(cols, curCols[k][from:]...)
+			ws = append(ws, curW[k][from:]...)
+			run.hi = int32(len(cols))
+			chain[2*v+k] = run
+			if len(cols) > int(maxShare*float64(nz)) {
+				return
+			}
+		}
+		prevCols, curCols = curCols, prevCols
+		prevW, curW = curW, prevW
+	}
+	cl.chain, cl.chainCol, cl.chainW = chain, cols, ws
+}
+
+// extends reports whether the columns and weights b are a's, bit for bit.
+func extends(aCols []int32, aW []float64, bCols []int32, bW []float64) bool {
+	for i := range aCols {
+		if aCols[i] != bCols[i] || math.Float64bits(aW[i]) != math.Float64bits(bW[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// chainRows sets y = W x + b in rows r0 to r1 of a chained dense layer
+// (indexChain), x finite, each row bitwise what the whole product gives
+// it, from lanes, each row's two lane sums: those of the rows before r0
+// must be x's (as chainRows or a whole computation with lanes left them),
+// and those of rows r0 to r1 are set.
+func (cl *compiledLayer) chainRows(x, y, lanes []float64, r0, r1 int) {
+	for v := r0; v < r1; v++ {
+		var sum [2]float64
+		for k := range 2 {
+			run := cl.chain[2*v+k]
+			s := 0.0
+			if run.prev {
+				s = lanes[2*(v-1)+k]
+			}
+			for i := run.lo; i < run.hi; i++ {
+				s += float64(cl.chainW[i] * x[cl.chainCol[i]]) // no fused multiply-add: the kernel's MULPD, ADDPD
+			}
+			lanes[2*v+k] = s
+			sum[k] = s
+		}
+		y[v] = cl.sb[v] + (sum[0] + sum[1])
 	}
 }
 

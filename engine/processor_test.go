@@ -799,3 +799,183 @@ func TestPerReplicaInputs(t *testing.T) {
 		t.Error("a model with an unknown feature: PerReplicaInputs true")
 	}
 }
+
+// chainWeights fills a layer of out rows over in inputs whose rows extend
+// the row before, as the admission processor's output layer does: row v
+// reads the even columns up to 2v, each at its column's weight, and the
+// odd column 2v+1 (or, in some layers, every odd column up to it); some
+// rows have one weight changed (the chain breaks there and starts again
+// after them), a column past their own, or no weights.
+func chainWeights(r *rand.Rand, in, out int, scales []float64) [][]float64 {
+	col := make([]float64, in)
+	for u := range col {
+		col[u] = r.NormFloat64() * scales[r.IntN(len(scales))]
+		if col[u] == 0 {
+			col[u] = 1
+		}
+	}
+	oddPrefix := r.IntN(3) == 0
+	rows := make([][]float64, out)
+	for v := range rows {
+		row := make([]float64, in)
+		rows[v] = row
+		if r.IntN(25) == 0 {
+			continue
+		}
+		for u := 0; u < in && u <= 2*v+1; u++ {
+			if u%2 == 0 || oddPrefix || u == 2*v+1 {
+				row[u] = col[u]
+			}
+		}
+		switch r.IntN(12) {
+		case 0: // a weight changed, in its own column
+			u := r.IntN(min(in, 2*v+2))
+			row[u] = r.NormFloat64()
+		case 1: // a column past the row's own
+			row[r.IntN(in)] = r.NormFloat64()
+		}
+	}
+	return rows
+}
+
+// A chained dense layer's rows, each extended from the lanes of the row
+// before (chainRows), are bitwise the whole product's, on the lane kernel:
+// on layers whose rows extend the row before, with breaks, from a first
+// computation of every row and then from the rows before a changed input,
+// on inputs and weights from 1e-320 to 1e300 (terms that underflow to ±0
+// or overflow to ±Inf, sums that become NaN), and on dense layers that
+// chain nothing. Elsewhere, and with an odd number of inputs, no layer is
+// chained.
+func TestChainRowsMatchTheWholeProduct(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 3))
+	scales := []float64{0, 1e-320, 1e-300, 1e-8, 1, 1e3, 1e300}
+	chained, extended, partial := 0, 0, 0
+	for n := 0; n < 2000; n++ {
+		in, out := 2*(1+r.IntN(40)), 1+r.IntN(60)
+		if n%20 == 0 {
+			in, out = 220, 110 // the built-in admission processor's output layer
+		}
+		if n%10 == 5 {
+			in-- // odd inputs: never chained
+		}
+		cl := compiledLayer{in: in, out: out, b: make([]float64, out),
+			w: blas64.General{Rows: out, Cols: in, Stride: in, Data: make([]float64, out*in)}}
+		for v := range cl.b {
+			cl.b[v] = r.NormFloat64()
+			if r.IntN(4) == 0 {
+				cl.b[v] = math.Copysign(0, float64(r.IntN(2)*2-1))
+			}
+		}
+		var rows [][]float64
+		if n%7 == 3 { // a dense layer without chains: every row from +0
+			for range out {
+				row := make([]float64, in)
+				for u := range row {
+					if r.IntN(3) > 0 {
+						row[u] = r.NormFloat64() * scales[r.IntN(len(scales))]
+					}
+				}
+				rows = append(rows, row)
+			}
+		} else {
+			rows = chainWeights(r, in, out, scales)
+		}
+		for v, row := range rows {
+			copy(cl.w.Data[v*in:], row)
+		}
+		cl.compress()
+		if cl.sparse {
+			continue
+		}
+		cl.indexChain(1)
+		if !laneKernel || in%2 != 0 {
+			if cl.chain != nil {
+				t.Fatalf("layer %d (%dx%d): chained, with laneKernel %v", n, in, out, laneKernel)
+			}
+			continue
+		}
+		if cl.chain == nil {
+			t.Fatalf("layer %d (%dx%d): not chained with a share of 1", n, in, out)
+		}
+		chained++
+		for _, run := range cl.chain {
+			if run.prev {
+				extended++
+			}
+		}
+		x := make([]float64, in)
+		for i := range x {
+			x[i] = r.NormFloat64() * scales[r.IntN(len(scales))]
+		}
+		lanes := make([]float64, 2*out)
+		check := func(what string, r0 int) {
+			want := make([]float64, out)
+			cl.product(x, want)
+			got := make([]float64, out)
+			for v := range got {
+				got[v] = -7 // a value no row holds
+			}
+			cl.chainRows(x, got, lanes, r0, out)
+			for v := r0; v < out; v++ {
+				if math.Float64bits(got[v]) != math.Float64bits(want[v]) {
+					t.Fatalf("layer %d (%dx%d), %s, rows from %d: node %d is %v (%x), the whole product gives %v (%x)",
+						n, in, out, what, r0, v, got[v], math.Float64bits(got[v]), want[v], math.Float64bits(want[v]))
+				}
+			}
+			for v := range r0 {
+				if got[v] != -7 {
+					t.Fatalf("layer %d, rows from %d: node %d written", n, r0, v)
+				}
+			}
+		}
+		check("every row", 0)
+		// A few inputs changed: the rows from the first that reads one
+		// along a nonzero weight, extended from the lanes kept.
+		for range 3 {
+			changed := map[int]bool{}
+			for range 1 + r.IntN(3) {
+				u := r.IntN(in)
+				x[u] = r.NormFloat64() * scales[r.IntN(len(scales))]
+				changed[u] = true
+			}
+			r0 := out
+			for v := range out {
+				for u := range changed {
+					if cl.w.Data[v*in+u] != 0 {
+						r0 = min(r0, v)
+					}
+				}
+			}
+			if r0 > 0 {
+				partial++
+			}
+			check("after a change", r0)
+		}
+	}
+	if laneKernel && (chained < 1000 || extended < 10000 || partial < 1000) {
+		t.Fatalf("%d layers chained, %d lanes extended from the row before, %d partial computations: too few", chained, extended, partial)
+	}
+}
+
+// The built-in admission processor's output layer is chained on the lane
+// kernel (a Sweeper's rows cost a term or two), and its share of the
+// layer's weights is small.
+func TestBuiltinAdmissionOutputChained(t *testing.T) {
+	p, err := Builtin("admission")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &p.layers[len(p.layers)-1]
+	if !laneKernel {
+		if cl.chain != nil {
+			t.Fatal("the output layer is chained without the lane kernel")
+		}
+		return
+	}
+	if cl.chain == nil || cl.sparse {
+		t.Fatalf("the output layer (%dx%d, sparse %v) is not chained", cl.out, cl.in, cl.sparse)
+	}
+	if terms := len(cl.chainCol); terms > 3*cl.out {
+		t.Fatalf("the chained output layer adds %d terms for %d rows", terms, cl.out)
+	}
+}

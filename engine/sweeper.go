@@ -19,7 +19,9 @@ import (
 // weights, whose terms, ±0 on finite inputs, leave its sum as it was). A
 // sparse layer where most nodes must be computed again is computed whole;
 // a dense one from the first node to the last that reads a changed node,
-// in the product's blocks of rows (compiledLayer.denseRows), and whole
+// in the product's blocks of rows (compiledLayer.denseRows), or, when its
+// rows extend the row before (compiledLayer.chain), each of those rows
+// from the lanes of the row before, kept from the last sweep; and whole
 // when its input gains or loses a ±Inf or NaN.
 //
 // A Sweeper belongs to one goroutine. Its zero value is not usable; call
@@ -42,6 +44,9 @@ type Sweeper struct {
 	ow, maxReachWords int
 	reach             [][]uint64
 	reachChanged      [][]uint64 // per layer: the nodes whose set this sweep changed
+	// single[j]: the one output countable input p.countableIn[j] reaches,
+	// or noOutput or severalOutputs (singleBit), when reach is kept
+	single []int32
 	// changed[l]: the nodes of layer l whose activation the last forward
 	// pass changed (bitsets); flipped[l], of those, the ones whose holds
 	// bit changed, or an input's sign: what a node's set of reached
@@ -54,8 +59,13 @@ type Sweeper struct {
 	old                             []float64
 	// inf[l]: whether dense layer l's rows were all last computed from an
 	// input holding ±Inf or NaN (the product sums those otherwise).
-	inf  []bool
-	work SweeperWork
+	inf []bool
+	// lanes[l]: a chained dense layer's lane sums (compiledLayer.chain),
+	// x's when lanesOK[l] (the rows before a run computed again are
+	// extended from them).
+	lanes   [][]float64
+	lanesOK []bool
+	work    SweeperWork
 	// what a full forward pass computes (hidden and output nodes) and a
 	// full backward pass (hidden nodes and countable inputs)
 	fullNodes, fullScores int64
@@ -92,6 +102,12 @@ func (p *Processor) NewSweeper() *Sweeper {
 	s.scored, s.scoredNext, s.mark, s.reads = make([]uint64, words), make([]uint64, words), make([]uint64, words), make([]uint64, words)
 	s.old = make([]float64, widest)
 	s.inf = make([]bool, len(p.layers))
+	s.lanes, s.lanesOK = make([][]float64, len(p.layers)), make([]bool, len(p.layers))
+	for l, cl := range p.layers {
+		if cl.chain != nil {
+			s.lanes[l] = make([]float64, 2*cl.out)
+		}
+	}
 	p.ensureScore(s.ws)
 	s.countable = make([]uint64, len(s.changed[0]))
 	for _, i := range p.countableIn {
@@ -103,6 +119,7 @@ func (p *Processor) NewSweeper() *Sweeper {
 			s.reach = append(s.reach, make([]uint64, len(a)*s.ow))
 			s.reachChanged = append(s.reachChanged, make([]uint64, len(s.changed[l])))
 		}
+		s.single = make([]int32, len(p.countableIn))
 	}
 	L := len(p.layers)
 	for l := 1; l <= L; l++ {
@@ -210,6 +227,7 @@ func (s *Sweeper) forward(x []float64) {
 		s.fwd, s.back = true, false
 		for l := range p.layers {
 			s.inf[l] = !finite(ws.act[l])
+			s.lanesOK[l] = false
 		}
 		s.work.Nodes += s.fullNodes
 		s.work.FullForward++
@@ -261,9 +279,23 @@ func (s *Sweeper) forward(x []float64) {
 			mark := s.mark[:cl.words]
 			clear(mark)
 			eachBit(s.changed[l], func(u int) {
-				for k := cl.colPtr[u]; k < cl.colPtr[u+1]; k++ {
-					v := cl.rowIdx[k]
-					mark[v/64] |= 1 << (v % 64)
+				// a node's targets one by one, or, when they
+				// are more than the words of its bitsets that
+				// hold them, by those words
+				pr, nr := cl.live[u], cl.live[cl.in+u]
+				if k0, k1 := cl.colPtr[u], cl.colPtr[u+1]; int(k1-k0) <= int(pr.hi-pr.lo)+int(nr.hi-nr.lo) {
+					for k := k0; k < k1; k++ {
+						v := cl.rowIdx[k]
+						mark[v/64] |= 1 << (v % 64)
+					}
+					return
+				}
+				base := u * cl.words
+				for i := pr.lo; i < pr.hi; i++ {
+					mark[i] |= cl.pos[base+int(i)]
+				}
+				for i := nr.lo; i < nr.hi; i++ {
+					mark[i] |= cl.neg[base+int(i)]
 				}
 			})
 			if rows := countBits(mark); 2*rows <= cl.out {
@@ -303,7 +335,18 @@ func (s *Sweeper) forward(x []float64) {
 				lo, hi = s.readers(cl, s.changed[l])
 			}
 			s.inf[l] = inf
-			if lo < hi {
+			switch {
+			case lo < hi && cl.chain != nil && !inf:
+				// each row from the row before's lanes: the
+				// whole layer when those are not a's
+				if !s.lanesOK[l] {
+					lo, hi = 0, cl.out
+				}
+				cl.chainRows(a, y, s.lanes[l], lo, hi)
+				s.lanesOK[l] = true
+			case lo < hi:
+				// (lanes not kept: the layer is computed whole
+				// when its input is finite again)
 				lo, hi = cl.denseRows(a, y, lo, hi, inf)
 			}
 		}
@@ -438,36 +481,84 @@ func (s *Sweeper) backwardReach() {
 		})
 	}
 	// The countable inputs' scores (s.mark holds the inputs whose set was
-	// computed: each counts once in the work).
+	// computed: each counts once in the work). An input that reaches one
+	// output (in the built-in admission processor, each slot's own) or
+	// none keeps it in s.single, found again when its set changes: its
+	// score is that output's value (or -Inf), read when that output
+	// changed, without a walk of its set.
 	outs, sc, outChanged, setDone := ws.act[L], ws.score[0], s.changed[L], s.mark[:len(s.changed[0])]
-	for _, u := range p.countableIn {
+	for j, u := range p.countableIn {
 		set := s.reach[0][u*ow : (u+1)*ow]
-		if !full && !hasBit(s.reachChanged[0], u) {
-			touched := false
-			for k, w := range set {
-				if w&outChanged[k] != 0 {
-					touched = true
-					break
-				}
-			}
-			if !touched {
+		setChanged := full || hasBit(s.reachChanged[0], u)
+		if setChanged {
+			s.single[j] = singleBit(set)
+		}
+		o := s.single[j]
+		if !setChanged {
+			switch {
+			case o == noOutput:
 				continue
+			case o >= 0:
+				if !hasBit(outChanged, int(o)) {
+					continue
+				}
+			default:
+				touched := false
+				for k, w := range set {
+					if w&outChanged[k] != 0 {
+						touched = true
+						break
+					}
+				}
+				if !touched {
+					continue
+				}
 			}
 		}
 		if !hasBit(setDone, u) {
 			s.work.Scores++
 		}
-		best := math.Inf(-1)
-		for k, w := range set {
-			for w != 0 {
-				b := bits.TrailingZeros64(w)
-				w &= w - 1
-				best = max(best, outs[k*64+b])
+		switch {
+		case o >= 0:
+			sc[u] = outs[o] // max(-Inf, outs[o]), bit for bit
+		case o == noOutput:
+			sc[u] = math.Inf(-1)
+		default:
+			best := math.Inf(-1)
+			for k, w := range set {
+				for w != 0 {
+					b := bits.TrailingZeros64(w)
+					w &= w - 1
+					best = max(best, outs[k*64+b])
+				}
 			}
+			sc[u] = best
 		}
-		sc[u] = best
 	}
 	s.back = true
+}
+
+// noOutput and severalOutputs are what singleBit returns for a set of
+// outputs that holds none or more than one.
+const (
+	noOutput       = -1
+	severalOutputs = -2
+)
+
+// singleBit returns the one output a set of outputs holds, or noOutput or
+// severalOutputs.
+func singleBit(set []uint64) int32 {
+	o := int32(noOutput)
+	for k, w := range set {
+		switch {
+		case w == 0:
+		case o != noOutput || w&(w-1) != 0:
+			return severalOutputs
+		default:
+			o = int32(k*64 + bits.TrailingZeros64(w))
+		}
+	}
+	return o
 }
 
 // backward brings ws.score to the forward pass. A node's score reads its

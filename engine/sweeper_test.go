@@ -56,6 +56,41 @@ func countObservation(u []float64, n int) *Observation {
 	return o
 }
 
+// chainModel is a random network whose last layer (and, in some, a
+// hidden layer) is chained as the admission processor's output layer is:
+// each row extends the row before (chainWeights), over an even number of
+// inputs.
+func chainModel(r *rand.Rand) *Model {
+	in := 5 + r.IntN(30)
+	m := testModel(nil, nil, 0.05, 0.5)
+	for i := 0; i < in; i++ {
+		m.Inputs = append(m.Inputs, Node{Name: fmt.Sprintf("x%d", i), Countable: r.IntN(3) > 0})
+	}
+	scales := []float64{1e-3, 0.1, 1, 10}
+	prev, k := in, 5+r.IntN(120)
+	first := Layer{Activation: ActivationReLU, Biases: make([]float64, 2*k)}
+	fillLayer(r, &first, prev, 0.7)
+	m.Layers = append(m.Layers, first)
+	prev = 2 * k
+	if r.IntN(3) == 0 {
+		mid := Layer{Activation: ActivationReLU, Weights: chainWeights(r, prev, prev, scales), Biases: make([]float64, prev)}
+		for j := range mid.Biases {
+			mid.Biases[j] = 0.3 * r.NormFloat64()
+		}
+		m.Layers = append(m.Layers, mid)
+	}
+	acts := []string{ActivationSigmoid, ActivationReLU, ActivationIdentity}
+	last := Layer{Activation: acts[r.IntN(len(acts))], Weights: chainWeights(r, prev, k, scales), Biases: make([]float64, k)}
+	for j := range last.Biases {
+		last.Biases[j] = 1 + r.NormFloat64()
+	}
+	m.Layers = append(m.Layers, last)
+	for o := 0; o < k; o++ {
+		m.Outputs = append(m.Outputs, Node{Name: fmt.Sprintf("o%d", o), Countable: r.IntN(3) > 0})
+	}
+	return m
+}
+
 // randomInput sets x[i] to a missing value, a zero, a value below the
 // input epsilon, a normal one or, rarely, one so large that sums overflow
 // to ±Inf and NaN downstream (a NaN output holds no data).
@@ -80,20 +115,24 @@ func randomInput(r *rand.Rand, x []float64, i int) {
 // A Sweeper gives bitwise the amounts, activations and scores of a full
 // pass on every vector of a run, where each vector differs from the one
 // before in a few inputs, in many, or in none, for both roles in turn; on
-// small and on wide random networks. Half of the networks are swept with
+// small and on wide random networks, and on networks whose dense layers'
+// rows extend the row before (chained). Half of the networks are swept with
 // the sets of reached outputs (every set as a fresh Sweeper's whole pass
 // computes it, and the countable inputs' scores), half with the scores
 // carried back through every layer (every score).
 func TestSweeperMatchesFullPass(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 9))
 	thresholds := []float64{-2, 0.01, 0.3, 0.5, 0.7, 0.99, 1.5}
-	var partial, compared, reachPartial, nanOutputs int64
+	var partial, compared, reachPartial, nanOutputs, chainedSweeps int64
 	widest := 0
-	for n := 0; n < 600; n++ {
+	for n := 0; n < 800; n++ {
 		var m *Model
-		if n%2 == 0 {
+		switch {
+		case n >= 600:
+			m = chainModel(r)
+		case n%2 == 0:
 			m = randomModel(r)
-		} else {
+		default:
 			m = wideModel(r)
 		}
 		p, err := NewProcessor(m)
@@ -133,8 +172,16 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 			if p.Slots(role) == 0 {
 				continue
 			}
+			if r.IntN(12) == 0 {
+				s.Reset() // a whole pass next, from which the later sweeps go on
+			}
 			got, want := make([]int, len(thresholds)), make([]int, len(thresholds))
 			wholeBefore := s.Work().FullBackward
+			for l := range p.layers {
+				if s.lanesOK[l] {
+					chainedSweeps++ // its rows extended from the lanes kept
+				}
+			}
 			if err := s.Sweep(x, role, thresholds, got); err != nil {
 				t.Fatal(err)
 			}
@@ -195,8 +242,12 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 		t.Fatalf("only %d vectors compared", compared)
 	}
 	// The runs must exercise the partial passes, not only whole ones.
-	if partial < 200 {
-		t.Fatalf("only %d of 600 networks computed fewer nodes than full passes", partial)
+	if partial < 300 {
+		t.Fatalf("only %d of 800 networks computed fewer nodes than full passes", partial)
+	}
+	// and the chained layers' rows from the lanes kept (lane kernel)
+	if laneKernel && chainedSweeps < 2000 {
+		t.Fatalf("only %d sweeps of a chained layer from its lanes", chainedSweeps)
 	}
 	t.Logf("%d vectors compared; %d first-host sweeps with the sets were not whole backward passes; %d NaN outputs", compared, reachPartial, nanOutputs)
 	// Sets of four words, and outputs that hold no data (NaN), are met.
@@ -566,6 +617,27 @@ func TestFeatureSummaryKept(t *testing.T) {
 		fresh.compute(o)
 		if kept.feats != fresh.feats {
 			t.Fatalf("observation %d: kept summary gives %v, a fresh one %v", i, kept.feats, fresh.feats)
+		}
+	}
+}
+
+func TestSingleBit(t *testing.T) {
+	for _, c := range []struct {
+		set  []uint64
+		want int32
+	}{
+		{[]uint64{0}, noOutput},
+		{[]uint64{0, 0, 0}, noOutput},
+		{[]uint64{1}, 0},
+		{[]uint64{1 << 63}, 63},
+		{[]uint64{0, 1 << 5}, 69},
+		{[]uint64{0, 0, 0, 1 << 63}, 255},
+		{[]uint64{3}, severalOutputs},
+		{[]uint64{1, 1}, severalOutputs},
+		{[]uint64{0, 1 << 9, 0, 1}, severalOutputs},
+	} {
+		if got := singleBit(c.set); got != c.want {
+			t.Errorf("singleBit(%x) = %d, want %d", c.set, got, c.want)
 		}
 	}
 }
