@@ -805,7 +805,7 @@ func TestPerReplicaInputs(t *testing.T) {
 // reads the even columns up to 2v, each at its column's weight, and the
 // odd column 2v+1 (or, in some layers, every odd column up to it); some
 // rows have one weight changed (the chain breaks there and starts again
-// after them), a column past their own, or no weights.
+// after them), one in any column, or no weights.
 func chainWeights(r *rand.Rand, in, out int, scales []float64) [][]float64 {
 	col := make([]float64, in)
 	for u := range col {
@@ -831,7 +831,7 @@ func chainWeights(r *rand.Rand, in, out int, scales []float64) [][]float64 {
 		case 0: // a weight changed, in its own column
 			u := r.IntN(min(in, 2*v+2))
 			row[u] = r.NormFloat64()
-		case 1: // a column past the row's own
+		case 1: // one in any column
 			row[r.IntN(in)] = r.NormFloat64()
 		}
 	}
@@ -908,27 +908,25 @@ func TestChainRowsMatchTheWholeProduct(t *testing.T) {
 			x[i] = r.NormFloat64() * scales[r.IntN(len(scales))]
 		}
 		lanes := make([]float64, 2*out)
-		check := func(what string, r0 int) {
+		check := func(what string, r0, r1 int) {
 			want := make([]float64, out)
 			cl.product(x, want)
 			got := make([]float64, out)
 			for v := range got {
 				got[v] = -7 // a value no row holds
 			}
-			cl.chainRows(x, got, lanes, r0, out)
-			for v := r0; v < out; v++ {
-				if math.Float64bits(got[v]) != math.Float64bits(want[v]) {
-					t.Fatalf("layer %d (%dx%d), %s, rows from %d: node %d is %v (%x), the whole product gives %v (%x)",
-						n, in, out, what, r0, v, got[v], math.Float64bits(got[v]), want[v], math.Float64bits(want[v]))
-				}
-			}
-			for v := range r0 {
-				if got[v] != -7 {
-					t.Fatalf("layer %d, rows from %d: node %d written", n, r0, v)
+			cl.chainRows(x, got, lanes, r0, r1)
+			for v := range out {
+				switch {
+				case v >= r0 && v < r1 && math.Float64bits(got[v]) != math.Float64bits(want[v]):
+					t.Fatalf("layer %d (%dx%d), %s, rows %d to %d: node %d is %v (%x), the whole product gives %v (%x)",
+						n, in, out, what, r0, r1, v, got[v], math.Float64bits(got[v]), want[v], math.Float64bits(want[v]))
+				case (v < r0 || v >= r1) && got[v] != -7:
+					t.Fatalf("layer %d, rows %d to %d: node %d written", n, r0, r1, v)
 				}
 			}
 		}
-		check("every row", 0)
+		check("every row", 0, out)
 		// A few inputs changed: the rows from the first that reads one
 		// along a nonzero weight, extended from the lanes kept.
 		for range 3 {
@@ -949,7 +947,13 @@ func TestChainRowsMatchTheWholeProduct(t *testing.T) {
 			if r0 > 0 {
 				partial++
 			}
-			check("after a change", r0)
+			check("after a change", r0, out)
+		}
+		// Rows up to one before the end: the rows past it are not
+		// written (their lanes are then stale, so this is the last).
+		if out > 1 {
+			x[r.IntN(in)] = r.NormFloat64()
+			check("to a row before the end", 0, 1+r.IntN(out-1))
 		}
 	}
 	if laneKernel && (chained < 1000 || extended < 10000 || partial < 1000) {

@@ -65,7 +65,10 @@ type Sweeper struct {
 	// extended from them).
 	lanes   [][]float64
 	lanesOK []bool
-	work    SweeperWork
+	// extended: the runs of a chained layer's rows computed from a
+	// kept row's lanes (not from the first row)
+	extended int64
+	work     SweeperWork
 	// what a full forward pass computes (hidden and output nodes) and a
 	// full backward pass (hidden nodes and countable inputs)
 	fullNodes, fullScores int64
@@ -342,12 +345,14 @@ func (s *Sweeper) forward(x []float64) {
 				if !s.lanesOK[l] {
 					lo, hi = 0, cl.out
 				}
+				if lo > 0 {
+					s.extended++
+				}
 				cl.chainRows(a, y, s.lanes[l], lo, hi)
 				s.lanesOK[l] = true
 			case lo < hi:
-				// (lanes not kept: the layer is computed whole
-				// when its input is finite again)
 				lo, hi = cl.denseRows(a, y, lo, hi, inf)
+				s.lanesOK[l] = false
 			}
 		}
 		s.work.Nodes += int64(hi - lo)
