@@ -445,7 +445,19 @@ func lenGroups(order []int, prev [][]int, h int) int {
 // bucket is knob values whose hosts' observations give one input vector.
 type bucket struct {
 	x     []float64
-	knobs []int // indexes of the decider's knob values
+	sum   uint64 // bitsSum(x), compared before x
+	knobs []int  // indexes of the decider's knob values
+}
+
+// bitsSum is a 64-bit FNV-1a-like checksum of x's bits: vectors whose
+// sums differ differ, so find compares whole vectors only on a match.
+func bitsSum(x []float64) uint64 {
+	h := uint64(14695981039346656037)
+	for _, v := range x {
+		h ^= math.Float64bits(v)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // observation returns the i-th scratch observation.
@@ -456,11 +468,14 @@ func (ad *activationDecider) observation(i int) *engine.Observation {
 	return ad.obsPool[i]
 }
 
-// find returns the index of the bucket whose input vector is bitwise x, or
-// -1.
-func (ad *activationDecider) find(x []float64) int {
+// find returns the index of the bucket whose input vector is bitwise x
+// (whose checksum is sum, bitsSum(x)), or -1.
+func (ad *activationDecider) find(x []float64, sum uint64) int {
 next:
 	for i := range ad.buckets {
+		if ad.buckets[i].sum != sum {
+			continue
+		}
 		y := ad.buckets[i].x
 		for j := range x {
 			if math.Float64bits(x[j]) != math.Float64bits(y[j]) {
@@ -569,17 +584,18 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				}
 				ad.vectors[side]++
 				ad.xPool[len(ad.buckets)] = x
-				bi := -1
+				bi, sum := -1, uint64(0)
 				if ad.dedupe[side].on() {
-					bi = ad.find(x)
+					sum = bitsSum(x)
+					bi = ad.find(x, sum)
 				}
 				if bi < 0 {
 					bi = len(ad.buckets)
 					if bi < cap(ad.buckets) { // reuse the knob list's storage
 						ad.buckets = ad.buckets[:bi+1]
-						ad.buckets[bi] = bucket{x: x, knobs: ad.buckets[bi].knobs[:0]}
+						ad.buckets[bi] = bucket{x: x, sum: sum, knobs: ad.buckets[bi].knobs[:0]}
 					} else {
-						ad.buckets = append(ad.buckets, bucket{x: x})
+						ad.buckets = append(ad.buckets, bucket{x: x, sum: sum})
 					}
 				}
 				ad.buckets[bi].knobs = append(ad.buckets[bi].knobs, group...)

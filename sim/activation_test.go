@@ -739,3 +739,37 @@ func TestExactCount(t *testing.T) {
 		})
 	}
 }
+
+// find merges only bitwise-equal vectors: a checksum match alone does not
+// (a collision is compared whole), and vectors differing in one input's
+// bits (-0 against +0, one NaN against another) have their own buckets.
+func TestFindComparesBits(t *testing.T) {
+	x := []float64{1, 0, 2.5, math.NaN(), 7}
+	negZero := slices.Clone(x)
+	negZero[1] = math.Copysign(0, -1)
+	otherNaN := slices.Clone(x)
+	otherNaN[3] = math.Float64frombits(math.Float64bits(math.NaN()) ^ 1)
+	ad := &activationDecider{}
+	for _, v := range [][]float64{negZero, otherNaN, x} {
+		ad.buckets = append(ad.buckets, bucket{x: v, sum: bitsSum(v)})
+	}
+	if got := ad.find(slices.Clone(x), bitsSum(x)); got != 2 {
+		t.Fatalf("find(x) = %d, want bucket 2", got)
+	}
+	for i, v := range [][]float64{negZero, otherNaN} {
+		if bitsSum(v) == bitsSum(x) {
+			t.Fatalf("vector %d: the same checksum as x", i)
+		}
+		if got := ad.find(slices.Clone(v), bitsSum(v)); got != i {
+			t.Fatalf("find(vector %d) = %d", i, got)
+		}
+	}
+	// A bucket whose checksum matches x's but whose vector is not x.
+	ad.buckets = []bucket{{x: negZero, sum: bitsSum(x)}}
+	if got := ad.find(x, bitsSum(x)); got != -1 {
+		t.Fatalf("find(x) = %d on a checksum match alone, want -1", got)
+	}
+	if got := ad.find([]float64{9, 9, 9, 9, 9}, bitsSum(x)); got != -1 {
+		t.Fatalf("find of another vector = %d, want -1", got)
+	}
+}
