@@ -767,6 +767,12 @@ func (p *Processor) forward(x []float64, ws *Workspace) { p.forwardAt(x, ws, p.t
 
 // forwardAt is forward with thr as the output threshold.
 func (p *Processor) forwardAt(x []float64, ws *Workspace, thr float64) {
+	p.forwardKeep(x, ws, thr, nil)
+}
+
+// forwardKeep is forwardAt that also copies the output layer's sums, before
+// its activation, to pre (when pre is not nil).
+func (p *Processor) forwardKeep(x []float64, ws *Workspace, thr float64, pre []float64) {
 	in := ws.act[0]
 	h := ws.holds[0]
 	clear(h)
@@ -785,6 +791,9 @@ func (p *Processor) forwardAt(x []float64, ws *Workspace, thr float64) {
 		cl := &p.layers[l]
 		y := ws.act[l+1]
 		cl.product(ws.act[l], y)
+		if l == last && pre != nil {
+			copy(pre, y)
+		}
 		applyActivation(cl.act, y)
 		hb := ws.holds[l+1]
 		clear(hb)

@@ -65,6 +65,25 @@ type Sweeper struct {
 	// extended from them).
 	lanes   [][]float64
 	lanesOK []bool
+	// z: the output layer's sums before its activation, when that is the
+	// sigmoid (else nil). A first-host sweep with the sets of reached
+	// outputs (lazy) reads an input whose set holds one output as that
+	// output's sum, and compares it with each threshold's cut
+	// (sigmoidCut), computing the sigmoid only near the cut; the outputs'
+	// values in ws.act follow z only in the other sweeps (valuesStale:
+	// they do not now). A countable input whose set holds one output
+	// then has no score of its own in ws.score (lazyScores; a Sweeper's
+	// first-host sweeps are all lazy or none).
+	z           []float64
+	valuesStale bool
+	cuts        []cutEntry // by threshold (cut)
+	// countIndex[u]: input u's index in p.countableIn (-1: not countable).
+	// In lazy sweeps, mult[o]: the countable inputs whose set holds
+	// output o alone; several and none: those whose set holds several
+	// outputs, and none.
+	countIndex    []int32
+	mult          []int32
+	several, none int
 	// extended: the runs of a chained layer's rows computed from a
 	// kept row's lanes (not from the first row)
 	extended int64
@@ -109,6 +128,17 @@ func (p *Processor) NewSweeper() *Sweeper {
 	for l, cl := range p.layers {
 		if cl.chain != nil {
 			s.lanes[l] = make([]float64, 2*cl.out)
+		}
+		if l == len(p.layers)-1 && cl.act == actSigmoid {
+			s.z, s.mult = make([]float64, cl.out), make([]int32, cl.out)
+			s.cuts = make([]cutEntry, cutSlots)
+			s.countIndex = make([]int32, len(p.model.Inputs))
+			for u := range s.countIndex {
+				s.countIndex[u] = -1
+			}
+			for j, u := range p.countableIn {
+				s.countIndex[u] = int32(j)
+			}
 		}
 	}
 	p.ensureScore(s.ws)
@@ -161,14 +191,20 @@ func (s *Sweeper) Sweep(x []float64, role string, thresholds []float64, amounts 
 		return err
 	}
 	s.work.Sweeps++
-	s.forward(x)
+	reach := role == RoleFirst && s.ow <= s.maxReachWords
+	lazy := reach && s.z != nil
+	s.forward(x, lazy)
 	switch {
-	case role == RoleFirst && s.ow <= s.maxReachWords:
-		s.backwardReach()
+	case reach:
+		s.backwardReach(lazy)
 	case role == RoleFirst:
 		s.backward()
 	default:
 		s.back = false // the scores no longer match the activations
+	}
+	if lazy {
+		s.lazyAmounts(thresholds, amounts)
+		return nil
 	}
 	p.sweepAmounts(s.ws, role, thresholds, amounts)
 	return nil
@@ -221,12 +257,15 @@ func (s *Sweeper) changedInputs(x []float64) error {
 
 // forward brings ws's forward pass (threshold -Inf) to x and records in
 // s.changed which activations changed (after a first pass, s.changed[0]
-// holds the inputs changedInputs found).
-func (s *Sweeper) forward(x []float64) {
+// holds the inputs changedInputs found). With s.z, the output layer's
+// sums are computed in z (a node changed when its sum did) and its values
+// brought to them unless lazy.
+func (s *Sweeper) forward(x []float64, lazy bool) {
 	p, ws := s.p, s.ws
 	s.work.FullNodes += s.fullNodes
 	if !s.fwd {
-		p.forwardAt(x, ws, math.Inf(-1))
+		p.forwardKeep(x, ws, math.Inf(-1), s.z)
+		s.valuesStale = false
 		s.fwd, s.back = true, false
 		for l := range p.layers {
 			s.inf[l] = !finite(ws.act[l])
@@ -258,6 +297,10 @@ func (s *Sweeper) forward(x []float64) {
 	for l := range p.layers {
 		cl := &p.layers[l]
 		a, y, hb, next, fl := ws.act[l], ws.act[l+1], ws.holds[l+1], s.changed[l+1], s.flipped[l+1]
+		act := cl.act
+		if l == last && s.z != nil {
+			y, act = s.z, actIdentity // the sums; the values below
+		}
 		clear(next)
 		clear(fl)
 		if countBits(s.changed[l]) == 0 {
@@ -266,7 +309,8 @@ func (s *Sweeper) forward(x []float64) {
 		// update records node v's new activation: its holds bit, and
 		// whether it changed (a hidden node holds data when positive,
 		// so that its live targets are its positive ones: the bit is
-		// all its set reads of it).
+		// all its set reads of it; an output holds data unless NaN, as
+		// its sum is NaN exactly when its sigmoid is).
 		update := func(v int) {
 			now := y[v] > 0
 			if l == last {
@@ -304,7 +348,7 @@ func (s *Sweeper) forward(x []float64) {
 			if rows := countBits(mark); 2*rows <= cl.out {
 				s.work.Nodes += int64(rows)
 				eachBit(mark, func(v int) {
-					nv := activate(cl.act, cl.row(a, v))
+					nv := activate(act, cl.row(a, v))
 					if math.Float64bits(nv) != math.Float64bits(y[v]) {
 						y[v] = nv
 						update(v)
@@ -356,12 +400,34 @@ func (s *Sweeper) forward(x []float64) {
 			}
 		}
 		s.work.Nodes += int64(hi - lo)
-		applyActivation(cl.act, y[lo:hi])
+		applyActivation(act, y[lo:hi])
 		for v := lo; v < hi; v++ {
 			if math.Float64bits(y[v]) != math.Float64bits(old[v]) {
 				update(v)
 			}
 		}
+	}
+	if s.z != nil {
+		s.outputValues(lazy)
+	}
+}
+
+// outputValues brings the outputs' values in ws.act to s.z after a forward
+// pass that computed its sums (the changed ones, or every one when they
+// were left behind), or, when lazy, leaves them behind.
+func (s *Sweeper) outputValues(lazy bool) {
+	L := len(s.p.layers)
+	y, changed := s.ws.act[L], s.changed[L]
+	switch {
+	case lazy:
+		s.valuesStale = s.valuesStale || countBits(changed) > 0
+	case s.valuesStale:
+		for v, z := range s.z {
+			y[v] = activate(actSigmoid, z)
+		}
+		s.valuesStale = false
+	default:
+		eachBit(changed, func(v int) { y[v] = activate(actSigmoid, s.z[v]) })
 	}
 }
 
@@ -404,7 +470,8 @@ const maxReachWords = 4
 // input's score, the largest value among its set's outputs (-Inf for none),
 // is computed again when its set changed or one of those outputs' values
 // did. Each is bitwise what scoreAll gives: max does not depend on order.
-func (s *Sweeper) backwardReach() {
+// When lazy, the scores are lazyScores'.
+func (s *Sweeper) backwardReach(lazy bool) {
 	p, ws, ow := s.p, s.ws, s.ow
 	L := len(p.layers)
 	s.work.FullScores += s.fullScores
@@ -485,6 +552,11 @@ func (s *Sweeper) backwardReach() {
 			}
 		})
 	}
+	if lazy {
+		s.lazyScores(full)
+		s.back = true
+		return
+	}
 	// The countable inputs' scores (s.mark holds the inputs whose set was
 	// computed: each counts once in the work). An input that reaches one
 	// output (in the built-in admission processor, each slot's own) or
@@ -542,6 +614,167 @@ func (s *Sweeper) backwardReach() {
 	}
 	s.back = true
 }
+
+// lazyScores is the countable inputs' part of a lazy backwardReach. An
+// input whose set holds one output has no score of its own: lazyAmounts
+// reads that output's sum. So only the inputs whose set changed are
+// visited (to find their one output again, counted in s.mult), and the
+// inputs whose set holds several outputs (s.several of them) are scored as
+// backwardReach scores them, from the sigmoid of each output's sum; none,
+// -Inf (s.none of them).
+func (s *Sweeper) lazyScores(full bool) {
+	p, ow, sc, z := s.p, s.ow, s.ws.score[0], s.z
+	// tally adds d to the inputs counted as single value o says.
+	tally := func(o int32, d int) {
+		switch o {
+		case noOutput:
+			s.none += d
+		case severalOutputs:
+			s.several += d
+		default:
+			s.mult[o] += int32(d)
+		}
+	}
+	found := func(j, u int) {
+		o := singleBit(s.reach[0][u*ow : (u+1)*ow])
+		if !full {
+			tally(s.single[j], -1)
+		}
+		tally(o, 1)
+		s.single[j] = o
+		if o == noOutput {
+			sc[u] = math.Inf(-1)
+		}
+	}
+	if full {
+		s.several, s.none = 0, 0
+		clear(s.mult)
+		for j, u := range p.countableIn {
+			found(j, u)
+		}
+	} else {
+		eachBit(s.reachChanged[0], func(u int) { found(int(s.countIndex[u]), u) })
+	}
+	if s.several == 0 {
+		return
+	}
+	outChanged, setDone := s.changed[len(p.layers)], s.mark[:len(s.changed[0])]
+	for j, u := range p.countableIn {
+		if s.single[j] != severalOutputs {
+			continue
+		}
+		set := s.reach[0][u*ow : (u+1)*ow]
+		if !full && !hasBit(s.reachChanged[0], u) {
+			touched := false
+			for k, w := range set {
+				touched = touched || w&outChanged[k] != 0
+			}
+			if !touched {
+				continue
+			}
+		}
+		if !hasBit(setDone, u) {
+			s.work.Scores++
+		}
+		best := math.Inf(-1)
+		for k, w := range set {
+			for w != 0 {
+				b := bits.TrailingZeros64(w)
+				w &= w - 1
+				best = max(best, activate(actSigmoid, z[k*64+b]))
+			}
+		}
+		sc[u] = best
+	}
+}
+
+// lazyAmounts is sweepAmounts for a first-host sweep after a lazy
+// backwardReach: a countable input whose set holds one output is counted
+// at t when that output's sum is at or past t's cut, and not when it is
+// below it; only a sum between the two is put through the sigmoid. The
+// others' scores are values, compared as sweepAmounts compares them. With
+// many thresholds every score is made a value and sweepAmounts' sort used.
+func (s *Sweeper) lazyAmounts(thresholds []float64, amounts []int) {
+	p, sc := s.p, s.ws.score[0]
+	if len(thresholds) >= sortedCountsFrom {
+		vals := s.ws.values[:0]
+		for j, u := range p.countableIn {
+			v := sc[u]
+			if o := s.single[j]; o >= 0 {
+				v = activate(actSigmoid, s.z[o])
+			}
+			vals = append(vals, v)
+		}
+		countAtLeast(vals, thresholds, amounts)
+		return
+	}
+	for i, t := range thresholds {
+		c := s.cut(t)
+		// Each output's sum counts for the inputs whose set holds it
+		// alone: those at or past the cut's upper bound, and those at or
+		// past its lower one (below < from: those hold the first; a NaN
+		// sum is in neither), counted without a branch per sum. Only a
+		// sum between the two is put through the sigmoid.
+		from, below := 0, 0
+		for o, v := range s.z {
+			m := int(s.mult[o])
+			from += m * b2i(v >= c.from)
+			below += m * b2i(v >= c.below)
+		}
+		n := from
+		if below > from {
+			for o, v := range s.z {
+				if s.mult[o] > 0 && v >= c.below && !(v >= c.from) && activate(actSigmoid, v) >= t {
+					n += int(s.mult[o])
+				}
+			}
+		}
+		if t == math.Inf(-1) {
+			n += s.none // their score, -Inf, is >= t
+		}
+		if s.several > 0 {
+			for j, u := range p.countableIn {
+				if s.single[j] == severalOutputs && sc[u] >= t {
+					n++
+				}
+			}
+		}
+		amounts[i] = n
+	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A cutEntry is a threshold's cut, kept by a Sweeper.
+type cutEntry struct {
+	bits uint64 // the threshold's
+	made bool
+	cut  sigmoidCut
+}
+
+// cut returns t's sigmoidCut, kept in a slot its bits pick: made again only
+// when another threshold took the slot since (the simulator's knob sweep
+// reads 113 thresholds, and as many again on each side of a hold band).
+func (s *Sweeper) cut(t float64) sigmoidCut {
+	k := math.Float64bits(t)
+	e := &s.cuts[(k*0x9e3779b97f4a7c15)>>(64-cutSlotBits)]
+	if !e.made || e.bits != k {
+		*e = cutEntry{bits: k, made: true, cut: newSigmoidCut(t)}
+	}
+	return e.cut
+}
+
+// cutSlots is the number of cuts a Sweeper keeps.
+const (
+	cutSlotBits = 10
+	cutSlots    = 1 << cutSlotBits
+)
 
 // noOutput and severalOutputs are what singleBit returns for a set of
 // outputs that holds none or more than one.

@@ -122,8 +122,9 @@ func randomInput(r *rand.Rand, x []float64, i int) {
 // carried back through every layer (every score).
 func TestSweeperMatchesFullPass(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 9))
-	thresholds := []float64{-2, 0.01, 0.3, 0.5, 0.7, 0.99, 1.5}
-	var partial, compared, reachPartial, nanOutputs, extended int64
+	few := []float64{-2, 0.01, 0.3, 0.5, 0.7, 0.99, 1.5}
+	lists := [][]float64{few, {math.Inf(-1), 0.5, math.Inf(1), nan}, append(slices.Clone(few), math.Inf(-1), 0.2, 0.4, 0.6, 0.8)}
+	var partial, compared, reachPartial, nanOutputs, extended, lazySweeps int64
 	widest := 0
 	for n := 0; n < 800; n++ {
 		var m *Model
@@ -175,6 +176,13 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 			if r.IntN(12) == 0 {
 				s.Reset() // a whole pass next, from which the later sweeps go on
 			}
+			// Some thresholds, or the values of outputs of the last
+			// pass (which a sum of a few changed inputs often keeps):
+			// scores on the thresholds.
+			thresholds := lists[r.IntN(len(lists))]
+			if r.IntN(4) == 0 {
+				thresholds = slices.Clone(full.act[len(full.act)-1][:min(6, len(m.Outputs))])
+			}
 			got, want := make([]int, len(thresholds)), make([]int, len(thresholds))
 			wholeBefore := s.Work().FullBackward
 			if err := s.Sweep(x, role, thresholds, got); err != nil {
@@ -191,14 +199,26 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 					nanOutputs++
 				}
 			}
+			if s.valuesStale {
+				lazySweeps++
+			}
+			if role == RoleFirst && reach && s.z != nil {
+				mult, several, none := tallySingles(s.single, len(s.z))
+				if several != s.several || none != s.none || !slices.Equal(mult, s.mult) {
+					t.Fatalf("model %d step %d: inputs reaching several outputs, none, and each output alone: %d, %d, %v; the sweeper counts %d, %d, %v",
+						n, step, several, none, mult, s.several, s.none, s.mult)
+				}
+			}
 			for l := range full.act {
 				for i := range full.act[l] {
-					if math.Float64bits(s.ws.act[l][i]) != math.Float64bits(full.act[l][i]) || hasBit(s.ws.holds[l], i) != hasBit(full.holds[l], i) {
+					if v := sweptValue(s, l, i); math.Float64bits(v) != math.Float64bits(full.act[l][i]) || hasBit(s.ws.holds[l], i) != hasBit(full.holds[l], i) {
 						t.Fatalf("model %d step %d: layer %d node %d: sweeper %v (holds %v), full pass %v (holds %v)", n, step, l, i,
-							s.ws.act[l][i], hasBit(s.ws.holds[l], i), full.act[l][i], hasBit(full.holds[l], i))
+							v, hasBit(s.ws.holds[l], i), full.act[l][i], hasBit(full.holds[l], i))
 					}
-					if role == RoleFirst && (l > 0 && !reach || l == 0 && m.Inputs[i].Countable) && math.Float64bits(s.ws.score[l][i]) != math.Float64bits(full.score[l][i]) {
-						t.Fatalf("model %d step %d: layer %d node %d: sweeper score %v, full pass %v", n, step, l, i, s.ws.score[l][i], full.score[l][i])
+					if role == RoleFirst && (l > 0 && !reach || l == 0 && m.Inputs[i].Countable) {
+						if v := sweptScore(s, l, i); math.Float64bits(v) != math.Float64bits(full.score[l][i]) {
+							t.Fatalf("model %d step %d: layer %d node %d: sweeper score %v, full pass %v", n, step, l, i, v, full.score[l][i])
+						}
 					}
 				}
 			}
@@ -245,7 +265,7 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 	if laneKernel && extended < 500 {
 		t.Fatalf("only %d runs of a chained layer's rows extended from a kept row's lanes", extended)
 	}
-	t.Logf("%d vectors compared; %d first-host sweeps with the sets were not whole backward passes; %d NaN outputs", compared, reachPartial, nanOutputs)
+	t.Logf("%d vectors compared; %d first-host sweeps with the sets were not whole backward passes; %d NaN outputs; %d sweeps left the values behind", compared, reachPartial, nanOutputs, lazySweeps)
 	// Sets of four words, and outputs that hold no data (NaN), are met.
 	if widest != maxReachWords || nanOutputs == 0 {
 		t.Fatalf("the widest sets kept are %d words (want %d); %d NaN outputs", widest, maxReachWords, nanOutputs)
@@ -253,6 +273,48 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 	if reachPartial < 1000 {
 		t.Fatalf("only %d first-host sweeps with the sets were not whole backward passes", reachPartial)
 	}
+	// and sweeps that left the sigmoid outputs' values behind their sums
+	if lazySweeps < 1000 {
+		t.Fatalf("only %d sweeps left the outputs' values behind their sums", lazySweeps)
+	}
+}
+
+// tallySingles counts the inputs whose set holds each output alone, several
+// outputs, and none.
+func tallySingles(single []int32, outputs int) (mult []int32, several, none int) {
+	mult = make([]int32, outputs)
+	for _, o := range single {
+		switch o {
+		case severalOutputs:
+			several++
+		case noOutput:
+			none++
+		default:
+			mult[o]++
+		}
+	}
+	return mult, several, none
+}
+
+// sweptValue is node i of layer l's activation in s's pass: an output's
+// sigmoid of its sum when s left the values behind the sums.
+func sweptValue(s *Sweeper, l, i int) float64 {
+	if l == len(s.ws.act)-1 && s.valuesStale {
+		return activate(actSigmoid, s.z[i])
+	}
+	return s.ws.act[l][i]
+}
+
+// sweptScore is node i of layer l's score in s's pass: in a lazy sweep, a
+// countable input whose set holds one output scores the sigmoid of that
+// output's sum.
+func sweptScore(s *Sweeper, l, i int) float64 {
+	if l == 0 && s.z != nil && s.ow <= s.maxReachWords {
+		if o := s.single[s.countIndex[i]]; o >= 0 {
+			return activate(actSigmoid, s.z[o])
+		}
+	}
+	return s.ws.score[l][i]
 }
 
 // A dense layer whose input held +Inf at the full pass summed each row's
@@ -305,6 +367,75 @@ func TestSweeperDenseLayerLeavingInf(t *testing.T) {
 	}
 }
 
+// On the built-in admission processor, thresholds at the outputs' values
+// themselves and at the next float above each put every sum read on a cut's
+// band, where the sigmoid must be computed: the sweeper's amounts are the
+// full pass's, and a sweep that leaves the values behind its sums is met.
+func TestSweeperCountsAtTheCut(t *testing.T) {
+	p, err := Builtin("admission")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 1))
+	u := make([]float64, 120)
+	s, full := p.NewSweeper(), NewWorkspace(p)
+	L := len(full.act) - 1
+	lazy, atCut := 0, 0
+	for window := 0; window < 4; window++ {
+		for i := range u {
+			u[i] = (0.02 + 0.03*r.Float64()) * 1024
+		}
+		for _, n := range []int{0, 1, 2, 5, 8, 13, 30, 60} {
+			x, err := p.Features(countObservation(u, n), RoleFirst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.sweepInput(x, full, RoleFirst, []float64{0.5}, []int{0}); err != nil {
+				t.Fatal(err)
+			}
+			// a few thresholds (the cut's path), then many (the sort's)
+			var ts []float64
+			for _, o := range []int{n, n + 1, 2 * n, 109} {
+				v := full.act[L][min(o, 109)]
+				if v > 0 && v < 1 {
+					ts = append(ts, v, math.Nextafter(v, 2))
+				}
+			}
+			for _, thresholds := range [][]float64{ts[:min(len(ts), sortedCountsFrom-1)], ts} {
+				want := sweepBoth(t, s, x, thresholds, fmt.Sprintf("window %d, %d running", window, n))
+				if s.valuesStale {
+					lazy++
+				}
+				for i, th := range thresholds {
+					if i > 0 && want[i] != want[i-1] && th == math.Nextafter(thresholds[i-1], 2) {
+						atCut++ // an output counted at its value and not one float above
+					}
+				}
+			}
+		}
+	}
+	if lazy < 20 || atCut < 20 {
+		t.Fatalf("%d sweeps left the values behind, %d outputs counted at their value and not above", lazy, atCut)
+	}
+}
+
+// sweepBoth sweeps x for the first host with s and with a full pass, fails
+// (naming what) when their amounts differ, and returns them.
+func sweepBoth(t *testing.T, s *Sweeper, x, thresholds []float64, what string) []int {
+	t.Helper()
+	got, want := make([]int, len(thresholds)), make([]int, len(thresholds))
+	if err := s.Sweep(x, RoleFirst, thresholds, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.p.SweepInputs(x, RoleFirst, thresholds, want); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s, thresholds %v: sweeper %v, full pass %v", what, thresholds, got, want)
+	}
+	return want
+}
+
 // On the built-in admission processor, the observations of one window for
 // different counts in force (what the simulator sweeps at a decision
 // point) cost a fraction of full passes and give the same amounts.
@@ -326,16 +457,7 @@ func TestSweeperAdmissionCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, want := make([]int, len(thresholds)), make([]int, len(thresholds))
-			if err := s.Sweep(x, RoleFirst, thresholds, got); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.SweepInputs(x, RoleFirst, thresholds, want); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("window %d, %d running: sweeper %v, full pass %v", window, n, got, want)
-			}
+			sweepBoth(t, s, x, thresholds, fmt.Sprintf("window %d, %d running", window, n))
 		}
 	}
 	w := s.Work()
