@@ -184,7 +184,7 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 				thresholds = slices.Clone(full.act[len(full.act)-1][:min(6, len(m.Outputs))])
 			}
 			got, want := make([]int, len(thresholds)), make([]int, len(thresholds))
-			wholeBefore := s.Work().FullBackward
+			wholeBefore, fullBefore := s.Work().FullBackward, s.Work().FullForward
 			if err := s.Sweep(x, role, thresholds, got); err != nil {
 				t.Fatal(err)
 			}
@@ -201,6 +201,9 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 			}
 			if s.valuesStale {
 				lazySweeps++
+				if s.Work().FullForward > fullBefore {
+					t.Fatalf("model %d step %d: a whole pass left the outputs' values behind their sums", n, step)
+				}
 			}
 			if role == RoleFirst && reach && s.z != nil {
 				mult, several, none := tallySingles(s.single, len(s.z))
@@ -367,10 +370,11 @@ func TestSweeperDenseLayerLeavingInf(t *testing.T) {
 	}
 }
 
-// On the built-in admission processor, thresholds at the outputs' values
-// themselves and at the next float above each put every sum read on a cut's
-// band, where the sigmoid must be computed: the sweeper's amounts are the
-// full pass's, and a sweep that leaves the values behind its sums is met.
+// On the built-in admission processor, thresholds at up to four outputs'
+// values themselves and at the next float above each put those outputs'
+// sums on a cut's band, where the sigmoid must be computed: the sweeper's
+// amounts are the full pass's, and a sweep that leaves the values behind
+// its sums is met.
 func TestSweeperCountsAtTheCut(t *testing.T) {
 	p, err := Builtin("admission")
 	if err != nil {

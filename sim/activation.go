@@ -364,6 +364,7 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 		}
 	}
 	dec.sweepers = [2]*engine.Sweeper{a.adm.NewSweeper(), a.capy.NewSweeper()}
+	dec.idle = a.adm.NewSweeper()
 	dec.perReplica = [2]bool{a.adm.PerReplicaInputs(), a.capy.PerReplicaInputs()}
 	for side, p := range [2]*engine.Processor{a.adm, a.capy} {
 		if !dec.perReplica[side] {
@@ -408,6 +409,7 @@ type activationDecider struct {
 	obsPool        []*engine.Observation
 	xPool          [][]float64
 	sweepers       [2]*engine.Sweeper // first host, second host
+	idle           *engine.Sweeper    // the first host's at count 0
 	meteredWork    engine.SweeperWork // the first host's, as last metered
 	buckets        []bucket
 }
@@ -447,6 +449,7 @@ type bucket struct {
 	x     []float64
 	sum   uint64 // bitsSum(x), compared before x
 	knobs []int  // indexes of the decider's knob values
+	idle  bool   // the count in force is 0
 }
 
 // bitsSum is a 64-bit FNV-1a-like checksum of x's bits: vectors whose
@@ -593,9 +596,9 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					bi = len(ad.buckets)
 					if bi < cap(ad.buckets) { // reuse the knob list's storage
 						ad.buckets = ad.buckets[:bi+1]
-						ad.buckets[bi] = bucket{x: x, sum: sum, knobs: ad.buckets[bi].knobs[:0]}
+						ad.buckets[bi] = bucket{x: x, sum: sum, knobs: ad.buckets[bi].knobs[:0], idle: on == 0}
 					} else {
-						ad.buckets = append(ad.buckets, bucket{x: x, sum: sum})
+						ad.buckets = append(ad.buckets, bucket{x: x, sum: sum, idle: on == 0})
 					}
 				}
 				ad.buckets[bi].knobs = append(ad.buckets[bi].knobs, group...)
@@ -625,8 +628,18 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				amounts := ad.amounts[:len(ts)]
 				// The buckets go by count, so each vector differs from the
 				// one before in the slots between their counts: the
-				// sweeper computes again only what those reach.
-				if err := ad.sweepers[side].Sweep(b.x, role, ts, amounts); err != nil {
+				// sweeper computes again only what those reach. The first
+				// host's vector at no replica in force has a sweeper of
+				// its own: its features of a replica are the demand's,
+				// not the window's, so it differs from the others' in
+				// every statistic of the window, and from the last
+				// decision point's in none (the built-in admission
+				// processor's).
+				sw := ad.sweepers[side]
+				if side == 0 && b.idle {
+					sw = ad.idle
+				}
+				if err := sw.Sweep(b.x, role, ts, amounts); err != nil {
 					return fmt.Errorf("%s host: %w", role, err)
 				}
 				if ad.metered {
@@ -671,7 +684,8 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 		}
 	}
 	if ad.metered {
-		w, m := ad.sweepers[0].Work(), ad.a.meter
+		w, i, m := ad.sweepers[0].Work(), ad.idle.Work(), ad.a.meter
+		w.Nodes, w.FullNodes, w.Scores, w.FullScores = w.Nodes+i.Nodes, w.FullNodes+i.FullNodes, w.Scores+i.Scores, w.FullScores+i.FullScores
 		m.nodes.Add(w.Nodes - ad.meteredWork.Nodes)
 		m.fullNodes.Add(w.FullNodes - ad.meteredWork.FullNodes)
 		m.scores.Add(w.Scores - ad.meteredWork.Scores)

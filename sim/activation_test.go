@@ -773,3 +773,40 @@ func TestFindComparesBits(t *testing.T) {
 		t.Fatalf("find of another vector = %d, want -1", got)
 	}
 }
+
+// The first host's vectors at no replica in force go to a sweeper of their
+// own: the built-in admission processor reads the demand there, not the
+// window, so after its first sweep that sweeper computes nothing again,
+// decision point after decision point, while the others' vectors move
+// with the window.
+func TestIdleCountHasItsOwnSweeper(t *testing.T) {
+	r, err := Prepare(loadCrane(t)[0], Shifted(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Activation(ActivationConfig{Values: []float64{0.3, 0.5, 0.7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.(*activation).NewSweep(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := d.(*activationDecider)
+	prev := [][]int{{0, 0}, {3, 3}, {8, 8}}
+	out := [][]int{make([]int, 2), make([]int, 2), make([]int, 2)}
+	decided := int64(0)
+	for dp := 0; dp < r.Decisions(); dp += 97 {
+		if err := ad.DecideAll(dp, prev, out); err != nil {
+			t.Fatal(err)
+		}
+		decided++
+	}
+	idle, other := ad.idle.Work(), ad.sweepers[0].Work()
+	if idle.Sweeps != decided || idle.FullForward != 1 || idle.Nodes != idle.FullNodes/idle.Sweeps {
+		t.Fatalf("%d decision points: the idle sweeper %+v; want a sweep each, computing the first one's nodes only", decided, idle)
+	}
+	if other.Sweeps != 2*decided || other.Nodes <= other.FullNodes/other.Sweeps {
+		t.Fatalf("%d decision points: the other counts' sweeper %+v; want two sweeps each, computing nodes after the first", decided, other)
+	}
+}
