@@ -22,7 +22,9 @@ import (
 // in the product's blocks of rows (compiledLayer.denseRows), or, when its
 // rows extend the row before (compiledLayer.chain), each of those rows
 // from the lanes of the row before, kept from the last sweep; and whole
-// when its input gains or loses a ±Inf or NaN.
+// when its input gains or loses a ±Inf or NaN. An input counted from its
+// output's sum by a threshold's cut (sigmoidCut) is counted as the
+// sigmoid of that sum would count it.
 //
 // A Sweeper belongs to one goroutine. Its zero value is not usable; call
 // Processor.NewSweeper.
