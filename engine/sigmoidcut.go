@@ -31,11 +31,12 @@ const (
 	// is from t.
 	cutMargin = 1e-7
 	// cutMinThreshold: the smallest threshold given bounds (far above the
-	// normal numbers; below it every sum is computed).
+	// smallest normal number, about 2.2e-308; below it every sum is
+	// computed).
 	cutMinThreshold = 1e-200
 )
 
-// newSigmoidCut returns t's cut: bounds a millionth of a logit or so from
+// newSigmoidCut returns t's cut: bounds a millionth of (1 + |logit|) or so from
 // t's logit, wider where the sigmoid is flat, or none (t not in
 // [cutMinThreshold, 1), or NaN; no upper bound when t(1 + cutMargin) >= 1).
 func newSigmoidCut(t float64) sigmoidCut {

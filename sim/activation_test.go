@@ -778,27 +778,44 @@ func TestFindComparesBits(t *testing.T) {
 // own: the built-in admission processor reads the demand there, not the
 // window, so after its first sweep that sweeper computes nothing again,
 // decision point after decision point, while the others' vectors move
-// with the window.
+// with the window. The decisions are those of a decider whose first host
+// sweeps every vector with one sweeper, and the meter counts both
+// sweepers' work.
 func TestIdleCountHasItsOwnSweeper(t *testing.T) {
 	r, err := Prepare(loadCrane(t)[0], Shifted(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Activation(ActivationConfig{Values: []float64{0.3, 0.5, 0.7}})
+	m := &Meter{}
+	p, err := Activation(ActivationConfig{Values: []float64{0.3, 0.5, 0.7}, Meter: m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := p.(*activation).NewSweep(r)
-	if err != nil {
-		t.Fatal(err)
+	decider := func() *activationDecider {
+		d, err := p.(*activation).NewSweep(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.(*activationDecider)
 	}
-	ad := d.(*activationDecider)
+	ad, one := decider(), decider()
+	one.idle = one.sweepers[0]
+	one.metered = false
 	prev := [][]int{{0, 0}, {3, 3}, {8, 8}}
-	out := [][]int{make([]int, 2), make([]int, 2), make([]int, 2)}
+	grid := func() [][]int { return [][]int{make([]int, 2), make([]int, 2), make([]int, 2)} }
+	out, want := grid(), grid()
 	decided := int64(0)
 	for dp := 0; dp < r.Decisions(); dp += 97 {
 		if err := ad.DecideAll(dp, prev, out); err != nil {
 			t.Fatal(err)
+		}
+		if err := one.DecideAll(dp, prev, want); err != nil {
+			t.Fatal(err)
+		}
+		for j := range out {
+			if !slices.Equal(out[j], want[j]) {
+				t.Fatalf("decision %d, knob value %d: %v with a sweeper for count 0, %v with one sweeper", dp, j, out[j], want[j])
+			}
 		}
 		decided++
 	}
@@ -808,5 +825,9 @@ func TestIdleCountHasItsOwnSweeper(t *testing.T) {
 	}
 	if other.Sweeps != 2*decided || other.Nodes <= other.FullNodes/other.Sweeps {
 		t.Fatalf("%d decision points: the other counts' sweeper %+v; want two sweeps each, computing nodes after the first", decided, other)
+	}
+	share := float64(idle.Nodes+other.Nodes) / float64(idle.FullNodes+other.FullNodes)
+	if got := m.Read().FirstNodeShare; got != share {
+		t.Fatalf("the meter reads %v of full passes' nodes; the two sweepers computed %v", got, share)
 	}
 }
