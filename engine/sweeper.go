@@ -78,7 +78,7 @@ type Sweeper struct {
 	// first-host sweeps are all lazy or none).
 	z           []float64
 	valuesStale bool
-	cuts        []cutEntry // by threshold (cut)
+	cuts        []cutEntry // by threshold (cut; made by the first lazy sweep)
 	// countIndex[u]: input u's index in p.countableIn (-1: not countable).
 	// In lazy sweeps, mult[o]: the countable inputs whose set holds
 	// output o alone; several and none: those whose set holds several
@@ -133,7 +133,6 @@ func (p *Processor) NewSweeper() *Sweeper {
 		}
 		if l == len(p.layers)-1 && cl.act == actSigmoid {
 			s.z, s.mult = make([]float64, cl.out), make([]int32, cl.out)
-			s.cuts = make([]cutEntry, cutSlots)
 			s.countIndex = make([]int32, len(p.model.Inputs))
 			for u := range s.countIndex {
 				s.countIndex[u] = -1
@@ -726,7 +725,7 @@ func (s *Sweeper) lazyAmounts(thresholds []float64, amounts []int) {
 		n := from
 		if below > from {
 			for o, v := range s.z {
-				if s.mult[o] > 0 && v >= c.below && !(v >= c.from) && activate(actSigmoid, v) >= t {
+				if s.mult[o] > 0 && !(v >= c.from) && c.holds(v, t) { // the band's sums
 					n += int(s.mult[o])
 				}
 			}
@@ -764,6 +763,9 @@ type cutEntry struct {
 // when another threshold took the slot since (the simulator's knob sweep
 // reads 113 thresholds, and as many again on each side of a hold band).
 func (s *Sweeper) cut(t float64) sigmoidCut {
+	if s.cuts == nil {
+		s.cuts = make([]cutEntry, cutSlots)
+	}
 	k := math.Float64bits(t)
 	e := &s.cuts[(k*0x9e3779b97f4a7c15)>>(64-cutSlotBits)]
 	if !e.made || e.bits != k {
