@@ -69,3 +69,120 @@ func TestSigmoidCut(t *testing.T) {
 		t.Fatalf("only %d thresholds had both bounds checked", bounded)
 	}
 }
+
+// A lazy sweep counts from the outputs' sums in their kept order as every
+// sum's sigmoid would count: sums that pass one another a few at a time
+// (the order mended), many at once (the order left, every sum read), NaN,
+// the infinities, both zeros and ties, tallies of 0 to 3 moving, and
+// thresholds whose band holds sums.
+func TestLazyAmountsBySumOrder(t *testing.T) {
+	p, err := Builtin("admission")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.NewSweeper()
+	r := rand.New(rand.NewPCG(12, 7))
+	for o := range s.z {
+		s.z[o] = 10 - 0.2*float64(o)
+		s.mult[o] = 1
+	}
+	s.sumsMoved, s.multMoved = true, true
+	special := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1)}
+	var mended, left, banded int
+	for round := range 3000 {
+		moved := 0
+		switch k := r.IntN(20); {
+		case k == 0: // many sums at once
+			for o := range s.z {
+				s.z[o] = 20*r.Float64() - 10
+			}
+			moved = len(s.z)
+		case k == 1: // back in the kept order
+			for i, o := range s.byZ {
+				s.z[o] = 10 - 0.2*float64(i)
+			}
+			moved = len(s.z)
+		case k < 4: // a special value, or a tie with another sum
+			o := r.IntN(len(s.z))
+			if r.IntN(2) == 0 {
+				s.z[o] = special[r.IntN(len(special))]
+			} else {
+				s.z[o] = s.z[r.IntN(len(s.z))]
+			}
+			moved = 1
+		case k < 6: // a tally
+			s.mult[r.IntN(len(s.mult))] = int32(r.IntN(4))
+			s.multMoved = true
+		default: // a few sums, passing their neighbours or not
+			for range 1 + r.IntN(4) {
+				o := r.IntN(len(s.z))
+				if math.IsNaN(s.z[o]) || math.IsInf(s.z[o], 0) {
+					s.z[o] = 0
+				}
+				s.z[o] += 0.5 * r.NormFloat64()
+				moved++
+			}
+		}
+		s.sumsMoved = s.sumsMoved || moved > 0
+		// thresholds: some at the sigmoid of a sum (so the band holds it)
+		thresholds := []float64{math.Inf(-1), 0.5, r.Float64(), activate(actSigmoid, s.z[r.IntN(len(s.z))]), math.NaN(), 1}
+		got := make([]int, len(thresholds))
+		s.lazyAmounts(thresholds, got)
+		if s.disordered {
+			left++
+		} else {
+			mended++
+			for k := 1; k < len(s.zs); k++ {
+				if before(s.zs[k], s.zs[k-1]) {
+					t.Fatalf("round %d: sums %v out of order at %d", round, s.zs, k)
+				}
+			}
+		}
+		for i, th := range thresholds {
+			want := 0
+			for o, z := range s.z {
+				if activate(actSigmoid, z) >= th {
+					want += int(s.mult[o])
+				}
+			}
+			if got[i] != want {
+				t.Fatalf("round %d, threshold %v: %d counted, want %d (sums %v, tallies %v)", round, th, got[i], want, s.z, s.mult)
+			}
+			if c := s.cut(th); !s.disordered && atLeast(s.zs, c.below) > atLeast(s.zs, c.from) {
+				banded++
+			}
+		}
+	}
+	t.Logf("the order mended %d times, left %d times; %d counts read a band", mended, left, banded)
+	if mended < 1000 || left < 100 || banded < 1000 {
+		t.Fatalf("the order mended %d times, left %d times; %d counts read a band", mended, left, banded)
+	}
+}
+
+// A Sweeper's kept cuts are each threshold's own, however the thresholds
+// share slots: 3,000 thresholds (many to a pair of slots) read in turn, and
+// again in a random order.
+func TestSweeperCutSlots(t *testing.T) {
+	p, err := Builtin("admission")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.NewSweeper()
+	r := rand.New(rand.NewPCG(2, 2))
+	ths := []float64{math.NaN(), math.Inf(-1), 0, math.Copysign(0, -1), 1, 0.5}
+	for range 3000 {
+		ths = append(ths, r.Float64())
+	}
+	same := func(a, b sigmoidCut) bool {
+		return math.Float64bits(a.below) == math.Float64bits(b.below) && math.Float64bits(a.from) == math.Float64bits(b.from)
+	}
+	for round := range 3 {
+		for _, i := range r.Perm(len(ths)) {
+			for _, th := range []float64{ths[i], ths[(i+1)%len(ths)], ths[i]} {
+				if got, want := s.cut(th), newSigmoidCut(th); !same(got, want) {
+					t.Fatalf("round %d: threshold %v: cut %+v, want %+v", round, th, got, want)
+				}
+			}
+		}
+	}
+}

@@ -86,6 +86,15 @@ type Sweeper struct {
 	countIndex    []int32
 	mult          []int32
 	several, none int
+	// The outputs ordered by their sums (sumOrder), kept from one lazy
+	// sweep to the next: byZ the outputs by descending sum (NaN last), zs
+	// their sums, upTo[i] the tallies of byZ[:i]. sumsMoved and multMoved:
+	// z or mult changed since; disordered: the last order was left, too far
+	// from the sums' (the counts then read every sum).
+	byZ                              []int32
+	zs                               []float64
+	upTo                             []int
+	sumsMoved, multMoved, disordered bool
 	// extended: the runs of a chained layer's rows computed from a
 	// kept row's lanes (not from the first row)
 	extended int64
@@ -133,6 +142,10 @@ func (p *Processor) NewSweeper() *Sweeper {
 		}
 		if l == len(p.layers)-1 && cl.act == actSigmoid {
 			s.z, s.mult = make([]float64, cl.out), make([]int32, cl.out)
+			s.byZ, s.zs, s.upTo = make([]int32, cl.out), make([]float64, cl.out), make([]int, cl.out+1)
+			for o := range s.byZ {
+				s.byZ[o] = int32(o)
+			}
 			s.countIndex = make([]int32, len(p.model.Inputs))
 			for u := range s.countIndex {
 				s.countIndex[u] = -1
@@ -266,7 +279,7 @@ func (s *Sweeper) forward(x []float64, lazy bool) {
 	s.work.FullNodes += s.fullNodes
 	if !s.fwd {
 		p.forwardKeep(x, ws, math.Inf(-1), s.z)
-		s.valuesStale = false
+		s.valuesStale, s.sumsMoved = false, true
 		s.fwd, s.back = true, false
 		for l := range p.layers {
 			s.inf[l] = !finite(ws.act[l])
@@ -304,7 +317,7 @@ func (s *Sweeper) forward(x []float64, lazy bool) {
 		}
 		clear(next)
 		clear(fl)
-		if countBits(s.changed[l]) == 0 {
+		if !anyBit(s.changed[l]) {
 			continue
 		}
 		// update records node v's new activation: its holds bit, and
@@ -419,9 +432,11 @@ func (s *Sweeper) forward(x []float64, lazy bool) {
 func (s *Sweeper) outputValues(lazy bool) {
 	L := len(s.p.layers)
 	y, changed := s.ws.act[L], s.changed[L]
+	moved := anyBit(changed)
+	s.sumsMoved = s.sumsMoved || moved
 	switch {
 	case lazy:
-		s.valuesStale = s.valuesStale || countBits(changed) > 0
+		s.valuesStale = s.valuesStale || moved
 	case s.valuesStale:
 		for v, z := range s.z {
 			y[v] = activate(actSigmoid, z)
@@ -634,6 +649,7 @@ func (s *Sweeper) lazyScores(full bool) {
 			s.several += d
 		default:
 			s.mult[o] += int32(d)
+			s.multMoved = true
 		}
 	}
 	found := func(j, u int) {
@@ -650,6 +666,7 @@ func (s *Sweeper) lazyScores(full bool) {
 	if full {
 		s.several, s.none = 0, 0
 		clear(s.mult)
+		s.multMoved = true
 		for j, u := range p.countableIn {
 			found(j, u)
 		}
@@ -709,24 +726,39 @@ func (s *Sweeper) lazyAmounts(thresholds []float64, amounts []int) {
 		countAtLeast(vals, thresholds, amounts)
 		return
 	}
+	if len(thresholds) > 0 && (s.sumsMoved || s.multMoved) {
+		s.sumOrder()
+	}
 	for i, t := range thresholds {
 		c := s.cut(t)
 		// Each output's sum counts for the inputs whose set holds it
 		// alone: those at or past the cut's upper bound, and those at or
 		// past its lower one (below < from: those hold the first; a NaN
-		// sum is in neither), counted without a branch per sum. Only a
-		// sum between the two is put through the sigmoid.
-		from, below := 0, 0
-		for o, v := range s.z {
-			m := int(s.mult[o])
-			from += m * b2i(v >= c.from)
-			below += m * b2i(v >= c.below)
-		}
-		n := from
-		if below > from {
-			for o, v := range s.z {
-				if s.mult[o] > 0 && !(v >= c.from) && c.holds(v, t) { // the band's sums
+		// sum is in neither). Only a sum between the two is put through
+		// the sigmoid. In the sums' order each is a run from the first,
+		// found by a binary search; else counted without a branch per sum.
+		var n int
+		if !s.disordered {
+			from, below := atLeast(s.zs, c.from), atLeast(s.zs, c.below)
+			n = s.upTo[from]
+			for k := from; k < below; k++ { // the band's sums
+				if o := s.byZ[k]; s.mult[o] > 0 && c.holds(s.zs[k], t) {
 					n += int(s.mult[o])
+				}
+			}
+		} else {
+			from, below := 0, 0
+			for o, v := range s.z {
+				m := int(s.mult[o])
+				from += m * b2i(v >= c.from)
+				below += m * b2i(v >= c.below)
+			}
+			n = from
+			if below > from {
+				for o, v := range s.z {
+					if s.mult[o] > 0 && !(v >= c.from) && c.holds(v, t) { // the band's sums
+						n += int(s.mult[o])
+					}
 				}
 			}
 		}
@@ -744,6 +776,68 @@ func (s *Sweeper) lazyAmounts(thresholds []float64, amounts []int) {
 	}
 }
 
+// sumOrder brings byZ, zs and upTo to the outputs' sums and tallies: the
+// order kept from the last sweep, mended by insertion (the sums of one
+// sweep seldom pass one another: in the built-in admission processor they
+// fall from each slot to the next), unless more than maxDescents
+// neighbours are out of order, when the order is left (disordered).
+func (s *Sweeper) sumOrder() {
+	zs, byZ := s.zs, s.byZ
+	descents := 0
+	for k, o := range byZ {
+		zs[k] = s.z[o]
+		if k > 0 && before(zs[k], zs[k-1]) {
+			descents++
+		}
+	}
+	s.sumsMoved = false
+	if s.disordered = descents > maxDescents; s.disordered {
+		return
+	}
+	for k := 1; k < len(zs) && descents > 0; k++ {
+		v, o := zs[k], byZ[k]
+		j := k
+		for j > 0 && before(v, zs[j-1]) {
+			zs[j], byZ[j] = zs[j-1], byZ[j-1]
+			j--
+		}
+		if j < k {
+			zs[j], byZ[j] = v, o
+			s.multMoved = true // the tallies' order moved
+		}
+	}
+	if s.multMoved {
+		s.upTo[0] = 0
+		for k, o := range byZ {
+			s.upTo[k+1] = s.upTo[k] + int(s.mult[o])
+		}
+		s.multMoved = false
+	}
+}
+
+// maxDescents is the most outputs out of order with the one before them for
+// which sumOrder mends the order (each moving up to every place).
+const maxDescents = 8
+
+// before reports whether a sum a goes before b in descending order, NaN
+// last.
+func before(a, b float64) bool { return a > b || b != b && a == a }
+
+// atLeast returns how many of zs (in descending order, NaN last) are >= c:
+// z >= c holds for a run from the first (for no z when c is NaN).
+func atLeast(zs []float64, c float64) int {
+	lo, hi := 0, len(zs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if zs[m] >= c {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 // b2i is 1 for true, 0 for false.
 func b2i(b bool) int {
 	if b {
@@ -759,16 +853,26 @@ type cutEntry struct {
 	cut  sigmoidCut
 }
 
-// cut returns t's sigmoidCut, kept in a slot its bits pick: made again only
-// when another threshold took the slot since (the simulator's knob sweep
-// reads 113 thresholds, and as many again on each side of a hold band).
+// cut returns t's sigmoidCut, kept in one of the two slots its bits pick
+// (a pair): made again only when two other thresholds took both since (the
+// simulator's knob sweep reads 113 thresholds, and as many again on each
+// side of a hold band; with one slot each, five pairs of its 113 shared a
+// slot, each cut made again at every decision point).
 func (s *Sweeper) cut(t float64) sigmoidCut {
 	if s.cuts == nil {
 		s.cuts = make([]cutEntry, cutSlots)
 	}
 	k := math.Float64bits(t)
-	e := &s.cuts[(k*0x9e3779b97f4a7c15)>>(64-cutSlotBits)]
-	if !e.made || e.bits != k {
+	i := (k * 0x9e3779b97f4a7c15) >> (64 - cutSlotBits)
+	e, f := &s.cuts[i], &s.cuts[i^1]
+	switch {
+	case e.made && e.bits == k:
+	case f.made && f.bits == k:
+		e = f
+	default:
+		if e.made && !f.made {
+			e = f
+		}
 		*e = cutEntry{bits: k, made: true, cut: newSigmoidCut(t)}
 	}
 	return e.cut
@@ -932,6 +1036,15 @@ func setBit(b []uint64, i int, on bool) {
 	} else {
 		b[i/64] &^= 1 << (i % 64)
 	}
+}
+
+// anyBit reports whether b has a bit set.
+func anyBit(b []uint64) bool {
+	var or uint64
+	for _, w := range b {
+		or |= w
+	}
+	return or != 0
 }
 
 func countBits(b []uint64) int {

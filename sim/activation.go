@@ -351,7 +351,7 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 	}
 	limit := min(r.MaxReplicas(), engine.MaxQuotaCount)
 	dec := &activationDecider{a: a, r: r, knobs: knobs, quotas: make([]engine.Quota, len(knobs)),
-		thresholds: make([]float64, len(knobs)), amounts: make([]int, 3*len(knobs)), order: make([]int, len(knobs)),
+		thresholds: make([]float64, len(knobs)), amounts: make([]int, 3*len(knobs)), orders: make([][]int, r.Hosts()),
 		ts:      make([]float64, 0, 3*len(knobs)),
 		stepped: !a.steps.MaxUp.IsZero() || !a.steps.MaxDown.IsZero() || !a.steps.Hysteresis.IsZero()}
 	for j, i := range knobs {
@@ -361,6 +361,12 @@ func (a *activation) newDecider(r *Replay, knobs []int) (*activationDecider, err
 			dec.thresholds[j] = v
 		} else {
 			dec.quotas[j] = engine.Quota{Min: 0, Max: limit, PerBranch: v, Rounding: engine.RoundNearest}
+		}
+	}
+	for h := range dec.orders {
+		dec.orders[h] = make([]int, len(knobs))
+		for j := range dec.orders[h] {
+			dec.orders[h][j] = j
 		}
 	}
 	dec.sweepers = [2]*engine.Sweeper{a.adm.NewSweeper(), a.capy.NewSweeper()}
@@ -404,14 +410,16 @@ type activationDecider struct {
 	// metered: time a bare engine call at every decision (sweeps only)
 	metered bool
 	// scratch
-	amounts, order []int
-	ts             []float64
-	obsPool        []*engine.Observation
-	xPool          [][]float64
-	sweepers       [2]*engine.Sweeper // first host, second host
-	idle           *engine.Sweeper    // the first host's at count 0
-	meteredWork    engine.SweeperWork // the first host's, as last metered
-	buckets        []bucket
+	amounts []int
+	// orders[h]: the knob values by host h's count in force (byCount)
+	orders      [][]int
+	ts          []float64
+	obsPool     []*engine.Observation
+	xPool       [][]float64
+	sweepers    [2]*engine.Sweeper // first host, second host
+	idle        *engine.Sweeper    // the first host's at count 0
+	meteredWork engine.SweeperWork // the first host's, as last metered
+	buckets     []bucket
 }
 
 // dedupeStat decides whether looking for observations that give the same
@@ -431,6 +439,37 @@ func (s *dedupeStat) saw(merged int) {
 	s.trials++
 	s.merged += merged
 }
+
+// byCount sorts order (knob values) by host h's count in force in prev,
+// mending the order of the last decision point by insertion: from one
+// decision point to the next the counts seldom pass one another. When more
+// than maxDescents knob values are out of order with the one before them,
+// it sorts afresh.
+func byCount(order []int, prev [][]int, h int) {
+	descents := 0
+	for i := 1; i < len(order); i++ {
+		if prev[order[i]][h] < prev[order[i-1]][h] {
+			descents++
+		}
+	}
+	if descents > maxDescents {
+		slices.SortFunc(order, func(x, y int) int { return prev[x][h] - prev[y][h] })
+		return
+	}
+	for i := 1; i < len(order) && descents > 0; i++ {
+		j, n := order[i], prev[order[i]][h]
+		k := i
+		for k > 0 && prev[order[k-1]][h] > n {
+			order[k] = order[k-1]
+			k--
+		}
+		order[k] = j
+	}
+}
+
+// maxDescents bounds the work of byCount's insertion (each knob value out of
+// order may move to any place).
+const maxDescents = 8
 
 // lenGroups is the number of distinct counts host h is at over the knob
 // values in order (sorted by count).
@@ -452,15 +491,28 @@ type bucket struct {
 	idle  bool   // the count in force is 0
 }
 
-// bitsSum is a 64-bit FNV-1a-like checksum of x's bits: vectors whose
-// sums differ differ, so find compares whole vectors only on a match.
+// bitsSum is a 64-bit checksum of x's bits, FNV-1a-like over four lanes
+// (the inputs in turn, so that the lanes' multiplications do not wait on
+// one another) folded at the end: vectors whose sums differ differ, so
+// find compares whole vectors only on a match.
 func bitsSum(x []float64) uint64 {
-	h := uint64(14695981039346656037)
-	for _, v := range x {
-		h ^= math.Float64bits(v)
-		h *= 1099511628211
+	const basis, prime = 14695981039346656037, 1099511628211
+	h := [4]uint64{basis, basis ^ 1, basis ^ 2, basis ^ 3}
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		h[0] = (h[0] ^ math.Float64bits(x[i])) * prime
+		h[1] = (h[1] ^ math.Float64bits(x[i+1])) * prime
+		h[2] = (h[2] ^ math.Float64bits(x[i+2])) * prime
+		h[3] = (h[3] ^ math.Float64bits(x[i+3])) * prime
 	}
-	return h
+	for k := 0; i < len(x); i, k = i+1, k+1 {
+		h[k] = (h[k] ^ math.Float64bits(x[i])) * prime
+	}
+	sum := uint64(len(x))
+	for _, v := range h {
+		sum = (sum ^ v) * prime
+	}
+	return sum
 }
 
 // observation returns the i-th scratch observation.
@@ -502,10 +554,8 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 		for side, role := range roles {
 			h := pair + side
 			p := procs[side]
-			for j := range ad.order {
-				ad.order[j] = j
-			}
-			slices.SortFunc(ad.order, func(x, y int) int { return prev[x][h] - prev[y][h] })
+			order := ad.orders[h]
+			byCount(order, prev, h)
 			// Groups of knob values by the count in force; groups whose
 			// observations give the model the same input vector share one
 			// sweep (the sweep depends on that vector only).
@@ -536,7 +586,7 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 			rc := ad.recounters[side]
 			shared, top := -1, 0
 			if ad.perReplica[side] || rc != nil {
-				top = min(observedCount(role, prev[ad.order[len(ad.order)-1]][h]), ad.exactCount)
+				top = min(observedCount(role, prev[order[len(order)-1]][h]), ad.exactCount)
 			}
 			if top >= 1 {
 				o := ad.observation(0) // scratch: the groups' use it again
@@ -552,13 +602,13 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 				}
 			}
 			ad.buckets = ad.buckets[:0]
-			for lo := 0; lo < len(ad.order); {
-				n := prev[ad.order[lo]][h]
+			for lo := 0; lo < len(order); {
+				n := prev[order[lo]][h]
 				hi := lo + 1
-				for hi < len(ad.order) && prev[ad.order[hi]][h] == n {
+				for hi < len(order) && prev[order[hi]][h] == n {
 					hi++
 				}
-				group := ad.order[lo:hi]
+				group := order[lo:hi]
 				lo = hi
 				on := observedCount(role, n)
 				blind := on >= 1 && on <= top
@@ -606,7 +656,7 @@ func (ad *activationDecider) DecideAll(d int, prev, out [][]int) error {
 					shared = bi
 				}
 			}
-			if groups := lenGroups(ad.order, prev, h); groups > 1 {
+			if groups := lenGroups(order, prev, h); groups > 1 {
 				ad.dedupe[side].saw(groups - len(ad.buckets))
 			}
 			for bi := range ad.buckets {

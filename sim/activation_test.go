@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -829,5 +830,62 @@ func TestIdleCountHasItsOwnSweeper(t *testing.T) {
 	share := float64(idle.Nodes+other.Nodes) / float64(idle.FullNodes+other.FullNodes)
 	if got := m.Read().FirstNodeShare; got != share {
 		t.Fatalf("the meter reads %v of full passes' nodes; the two sweepers computed %v", got, share)
+	}
+}
+
+// byCount orders the knob values by the count in force from the last
+// decision point's order: counts that move a few at a time (the order
+// mended), many at once (sorted afresh), ties, on every host of the table.
+func TestByCount(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	const knobs, hosts = 113, 4
+	prev := make([][]int, knobs)
+	for j := range prev {
+		prev[j] = make([]int, hosts)
+	}
+	orders := make([][]int, hosts)
+	for h := range orders {
+		orders[h] = make([]int, knobs)
+		for j := range orders[h] {
+			orders[h][j] = j
+		}
+	}
+	var mended, sorted int
+	for round := range 2000 {
+		many := r.IntN(8) == 0
+		for j := range prev {
+			for h := range prev[j] {
+				if many || r.IntN(40) == 0 {
+					prev[j][h] = r.IntN(30)
+				}
+			}
+		}
+		for h, order := range orders {
+			descents := 0
+			for i := 1; i < len(order); i++ {
+				if prev[order[i]][h] < prev[order[i-1]][h] {
+					descents++
+				}
+			}
+			if descents > maxDescents {
+				sorted++
+			} else if descents > 0 {
+				mended++
+			}
+			byCount(order, prev, h)
+			seen := make([]bool, knobs)
+			for i, j := range order {
+				if seen[j] {
+					t.Fatalf("round %d host %d: knob value %d twice in %v", round, h, j, order)
+				}
+				seen[j] = true
+				if i > 0 && prev[j][h] < prev[order[i-1]][h] {
+					t.Fatalf("round %d host %d: count %d after %d at %d", round, h, prev[j][h], prev[order[i-1]][h], i)
+				}
+			}
+		}
+	}
+	if mended < 1000 || sorted < 500 {
+		t.Fatalf("the order mended %d times, sorted afresh %d times", mended, sorted)
 	}
 }
