@@ -176,6 +176,28 @@ func TestSweeperCutSlots(t *testing.T) {
 	same := func(a, b sigmoidCut) bool {
 		return math.Float64bits(a.below) == math.Float64bits(b.below) && math.Float64bits(a.from) == math.Float64bits(b.from)
 	}
+	// Two thresholds whose bits pick the same pair of slots are both kept.
+	home := func(th float64) uint64 { return (math.Float64bits(th) * 0x9e3779b97f4a7c15) >> (64 - cutSlotBits) }
+	first := map[uint64]float64{}
+	pairs := 0
+	for _, th := range ths {
+		a, ok := first[home(th)]
+		if !ok {
+			first[home(th)] = th
+			continue
+		}
+		s.cuts = nil
+		s.cut(a)
+		s.cut(th)
+		i := home(th)
+		if e, f := s.cuts[i], s.cuts[i^1]; e.bits != math.Float64bits(a) || f.bits != math.Float64bits(th) || !e.made || !f.made {
+			t.Fatalf("thresholds %v and %v, both at slot %d: the pair holds %+v and %+v", a, th, i, e, f)
+		}
+		pairs++
+	}
+	if pairs < 100 {
+		t.Fatalf("only %d thresholds shared a slot", pairs)
+	}
 	for round := range 3 {
 		for _, i := range r.Perm(len(ths)) {
 			for _, th := range []float64{ths[i], ths[(i+1)%len(ths)], ths[i]} {

@@ -279,6 +279,8 @@ func (s *Sweeper) forward(x []float64, lazy bool) {
 	s.work.FullNodes += s.fullNodes
 	if !s.fwd {
 		p.forwardKeep(x, ws, math.Inf(-1), s.z)
+		// (sumsMoved: a whole backward pass, whose tallies move, follows
+		// before any lazy count; set all the same, as the sums moved)
 		s.valuesStale, s.sumsMoved = false, true
 		s.fwd, s.back = true, false
 		for l := range p.layers {
@@ -794,16 +796,18 @@ func (s *Sweeper) sumOrder() {
 	if s.disordered = descents > maxDescents; s.disordered {
 		return
 	}
-	for k := 1; k < len(zs) && descents > 0; k++ {
-		v, o := zs[k], byZ[k]
-		j := k
-		for j > 0 && before(v, zs[j-1]) {
-			zs[j], byZ[j] = zs[j-1], byZ[j-1]
-			j--
-		}
-		if j < k {
-			zs[j], byZ[j] = v, o
-			s.multMoved = true // the tallies' order moved
+	if descents > 0 {
+		for k := 1; k < len(zs); k++ {
+			v, o := zs[k], byZ[k]
+			j := k
+			for j > 0 && before(v, zs[j-1]) {
+				zs[j], byZ[j] = zs[j-1], byZ[j-1]
+				j--
+			}
+			if j < k {
+				zs[j], byZ[j] = v, o
+				s.multMoved = true // the tallies' order moved
+			}
 		}
 	}
 	if s.multMoved {
@@ -816,7 +820,10 @@ func (s *Sweeper) sumOrder() {
 }
 
 // maxDescents is the most outputs out of order with the one before them for
-// which sumOrder mends the order (each moving up to every place).
+// which sumOrder mends the order by insertion. It does not bound the work,
+// which is the number of pairs out of order (one descent between two
+// interleaved runs can move every output), but leaves the order when the
+// sums moved wholesale.
 const maxDescents = 8
 
 // before reports whether a sum a goes before b in descending order, NaN
@@ -854,10 +861,11 @@ type cutEntry struct {
 }
 
 // cut returns t's sigmoidCut, kept in one of the two slots its bits pick
-// (a pair): made again only when two other thresholds took both since (the
-// simulator's knob sweep reads 113 thresholds, and as many again on each
-// side of a hold band; with one slot each, five pairs of its 113 shared a
-// slot, each cut made again at every decision point).
+// (a pair): in the first that is free, else in the first, in place of the
+// cut there (the simulator's knob sweep reads 113 thresholds, and as many
+// again on each side of a hold band; with one slot each, five of the 113
+// fell in a slot taken by another, their cuts made again at every decision
+// point; in pairs, one pair holds three of them, two of which are).
 func (s *Sweeper) cut(t float64) sigmoidCut {
 	if s.cuts == nil {
 		s.cuts = make([]cutEntry, cutSlots)

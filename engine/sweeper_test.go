@@ -124,7 +124,7 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 9))
 	few := []float64{-2, 0.01, 0.3, 0.5, 0.7, 0.99, 1.5}
 	lists := [][]float64{few, {math.Inf(-1), 0.5, math.Inf(1), nan}, append(slices.Clone(few), math.Inf(-1), 0.2, 0.4, 0.6, 0.8)}
-	var partial, compared, reachPartial, nanOutputs, extended, lazySweeps int64
+	var partial, compared, reachPartial, nanOutputs, extended, lazySweeps, ordered int64
 	widest := 0
 	for n := 0; n < 800; n++ {
 		var m *Model
@@ -211,6 +211,21 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 					t.Fatalf("model %d step %d: inputs reaching several outputs, none, and each output alone: %d, %d, %v; the sweeper counts %d, %d, %v",
 						n, step, several, none, mult, s.several, s.none, s.mult)
 				}
+				// The kept order of the sums (sumOrder): its sums and
+				// tallies are the outputs' unless marked as moved.
+				if !s.disordered {
+					for k, o := range s.byZ {
+						if !s.sumsMoved && math.Float64bits(s.zs[k]) != math.Float64bits(s.z[o]) {
+							t.Fatalf("model %d step %d: output %d's sum kept as %v, is %v", n, step, o, s.zs[k], s.z[o])
+						}
+						if !s.multMoved && s.upTo[k+1]-s.upTo[k] != int(s.mult[o]) {
+							t.Fatalf("model %d step %d: output %d's tally kept as %d, is %d", n, step, o, s.upTo[k+1]-s.upTo[k], s.mult[o])
+						}
+					}
+					if !s.sumsMoved && !s.multMoved {
+						ordered++
+					}
+				}
 			}
 			for l := range full.act {
 				for i := range full.act[l] {
@@ -268,7 +283,7 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 	if laneKernel && extended < 500 {
 		t.Fatalf("only %d runs of a chained layer's rows extended from a kept row's lanes", extended)
 	}
-	t.Logf("%d vectors compared; %d first-host sweeps with the sets were not whole backward passes; %d NaN outputs; %d sweeps left the values behind", compared, reachPartial, nanOutputs, lazySweeps)
+	t.Logf("%d vectors compared; %d first-host sweeps with the sets were not whole backward passes; %d NaN outputs; %d sweeps left the values behind; %d in the sums' kept order", compared, reachPartial, nanOutputs, lazySweeps, ordered)
 	// Sets of four words, and outputs that hold no data (NaN), are met.
 	if widest != maxReachWords || nanOutputs == 0 {
 		t.Fatalf("the widest sets kept are %d words (want %d); %d NaN outputs", widest, maxReachWords, nanOutputs)
@@ -279,6 +294,10 @@ func TestSweeperMatchesFullPass(t *testing.T) {
 	// and sweeps that left the sigmoid outputs' values behind their sums
 	if lazySweeps < 1000 {
 		t.Fatalf("only %d sweeps left the outputs' values behind their sums", lazySweeps)
+	}
+	// and counts read from the sums' kept order
+	if ordered < 500 {
+		t.Fatalf("only %d sweeps counted from the sums' kept order", ordered)
 	}
 }
 

@@ -456,7 +456,10 @@ func byCount(order []int, prev [][]int, h int) {
 		slices.SortFunc(order, func(x, y int) int { return prev[x][h] - prev[y][h] })
 		return
 	}
-	for i := 1; i < len(order) && descents > 0; i++ {
+	if descents == 0 {
+		return
+	}
+	for i := 1; i < len(order); i++ {
 		j, n := order[i], prev[order[i]][h]
 		k := i
 		for k > 0 && prev[order[k-1]][h] > n {
@@ -467,8 +470,10 @@ func byCount(order []int, prev [][]int, h int) {
 	}
 }
 
-// maxDescents bounds the work of byCount's insertion (each knob value out of
-// order may move to any place).
+// maxDescents is the most knob values out of order with the one before them
+// for which byCount mends the order by insertion (it does not bound the work,
+// the number of pairs out of order, but sorts afresh when the counts moved
+// wholesale).
 const maxDescents = 8
 
 // lenGroups is the number of distinct counts host h is at over the knob
