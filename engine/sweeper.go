@@ -417,14 +417,36 @@ func (s *Sweeper) forward(x []float64, lazy bool) {
 		}
 		s.work.Nodes += int64(hi - lo)
 		applyActivation(act, y[lo:hi])
-		for v := lo; v < hi; v++ {
-			if math.Float64bits(y[v]) != math.Float64bits(old[v]) {
-				update(v)
-			}
-		}
+		settle(y, old, lo, hi, l == last, hb, next, fl)
 	}
 	if s.z != nil {
 		s.outputValues(lazy)
+	}
+}
+
+// settle is update (forward) for each of the nodes lo to hi whose
+// activation y is not old's, bitwise, a word of nodes at a time: their bits
+// set in next, their holds bits in hb (a positive activation, or, at the
+// outputs, not NaN) and, where those changed, in fl.
+func settle(y, old []float64, lo, hi int, outputs bool, hb, next, fl []uint64) {
+	for v := lo; v < hi; {
+		wd := v / 64
+		end := min(hi, (wd+1)*64)
+		var diff, now uint64
+		for ; v < end; v++ {
+			b := uint64(1) << (v % 64)
+			if math.Float64bits(y[v]) != math.Float64bits(old[v]) {
+				diff |= b
+			}
+			if y[v] > 0 || outputs && y[v] >= math.Inf(-1) {
+				now |= b
+			}
+		}
+		h := hb[wd]
+		nh := h&^diff | now&diff
+		next[wd] |= diff
+		fl[wd] |= h ^ nh
+		hb[wd] = nh
 	}
 }
 
