@@ -322,16 +322,11 @@ func (s *Sweeper) forward(x []float64, lazy bool) {
 		if !anyBit(s.changed[l]) {
 			continue
 		}
-		// update records node v's new activation: its holds bit, and
-		// whether it changed (a hidden node holds data when positive,
-		// so that its live targets are its positive ones: the bit is
-		// all its set reads of it; an output holds data unless NaN, as
-		// its sum is NaN exactly when its sigmoid is).
+		// update records node v's new activation: its holds bit
+		// (sweptHolds), and whether it changed (settle does the same
+		// for a run of nodes).
 		update := func(v int) {
-			now := y[v] > 0
-			if l == last {
-				now = y[v] >= math.Inf(-1)
-			}
+			now := sweptHolds(y[v], l == last)
 			if now != hasBit(hb, v) {
 				fl[v/64] |= 1 << (v % 64)
 			}
@@ -424,10 +419,19 @@ func (s *Sweeper) forward(x []float64, lazy bool) {
 	}
 }
 
+// sweptHolds reports whether a node whose activation (an output's: its
+// sum, when the Sweeper keeps the sums) is y holds data in a forward pass
+// at threshold -Inf: a hidden node when positive, so that its live targets
+// are its positive ones (the bit is all its set reads of it); an output
+// unless NaN, as its sum is NaN exactly when its sigmoid is.
+func sweptHolds(y float64, output bool) bool {
+	return y > 0 || output && y >= math.Inf(-1)
+}
+
 // settle is update (forward) for each of the nodes lo to hi whose
 // activation y is not old's, bitwise, a word of nodes at a time: their bits
-// set in next, their holds bits in hb (a positive activation, or, at the
-// outputs, not NaN) and, where those changed, in fl.
+// set in next, their holds bits in hb (sweptHolds) and, where those
+// changed, in fl.
 func settle(y, old []float64, lo, hi int, outputs bool, hb, next, fl []uint64) {
 	for v := lo; v < hi; {
 		wd := v / 64
@@ -438,7 +442,7 @@ func settle(y, old []float64, lo, hi int, outputs bool, hb, next, fl []uint64) {
 			if math.Float64bits(y[v]) != math.Float64bits(old[v]) {
 				diff |= b
 			}
-			if y[v] > 0 || outputs && y[v] >= math.Inf(-1) {
+			if sweptHolds(y[v], outputs) {
 				now |= b
 			}
 		}

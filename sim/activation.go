@@ -409,10 +409,11 @@ type activationDecider struct {
 	recounted  [2]int64 // of those, laid out by a recounter
 	// metered: time a bare engine call at every decision (sweeps only)
 	metered bool
+	// orders[h]: the knob values by host h's count in force, kept from one
+	// decision point to the next (byCount)
+	orders [][]int
 	// scratch
-	amounts []int
-	// orders[h]: the knob values by host h's count in force (byCount)
-	orders      [][]int
+	amounts     []int
 	ts          []float64
 	obsPool     []*engine.Observation
 	xPool       [][]float64
