@@ -322,17 +322,6 @@ func (s *Sweeper) forward(x []float64, lazy bool) {
 		if !anyBit(s.changed[l]) {
 			continue
 		}
-		// update records node v's new activation: its holds bit
-		// (sweptHolds), and whether it changed (settle does the same
-		// for a run of nodes).
-		update := func(v int) {
-			now := sweptHolds(y[v], l == last)
-			if now != hasBit(hb, v) {
-				fl[v/64] |= 1 << (v % 64)
-			}
-			setBit(hb, v, now)
-			next[v/64] |= 1 << (v % 64)
-		}
 		if cl.sparse {
 			mark := s.mark[:cl.words]
 			clear(mark)
@@ -360,10 +349,19 @@ func (s *Sweeper) forward(x []float64, lazy bool) {
 				s.work.Nodes += int64(rows)
 				eachBit(mark, func(v int) {
 					nv := activate(act, cl.row(a, v))
-					if math.Float64bits(nv) != math.Float64bits(y[v]) {
-						y[v] = nv
-						update(v)
+					if math.Float64bits(nv) == math.Float64bits(y[v]) {
+						return
 					}
+					// node v's new activation: its holds bit
+					// (sweptHolds) and that it changed, as
+					// settle records them for a run of nodes
+					y[v] = nv
+					now := sweptHolds(nv, l == last)
+					if now != hasBit(hb, v) {
+						fl[v/64] |= 1 << (v % 64)
+					}
+					setBit(hb, v, now)
+					next[v/64] |= 1 << (v % 64)
 				})
 				continue
 			}
@@ -428,10 +426,10 @@ func sweptHolds(y float64, output bool) bool {
 	return y > 0 || output && y >= math.Inf(-1)
 }
 
-// settle is update (forward) for each of the nodes lo to hi whose
-// activation y is not old's, bitwise, a word of nodes at a time: their bits
-// set in next, their holds bits in hb (sweptHolds) and, where those
-// changed, in fl.
+// settle records, as forward does for one marked row, each of the nodes
+// lo to hi whose activation y is not old's, bitwise, a word of nodes at a
+// time: their bits set in next, their holds bits in hb (sweptHolds) and,
+// where those changed, in fl.
 func settle(y, old []float64, lo, hi int, outputs bool, hb, next, fl []uint64) {
 	for v := lo; v < hi; {
 		wd := v / 64
