@@ -85,13 +85,7 @@ func TestShiftScore(t *testing.T) {
 // output biases lowered by the shift it chose, and says so in its
 // provenance; without calibration nothing of it is written.
 func TestCalibrationShiftsOnlyTheCapacityOutputs(t *testing.T) {
-	all := syntheticSet()
-	s := smallSettings()
-	s.Calibrate = false
-	plain, err := Train(all, s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all, s, plain := plainSmallRun(t)
 	if plain.Calibration != nil || plain.Capacity.Provenance.Settings["calibrate"] != "" || plain.Capacity.Provenance.Metrics["calibration"] != "" {
 		t.Fatalf("uncalibrated run: calibration %v, settings %v", plain.Calibration, plain.Capacity.Provenance.Settings)
 	}
@@ -117,19 +111,44 @@ func TestCalibrationShiftsOnlyTheCapacityOutputs(t *testing.T) {
 	if !reflect.DeepEqual(cal.Admission.Layers, plain.Admission.Layers) {
 		t.Error("calibration changed the admission processor's layers")
 	}
-	L := len(plain.Capacity.Layers) - 1
-	if !reflect.DeepEqual(cal.Capacity.Layers[:L], plain.Capacity.Layers[:L]) {
-		t.Error("calibration changed a capacity layer before the outputs")
-	}
-	got, was := cal.Capacity.Layers[L], plain.Capacity.Layers[L]
-	if !reflect.DeepEqual(got.Edges, was.Edges) || !reflect.DeepEqual(got.Weights, was.Weights) {
-		t.Error("calibration changed the capacity outputs' weights")
-	}
-	for i := range was.Biases {
-		if d := was.Biases[i] - got.Biases[i]; math.Abs(d-c.Shift) > 1e-12 {
-			t.Fatalf("output %d: bias lowered by %v, want the shift %v", i, d, c.Shift)
+	for i, d := range outputBiasChange(t, cal.Capacity, plain.Capacity) {
+		if math.Abs(-d-c.Shift) > 1e-12 {
+			t.Fatalf("output %d: bias lowered by %v, want the shift %v", i, -d, c.Shift)
 		}
 	}
+}
+
+// plainSmallRun trains smallSettings on syntheticSet, uncalibrated: the
+// run an output edit is compared with.
+func plainSmallRun(t *testing.T) ([]traces.Series, Settings, *Result) {
+	t.Helper()
+	all := syntheticSet()
+	s := smallSettings()
+	s.Calibrate = false
+	plain, err := Train(all, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all, s, plain
+}
+
+// outputBiasChange checks that got is was but for its output layer's
+// biases, and returns how much each of them moved (got's less was').
+func outputBiasChange(t *testing.T, got, was *engine.Model) []float64 {
+	t.Helper()
+	L := len(was.Layers) - 1
+	if len(got.Layers) != L+1 || !reflect.DeepEqual(got.Layers[:L], was.Layers[:L]) {
+		t.Errorf("%s: a layer before the outputs changed", got.Name)
+	}
+	o, w := got.Layers[L], was.Layers[L]
+	if !reflect.DeepEqual(o.Edges, w.Edges) || !reflect.DeepEqual(o.Weights, w.Weights) || len(o.Biases) != len(w.Biases) {
+		t.Fatalf("%s: the outputs' weights or widths changed", got.Name)
+	}
+	d := make([]float64, len(w.Biases))
+	for i := range d {
+		d[i] = o.Biases[i] - w.Biases[i]
+	}
+	return d
 }
 
 // A family whose validation series the simulator cannot replay (shorter

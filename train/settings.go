@@ -59,7 +59,8 @@ func (s Settings) newTrunk(stats []Statistic, rng *rand.Rand) trunk {
 // HeldOutShare unless NoHeldOut) and nil Statistics, Hidden and empty Trunk
 // take DefaultSettings' values; the rest are taken as given, zero included
 // (Seed, SplitSeed, L2, Multiplex, MaxShift, ScaleJitter,
-// MaxRowsPerSeries, Quantile, CapacityQuantile, Average, PeakGrowth): Settings{}
+// MaxRowsPerSeries, Quantile, CapacityQuantile, Average, PeakGrowth,
+// SlotBias, AdmissionSlotBias): Settings{}
 // splits, labels and trains otherwise than the defaults (on cross-entropy,
 // Quantile 0, one start), and holds
 // out other series than simulate's test split.
@@ -142,6 +143,16 @@ type Settings struct {
 	// window).
 	// DefaultSettings has DefaultPeakGrowth.
 	PeakGrowth float64
+	// SlotBias makes the capacity processor's output for m replicas
+	// SlotBias ln(m) logits looser (one replica's unchanged; a negative
+	// bias makes it stricter), so that one threshold takes more risk where
+	// one more replica adds little of it (see loosenSlots);
+	// AdmissionSlotBias does the same to the admission processor's queue
+	// slots. Both are added to the exported outputs' biases after training
+	// (training does not see them), before calibration. Each within
+	// MaxSlotBias of 0; 0 in DefaultSettings: nested validation found
+	// no bias better than none (tune's candidates 79 to 84).
+	SlotBias, AdmissionSlotBias float64
 	// Calibrate shifts the capacity processor's outputs by the logits that
 	// let one output threshold serve both processors best on the
 	// validation series (replayed in the simulator's shifted scenario,
@@ -515,6 +526,10 @@ func (s Settings) validate() error {
 		return fmt.Errorf("scale jitter: %v, need [0, 1)", s.ScaleJitter)
 	case s.PeakGrowth < 0 || math.IsNaN(s.PeakGrowth) || math.IsInf(s.PeakGrowth, 0):
 		return fmt.Errorf("peak growth: %v, need a finite number >= 0 (0: no bound)", s.PeakGrowth)
+	case !(math.Abs(s.SlotBias) <= MaxSlotBias):
+		return fmt.Errorf("slot bias: %v, need a number from -%v to %v (logits per unit of ln m; 0: none)", s.SlotBias, MaxSlotBias, MaxSlotBias)
+	case !(math.Abs(s.AdmissionSlotBias) <= MaxSlotBias):
+		return fmt.Errorf("admission slot bias: %v, need a number from -%v to %v (logits per unit of ln m; 0: none)", s.AdmissionSlotBias, MaxSlotBias, MaxSlotBias)
 	case s.MaxRowsPerSeries < 0:
 		return fmt.Errorf("max rows per series: %d, need >= 0", s.MaxRowsPerSeries)
 	}

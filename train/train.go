@@ -390,6 +390,15 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	}
 	res.Capacity = exportCapacity(capP, stats, s.Slots, s.PeakGrowth, capProv)
 	res.Admission = exportAdmission(admP, stats, s.Slots, s.PeakGrowth, admProv)
+	for _, sb := range []struct {
+		md   *engine.Model
+		beta float64
+	}{{res.Capacity, s.SlotBias}, {res.Admission, s.AdmissionSlotBias}} {
+		if sb.beta != 0 {
+			loosenSlots(sb.md, sb.beta)
+			sb.md.Provenance.Method += "; then output k's bias (the slot of k+1 replicas) plus " + strconv.FormatFloat(sb.beta, 'g', -1, 64) + " ln(k+1) logits (the losses above are the outputs' before it)"
+		}
+	}
 	if s.Calibrate {
 		cal, err := calibrate(context.Background(), sides, res.Admission, res.Capacity)
 		if err != nil {
@@ -438,6 +447,12 @@ func settingsMap(s Settings) map[string]string {
 	}
 	if s.CapacityQuantile > 0 {
 		m["capacity_quantile"] = f(s.CapacityQuantile)
+	}
+	if s.SlotBias != 0 { // none is written as before the slot bias existed
+		m["slot_bias"] = f(s.SlotBias)
+	}
+	if s.AdmissionSlotBias != 0 {
+		m["admission_slot_bias"] = f(s.AdmissionSlotBias)
 	}
 	if s.CalibrateOnTrained {
 		m["calibrate_on_trained"] = "true"

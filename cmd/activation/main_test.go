@@ -1909,6 +1909,14 @@ func TestTuneAblationCandidates(t *testing.T) {
 	want["the default + recent dispersion (std_last20), peak bound 2"] = func(s *train.Settings) {
 		s.Statistics, s.PeakGrowth = append(s.Statistics, "std_last20"), 2
 	}
+	// The slot bias on the default since December 5 (candidates 79 to 84).
+	for _, b := range [][2]float64{{0.4, 0}, {0.2, 0}, {0.8, 0}, {0.4, 0.4}, {-0.2, 0}, {-0.5, 0}} {
+		name := fmt.Sprintf("the default, peak bound 3, capacity slot bias %g", b[0])
+		if b[1] > 0 {
+			name = fmt.Sprintf("the default, peak bound 3, slot bias %g on both processors", b[0])
+		}
+		want[name] = func(s *train.Settings) { s.PeakGrowth, s.SlotBias, s.AdmissionSlotBias = 3, b[0], b[1] }
+	}
 	seen := 0
 	for i, c := range tuneCandidates() {
 		if !isAblation(c) {
@@ -2500,6 +2508,8 @@ func TestTrainQuantileFlag(t *testing.T) {
 		{"a quantile band", []string{"--quantile-band", "0.5,2"}, "0.9", "0.95", "val_pinball", false},
 		{"no peak bound", []string{"--peak-growth", "0"}, "0.9", "0.95", "val_pinball", false},
 		{"a peak bound of 2", []string{"--peak-growth", "2"}, "0.9", "0.95", "val_pinball", false},
+		{"a slot bias", []string{"--slot-bias", "0.4"}, "0.9", "0.95", "val_pinball", false},
+		{"slot biases on both", []string{"--slot-bias", "0.4", "--admission-slot-bias", "-0.2"}, "0.9", "0.95", "val_pinball", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "models")
@@ -2533,6 +2543,15 @@ func TestTrainQuantileFlag(t *testing.T) {
 				if set["peak_growth"] != growth {
 					t.Errorf("%s: settings %v, want peak_growth %q", f, set, growth)
 				}
+				for _, k := range []string{"slot-bias", "admission-slot-bias"} {
+					want := "" // none is written as before the slot bias existed
+					if i := slices.Index(tc.args, "--"+k); i >= 0 {
+						want = tc.args[i+1]
+					}
+					if got := set[strings.ReplaceAll(k, "-", "_")]; got != want {
+						t.Errorf("%s: settings %v, want %s %q", f, set, k, want)
+					}
+				}
 				if set["quantile"] != tc.want || set["capacity_quantile"] != tc.capQ || m.Provenance.Metrics[tc.loss] == "" {
 					t.Errorf("%s: settings %v, metrics %v; want quantile %q, capacity_quantile %q and %s", f, set, m.Provenance.Metrics, tc.want, tc.capQ, tc.loss)
 				}
@@ -2554,6 +2573,7 @@ func TestTrainQuantileFlag(t *testing.T) {
 		{"--quantile-band", "0.5,Inf"}, {"--quantile", "0", "--quantile-band", "0.5,2"},
 		{"--peak-growth", "-1"}, {"--peak-growth", "NaN"}, {"--peak-growth", "Inf"},
 		{"--statistics", "mean,p95", "--peak-growth", "2"},
+		{"--slot-bias", "-2.5"}, {"--slot-bias", "NaN"}, {"--slot-bias", "2.5"}, {"--admission-slot-bias", "Inf"}, {"--admission-slot-bias", "-3"},
 	} {
 		flag := bad[len(bad)-2]
 		if code, _, stderr := runCmd(t, "", false, append([]string{"train", "--traces", dir, "--out", t.TempDir()}, bad...)...); code != exitUsage || !strings.Contains(stderr, flag+": ") {

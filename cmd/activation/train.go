@@ -368,6 +368,8 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 	capq := fs.Float64("capacity-quantile", d.CapacityQuantile, "the capacity processor's quantile `Q` under the quantile loss (--quantile stays the admission processor's); 0: --quantile's. Its default is 0 with --quantile 0 or the "+train.TrunkMonotone+" trunk")
 	qband := fs.String("quantile-band", "", "the quantile loss reads the slots whose usage lies within `LOW,HIGH` shares of the host (LOW in (0, 1), HIGH above 1; default "+strconv.FormatFloat(train.QuantileBandLow, 'g', -1, 64)+","+strconv.FormatFloat(train.QuantileBandHigh, 'g', -1, 64)+")")
 	growth := fs.Float64("peak-growth", d.PeakGrowth, "bound both processors' learned CPU cost: m replicas of the workload at most m x `G` x the window's peak per replica, G up to 1000 (needs the statistic max: --statistics that leave it out train with no bound unless G is given, which is then refused); 0: no bound")
+	slotBias := fs.Float64("slot-bias", d.SlotBias, "make the capacity processor's output for m replicas `B` ln(m) logits looser (one replica's unchanged; negative: stricter), so that a margin takes more risk where one more replica adds little of it; from -"+strconv.FormatFloat(train.MaxSlotBias, 'g', -1, 64)+" to "+strconv.FormatFloat(train.MaxSlotBias, 'g', -1, 64)+", 0: none (nested validation found none best)")
+	admSlotBias := fs.Float64("admission-slot-bias", d.AdmissionSlotBias, "the same `B` on the admission processor's queue slots (the slot of the m-th replica B ln(m) logits looser); 0: none")
 	calibrate := fs.Bool("calibrate", d.Calibrate, "shift the capacity processor's outputs by the logits that let one output threshold (a margin) serve both processors best on the validation series, replayed in the shifted scenario at budgets 1% and 0.1% (nested validation found it level with none)")
 	return func() (train.Settings, error) {
 		s := d
@@ -408,6 +410,16 @@ func addSettingsFlags(fs *flag.FlagSet) func() (train.Settings, error) {
 			return s, usagef("--peak-growth: %v; want at most %g (the default is %g; 0: no bound): the bound is m x G x the window's peak per replica, and far larger factors make the exported weights overflow", *growth, float64(maxPeakGrowth), train.DefaultPeakGrowth)
 		}
 		s.PeakGrowth = *growth
+		for _, sb := range []struct {
+			name string
+			v    float64
+			to   *float64
+		}{{"slot-bias", *slotBias, &s.SlotBias}, {"admission-slot-bias", *admSlotBias, &s.AdmissionSlotBias}} {
+			if !(math.Abs(sb.v) <= train.MaxSlotBias) {
+				return s, usagef("--%s: %v; want a number from -%g to %g (0: none), such as 0.4", sb.name, sb.v, train.MaxSlotBias, train.MaxSlotBias)
+			}
+			*sb.to = sb.v
+		}
 		s.CapacityQuantile = *capq
 		if !flagSet(fs, "capacity-quantile") && (s.Quantile == 0 || *trunk == train.TrunkMonotone) {
 			// Cross-entropy for both, as --quantile 0 always gave; the

@@ -170,12 +170,29 @@ func tuneCandidates() []tuneCandidate {
 		{"the default + recent dispersion (std_last20), peak bound 2", theDefault(peakGrowth(2), func(s *train.Settings) {
 			s.Statistics = append(slices.Clone(s.Statistics), "std_last20")
 		})},
+		// A bias per output slot (train.Settings.SlotBias): the output
+		// for m replicas beta ln(m) logits looser, so that one threshold
+		// takes more risk where one more replica adds little of it (a
+		// negative beta: less). On the default since December 5 (77, a
+		// peak bound of 3).
+		{"the default, peak bound 3, capacity slot bias 0.4", theDefault(peakGrowth(3), slotBias(0.4, 0))},
+		{"the default, peak bound 3, capacity slot bias 0.2", theDefault(peakGrowth(3), slotBias(0.2, 0))},
+		{"the default, peak bound 3, capacity slot bias 0.8", theDefault(peakGrowth(3), slotBias(0.8, 0))},
+		{"the default, peak bound 3, slot bias 0.4 on both processors", theDefault(peakGrowth(3), slotBias(0.4, 0.4))},
+		{"the default, peak bound 3, capacity slot bias -0.2", theDefault(peakGrowth(3), slotBias(-0.2, 0))},
+		{"the default, peak bound 3, capacity slot bias -0.5", theDefault(peakGrowth(3), slotBias(-0.5, 0))},
 	}
 }
 
 // peakGrowth sets the peak bound's growth (train.Settings.PeakGrowth).
 func peakGrowth(g float64) func(*train.Settings) {
 	return func(s *train.Settings) { s.PeakGrowth = g }
+}
+
+// slotBias sets the capacity and admission processors' slot biases
+// (train.Settings.SlotBias and AdmissionSlotBias).
+func slotBias(capacity, admission float64) func(*train.Settings) {
+	return func(s *train.Settings) { s.SlotBias, s.AdmissionSlotBias = capacity, admission }
 }
 
 // theDefault is the default models' training as it was measured until
