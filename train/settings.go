@@ -151,7 +151,9 @@ type Settings struct {
 	// slots. Both are added to the exported outputs' biases after training
 	// (training does not see them), before calibration. Each within
 	// MaxSlotBias of 0; 0 in DefaultSettings: nested validation found
-	// no bias better than none (tune's candidates 79 to 84).
+	// no bias better than none (tune's candidates 79 to 84: every one
+	// lower at one threshold for the pair; with a threshold per host the
+	// looser ones lower, the stricter level).
 	SlotBias, AdmissionSlotBias float64
 	// Calibrate shifts the capacity processor's outputs by the logits that
 	// let one output threshold serve both processors best on the

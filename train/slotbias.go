@@ -17,11 +17,15 @@ import (
 // replicas) reads beta ln(k+1) logits looser, none for one replica. On
 // the capacity processor's validation split (the proxy of
 // docs/benchmarks.md, "The tail's shape, and where the budget is spent"),
-// beta 0.4 gained +1.1% on average over five seeds at the two budgets.
+// beta 0.4 gained +1.1% on average over twenty columns (five seeds, two
+// families, two budgets). Nested validation, which replays the pair
+// (tune's candidates 79 to 84), did not keep it: docs/benchmarks.md, "The
+// slot bias in nested validation".
 
 // MaxSlotBias bounds the size of Settings.SlotBias and
 // Settings.AdmissionSlotBias: at the default 110 slots, 2 ln(110) is 9.4
-// logits, nearly the outputs' slope over a whole host (10 logits).
+// logits, nearly the outputs' slope over a whole host (alpha, 10 under
+// the default quantile loss).
 const MaxSlotBias = 2.0
 
 // loosenSlots raises the bias of output k of md (the last layer's node k,

@@ -68,8 +68,8 @@ func TestSlotBiasRaisesOnlyTheOutputs(t *testing.T) {
 	}
 }
 
-// The settings check refuses a slot bias that is not a number from 0 to
-// MaxSlotBias, naming which.
+// The settings check refuses a slot bias that is not a number from
+// -MaxSlotBias to MaxSlotBias, naming which.
 func TestSlotBiasCheck(t *testing.T) {
 	for _, tc := range []struct {
 		cap, adm float64
