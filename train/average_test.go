@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -172,6 +173,9 @@ func TestAveragedWidthsBeforeBuilding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// 2,048-wide layers: (F+1) x 2048 + 2049 x 2048 parameters for F
+	// statistics.
+	wide := (len(stats)+1)*2048 + 2049*2048
 	cases := []struct {
 		hidden  []int
 		average int
@@ -179,8 +183,8 @@ func TestAveragedWidthsBeforeBuilding(t *testing.T) {
 	}{
 		{[]int{48, 24}, 2, ""},
 		{[]int{64, 64}, 16, ""}, // refused by building (the slots), not here
-		{[]int{64, 64}, 32, "average: 32 starts of hidden layers [64 64] make a trunk of 4212736 parameters or more, past the engine's limit of 4194304"},
-		{[]int{256, 256}, 8, "a trunk of 4212736 parameters or more"},
+		{[]int{64, 64}, 32, fmt.Sprintf("average: 32 starts of hidden layers [64 64] make a trunk of %d parameters or more, past the engine's limit of 4194304", wide)},
+		{[]int{256, 256}, 8, fmt.Sprintf("a trunk of %d parameters or more", wide)},
 		{[]int{256}, 33, "a trunk of a layer 8448 nodes wide, past the engine's limit of 8192"},
 		{[]int{256, 256}, 64, "a layer 16384 nodes wide"},
 	}

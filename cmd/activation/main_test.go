@@ -604,7 +604,7 @@ func TestTrainBadInput(t *testing.T) {
 		// An average too wide for the engine is refused before anything is
 		// built (it took gigabytes).
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "256,256", "--average", "64"}, exitUsage, "activation train: --average: 64 starts of hidden layers [256 256] make a trunk of a layer 16384 nodes wide"},
-		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "256,256,256", "--average", "8"}, exitUsage, "activation train: --average: 8 starts of hidden layers [256 256 256] make a trunk of 4212736 parameters or more"},
+		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir(), "--hidden", "256,256,256", "--average", "8"}, exitUsage, fmt.Sprintf("activation train: --average: 8 starts of hidden layers [256 256 256] make a trunk of %d parameters or more", (len(train.DefaultStatistics)+1)*2048+2049*2048)}, // (F+1) x 2048 + 2049 x 2048 for F statistics
 		{[]string{"--traces", t.TempDir(), "--out", t.TempDir()}, exitError, "no *.csv"},
 		{[]string{"--traces", filepath.Join(dir, "missing"), "--out", t.TempDir()}, exitError, "activation train: --traces: stat " + filepath.Join(dir, "missing")}, // not "--traces: traces: stat"
 		{[]string{"--traces", oneRowDir(t), "--out", t.TempDir()}, exitError, "syn1: 1 sample; a series needs at least 2"},
@@ -1908,6 +1908,9 @@ func TestTuneAblationCandidates(t *testing.T) {
 	want["the default, peak bound 2"] = func(s *train.Settings) { s.PeakGrowth = 2 }
 	want["the default + recent dispersion (std_last20), peak bound 2"] = func(s *train.Settings) {
 		s.Statistics, s.PeakGrowth = append(s.Statistics, "std_last20"), 2
+	}
+	want["the default + recent dispersion (std_last20), peak bound 3 (default)"] = func(s *train.Settings) {
+		s.Statistics, s.PeakGrowth = append(s.Statistics, "std_last20"), 3
 	}
 	// The slot bias on the default since December 5 (candidates 79 to 84).
 	for _, b := range [][2]float64{{0.4, 0}, {0.2, 0}, {0.8, 0}, {0.4, 0.4}, {-0.2, 0}, {-0.5, 0}} {

@@ -166,7 +166,7 @@ func tuneCandidates() []tuneCandidate {
 		// workload cost at most m x G x the window's peak each, in both
 		// exported processors. 77 is the default since December 5.
 		{"the default, peak bound 2", theDefault(peakGrowth(2))},
-		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts, peak bound 3 (default)", theDefault(peakGrowth(3))},
+		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts, peak bound 3 (the default until December 7)", theDefault(peakGrowth(3))},
 		{"the default + recent dispersion (std_last20), peak bound 2", theDefault(peakGrowth(2), func(s *train.Settings) {
 			s.Statistics = append(slices.Clone(s.Statistics), "std_last20")
 		})},
@@ -181,6 +181,12 @@ func tuneCandidates() []tuneCandidate {
 		{"the default, peak bound 3, slot bias 0.4 on both processors", theDefault(peakGrowth(3), slotBias(0.4, 0.4))},
 		{"the default, peak bound 3, capacity slot bias -0.2", theDefault(peakGrowth(3), slotBias(-0.2, 0))},
 		{"the default, peak bound 3, capacity slot bias -0.5", theDefault(peakGrowth(3), slotBias(-0.5, 0))},
+		// The recent dispersion (75) on the default of December 5 (77):
+		// the peak bound keeps a replica after the step that parked a
+		// group with 75's pair. The default since December 7.
+		{"the default + recent dispersion (std_last20), peak bound 3 (default)", theDefault(peakGrowth(3), func(s *train.Settings) {
+			s.Statistics = append(slices.Clone(s.Statistics), "std_last20")
+		})},
 	}
 }
 
@@ -199,22 +205,30 @@ func slotBias(capacity, admission float64) func(*train.Settings) {
 // December 5 (candidate 54: the quantile loss at 0.9, the capacity
 // processor's at 0.95, up to 30 epochs with a patience of 5, the mean of
 // two starts, the seven default statistics, no peak bound; the default
-// since is candidate 77, this with a peak bound of 3), then edits more: a
-// row of its ablation.
+// until December 7 was candidate 77, this with a peak bound of 3, and
+// since is 85, 77 reading std_last20 too), then edits more: a row of its
+// ablation.
 func theDefault(more ...func(*train.Settings)) func(*train.Settings) {
 	return longer(capacityQuantile(0.9, 0.95), append([]func(*train.Settings){func(s *train.Settings) { s.Average = 2 }}, more...)...)
 }
 
+// measuredStatistics are the statistics every candidate reads unless it
+// names others: the default ones until December 7, when the recent
+// dispersion (std_last20) joined them (candidate 85).
+var measuredStatistics = []string{"mean", "mean_last5", "mean_std2", "p95", "max", "max_last5", "max_last20"}
+
 // settings are the candidate's training settings on an inner fold: base
 // (DefaultSettings), trained on every series the fold gives (nothing held
-// out), then cross-entropy, uncalibrated, with no peak bound and at most
-// 12 epochs with a patience of 3 unless the candidate names a quantile,
-// calibration, a peak bound or its epochs: the candidates measured before any of them was the default run
+// out), then cross-entropy, uncalibrated, with no peak bound, at most
+// 12 epochs with a patience of 3 and measuredStatistics unless the
+// candidate names a quantile, calibration, a peak bound, its epochs or its
+// statistics: the candidates measured before any of them was the default run
 // as they were measured (docs/benchmarks.md).
 func (c tuneCandidate) settings(base train.Settings) train.Settings {
 	s := base
 	s.NoHeldOut, s.HeldOutShare, s.Quantile, s.CapacityQuantile = true, 0, 0, 0
 	s.Epochs, s.Patience, s.Average, s.PeakGrowth = 12, 3, 0, 0
+	s.Statistics = slices.Clone(measuredStatistics)
 	c.edit(&s)
 	return s
 }
