@@ -216,8 +216,9 @@ const MaxRestarts = 64
 var DefaultStatistics = []string{"mean", "mean_last5", "mean_std2", "p95", "max", "max_last5", "max_last20", "std_last20"}
 
 // DefaultMonotoneStatistics are the monotone trunk's: the default ones
-// but mean_std2 and std_last20, which a rise can lower (nested validation
-// gave 1.047 with mean_std2 and without; std_last20 the trunk refuses).
+// but mean_std2 and std_last20, which a rise can lower and the trunk
+// refuses (nested validation gave 1.047 with mean_std2, measured before
+// the trunk refused it, and without).
 var DefaultMonotoneStatistics = []string{"mean", "mean_last5", "p95", "max", "max_last5", "max_last20"}
 
 // MonotoneSettings are DefaultSettings with the monotone trunk, its

@@ -1854,6 +1854,9 @@ func TestTuneAblationCandidates(t *testing.T) {
 			def = c.settings(base)
 		}
 	}
+	if want := []string{"mean", "mean_last5", "mean_std2", "p95", "max", "max_last5", "max_last20"}; !slices.Equal(def.Statistics, want) {
+		t.Fatalf("the ablation's base reads %v, want the seven statistics every candidate was measured with before December 7: %v", def.Statistics, want)
+	}
 	if want := base.PeakGrowth; def.PeakGrowth != 0 || want == 0 {
 		t.Fatalf("the ablation's base has peak growth %v, the default %v: want 0 and a bound", def.PeakGrowth, want)
 	}
@@ -1903,8 +1906,8 @@ func TestTuneAblationCandidates(t *testing.T) {
 	want["the default + recent dispersion (std_last20)"] = func(s *train.Settings) {
 		s.Statistics = append(s.Statistics, "std_last20")
 	}
-	// The peak bound (candidates 76 and 78; 77, a bound of 3, is the
-	// default since December 5).
+	// The peak bound (candidates 76 and 78; 77, a bound of 3, was the
+	// default from December 5, 85 since December 7).
 	want["the default, peak bound 2"] = func(s *train.Settings) { s.PeakGrowth = 2 }
 	want["the default + recent dispersion (std_last20), peak bound 2"] = func(s *train.Settings) {
 		s.Statistics, s.PeakGrowth = append(s.Statistics, "std_last20"), 2
@@ -1912,7 +1915,7 @@ func TestTuneAblationCandidates(t *testing.T) {
 	want["the default + recent dispersion (std_last20), peak bound 3 (default)"] = func(s *train.Settings) {
 		s.Statistics, s.PeakGrowth = append(s.Statistics, "std_last20"), 3
 	}
-	// The slot bias on the default since December 5 (candidates 79 to 84).
+	// The slot bias on the default of December 5 (candidates 79 to 84).
 	for _, b := range [][2]float64{{0.4, 0}, {0.2, 0}, {0.8, 0}, {0.4, 0.4}, {-0.2, 0}, {-0.5, 0}} {
 		name := fmt.Sprintf("the default, peak bound 3, capacity slot bias %g", b[0])
 		if b[1] > 0 {

@@ -164,7 +164,8 @@ func tuneCandidates() []tuneCandidate {
 		})},
 		// The peak bound (train.Settings.PeakGrowth): m replicas of the
 		// workload cost at most m x G x the window's peak each, in both
-		// exported processors. 77 is the default since December 5.
+		// exported processors. 77 was the default from December 5 to
+		// December 7; 85 since.
 		{"the default, peak bound 2", theDefault(peakGrowth(2))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts, peak bound 3 (the default until December 7)", theDefault(peakGrowth(3))},
 		{"the default + recent dispersion (std_last20), peak bound 2", theDefault(peakGrowth(2), func(s *train.Settings) {
@@ -173,8 +174,8 @@ func tuneCandidates() []tuneCandidate {
 		// A bias per output slot (train.Settings.SlotBias): the output
 		// for m replicas beta ln(m) logits looser, so that one threshold
 		// takes more risk where one more replica adds little of it (a
-		// negative beta: less). On the default since December 5 (77, a
-		// peak bound of 3).
+		// negative beta: less). On the default of December 5 (77, a peak
+		// bound of 3).
 		{"the default, peak bound 3, capacity slot bias 0.4", theDefault(peakGrowth(3), slotBias(0.4, 0))},
 		{"the default, peak bound 3, capacity slot bias 0.2", theDefault(peakGrowth(3), slotBias(0.2, 0))},
 		{"the default, peak bound 3, capacity slot bias 0.8", theDefault(peakGrowth(3), slotBias(0.8, 0))},
@@ -204,7 +205,8 @@ func slotBias(capacity, admission float64) func(*train.Settings) {
 // theDefault is the default models' training as it was measured until
 // December 5 (candidate 54: the quantile loss at 0.9, the capacity
 // processor's at 0.95, up to 30 epochs with a patience of 5, the mean of
-// two starts, the seven default statistics, no peak bound; the default
+// two starts, the seven statistics of the default until December 7
+// (measuredStatistics), no peak bound; the default
 // until December 7 was candidate 77, this with a peak bound of 3, and
 // since is 85, 77 reading std_last20 too), then edits more: a row of its
 // ablation.
