@@ -1860,18 +1860,20 @@ func TestTuneAblationCandidates(t *testing.T) {
 	if want := base.PeakGrowth; def.PeakGrowth != 0 || want == 0 {
 		t.Fatalf("the ablation's base has peak growth %v, the default %v: want 0 and a bound", def.PeakGrowth, want)
 	}
-	drop := func(names ...string) []string {
+	// dropFrom is stats without names, each of which it must hold.
+	dropFrom := func(stats []string, names ...string) []string {
 		var kept []string
-		for _, st := range def.Statistics {
+		for _, st := range stats {
 			if !slices.Contains(names, st) {
 				kept = append(kept, st)
 			}
 		}
-		if len(kept) != len(def.Statistics)-len(names) {
-			t.Fatalf("the default's statistics %v lack some of %v", def.Statistics, names)
+		if len(kept) != len(stats)-len(names) {
+			t.Fatalf("the default's statistics %v lack some of %v", stats, names)
 		}
 		return kept
 	}
+	drop := func(names ...string) []string { return dropFrom(def.Statistics, names...) }
 	want := map[string]func(*train.Settings){
 		"the default, correlated labels": func(s *train.Settings) { s.Multiplex = false },
 		"the default's training, max-of-predictors (one start: its starts cannot be averaged)": func(s *train.Settings) {
@@ -1923,6 +1925,26 @@ func TestTuneAblationCandidates(t *testing.T) {
 		}
 		want[name] = func(s *train.Settings) { s.PeakGrowth, s.SlotBias, s.AdmissionSlotBias = 3, b[0], b[1] }
 	}
+	// The ablation of the default since December 7 (85, candidates 86 to
+	// 91): the default of December 5 with the peak bound of 3 and
+	// std_last20, then the row's change.
+	d85 := func(edit func(*train.Settings)) func(*train.Settings) {
+		return func(s *train.Settings) {
+			s.PeakGrowth, s.Statistics = 3, append(s.Statistics, "std_last20")
+			edit(s)
+		}
+	}
+	drop85 := func(names ...string) func(*train.Settings) {
+		return func(s *train.Settings) { s.Statistics = dropFrom(s.Statistics, names...) }
+	}
+	want["the default of December 7, correlated labels"] = d85(func(s *train.Settings) { s.Multiplex = false })
+	want["the default of December 7's training, max-of-predictors (one start)"] = d85(func(s *train.Settings) {
+		s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0
+	})
+	want["the default of December 7 without level (mean, mean_last5)"] = d85(drop85("mean", "mean_last5"))
+	want["the default of December 7 without dispersion (mean_std2, std_last20)"] = d85(drop85("mean_std2", "std_last20"))
+	want["the default of December 7 without tail (p95, max: no peak bound then)"] = d85(drop85("p95", "max"))
+	want["the default of December 7 without recent peaks (max_last5, max_last20)"] = d85(drop85("max_last5", "max_last20"))
 	seen := 0
 	for i, c := range tuneCandidates() {
 		if !isAblation(c) {

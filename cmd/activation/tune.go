@@ -185,9 +185,15 @@ func tuneCandidates() []tuneCandidate {
 		// The recent dispersion (75) on the default of December 5 (77):
 		// the peak bound keeps a replica after the step that parked a
 		// group with 75's pair. The default since December 7.
-		{"the default + recent dispersion (std_last20), peak bound 3 (default)", theDefault(peakGrowth(3), func(s *train.Settings) {
-			s.Statistics = append(slices.Clone(s.Statistics), "std_last20")
-		})},
+		{"the default + recent dispersion (std_last20), peak bound 3 (default)", theDefault85()},
+		// The ablation of the default since December 7 (85): each row is
+		// 85 with one thing changed.
+		{"the default of December 7, correlated labels", theDefault85(func(s *train.Settings) { s.Multiplex = false })},
+		{"the default of December 7's training, max-of-predictors (one start)", theDefault85(func(s *train.Settings) { s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0 })},
+		{"the default of December 7 without level (mean, mean_last5)", theDefault85(without("mean", "mean_last5"))},
+		{"the default of December 7 without dispersion (mean_std2, std_last20)", theDefault85(without("mean_std2", "std_last20"))},
+		{"the default of December 7 without tail (p95, max: no peak bound then)", theDefault85(without("p95", "max"))},
+		{"the default of December 7 without recent peaks (max_last5, max_last20)", theDefault85(without("max_last5", "max_last20"))},
 	}
 }
 
@@ -212,6 +218,15 @@ func slotBias(capacity, admission float64) func(*train.Settings) {
 // ablation.
 func theDefault(more ...func(*train.Settings)) func(*train.Settings) {
 	return longer(capacityQuantile(0.9, 0.95), append([]func(*train.Settings){func(s *train.Settings) { s.Average = 2 }}, more...)...)
+}
+
+// theDefault85 is the default since December 7 (candidate 85: 77, the
+// default of December 5, reading std_last20 too), then edits more: a row
+// of its ablation.
+func theDefault85(more ...func(*train.Settings)) func(*train.Settings) {
+	return theDefault(append([]func(*train.Settings){peakGrowth(3), func(s *train.Settings) {
+		s.Statistics = append(slices.Clone(s.Statistics), "std_last20")
+	}}, more...)...)
 }
 
 // measuredStatistics are the statistics every candidate reads unless it
