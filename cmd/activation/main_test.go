@@ -1845,7 +1845,8 @@ func isAblation(c tuneCandidate) bool {
 // quantile bands and the default with trend, trains as the default did
 // until December 5 (candidate 54, the settings every row was measured
 // against; the built-in models' since add a peak bound) but for the one
-// thing its name says.
+// thing its name says; the rows of the ablation of the default since
+// December 7 (86 to 91) as 85 does, but for theirs.
 func TestTuneAblationCandidates(t *testing.T) {
 	base := train.DefaultSettings()
 	var def train.Settings // the ablation's base: the default as measured until December 5 (candidate 54)
@@ -1925,9 +1926,9 @@ func TestTuneAblationCandidates(t *testing.T) {
 		}
 		want[name] = func(s *train.Settings) { s.PeakGrowth, s.SlotBias, s.AdmissionSlotBias = 3, b[0], b[1] }
 	}
-	// The ablation of the default since December 7 (85, candidates 86 to
-	// 91): the default of December 5 with the peak bound of 3 and
-	// std_last20, then the row's change.
+	// The ablation of the default since December 7 (candidates 86 to
+	// 91): the default until December 5 (54) with the peak bound of 3 and
+	// std_last20 (85), then the row's change.
 	d85 := func(edit func(*train.Settings)) func(*train.Settings) {
 		return func(s *train.Settings) {
 			s.PeakGrowth, s.Statistics = 3, append(s.Statistics, "std_last20")
