@@ -174,13 +174,7 @@ func TestCalibrationSkipsAFamilyItCannotReplay(t *testing.T) {
 // model whose outputs are shifted by s reads, at threshold logit l, what
 // the unshifted one reads at l + s.
 func TestShiftOutputsMovesTheThreshold(t *testing.T) {
-	all := syntheticSet()
-	s := smallSettings()
-	s.Calibrate = false
-	res, err := Train(all, s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all, _, res := plainSmallRun(t)
 	const shift = 0.75
 	shifted := *res.Capacity
 	shifted.Layers = append([]engine.Layer(nil), res.Capacity.Layers...)
