@@ -17,6 +17,7 @@ import (
 	. "github.com/activation-scheduler/terraform-provider-activation/engine"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testfifo"
 	"github.com/activation-scheduler/terraform-provider-activation/internal/testsupport"
+	"github.com/activation-scheduler/terraform-provider-activation/stats"
 )
 
 var seriesObservation = testsupport.SeriesObservation
@@ -356,6 +357,49 @@ func TestFeatureVector(t *testing.T) {
 	for _, far := range []string{"slot_" + strconv.Itoa(MaxReplicas), "slot_9223372036854775807_memory", "slot_9223372036854775807"} {
 		if _, err := FeatureVector(&o, "first", []string{far}); err == nil || !strings.Contains(err.Error(), "more than the limit") {
 			t.Errorf("%s: error %v, want the slot limit", far, err)
+		}
+	}
+}
+
+// The recent dispersions and the largest rises read their own spans of
+// the per-replica shares: each feature is its stats.Summary field, and the
+// window is built so that no two of them are equal.
+func TestRecentSpreadAndRiseFeatures(t *testing.T) {
+	w := make([]float64, 70) // per-replica shares of the host
+	for i := range w {
+		w[i] = 0.1
+	}
+	w[0], w[1] = 0, 0.5     // the window's largest one-sample rise, 0.5, early
+	w[60], w[61] = 0.3, 0.4 // within the last 20: a rise of 0.2, and 0.3 over five samples
+	for i := 65; i < 70; i++ {
+		if i%2 == 0 {
+			w[i] = 0.15 // the last 5: 0.1, 0.15, 0.1, 0.15, 0.1
+		}
+	}
+	o := Observation{CPUCapacityMHz: 1000, RunningReplicas: 2, ReplicaCPUDemandMHz: 100, RequestedCPUMHz: 300}
+	for i, v := range w {
+		o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: v * 2 * 1000})
+	}
+	sum := stats.Summarize(w, nil)
+	names := []string{FeatCPUReplicaStdLast5, FeatCPUReplicaStdLast60, FeatCPUReplicaRiseMax, FeatCPUReplicaRiseMaxLast20, FeatCPUReplicaRise5Max}
+	want := []float64{sum.StdLast5, sum.StdLast60, sum.RiseMax, sum.RiseMaxLast20, sum.Rise5Max}
+	for i, v := range []float64{math.Sqrt(0.0006), -1, 0.5, 0.2, 0.3} { // the premise: the fields are these (std_last60 unchecked) and differ
+		if v >= 0 && math.Abs(want[i]-v) > 1e-9 {
+			t.Fatalf("the premise fails: %s's field is %v, want %v", names[i], want[i], v)
+		}
+		for j := range i {
+			if math.Abs(want[i]-want[j]) < 1e-6 {
+				t.Fatalf("the premise fails: %s and %s are both %v", names[i], names[j], want[i])
+			}
+		}
+	}
+	x, err := FeatureVector(&o, "second", names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range names {
+		if math.Abs(x[i]-want[i]) > 1e-12 {
+			t.Errorf("%s = %v, want %v", names[i], x[i], want[i])
 		}
 	}
 }

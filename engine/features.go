@@ -32,7 +32,16 @@ const (
 	FeatCPUReplicaMaxLast20 = "cpu_replica_max_last20"
 	// The dispersion (std) of the last 20 samples: the recent spread.
 	FeatCPUReplicaStdLast20 = "cpu_replica_std_last20"
-	FeatCPUReplicaTrend     = "cpu_replica_trend"
+	// The dispersion of the last 5 and the last 60 samples, and the
+	// largest rise from one sample to the next in the window.
+	FeatCPUReplicaStdLast5  = "cpu_replica_std_last5"
+	FeatCPUReplicaStdLast60 = "cpu_replica_std_last60"
+	FeatCPUReplicaRiseMax   = "cpu_replica_rise_max"
+	// The largest one-sample rise in the last 20 samples, and the largest
+	// rise over five samples in the window.
+	FeatCPUReplicaRiseMaxLast20 = "cpu_replica_rise_max_last20"
+	FeatCPUReplicaRise5Max      = "cpu_replica_rise5_max"
+	FeatCPUReplicaTrend         = "cpu_replica_trend"
 	// The trend's rising and falling parts, each >= 0 (for networks whose
 	// inputs must not be negative).
 	FeatCPUReplicaTrendUp   = "cpu_replica_trend_up"
@@ -93,7 +102,7 @@ var FeatureNames = []string{
 	FeatCPUReplicaMean, FeatCPUReplicaStd, FeatCPUReplicaCV, FeatCPUReplicaP50, FeatCPUReplicaP90,
 	FeatCPUReplicaP95, FeatCPUReplicaP99, FeatCPUReplicaMax, FeatCPUReplicaLast,
 	FeatCPUReplicaMeanLast5, FeatCPUReplicaMeanStd2, FeatCPUReplicaMeanStd3, FeatCPUReplicaMaxLast5, FeatCPUReplicaMaxLast20,
-	FeatCPUReplicaStdLast20, FeatCPUReplicaTrend, FeatCPUReplicaTrendUp, FeatCPUReplicaTrendDown, FeatCPUReplicaRequest, FeatCPUReplicaDemand,
+	FeatCPUReplicaStdLast20, FeatCPUReplicaStdLast5, FeatCPUReplicaStdLast60, FeatCPUReplicaRiseMax, FeatCPUReplicaRiseMaxLast20, FeatCPUReplicaRise5Max, FeatCPUReplicaTrend, FeatCPUReplicaTrendUp, FeatCPUReplicaTrendDown, FeatCPUReplicaRequest, FeatCPUReplicaDemand,
 	FeatCPUHostMean, FeatCPUHostMax,
 	FeatCPUFitMean, FeatCPUFitMeanLast5, FeatCPUFitMeanStd2, FeatCPUFitMeanStd3,
 	FeatCPUFitP95, FeatCPUFitP99, FeatCPUFitMax, FeatCPUFitMaxLast5, FeatCPUFitMaxLast20, FeatCPUFitDemand,
@@ -133,6 +142,11 @@ const (
 	fCPUReplicaMaxLast5
 	fCPUReplicaMaxLast20
 	fCPUReplicaStdLast20
+	fCPUReplicaStdLast5
+	fCPUReplicaStdLast60
+	fCPUReplicaRiseMax
+	fCPUReplicaRiseMaxLast20
+	fCPUReplicaRise5Max
 	fCPUReplicaTrend
 	fCPUReplicaTrendUp
 	fCPUReplicaTrendDown
@@ -371,6 +385,11 @@ func (fw *featureWork) compute(o *Observation) {
 	f[fCPUReplicaMaxLast5] = capShare(sum.MaxLast5)
 	f[fCPUReplicaMaxLast20] = capShare(sum.MaxLast20)
 	f[fCPUReplicaStdLast20] = capShare(sum.StdLast20)
+	f[fCPUReplicaStdLast5] = capShare(sum.StdLast5)
+	f[fCPUReplicaStdLast60] = capShare(sum.StdLast60)
+	f[fCPUReplicaRiseMax] = capShare(sum.RiseMax)
+	f[fCPUReplicaRiseMaxLast20] = capShare(sum.RiseMaxLast20)
+	f[fCPUReplicaRise5Max] = capShare(sum.Rise5Max)
 	f[fCPUReplicaTrend] = max(min(sum.Trend, MaxShare), -MaxShare)
 	f[fCPUReplicaTrendUp] = max(f[fCPUReplicaTrend], 0)
 	f[fCPUReplicaTrendDown] = max(-f[fCPUReplicaTrend], 0)

@@ -637,7 +637,7 @@ func TestBusyReplicaNotRestarted(t *testing.T) {
 			st := NewStrategy(hclog.NewNullLogger())
 			must(t, st.SetConfig(w.agentConfig))
 			tg := w.target(t)
-			cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, strconv.Itoa(minSamples), KeyWarmup, tc.warmup, KeyWindow, tc.window)
+			cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, strconv.Itoa(minSamples), KeyWarmup, tc.warmup, KeyWindow, tc.window, PrefixFirst+KeyMargin, busyMargin)
 			eval := func() *sdk.ScalingAction {
 				t.Helper()
 				a, err := agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil)
@@ -685,7 +685,7 @@ func TestDecisionChangeLoggedAtInfo(t *testing.T) {
 	st := NewStrategy(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, JSONFormat: true, Output: &logs}))
 	must(t, st.SetConfig(w.agentConfig))
 	tg := w.target(t)
-	cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, "1", KeyWarmup, "0")
+	cfg := withKeys(splitConfig(), KeyMaxAge, "10m", KeyMinSamples, "1", KeyWarmup, "0", PrefixFirst+KeyMargin, busyMargin)
 	var infos []string // the reasons of the "decided" lines at info level, one slice per evaluation
 	for i := 0; i < 3; i++ {
 		before := len(logs.String())
@@ -747,7 +747,7 @@ func TestQueuedHostNotReadAsStopped(t *testing.T) {
 	tg := w.target(t)
 	// Both groups are stopped: the first for its usage, the second by
 	// hand.
-	cfg := withKeys(splitConfig(), KeyMaxAge, "10m", PrefixFirst+KeyQueued, "300")
+	cfg := withKeys(splitConfig(), KeyMaxAge, "10m", PrefixFirst+KeyQueued, "300", PrefixFirst+KeyMargin, busyMargin)
 	if _, err := agentEvalWith(t, st, tg, tcfg, cfg, 0, 100, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -873,7 +873,7 @@ func TestReasonSaysQuotaClamped(t *testing.T) {
 	must(t, w.s.SetGroupUsage("", wJob, wSecond, 500, 200))
 	st := NewStrategy(hclog.NewNullLogger())
 	must(t, st.SetConfig(w.agentConfig))
-	cfg := withKeys(splitConfig(), KeyMinSamples, "1", KeyWarmup, "0", PrefixFirst+KeyMin, "1")
+	cfg := withKeys(splitConfig(), KeyMinSamples, "1", KeyWarmup, "0", PrefixFirst+KeyMin, "1", PrefixFirst+KeyMargin, busyMargin)
 	a, err := agentEvalWith(t, st, w.target(t), tcfg, cfg, 0, 100, nil)
 	if err != nil {
 		t.Fatal(err)

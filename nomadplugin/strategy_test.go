@@ -2281,7 +2281,7 @@ func apmRigLogged(t *testing.T, first, second engine.Observation, cfg map[string
 // do), until a job version with another demand.
 func TestAPMStoppedGroupNotRestarted(t *testing.T) {
 	busy, second := flatPair(1, 20000) // one replica using all 20,000 MHz of its host
-	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
+	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone, PrefixFirst+KeyMargin, busyMargin)
 	var logs testsupport.SyncBuffer
 	rd, run := apmRigLogged(t, busy, second, cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Info, JSONFormat: true, Output: &logs}))
 	// count counts the log lines with message msg at level.
@@ -2347,6 +2347,9 @@ func TestAPMRefusedPointsNotKept(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			idle, second := flatPair(1, 500)
 			cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
+			if tc.goodFirst { // its premise: a replica using the whole host refused
+				cfg = withKeys(cfg, PrefixFirst+KeyMargin, busyMargin)
+			}
 			rd, run := apmRig(t, idle, second, cfg)
 			t0 := idle.Samples[0].Time
 			if tc.goodFirst {
@@ -2431,7 +2434,7 @@ func TestSplitLoweringNotAppliedThroughRun(t *testing.T) {
 // for as long as they were ahead. A little ahead, they are used.
 func TestAPMStampedAhead(t *testing.T) {
 	busy, second := flatPair(1, 20000) // one replica using all 20,000 MHz of its host
-	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
+	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone, PrefixFirst+KeyMargin, busyMargin)
 	now := time.Unix(busy.Samples[0].Time+120, 0)
 	for _, tc := range []struct {
 		name  string
@@ -2538,7 +2541,7 @@ func TestAPMStoppedHorizon(t *testing.T) {
 	busy, second := flatPair(1, 20000)
 	stopped := stoppedCopy(busy)
 	cfg := withKeys(flatConfig(RoleFirst), PrefixFirst+KeyUsage, UsageAPM, KeyMaxAge, "5m",
-		KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone)
+		KeyMaxScaleUp, StepNone, KeyMaxScaleDown, StepNone, KeyHysteresis, StepNone, PrefixFirst+KeyMargin, busyMargin)
 	t0 := busy.Samples[0].Time
 	for _, tc := range []struct {
 		name     string

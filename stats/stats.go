@@ -83,6 +83,17 @@ type Summary struct {
 	// StdLast20 is the population standard deviation of the last 20
 	// values (the whole window when shorter): the recent dispersion.
 	StdLast20 float64
+	// StdLast5 and StdLast60 are the same over the last 5 and the last 60
+	// values (the whole window when shorter).
+	StdLast5, StdLast60 float64
+	// RiseMax is the largest rise from one value to the next in the window
+	// (0 when no value exceeds the one before it, or for one value).
+	RiseMax float64
+	// RiseMaxLast20 is the same over the last 20 values (the 19 steps
+	// between them; a rise into the 20th value from the end is not one);
+	// Rise5Max the largest rise over five values, w[i] - w[i-5] (0 for
+	// fewer than six).
+	RiseMaxLast20, Rise5Max float64
 	// Trend is the mean of the last quarter minus the mean of the first
 	// quarter (at least one value each).
 	Trend float64
@@ -95,7 +106,7 @@ func Summarize(w, scratch []float64) Summary {
 	n := len(w)
 	if n == 0 {
 		nan := math.NaN()
-		return Summary{nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan}
+		return Summary{nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan}
 	}
 	if cap(scratch) < n {
 		scratch = make([]float64, n)
@@ -116,6 +127,18 @@ func Summarize(w, scratch []float64) Summary {
 	out.MaxLast5 = floats.Max(last5)
 	out.MaxLast20 = floats.Max(w[max(0, n-20):])
 	_, out.StdLast20 = stat.PopMeanStdDev(w[max(0, n-20):], nil)
+	_, out.StdLast5 = stat.PopMeanStdDev(last5, nil)
+	_, out.StdLast60 = stat.PopMeanStdDev(w[max(0, n-60):], nil)
+	for i := 1; i < n; i++ {
+		r := w[i] - w[i-1]
+		out.RiseMax = max(out.RiseMax, r)
+		if i >= n-19 {
+			out.RiseMaxLast20 = max(out.RiseMaxLast20, r)
+		}
+		if i >= 5 {
+			out.Rise5Max = max(out.Rise5Max, w[i]-w[i-5])
+		}
+	}
 	q := max(1, n/4)
 	out.Trend = stat.Mean(w[n-q:], nil) - stat.Mean(w[:q], nil)
 	return out

@@ -67,6 +67,9 @@ func TestSummarize(t *testing.T) {
 		"p50":       {s.P50, 4.5},
 		"trend":     {s.Trend, 7.5 - 1.5},           // last quarter {7,8}, first {1,2}
 		"stdLast20": {s.StdLast20, math.Sqrt(5.25)}, // the whole window: population variance of 1..8
+		"stdLast5":  {s.StdLast5, math.Sqrt(2)},     // 4..8
+		"stdLast60": {s.StdLast60, math.Sqrt(5.25)}, // the whole window
+		"riseMax":   {s.RiseMax, 1},
 	}
 	for name, c := range checks {
 		if math.Abs(c[0]-c[1]) > 1e-12 {
@@ -102,4 +105,62 @@ func TestSummarizeStdLast20(t *testing.T) {
 	if s2 := Summarize(w, nil); s2.StdLast20 != s.StdLast20 || s2.Std <= s.Std {
 		t.Errorf("a spike before the last 20: recent %v (was %v), window %v (was %v)", s2.StdLast20, s.StdLast20, s2.Std, s.Std)
 	}
+}
+
+// StdLast5 and StdLast60 read their last values only, and RiseMax the
+// largest rise from one value to the next anywhere in the window.
+func TestSummarizeRecentSpreadsAndRise(t *testing.T) {
+	ramp := make([]float64, 11) // 0, 1, ..., 10
+	for i := range ramp {
+		ramp[i] = float64(i)
+	}
+	tests := []struct {
+		name                                    string
+		w                                       []float64
+		std5, std60, riseMax, riseLast20, rise5 float64
+	}{
+		{"one value", []float64{3}, 0, 0, 0, 0, 0},
+		{"falling only", []float64{9, 7, 4, 2, 1}, math.Sqrt(9.04), math.Sqrt(9.04), 0, 0, 0},
+		{"a ramp", ramp, math.Sqrt(2), math.Sqrt(10), 1, 1, 5},
+		{"a rise early, calm after", append([]float64{1, 6}, repeat(2, 118)...), 0, 0, 5, 0, 1},                                                                   // rise5: 2 - 1
+		{"the last 60 jumpy, calm before", append(repeat(5, 60), alternate(4, 6, 60)...), math.Sqrt(0.96), 1, 2, 2, 2},                                            // the last 5: 6, 4, 6, 4, 6
+		{"a rise into the 20th value from the end", append(append(repeat(0, 100), 5), repeat(5, 19)...), 0, math.Sqrt(500.0/60 - (100.0/60)*(100.0/60)), 5, 0, 5}, // the last 60: 40 zeros, 20 fives
+		{"a rise into the 19th value from the end", append(append(repeat(0, 101), 5), repeat(5, 18)...), 0, math.Sqrt(475.0/60 - (95.0/60)*(95.0/60)), 5, 5, 5},   // 41 zeros, 19 fives
+		{"the last 5 jumpy, calm before", append(repeat(5, 115), 3, 7, 3, 7, 3), math.Sqrt(3.84), math.Sqrt(25 - (298.0/60)*(298.0/60)), 4, 4, 2},                 // the last 60: 55 fives and those five
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Summarize(tt.w, nil)
+			for _, c := range []struct {
+				name      string
+				got, want float64
+			}{
+				{"std_last5", s.StdLast5, tt.std5}, {"std_last60", s.StdLast60, tt.std60},
+				{"rise_max", s.RiseMax, tt.riseMax}, {"rise_max_last20", s.RiseMaxLast20, tt.riseLast20}, {"rise5_max", s.Rise5Max, tt.rise5},
+			} {
+				if math.Abs(c.got-c.want) > 1e-12 {
+					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func repeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func alternate(a, b float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = a
+		if i%2 == 1 {
+			out[i] = b
+		}
+	}
+	return out
 }

@@ -28,6 +28,11 @@ var Statistics = []Statistic{
 	{"max_last5", engine.FeatCPUReplicaMaxLast5},
 	{"max_last20", engine.FeatCPUReplicaMaxLast20},
 	{"std_last20", engine.FeatCPUReplicaStdLast20},
+	{"std_last5", engine.FeatCPUReplicaStdLast5},
+	{"std_last60", engine.FeatCPUReplicaStdLast60},
+	{"rise_max", engine.FeatCPUReplicaRiseMax},
+	{"rise_max_last20", engine.FeatCPUReplicaRiseMaxLast20},
+	{"rise5_max", engine.FeatCPUReplicaRise5Max},
 	{"trend_up", engine.FeatCPUReplicaTrendUp},
 	{"trend_down", engine.FeatCPUReplicaTrendDown},
 	{"level_day_sin", engine.FeatCPULevelDaySin},
@@ -39,11 +44,16 @@ var Statistics = []Statistic{
 // an order statistic or a maximum of the samples (the daily-cycle ones the
 // recent mean times a factor of the time of day), which no rise lowers.
 var canFall = map[string]string{
-	"trend_up":   "a rise early in the window flattens the trend",
-	"trend_down": "a rise late in the window flattens the fall",
-	"mean_std2":  "a sample below the mean that rises narrows the spread",
-	"mean_std3":  "a sample below the mean that rises narrows the spread",
-	"std_last20": "a sample below the recent mean that rises narrows the spread",
+	"trend_up":        "a rise early in the window flattens the trend",
+	"trend_down":      "a rise late in the window flattens the fall",
+	"mean_std2":       "a sample below the mean that rises narrows the spread",
+	"mean_std3":       "a sample below the mean that rises narrows the spread",
+	"std_last20":      "a sample below the recent mean that rises narrows the spread",
+	"std_last5":       "a sample below the recent mean that rises narrows the spread",
+	"std_last60":      "a sample below the recent mean that rises narrows the spread",
+	"rise_max":        "a sample that rises shrinks the rise to the sample after it",
+	"rise_max_last20": "a sample that rises shrinks the rise to the sample after it",
+	"rise5_max":       "a sample that rises shrinks the rise to the sample five after it",
 }
 
 // statisticsByName returns the named statistics, in the given order.

@@ -155,6 +155,30 @@ type FamilySplit struct {
 	// LeftOut are the series of the training and validation sides no
 	// example could come from (in neither Train nor Validate).
 	LeftOut []string
+	// Examples and ValExamples are the family's training and validation
+	// examples; Repeats and ValRepeats how many times they are in the
+	// training and the validation set (1 but with
+	// Settings.BalanceFamilies).
+	Examples, ValExamples, Repeats, ValRepeats int
+}
+
+// familyRepeats is how many times each family's examples go into the set:
+// once each, or with balance the number of times that brings the family
+// nearest the largest family's count (at least once; a family with no
+// examples once).
+func familyRepeats(ds []dataset, balance bool) []int {
+	out := make([]int, len(ds))
+	most := 0
+	for _, d := range ds {
+		most = max(most, d.rows)
+	}
+	for i, d := range ds {
+		out[i] = 1
+		if balance && d.rows > 0 {
+			out[i] = max(1, int(math.Round(float64(most)/float64(d.rows))))
+		}
+	}
+	return out
 }
 
 // Train trains both processors on one family of series.
@@ -192,6 +216,7 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 	valData.width, valData.slots = len(stats), s.Slots
 	var families []string
 	var sides []calibrationSide
+	var famTrain, famVal []dataset
 	for fi := range fams {
 		f := &fams[fi]
 		if f.IDs != nil && len(f.IDs) != len(f.Series) {
@@ -227,7 +252,7 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		if err != nil {
 			return nil, err
 		}
-		trainData.append(&d)
+		famTrain = append(famTrain, d)
 		side := calibrationSide{family: f.Name, validate: vaSeries, trainedOn: trSeries}
 		if s.CalibrateOnTrained {
 			side.validate = append(append([]traces.Series(nil), vaSeries...), trSeries...)
@@ -237,12 +262,26 @@ func TrainFamilies(fams []Family, s Settings, progress func(Progress)) (*Result,
 		if err != nil {
 			return nil, err
 		}
-		valData.append(&v)
+		famVal = append(famVal, v)
+		fs.Examples, fs.ValExamples = d.rows, v.rows
 		res.Families = append(res.Families, fs)
 		res.TrainSeries = append(res.TrainSeries, fs.Train...)
 		res.HeldOut = append(res.HeldOut, fs.HeldOut...)
 		families = append(families, f.Name)
 	}
+	for i, rep := range familyRepeats(famTrain, s.BalanceFamilies) {
+		for range rep {
+			trainData.append(&famTrain[i])
+		}
+		res.Families[i].Repeats = rep
+	}
+	for i, rep := range familyRepeats(famVal, s.BalanceFamilies) {
+		for range rep {
+			valData.append(&famVal[i])
+		}
+		res.Families[i].ValRepeats = rep
+	}
+	famTrain, famVal = nil, nil // copied: not held through training
 	if len(res.TrainSeries) == 0 {
 		var sides []string
 		usableN := 0
@@ -456,6 +495,9 @@ func settingsMap(s Settings) map[string]string {
 	}
 	if s.CalibrateOnTrained {
 		m["calibrate_on_trained"] = "true"
+	}
+	if s.BalanceFamilies { // unbalanced is written as before the setting existed
+		m["balance_families"] = "true"
 	}
 	if s.Restarts > 1 { // a single start is written as before restarts existed
 		m["restarts"] = strconv.Itoa(s.Restarts)

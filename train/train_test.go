@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -495,7 +496,7 @@ func TestTrainRejectsBadSettings(t *testing.T) {
 			t.Fatalf("monotone trunk of shape %v: %v, want an error naming its two numbers", hidden, err)
 		}
 	}
-	for _, stat := range []string{"trend_up", "trend_down", "mean_std2", "mean_std3"} {
+	for _, stat := range slices.Sorted(maps.Keys(canFall)) {
 		s = MonotoneSettings()
 		s.Statistics = []string{"max", stat}
 		if _, err := Train(all, s, nil); err == nil || !strings.Contains(err.Error(), "statistics: "+stat+" can fall as usage rises (") {
@@ -1448,5 +1449,96 @@ func TestFamilyOrderDoesNotMatter(t *testing.T) {
 	}
 	if _, err := TrainFamilies([]Family{a, {Name: "a", Series: all[4:]}}, s, nil); err == nil || !strings.Contains(err.Error(), `family "a" given twice`) {
 		t.Errorf("a family name twice: %v, want it refused", err)
+	}
+}
+
+func TestFamilyRepeats(t *testing.T) {
+	rows := func(ns ...int) []dataset {
+		out := make([]dataset, len(ns))
+		for i, n := range ns {
+			out[i].rows = n
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		rows    []int
+		balance bool
+		want    []int
+	}{
+		{"unbalanced", []int{100, 30}, false, []int{1, 1}},
+		{"a third of the largest", []int{100, 30}, true, []int{1, 3}},
+		{"rounded down", []int{60, 100, 70}, true, []int{2, 1, 1}},
+		{"rounded up", []int{100, 60}, true, []int{1, 2}},
+		{"a family without examples once", []int{100, 0}, true, []int{1, 1}},
+		{"one family", []int{7}, true, []int{1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := familyRepeats(rows(tt.rows...), tt.balance); !slices.Equal(got, tt.want) {
+				t.Errorf("familyRepeats(%v, %v) = %v, want %v", tt.rows, tt.balance, got, tt.want)
+			}
+		})
+	}
+}
+
+// BalanceFamilies repeats the smaller family's examples in training (the
+// counts say so), is written in the provenance, and trains other models;
+// without it each family is in once and the provenance is as before.
+func TestBalanceFamilies(t *testing.T) {
+	long, short := syntheticSet(), syntheticSet()
+	for i := range short {
+		short[i].Name = "s" + short[i].Name
+		short[i].Times, short[i].Values = short[i].Times[:400], short[i].Values[:400]
+	}
+	fams := []Family{{Name: "long", Series: long}, {Name: "short", Series: short}}
+	s := smallSettings()
+	plain, err := TrainFamilies(fams, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.BalanceFamilies = true
+	bal, err := TrainFamilies(fams, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, r *Result, wantShortRepeats int) {
+		t.Helper()
+		lo, sh := r.Families[0], r.Families[1]
+		if lo.Name != "long" || sh.Name != "short" || lo.Repeats != 1 || sh.Repeats != wantShortRepeats {
+			t.Fatalf("%s: families %s x%d, %s x%d; want long x1, short x%d", name, lo.Name, lo.Repeats, sh.Name, sh.Repeats, wantShortRepeats)
+		}
+		if got, want := r.Examples, lo.Examples+sh.Repeats*sh.Examples; got != want {
+			t.Errorf("%s: %d training examples, want %d (%d + %d x %d)", name, got, want, lo.Examples, sh.Repeats, sh.Examples)
+		}
+		wantVal := 1 // the validation side is balanced on its own counts
+		if wantShortRepeats > 1 {
+			wantVal = int(math.Round(float64(lo.ValExamples) / float64(sh.ValExamples)))
+		}
+		if lo.ValRepeats != 1 || sh.ValRepeats != wantVal {
+			t.Errorf("%s: validation repeats long x%d, short x%d; want x1 and x%d (validation examples %d and %d)", name, lo.ValRepeats, sh.ValRepeats, wantVal, lo.ValExamples, sh.ValExamples)
+		}
+		if got, want := r.ValExamples, lo.ValExamples+sh.ValRepeats*sh.ValExamples; got != want {
+			t.Errorf("%s: %d validation examples, want %d", name, got, want)
+		}
+	}
+	lo, sh := plain.Families[0], plain.Families[1]
+	if sh.Examples == 0 || lo.Examples < 2*sh.Examples {
+		t.Fatalf("the premise fails: long %d examples, short %d; want short at most half of long", lo.Examples, sh.Examples)
+	}
+	check("unbalanced", plain, 1)
+	check("balanced", bal, int(math.Round(float64(lo.Examples)/float64(sh.Examples))))
+	if _, ok := plain.Capacity.Provenance.Settings["balance_families"]; ok {
+		t.Errorf("unbalanced provenance names balance_families")
+	}
+	for _, m := range []*engine.Model{bal.Capacity, bal.Admission} {
+		if got := m.Provenance.Settings["balance_families"]; got != "true" {
+			t.Errorf("%s: provenance balance_families = %q, want true", m.Name, got)
+		}
+	}
+	for _, d := range digestPairs(plain, bal) {
+		if d.a == d.b {
+			t.Errorf("%s: balanced and unbalanced training give the same model %s", d.name, d.a)
+		}
 	}
 }

@@ -1915,7 +1915,7 @@ func TestTuneAblationCandidates(t *testing.T) {
 	want["the default + recent dispersion (std_last20), peak bound 2"] = func(s *train.Settings) {
 		s.Statistics, s.PeakGrowth = append(s.Statistics, "std_last20"), 2
 	}
-	want["the default + recent dispersion (std_last20), peak bound 3 (default)"] = func(s *train.Settings) {
+	want["the default + recent dispersion (std_last20), peak bound 3 (the default of the morning of December 7)"] = func(s *train.Settings) {
 		s.Statistics, s.PeakGrowth = append(s.Statistics, "std_last20"), 3
 	}
 	// The slot bias on the default of December 5 (candidates 79 to 84).
@@ -1938,14 +1938,47 @@ func TestTuneAblationCandidates(t *testing.T) {
 	drop85 := func(names ...string) func(*train.Settings) {
 		return func(s *train.Settings) { s.Statistics = dropFrom(s.Statistics, names...) }
 	}
-	want["the default of December 7, correlated labels"] = d85(func(s *train.Settings) { s.Multiplex = false })
-	want["the default of December 7's training, max-of-predictors (one start)"] = d85(func(s *train.Settings) {
-		s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0
-	})
-	want["the default of December 7 without level (mean, mean_last5)"] = d85(drop85("mean", "mean_last5"))
-	want["the default of December 7 without dispersion (mean_std2, std_last20)"] = d85(drop85("mean_std2", "std_last20"))
-	want["the default of December 7 without tail (p95, max: no peak bound then)"] = d85(drop85("p95", "max"))
-	want["the default of December 7 without recent peaks (max_last5, max_last20)"] = d85(drop85("max_last5", "max_last20"))
+	// ablationOf adds a default's ablation rows (correlated labels, the
+	// max-of-predictors trunk, each statistics group dropped), named
+	// after prefix, to want; training names the max trunk's row, and sep
+	// goes before "without".
+	ablationOf := func(prefix, training, sep string, d func(func(*train.Settings)) func(*train.Settings)) {
+		want[prefix+", correlated labels"] = d(func(s *train.Settings) { s.Multiplex = false })
+		want[training+", max-of-predictors (one start)"] = d(func(s *train.Settings) {
+			s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0
+		})
+		for _, g := range []struct{ name, a, b string }{
+			{"level", "mean", "mean_last5"}, {"dispersion", "mean_std2", "std_last20"},
+			{"tail", "p95", "max"}, {"recent peaks", "max_last5", "max_last20"},
+		} {
+			name := fmt.Sprintf("%s%swithout %s (%s, %s)", prefix, sep, g.name, g.a, g.b)
+			if g.name == "tail" {
+				name = prefix + sep + "without tail (p95, max: no peak bound then)"
+			}
+			want[name] = d(drop85(g.a, g.b))
+		}
+	}
+	ablationOf("the default of December 7", "the default of December 7's training", " ", d85)
+	// Further statistics and the families balanced, on 85 (candidates 92
+	// to 98).
+	for _, more := range [][]string{{"std_last5"}, {"std_last60"}, {"rise_max"}, {"rise_max_last20"}, {"rise5_max"}, {"rise_max", "rise5_max"}} {
+		name := "the default of December 7 + " + strings.Join(more, " + ")
+		if len(more) == 2 {
+			name += " (default)"
+		}
+		want[name] = d85(func(s *train.Settings) { s.Statistics = append(s.Statistics, more...) })
+	}
+	want["the default of December 7, families balanced"] = d85(func(s *train.Settings) { s.BalanceFamilies = true })
+	// The ablation of the default since the afternoon of December 7
+	// (candidates 99 to 104): 85 with rise_max and rise5_max (98), then the
+	// row's change.
+	d98 := func(edit func(*train.Settings)) func(*train.Settings) {
+		return d85(func(s *train.Settings) {
+			s.Statistics = append(s.Statistics, "rise_max", "rise5_max")
+			edit(s)
+		})
+	}
+	ablationOf("the default since December 7, afternoon", "the default since December 7, afternoon, its training", ", ", d98)
 	seen := 0
 	for i, c := range tuneCandidates() {
 		if !isAblation(c) {

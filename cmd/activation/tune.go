@@ -184,9 +184,10 @@ func tuneCandidates() []tuneCandidate {
 		{"the default, peak bound 3, capacity slot bias -0.5", theDefault(peakGrowth(3), slotBias(-0.5, 0))},
 		// The recent dispersion (75) on the default of December 5 (77):
 		// the peak bound keeps a replica after the step that parked a
-		// group with 75's pair. The default since December 7.
-		{"the default + recent dispersion (std_last20), peak bound 3 (default)", theDefault85()},
-		// The ablation of the default since December 7 (85): each row is
+		// group with 75's pair. The default on the morning of December 7
+		// (98 since the afternoon).
+		{"the default + recent dispersion (std_last20), peak bound 3 (the default of the morning of December 7)", theDefault85()},
+		// The ablation of the morning's default of December 7 (85): each row is
 		// 85 with one thing changed.
 		{"the default of December 7, correlated labels", theDefault85(func(s *train.Settings) { s.Multiplex = false })},
 		{"the default of December 7's training, max-of-predictors (one start)", theDefault85(func(s *train.Settings) { s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0 })},
@@ -194,6 +195,37 @@ func tuneCandidates() []tuneCandidate {
 		{"the default of December 7 without dispersion (mean_std2, std_last20)", theDefault85(without("mean_std2", "std_last20"))},
 		{"the default of December 7 without tail (p95, max: no peak bound then)", theDefault85(without("p95", "max"))},
 		{"the default of December 7 without recent peaks (max_last5, max_last20)", theDefault85(without("max_last5", "max_last20"))},
+		// Further spreads of the recent past on the default of December 7
+		// (85): the dispersion of the last 5 and of the last 60 samples,
+		// and the window's largest one-sample rise.
+		{"the default of December 7 + std_last5", theDefault85(plus("std_last5"))},
+		{"the default of December 7 + std_last60", theDefault85(plus("std_last60"))},
+		{"the default of December 7 + rise_max", theDefault85(plus("rise_max"))},
+		// Each family's examples repeated so that the families weigh
+		// alike (train.Settings.BalanceFamilies): the bundled Crane
+		// series give far fewer examples than PlanetLab's.
+		{"the default of December 7, families balanced", theDefault85(func(s *train.Settings) { s.BalanceFamilies = true })},
+		// The window's largest rise (94), read nearer the decision or over
+		// the horizon's five samples.
+		{"the default of December 7 + rise_max_last20", theDefault85(plus("rise_max_last20"))},
+		{"the default of December 7 + rise5_max", theDefault85(plus("rise5_max"))},
+		// 98 is the default since the afternoon of December 7.
+		{"the default of December 7 + rise_max + rise5_max (default)", theDefault98()},
+		// The ablation of the default since the afternoon of December 7
+		// (98): each row is 98 with one thing changed.
+		{"the default since December 7, afternoon, correlated labels", theDefault98(func(s *train.Settings) { s.Multiplex = false })},
+		{"the default since December 7, afternoon, its training, max-of-predictors (one start)", theDefault98(func(s *train.Settings) { s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0 })},
+		{"the default since December 7, afternoon, without level (mean, mean_last5)", theDefault98(without("mean", "mean_last5"))},
+		{"the default since December 7, afternoon, without dispersion (mean_std2, std_last20)", theDefault98(without("mean_std2", "std_last20"))},
+		{"the default since December 7, afternoon, without tail (p95, max: no peak bound then)", theDefault98(without("p95", "max"))},
+		{"the default since December 7, afternoon, without recent peaks (max_last5, max_last20)", theDefault98(without("max_last5", "max_last20"))},
+	}
+}
+
+// plus adds statistics to a candidate's.
+func plus(names ...string) func(*train.Settings) {
+	return func(s *train.Settings) {
+		s.Statistics = append(slices.Clone(s.Statistics), names...)
 	}
 }
 
@@ -214,19 +246,27 @@ func slotBias(capacity, admission float64) func(*train.Settings) {
 // two starts, the seven statistics of the default until December 7
 // (measuredStatistics), no peak bound; the default
 // until December 7 was candidate 77, this with a peak bound of 3, and
-// since is 85, 77 reading std_last20 too), then edits more: a row of its
+// on the morning of December 7 was 85, 77 reading std_last20 too, and
+// since the afternoon is 98, 85 reading the rises too), then edits more: a row of its
 // ablation.
 func theDefault(more ...func(*train.Settings)) func(*train.Settings) {
 	return longer(capacityQuantile(0.9, 0.95), append([]func(*train.Settings){func(s *train.Settings) { s.Average = 2 }}, more...)...)
 }
 
-// theDefault85 is the default since December 7 (candidate 85: 77, the
+// theDefault85 is the default of the morning of December 7 (candidate 85: 77, the
 // default of December 5, reading std_last20 too), then edits more: a row
 // of its ablation.
 func theDefault85(more ...func(*train.Settings)) func(*train.Settings) {
 	return theDefault(append([]func(*train.Settings){peakGrowth(3), func(s *train.Settings) {
 		s.Statistics = append(slices.Clone(s.Statistics), "std_last20")
 	}}, more...)...)
+}
+
+// theDefault98 is the default since the afternoon of December 7
+// (candidate 98: 85 reading rise_max and rise5_max too), then edits more:
+// a row of its ablation.
+func theDefault98(more ...func(*train.Settings)) func(*train.Settings) {
+	return theDefault85(append([]func(*train.Settings){plus("rise_max", "rise5_max")}, more...)...)
 }
 
 // measuredStatistics are the statistics every candidate reads unless it

@@ -49,8 +49,8 @@ data "activation_container_counts" "pools" {
   # in its place. `activation simulate` on your own usage series prints the
   # margins that hold each host within a violation budget (these are the
   # held-out PlanetLab series' at 1%, docs/benchmarks.md).
-  first_margin  = 0.75
-  second_margin = 0.625
+  first_margin  = 1.25
+  second_margin = 0.875
 }
 
 output "first_containers" {
