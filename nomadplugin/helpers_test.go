@@ -251,7 +251,8 @@ func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 // threshold (margin 0) a replica at exactly its host's capacity is where
 // the threshold cuts (the cost of keeping it is the host), so keeping it
 // and refusing it are both the models' to give, and a retrained pair may
-// keep it (the pair of the afternoon of December 7 does); 2 logits
+// keep it (the pair of the afternoon of December 7 did; the evening's
+// refuses it at margin 0 too, and these tests pass there); 2 logits
 // stricter, about a fifth of the host, refuses it.
 const busyMargin = "2"
 

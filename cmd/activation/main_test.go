@@ -1939,18 +1939,18 @@ func TestTuneAblationCandidates(t *testing.T) {
 		return func(s *train.Settings) { s.Statistics = dropFrom(s.Statistics, names...) }
 	}
 	// ablationOf adds a default's ablation rows (correlated labels, the
-	// max-of-predictors trunk, each statistics group dropped), named
-	// after prefix, to want; training names the max trunk's row, and sep
-	// goes before "without".
-	ablationOf := func(prefix, training, sep string, d func(func(*train.Settings)) func(*train.Settings)) {
+	// max-of-predictors trunk, each statistics group of groups dropped),
+	// named after prefix, to want; training names the max trunk's row,
+	// and sep goes before "without".
+	type group struct{ name, a, b string }
+	level, dispersion := group{"level", "mean", "mean_last5"}, group{"dispersion", "mean_std2", "std_last20"}
+	tail, peaks := group{"tail", "p95", "max"}, group{"recent peaks", "max_last5", "max_last20"}
+	ablationOf := func(prefix, training, sep string, d func(func(*train.Settings)) func(*train.Settings), groups ...group) {
 		want[prefix+", correlated labels"] = d(func(s *train.Settings) { s.Multiplex = false })
 		want[training+", max-of-predictors (one start)"] = d(func(s *train.Settings) {
 			s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0
 		})
-		for _, g := range []struct{ name, a, b string }{
-			{"level", "mean", "mean_last5"}, {"dispersion", "mean_std2", "std_last20"},
-			{"tail", "p95", "max"}, {"recent peaks", "max_last5", "max_last20"},
-		} {
+		for _, g := range groups {
 			name := fmt.Sprintf("%s%swithout %s (%s, %s)", prefix, sep, g.name, g.a, g.b)
 			if g.name == "tail" {
 				name = prefix + sep + "without tail (p95, max: no peak bound then)"
@@ -1958,27 +1958,42 @@ func TestTuneAblationCandidates(t *testing.T) {
 			want[name] = d(drop85(g.a, g.b))
 		}
 	}
-	ablationOf("the default of December 7", "the default of December 7's training", " ", d85)
+	ablationOf("the default of December 7", "the default of December 7's training", " ", d85, level, dispersion, tail, peaks)
 	// Further statistics and the families balanced, on 85 (candidates 92
 	// to 98).
 	for _, more := range [][]string{{"std_last5"}, {"std_last60"}, {"rise_max"}, {"rise_max_last20"}, {"rise5_max"}, {"rise_max", "rise5_max"}} {
 		name := "the default of December 7 + " + strings.Join(more, " + ")
 		if len(more) == 2 {
-			name += " (default)"
+			name += " (the default of the afternoon of December 7)"
 		}
 		want[name] = d85(func(s *train.Settings) { s.Statistics = append(s.Statistics, more...) })
 	}
 	want["the default of December 7, families balanced"] = d85(func(s *train.Settings) { s.BalanceFamilies = true })
-	// The ablation of the default since the afternoon of December 7
-	// (candidates 99 to 104): 85 with rise_max and rise5_max (98), then the
-	// row's change.
+	// The ablation of the afternoon's default of December 7 (candidates
+	// 99 to 104): 85 with rise_max and rise5_max (98), then the row's
+	// change; its row without the level statistics (101) is the default
+	// since the evening (TestTuneDefaultCandidate checks it trains as the
+	// built-in models do).
 	d98 := func(edit func(*train.Settings)) func(*train.Settings) {
 		return d85(func(s *train.Settings) {
 			s.Statistics = append(s.Statistics, "rise_max", "rise5_max")
 			edit(s)
 		})
 	}
-	ablationOf("the default since December 7, afternoon", "the default since December 7, afternoon, its training", ", ", d98)
+	const afternoon = "the default of December 7, afternoon"
+	ablationOf(afternoon, afternoon+", its training", ", ", d98, dispersion, tail, peaks)
+	want[afternoon+", without level (mean, mean_last5) (default)"] = d98(drop85("mean", "mean_last5"))
+	// The ablation of the default since the evening of December 7
+	// (candidates 105 to 110): 98 without the level statistics (101),
+	// then the row's change.
+	d101 := func(edit func(*train.Settings)) func(*train.Settings) {
+		return d98(func(s *train.Settings) {
+			s.Statistics = dropFrom(s.Statistics, "mean", "mean_last5")
+			edit(s)
+		})
+	}
+	const evening = "the default since December 7, evening"
+	ablationOf(evening, evening+", its training", ", ", d101, dispersion, tail, peaks, group{"rises", "rise_max", "rise5_max"})
 	seen := 0
 	for i, c := range tuneCandidates() {
 		if !isAblation(c) {

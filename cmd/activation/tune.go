@@ -209,16 +209,26 @@ func tuneCandidates() []tuneCandidate {
 		// the horizon's five samples.
 		{"the default of December 7 + rise_max_last20", theDefault85(plus("rise_max_last20"))},
 		{"the default of December 7 + rise5_max", theDefault85(plus("rise5_max"))},
-		// 98 is the default since the afternoon of December 7.
-		{"the default of December 7 + rise_max + rise5_max (default)", theDefault98()},
-		// The ablation of the default since the afternoon of December 7
-		// (98): each row is 98 with one thing changed.
-		{"the default since December 7, afternoon, correlated labels", theDefault98(func(s *train.Settings) { s.Multiplex = false })},
-		{"the default since December 7, afternoon, its training, max-of-predictors (one start)", theDefault98(func(s *train.Settings) { s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0 })},
-		{"the default since December 7, afternoon, without level (mean, mean_last5)", theDefault98(without("mean", "mean_last5"))},
-		{"the default since December 7, afternoon, without dispersion (mean_std2, std_last20)", theDefault98(without("mean_std2", "std_last20"))},
-		{"the default since December 7, afternoon, without tail (p95, max: no peak bound then)", theDefault98(without("p95", "max"))},
-		{"the default since December 7, afternoon, without recent peaks (max_last5, max_last20)", theDefault98(without("max_last5", "max_last20"))},
+		// 98 was the default on the afternoon of December 7.
+		{"the default of December 7 + rise_max + rise5_max (the default of the afternoon of December 7)", theDefault98()},
+		// The ablation of the afternoon's default of December 7 (98): each
+		// row is 98 with one thing changed. 101, without the level
+		// statistics, is the default since the evening of December 7.
+		{"the default of December 7, afternoon, correlated labels", theDefault98(func(s *train.Settings) { s.Multiplex = false })},
+		{"the default of December 7, afternoon, its training, max-of-predictors (one start)", theDefault98(func(s *train.Settings) { s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0 })},
+		{"the default of December 7, afternoon, without level (mean, mean_last5) (default)", theDefault101()},
+		{"the default of December 7, afternoon, without dispersion (mean_std2, std_last20)", theDefault98(without("mean_std2", "std_last20"))},
+		{"the default of December 7, afternoon, without tail (p95, max: no peak bound then)", theDefault98(without("p95", "max"))},
+		{"the default of December 7, afternoon, without recent peaks (max_last5, max_last20)", theDefault98(without("max_last5", "max_last20"))},
+		// The ablation of the default since the evening of December 7
+		// (101): each row is 101 with one thing changed (without the
+		// rises it is 85 without the level statistics, candidate 88).
+		{"the default since December 7, evening, correlated labels", theDefault101(func(s *train.Settings) { s.Multiplex = false })},
+		{"the default since December 7, evening, its training, max-of-predictors (one start)", theDefault101(func(s *train.Settings) { s.Trunk, s.Hidden, s.Average = train.TrunkMax, nil, 0 })},
+		{"the default since December 7, evening, without dispersion (mean_std2, std_last20)", theDefault101(without("mean_std2", "std_last20"))},
+		{"the default since December 7, evening, without tail (p95, max: no peak bound then)", theDefault101(without("p95", "max"))},
+		{"the default since December 7, evening, without recent peaks (max_last5, max_last20)", theDefault101(without("max_last5", "max_last20"))},
+		{"the default since December 7, evening, without rises (rise_max, rise5_max)", theDefault101(without("rise_max", "rise5_max"))},
 	}
 }
 
@@ -246,8 +256,9 @@ func slotBias(capacity, admission float64) func(*train.Settings) {
 // two starts, the seven statistics of the default until December 7
 // (measuredStatistics), no peak bound; the default
 // until December 7 was candidate 77, this with a peak bound of 3, and
-// on the morning of December 7 was 85, 77 reading std_last20 too, and
-// since the afternoon is 98, 85 reading the rises too), then edits more: a row of its
+// on the morning of December 7 was 85, 77 reading std_last20 too, on
+// the afternoon 98, 85 reading the rises too, and since the evening is
+// 101, 98 without the level statistics), then edits more: a row of its
 // ablation.
 func theDefault(more ...func(*train.Settings)) func(*train.Settings) {
 	return longer(capacityQuantile(0.9, 0.95), append([]func(*train.Settings){func(s *train.Settings) { s.Average = 2 }}, more...)...)
@@ -262,11 +273,18 @@ func theDefault85(more ...func(*train.Settings)) func(*train.Settings) {
 	}}, more...)...)
 }
 
-// theDefault98 is the default since the afternoon of December 7
+// theDefault98 is the default of the afternoon of December 7
 // (candidate 98: 85 reading rise_max and rise5_max too), then edits more:
 // a row of its ablation.
 func theDefault98(more ...func(*train.Settings)) func(*train.Settings) {
 	return theDefault85(append([]func(*train.Settings){plus("rise_max", "rise5_max")}, more...)...)
+}
+
+// theDefault101 is the default since the evening of December 7
+// (candidate 101: 98 without the level statistics, mean and mean_last5),
+// then edits more: a row of its ablation.
+func theDefault101(more ...func(*train.Settings)) func(*train.Settings) {
+	return theDefault98(append([]func(*train.Settings){without("mean", "mean_last5")}, more...)...)
 }
 
 // measuredStatistics are the statistics every candidate reads unless it
