@@ -252,7 +252,8 @@ func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 // the threshold cuts (the cost of keeping it is the host), so keeping it
 // and refusing it are both the models' to give, and a retrained pair may
 // keep it (the pair of the afternoon of December 7 did; the evening's
-// refuses it at margin 0 too, and these tests pass there); 2 logits
+// pair refuses it at margin 0 as well, and these tests pass at margin 0
+// with it); 2 logits
 // stricter, about a fifth of the host, refuses it.
 const busyMargin = "2"
 

@@ -1780,6 +1780,12 @@ func TestTuneDefaultCandidate(t *testing.T) {
 	if len(defaults) != 1 {
 		t.Fatalf("candidates named (default): %q, want exactly one", defaults)
 	}
+	// docs/benchmarks.md, the CHANGELOG and DefaultStatistics' comment
+	// cite the default by its number.
+	const defaultNumber = 101
+	if got := tuneCandidates()[defaultNumber-1].name; got != defaults[0] {
+		t.Errorf("candidate %d is %q; the default is %q: update the number where it is cited", defaultNumber, got, defaults[0])
+	}
 	// A candidate that names no starts trains one, as measured before the
 	// mean of starts (the default's ablation trains as the default does:
 	// TestTuneAblationCandidates).
@@ -1845,8 +1851,9 @@ func isAblation(c tuneCandidate) bool {
 // quantile bands and the default with trend, trains as the default did
 // until December 5 (candidate 54, the settings every row was measured
 // against; the built-in models' since add a peak bound) but for the one
-// thing its name says; the rows of the ablation of the default since
-// December 7 (86 to 91) as 85 does, but for theirs.
+// thing its name says; the rows of the ablation of the morning's default
+// of December 7 (86 to 91) as 85 does, of the afternoon's (99 to 104) as
+// 98 does and of the evening's (105 to 110) as 101 does, but for theirs.
 func TestTuneAblationCandidates(t *testing.T) {
 	base := train.DefaultSettings()
 	var def train.Settings // the ablation's base: the default as measured until December 5 (candidate 54)
@@ -1910,7 +1917,7 @@ func TestTuneAblationCandidates(t *testing.T) {
 		s.Statistics = append(s.Statistics, "std_last20")
 	}
 	// The peak bound (candidates 76 and 78; 77, a bound of 3, was the
-	// default from December 5, 85 since December 7).
+	// default from December 5, 85 on the morning of December 7).
 	want["the default, peak bound 2"] = func(s *train.Settings) { s.PeakGrowth = 2 }
 	want["the default + recent dispersion (std_last20), peak bound 2"] = func(s *train.Settings) {
 		s.Statistics, s.PeakGrowth = append(s.Statistics, "std_last20"), 2
@@ -1926,8 +1933,8 @@ func TestTuneAblationCandidates(t *testing.T) {
 		}
 		want[name] = func(s *train.Settings) { s.PeakGrowth, s.SlotBias, s.AdmissionSlotBias = 3, b[0], b[1] }
 	}
-	// The ablation of the default since December 7 (candidates 86 to
-	// 91): the default until December 5 (54) with the peak bound of 3 and
+	// The ablation of the morning's default of December 7 (candidates 86
+	// to 91): the default until December 5 (54) with the peak bound of 3 and
 	// std_last20 (85), then the row's change.
 	d85 := func(edit func(*train.Settings)) func(*train.Settings) {
 		return func(s *train.Settings) {
@@ -1994,12 +2001,15 @@ func TestTuneAblationCandidates(t *testing.T) {
 	}
 	const evening = "the default since December 7, evening"
 	ablationOf(evening, evening+", its training", ", ", d101, dispersion, tail, peaks, group{"rises", "rise_max", "rise5_max"})
-	seen := 0
+	seen := map[string]bool{}
 	for i, c := range tuneCandidates() {
 		if !isAblation(c) {
 			continue
 		}
-		seen++
+		if seen[c.name] {
+			t.Errorf("candidate %d (%s): a second candidate of that name", i+1, c.name)
+		}
+		seen[c.name] = true
 		edit, ok := want[c.name]
 		if !ok {
 			t.Errorf("candidate %d (%s): not a row this test knows", i+1, c.name)
@@ -2018,8 +2028,10 @@ func TestTuneAblationCandidates(t *testing.T) {
 			t.Errorf("candidate %d (%s): %v", i+1, c.name, err)
 		}
 	}
-	if seen != len(want) {
-		t.Errorf("%d candidates named for the default, want %d", seen, len(want))
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("no candidate %q: a row this test knows is missing", name)
+		}
 	}
 }
 

@@ -165,7 +165,8 @@ func tuneCandidates() []tuneCandidate {
 		// The peak bound (train.Settings.PeakGrowth): m replicas of the
 		// workload cost at most m x G x the window's peak each, in both
 		// exported processors. 77 was the default from December 5 to
-		// December 7; 85 since.
+		// December 7; 85 on the morning of December 7, 98 in the
+		// afternoon, 101 since the evening.
 		{"the default, peak bound 2", theDefault(peakGrowth(2))},
 		{"mlp 24-12, quantile loss 0.9, capacity 0.95, 30 epochs, patience 5, mean of 2 starts, peak bound 3 (the default until December 7)", theDefault(peakGrowth(3))},
 		{"the default + recent dispersion (std_last20), peak bound 2", theDefault(peakGrowth(2), func(s *train.Settings) {
@@ -185,7 +186,7 @@ func tuneCandidates() []tuneCandidate {
 		// The recent dispersion (75) on the default of December 5 (77):
 		// the peak bound keeps a replica after the step that parked a
 		// group with 75's pair. The default on the morning of December 7
-		// (98 since the afternoon).
+		// (98 in the afternoon, 101 since the evening).
 		{"the default + recent dispersion (std_last20), peak bound 3 (the default of the morning of December 7)", theDefault85()},
 		// The ablation of the morning's default of December 7 (85): each row is
 		// 85 with one thing changed.
