@@ -233,7 +233,15 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 	for i, st := range stats {
 		names[i] = st.Usage
 	}
-	meanAt := slices.Index(names, engine.FeatCPUReplicaMean) // -1: read it apart
+	// The admission queue reads the window's mean whatever the trunk
+	// reads: when the trunk does not, it is read in the same pass, after
+	// the trunk's features, and not kept.
+	read := names
+	meanAt := slices.Index(names, engine.FeatCPUReplicaMean)
+	if meanAt < 0 {
+		read = append(slices.Clone(names), engine.FeatCPUReplicaMean)
+		meanAt = len(names)
+	}
 	const capMHz = exampleHostMHz
 	samples := make([]engine.Sample, s.Window)
 	for _, ser := range series {
@@ -268,11 +276,11 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 				CPUCapacityMHz: capMHz, Samples: samples, RunningReplicas: 1,
 				RequestedCPUMHz: reqShare * r * capMHz, ReplicaCPUDemandMHz: math.Max(reqShare*r*capMHz, 1e-6),
 			}
-			fx, err := engine.FeatureVector(&obs, "training", names)
+			fx, err := engine.FeatureVector(&obs, "training", read)
 			if err != nil {
 				return d, fmt.Errorf("train: series %s, the window ending at time %d: %w", ser.Name, norm.Times[t-1], err)
 			}
-			d.use = append(d.use, fx...)
+			d.use = append(d.use, fx[:len(names)]...)
 			for m := 1; m <= s.Slots; m++ {
 				peak := 0.0
 				for h := t; h < t+s.Horizon; h++ {
@@ -285,17 +293,7 @@ func examples(series []traces.Series, s Settings, stats []Statistic, rng *rand.R
 			// each demanding the replica's request. The mean is read
 			// whatever statistics the trunk reads, so that an ablation
 			// without it trains on the same queues.
-			mean := 0.0
-			if meanAt >= 0 {
-				mean = fx[meanAt]
-			} else {
-				mv, err := engine.FeatureVector(&obs, "training", []string{engine.FeatCPUReplicaMean})
-				if err != nil {
-					return d, fmt.Errorf("train: series %s, the window ending at time %d: %w", ser.Name, norm.Times[t-1], err)
-				}
-				mean = mv[0]
-			}
-			mean = math.Max(mean, 1e-3)
+			mean := math.Max(fx[meanAt], 1e-3)
 			maxRun := max(1, min(s.Slots, int(math.Ceil(1.5/mean))))
 			d.running = append(d.running, 1+rng.IntN(maxRun))
 			d.demand = append(d.demand, math.Max(reqShare*r, 1e-6))
