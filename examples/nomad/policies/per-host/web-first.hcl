@@ -33,6 +33,16 @@ scaling "web-first" {
         # bursts; unset, a scale-down is not limited (docs/nomad/activation-quota.md).
         max_scale_up   = "4"
         max_scale_down = "25%"
+
+        # The models' own output thresholds (margin 0) meet no violation
+        # budget: a margin of m logits keeps about m/10 of the host free
+        # (above 0 stricter). `activation simulate --traces DIR` on your own
+        # usage series prints the margins that meet a budget; in the
+        # project's held-out replay one margin of 0.375 to 0.75, by family,
+        # chosen in hindsight and without step limits, held each host within
+        # 1%; step limits need their own (docs/nomad/activation-quota.md,
+        # `margin`).
+        # first_margin = "0.75"
       }
     }
 

@@ -49,6 +49,17 @@ scaling "web-split" {
         # says how many will queue).
         placement = "cap"
 
+        # The models' own output thresholds (margin 0) meet no violation
+        # budget: a margin of m logits keeps about m/10 of the host free
+        # (above 0 stricter). `activation simulate --traces DIR` on your own
+        # usage series prints the margins that meet a budget; in the
+        # project's held-out replay one margin of 0.375 to 0.75, by family,
+        # chosen in hindsight and without step limits, held each host within
+        # 1%; step limits need their own (docs/nomad/activation-quota.md,
+        # `margin`).
+        # first_margin  = "0.75"
+        # second_margin = "0.75"
+
         # A quota min of 0 lets a group stop when its replicas do not fit;
         # it then starts again only when the host has room for one at what
         # they used (the plugin logs "group stays at 0" at WARN): set
