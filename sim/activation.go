@@ -196,10 +196,16 @@ func (m *Meter) Read() MeterReading {
 // margin of l/alpha of the host). A sweep costs one forward pass whatever
 // its length, so it is fine enough to meet a budget closely and wide
 // enough for the most cautious families at 0.1%.
-func DefaultThresholds() []float64 {
+func DefaultThresholds() []float64 { return Thresholds(1) }
+
+// Thresholds is DefaultThresholds n times finer (n < 1 as 1): from -4 to
+// 10 in log-odds steps of 0.125/n, so every value of the default sweep is
+// one of it.
+func Thresholds(n int) []float64 {
+	n = max(n, 1)
 	var out []float64
-	for i := 0; i <= 112; i++ {
-		l := -4 + 0.125*float64(i)
+	for i := 0; i <= 112*n; i++ {
+		l := -4 + 0.125*float64(i)/float64(n)
 		out = append(out, 1/(1+math.Exp(-l)))
 	}
 	return out

@@ -185,6 +185,41 @@ func Baselines() []Policy {
 	return []Policy{RequestSum(), P95Window(), MaxWindow(), NSigma(), UsageThreshold(), Oracle()}
 }
 
+// Refine returns values with n-1 settings evenly spaced between each two
+// neighbours, rounded as Sweep rounds (n < 2: a copy of values): a sweep n
+// times finer that keeps every setting of the one it refines.
+func Refine(values []float64, n int) []float64 {
+	out := make([]float64, 0, max(len(values)-1, 0)*max(n, 1)+1)
+	for i, v := range values {
+		if i > 0 {
+			lo := values[i-1]
+			for j := 1; j < n; j++ {
+				w := lo + (v-lo)*float64(j)/float64(n)
+				out = append(out, math.Round(w*1e9)/1e9)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// Finer returns the policies with every baseline's knob sweep n times
+// finer (Refine); policies of one setting (the oracles) and policies that
+// are not baselines come back as they are. It checks that no figure at a
+// budget hangs on how fine the sweeps are.
+func Finer(ps []Policy, n int) []Policy {
+	out := make([]Policy, len(ps))
+	for i, p := range ps {
+		if e, ok := p.(*estimator); ok && n > 1 {
+			f := *e
+			f.knob.Values = Refine(e.knob.Values, n)
+			p = &f
+		}
+		out[i] = p
+	}
+	return out
+}
+
 // YardstickBaselines are the baselines with the yardstick's sweeps (m 0 to
 // 2, N 0 to 10: ../shared/design/benchmark-yardstick.md), whose figures the
 // yardstick scenario reproduces "in these sweeps"; usage-threshold keeps

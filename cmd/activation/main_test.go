@@ -307,6 +307,8 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--traces", dir, "--plot", "out.pdf"}, exitUsage, "--plot"},
 		{[]string{"--traces", dir, "--workers", "-1"}, exitUsage, "--workers"},
 		{[]string{"--traces", dir, "--workers", "5000"}, exitUsage, "--workers: 5000; it must be from 0 (GOMAXPROCS) to 1024"},
+		{[]string{"--traces", dir, "--sweep-finer", "0"}, exitUsage, "--sweep-finer: 0; want a whole number from 1 (the default sweeps) to 16"},
+		{[]string{"--traces", dir, "--sweep-finer", "17"}, exitUsage, "--sweep-finer: 17; want a whole number from 1 (the default sweeps) to 16"},
 		{[]string{"--traces", filepath.Join(t.TempDir(), "pooled")}, exitUsage, `family "pooled", the name of the results over every family`},
 		{[]string{"--traces", dir, "--frobnicate"}, exitUsage, "frobnicate"},
 		{[]string{"--traces", commaDir}, exitUsage, "is one directory whose name holds a comma, and --traces separates directories by commas"},
@@ -1059,6 +1061,68 @@ func TestSimulateSteps(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "margin at the budget, with the step limits, hysteresis and hold band replayed (margin in the strategy, with the same settings): ") {
 		t.Errorf("the table does not give the stepped policy's margin:\n%s", stdout)
+	}
+}
+
+// --sweep-finer refines every swept policy's knob, the activation's with
+// and without steps and the linear ablation's as the baselines', and
+// keeps each default setting's point exactly: a finer sweep can only meet
+// a budget at least as densely, and the report says the sweeps are finer.
+func TestSimulateSweepFiner(t *testing.T) {
+	def := runStepped(t, "--hysteresis", "3")
+	fine := runStepped(t, "--hysteresis", "3", "--sweep-finer", "2")
+	var notes struct {
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(fine.stdout), &notes); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(notes.Notes, func(n string) bool { return strings.HasPrefix(n, "--sweep-finer 2: ") }) {
+		t.Errorf("notes %q do not say the sweeps are finer", notes.Notes)
+	}
+	swept := 0
+	for _, p := range def.Policies {
+		d, f := p.Curve, fine.curve(p.Name)
+		if len(d) < 2 {
+			if len(f) != len(d) {
+				t.Errorf("%s: %d settings, want its one", p.Name, len(f))
+			}
+			continue
+		}
+		swept++
+		if len(f) != 2*len(d)-1 {
+			t.Errorf("%s: %d settings, want %d (the default's %d and one between each two)", p.Name, len(f), 2*len(d)-1, len(d))
+			continue
+		}
+		for i, pt := range d {
+			if f[2*i] != pt {
+				t.Errorf("%s: setting %v reads %+v in the finer sweep, %+v in the default", p.Name, pt.Knob, f[2*i], pt)
+				break
+			}
+		}
+		if f[1].Knob <= d[0].Knob || f[1].Knob >= d[1].Knob {
+			t.Errorf("%s: the finer sweep's second setting %v is not between the default's first two (%v, %v)", p.Name, f[1].Knob, d[0].Knob, d[1].Knob)
+		}
+	}
+	for _, name := range []string{sim.PolicyActivation, stepsPolicy, sim.PolicyLinear, sim.PolicyUsageThreshold} {
+		if len(def.curve(name)) < 2 {
+			t.Errorf("%s was not swept: the test checks nothing of it", name)
+		}
+	}
+	if swept < 8 {
+		t.Errorf("%d swept policies compared, want the five baselines, the activation with and without steps, and the linear ablation", swept)
+	}
+	// The per-branch knob is refined on its own sweep, not the
+	// thresholds'.
+	pb := runStepped(t, "--knob", sim.KnobPerBranch, "--sweep-finer", "2").curve(sim.PolicyActivation)
+	want := sim.Refine(sim.DefaultPerBranch(), 2)
+	if len(pb) != len(want) {
+		t.Fatalf("per_branch: %d settings, want %d", len(pb), len(want))
+	}
+	for i, p := range pb {
+		if p.Knob != want[i] {
+			t.Fatalf("per_branch: setting %d is %v, want %v (0.5 to 1.5 by 0.025)", i, p.Knob, want[i])
+		}
 	}
 }
 

@@ -48,7 +48,7 @@ type settingsSource struct {
 // its replay is one whose settings carry over to this run: the same
 // scenario, activation knob, models and step settings, and every family of
 // this run, or (pooled) a pooled result to choose every family's on.
-func readSettingsSource(path string, sc sim.Scenario, knob string, models []modelInfo, steps *stepsInfo, families []string, mode string) (*settingsSource, error) {
+func readSettingsSource(path string, sc sim.Scenario, knob string, finer int, models []modelInfo, steps *stepsInfo, families []string, mode string) (*settingsSource, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -94,6 +94,9 @@ func readSettingsSource(path string, sc sim.Scenario, knob string, models []mode
 		if p.Name == sim.PolicyActivation && p.KnobName != knob {
 			return nil, fmt.Errorf("%s: swept the activation's %s; this run sweeps %s: give the same --knob", path, p.KnobName, knob)
 		}
+	}
+	if theirs := max(out.SweepFiner, 1); theirs != finer {
+		return nil, fmt.Errorf("%s: swept %s; this run %s: give the same --sweep-finer", path, describeFiner(theirs), describeFiner(finer))
 	}
 	src := &settingsSource{path: path, split: out.Split, budget: out.Budget, reports: map[string]*sim.Report{},
 		pooled: mode == chooseOnPooled || mode == chooseOnWorstFamily}
@@ -178,6 +181,14 @@ func (src *settingsSource) checkSweeps(policies []sim.Policy, families []string)
 		}
 	}
 	return nil
+}
+
+// describeFiner says how fine a replay's sweeps were (--sweep-finer n).
+func describeFiner(n int) string {
+	if n <= 1 {
+		return "at the default steps"
+	}
+	return fmt.Sprintf("%d times finer (--sweep-finer %d)", n, n)
 }
 
 // poolsThese says whether the file's pooled result is over exactly the

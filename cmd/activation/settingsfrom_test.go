@@ -315,6 +315,7 @@ func TestSimulateSettingsFromRefused(t *testing.T) {
 		{"a string for the policies", append(common, "--settings-from", edit("pols.json", func(doc map[string]any) { doc["policies"] = "none" })), exitError, "pols.json: not simulate's JSON output (--format json): policies holds a string where simulate's has an array"},
 		{"no families' results", append(common, "--settings-from", edit("nofam.json", func(doc map[string]any) { delete(doc, "families") })), exitError, "nofam.json: not simulate's JSON output (--format json): no family, policies or models"},
 		{"another knob", append(common, "--knob", "per_branch", "--settings-from", goodFile), exitError, "good.json: swept the activation's output_threshold; this run sweeps per_branch: give the same --knob"},
+		{"finer sweeps", append(common, "--sweep-finer", "2", "--settings-from", goodFile), exitError, "good.json: swept at the default steps; this run 2 times finer (--sweep-finer 2): give the same --sweep-finer"},
 		{"another target slack", append(common, "--settings-from", slackFile), exitError, "slack.json: replayed scenario shifted with other settings than this run's (target_slack differ)"},
 		{"a policy not replayed there", append(common, "--settings-from", noLinear), exitError, "nolinear.json: family beta: policy linear was not replayed there"},
 		{"another sweep", append(common, "--settings-from", fewer), exitError, `fewer.json: family pooled: policy p95-window swept "m" over`},
@@ -329,6 +330,35 @@ func TestSimulateSettingsFromRefused(t *testing.T) {
 				t.Errorf("wrote %q to stdout on error", stdout)
 			}
 		})
+	}
+}
+
+// A replay with finer sweeps reads its settings from a file replayed with
+// the same --sweep-finer, and refuses one replayed at the default steps,
+// naming the flag, before anything is replayed.
+func TestSimulateSettingsFromSweepFiner(t *testing.T) {
+	dir := seriesDir(t, 2, 400)
+	common := []string{"--traces", dir, "--split", "all", "--budget", "0.05"}
+	_, fine := simulateDoc(t, append(common, "--sweep-finer", "3")...)
+	var doc struct {
+		SweepFiner int `json:"sweep_finer"`
+	}
+	if err := json.Unmarshal([]byte(fine), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.SweepFiner != 3 {
+		t.Errorf("sweep_finer %d in the JSON, want 3", doc.SweepFiner)
+	}
+	file := filepath.Join(t.TempDir(), "fine.json")
+	if err := os.WriteFile(file, []byte(fine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd(t, "", false, append([]string{"simulate", "--sweep-finer", "3", "--settings-from", file}, common...)...); code != exitOK {
+		t.Errorf("the same --sweep-finer: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr := runCmd(t, "", false, append([]string{"simulate", "--settings-from", file}, common...)...)
+	if want := "fine.json: swept 3 times finer (--sweep-finer 3); this run at the default steps: give the same --sweep-finer"; code != exitError || !strings.Contains(stderr, want) || stdout != "" {
+		t.Errorf("the default steps: exit %d, stdout %q, stderr %q; want exit %d naming %q", code, stdout, stderr, exitError, want)
 	}
 }
 

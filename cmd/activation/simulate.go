@@ -46,6 +46,7 @@ type simulateFlags struct {
 	budget                                      float64
 	budgetText                                  string // --budget as written
 	workers                                     int
+	sweepFiner                                  int
 	seed                                        uint64
 	quiet                                       bool
 	maxShift                                    int
@@ -119,6 +120,10 @@ func checkMemory(scenario, family string, sides ...[]traces.Ref) error {
 	return nil
 }
 
+// maxSweepFiner bounds --sweep-finer: sixteen times finer is far below
+// any difference a budget can tell, and every setting costs a tally.
+const maxSweepFiner = 16
+
 // maxWorkers bounds --workers (each worker replays one series at a time).
 const maxWorkers = 1024
 
@@ -144,9 +149,10 @@ func cmdSimulate(args []string, e env) error {
 	fs.StringVar(&f.hysteresis, "hysteresis", "", "hysteresis band of activation-steps: a change of fewer than `N` replicas (or N%; none: no band) is not made")
 	fs.Float64Var(&f.holdBand, "hold-band", 0, "hold band of activation-steps: a host keeps its count while it lies between the counts at output thresholds `B` logits stricter and looser (the strategy's hold_band)")
 	fs.IntVar(&f.workers, "workers", 0, "`N` parallel workers, each replaying one series at a time (0: GOMAXPROCS; at most 1024)")
+	fs.IntVar(&f.sweepFiner, "sweep-finer", 1, "every policy's knob sweep `N` times finer than the default (N-1 settings between each two of it; the activation's output thresholds in log-odds), from 1 to "+strconv.Itoa(maxSweepFiner)+": to check that no figure at the budget hangs on how fine the sweeps are")
 	fs.IntVar(&f.maxShift, "max-shift", 0, "replicas' largest phase shift, in `samples` (the scenario's own when left out: 30 in shifted, two-apps and memory; yardstick shifts none, and refuses the flag): the models' training labels use 30, so other values show whether a comparison holds when the replicas multiplex otherwise than the models learned")
 	fs.Uint64Var(&f.seed, "seed", 0, "the scenario's seed `S` (replica shifts and scales, from 1; 0: the scenario's own, 1), drawn with each series' name: replays with several seeds show how much of a difference is the draw's; not with the yardstick scenario, which draws nothing")
-	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more; any families with --choose-on pooled or worst-family), scenario, models, step settings and sweeps, typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
+	fs.StringVar(&f.settingsFrom, "settings-from", "", "also read every policy at the settings chosen on another replay: `FILE` is simulate's JSON output (--format json) of the same families (or more; any families with --choose-on pooled or worst-family), scenario, models, step settings and sweeps (--knob and --sweep-finer), typically with --split train; each policy's setting is chosen there at this run's budget (held to the pair's budget, to each host at one setting, and to each host at its own) and read on the series replayed here, as a user who sets a margin from some series gets it on others")
 	fs.StringVar(&f.chooseOn, "choose-on", chooseOnFamily, "with --settings-from, the file's results each setting is chosen on: "+chooseOnFamily+" (each family's on the same family's series there), "+chooseOnPooled+" (every family's, and the pooled result's, on the file's pooled series: one setting for every family, as a user sets it for series of a family, or a provider, the file never replayed) or "+chooseOnWorstFamily+" (as "+chooseOnPooled+", at the densest setting there that keeps each of the file's families within the budget: the worst family's rate is held, as a user who runs them all at one setting holds it)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (drawn on standard error when it is a terminal)")
 	if err := parse(fs, args); err != nil {
@@ -185,6 +191,9 @@ func cmdSimulate(args []string, e env) error {
 	}
 	if f.workers < 0 || f.workers > maxWorkers {
 		return usagef("--workers: %d; it must be from 0 (GOMAXPROCS) to %d", f.workers, maxWorkers)
+	}
+	if f.sweepFiner < 1 || f.sweepFiner > maxSweepFiner {
+		return usagef("--sweep-finer: %d; want a whole number from 1 (the default sweeps) to %d", f.sweepFiner, maxSweepFiner)
 	}
 	sc, err := sim.ScenarioByName(f.scenario)
 	if err != nil {
@@ -337,7 +346,7 @@ func cmdSimulate(args []string, e env) error {
 	if f.settingsFrom != "" {
 		// Read before the replay, which a file that cannot choose
 		// would waste.
-		if chooser, err = readSettingsSource(f.settingsFrom, sc, f.knob, models, stepsOut, familyNames, f.chooseOn); err != nil {
+		if chooser, err = readSettingsSource(f.settingsFrom, sc, f.knob, f.sweepFiner, models, stepsOut, familyNames, f.chooseOn); err != nil {
 			return fmt.Errorf("--settings-from: %w", err)
 		}
 	} else if flagSet(fs, "settings-from") {
@@ -360,7 +369,15 @@ func cmdSimulate(args []string, e env) error {
 			notes = append(notes, fmt.Sprintf("family %s: left out %d held-out series the models were trained or validated on (their provenance lists them; this directory's files are not the ones trained on, which moved the split): %s", fm.dir.family, len(fitted), listNames(fitted, 5)))
 		}
 	}
-	act, err := sim.Activation(sim.ActivationConfig{Admission: adm, Capacity: capy, Knob: f.knob})
+	var actVals, linVals []float64 // nil: the default sweeps
+	if n := f.sweepFiner; n > 1 {
+		actVals, linVals = sim.Thresholds(n), sim.Refine(sim.DefaultLinearScales(), n)
+		if f.knob == sim.KnobPerBranch {
+			actVals = sim.Refine(sim.DefaultPerBranch(), n)
+		}
+		notes = append(notes, fmt.Sprintf("--sweep-finer %d: every policy's knob sweep is %d times finer than the default (its step divided by %d, every default setting kept)", n, n, n))
+	}
+	act, err := sim.Activation(sim.ActivationConfig{Admission: adm, Capacity: capy, Knob: f.knob, Values: actVals})
 	if err != nil {
 		return err
 	}
@@ -372,9 +389,10 @@ func cmdSimulate(args []string, e env) error {
 	if sc.Name == sim.ScenarioYardstick {
 		baselines = sim.YardstickBaselines() // the yardstick's own sweeps, whose figures it gives
 	}
+	baselines = sim.Finer(baselines, f.sweepFiner)
 	policies := append(baselines, sim.AdmissionOracle(), act)
 	if withSteps {
-		stepped, err := sim.Activation(sim.ActivationConfig{Name: stepsPolicy, Admission: adm, Capacity: capy, Knob: f.knob, Steps: steps, HoldBand: f.holdBand})
+		stepped, err := sim.Activation(sim.ActivationConfig{Name: stepsPolicy, Admission: adm, Capacity: capy, Knob: f.knob, Values: actVals, Steps: steps, HoldBand: f.holdBand})
 		if err != nil {
 			return err
 		}
@@ -385,7 +403,7 @@ func cmdSimulate(args []string, e env) error {
 		for _, in := range capy.Model().Inputs {
 			feats = append(feats, in.Name)
 		}
-		lin, err := sim.LinearSources(e.context(), sim.FromRefs(trainAll), sc, sim.LinearConfig{Features: feats, Slots: capy.CountableOutputs()}, f.workers)
+		lin, err := sim.LinearSources(e.context(), sim.FromRefs(trainAll), sc, sim.LinearConfig{Features: feats, Slots: capy.CountableOutputs(), Values: linVals}, f.workers)
 		switch {
 		case errors.Is(err, sim.ErrLinearTooFewExamples):
 			notes = append(notes, "linear ablation left out: "+err.Error())
@@ -485,6 +503,9 @@ func cmdSimulate(args []string, e env) error {
 	}
 	out := &output{Scenario: sc, Split: f.split, Budget: f.budget, ShiftSet: flagSet(fs, "max-shift"),
 		Models: models, Steps: stepsOut, Notes: notes}
+	if f.sweepFiner > 1 {
+		out.SweepFiner = f.sweepFiner
+	}
 	out.Notes = append(out.Notes, edgeNotes(reps, f.budget)...)
 	// The activation's threshold at the budget as a margin over the
 	// models' own, what the front ends take: only when the sweep moves
@@ -636,6 +657,9 @@ type output struct {
 	Plots          []string       `json:"plots,omitempty"`
 	Notes          []string       `json:"notes,omitempty"`
 	ElapsedSeconds float64        `json:"elapsed_seconds"`
+	// SweepFiner is --sweep-finer when it is more than 1 (absent: the
+	// default sweeps).
+	SweepFiner int `json:"sweep_finer,omitempty"`
 	// ShiftSet: --max-shift set the scenario's MaxShift.
 	ShiftSet bool `json:"-"`
 }
