@@ -131,6 +131,10 @@ type ActivationConfig struct {
 	// its settings (nil: a default sweep).
 	Knob   string
 	Values []float64
+	// Finer, when > 1, makes the default sweep Finer times finer, keeping
+	// its settings (Thresholds(Finer), or DefaultPerBranch refined); it
+	// refines only the default, so Values must be nil.
+	Finer int
 	// Steps, when set, limit how each host's count moves towards the
 	// engine's at every decision (max_scale_up, max_scale_down and a
 	// hysteresis band), as a controller applying engine.Steps would.
@@ -257,10 +261,13 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 		}
 	}
 	vals := cfg.Values
+	if cfg.Finer > 1 && vals != nil {
+		return nil, fmt.Errorf("activation policy: knob %s: a finer sweep (%d) refines the default sweep; give no values with it", a.kind, cfg.Finer)
+	}
 	switch a.kind {
 	case KnobOutputThreshold:
 		if vals == nil {
-			vals = DefaultThresholds()
+			vals = Thresholds(cfg.Finer)
 		}
 		for _, v := range vals {
 			for _, p := range []*engine.Processor{a.adm, a.capy} {
@@ -273,7 +280,7 @@ func Activation(cfg ActivationConfig) (Policy, error) {
 		}
 	case KnobPerBranch:
 		if vals == nil {
-			vals = DefaultPerBranch()
+			vals = Refine(DefaultPerBranch(), cfg.Finer)
 		}
 		for _, v := range vals {
 			if err := (engine.Quota{Max: 1, PerBranch: v, Rounding: engine.RoundFloor}).Validate("activation policy"); err != nil {

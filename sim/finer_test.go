@@ -100,3 +100,26 @@ func TestFiner(t *testing.T) {
 		}
 	}
 }
+
+// ActivationConfig.Finer refines the knob's default sweep, and is refused
+// beside values of the caller's own.
+func TestActivationFiner(t *testing.T) {
+	for _, c := range []struct {
+		knob string
+		want []float64
+	}{
+		{KnobOutputThreshold, Thresholds(2)},
+		{KnobPerBranch, Refine(DefaultPerBranch(), 2)},
+	} {
+		p, err := Activation(ActivationConfig{Knob: c.knob, Finer: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Knob().Values; !slices.Equal(got, c.want) {
+			t.Errorf("%s: %d settings, want %d", c.knob, len(got), len(c.want))
+		}
+	}
+	if _, err := Activation(ActivationConfig{Values: []float64{0.5}, Finer: 2}); err == nil {
+		t.Error("Finer beside Values: no error")
+	}
+}

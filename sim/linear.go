@@ -25,13 +25,12 @@ type LinearConfig struct {
 	Slots int
 	// Ridge is the L2 penalty on the standardised coefficients (0: 1e-6).
 	Ridge float64
-	// Values is the scale sweep (nil: DefaultLinearScales).
+	// Values is the scale sweep (nil: 0.02 to 1.5 by 0.02).
 	Values []float64
+	// Finer, when > 1, makes the scale sweep Finer times finer, keeping
+	// its settings (Refine).
+	Finer int
 }
-
-// DefaultLinearScales is the linear ablation's scale sweep: 0.02 to 1.5 by
-// 0.02.
-func DefaultLinearScales() []float64 { return Sweep(0.02, 1.5, 0.02) }
 
 // linear is least squares from the features to the label the processors
 // are trained on: how many replicas would have fitted over the next
@@ -108,8 +107,9 @@ func LinearSources(ctx context.Context, train []Source, sc Scenario, cfg LinearC
 	}
 	vals := cfg.Values
 	if vals == nil {
-		vals = DefaultLinearScales()
+		vals = Sweep(0.02, 1.5, 0.02)
 	}
+	vals = Refine(vals, cfg.Finer)
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}

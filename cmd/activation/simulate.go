@@ -369,15 +369,10 @@ func cmdSimulate(args []string, e env) error {
 			notes = append(notes, fmt.Sprintf("family %s: left out %d held-out series the models were trained or validated on (their provenance lists them; this directory's files are not the ones trained on, which moved the split): %s", fm.dir.family, len(fitted), listNames(fitted, 5)))
 		}
 	}
-	var actVals, linVals []float64 // nil: the default sweeps
 	if n := f.sweepFiner; n > 1 {
-		actVals, linVals = sim.Thresholds(n), sim.Refine(sim.DefaultLinearScales(), n)
-		if f.knob == sim.KnobPerBranch {
-			actVals = sim.Refine(sim.DefaultPerBranch(), n)
-		}
 		notes = append(notes, fmt.Sprintf("--sweep-finer %d: every policy's knob sweep is %d times finer than the default (its step divided by %d, every default setting kept)", n, n, n))
 	}
-	act, err := sim.Activation(sim.ActivationConfig{Admission: adm, Capacity: capy, Knob: f.knob, Values: actVals})
+	act, err := sim.Activation(sim.ActivationConfig{Admission: adm, Capacity: capy, Knob: f.knob, Finer: f.sweepFiner})
 	if err != nil {
 		return err
 	}
@@ -392,7 +387,7 @@ func cmdSimulate(args []string, e env) error {
 	baselines = sim.Finer(baselines, f.sweepFiner)
 	policies := append(baselines, sim.AdmissionOracle(), act)
 	if withSteps {
-		stepped, err := sim.Activation(sim.ActivationConfig{Name: stepsPolicy, Admission: adm, Capacity: capy, Knob: f.knob, Values: actVals, Steps: steps, HoldBand: f.holdBand})
+		stepped, err := sim.Activation(sim.ActivationConfig{Name: stepsPolicy, Admission: adm, Capacity: capy, Knob: f.knob, Finer: f.sweepFiner, Steps: steps, HoldBand: f.holdBand})
 		if err != nil {
 			return err
 		}
@@ -403,7 +398,7 @@ func cmdSimulate(args []string, e env) error {
 		for _, in := range capy.Model().Inputs {
 			feats = append(feats, in.Name)
 		}
-		lin, err := sim.LinearSources(e.context(), sim.FromRefs(trainAll), sc, sim.LinearConfig{Features: feats, Slots: capy.CountableOutputs(), Values: linVals}, f.workers)
+		lin, err := sim.LinearSources(e.context(), sim.FromRefs(trainAll), sc, sim.LinearConfig{Features: feats, Slots: capy.CountableOutputs(), Finer: f.sweepFiner}, f.workers)
 		switch {
 		case errors.Is(err, sim.ErrLinearTooFewExamples):
 			notes = append(notes, "linear ablation left out: "+err.Error())
