@@ -361,9 +361,10 @@ func TestFeatureVector(t *testing.T) {
 	}
 }
 
-// The recent dispersions and the largest rises read their own spans of
-// the per-replica shares: each feature is its stats.Summary field, and the
-// window is built so that no two of them are equal.
+// The recent dispersions, the largest rises and the sustained peaks read
+// their own spans of the per-replica shares: each feature is its
+// stats.Summary field, and the window is built so that no two of them are
+// equal.
 func TestRecentSpreadAndRiseFeatures(t *testing.T) {
 	w := make([]float64, 70) // per-replica shares of the host
 	for i := range w {
@@ -371,6 +372,9 @@ func TestRecentSpreadAndRiseFeatures(t *testing.T) {
 	}
 	w[0], w[1] = 0, 0.5     // the window's largest one-sample rise, 0.5, early
 	w[60], w[61] = 0.3, 0.4 // within the last 20: a rise of 0.2, and 0.3 over five samples
+	// The largest mean of five, 0.204 (59 to 63 and 60 to 64), and of
+	// twenty, 0.131 (49 to 68 and 50 to 69).
+	w[62] = 0.12
 	for i := 65; i < 70; i++ {
 		if i%2 == 0 {
 			w[i] = 0.15 // the last 5: 0.1, 0.15, 0.1, 0.15, 0.1
@@ -381,9 +385,9 @@ func TestRecentSpreadAndRiseFeatures(t *testing.T) {
 		o.Samples = append(o.Samples, Sample{Time: int64(60 * i), CPUMHz: v * 2 * 1000})
 	}
 	sum := stats.Summarize(w, nil)
-	names := []string{FeatCPUReplicaStdLast5, FeatCPUReplicaStdLast60, FeatCPUReplicaRiseMax, FeatCPUReplicaRiseMaxLast20, FeatCPUReplicaRise5Max}
-	want := []float64{sum.StdLast5, sum.StdLast60, sum.RiseMax, sum.RiseMaxLast20, sum.Rise5Max}
-	for i, v := range []float64{math.Sqrt(0.0006), -1, 0.5, 0.2, 0.3} { // the premise: the fields are these (std_last60 unchecked) and differ
+	names := []string{FeatCPUReplicaStdLast5, FeatCPUReplicaStdLast60, FeatCPUReplicaRiseMax, FeatCPUReplicaRiseMaxLast20, FeatCPUReplicaRise5Max, FeatCPUReplicaMaxMean5, FeatCPUReplicaMaxMean20}
+	want := []float64{sum.StdLast5, sum.StdLast60, sum.RiseMax, sum.RiseMaxLast20, sum.Rise5Max, sum.MaxMean5, sum.MaxMean20}
+	for i, v := range []float64{math.Sqrt(0.0006), -1, 0.5, 0.2, 0.3, 0.204, 0.131} { // the premise: the fields are these (std_last60 unchecked) and differ
 		if v >= 0 && math.Abs(want[i]-v) > 1e-9 {
 			t.Fatalf("the premise fails: %s's field is %v, want %v", names[i], want[i], v)
 		}

@@ -749,6 +749,38 @@ func TestRefusedSlotMemoryFigures(t *testing.T) {
 	}
 }
 
+// Every level of usage a model can read (a mean, a quantile, a peak, a
+// sustained peak) holds data however small a share of the room it is,
+// while a spread or a rise of that usage stays as small as it is: the
+// features a model file names, each alone, on a window of tiny usage.
+func TestTinyUsageLevelsHoldData(t *testing.T) {
+	o := testsupport.Flat(20000, 2, 1e-5, 2000, 30)
+	for i := range o.Samples {
+		o.Samples[i].CPUMHz *= float64(1 + i%2) // 1e-5 and 2e-5 MHz per replica
+	}
+	eps := DefaultInputEpsilon
+	for _, tc := range []struct {
+		name  string
+		level bool
+	}{
+		{FeatCPUReplicaMean, true}, {FeatCPUReplicaP95, true}, {FeatCPUReplicaMax, true},
+		{FeatCPUReplicaMeanLast5, true}, {FeatCPUReplicaMaxLast20, true},
+		{FeatCPUReplicaMaxMean5, true}, {FeatCPUReplicaMaxMean20, true},
+		{FeatCPUReplicaStdLast20, false}, {FeatCPUReplicaRiseMax, false}, {FeatCPUReplicaRise5Max, false},
+	} {
+		x, err := FeatureVector(&o, "second", []string{tc.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if holds := x[0] > eps; holds != tc.level {
+			t.Errorf("%s = %g on a window of 1e-5 to 2e-5 MHz a replica (input epsilon %g): holds data %v, want %v", tc.name, x[0], eps, holds, tc.level)
+		}
+		if !(x[0] > 0) {
+			t.Errorf("%s = %g: the premise (a positive figure) fails", tc.name, x[0])
+		}
+	}
+}
+
 // A positive usage or demand holds data however small a share of the room
 // it is: the counts never fall as usage falls towards zero. A user trial
 // found the second host at 0 containers for 0.00004 MHz of usage on a

@@ -41,7 +41,11 @@ const (
 	// rise over five samples in the window.
 	FeatCPUReplicaRiseMaxLast20 = "cpu_replica_rise_max_last20"
 	FeatCPUReplicaRise5Max      = "cpu_replica_rise5_max"
-	FeatCPUReplicaTrend         = "cpu_replica_trend"
+	// The window's sustained peaks: the largest mean of 5 and of 20
+	// consecutive samples per replica.
+	FeatCPUReplicaMaxMean5  = "cpu_replica_max_mean5"
+	FeatCPUReplicaMaxMean20 = "cpu_replica_max_mean20"
+	FeatCPUReplicaTrend     = "cpu_replica_trend"
 	// The trend's rising and falling parts, each >= 0 (for networks whose
 	// inputs must not be negative).
 	FeatCPUReplicaTrendUp   = "cpu_replica_trend_up"
@@ -102,7 +106,7 @@ var FeatureNames = []string{
 	FeatCPUReplicaMean, FeatCPUReplicaStd, FeatCPUReplicaCV, FeatCPUReplicaP50, FeatCPUReplicaP90,
 	FeatCPUReplicaP95, FeatCPUReplicaP99, FeatCPUReplicaMax, FeatCPUReplicaLast,
 	FeatCPUReplicaMeanLast5, FeatCPUReplicaMeanStd2, FeatCPUReplicaMeanStd3, FeatCPUReplicaMaxLast5, FeatCPUReplicaMaxLast20,
-	FeatCPUReplicaStdLast20, FeatCPUReplicaStdLast5, FeatCPUReplicaStdLast60, FeatCPUReplicaRiseMax, FeatCPUReplicaRiseMaxLast20, FeatCPUReplicaRise5Max, FeatCPUReplicaTrend, FeatCPUReplicaTrendUp, FeatCPUReplicaTrendDown, FeatCPUReplicaRequest, FeatCPUReplicaDemand,
+	FeatCPUReplicaStdLast20, FeatCPUReplicaStdLast5, FeatCPUReplicaStdLast60, FeatCPUReplicaRiseMax, FeatCPUReplicaRiseMaxLast20, FeatCPUReplicaRise5Max, FeatCPUReplicaMaxMean5, FeatCPUReplicaMaxMean20, FeatCPUReplicaTrend, FeatCPUReplicaTrendUp, FeatCPUReplicaTrendDown, FeatCPUReplicaRequest, FeatCPUReplicaDemand,
 	FeatCPUHostMean, FeatCPUHostMax,
 	FeatCPUFitMean, FeatCPUFitMeanLast5, FeatCPUFitMeanStd2, FeatCPUFitMeanStd3,
 	FeatCPUFitP95, FeatCPUFitP99, FeatCPUFitMax, FeatCPUFitMaxLast5, FeatCPUFitMaxLast20, FeatCPUFitDemand,
@@ -147,6 +151,8 @@ const (
 	fCPUReplicaRiseMax
 	fCPUReplicaRiseMaxLast20
 	fCPUReplicaRise5Max
+	fCPUReplicaMaxMean5
+	fCPUReplicaMaxMean20
 	fCPUReplicaTrend
 	fCPUReplicaTrendUp
 	fCPUReplicaTrendDown
@@ -186,7 +192,7 @@ var levelShare = func() (l [numFeatures]bool) {
 	for _, f := range []int{
 		fCPUReplicaMean, fCPUReplicaP50, fCPUReplicaP90, fCPUReplicaP95, fCPUReplicaP99, fCPUReplicaMax, fCPUReplicaLast,
 		fCPUReplicaMeanLast5, fCPUReplicaMeanStd2, fCPUReplicaMeanStd3, fCPUReplicaMaxLast5, fCPUReplicaMaxLast20,
-		fCPUReplicaRequest, fCPUReplicaDemand, fCPUHostMean, fCPUHostMax,
+		fCPUReplicaMaxMean5, fCPUReplicaMaxMean20, fCPUReplicaRequest, fCPUReplicaDemand, fCPUHostMean, fCPUHostMax,
 		fMemReplicaMax, fMemReplicaDemand, fMemHostMax,
 	} {
 		l[f] = true
@@ -390,6 +396,8 @@ func (fw *featureWork) compute(o *Observation) {
 	f[fCPUReplicaRiseMax] = capShare(sum.RiseMax)
 	f[fCPUReplicaRiseMaxLast20] = capShare(sum.RiseMaxLast20)
 	f[fCPUReplicaRise5Max] = capShare(sum.Rise5Max)
+	f[fCPUReplicaMaxMean5] = capShare(sum.MaxMean5)
+	f[fCPUReplicaMaxMean20] = capShare(sum.MaxMean20)
 	f[fCPUReplicaTrend] = max(min(sum.Trend, MaxShare), -MaxShare)
 	f[fCPUReplicaTrendUp] = max(f[fCPUReplicaTrend], 0)
 	f[fCPUReplicaTrendDown] = max(-f[fCPUReplicaTrend], 0)

@@ -94,6 +94,12 @@ type Summary struct {
 	// Rise5Max the largest rise over five values, w[i] - w[i-5] (0 for
 	// fewer than six).
 	RiseMaxLast20, Rise5Max float64
+	// MaxMean5 and MaxMean20 are the largest mean of 5 and of 20
+	// consecutive values (the whole window's mean when shorter): the
+	// window's sustained peaks, which a single sample's spike moves by at
+	// most a fifth or a twentieth of its height (in a window of at least
+	// 5 or 20 values).
+	MaxMean5, MaxMean20 float64
 	// Trend is the mean of the last quarter minus the mean of the first
 	// quarter (at least one value each).
 	Trend float64
@@ -106,7 +112,7 @@ func Summarize(w, scratch []float64) Summary {
 	n := len(w)
 	if n == 0 {
 		nan := math.NaN()
-		return Summary{nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan}
+		return Summary{nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan}
 	}
 	if cap(scratch) < n {
 		scratch = make([]float64, n)
@@ -139,7 +145,25 @@ func Summarize(w, scratch []float64) Summary {
 			out.Rise5Max = max(out.Rise5Max, w[i]-w[i-5])
 		}
 	}
+	out.MaxMean5 = maxMean(w, 5)
+	out.MaxMean20 = maxMean(w, 20)
 	q := max(1, n/4)
 	out.Trend = stat.Mean(w[n-q:], nil) - stat.Mean(w[:q], nil)
 	return out
+}
+
+// maxMean is the largest mean of k consecutive values of w (len(w) >= 1),
+// the mean of all of w when it has fewer than k: one pass, the sum slid
+// along w.
+func maxMean(w []float64, k int) float64 {
+	if len(w) <= k {
+		return stat.Mean(w, nil)
+	}
+	sum := floats.Sum(w[:k])
+	best := sum
+	for i := k; i < len(w); i++ {
+		sum += w[i] - w[i-k]
+		best = max(best, sum)
+	}
+	return best / float64(k)
 }

@@ -146,6 +146,42 @@ func TestSummarizeRecentSpreadsAndRise(t *testing.T) {
 	}
 }
 
+// MaxMean5 and MaxMean20 are the largest means of 5 and 20 consecutive
+// values (the whole window's mean when shorter): a spike of one sample
+// moves them by at most a fifth and a twentieth of its height.
+func TestSummarizeSustainedPeaks(t *testing.T) {
+	tests := []struct {
+		name          string
+		w             []float64
+		mean5, mean20 float64
+	}{
+		{"one value", []float64{3}, 3, 3},
+		{"shorter than 5", []float64{1, 2, 3, 6}, 3, 3},
+		{"exactly 5", []float64{1, 2, 3, 4, 5}, 3, 3},
+		{"a ramp of 20", ramp(20), 17, 9.5},                                                                // 15..19; 0..19
+		{"a spike of one sample", append(repeat(1, 60), append([]float64{21}, repeat(1, 59)...)...), 5, 2}, // 1 + 20/5; 1 + 20/20
+		{"five high at the start", append(repeat(4, 5), repeat(0, 115)...), 4, 1},
+		{"five high at the end", append(repeat(0, 115), repeat(4, 5)...), 4, 1},
+		{"falling", []float64{9, 7, 4, 2, 1, 0, 0}, 4.6, 23.0 / 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Summarize(tt.w, nil)
+			if math.Abs(s.MaxMean5-tt.mean5) > 1e-12 || math.Abs(s.MaxMean20-tt.mean20) > 1e-12 {
+				t.Errorf("max_mean5 %v, max_mean20 %v; want %v, %v", s.MaxMean5, s.MaxMean20, tt.mean5, tt.mean20)
+			}
+		})
+	}
+}
+
+func ramp(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(i)
+	}
+	return out
+}
+
 func repeat(v float64, n int) []float64 {
 	out := make([]float64, n)
 	for i := range out {

@@ -33,6 +33,8 @@ var Statistics = []Statistic{
 	{"rise_max", engine.FeatCPUReplicaRiseMax},
 	{"rise_max_last20", engine.FeatCPUReplicaRiseMaxLast20},
 	{"rise5_max", engine.FeatCPUReplicaRise5Max},
+	{"max_mean5", engine.FeatCPUReplicaMaxMean5},
+	{"max_mean20", engine.FeatCPUReplicaMaxMean20},
 	{"trend_up", engine.FeatCPUReplicaTrendUp},
 	{"trend_down", engine.FeatCPUReplicaTrendDown},
 	{"level_day_sin", engine.FeatCPULevelDaySin},

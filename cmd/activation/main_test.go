@@ -1917,7 +1917,8 @@ func isAblation(c tuneCandidate) bool {
 // against; the built-in models' since add a peak bound) but for the one
 // thing its name says; the rows of the ablation of the morning's default
 // of December 7 (86 to 91) as 85 does, of the afternoon's (99 to 104) as
-// 98 does and of the evening's (105 to 110) as 101 does, but for theirs.
+// 98 does and of the evening's (105 to 110) and the sustained peaks on it
+// (111 to 113) as 101 does, but for theirs.
 func TestTuneAblationCandidates(t *testing.T) {
 	base := train.DefaultSettings()
 	var def train.Settings // the ablation's base: the default as measured until December 5 (candidate 54)
@@ -2065,6 +2066,10 @@ func TestTuneAblationCandidates(t *testing.T) {
 	}
 	const evening = "the default since December 7, evening"
 	ablationOf(evening, evening+", its training", ", ", d101, dispersion, tail, peaks, group{"rises", "rise_max", "rise5_max"})
+	// The sustained peaks on 101 (candidates 111 to 113, December 8).
+	for _, more := range [][]string{{"max_mean5"}, {"max_mean20"}, {"max_mean5", "max_mean20"}} {
+		want[evening+", + "+strings.Join(more, " + ")] = d101(func(s *train.Settings) { s.Statistics = append(s.Statistics, more...) })
+	}
 	seen := map[string]bool{}
 	for i, c := range tuneCandidates() {
 		if !isAblation(c) {

@@ -230,6 +230,12 @@ func tuneCandidates() []tuneCandidate {
 		{"the default since December 7, evening, without tail (p95, max: no peak bound then)", theDefault101(without("p95", "max"))},
 		{"the default since December 7, evening, without recent peaks (max_last5, max_last20)", theDefault101(without("max_last5", "max_last20"))},
 		{"the default since December 7, evening, without rises (rise_max, rise5_max)", theDefault101(without("rise_max", "rise5_max"))},
+		// The window's sustained peaks (December 8): the largest mean of
+		// 5 and of 20 consecutive samples, which a spike of one sample
+		// moves by at most a fifth or a twentieth of its height.
+		{"the default since December 7, evening, + max_mean5", theDefault101(plus("max_mean5"))},
+		{"the default since December 7, evening, + max_mean20", theDefault101(plus("max_mean20"))},
+		{"the default since December 7, evening, + max_mean5 + max_mean20", theDefault101(plus("max_mean5", "max_mean20"))},
 	}
 }
 
