@@ -110,10 +110,6 @@ func TestSummarizeStdLast20(t *testing.T) {
 // StdLast5 and StdLast60 read their last values only, and RiseMax the
 // largest rise from one value to the next anywhere in the window.
 func TestSummarizeRecentSpreadsAndRise(t *testing.T) {
-	ramp := make([]float64, 11) // 0, 1, ..., 10
-	for i := range ramp {
-		ramp[i] = float64(i)
-	}
 	tests := []struct {
 		name                                    string
 		w                                       []float64
@@ -121,7 +117,7 @@ func TestSummarizeRecentSpreadsAndRise(t *testing.T) {
 	}{
 		{"one value", []float64{3}, 0, 0, 0, 0, 0},
 		{"falling only", []float64{9, 7, 4, 2, 1}, math.Sqrt(9.04), math.Sqrt(9.04), 0, 0, 0},
-		{"a ramp", ramp, math.Sqrt(2), math.Sqrt(10), 1, 1, 5},
+		{"a ramp", ramp(11), math.Sqrt(2), math.Sqrt(10), 1, 1, 5},
 		{"a rise early, calm after", append([]float64{1, 6}, repeat(2, 118)...), 0, 0, 5, 0, 1},                                                                   // rise5: 2 - 1
 		{"the last 60 jumpy, calm before", append(repeat(5, 60), alternate(4, 6, 60)...), math.Sqrt(0.96), 1, 2, 2, 2},                                            // the last 5: 6, 4, 6, 4, 6
 		{"a rise into the 20th value from the end", append(append(repeat(0, 100), 5), repeat(5, 19)...), 0, math.Sqrt(500.0/60 - (100.0/60)*(100.0/60)), 5, 0, 5}, // the last 60: 40 zeros, 20 fives
@@ -174,6 +170,7 @@ func TestSummarizeSustainedPeaks(t *testing.T) {
 	}
 }
 
+// ramp is 0, 1, ..., n-1.
 func ramp(n int) []float64 {
 	out := make([]float64, n)
 	for i := range out {
